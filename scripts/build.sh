@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds strata in ./build (clang-22 + lld, Release, libMLIR.so).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+  cmake -G Ninja -S . -B "$BUILD_DIR" \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=clang-22 -DCMAKE_CXX_COMPILER=clang++-22 \
+    -DLLVM_USE_LINKER=lld
+fi
+ninja -C "$BUILD_DIR" ${NINJA_TARGETS:-}

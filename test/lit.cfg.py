@@ -1,0 +1,46 @@
+# -*- Python -*-
+# lit configuration of check-strata: FileCheck tests of the compiler and
+# integration tests of the tools. Runtime unit tests run through Unit/.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "STRATA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".dsl"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.strata_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%shlibdir", config.mlir_lib_dir))
+config.substitutions.append(("%rocm_toolkit", config.rocm_toolkit))
+config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+config.substitutions.append(("%strata_src_root", config.strata_src_root))
+config.substitutions.append(("%strata_obj_root", config.strata_obj_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.strata_tools_dir, config.llvm_tools_dir]
+tools = [
+    "strata-opt",
+    ToolSubst("mlir-opt", unresolved="ignore"),
+    ToolSubst("mlir-runner", unresolved="ignore"),
+    ToolSubst("strata-compile", unresolved="ignore"),
+    ToolSubst("strata-run", unresolved="ignore"),
+    ToolSubst("strata-dump", unresolved="ignore"),
+    ToolSubst("strata-write-checkpoint", unresolved="ignore"),
+    ToolSubst("strata-serve", unresolved="ignore"),
+    ToolSubst("strata-eval", unresolved="ignore"),
+    ToolSubst("strata-bench", unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
+    config.available_features.add("ptxas")
+if os.path.exists("/usr/bin/python3"):
+    config.substitutions.append(("%python", "/usr/bin/python3"))
