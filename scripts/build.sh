@@ -3,6 +3,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
+# Share ccache hits between worktrees checked out side by side.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$(dirname "$PWD")}
 if [ ! -f "$BUILD_DIR/build.ninja" ]; then
   cmake -G Ninja -S . -B "$BUILD_DIR" \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
