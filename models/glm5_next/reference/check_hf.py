@@ -26,6 +26,10 @@ import sys
 import time
 import traceback
 
+if __name__ == "__main__" and ("-h" in sys.argv[1:] or "--help" in sys.argv[1:]):
+    print(__doc__)  # --help works without torch installed
+    sys.exit(0)
+
 import numpy as np
 import torch
 

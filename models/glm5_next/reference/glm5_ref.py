@@ -21,7 +21,8 @@ Script use (needs torch + safetensors):
 
 Index-score ties: with the procedural weights the index score is exactly 0 for every pool whose
 per-head ReLU terms are all 0, so the top-k boundary often falls inside a tie. `select` chooses the
-tie rule: "stable" (default: higher score first, ties -> lower pool index) or "torch" (torch.topk,
+tie rule: "stable" (default: higher score first, ties -> lower pool index; matched transformers'
+torch.topk on CUDA bit for bit in every measured prompt) or "torch" (torch.topk,
 whatever order it yields, as transformers does); "reverse" (ties -> higher pool index, to measure
 the sensitivity to the tie rule).
 """
@@ -31,6 +32,10 @@ import json
 import math
 import os
 import sys
+
+if __name__ == "__main__" and ("-h" in sys.argv[1:] or "--help" in sys.argv[1:]):
+    print(__doc__)  # --help works without torch installed
+    sys.exit(0)
 
 import torch
 import torch.nn.functional as F
