@@ -44,3 +44,12 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
     config.available_features.add("ptxas")
 if os.path.exists("/usr/bin/python3"):
     config.substitutions.append(("%python", "/usr/bin/python3"))
+
+# The real GSM8K files live beside the repository (../shared/data/gsm8k) and
+# are not committed; STRATA_GSM8K_DIR overrides the location.
+gsm8k_dir = os.environ.get(
+    "STRATA_GSM8K_DIR",
+    os.path.join(config.strata_src_root, "..", "shared", "data", "gsm8k"))
+if os.path.exists(os.path.join(gsm8k_dir, "test.jsonl")):
+    config.available_features.add("gsm8k-data")
+    config.substitutions.append(("%gsm8k_dir", gsm8k_dir))
