@@ -1,6 +1,8 @@
 //===- LLMOps.h - llm dialect ops -------------------------------*- C++ -*-===//
 //
-// Part of strata.
+// Part of strata, under the Apache License v2.0.
+//
+// The ops of the `llm` dialect (definitions in LLMOps.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "dialects/llm/IR/LLMDialect.h"
+#include "dialects/llm/IR/LLMTypes.h"
 
 #define GET_OP_CLASSES
 #include "dialects/llm/IR/LLMOps.h.inc"
