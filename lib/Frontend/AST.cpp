@@ -114,6 +114,10 @@ private:
   }
 
   void printType(const TypeAST &type) {
+    if (type.isNamed) {
+      os << type.elementType;
+      return;
+    }
     if (type.isTuple) {
       os << "(";
       llvm::interleaveComma(type.elements, os,

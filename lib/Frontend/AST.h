@@ -232,10 +232,12 @@ llvm::StringRef getOperatorSpelling(int op);
 // Types
 //===----------------------------------------------------------------------===//
 
-/// `[d0, d1, ...] elt` (a tensor; a null dim is `?`) or `(t0, t1, ...)`.
+/// `[d0, d1, ...] elt` (a tensor; a null dim is `?`), `(t0, t1, ...)`, or
+/// the name of a variable holding a type value (`isNamed`).
 struct TypeAST {
   Location loc;
   bool isTuple = false;
+  bool isNamed = false;
   std::vector<ExprPtr> dims;            ///< Tensor: null entries are `?`.
   std::string elementType;              ///< Tensor: `bf16`, `f32`, ...
   Location elementLoc;                  ///< Where `elementType` was spelled.

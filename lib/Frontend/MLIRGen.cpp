@@ -680,6 +680,7 @@ private:
   static bool isBuiltin(llvm::StringRef name) {
     return llvm::is_contained(
         {"weight", "expert_weights", "tensor", "mlir_type", "attr", "f64",
+         "type_of",
          "i32", "input", "output", "reshape", "len", "min", "max", "ceil_div",
          "sqrt", "pow", "float", "int", "contains"},
         name);
@@ -805,6 +806,15 @@ private:
         return DValue::makeAttr(builder.getF64FloatAttr(asDouble(args[0].value)));
       return DValue::makeAttr(builder.getI32IntegerAttr(
           static_cast<int32_t>(asDouble(args[0].value))));
+    }
+    // type_of(x): the type of a value, for annotations (`let y: t = ...`).
+    if (name == "type_of") {
+      if (failed(expectArgs(call, name, args, 1)))
+        return failure();
+      auto v = expectKind(args[0], DValue::Tensor, "a value");
+      if (failed(v))
+        return failure();
+      return DValue::makeType(v->tensor.getType());
     }
     // input(name, type): a further entry argument (a cache or state).
     if (name == "input") {
@@ -932,12 +942,6 @@ private:
     if (!src)
       return error(call.location()) << "reshape expects a ranked tensor";
     ArrayRef<int64_t> from = src.getShape();
-    auto product = [](ArrayRef<int64_t> dims) {
-      int64_t p = 1;
-      for (int64_t d : dims)
-        p *= d;
-      return p;
-    };
     auto mismatch = [&]() -> FailureOr<DValue> {
       return error(call.location())
              << "cannot reshape " << typeString(src) << " to "
@@ -970,7 +974,7 @@ private:
     // Trailing unit dims join the last group.
     while (k < large.size() && large[k] == 1 && !groups.empty())
       groups.back().push_back(k++);
-    if (k != large.size() || product(small) == 0)
+    if (k != large.size())
       return mismatch();
     auto resultType = RankedTensorType::get(to, src.getElementType());
     mlir::Location l = namedLoc(call.location());
@@ -1085,17 +1089,19 @@ private:
   FailureOr<Type> resolveType(const TypeAST &t) {
     if (t.isTuple)
       return Type(builder.getNoneType());
-    if (t.elementType.empty())
-      return error(t.loc) << "missing element type";
+    // `elt` is a builtin element type or a variable holding a type value
+    // (a whole type when the annotation is just a name).
     Type elt = elementType(t.elementType);
     if (!elt) {
-      // A variable bound to a type value: `let s: state_t = ...`.
       DValue *v = lookupVar(t.elementType);
-      if (v && v->kind == DValue::TypeVal && t.dims.empty())
-        return v->type;
-      return error(t.elementLoc) << "unknown element type '" << t.elementType
-                                 << "'";
+      if (!v || v->kind != DValue::TypeVal)
+        return error(t.elementLoc)
+               << "unknown " << (t.isNamed ? "type" : "element type") << " '"
+               << t.elementType << "'";
+      elt = v->type;
     }
+    if (t.isNamed)
+      return elt;
     SmallVector<int64_t> shape;
     for (const ExprPtr &d : t.dims) {
       if (!d) {
@@ -1223,13 +1229,46 @@ private:
       attrs.push_back(builder.getNamedAttr(
           "operandSegmentSizes", builder.getDenseI32ArrayAttr(segments)));
 
+    // Sets the attributes; an inherent attribute whose storage rejects the
+    // default kind (i64 for integers, f32 for floats) is retried as the
+    // other numeric kinds (JSON cannot tell -5.0 from -5).
+    Attribute rejected;
+    StringAttr rejectedName;
+    auto setAttrs = [&](Operation *op) {
+      for (const NamedAttribute &a : attrs) {
+        op->setAttr(a.getName(), a.getValue());
+        if (!op->getPropertiesStorageSize() ||
+            !op->getInherentAttr(a.getName()).has_value() ||
+            op->getAttr(a.getName()) == a.getValue())
+          continue;
+        SmallVector<Attribute> alternatives;
+        if (auto i = dyn_cast<IntegerAttr>(a.getValue())) {
+          double v = static_cast<double>(i.getInt());
+          alternatives = {builder.getF32FloatAttr(v), builder.getF64FloatAttr(v),
+                          builder.getI32IntegerAttr(i.getInt())};
+        } else if (auto f = dyn_cast<FloatAttr>(a.getValue())) {
+          alternatives = {builder.getF64FloatAttr(f.getValueAsDouble())};
+        }
+        bool ok = false;
+        for (Attribute alt : alternatives) {
+          op->setAttr(a.getName(), alt);
+          if (op->getAttr(a.getName()) == alt) {
+            ok = true;
+            break;
+          }
+        }
+        if (!ok && !rejected) {
+          rejected = a.getValue();
+          rejectedName = a.getName();
+        }
+      }
+    };
     auto build = [&](TypeRange resultTypes) {
       OperationState state(l, *opName);
       state.addOperands(operands);
       state.addTypes(resultTypes);
       Operation *op = builder.create(state);
-      for (const NamedAttribute &a : attrs)
-        op->setAttr(a.getName(), a.getValue());
+      setAttrs(op);
       return op;
     };
 
@@ -1255,6 +1294,15 @@ private:
              << "'; bind it with a typed let, e.g. let y: [?, 4096] bf16 = ...";
     }
     Operation *op = build(resultTypes);
+    if (rejected) {
+      auto arg = llvm::find_if(args, [&](const EvaluatedArg &a) {
+        return a.ast->name == rejectedName.getValue();
+      });
+      op->erase();
+      return error(arg->ast->loc)
+             << "attribute '" << rejectedName.getValue() << "' of '" << name
+             << "' does not accept " << rejected;
+    }
     if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
       return failure();
     if (op->getNumResults() == 1)

@@ -217,6 +217,7 @@ private:
 
   /// type ::= '[' (dim (',' dim)*)? ']' IDENT
   ///        | '(' type (',' type)* ')'
+  ///        | IDENT                      (a variable holding a type value)
   /// dim  ::= '?' | expr
   std::unique_ptr<TypeAST> parseType() {
     DepthGuard guard(*this);
@@ -238,6 +239,13 @@ private:
       }
       if (failed(expect(')', "')' to close the tuple type")))
         return nullptr;
+      return type;
+    }
+    if (lexer.getCurToken() == tok_ident) {
+      type->isNamed = true;
+      type->elementType = lexer.getId().str();
+      type->elementLoc = type->loc;
+      lexer.getNextToken();
       return type;
     }
     if (lexer.getCurToken() != '[')
