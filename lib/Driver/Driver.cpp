@@ -86,6 +86,8 @@ LogicalResult mlir::strata::compile(const CompileOptions &options,
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.allowUnregisteredDialects(false);
+  // Verifier errors point at the DSL line; the generic op dump adds nothing.
+  context.printOpOnDiagnostic(false);
 
   std::string errorMessage;
   auto input = openInputFile(options.inputPath, &errorMessage);

@@ -210,10 +210,17 @@ std::string typeString(Type t) {
 
 enum class Flow { Normal, Returned, Error };
 
-class MLIRGenImpl {
+class MLIRGenImpl : public OpBuilder::Listener {
 public:
   MLIRGenImpl(MLIRContext &context, const ModelConfig &config)
-      : ctx(&context), builder(&context), config(config) {}
+      : ctx(&context), builder(&context, this), config(config) {}
+
+  /// Numbers ops in creation order so a `let` can tell which ops its
+  /// right-hand side created.
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint) override {
+    opSequence[op] = ++opCounter;
+  }
 
   OwningOpRef<ModuleOp> generate(const ModuleAST &moduleAST) {
     module = ModuleOp::create(builder.getUnknownLoc());
@@ -260,6 +267,33 @@ private:
   std::string currentName;
   /// Value of the pending `return` of the innermost call.
   DValue returnValue;
+  llvm::DenseMap<Operation *, uint64_t> opSequence;
+  uint64_t opCounter = 0;
+
+  /// Renames the op defining `v` to "<scope>.<name>" if it was created after
+  /// `mark` (so a block's result takes the caller's variable name; values
+  /// that existed before keep theirs).
+  void nameValue(const DValue &v, llvm::StringRef name, uint64_t mark) {
+    if (v.kind == DValue::Tuple || v.kind == DValue::List) {
+      for (const DValue &e : *v.elems)
+        nameValue(e, name, mark);
+      return;
+    }
+    if (v.kind != DValue::Tensor)
+      return;
+    Operation *op = v.tensor.getDefiningOp();
+    if (!op || opSequence.lookup(op) <= mark)
+      return;
+    mlir::Location inner = op->getLoc();
+    if (auto named = dyn_cast<NameLoc>(inner))
+      inner = named.getChildLoc();
+    std::string full;
+    for (const std::string &p : namePrefix)
+      full += p + ".";
+    full += name;
+    op->setLoc(NameLoc::get(StringAttr::get(ctx, full), inner));
+  }
+
   /// Call depth, bounded against runaway recursion.
   int callDepth = 0;
 
@@ -884,7 +918,7 @@ private:
     }
     // Numeric helpers.
     size_t arity = llvm::StringSwitch<size_t>(name)
-                       .Cases("sqrt", "float", "int", 1)
+                       .Cases({"sqrt", "float", "int"}, 1)
                        .Default(2);
     if (failed(expectArgs(call, name, args, arity)))
       return failure();
@@ -925,7 +959,17 @@ private:
     if (!opName)
       return error(call.location()) << "the llm dialect has no '" << name
                                     << "' op";
-    OperationState state(namedLoc(call.location()), *opName);
+    // A weight built while evaluating `let y = f(x, weight(...))` is named
+    // "<scope>.y_weight", so the name "y" stays with the value it binds.
+    mlir::Location l = loc(call.location());
+    if (!currentName.empty()) {
+      std::string full;
+      for (const std::string &p : namePrefix)
+        full += p + ".";
+      full += currentName + "_weight";
+      l = NameLoc::get(StringAttr::get(ctx, full), l);
+    }
+    OperationState state(l, *opName);
     state.addOperands(operands);
     state.addTypes(result);
     Operation *op = builder.create(state);
@@ -1019,7 +1063,7 @@ private:
     std::swap(savedScopes, scopes);
     scopes.emplace_back();
     std::string savedName = currentName;
-    auto restore = llvm::make_scope_exit([&] {
+    llvm::scope_exit restore([&] {
       std::swap(savedScopes, scopes);
       currentName = savedName;
       --callDepth;
@@ -1299,6 +1343,10 @@ private:
         return a.ast->name == rejectedName.getValue();
       });
       op->erase();
+      if (arg == args.end())
+        return error(call.location())
+               << "'" << name << "' does not accept " << segments.size()
+               << " operand groups (operands and none placeholders)";
       return error(arg->ast->loc)
              << "attribute '" << rejectedName.getValue() << "' of '" << name
              << "' does not accept " << rejected;
@@ -1322,7 +1370,7 @@ private:
   /// block's result are named after the caller's variable.
   Flow emitBlock(const DslBlock &block, const std::string &outerName) {
     scopes.emplace_back();
-    auto pop = llvm::make_scope_exit([&] { scopes.pop_back(); });
+    llvm::scope_exit pop([&] { scopes.pop_back(); });
     for (const StmtPtr &s : block) {
       Flow flow = emitStmt(s.get(), outerName);
       if (flow != Flow::Normal)
@@ -1382,7 +1430,10 @@ private:
   Flow emitLet(const LetStmtAST &s) {
     const auto &names = s.getNames();
     currentName = names.size() == 1 ? names[0] : llvm::join(names, "_");
+    uint64_t mark = opCounter;
     auto v = evalBound(s.getValue(), s.getType());
+    if (succeeded(v) && !s.isDestructuring())
+      nameValue(*v, currentName, mark);
     currentName.clear();
     if (failed(v))
       return Flow::Error;
@@ -1396,8 +1447,13 @@ private:
                           << names.size() << " names";
       return Flow::Error;
     }
-    for (auto [n, e] : llvm::zip(names, *v->elems))
+    for (auto [n, e] : llvm::zip(names, *v->elems)) {
+      // One op may define several of the names; it keeps the joined name.
+      if (e.kind == DValue::Tensor && e.tensor.getDefiningOp() &&
+          e.tensor.getDefiningOp()->getNumResults() == 1)
+        nameValue(e, n, mark);
       scopes.back()[n] = e;
+    }
     return Flow::Normal;
   }
 
@@ -1409,7 +1465,10 @@ private:
       return Flow::Error;
     }
     currentName = s.getName().str();
+    uint64_t mark = opCounter;
     auto v = eval(s.getValue());
+    if (succeeded(v))
+      nameValue(*v, currentName, mark);
     currentName.clear();
     if (failed(v))
       return Flow::Error;

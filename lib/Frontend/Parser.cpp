@@ -631,7 +631,7 @@ private:
   ///           | '[' (expr (',' expr)*)? ']'
   ExprPtr parsePrimary() {
     Location loc = lexer.getLastLocation();
-    switch (lexer.getCurToken()) {
+    switch (static_cast<int>(lexer.getCurToken())) {
     case tok_int: {
       auto e = std::make_unique<IntExprAST>(loc, lexer.getIntValue());
       lexer.getNextToken();
