@@ -31,6 +31,7 @@ tools = [
     ToolSubst("mlir-opt", unresolved="ignore"),
     ToolSubst("mlir-runner", unresolved="ignore"),
     ToolSubst("strata-compile", unresolved="ignore"),
+    ToolSubst("strata-dsl-fuzzer", unresolved="ignore"),
     ToolSubst("strata-run", unresolved="ignore"),
     ToolSubst("strata-dump", unresolved="ignore"),
     ToolSubst("strata-write-checkpoint", unresolved="ignore"),

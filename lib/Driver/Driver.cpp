@@ -1,0 +1,157 @@
+//===- Driver.cpp - the library behind strata-compile ---------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Driver/Driver.h"
+#include "lib/Frontend/Config.h"
+#include "lib/Frontend/MLIRGen.h"
+#include "lib/Frontend/Parser.h"
+#include "lib/InitAll.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OperationSupport.h"
+#include "mlir/Support/FileUtilities.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+llvm::StringRef mlir::strata::stringifyCompilePhase(CompilePhase phase) {
+  switch (phase) {
+  case CompilePhase::Ast: return "ast";
+  case CompilePhase::Llm: return "llm";
+  case CompilePhase::Fused: return "fused";
+  case CompilePhase::Kernel: return "kernel";
+  case CompilePhase::Target: return "target";
+  case CompilePhase::Artifact: return "artifact";
+  }
+  llvm_unreachable("unknown phase");
+}
+
+namespace {
+/// Compiles with diagnostics already routed to a handler.
+LogicalResult compileWithHandler(const CompileOptions &options,
+                                 MLIRContext &context,
+                                 llvm::SourceMgr &sourceMgr,
+                                 llvm::raw_ostream &os) {
+  if (options.phase > CompilePhase::Llm)
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "compile phase '" << stringifyCompilePhase(options.phase)
+           << "' is not implemented yet (available: ast, llm)";
+
+  std::unique_ptr<dsl::ModuleAST> ast =
+      dsl::parseModuleWithImports(sourceMgr, sourceMgr.getMainFileID(),
+                                  &context);
+  if (!ast)
+    return failure();
+  if (options.phase == CompilePhase::Ast) {
+    dsl::dump(*ast, os);
+    return success();
+  }
+
+  if (options.configPath.empty())
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "--config=<config.json> is required for --compile-to="
+           << stringifyCompilePhase(options.phase);
+  auto config = dsl::ModelConfig::load(options.configPath, &context);
+  if (failed(config))
+    return failure();
+  OwningOpRef<ModuleOp> module = dsl::mlirGen(context, *ast, **config);
+  if (!module)
+    return failure();
+  OpPrintingFlags flags;
+  flags.printNameLocAsPrefix();
+  module->print(os, flags);
+  return success();
+}
+} // namespace
+
+LogicalResult mlir::strata::compile(const CompileOptions &options,
+                                    llvm::raw_ostream &os) {
+  DialectRegistry registry;
+  registerStrataDialects(registry);
+  registry.insert<func::FuncDialect, arith::ArithDialect,
+                  tensor::TensorDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  context.allowUnregisteredDialects(false);
+  // Verifier errors point at the DSL line; the generic op dump adds nothing.
+  context.printOpOnDiagnostic(false);
+
+  std::string errorMessage;
+  auto input = openInputFile(options.inputPath, &errorMessage);
+  if (!input) {
+    llvm::errs() << "strata-compile: " << errorMessage << "\n";
+    return failure();
+  }
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
+
+  if (options.verifyDiagnostics) {
+    SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context);
+    (void)compileWithHandler(options, context, sourceMgr, os);
+    return handler.verify();
+  }
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  return compileWithHandler(options, context, sourceMgr, os);
+}
+
+int mlir::strata::compileMain(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  namespace cl = llvm::cl;
+  static cl::opt<std::string> inputPath(cl::Positional,
+                                        cl::desc("<model.dsl>"),
+                                        cl::init("-"));
+  static cl::opt<std::string> configPath(
+      "config", cl::desc("Hugging Face config.json of the model"),
+      cl::value_desc("file"));
+  static cl::opt<CompilePhase> phase(
+      "compile-to", cl::desc("Stop after this phase and print its output"),
+      cl::init(CompilePhase::Llm),
+      cl::values(
+          clEnumValN(CompilePhase::Ast, "ast", "the parsed DSL (AST dump)"),
+          clEnumValN(CompilePhase::Llm, "llm", "llm dialect IR"),
+          clEnumValN(CompilePhase::Fused, "fused", "fused llm IR"),
+          clEnumValN(CompilePhase::Kernel, "kernel", "kernel IR"),
+          clEnumValN(CompilePhase::Target, "target", "target IR"),
+          clEnumValN(CompilePhase::Artifact, "artifact",
+                     "the flatbuffer artifact")));
+  static cl::alias emitAlias("emit", cl::desc("Alias for --compile-to"),
+                             cl::aliasopt(phase));
+  static cl::opt<std::string> outputPath(
+      "o", cl::desc("Output file"), cl::value_desc("file"), cl::init("-"));
+  static cl::opt<bool> verifyDiagnostics(
+      "verify-diagnostics",
+      cl::desc("Check expected-* comments instead of printing diagnostics"),
+      cl::init(false));
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "strata model compiler\n");
+
+  std::string errorMessage;
+  auto output = openOutputFile(outputPath, &errorMessage);
+  if (!output) {
+    llvm::errs() << "strata-compile: " << errorMessage << "\n";
+    return 1;
+  }
+  CompileOptions options;
+  options.inputPath = inputPath;
+  options.configPath = configPath;
+  options.phase = phase;
+  options.verifyDiagnostics = verifyDiagnostics;
+  if (failed(compile(options, output->os())))
+    return 1;
+  output->keep();
+  return 0;
+}

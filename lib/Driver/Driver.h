@@ -1,0 +1,54 @@
+//===- Driver.h - the library behind strata-compile -------------*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// strata-compile reads a model DSL file and a Hugging Face config.json and
+// stops at a named compilation phase. Phases are an enum so later phases
+// (fused, kernel, target, artifact) slot in without changing the tool;
+// phases not built yet fail with a diagnostic instead of pretending.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_DRIVER_DRIVER_H
+#define STRATA_LIB_DRIVER_DRIVER_H
+
+#include "mlir/Support/LLVM.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir::strata {
+
+/// The phases of `strata-compile --compile-to=<phase>`, in pipeline order.
+enum class CompilePhase { Ast, Llm, Fused, Kernel, Target, Artifact };
+
+/// The spelling of `phase` on the command line.
+llvm::StringRef stringifyCompilePhase(CompilePhase phase);
+
+struct CompileOptions {
+  /// The model DSL file ("-" reads stdin).
+  std::string inputPath;
+  /// The config.json; required from the llm phase on.
+  std::string configPath;
+  /// Where to stop. Default: llm.
+  CompilePhase phase = CompilePhase::Llm;
+  /// Check `expected-error` comments in the input instead of printing
+  /// diagnostics (lit tests).
+  bool verifyDiagnostics = false;
+};
+
+/// Runs the compiler up to `options.phase`, printing the result to `os`.
+/// Diagnostics go to stderr through a SourceMgrDiagnosticHandler.
+LogicalResult compile(const CompileOptions &options, llvm::raw_ostream &os);
+
+/// The whole strata-compile tool: parses the command line, compiles, writes
+/// the output file. Returns the process exit code.
+int compileMain(int argc, char **argv);
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_DRIVER_DRIVER_H

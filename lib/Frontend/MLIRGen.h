@@ -1,0 +1,35 @@
+//===- MLIRGen.h - model DSL AST to the llm dialect -------------*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+//
+// Evaluates a DSL module against a model config and emits one func.func per
+// `entry`. Everything that depends only on the config (loops over layers,
+// `if` on layer_types, shapes, weight names, fp8 or not) is evaluated at
+// compile time; tensors become SSA values of `llm` (and upstream) ops. Every
+// op carries the DSL FileLineColLoc, wrapped in a NameLoc "<scope>.<variable>"
+// (e.g. "layer3.q_absorbed") naming the value it defines. Errors are MLIR
+// diagnostics at DSL locations; generation stops at the first.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_FRONTEND_MLIRGEN_H
+#define STRATA_LIB_FRONTEND_MLIRGEN_H
+
+#include "lib/Frontend/AST.h"
+#include "lib/Frontend/Config.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace mlir::strata::dsl {
+
+/// Emits `module` for `config`. Returns null after reporting a diagnostic.
+/// The context must have the llm, func, arith and tensor dialects loaded.
+OwningOpRef<ModuleOp> mlirGen(MLIRContext &context, const ModuleAST &module,
+                              const ModelConfig &config);
+
+} // namespace mlir::strata::dsl
+
+#endif // STRATA_LIB_FRONTEND_MLIRGEN_H

@@ -1,0 +1,41 @@
+// models/common/mla_attention.dsl - sparse NoPE MLA with its kpool indexer
+// (spec glm5_next-target.md §3.5). x {T, D} (normed) -> {T, D}. Used by the
+// target's MLA layers and by the MTP draft layer. `batch` = (positions,
+// seq_starts, slots, block_table).
+import "norms.dsl";
+import "kpool_indexer.dsl";
+
+def mla_attention(x, prefix, batch) {
+  let (positions, seq_starts, slots, block_table) = batch;
+  let d = cfg.hidden_size;
+  let heads = cfg.num_attention_heads;
+  let q_rank = cfg.q_lora_rank;
+  let kv_rank = cfg.kv_lora_rank;
+  assert cfg.qk_rope_head_dim == 0, "mla_attention is NoPE: qk_rope_head_dim must be 0, got {cfg.qk_rope_head_dim}";
+  let qk_dim = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim; // 256; never cfg.head_dim (0), spec §6 item 2
+  let v_dim = cfg.v_head_dim;
+  let q_a = linear(x, proj_weight("{prefix}.q_a_proj.weight", q_rank, d, true), q_rank);
+  let q_latent = rms_norm(q_a, "{prefix}.q_a_layernorm.weight", q_rank);
+  let q_flat = linear(q_latent, proj_weight("{prefix}.q_b_proj.weight", heads * qk_dim, q_rank, true), heads * qk_dim);
+  let q = reshape(q_flat, [dyn, heads, qk_dim]); // {T, heads*qk_dim} -> {T, heads, qk_dim}
+  // kv_a_proj_with_mqa outputs exactly kv_lora_rank (no rope part).
+  let kv_a = linear(x, proj_weight("{prefix}.kv_a_proj_with_mqa.weight", kv_rank, d, true), kv_rank);
+  let kv_latent = rms_norm(kv_a, "{prefix}.kv_a_layernorm.weight", kv_rank);
+  // The latent cache holds c_kv after kv_a_layernorm, no zero pad (spec §3.5).
+  let cache_t = mlir_type("!llm.latent_pool<page_size = {page_size()}, width = {kv_rank}, pad = 0, bf16>");
+  let cache_in = input("latent_cache", cache_t);
+  let cache: cache_t = llm.latent_cache_write(cache_in, kv_latent, positions, seq_starts, block_table);
+  output(cache);
+  let (selection, counts) = kpool_indexer(x, q_latent, "{prefix}.indexer", batch);
+  // kv_b_proj is bf16 even in the fp8 checkpoint; rows per head [K(256) | V(256)].
+  let kv_b = proj_weight("{prefix}.kv_b_proj.weight", heads * (qk_dim + v_dim), kv_rank, false);
+  // softmax scale = qk_head_dim^-1/2 = 256^-1/2 = 1/16 (spec §3.5, §6 item 8).
+  let attn_heads: [?, heads, v_dim] bf16 =
+      llm.mla_attention(q, kv_b, cache, selection, counts, seq_starts,
+                        block_table, heads = heads, qk_head_dim = qk_dim,
+                        v_head_dim = v_dim, kv_lora_rank = kv_rank,
+                        softmax_scale = pow(qk_dim, -0.5));
+  let o = reshape(attn_heads, [dyn, heads * v_dim]); // {T, heads, v_dim} -> {T, heads*v_dim}
+  let y = linear(o, proj_weight("{prefix}.o_proj.weight", d, heads * v_dim, true), d);
+  return y;
+}
