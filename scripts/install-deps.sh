@@ -9,7 +9,7 @@ PACKAGES=(
   libclang-rt-22-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev nlohmann-json3-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev
-  libpcre2-dev libutf8proc-dev xz-utils
+  libpcre2-dev libutf8proc-dev xz-utils pkgconf
   ninja-build cmake g++ ccache python3 python3-numpy
   rocm-device-libs libamdhip64-dev
 )

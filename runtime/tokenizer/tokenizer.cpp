@@ -100,7 +100,10 @@ Tokenizer::fromJson(std::string_view json_text) {
 
   auto decoder = root.find("decoder");
   if (decoder != root.end() && !decoder->is_null()) {
-    if (!decoder->is_object() || decoder->value("type", "") != "ByteLevel")
+    bool byte_level = decoder->is_object() && decoder->contains("type") &&
+                      (*decoder)["type"].is_string() &&
+                      (*decoder)["type"] == "ByteLevel";
+    if (!byte_level)
       return unimplemented("decoder: unsupported decoder {}, expected ByteLevel",
                            decoder->is_object() && decoder->contains("type")
                                ? (*decoder)["type"].dump()

@@ -190,7 +190,9 @@ Status GoldenChecker::check(
         ++skipped;
         continue;
       }
-      size_t index = c.value("index", static_cast<size_t>(-1));
+      size_t index = c.contains("index") && c["index"].is_number_unsigned()
+                         ? c["index"].get<size_t>()
+                         : static_cast<size_t>(-1);
       if (index >= gsm8k->size())
         return invalidArgument("golden line {}: gsm8k index {} out of range",
                                line_no, index);
