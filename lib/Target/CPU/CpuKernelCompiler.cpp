@@ -242,11 +242,15 @@ static LogicalResult linkSharedObject(const std::string &linker,
   std::string repro;
   llvm::raw_string_ostream os(repro);
   llvm::interleave(args, os, " ");
-  error = (linker.empty() ? std::string("ld.lld not found")
-                          : "ld.lld failed (exit " + std::to_string(rc) +
-                                (execError.empty() ? "" : ", " + execError) +
-                                ")") +
-          (output.empty() ? "" : ": " + output) + "\nrepro: " + repro;
+  if (linker.empty())
+    error = "ld.lld not found (looked in " STRATA_LLVM_TOOLS_DIR
+            " and PATH for ld.lld, ld.lld-22)";
+  else if (rc < 0)
+    error = "cannot run '" + linker + "': " + execError;
+  else
+    error = "ld.lld failed (exit " + std::to_string(rc) + ")" +
+            (output.empty() ? "" : ": " + output);
+  error += "\nrepro: " + repro;
   return failure();
 }
 
