@@ -223,6 +223,27 @@ TEST(Artifact, DebugInfoKernelIndexOutOfRange) {
                               "kernel index 4 out of range (1 kernels)");
 }
 
+// Tests that the model's per-layer lists match its layer count.
+TEST(Artifact, LayerKindsLength) {
+  TestArtifactKnobs knobs;
+  knobs.layer_kind_count = 2;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: model: layer_kinds has 2 "
+                              "entries, expected num_hidden_layers 1");
+}
+
+// Tests the cache geometry checks: alignment and derived state sizes.
+TEST(Artifact, CacheGeometry) {
+  TestArtifactKnobs knobs;
+  knobs.cache_alignment = 48;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: cache_layout: alignment 48 is not a power of two");
+  knobs.cache_alignment = 64;
+  knobs.kda_recurrent_bytes = 32;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: cache_layout: kda.recurrent_bytes_per_layer is "
+            "32, expected 64 (64 aligned to 64)");
+}
+
 // Tests target and step name parsing.
 TEST(Artifact, ParseNames) {
   EXPECT_EQ(*parseTargetKind("sm_90"), artifact::TargetKind::sm_90);

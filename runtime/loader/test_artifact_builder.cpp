@@ -100,17 +100,18 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   std::vector<Offset<fb::TargetDef>> targets = {fb::CreateTargetDefDirect(
       b, fb::TargetKind::cpu, "x86-64-v2", &binaries, &kernels, &plans)};
 
-  std::vector<fb::LayerKind> layer_kinds = {fb::LayerKind::kda};
+  std::vector<fb::LayerKind> layer_kinds(k.layer_kind_count,
+                                         fb::LayerKind::kda);
   std::vector<fb::MlpKind> mlp_kinds = {fb::MlpKind::dense};
   auto model = fb::CreateModelConfigDirect(b, "test-model", 16, 8, 1, 0,
                                            &layer_kinds, &mlp_kinds);
   // KDA: 1 head of 4x4 f32 = 64 bytes; conv (2 - 1) * 12 bf16 = 24 -> 64.
-  auto kda = fb::CreateKdaStateCache(b, 1, 1, 4, 4, fb::DType::f32, 64, 2, 12,
+  auto kda = fb::CreateKdaStateCache(b, 1, 1, 4, 4, fb::DType::f32, k.kda_recurrent_bytes, 2, 12,
                                      fb::DType::bf16, 64);
   std::vector<Offset<fb::CacheDef>> caches = {fb::CreateCacheDefDirect(
       b, "layer0.kda_recurrent", fb::CacheKind::kda_recurrent, 0,
       k.cache_slot)};
-  auto layout = fb::CreateCacheLayoutDirect(b, 64, 0, 0, 0, 0, kda, &caches);
+  auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, 0, 0, 0, 0, kda, &caches);
 
   std::vector<int64_t> w_shape = {4};
   std::vector<Offset<fb::WeightEntry>> weights = {fb::CreateWeightEntryDirect(

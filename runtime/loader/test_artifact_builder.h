@@ -48,6 +48,12 @@ struct TestArtifactKnobs {
   /// Kernel index of the debug info entry.
   uint32_t debug_kernel_index = 0;
   uint32_t format_version = kArtifactFormatVersion;
+  /// Number of layer_kinds entries (the model has 1 layer).
+  uint32_t layer_kind_count = 1;
+  /// CacheLayout.alignment.
+  uint64_t cache_alignment = 64;
+  /// KdaStateCache.recurrent_bytes_per_layer (64 is right).
+  uint64_t kda_recurrent_bytes = 64;
 };
 
 /// Builds the artifact's bytes with a correct checksum.
