@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Artifact/ArtifactWriter.h"
+#include "lib/Artifact/ModelConfig.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -44,6 +45,14 @@ static llvm::cl::opt<std::string> cpu("cpu", llvm::cl::desc("CPU baseline"),
                                       llvm::cl::init("x86-64-v2"));
 static llvm::cl::opt<std::string> linker("linker",
                                          llvm::cl::desc("ld.lld to use"));
+static llvm::cl::opt<std::string> modelConfig(
+    "model-config",
+    llvm::cl::desc("config.json for the model section and cache layout "
+                   "(default: a built-in copy of the tiny bf16 config)"));
+static llvm::cl::opt<uint32_t>
+    numSpeculative("num-speculative",
+                   llvm::cl::desc("MTP tokens sizing the tail ring"),
+                   llvm::cl::init(3));
 
 static ModelDesc tinyModel() {
   ModelDesc m;
@@ -141,10 +150,18 @@ static LogicalResult run(MLIRContext &context) {
   artifact.formatVersion = formatVersion;
   artifact.producer = "strata-artifact-build-test";
   artifact.model = tinyModel();
+  if (!modelConfig.empty()) {
+    llvm::Expected<ModelDesc> model = readModelConfigFile(modelConfig);
+    if (!model) {
+      llvm::WithColor::error() << llvm::toString(model.takeError()) << "\n";
+      return failure();
+    }
+    artifact.model = std::move(*model);
+  }
   artifact.targets.push_back(std::move(target));
   artifact.cacheLayout = computeCacheLayout(
       artifact.model, {/*pageSizeTokens=*/64, /*alignment=*/256,
-                       /*numSpeculative=*/3});
+                       numSpeculative});
   artifact.weights.push_back({"test.w", fb::DType::f32, {8, 16},
                               fb::WeightTransform::none, fb::DType::f32, "",
                               fb::DType::invalid, {}});
