@@ -54,5 +54,24 @@ TEST(ArtifactPrinter, PrintsPlansCachesAndDebugInfo) {
       << text;
 }
 
+// Tests that a GPU target prints its binary format and launch geometry.
+TEST(ArtifactPrinter, PrintsGpuLaunchInfo) {
+  testing::TestArtifactKnobs knobs;
+  knobs.gpu_target = true;
+  auto artifact = Artifact::fromBytes(testing::buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok());
+  std::string text = printArtifact(**artifact);
+  EXPECT_NE(text.find("target gfx942 chip 'gfx942'\n"
+                      "  binary 0: hsaco, 8 bytes\n"
+                      "  kernel 0 'scale': binary 0, entry 'scale', abi "
+                      "gpu_memref_descriptor\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    launch block [256, 1, 1] grid "
+                      "[ceil_div(num_tokens, 256), 1, 1] shared 0\n"),
+            std::string::npos)
+      << text;
+}
+
 } // namespace
 } // namespace strata::runtime

@@ -244,6 +244,21 @@ TEST(Artifact, CacheGeometry) {
             "32, expected 64 (64 aligned to 64)");
 }
 
+// Tests that a GPU target validates with launch info and is refused without.
+TEST(Artifact, GpuLaunchInfo) {
+  TestArtifactKnobs knobs;
+  knobs.gpu_target = true;
+  auto artifact = Artifact::fromBytes(buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  EXPECT_TRUE((*artifact)->target(artifact::TargetKind::gfx942).ok());
+  EXPECT_EQ((*artifact)->target(artifact::TargetKind::sm_90).status().message(),
+            "artifact has no kernels for target 'sm_90' (it has: cpu, gfx942)");
+  knobs.gpu_without_launch = true;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: targets[1] (gfx942): "
+                              "kernels[0] 'scale': GPU kernel without launch "
+                              "info");
+}
+
 // Tests target and step name parsing.
 TEST(Artifact, ParseNames) {
   EXPECT_EQ(*parseTargetKind("sm_90"), artifact::TargetKind::sm_90);

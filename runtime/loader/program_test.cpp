@@ -113,5 +113,18 @@ TEST(Program, MissingTarget) {
   EXPECT_EQ(program.status().code(), StatusCode::kNotFound);
 }
 
+// Tests that the CPU device refuses a GPU target's code object.
+TEST(Program, CpuDeviceRefusesGpuBinaries) {
+  testing::TestArtifactKnobs knobs;
+  knobs.gpu_target = true;
+  auto artifact = Artifact::fromBytes(testing::buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok());
+  auto device = createCpuDevice();
+  auto program = Program::load(**artifact, TargetKind::gfx942, *device);
+  EXPECT_EQ(program.status().message(),
+            "loading binary 0 of target 'gfx942': the cpu device loads ELF "
+            "shared objects only");
+}
+
 } // namespace
 } // namespace strata::runtime

@@ -99,6 +99,25 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
     plans.push_back(fb::CreateExecutionPlanDirect(b, fb::StepKind::prefill));
   std::vector<Offset<fb::TargetDef>> targets = {fb::CreateTargetDefDirect(
       b, fb::TargetKind::cpu, "x86-64-v2", &binaries, &kernels, &plans)};
+  if (k.gpu_target) {
+    std::vector<uint32_t> block = {256, 1, 1};
+    std::vector<Offset<fb::SizeExpr>> grid = {
+        expr(b, {tokens(), constant(256), op(fb::SizeOpcode::ceil_div)}),
+        expr(b, {constant(1)}), expr(b, {constant(1)})};
+    Offset<fb::LaunchInfo> launch;
+    if (!k.gpu_without_launch)
+      launch = fb::CreateLaunchInfoDirect(b, &block, &grid, 0);
+    std::vector<Offset<fb::Kernel>> gpu_kernels = {fb::CreateKernelDirect(
+        b, "scale", fb::TargetKind::gfx942, "gfx942", 0, "scale",
+        fb::KernelAbi::gpu_memref_descriptor, &args, launch)};
+    std::vector<uint8_t> code = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x40};
+    std::vector<Offset<fb::KernelBinary>> gpu_binaries = {
+        fb::CreateKernelBinary(b, fb::BinaryFormat::hsaco,
+                               b.CreateVector(code))};
+    targets.push_back(fb::CreateTargetDefDirect(b, fb::TargetKind::gfx942,
+                                                "gfx942", &gpu_binaries,
+                                                &gpu_kernels));
+  }
 
   std::vector<fb::LayerKind> layer_kinds(k.layer_kind_count,
                                          fb::LayerKind::kda);

@@ -54,6 +54,11 @@ struct TestArtifactKnobs {
   uint64_t cache_alignment = 64;
   /// KdaStateCache.recurrent_bytes_per_layer (64 is right).
   uint64_t kda_recurrent_bytes = 64;
+  /// Adds a gfx942 target (fake code object) whose kernel `scale` has launch
+  /// info: block 256, grid ceil_div(num_tokens, 256).
+  bool gpu_target = false;
+  /// Leaves out the gfx942 kernel's launch info.
+  bool gpu_without_launch = false;
 };
 
 /// Builds the artifact's bytes with a correct checksum.

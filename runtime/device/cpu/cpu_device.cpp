@@ -81,7 +81,15 @@ Status writeAll(int fd, const uint8_t *data, size_t size) {
 /// dlopen handle and sets `out_fd` (kept open for the handle's lifetime).
 StatusOr<void *> dlopenFromMemfd(const ExecutableSpec &spec, int &out_fd) {
 #ifdef MFD_CLOEXEC
-  int fd = memfd_create("strata-kernels", MFD_CLOEXEC);
+  // Ask for an executable memfd explicitly: with vm.memfd_noexec = 1 a
+  // plain memfd is sealed non-executable. Kernels before 6.3 reject the flag
+  // (EINVAL); retry without it there.
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+  int fd = memfd_create("strata-kernels", MFD_CLOEXEC | MFD_EXEC);
+  if (fd < 0 && errno == EINVAL)
+    fd = memfd_create("strata-kernels", MFD_CLOEXEC);
   if (fd < 0)
     return unavailable("memfd_create failed: {}", std::strerror(errno));
   Status written = writeAll(fd, spec.data, spec.size);
