@@ -259,6 +259,14 @@ TEST(Artifact, GpuLaunchInfo) {
                               "info");
 }
 
+// Tests that a target kind this runtime does not know is refused.
+TEST(Artifact, UnknownTargetKind) {
+  TestArtifactKnobs knobs;
+  knobs.target_kind = 9;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: targets[0]: unknown target kind 9");
+}
+
 // Tests target and step name parsing.
 TEST(Artifact, ParseNames) {
   EXPECT_EQ(*parseTargetKind("sm_90"), artifact::TargetKind::sm_90);

@@ -98,7 +98,8 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   if (k.duplicate_step)
     plans.push_back(fb::CreateExecutionPlanDirect(b, fb::StepKind::prefill));
   std::vector<Offset<fb::TargetDef>> targets = {fb::CreateTargetDefDirect(
-      b, fb::TargetKind::cpu, "x86-64-v2", &binaries, &kernels, &plans)};
+      b, static_cast<fb::TargetKind>(k.target_kind), "x86-64-v2", &binaries,
+      &kernels, &plans)};
   if (k.gpu_target) {
     std::vector<uint32_t> block = {256, 1, 1};
     std::vector<Offset<fb::SizeExpr>> grid = {

@@ -54,6 +54,8 @@ struct TestArtifactKnobs {
   uint64_t cache_alignment = 64;
   /// KdaStateCache.recurrent_bytes_per_layer (64 is right).
   uint64_t kda_recurrent_bytes = 64;
+  /// Raw TargetKind value of the first target (0 = cpu).
+  uint8_t target_kind = 0;
   /// Adds a gfx942 target (fake code object) whose kernel `scale` has launch
   /// info: block 256, grid ceil_div(num_tokens, 256).
   bool gpu_target = false;
