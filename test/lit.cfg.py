@@ -11,7 +11,7 @@ from lit.llvm.subst import ToolSubst
 config.name = "STRATA"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test", ".dsl"]
-config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Unit", "lib"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.strata_obj_root, "test")
 
@@ -34,6 +34,8 @@ tools = [
     ToolSubst("strata-dsl-fuzzer", unresolved="ignore"),
     ToolSubst("strata-run", unresolved="ignore"),
     ToolSubst("strata-dump", unresolved="ignore"),
+    ToolSubst("strata-artifact-build-test", unresolved="ignore"),
+    ToolSubst("strata-artifact-run-test", unresolved="ignore"),
     ToolSubst("strata-write-checkpoint", unresolved="ignore"),
     ToolSubst("strata-serve", unresolved="ignore"),
     ToolSubst("strata-eval", unresolved="ignore"),

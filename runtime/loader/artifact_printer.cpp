@@ -1,0 +1,274 @@
+//===- artifact_printer.cpp - stable text form of an artifact -------------===//
+//
+// Part of strata. See artifact_printer.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/loader/artifact_printer.h"
+
+#include <cstdio>
+
+#include <fmt/ranges.h>
+
+#include "runtime/loader/size_expr.h"
+
+namespace strata::runtime {
+
+using namespace strata::artifact;
+
+namespace {
+
+std::string str(const flatbuffers::String *s) {
+  return s ? s->str() : std::string();
+}
+
+std::string shapeText(const flatbuffers::Vector<int64_t> *shape) {
+  std::vector<std::string> parts;
+  if (shape)
+    for (int64_t extent : *shape)
+      parts.push_back(extent < 0 ? "?" : std::to_string(extent));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+std::string exprListText(
+    const flatbuffers::Vector<flatbuffers::Offset<SizeExpr>> *exprs) {
+  std::vector<std::string> parts;
+  if (exprs)
+    for (const SizeExpr *expr : *exprs)
+      parts.push_back(formatSizeExpr(expr));
+  return fmt::format("[{}]", fmt::join(parts, ", "));
+}
+
+void printModel(const ModelConfig &m, std::string &out) {
+  std::vector<std::string> layers, mlps;
+  for (LayerKind kind : *m.layer_kinds())
+    layers.push_back(EnumNameLayerKind(kind));
+  for (MlpKind kind : *m.mlp_kinds())
+    mlps.push_back(EnumNameMlpKind(kind));
+  fmt::format_to(std::back_inserter(out), "model '{}'\n", str(m.name()));
+  auto field = [&](const char *name, auto value) {
+    fmt::format_to(std::back_inserter(out), "  {}: {}\n", name, value);
+  };
+  field("vocab_size", m.vocab_size());
+  field("hidden_size", m.hidden_size());
+  field("num_hidden_layers", m.num_hidden_layers());
+  field("num_nextn_predict_layers", m.num_nextn_predict_layers());
+  field("layer_kinds", fmt::format("[{}]", fmt::join(layers, ", ")));
+  field("mlp_kinds", fmt::format("[{}]", fmt::join(mlps, ", ")));
+  field("num_attention_heads", m.num_attention_heads());
+  field("kv_lora_rank", m.kv_lora_rank());
+  field("q_lora_rank", m.q_lora_rank());
+  field("qk_nope_head_dim", m.qk_nope_head_dim());
+  field("qk_rope_head_dim", m.qk_rope_head_dim());
+  field("v_head_dim", m.v_head_dim());
+  field("index_n_heads", m.index_n_heads());
+  field("index_head_dim", m.index_head_dim());
+  field("index_topk", m.index_topk());
+  field("index_kpool", m.index_kpool());
+  field("hc_mult", m.hc_mult());
+  field("n_routed_experts", m.n_routed_experts());
+  field("n_shared_experts", m.n_shared_experts());
+  field("num_experts_per_tok", m.num_experts_per_tok());
+  field("kda_num_heads", m.kda_num_heads());
+  field("kda_head_dim", m.kda_head_dim());
+  field("short_conv_kernel_size", m.short_conv_kernel_size());
+  field("rms_norm_eps", m.rms_norm_eps());
+  field("max_position_embeddings", m.max_position_embeddings());
+  field("eos_token_id", m.eos_token_id());
+  field("pad_token_id", m.pad_token_id());
+}
+
+void printBinding(const ArtifactDef &def, const ExecutionPlan &plan,
+                  const Binding &b, size_t index, std::string &out) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "      bind {}: ", index);
+  switch (b.kind()) {
+  case BindingKind::int_scalar:
+    fmt::format_to(it, "int {}\n", formatSizeExpr(b.value()));
+    return;
+  case BindingKind::float_scalar:
+    fmt::format_to(it, "float {}\n", b.float_value());
+    return;
+  case BindingKind::weight:
+    fmt::format_to(it, "weight {} '{}'", b.index(),
+                   str(def.weights()->Get(b.index())->name()));
+    break;
+  case BindingKind::buffer:
+    fmt::format_to(it, "buffer {} '{}'", b.index(),
+                   str(plan.buffers()->Get(b.index())->name()));
+    break;
+  case BindingKind::cache:
+    fmt::format_to(it, "cache {} '{}'", b.index(),
+                   str(def.cache_layout()->caches()->Get(b.index())->name()));
+    break;
+  }
+  if (b.offset_bytes())
+    fmt::format_to(it, " offset {}", formatSizeExpr(b.offset_bytes()));
+  fmt::format_to(it, " shape {}\n", exprListText(b.shape()));
+}
+
+void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "target {} chip '{}'\n", EnumNameTargetKind(t.target()),
+                 str(t.chip()));
+  size_t b = 0;
+  if (t.binaries())
+    for (const KernelBinary *binary : *t.binaries())
+      fmt::format_to(it, "  binary {}: {}, {} bytes\n", b++,
+                     EnumNameBinaryFormat(binary->format()),
+                     binary->data()->size());
+  size_t k = 0;
+  for (const Kernel *kernel : *t.kernels()) {
+    fmt::format_to(it, "  kernel {} '{}': binary {}, entry '{}', abi {}\n",
+                   k++, str(kernel->name()), kernel->binary_index(),
+                   str(kernel->entry_symbol()),
+                   EnumNameKernelAbi(kernel->abi()));
+    size_t a = 0;
+    if (kernel->args())
+      for (const KernelArg *arg : *kernel->args()) {
+        if (arg->kind() == ArgKind::scalar)
+          fmt::format_to(it, "    arg {} '{}': scalar {}\n", a++,
+                         str(arg->name()), EnumNameDType(arg->dtype()));
+        else
+          fmt::format_to(it, "    arg {} '{}': buffer {} {}\n", a++,
+                         str(arg->name()), EnumNameDType(arg->dtype()),
+                         shapeText(arg->static_shape()));
+      }
+    if (const LaunchInfo *launch = kernel->launch())
+      fmt::format_to(it, "    launch block [{}] grid {} shared {}\n",
+                     fmt::join(*launch->block(), ", "),
+                     exprListText(launch->grid()),
+                     launch->shared_memory_bytes());
+  }
+  if (!t.plans())
+    return;
+  for (const ExecutionPlan *plan : *t.plans()) {
+    size_t nb = plan->buffers() ? plan->buffers()->size() : 0;
+    size_t nd = plan->dispatches() ? plan->dispatches()->size() : 0;
+    fmt::format_to(it, "  plan {}: {} buffers, {} dispatches\n",
+                   EnumNameStepKind(plan->step()), nb, nd);
+    for (size_t i = 0; i < nb; ++i) {
+      const BufferDef *buffer = plan->buffers()->Get(i);
+      fmt::format_to(it, "    buffer {} '{}': {}, {} bytes\n", i,
+                     str(buffer->name()), EnumNameBufferKind(buffer->kind()),
+                     formatSizeExpr(buffer->size_bytes()));
+    }
+    for (size_t i = 0; i < nd; ++i) {
+      const Dispatch *dispatch = plan->dispatches()->Get(i);
+      fmt::format_to(it, "    dispatch {} '{}': kernel {} '{}'\n", i,
+                     str(dispatch->label()), dispatch->kernel_index(),
+                     str(t.kernels()->Get(dispatch->kernel_index())->name()));
+      for (size_t j = 0; j < dispatch->bindings()->size(); ++j)
+        printBinding(def, *plan, *dispatch->bindings()->Get(j), j, out);
+    }
+  }
+}
+
+void printCacheLayout(const CacheLayout &c, std::string &out) {
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "cache_layout alignment {} page_size_tokens {}\n",
+                 c.alignment(), c.page_size_tokens());
+  if (const MlaLatentCache *m = c.mla_latent())
+    fmt::format_to(it,
+                   "  mla_latent: layers {}, {} x {}, row_bytes {}, "
+                   "page_bytes {}\n",
+                   m->num_layers(), m->row_elements(), EnumNameDType(m->dtype()),
+                   m->row_bytes(), m->page_bytes());
+  if (const IndexPageCache *i = c.index_pages())
+    fmt::format_to(it,
+                   "  index_pages: layers {}, rows_per_page {}, values {} "
+                   "bytes {}, scale {} {}, row_stride_bytes {}, page_bytes "
+                   "{}\n",
+                   i->num_layers(), i->rows_per_page(), i->value_bytes(),
+                   EnumNameDType(i->value_dtype()),
+                   EnumNameDType(i->scale_dtype()),
+                   EnumNameIndexScaleLayout(i->scale_layout()),
+                   i->row_stride_bytes(), i->page_bytes());
+  if (const TailRingCache *r = c.tail_ring())
+    fmt::format_to(it,
+                   "  tail_ring: layers {}, depth {}, planes {}, {} x {}, "
+                   "bytes_per_layer {}\n",
+                   r->num_layers(), r->depth(), r->planes(), r->row_elements(),
+                   EnumNameDType(r->dtype()), r->bytes_per_layer());
+  if (const KdaStateCache *k = c.kda())
+    fmt::format_to(it,
+                   "  kda: layers {}, heads {}, recurrent {}x{} {} ({} "
+                   "bytes), conv {}x{} {} ({} bytes)\n",
+                   k->num_layers(), k->num_heads(), k->head_dim_k(),
+                   k->head_dim_v(), EnumNameDType(k->recurrent_dtype()),
+                   k->recurrent_bytes_per_layer(), k->conv_kernel_size() - 1,
+                   k->conv_channels(), EnumNameDType(k->conv_dtype()),
+                   k->conv_bytes_per_layer());
+  size_t i = 0;
+  if (c.caches())
+    for (const CacheDef *cache : *c.caches())
+      fmt::format_to(it, "  cache {} '{}': {} layer {} slot {}\n", i++,
+                     str(cache->name()), EnumNameCacheKind(cache->kind()),
+                     cache->layer(), cache->slot());
+}
+
+} // namespace
+
+std::string printArtifact(const Artifact &artifact) {
+  const ArtifactDef &def = artifact.def();
+  std::string out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "strata artifact\n");
+  fmt::format_to(it, "  format_version: {}\n", def.format_version());
+  fmt::format_to(it, "  producer: '{}'\n", str(def.producer()));
+  fmt::format_to(it, "  size: {} bytes\n", artifact.bytes().size());
+  fmt::format_to(it, "  checksum: {:#018x}\n", def.checksum()->value());
+  printModel(*def.model(), out);
+  size_t nt = def.targets() ? def.targets()->size() : 0;
+  fmt::format_to(it, "targets: {}\n", nt);
+  for (size_t t = 0; t < nt; ++t)
+    printTarget(def, *def.targets()->Get(t), out);
+  printCacheLayout(*def.cache_layout(), out);
+  size_t nw = def.weights() ? def.weights()->size() : 0;
+  fmt::format_to(it, "weights: {}\n", nw);
+  for (size_t w = 0; w < nw; ++w) {
+    const WeightEntry *e = def.weights()->Get(w);
+    fmt::format_to(it, "  weight {} '{}': {} {} {} -> {}", w, str(e->name()),
+                   EnumNameDType(e->dtype()), shapeText(e->shape()),
+                   EnumNameWeightTransform(e->transform()),
+                   EnumNameDType(e->runtime_dtype()));
+    if (e->scale_name() && e->scale_name()->size())
+      fmt::format_to(it, ", scale '{}' {} {}", str(e->scale_name()),
+                     EnumNameDType(e->scale_dtype()),
+                     shapeText(e->scale_shape()));
+    out += "\n";
+  }
+  if (const DebugInfo *debug = def.debug_info()) {
+    size_t nk = debug->kernels() ? debug->kernels()->size() : 0;
+    fmt::format_to(it, "debug_info: {} kernels\n", nk);
+    for (size_t k = 0; k < nk; ++k) {
+      const KernelDebugInfo *info = debug->kernels()->Get(k);
+      fmt::format_to(it, "  {} kernel {}:", EnumNameTargetKind(info->target()),
+                     info->kernel_index());
+      if (info->locations())
+        for (const SourceLocation *loc : *info->locations())
+          fmt::format_to(it, " {}:{}:{} '{}'", str(loc->file()), loc->line(),
+                         loc->column(), str(loc->note()));
+      out += "\n";
+    }
+  }
+  return out;
+}
+
+int runDumpTool(int argc, char **argv) {
+  if (argc != 2 || argv[1][0] == '-') {
+    std::fprintf(stderr, "usage: strata-dump <artifact.strata>\n");
+    return 1;
+  }
+  auto artifact = Artifact::fromFile(argv[1]);
+  if (!artifact.ok()) {
+    std::fprintf(stderr, "error: %s\n",
+                 std::string(artifact.status().message()).c_str());
+    return 1;
+  }
+  std::string text = printArtifact(**artifact);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+} // namespace strata::runtime

@@ -1,0 +1,190 @@
+//===- program.cpp - an artifact's target loaded onto a device ------------===//
+//
+// Part of strata. See program.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/loader/program.h"
+
+#include <cstring>
+
+namespace strata::runtime {
+
+using namespace strata::artifact;
+
+StatusOr<std::unique_ptr<Program>>
+Program::load(const Artifact &artifact, TargetKind kind, Device &device) {
+  STRATA_ASSIGN_OR_RETURN(const TargetDef *target, artifact.target(kind));
+  std::unique_ptr<Program> program(new Program(artifact, *target, device));
+  size_t num_kernels = target->kernels()->size();
+  program->kernel_slots_.resize(num_kernels);
+  size_t num_binaries = target->binaries() ? target->binaries()->size() : 0;
+  for (size_t b = 0; b < num_binaries; ++b) {
+    const KernelBinary *binary = target->binaries()->Get(b);
+    ExecutableSpec spec;
+    spec.format = static_cast<BinaryFormat>(binary->format());
+    spec.data = binary->data()->data();
+    spec.size = binary->data()->size();
+    for (size_t k = 0; k < num_kernels; ++k) {
+      const Kernel *kernel = target->kernels()->Get(k);
+      if (kernel->binary_index() != b)
+        continue;
+      KernelSpec ks;
+      ks.name = kernel->name()->str();
+      ks.entry_symbol = kernel->entry_symbol()->str();
+      if (kernel->args()) {
+        for (const KernelArg *arg : *kernel->args()) {
+          KernelArgInfo info;
+          info.kind = arg->kind() == ArgKind::buffer ? KernelArgKind::kBuffer
+                                                     : KernelArgKind::kScalar;
+          info.rank = arg->rank();
+          info.element_bytes = dtypeBytes(arg->dtype());
+          ks.args.push_back(info);
+        }
+      }
+      if (const LaunchInfo *launch = kernel->launch()) {
+        for (int d = 0; d < 3; ++d)
+          ks.launch.block[d] = launch->block()->Get(d);
+        ks.launch.shared_memory_bytes = launch->shared_memory_bytes();
+      }
+      program->kernel_slots_[k] = {b, spec.kernels.size()};
+      spec.kernels.push_back(std::move(ks));
+    }
+    auto executable = device.loadExecutable(spec);
+    if (!executable.ok())
+      return executable.status().withContext(
+          fmt::format("loading binary {} of target '{}'", b,
+                      EnumNameTargetKind(kind)));
+    program->executables_.push_back(std::move(executable).value());
+  }
+  return program;
+}
+
+StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
+                                               const RuntimeSizes &sizes) {
+  STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
+                          Artifact::plan(*target_, step));
+  PlanBuffers result;
+  if (!plan->buffers())
+    return result;
+  for (const BufferDef *def : *plan->buffers()) {
+    StatusOr<uint64_t> size = evaluateSizeExpr(def->size_bytes(), sizes);
+    if (!size.ok())
+      return size.status().withContext(
+          fmt::format("buffer '{}'", def->name()->str()));
+    STRATA_ASSIGN_OR_RETURN(auto buffer, device_.allocate(*size, 0));
+    result.buffers.push_back(std::move(buffer));
+  }
+  return result;
+}
+
+Status Program::run(StepKind step, const RuntimeSizes &sizes,
+                    PlanBuffers &buffers, const PlanResources &resources) {
+  STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
+                          Artifact::plan(*target_, step));
+  size_t num_buffers = plan->buffers() ? plan->buffers()->size() : 0;
+  if (buffers.buffers.size() != num_buffers)
+    return invalidArgument("plan '{}' has {} buffers, got {}",
+                           EnumNameStepKind(step), num_buffers,
+                           buffers.buffers.size());
+  if (!plan->dispatches())
+    return okStatus();
+  for (size_t d = 0; d < plan->dispatches()->size(); ++d) {
+    const Dispatch *dispatch = plan->dispatches()->Get(d);
+    const Kernel *kernel = target_->kernels()->Get(dispatch->kernel_index());
+    std::string where =
+        fmt::format("plan '{}' dispatch {} ('{}')", EnumNameStepKind(step), d,
+                    kernel->name()->str());
+    std::vector<DispatchArg> args(dispatch->bindings()->size());
+    for (size_t a = 0; a < args.size(); ++a) {
+      const Binding *binding = dispatch->bindings()->Get(a);
+      const KernelArg *arg = kernel->args()->Get(a);
+      DispatchArg &out = args[a];
+      switch (binding->kind()) {
+      case BindingKind::int_scalar: {
+        StatusOr<uint64_t> value = evaluateSizeExpr(binding->value(), sizes);
+        if (!value.ok())
+          return value.status().withContext(where);
+        out.scalar_bits = *value;
+        if (arg->dtype() == DType::i32 && *value > INT32_MAX)
+          return outOfRange("{}: argument '{}': {} does not fit i32", where,
+                            arg->name()->str(), *value);
+        continue;
+      }
+      case BindingKind::float_scalar:
+        if (arg->dtype() == DType::f32) {
+          float f = static_cast<float>(binding->float_value());
+          uint32_t bits;
+          std::memcpy(&bits, &f, 4);
+          out.scalar_bits = bits;
+        } else {
+          double f = binding->float_value();
+          std::memcpy(&out.scalar_bits, &f, 8);
+        }
+        continue;
+      case BindingKind::weight:
+        out.buffer = binding->index() < resources.weights.size()
+                         ? resources.weights[binding->index()]
+                         : nullptr;
+        if (!out.buffer)
+          return failedPrecondition("{}: weight '{}' is not loaded", where,
+                                    artifact_.def()
+                                        .weights()
+                                        ->Get(binding->index())
+                                        ->name()
+                                        ->str());
+        break;
+      case BindingKind::buffer:
+        out.buffer = buffers.buffers[binding->index()].get();
+        break;
+      case BindingKind::cache:
+        out.buffer = binding->index() < resources.caches.size()
+                         ? resources.caches[binding->index()]
+                         : nullptr;
+        if (!out.buffer)
+          return failedPrecondition("{}: cache {} is not allocated", where,
+                                    binding->index());
+        break;
+      }
+      if (binding->offset_bytes()) {
+        StatusOr<uint64_t> offset =
+            evaluateSizeExpr(binding->offset_bytes(), sizes);
+        if (!offset.ok())
+          return offset.status().withContext(where);
+        out.offset_bytes = *offset;
+      }
+      for (size_t i = 0; i < binding->shape()->size(); ++i) {
+        StatusOr<uint64_t> extent =
+            evaluateSizeExpr(binding->shape()->Get(i), sizes);
+        if (!extent.ok())
+          return extent.status().withContext(where);
+        int64_t expected = arg->static_shape()->Get(i);
+        if (*extent > INT64_MAX ||
+            (expected >= 0 && static_cast<uint64_t>(expected) != *extent))
+          return invalidArgument("{}: argument '{}' dimension {} is {}, the "
+                                 "kernel expects {}",
+                                 where, arg->name()->str(), i, *extent,
+                                 expected);
+        out.shape.push_back(static_cast<int64_t>(*extent));
+      }
+    }
+    uint64_t grid[3] = {1, 1, 1};
+    if (const LaunchInfo *launch = kernel->launch()) {
+      for (int i = 0; i < 3; ++i) {
+        StatusOr<uint64_t> blocks =
+            evaluateSizeExpr(launch->grid()->Get(i), sizes);
+        if (!blocks.ok())
+          return blocks.status().withContext(where);
+        grid[i] = *blocks;
+      }
+    }
+    auto [executable, index] = kernel_slots_[dispatch->kernel_index()];
+    Status status =
+        device_.dispatch(*executables_[executable], index, args, grid);
+    if (!status.ok())
+      return status.withContext(where);
+  }
+  return okStatus();
+}
+
+} // namespace strata::runtime

@@ -1,0 +1,182 @@
+//===- test_artifact_builder.cpp - small artifacts for loader tests -------===//
+//
+// Part of strata. See test_artifact_builder.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/loader/test_artifact_builder.h"
+
+#include <fstream>
+#include <iterator>
+
+#include <unistd.h>
+
+namespace strata::runtime::testing {
+
+using flatbuffers::FlatBufferBuilder;
+using flatbuffers::Offset;
+
+namespace {
+
+Offset<fb::SizeExpr> expr(FlatBufferBuilder &b, std::vector<fb::SizeOp> ops) {
+  return fb::CreateSizeExprDirect(b, &ops);
+}
+
+fb::SizeOp constant(int64_t value) {
+  return fb::SizeOp(static_cast<uint8_t>(fb::SizeOpcode::constant), value);
+}
+fb::SizeOp tokens() {
+  return fb::SizeOp(static_cast<uint8_t>(fb::SizeOpcode::symbol),
+                    static_cast<int64_t>(fb::SizeSymbol::num_tokens));
+}
+fb::SizeOp op(fb::SizeOpcode opcode) {
+  return fb::SizeOp(static_cast<uint8_t>(opcode), 0);
+}
+
+Offset<fb::Binding> bufferBinding(FlatBufferBuilder &b, fb::BindingKind kind,
+                                  uint32_t index, int64_t offset,
+                                  std::vector<fb::SizeOp> extent) {
+  std::vector<Offset<fb::SizeExpr>> shape = {expr(b, std::move(extent))};
+  Offset<fb::SizeExpr> offset_expr;
+  if (offset)
+    offset_expr = expr(b, {constant(offset)});
+  return fb::CreateBindingDirect(b, kind, index, offset_expr, &shape);
+}
+
+Offset<fb::Binding> floatBinding(FlatBufferBuilder &b, double value) {
+  return fb::CreateBinding(b, fb::BindingKind::float_scalar, 0, 0, 0, 0, value);
+}
+
+} // namespace
+
+std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
+  FlatBufferBuilder b;
+  // Kernel scale(in: memref<?xf32>, out: memref<?xf32>, alpha: f32).
+  std::vector<int64_t> dynamic = {-1};
+  std::vector<Offset<fb::KernelArg>> args = {
+      fb::CreateKernelArgDirect(b, "in", fb::ArgKind::buffer, fb::DType::f32,
+                                1, &dynamic),
+      fb::CreateKernelArgDirect(b, "out", fb::ArgKind::buffer, fb::DType::f32,
+                                1, &dynamic),
+      fb::CreateKernelArgDirect(b, "alpha", fb::ArgKind::scalar,
+                                fb::DType::f32, 0, nullptr)};
+  std::vector<Offset<fb::Kernel>> kernels = {fb::CreateKernelDirect(
+      b, "scale", fb::TargetKind::cpu, k.kernel_chip.c_str(), k.binary_index,
+      "strata_test_scale", fb::KernelAbi::packed_memref_descriptor, &args)};
+  b.ForceVectorAlignment(k.binary.size(), 1, 16);
+  std::vector<Offset<fb::KernelBinary>> binaries = {fb::CreateKernelBinary(
+      b, fb::BinaryFormat::elf_so, b.CreateVector(k.binary))};
+
+  // Plan: out = 1.5 * exp(in[1 .. num_tokens]); cache = 2 * exp(w).
+  std::vector<fb::SizeOp> in_size = k.buffer0_size;
+  if (in_size.empty())
+    in_size = {tokens(), constant(1), op(fb::SizeOpcode::add), constant(4),
+               op(fb::SizeOpcode::mul)};
+  std::vector<Offset<fb::BufferDef>> buffers = {
+      fb::CreateBufferDefDirect(b, "in", fb::BufferKind::input,
+                                expr(b, in_size)),
+      fb::CreateBufferDefDirect(
+          b, "out", fb::BufferKind::output,
+          expr(b, {tokens(), constant(4), op(fb::SizeOpcode::mul)}))};
+  std::vector<Offset<fb::Binding>> first = {
+      bufferBinding(b, fb::BindingKind::buffer, 0, 4, {tokens()}),
+      bufferBinding(b, fb::BindingKind::buffer, k.buffer_id, 0, {tokens()}),
+      k.scalar_as_buffer
+          ? bufferBinding(b, fb::BindingKind::buffer, 0, 0, {tokens()})
+          : floatBinding(b, 1.5)};
+  first.resize(k.dispatch0_bindings);
+  std::vector<Offset<fb::Binding>> second = {
+      bufferBinding(b, fb::BindingKind::weight, k.weight_index, 0,
+                    {constant(4)}),
+      bufferBinding(b, fb::BindingKind::cache, k.cache_id, 0, {constant(4)}),
+      floatBinding(b, 2.0)};
+  std::vector<Offset<fb::Dispatch>> dispatches = {
+      fb::CreateDispatchDirect(b, k.kernel_index, &first, "first"),
+      fb::CreateDispatchDirect(b, 0, &second, "second")};
+  std::vector<Offset<fb::ExecutionPlan>> plans = {fb::CreateExecutionPlanDirect(
+      b, fb::StepKind::prefill, &buffers, &dispatches)};
+  if (k.duplicate_step)
+    plans.push_back(fb::CreateExecutionPlanDirect(b, fb::StepKind::prefill));
+  std::vector<Offset<fb::TargetDef>> targets = {fb::CreateTargetDefDirect(
+      b, static_cast<fb::TargetKind>(k.target_kind), "x86-64-v2", &binaries,
+      &kernels, &plans)};
+  if (k.gpu_target) {
+    std::vector<uint32_t> block = {256, 1, 1};
+    std::vector<Offset<fb::SizeExpr>> grid = {
+        expr(b, {tokens(), constant(256), op(fb::SizeOpcode::ceil_div)}),
+        expr(b, {constant(1)}), expr(b, {constant(1)})};
+    Offset<fb::LaunchInfo> launch;
+    if (!k.gpu_without_launch)
+      launch = fb::CreateLaunchInfoDirect(b, &block, &grid, 0);
+    std::vector<Offset<fb::Kernel>> gpu_kernels = {fb::CreateKernelDirect(
+        b, "scale", fb::TargetKind::gfx942, "gfx942", 0, "scale",
+        fb::KernelAbi::gpu_memref_descriptor, &args, launch)};
+    std::vector<uint8_t> code = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x40};
+    std::vector<Offset<fb::KernelBinary>> gpu_binaries = {
+        fb::CreateKernelBinary(b, fb::BinaryFormat::hsaco,
+                               b.CreateVector(code))};
+    targets.push_back(fb::CreateTargetDefDirect(b, fb::TargetKind::gfx942,
+                                                "gfx942", &gpu_binaries,
+                                                &gpu_kernels));
+  }
+
+  std::vector<fb::LayerKind> layer_kinds(k.layer_kind_count,
+                                         fb::LayerKind::kda);
+  std::vector<fb::MlpKind> mlp_kinds = {fb::MlpKind::dense};
+  auto model = fb::CreateModelConfigDirect(b, "test-model", 16, 8, 1, 0,
+                                           &layer_kinds, &mlp_kinds);
+  // KDA: 1 head of 4x4 f32 = 64 bytes; conv (2 - 1) * 12 bf16 = 24 -> 64.
+  auto kda = fb::CreateKdaStateCache(b, 1, 1, 4, 4, fb::DType::f32, k.kda_recurrent_bytes, 2, 12,
+                                     fb::DType::bf16, 64);
+  std::vector<Offset<fb::CacheDef>> caches = {fb::CreateCacheDefDirect(
+      b, "layer0.kda_recurrent", fb::CacheKind::kda_recurrent, 0,
+      k.cache_slot)};
+  auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, 0, 0, 0, 0, kda, &caches);
+
+  std::vector<int64_t> w_shape = {4};
+  std::vector<Offset<fb::WeightEntry>> weights = {fb::CreateWeightEntryDirect(
+      b, "w", k.fp8_without_scale ? fb::DType::f8e4m3fn : fb::DType::f32,
+      &w_shape,
+      k.fp8_without_scale ? fb::WeightTransform::fp8_dequant
+                          : fb::WeightTransform::none,
+      fb::DType::f32)};
+
+  std::vector<Offset<fb::SourceLocation>> locations = {
+      fb::CreateSourceLocationDirect(b, "test.dsl", 3, 1, "scale")};
+  std::vector<Offset<fb::KernelDebugInfo>> debug_kernels = {
+      fb::CreateKernelDebugInfoDirect(b, fb::TargetKind::cpu,
+                                      k.debug_kernel_index, &locations)};
+  auto debug = fb::CreateDebugInfoDirect(b, &debug_kernels);
+
+  fb::Checksum zero(0);
+  auto root = fb::CreateArtifactDefDirect(
+      b, k.format_version, "test", k.no_checksum ? nullptr : &zero, model,
+      &targets, layout, &weights, debug);
+  fb::FinishArtifactDefBuffer(b, root);
+  std::vector<uint8_t> bytes(b.GetBufferPointer(),
+                             b.GetBufferPointer() + b.GetSize());
+  if (!k.no_checksum) {
+    const fb::ArtifactDef *def = fb::GetArtifactDef(bytes.data());
+    size_t offset =
+        reinterpret_cast<const uint8_t *>(def->checksum()) - bytes.data();
+    flatbuffers::WriteScalar<uint64_t>(
+        bytes.data() + offset,
+        computeArtifactChecksum(bytes.data(), bytes.size(), offset));
+  }
+  return bytes;
+}
+
+std::vector<uint8_t> readTestKernelLibrary() {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0)
+    return {};
+  exe[n] = 0;
+  std::string dir(exe);
+  dir = dir.substr(0, dir.rfind('/'));
+  std::ifstream in(dir + "/testdata/libstrata_cpu_test_kernels.so",
+                   std::ios::binary);
+  return std::vector<uint8_t>(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace strata::runtime::testing

@@ -1,0 +1,75 @@
+//===- test_artifact_builder.h - small artifacts for loader tests -*- C++ -*-===//
+//
+// Part of strata. Test-only: builds a small, valid artifact with the
+// flatbuffers builder (no compiler involved) whose knobs break one field at a
+// time, so each validation check has a test. The artifact has one cpu target
+// with one kernel `scale(in: memref<?xf32>, out: memref<?xf32>, alpha: f32)`
+// (testdata/test_kernels.c of runtime/device/cpu), a prefill plan of two
+// dispatches (buffer -> buffer, weight -> cache) and a one-layer KDA model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_LOADER_TEST_ARTIFACT_BUILDER_H
+#define STRATA_RUNTIME_LOADER_TEST_ARTIFACT_BUILDER_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/loader/artifact.h"
+
+namespace strata::runtime::testing {
+
+namespace fb = strata::artifact;
+
+/// Knobs of buildTestArtifact; the defaults give a valid artifact.
+struct TestArtifactKnobs {
+  /// Kernel binary bytes (default: a fake ELF header, enough for validation).
+  std::vector<uint8_t> binary = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
+  uint32_t kernel_index = 0;
+  uint32_t binary_index = 0;
+  uint32_t buffer_id = 1;
+  uint32_t cache_id = 0;
+  uint32_t weight_index = 0;
+  uint32_t cache_slot = 0;
+  std::string kernel_chip = "x86-64-v2";
+  /// Replaces the size expression of buffer 0 with these ops.
+  std::vector<fb::SizeOp> buffer0_size;
+  /// Number of bindings of dispatch 0 (the kernel has 3 arguments).
+  uint32_t dispatch0_bindings = 3;
+  /// Bind the scalar of dispatch 0 as a buffer.
+  bool scalar_as_buffer = false;
+  /// Add a second prefill plan.
+  bool duplicate_step = false;
+  /// Leave out the checksum struct.
+  bool no_checksum = false;
+  /// fp8 dequant transform on weight 0 without a scale tensor.
+  bool fp8_without_scale = false;
+  /// Kernel index of the debug info entry.
+  uint32_t debug_kernel_index = 0;
+  uint32_t format_version = kArtifactFormatVersion;
+  /// Number of layer_kinds entries (the model has 1 layer).
+  uint32_t layer_kind_count = 1;
+  /// CacheLayout.alignment.
+  uint64_t cache_alignment = 64;
+  /// KdaStateCache.recurrent_bytes_per_layer (64 is right).
+  uint64_t kda_recurrent_bytes = 64;
+  /// Raw TargetKind value of the first target (0 = cpu).
+  uint8_t target_kind = 0;
+  /// Adds a gfx942 target (fake code object) whose kernel `scale` has launch
+  /// info: block 256, grid ceil_div(num_tokens, 256).
+  bool gpu_target = false;
+  /// Leaves out the gfx942 kernel's launch info.
+  bool gpu_without_launch = false;
+};
+
+/// Builds the artifact's bytes with a correct checksum.
+std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &knobs = {});
+
+/// Reads unittests/testdata/libstrata_cpu_test_kernels.so (beside the test
+/// binary); empty if missing.
+std::vector<uint8_t> readTestKernelLibrary();
+
+} // namespace strata::runtime::testing
+
+#endif // STRATA_RUNTIME_LOADER_TEST_ARTIFACT_BUILDER_H
