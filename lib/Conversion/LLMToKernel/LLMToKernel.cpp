@@ -1,0 +1,116 @@
+//===- LLMToKernel.cpp - the convert-llm-to-kernel pass -------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Assembles the op-group patterns of Patterns.h into one partial conversion:
+// every llm op becomes a call of an outlined kernel over memrefs; function
+// signatures carrying llm cache types are converted to their memref form.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include "dialects/llm/IR/LLMDialect.h"
+#include "dialects/llm/IR/LLMOps.h"
+#include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/Patterns.h"
+#include "lib/Conversion/Passes.h"
+
+#define DEBUG_TYPE "convert-llm-to-kernel"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_CONVERTLLMTOKERNELPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
+                                               RewritePatternSet &patterns) {
+  populateWeightToKernelPatterns(converter, patterns);
+  populateElementwiseToKernelPatterns(converter, patterns);
+  populateLinearToKernelPatterns(converter, patterns);
+}
+
+//===----------------------------------------------------------------------===//
+// --convert-llm-to-kernel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// True for the llm types that have no tensor form (caches).
+static bool isCacheType(Type type) {
+  return isa<llm::LatentPoolType, llm::IndexPoolType, llm::TailRingType,
+             llm::KdaStateType, llm::ConvStateType>(type);
+}
+
+struct ConvertLLMToKernelPass
+    : mlir::strata::impl::ConvertLLMToKernelPassBase<ConvertLLMToKernelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    TypeConverter kernelConverter;
+    populateKernelTypeConversions(kernelConverter);
+
+    // Signatures: caches become memrefs, tensors stay for one-shot-bufferize.
+    TypeConverter signatureConverter;
+    signatureConverter.addConversion([](Type type) { return type; });
+    signatureConverter.addConversion([](Type type) -> std::optional<Type> {
+      if (isCacheType(type))
+        return getKernelMemRefType(type);
+      return std::nullopt;
+    });
+
+    RewritePatternSet patterns(ctx);
+    populateLLMToKernelPatterns(kernelConverter, patterns);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
+        patterns, signatureConverter);
+    populateCallOpTypeConversionPattern(patterns, signatureConverter);
+    populateReturnOpTypeConversionPattern(patterns, signatureConverter);
+
+    ConversionTarget target(*ctx);
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    target.addIllegalDialect<llm::LLMDialect>();
+    // fp8 weights are read through by their users and erased below.
+    target.addDynamicallyLegalOp<llm::WeightOp, llm::ExpertWeightsOp>(
+        [](Operation *op) {
+          return isa<llm::Fp8WeightType>(op->getResult(0).getType());
+        });
+    target.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp func) {
+      return signatureConverter.isSignatureLegal(func.getFunctionType()) &&
+             signatureConverter.isLegal(&func.getBody());
+    });
+    target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
+        [&](Operation *op) { return signatureConverter.isLegal(op); });
+
+    if (failed(applyPartialConversion(module, target, std::move(patterns)))) {
+      module.emitError("convert-llm-to-kernel failed");
+      return signalPassFailure();
+    }
+
+    // fp8 weights left without users.
+    SmallVector<Operation *> dead;
+    module.walk([&](Operation *op) {
+      if (isa<llm::WeightOp, llm::ExpertWeightsOp>(op) && op->use_empty())
+        dead.push_back(op);
+    });
+    for (Operation *op : dead)
+      op->erase();
+    WalkResult left = module.walk([](Operation *op) {
+      if (isa<llm::WeightOp, llm::ExpertWeightsOp>(op)) {
+        op->emitOpError("fp8 weight is used by an op without a kernel");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (left.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace

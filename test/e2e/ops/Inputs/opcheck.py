@@ -1,0 +1,412 @@
+#!/usr/bin/env python3
+"""Execution checks of the llm kernel lowering (test/e2e/ops).
+
+  opcheck.py gen CASE    prints an MLIR module whose @main runs one llm op on
+                         deterministic inputs (weights as memref.globals,
+                         caches as memrefs) and prints every output (and every
+                         updated cache) as raw f32/i32 bits;
+  opcheck.py check CASE  reads that program's output (mlir-runner) from stdin
+                         and compares it with a numpy implementation of the
+                         op's math (the spec / the op's description), under
+                         the case's error bound. Exit status 1 on a mismatch.
+
+Error bounds (docs/Lowering.md "Error bounds"):
+  f32 outputs:  max|y - ref| <= 1e-5 * max|ref| (normwise, per output)
+  bf16 outputs: |y - ref| <= 2^-7 * |ref| + 1e-5 * max|ref| elementwise
+                (one bf16 rounding step apart; the reference rounds where
+                the op rounds)
+  i32 outputs:  exact.
+The numpy reference runs in float64 on the same (already rounded) inputs.
+"""
+
+import re
+import sys
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Numeric formats
+# ---------------------------------------------------------------------------
+
+
+def bf16(a):
+    """Rounds to the nearest bf16 (ties to even); returns float32."""
+    bits = np.asarray(a, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def fp8_decode(codes):
+    """Decodes e4m3fn codes (uint8, no NaN) to float64."""
+    c = codes.astype(np.int64)
+    s = np.where(c >= 128, -1.0, 1.0)
+    e = (c >> 3) & 15
+    m = c & 7
+    v = np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * 2.0 ** (e - 7))
+    return s * v
+
+
+def hexdata(arr, dtype):
+    if dtype == "bf16":
+        raw = bf16(arr).view(np.uint32) >> 16
+        data = raw.astype("<u2").tobytes()
+    elif dtype == "f32":
+        data = np.asarray(arr, dtype="<f4").tobytes()
+    elif dtype == "i32":
+        data = np.asarray(arr, dtype="<i4").tobytes()
+    elif dtype == "f8E4M3FN":
+        data = np.asarray(arr, dtype=np.uint8).tobytes()
+    else:
+        raise ValueError(dtype)
+    return '"0x' + data.hex().upper() + '"'
+
+
+def ttype(shape, dtype, dyn=False):
+    dims = ["?" if (dyn and i == 0) else str(d) for i, d in enumerate(shape)]
+    return "tensor<" + "x".join(dims + [dtype]) + ">"
+
+
+def mtype(shape, dtype, dyn=False):
+    return "m" + ttype(shape, dtype, dyn)[1:].replace("ensor", "emref", 1)
+
+
+# ---------------------------------------------------------------------------
+# Program builder
+# ---------------------------------------------------------------------------
+
+
+class Program:
+    def __init__(self, seed):
+        self.rng = np.random.RandomState(seed)
+        self.globals = []
+        self.body = []
+        self.prints = []  # (kind, shape) in print order
+        self.n = 0
+
+    def fresh(self):
+        self.n += 1
+        return "%v" + str(self.n)
+
+    def rand(self, shape, dtype, lo=-1.0, hi=1.0):
+        a = self.rng.uniform(lo, hi, size=shape).astype(np.float32)
+        return bf16(a) if dtype == "bf16" else a
+
+    def input(self, arr, dtype, dyn=True):
+        """A tensor constant (leading dim dynamic when dyn)."""
+        v = self.fresh()
+        self.body.append(f"{v} = arith.constant dense<{hexdata(arr, dtype)}> : "
+                         f"{ttype(arr.shape, dtype)}")
+        if not dyn:
+            return v
+        w = self.fresh()
+        self.body.append(f"{w} = tensor.cast {v} : {ttype(arr.shape, dtype)} to "
+                         f"{ttype(arr.shape, dtype, True)}")
+        return w
+
+    def weight(self, name, arr, dtype):
+        self.globals.append(f'memref.global "private" constant @"{name}" : '
+                            f"{mtype(arr.shape, dtype)} = dense<{hexdata(arr, dtype)}>")
+        v = self.fresh()
+        self.body.append(f'{v} = llm.weight "{name}" : {ttype(arr.shape, dtype)}')
+        return v
+
+    def fp8_weight(self, name, codes, scales):
+        self.globals.append(f'memref.global "private" constant @"{name}" : '
+                            f"{mtype(codes.shape, 'f8E4M3FN')} = dense<{hexdata(codes, 'f8E4M3FN')}>")
+        self.globals.append(f'memref.global "private" constant @"{name}_scale_inv" : '
+                            f"{mtype(scales.shape, 'f32')} = dense<{hexdata(scales, 'f32')}>")
+        ty = (f"!llm.fp8_weight<{ttype(codes.shape, 'f8E4M3FN')}, "
+              f"{ttype(scales.shape, 'f32')}, block = [128, 128]>")
+        v = self.fresh()
+        self.body.append(f'{v} = llm.weight "{name}" : {ty}')
+        return v, ty
+
+    def cache(self, arr, dtype, cache_type):
+        """A cache memref initialised with arr, cast to the llm cache type.
+        Returns (cache value, memref value) - print the memref after the op."""
+        g = "cache_init_" + str(len(self.globals))
+        self.globals.append(f'memref.global "private" constant @{g} : '
+                            f"{mtype(arr.shape, dtype)} = dense<{hexdata(arr, dtype)}>")
+        gv, m, md, c = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        st, dt = mtype(arr.shape, dtype), mtype(arr.shape, dtype, True)
+        self.body += [f"{gv} = memref.get_global @{g} : {st}",
+                      f"{m} = memref.alloc() : {st}",
+                      f"memref.copy {gv}, {m} : {st} to {st}",
+                      f"{md} = memref.cast {m} : {st} to {dt}",
+                      f"{c} = builtin.unrealized_conversion_cast {md} : {dt} to {cache_type}"]
+        return c, (m, arr.shape, dtype)
+
+    def op(self, text):
+        self.body.append(text)
+
+    def print_tensor(self, v, shape, dtype, dyn=True):
+        t = ttype(shape, dtype, dyn)
+        if dtype == "i32":
+            u, b = self.fresh(), self.fresh()
+            self.body += [f"{u} = tensor.cast {v} : {t} to tensor<*xi32>",
+                          f"{b} = bufferization.to_buffer {u} : tensor<*xi32> to memref<*xi32>",
+                          f"call @printMemrefI32({b}) : (memref<*xi32>) -> ()"]
+            self.prints.append(("i32", shape))
+            return
+        f = v
+        if dtype != "f32":
+            f = self.fresh()
+            self.body.append(f"{f} = arith.extf {v} : {t} to {ttype(shape, 'f32', dyn)}")
+        i, u, b = self.fresh(), self.fresh(), self.fresh()
+        self.body += [f"{i} = arith.bitcast {f} : {ttype(shape, 'f32', dyn)} to {ttype(shape, 'i32', dyn)}",
+                      f"{u} = tensor.cast {i} : {ttype(shape, 'i32', dyn)} to tensor<*xi32>",
+                      f"{b} = bufferization.to_buffer {u} : tensor<*xi32> to memref<*xi32>",
+                      f"call @printMemrefI32({b}) : (memref<*xi32>) -> ()"]
+        self.prints.append((dtype, shape))
+
+    def print_cache(self, handle):
+        m, shape, dtype = handle
+        t = self.fresh()
+        self.body.append(f"{t} = bufferization.to_tensor {m} restrict : "
+                         f"{mtype(shape, dtype)} to {ttype(shape, dtype)}")
+        self.print_tensor(t, shape, dtype, dyn=False)
+
+    def text(self):
+        lines = ["module {"]
+        lines += ["  " + g for g in self.globals]
+        lines.append("  func.func private @printMemrefI32(memref<*xi32>)")
+        lines.append("  func.func @main() {")
+        lines += ["    " + b for b in self.body]
+        lines += ["    return", "  }", "}"]
+        return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Cases: each returns (Program, [expected arrays in print order])
+# ---------------------------------------------------------------------------
+
+CASES = {}
+
+
+def case(fn):
+    CASES[fn.__name__] = fn
+    return fn
+
+
+def act_dtypes(name):
+    return "f32" if name.endswith("_f32") else "bf16"
+
+
+def rms_ref(x, eps):
+    x = x.astype(np.float64)
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps)
+
+
+def out(arr, dtype):
+    return bf16(arr) if dtype == "bf16" else np.asarray(arr, dtype=np.float64)
+
+
+@case
+def embedding():
+    p = Program(1)
+    ids = np.array([3, 0, 15, 7, 3], dtype=np.int32)
+    table = p.rand((16, 24), "bf16")
+    vi = p.input(ids, "i32")
+    vt = p.weight("model.embed_tokens.weight", table, "bf16")
+    y = p.fresh()
+    p.op(f"{y} = llm.embedding {vi}, {vt} : ({ttype((5,), 'i32', True)}, "
+         f"{ttype(table.shape, 'bf16')}) -> {ttype((5, 24), 'bf16', True)}")
+    p.print_tensor(y, (5, 24), "bf16")
+    return p, [table[ids]]
+
+
+def _rms(name, weighted, gated, dt, shape=(5, 64)):
+    p = Program(2)
+    x = p.rand(shape, dt, -2, 2)
+    vx = p.input(x, dt)
+    d = shape[-1]
+    operands, types = [vx], [ttype(shape, dt, True)]
+    text = ""
+    w = g = None
+    if weighted:
+        w = p.rand((d,), "bf16", 0.5, 1.5)
+        vw = p.weight(f"{name}.weight", w, "bf16")
+        text += f" weight({vw})"
+        types.append(ttype((d,), "bf16"))
+    if gated:
+        g = p.rand(shape, "f32", -3, 3)
+        vg = p.input(g, "f32")
+        text += f" gate({vg})"
+        types.append(ttype(shape, "f32", True))
+    y = p.fresh()
+    p.op(f"{y} = llm.rms_norm {vx}{text} {{eps = 1.0e-05 : f32}} : "
+         f"({', '.join(types)}) -> {ttype(shape, dt, True)}")
+    p.print_tensor(y, shape, dt)
+    n = rms_ref(x, 1e-5)
+    if gated:
+        ref = out(n * w * (1 / (1 + np.exp(-g.astype(np.float64)))), dt)
+    elif weighted:
+        ref = out(out(n, dt) * w, dt)
+    else:
+        ref = out(n, dt)
+    return p, [ref]
+
+
+@case
+def rms_norm_unweighted():
+    return _rms("n", False, False, "bf16")
+
+
+@case
+def rms_norm_weighted():
+    return _rms("n", True, False, "bf16")
+
+
+@case
+def rms_norm_weighted_f32():
+    return _rms("n", True, False, "f32")
+
+
+@case
+def rms_norm_gated():
+    return _rms("o_norm", True, True, "bf16", shape=(3, 4, 32))
+
+
+@case
+def layer_norm():
+    p = Program(3)
+    x = p.rand((6, 32), "bf16", -2, 2)
+    w = p.rand((32,), "bf16", 0.5, 1.5)
+    b = p.rand((32,), "bf16", -0.5, 0.5)
+    vx, vw, vb = p.input(x, "bf16"), p.weight("k_norm.weight", w, "bf16"), p.weight("k_norm.bias", b, "bf16")
+    y = p.fresh()
+    p.op(f"{y} = llm.layer_norm {vx}, {vw}, {vb} {{eps = 1.0e-06 : f32}} : "
+         f"({ttype((6, 32), 'bf16', True)}, {ttype((32,), 'bf16')}, {ttype((32,), 'bf16')}) "
+         f"-> {ttype((6, 32), 'bf16', True)}")
+    p.print_tensor(y, (6, 32), "bf16")
+    x64 = x.astype(np.float64)
+    mu = x64.mean(-1, keepdims=True)
+    var = ((x64 - mu) ** 2).mean(-1, keepdims=True)
+    return p, [bf16((x64 - mu) / np.sqrt(var + 1e-6) * w + b)]
+
+
+@case
+def position_mask():
+    p = Program(4)
+    x = p.rand((4, 16), "bf16")
+    pos = np.array([0, 1, 0, 5], dtype=np.int32)
+    vx, vp = p.input(x, "bf16"), p.input(pos, "i32")
+    y = p.fresh()
+    p.op(f"{y} = llm.position_mask {vx}, {vp} {{position = 0 : i64}} : "
+         f"({ttype((4, 16), 'bf16', True)}, {ttype((4,), 'i32', True)}) -> {ttype((4, 16), 'bf16', True)}")
+    p.print_tensor(y, (4, 16), "bf16")
+    return p, [np.where((pos == 0)[:, None], 0.0, x)]
+
+
+def _linear(dt, wdt, shape_x=(5, 48), out_dim=40):
+    p = Program(5)
+    x = p.rand(shape_x, dt)
+    vx = p.input(x, dt)
+    ind = shape_x[-1]
+    if wdt == "fp8":
+        codes = p.rng.randint(0, 256, size=(out_dim, ind)).astype(np.uint8)
+        codes[(codes & 0x7F) == 0x7F] = 0x3F
+        nb = ((out_dim + 127) // 128, (ind + 127) // 128)
+        scales = (2.0 ** p.rng.randint(-8, -4, size=nb)).astype(np.float32)
+        vw, wty = p.fp8_weight("q_a_proj.weight", codes, scales)
+        w = fp8_decode(codes) * np.repeat(np.repeat(scales, 128, 0), 128, 1)[:out_dim, :ind]
+    else:
+        w = p.rand((out_dim, ind), wdt, -0.2, 0.2)
+        vw = p.weight("proj.weight", w, wdt)
+        wty = ttype(w.shape, wdt)
+    oshape = shape_x[:-1] + (out_dim,)
+    y = p.fresh()
+    p.op(f"{y} = llm.linear {vx}, {vw} : ({ttype(shape_x, dt, True)}, {wty}) -> {ttype(oshape, dt, True)}")
+    p.print_tensor(y, oshape, dt)
+    return p, [out(x.astype(np.float64) @ np.asarray(w, np.float64).T, dt)]
+
+
+@case
+def linear_bf16():
+    return _linear("bf16", "bf16")
+
+
+@case
+def linear_f32():
+    return _linear("f32", "f32")
+
+
+@case
+def linear_fp8():
+    return _linear("bf16", "fp8", shape_x=(3, 160), out_dim=136)
+
+
+@case
+def linear_rank3_f32():
+    return _linear("f32", "bf16", shape_x=(3, 2, 16), out_dim=8)
+
+
+@case
+def lm_head():
+    p = Program(6)
+    h = p.rand((5, 32), "bf16")
+    w = p.rand((50, 32), "bf16")
+    rows = np.array([4, 1], dtype=np.int32)
+    vh, vw, vr = p.input(h, "bf16"), p.weight("lm_head.weight", w, "bf16"), p.input(rows, "i32")
+    y = p.fresh()
+    p.op(f"{y} = llm.lm_head {vh}, {vw} rows({vr}) : ({ttype((5, 32), 'bf16', True)}, "
+         f"{ttype((50, 32), 'bf16')}, {ttype((2,), 'i32', True)}) -> {ttype((2, 50), 'f32', True)}")
+    p.print_tensor(y, (2, 50), "f32")
+    return p, [h[rows].astype(np.float64) @ w.astype(np.float64).T]
+
+
+# ---------------------------------------------------------------------------
+# Output parsing and comparison
+# ---------------------------------------------------------------------------
+
+
+def parse(text):
+    chunks = text.split("Unranked Memref")[1:]
+    arrays = []
+    for c in chunks:
+        sizes = [int(s) for s in re.search(r"sizes = \[([^\]]*)\]", c).group(1).split(",") if s.strip()]
+        data = c.split("data =", 1)[1]
+        vals = np.array([int(v) for v in re.findall(r"-?\d+", data)], dtype=np.int64)
+        arrays.append(vals.reshape(sizes) if sizes else vals)
+    return arrays
+
+
+def compare(got, expected, kind):
+    if kind == "i32":
+        ok = np.array_equal(got, expected)
+        return ok, 0 if ok else int(np.sum(got != expected))
+    y = got.astype(np.int64).astype(np.uint32).view(np.float32).astype(np.float64)
+    ref = np.asarray(expected, dtype=np.float64)
+    if y.shape != ref.shape:
+        return False, f"shape {y.shape} != {ref.shape}"
+    scale = max(np.max(np.abs(ref)), 1e-30)
+    err = np.abs(y - ref)
+    if kind == "f32":
+        rel = float(np.max(err) / scale)
+        return rel <= 1e-5, rel
+    bound = 2.0 ** -7 * np.abs(ref) + 1e-5 * scale
+    worst = float(np.max(err / bound))
+    return worst <= 1.0, worst
+
+
+def main():
+    mode, name = sys.argv[1], sys.argv[2]
+    prog, expected = CASES[name]()
+    if mode == "gen":
+        sys.stdout.write(prog.text())
+        return 0
+    arrays = parse(sys.stdin.read())
+    if len(arrays) != len(prog.prints):
+        print(f"FAIL {name}: expected {len(prog.prints)} outputs, got {len(arrays)}")
+        return 1
+    status = 0
+    for i, ((kind, _), got, exp) in enumerate(zip(prog.prints, arrays, expected)):
+        ok, metric = compare(got, exp, kind)
+        print(f"{'PASS' if ok else 'FAIL'} {name} output {i} ({kind}): {metric}")
+        if not ok:
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
