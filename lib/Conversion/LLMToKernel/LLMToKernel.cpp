@@ -34,6 +34,8 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateWeightToKernelPatterns(converter, patterns);
   populateElementwiseToKernelPatterns(converter, patterns);
   populateLinearToKernelPatterns(converter, patterns);
+  populateHyperConnectionToKernelPatterns(converter, patterns);
+  populateFfnToKernelPatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//

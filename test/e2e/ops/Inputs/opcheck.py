@@ -355,6 +355,207 @@ def lm_head():
     return p, [h[rows].astype(np.float64) @ w.astype(np.float64).T]
 
 
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _hc(dt):
+    p = Program(7)
+    T, H, D = 3, 4, 32
+    e = p.rand((T, D), dt)
+    ve = p.input(e, dt)
+    r = p.fresh()
+    p.op(f"{r} = llm.hc_expand {ve} {{hc_mult = 4 : i64}} : ({ttype((T, D), dt, True)}) -> {ttype((T, H, D), dt, True)}")
+    p.print_tensor(r, (T, H, D), dt)
+    R = p.rand((T, H, D), dt)
+    vR = p.input(R, dt)
+    h = p.fresh()
+    p.op(f"{h} = llm.hc_collapse {vR} {{hc_mult = 4 : i64}} : ({ttype((T, H, D), dt, True)}) -> {ttype((T, D), dt, True)}")
+    p.print_tensor(h, (T, D), dt)
+    return p, [np.repeat(e[:, None, :], H, 1), out(R.astype(np.float64).mean(1), dt)]
+
+
+@case
+def hc_expand_collapse():
+    return _hc("bf16")
+
+
+@case
+def hc_expand_collapse_f32():
+    return _hc("f32")
+
+
+def mhc_pre_ref(R, fn, base, scale, H, iters, hc_eps=1e-6, norm_eps=1e-5):
+    T = R.shape[0]
+    r = R.reshape(T, -1).astype(np.float64)
+    r = r / np.sqrt(np.mean(r * r, -1, keepdims=True) + norm_eps)
+    m = r @ fn.astype(np.float64).T
+    pre = sigmoid(m[:, :H] * scale[0] + base[:H]) + hc_eps
+    post = 2.0 * sigmoid(m[:, H:2 * H] * scale[1] + base[H:2 * H])
+    c = m[:, 2 * H:].reshape(T, H, H) * scale[2] + base[2 * H:].reshape(H, H)
+    c = np.exp(c - c.max(-1, keepdims=True))
+    c = c / c.sum(-1, keepdims=True) + hc_eps
+    c = c / (c.sum(-2, keepdims=True) + hc_eps)
+    for _ in range(iters - 1):
+        c = c / (c.sum(-1, keepdims=True) + hc_eps)
+        c = c / (c.sum(-2, keepdims=True) + hc_eps)
+    x = (pre[:, :, None] * R.astype(np.float64)).sum(1)
+    return x, post, c
+
+
+def _mhc(dt):
+    p = Program(8)
+    T, H, D, iters = 3, 4, 32, 20
+    R = p.rand((T, H, D), dt, -2, 2)
+    fn = p.rand(((2 + H) * H, H * D), "f32", -0.3, 0.3)
+    base = p.rand(((2 + H) * H,), "f32", -1, 1)
+    scale = p.rand((3,), "f32", 0.5, 2.0)
+    vR = p.input(R, dt)
+    vfn, vb, vs = p.weight("hc_attn_fn", fn, "f32"), p.weight("hc_attn_base", base, "f32"), p.weight("hc_attn_scale", scale, "f32")
+    x, post, comb = p.fresh(), p.fresh(), p.fresh()
+    p.op(f"{x}, {post}, {comb} = llm.mhc_pre {vR}, {vfn}, {vb}, {vs} "
+         f"{{hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32, sinkhorn_iters = {iters} : i64, post_mult = 2.0 : f32}} : "
+         f"({ttype((T, H, D), dt, True)}, {ttype(fn.shape, 'f32')}, {ttype(base.shape, 'f32')}, {ttype((3,), 'f32')}) -> "
+         f"({ttype((T, D), dt, True)}, {ttype((T, H), 'f32', True)}, {ttype((T, H, H), 'f32', True)})")
+    p.print_tensor(x, (T, D), dt)
+    p.print_tensor(post, (T, H), "f32")
+    p.print_tensor(comb, (T, H, H), "f32")
+    rx, rpost, rcomb = mhc_pre_ref(R, fn, base, scale, H, iters)
+    # mhc_post on independent inputs.
+    y = p.rand((T, D), dt)
+    pw = p.rand((T, H), "f32", 0, 2)
+    cw = p.rand((T, H, H), "f32", 0, 1)
+    vy, vpw, vcw = p.input(y, dt), p.input(pw, "f32"), p.input(cw, "f32")
+    r2 = p.fresh()
+    p.op(f"{r2} = llm.mhc_post {vy}, {vR}, {vpw}, {vcw} {{hc_mult = 4 : i64}} : "
+         f"({ttype((T, D), dt, True)}, {ttype((T, H, D), dt, True)}, {ttype((T, H), 'f32', True)}, {ttype((T, H, H), 'f32', True)}) -> {ttype((T, H, D), dt, True)}")
+    p.print_tensor(r2, (T, H, D), dt)
+    rpost2 = pw[:, :, None] * y[:, None, :].astype(np.float64) + np.einsum("tij,tid->tjd", cw.astype(np.float64), R.astype(np.float64))
+    return p, [out(rx, dt), rpost, rcomb, out(rpost2, dt)]
+
+
+@case
+def mhc():
+    return _mhc("bf16")
+
+
+@case
+def mhc_f32():
+    return _mhc("f32")
+
+
+def swiglu_ref(x, wg, wu, wd, L, dt):
+    g = out(x @ wg.T, dt)
+    u = out(x @ wu.T, dt)
+    g = np.minimum(g, L)
+    u = np.clip(u, -L, L)
+    a = out(out(g * sigmoid(g), dt) * u, dt)
+    return out(a @ wd.T, dt)
+
+
+def _weight(p, name, shape, kind, scale=0.3):
+    """A bf16/f32 weight or an fp8 block-scaled one; returns (value, type, dequantised array)."""
+    if kind == "fp8":
+        codes = p.rng.randint(0, 256, size=shape).astype(np.uint8)
+        codes[(codes & 0x7F) == 0x7F] = 0x3F
+        nb = shape[:-2] + ((shape[-2] + 127) // 128, (shape[-1] + 127) // 128)
+        scales = (2.0 ** p.rng.randint(-9, -6, size=nb)).astype(np.float32)
+        v, ty = p.fp8_weight(name, codes, scales)
+        full = np.repeat(np.repeat(scales, 128, -2), 128, -1)[..., :shape[-2], :shape[-1]]
+        return v, ty, fp8_decode(codes) * full
+    w = p.rand(shape, kind, -scale, scale)
+    return p.weight(name, w, kind), ttype(shape, kind), w.astype(np.float64)
+
+
+def _swiglu(dt, wk):
+    p = Program(9)
+    T, D, I, L = 4, 32, 48, 1.0
+    x = p.rand((T, D), dt, -2, 2)
+    vx = p.input(x, dt)
+    vg, tg, wg = _weight(p, "mlp.gate_proj.weight", (I, D), wk)
+    vu, tu, wu = _weight(p, "mlp.up_proj.weight", (I, D), wk)
+    vd, td, wd = _weight(p, "mlp.down_proj.weight", (D, I), wk)
+    y = p.fresh()
+    p.op(f"{y} = llm.swiglu_mlp {vx}, {vg}, {vu}, {vd} {{swiglu_limit = {L} : f32}} : "
+         f"({ttype((T, D), dt, True)}, {tg}, {tu}, {td}) -> {ttype((T, D), dt, True)}")
+    p.print_tensor(y, (T, D), dt)
+    return p, [swiglu_ref(x.astype(np.float64), wg, wu, wd, L, dt)]
+
+
+@case
+def swiglu_mlp():
+    return _swiglu("bf16", "bf16")
+
+
+@case
+def swiglu_mlp_f32():
+    return _swiglu("f32", "f32")
+
+
+@case
+def swiglu_mlp_fp8():
+    return _swiglu("bf16", "fp8")
+
+
+def _moe(dt, wk, groups, topk_group, norm=True):
+    p = Program(10)
+    T, D, E, I, Is, K, L, sf = 5, 32, 8, 16, 24, 3, 2.0, 2.5
+    x = p.rand((T, D), dt, -2, 2)
+    vx = p.input(x, dt)
+    router = p.rand((E, D), "f32", -0.5, 0.5)
+    bias = p.rand((E,), "f32", -0.2, 0.2)
+    vr, vb = p.weight("mlp.gate.weight", router, "f32"), p.weight("mlp.gate.e_score_correction_bias", bias, "f32")
+    vg, tg, wg = _weight(p, "experts.{e}.gate_proj.weight", (E, I, D), wk)
+    vu, tu, wu = _weight(p, "experts.{e}.up_proj.weight", (E, I, D), wk)
+    vd, td, wd = _weight(p, "experts.{e}.down_proj.weight", (E, D, I), wk)
+    vsg, tsg, sg = _weight(p, "shared.gate_proj.weight", (Is, D), wk)
+    vsu, tsu, su = _weight(p, "shared.up_proj.weight", (Is, D), wk)
+    vsd, tsd, sd = _weight(p, "shared.down_proj.weight", (D, Is), wk)
+    y = p.fresh()
+    p.op(f"{y} = llm.moe_ffn {vx}, {vr}, {vb}, {vg}, {vu}, {vd}, {vsg}, {vsu}, {vsd} "
+         f"{{num_experts = {E} : i64, top_k = {K} : i64, n_group = {groups} : i64, topk_group = {topk_group} : i64, "
+         f"norm_topk_prob = {'true' if norm else 'false'}, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = {sf} : f32, swiglu_limit = {L} : f32}} : "
+         f"({ttype((T, D), dt, True)}, {ttype((E, D), 'f32')}, {ttype((E,), 'f32')}, {tg}, {tu}, {td}, {tsg}, {tsu}, {tsd}) -> {ttype((T, D), dt, True)}")
+    p.print_tensor(y, (T, D), dt)
+    x64 = x.astype(np.float64)
+    s = sigmoid(x64 @ router.astype(np.float64).T)
+    choice = s + bias
+    ref = np.zeros((T, D))
+    for t in range(T):
+        c = choice[t].copy()
+        if groups > 1:
+            gs = np.sort(c.reshape(groups, -1), -1)[:, -2:].sum(-1)
+            keep = np.argsort(-gs, kind="stable")[:topk_group]
+            mask = np.repeat(np.isin(np.arange(groups), keep), E // groups)
+            c = np.where(mask, c, -np.inf)
+        sel = np.argsort(-c, kind="stable")[:K]
+        w = s[t, sel]
+        if norm:
+            w = w / (w.sum() + 1e-20)
+        w = w * sf
+        acc = np.zeros(D)
+        for e, we in zip(sel, w):
+            acc += out(we * swiglu_ref(x64[t:t + 1], wg[e], wu[e], wd[e], L, dt)[0], dt)
+        acc += swiglu_ref(x64[t:t + 1], sg, su, sd, L, dt)[0]
+        ref[t] = acc
+    return p, [out(ref, dt)]
+
+
+@case
+def moe_ffn():
+    return _moe("bf16", "bf16", 1, 1)
+
+
+@case
+def moe_ffn_f32_grouped():
+    return _moe("f32", "f32", 4, 2, norm=False)
+
+
+@case
+def moe_ffn_fp8():
+    return _moe("bf16", "fp8", 2, 1)
+
+
 # ---------------------------------------------------------------------------
 # Output parsing and comparison
 # ---------------------------------------------------------------------------
