@@ -36,6 +36,7 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateLinearToKernelPatterns(converter, patterns);
   populateHyperConnectionToKernelPatterns(converter, patterns);
   populateFfnToKernelPatterns(converter, patterns);
+  populateKdaToKernelPatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//

@@ -556,6 +556,98 @@ def moe_ffn_fp8():
     return _moe("bf16", "fp8", 2, 1)
 
 
+def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv,
+            positions, starts, src, dst, H, d, K, lower, l2_eps, q_scale, norm_eps):
+    """llm.kda_attention in float64 (op description steps 1-5)."""
+    P = H * d
+    T = q.shape[0]
+    o = np.zeros((T, P))
+    state, conv = state.astype(np.float64).copy(), conv.astype(np.float64).copy()
+    new_state, new_conv = state.copy(), conv.copy()
+    z_all = np.concatenate([q, k, v], 1).astype(np.float64)  # [T, 3P]
+    w_all = np.concatenate([qc, kc, vc], 0)[:, 0, :].astype(np.float64)  # [3P, K]
+    for r in range(len(starts) - 1):
+        t0, t1 = starts[r], starts[r + 1]
+        fresh = positions[t0] == 0
+        hist = np.zeros((K - 1, 3 * P)) if fresh else conv[src[r]]
+        z = np.concatenate([hist, z_all[t0:t1]], 0)  # rows: K-1 history then tokens
+        S = np.zeros((H, d, d)) if fresh else state[src[r]].copy()
+        for i in range(t1 - t0):
+            t = t0 + i
+            u = (z[i:i + K] * w_all.T).sum(0)
+            u = u * sigmoid(u)
+            qq, kk, vv = u[:P].reshape(H, d), u[P:2 * P].reshape(H, d), u[2 * P:].reshape(H, d)
+            qq = qq / np.sqrt((qq * qq).sum(-1, keepdims=True) + l2_eps) * q_scale
+            kk = kk / np.sqrt((kk * kk).sum(-1, keepdims=True) + l2_eps)
+            g = lower * sigmoid(np.exp(a_log)[:, None] * (f[t].reshape(H, d) + dt_bias.reshape(H, d)))
+            alpha = np.exp(g)
+            beta = sigmoid(b[t])
+            for h in range(H):
+                Sp = alpha[h][:, None] * S[h]
+                delta = beta[h] * (vv[h] - Sp.T @ kk[h])
+                S[h] = Sp + np.outer(kk[h], delta)
+                oh = S[h].T @ qq[h]
+                oh = oh / np.sqrt(np.mean(oh * oh) + norm_eps) * o_norm * sigmoid(gate[t, h * d:(h + 1) * d])
+                o[t, h * d:(h + 1) * d] = oh
+        new_state[dst[r]] = S
+        new_conv[dst[r]] = z[-(K - 1):]
+    return o, new_state, new_conv
+
+
+def _kda(dt, src_dst):
+    p = Program(11)
+    H, d, K = 2, 8, 4
+    P = H * d
+    pos = np.array([0, 1, 2, 7, 8, 0], dtype=np.int32)
+    starts = np.array([0, 3, 5, 6], dtype=np.int32)
+    src = np.array(src_dst[0], dtype=np.int32)
+    dst = np.array(src_dst[1], dtype=np.int32)
+    T = len(pos)
+    q, k, v, f, g = (p.rand((T, P), dt, -2, 2) for _ in range(5))
+    b = p.rand((T, H), dt, -2, 2)
+    qc, kc, vc = (p.rand((P, 1, K), dt, -1, 1) for _ in range(3))
+    a_log = p.rand((H,), "f32", -1, 1)
+    dt_bias = p.rand((P,), "f32", -1, 1)
+    o_norm = p.rand((d,), dt, 0.5, 1.5)
+    state0 = p.rand((4, H, d, d), "f32", -0.5, 0.5)
+    conv0 = p.rand((4, K - 1, 3 * P), dt, -2, 2)
+    vals = [p.input(x, dt) for x in (q, k, v, f, b, g)]
+    vals += [p.weight(n, w, dt) for n, w in (("q_conv", qc), ("k_conv", kc), ("v_conv", vc))]
+    vals += [p.weight("A_log", a_log, "f32"), p.weight("dt_bias", dt_bias, "f32"), p.weight("o_norm", o_norm, dt)]
+    st_ty = f"!llm.kda_state<heads = {H}, key_dim = {d}, value_dim = {d}, f32>"
+    cv_ty = f"!llm.conv_state<channels = {3 * P}, width = {K - 1}, {dt}>"
+    vs, hs = p.cache(state0, "f32", st_ty)
+    vc_, hc = p.cache(conv0, dt, cv_ty)
+    vals += [vs, vc_]
+    vals += [p.input(x, "i32") for x in (pos, starts, src, dst)]
+    types = [ttype((T, P), dt, True)] * 4 + [ttype((T, H), dt, True), ttype((T, P), dt, True)]
+    types += [ttype((P, 1, K), dt)] * 3 + [ttype((H,), "f32"), ttype((P,), "f32"), ttype((d,), dt), st_ty, cv_ty]
+    types += [ttype((T,), "i32", True), ttype((4,), "i32", True), ttype((3,), "i32", True), ttype((3,), "i32", True)]
+    o, s1, c1 = p.fresh(), p.fresh(), p.fresh()
+    p.op(f"{o}, {s1}, {c1} = llm.kda_attention {', '.join(vals)} "
+         f"{{heads = {H} : i64, head_dim = {d} : i64, conv_kernel = {K} : i64, gate_lower_bound = -5.0 : f32, "
+         f"l2_eps = 1.0e-06 : f32, q_scale = 0.35355339 : f32, norm_eps = 1.0e-05 : f32, "
+         f"mode = #llm.kda_mode<recurrent>, chunk_size = 64 : i64}} : ({', '.join(types)}) -> "
+         f"({ttype((T, P), dt, True)}, {st_ty}, {cv_ty})")
+    p.print_tensor(o, (T, P), dt)
+    p.print_cache(hs)
+    p.print_cache(hc)
+    ro, rs, rc = kda_ref(q, k, v, f, b, g, qc, kc, vc, a_log.astype(np.float64), dt_bias.astype(np.float64),
+                         o_norm.astype(np.float64), state0, conv0, pos, starts, src, dst, H, d, K,
+                         -5.0, 1e-6, np.float32(0.35355339), 1e-5)
+    return p, [out(ro, dt), rs, out(rc, dt)]
+
+
+@case
+def kda_recurrent():
+    return _kda("bf16", ([0, 2, 3], [0, 2, 3]))
+
+
+@case
+def kda_recurrent_f32_fork():
+    return _kda("f32", ([1, 2, 3], [0, 1, 3]))
+
+
 # ---------------------------------------------------------------------------
 # Output parsing and comparison
 # ---------------------------------------------------------------------------
