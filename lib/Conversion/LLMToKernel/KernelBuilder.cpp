@@ -465,3 +465,22 @@ SmallVector<Value> mlir::strata::dynamicSizesLike(OpBuilder &b, Location loc,
       sizes.push_back(memref::DimOp::create(b, loc, like, d));
   return sizes;
 }
+
+void mlir::strata::forEachToken(KernelBuilder &kb, Value seqStarts,
+                                llvm::function_ref<void(Value, Value)> body) {
+  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
+  kb.loop(kb.idx(0), numRequests, [&](Value r) {
+    Value t0 = kb.loadIndex(seqStarts, r);
+    Value t1 = kb.loadIndex(seqStarts, kb.iadd(r, kb.idx(1)));
+    kb.loop(t0, t1, [&](Value t) { body(r, t); });
+  });
+}
+
+std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,
+                                               Value blockTable, Value r,
+                                               Value index,
+                                               int64_t rowsPerPage) {
+  Value rows = kb.idx(rowsPerPage);
+  Value page = kb.loadIndex(blockTable, {r, kb.idiv(index, rows)});
+  return {page, kb.irem(index, rows)};
+}

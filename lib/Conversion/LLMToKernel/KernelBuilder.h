@@ -232,6 +232,16 @@ struct KernelCall {
 void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,
                 llvm::function_ref<void(SmallVector<Value>)> body);
 
+/// Runs `body(r, t)` for every request r (seq_starts has N + 1 entries) and
+/// every token t of it, in token order.
+void forEachToken(KernelBuilder &kb, Value seqStarts,
+                  llvm::function_ref<void(Value, Value)> body);
+
+/// `(page, row)` of the row `index` of request `r` in a paged pool with
+/// `rowsPerPage` rows per page: page = block_table[r][index / rowsPerPage].
+std::pair<Value, Value> pagedRow(KernelBuilder &kb, Value blockTable, Value r,
+                                 Value index, int64_t rowsPerPage);
+
 /// `[dynamic extents of result type]` taken from the same positions of the
 /// call-site memref `like` (results shaped like an input).
 SmallVector<Value> dynamicSizesLike(OpBuilder &b, Location loc, Value like,

@@ -37,6 +37,9 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateHyperConnectionToKernelPatterns(converter, patterns);
   populateFfnToKernelPatterns(converter, patterns);
   populateKdaToKernelPatterns(converter, patterns);
+  populateMlaToKernelPatterns(converter, patterns);
+  populateIndexerToKernelPatterns(converter, patterns);
+  populateCacheToKernelPatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//
@@ -91,10 +94,9 @@ struct ConvertLLMToKernelPass
     target.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
         [&](Operation *op) { return signatureConverter.isLegal(op); });
 
-    if (failed(applyPartialConversion(module, target, std::move(patterns)))) {
-      module.emitError("convert-llm-to-kernel failed");
+    // The conversion reports each op it cannot lower ("failed to legalize").
+    if (failed(applyPartialConversion(module, target, std::move(patterns))))
       return signalPassFailure();
-    }
 
     // fp8 weights left without users.
     SmallVector<Operation *> dead;

@@ -648,6 +648,224 @@ def kda_recurrent_f32_fork():
     return _kda("f32", ([1, 2, 3], [0, 1, 3]))
 
 
+def _batch():
+    """Two requests: r0 at positions 0..4, r1 at positions 6..8 (its
+    positions 0..5 came in earlier steps)."""
+    pos = np.array([0, 1, 2, 3, 4, 6, 7, 8], dtype=np.int32)
+    starts = np.array([0, 5, 8], dtype=np.int32)
+    bt = np.array([[2, 0, 5], [3, 1, 4]], dtype=np.int32)
+    owner = np.array([0, 0, 0, 0, 0, 1, 1, 1])
+    return pos, starts, bt, owner
+
+
+@case
+def latent_cache():
+    p = Program(12)
+    PS, W, PAD, dt = 4, 16, 4, "bf16"
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    pool0 = p.rand((6, PS, W + PAD), dt)
+    pool0[..., W:] = 0
+    lat = p.rand((T, W), dt)
+    ty = f"!llm.latent_pool<page_size = {PS}, width = {W}, pad = {PAD}, {dt}>"
+    vc, hc = p.cache(pool0, dt, ty)
+    vl, vp, vs, vb = p.input(lat, dt), p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    c1 = p.fresh()
+    p.op(f"{c1} = llm.latent_cache_write {vc}, {vl}, {vp}, {vs}, {vb} : ({ty}, {ttype((T, W), dt, True)}, "
+         f"{ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ty}")
+    ids = np.array([[x, x - 1 if x > 0 else -1, -1] for x in pos], dtype=np.int32)
+    vi = p.input(ids, "i32")
+    g = p.fresh()
+    p.op(f"{g} = llm.latent_cache_gather {c1}, {vi}, {vs}, {vb} : ({ty}, {ttype((T, 3), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ttype((T, 3, W), dt, True)}")
+    p.print_cache(hc)
+    p.print_tensor(g, (T, 3, W), dt)
+    pool = pool0.copy()
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        pool[bt[r][x // PS], x % PS, :W] = lat[t]
+        pool[bt[r][x // PS], x % PS, W:] = 0
+    gathered = np.zeros((T, 3, W), dtype=np.float32)
+    for t in range(T):
+        for i, x in enumerate(ids[t]):
+            if x >= 0:
+                gathered[t, i] = pool[bt[owner[t]][x // PS], x % PS, :W]
+    return p, [pool, gathered]
+
+
+@case
+def index_cache_and_tail_ring():
+    p = Program(13)
+    PS, KP, W, D, dt = 8, 4, 16, 8, "bf16"
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    RPP = PS // KP
+    pool0 = p.rand((6, RPP, W), dt)
+    pooled = p.rand((T, W), "f32")
+    ty = f"!llm.index_pool<page_size = {PS}, kpool = {KP}, width = {W}, {dt}>"
+    vc, hc = p.cache(pool0, dt, ty)
+    vpk, vp, vs, vb = p.input(pooled, "f32"), p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    c1 = p.fresh()
+    p.op(f"{c1} = llm.index_cache_write {vc}, {vpk}, {vp}, {vs}, {vb} : ({ty}, {ttype((T, W), 'f32', True)}, "
+         f"{ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ty}")
+    ids = np.array([[0, 1, -1]] * T, dtype=np.int32)
+    vi = p.input(ids, "i32")
+    g = p.fresh()
+    p.op(f"{g} = llm.index_cache_gather {c1}, {vi}, {vs}, {vb} : ({ty}, {ttype((T, 3), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ttype((T, 3, W), 'f32', True)}")
+    # Tail ring: slots 2 and 0 of 3.
+    ring0 = p.rand((3, 2, D, W), dt)
+    rty = f"!llm.tail_ring<depth = {D}, width = {W}, {dt}>"
+    k, gg = p.rand((T, W), dt), p.rand((T, W), dt)
+    slots = np.array([2, 0], dtype=np.int32)
+    vr, hr = p.cache(ring0, dt, rty)
+    vk, vg, vsl = p.input(k, dt), p.input(gg, dt), p.input(slots, "i32")
+    r1 = p.fresh()
+    p.op(f"{r1} = llm.tail_ring_write {vr}, {vk}, {vg}, {vp}, {vs}, {vsl} : ({rty}, {ttype((T, W), dt, True)}, "
+         f"{ttype((T, W), dt, True)}, {ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2,), 'i32', True)}) -> {rty}")
+    rg = p.fresh()
+    p.op(f"{rg} = llm.tail_ring_gather {r1}, {vsl} : ({rty}, {ttype((2,), 'i32', True)}) -> {ttype((2, 2, D, W), dt, True)}")
+    p.print_cache(hc)
+    p.print_tensor(g, (T, 3, W), "f32")
+    p.print_tensor(rg, (2, 2, D, W), dt)
+    pool = pool0.copy()
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        if x % KP == KP - 1:
+            pp = x // KP
+            pool[bt[r][pp // RPP], pp % RPP] = bf16(pooled[t])
+    gathered = np.zeros((T, 3, W))
+    for t in range(T):
+        for i, pp in enumerate(ids[t]):
+            if pp >= 0:
+                gathered[t, i] = pool[bt[owner[t]][pp // RPP], pp % RPP]
+    ring = ring0.copy()
+    for t in range(T):
+        ring[slots[owner[t]], 0, pos[t] % D] = k[t]
+        ring[slots[owner[t]], 1, pos[t] % D] = gg[t]
+    return p, [pool, gathered, ring[slots]]
+
+
+@case
+def mla_attention():
+    p = Program(14)
+    PS, R, H, DQ, DV, S, dt = 4, 16, 2, 8, 6, 10, "bf16"
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    pool = p.rand((6, PS, R), dt, -2, 2)
+    q = p.rand((T, H, DQ), dt, -2, 2)
+    kvb = p.rand((H * (DQ + DV), R), dt, -0.5, 0.5)
+    sel = np.full((T, S), -1, dtype=np.int32)
+    counts = np.zeros(T, dtype=np.int32)
+    for t in range(T):
+        cand = p.rng.permutation(pos[t] + 1)[:min(S, pos[t] + 1) - (t % 2)]
+        sel[t, :len(cand)] = cand
+        counts[t] = len(cand)
+    ty = f"!llm.latent_pool<page_size = {PS}, width = {R}, pad = 0, {dt}>"
+    vc, _ = p.cache(pool, dt, ty)
+    vq, vk = p.input(q, dt), p.weight("kv_b_proj.weight", kvb, dt)
+    vsel, vcnt, vs, vb = p.input(sel, "i32"), p.input(counts, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    o = p.fresh()
+    p.op(f"{o} = llm.mla_attention {vq}, {vk}, {vc}, {vsel}, {vcnt}, {vs}, {vb} "
+         f"{{heads = {H} : i64, qk_head_dim = {DQ} : i64, v_head_dim = {DV} : i64, kv_lora_rank = {R} : i64, "
+         f"softmax_scale = 0.35355339 : f32}} : ({ttype((T, H, DQ), dt, True)}, {ttype(kvb.shape, dt)}, {ty}, "
+         f"{ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, "
+         f"{ttype((2, 3), 'i32', True)}) -> {ttype((T, H, DV), dt, True)}")
+    p.print_tensor(o, (T, H, DV), dt)
+    ref = np.zeros((T, H, DV))
+    W = kvb.astype(np.float64)
+    for t in range(T):
+        c = np.array([pool[bt[owner[t]][x // PS], x % PS] for x in sel[t, :counts[t]]], dtype=np.float64)
+        for h in range(H):
+            uk = W[h * (DQ + DV):h * (DQ + DV) + DQ]
+            uv = W[h * (DQ + DV) + DQ:(h + 1) * (DQ + DV)]
+            qa = uk.T @ q[t, h].astype(np.float64)
+            sc = c @ qa * np.float32(0.35355339)
+            pr = np.exp(sc - sc.max())
+            pr /= pr.sum()
+            ref[t, h] = uv @ (pr @ c)
+    return p, [bf16(ref)]
+
+
+@case
+def kpool_compress():
+    p = Program(15)
+    KP, W, D, dt = 4, 16, 8, "bf16"
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    k, g = p.rand((T, W), dt), p.rand((T, W), dt, -3, 3)
+    ape = p.rand((KP, W), dt)
+    ring = p.rand((3, 2, D, W), dt, -3, 3)
+    slots = np.array([2, 0], dtype=np.int32)
+    rty = f"!llm.tail_ring<depth = {D}, width = {W}, {dt}>"
+    vr, _ = p.cache(ring, dt, rty)
+    vk, vg, va = p.input(k, dt), p.input(g, dt), p.weight("indexer.ape", ape, dt)
+    vp, vs, vsl = p.input(pos, "i32"), p.input(starts, "i32"), p.input(slots, "i32")
+    y = p.fresh()
+    p.op(f"{y} = llm.kpool_compress {vk}, {vg}, {va}, {vr}, {vp}, {vs}, {vsl} {{kpool = {KP} : i64}} : "
+         f"({ttype((T, W), dt, True)}, {ttype((T, W), dt, True)}, {ttype((KP, W), dt)}, {rty}, "
+         f"{ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2,), 'i32', True)}) -> {ttype((T, W), 'f32', True)}")
+    p.print_tensor(y, (T, W), "f32")
+    ref = np.zeros((T, W))
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        if x % KP != KP - 1:
+            continue
+        t0, first = starts[r], pos[starts[r]]
+        ks, gs = [], []
+        for sidx in range(KP):
+            y_ = (x // KP) * KP + sidx
+            if y_ >= first:
+                ks.append(k[t0 + y_ - first]); gs.append(g[t0 + y_ - first])
+            else:
+                ks.append(ring[slots[r], 0, y_ % D]); gs.append(ring[slots[r], 1, y_ % D])
+        ks, gs = np.array(ks, np.float64), np.array(gs, np.float64) + ape
+        a = np.exp(gs - gs.max(0))
+        a /= a.sum(0)
+        ref[t] = (a * ks).sum(0)
+    return p, [ref]
+
+
+@case
+def kpool_indexer():
+    p = Program(16)
+    PS, KP, W, HI, TOPK, S, dt = 8, 4, 16, 3, 8, 12, "bf16"
+    pos = np.array([0, 1, 2, 3, 4, 14, 17, 18, 19], dtype=np.int32)
+    starts = np.array([0, 5, 9], dtype=np.int32)
+    bt = np.array([[2, 0, 5], [3, 1, 4]], dtype=np.int32)
+    owner = np.array([0] * 5 + [1] * 4)
+    T = len(pos)
+    RPP = PS // KP
+    pool = p.rand((6, RPP, W), dt)
+    q = p.rand((T, HI, W), dt)
+    w = p.rand((T, HI), "f32", 0, 1)
+    ty = f"!llm.index_pool<page_size = {PS}, kpool = {KP}, width = {W}, {dt}>"
+    vc, _ = p.cache(pool, dt, ty)
+    vq, vw = p.input(q, dt), p.input(w, "f32")
+    vp, vs, vb = p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    sel, cnt = p.fresh(), p.fresh()
+    scale = 0.144337567
+    p.op(f"{sel}, {cnt} = llm.kpool_indexer {vq}, {vw}, {vc}, {vp}, {vs}, {vb} "
+         f"{{topk = {TOPK} : i64, kpool = {KP} : i64, heads = {HI} : i64, head_dim = {W} : i64, scale = {scale} : f32}} : "
+         f"({ttype((T, HI, W), dt, True)}, {ttype((T, HI), 'f32', True)}, {ty}, {ttype((T,), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> ({ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)})")
+    p.print_tensor(sel, (T, S), "i32")
+    p.print_tensor(cnt, (T,), "i32")
+    rsel = np.full((T, S), -1, dtype=np.int64)
+    rcnt = np.zeros(T, dtype=np.int64)
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        L = x + 1
+        nv = L // KP
+        K = np.array([pool[bt[r][pp // RPP], pp % RPP] for pp in range(nv)], np.float64).reshape(nv, W)
+        sc = (w[t][:, None] * np.maximum(q[t].astype(np.float64) @ K.T, 0)).sum(0) * np.float32(scale)
+        chosen = np.argsort(-sc, kind="stable")[:min(TOPK // KP, nv)]
+        lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
+        rsel[t, :len(lst)] = lst
+        rcnt[t] = len(lst)
+    return p, [rsel, rcnt]
+
+
 # ---------------------------------------------------------------------------
 # Output parsing and comparison
 # ---------------------------------------------------------------------------
