@@ -6,8 +6,9 @@
 // operand's buffer); gathers allocate their result. Layouts (docs/Lowering.md
 // "Cache buffers"): latent pool [pages, page_size, width + pad], index pool
 // [pages, page_size / kpool, width], tail ring [slots, 2, depth, width].
-// Only bf16/f32 pools have a CPU kernel; fp8 pools (per-row scales,
-// Hadamard rotation) are rejected with a match failure.
+// fp8 index pools are [pages, page_bytes] i8 pages (values then scales,
+// IndexPoolAccess); fp8 latent pools have no CPU kernel yet and are
+// rejected with a match failure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,8 +107,6 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
   matchAndRewrite(llm::IndexCacheWriteOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
-    if (!isFloatPool(pool.getElementType()))
-      return rewriter.notifyMatchFailure(op, "fp8 index pools have no CPU kernel");
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
@@ -115,7 +114,9 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
     int64_t rowsPerPage = pool.getRowsPerPage();
     call.emit(rewriter, op, "index_cache_write",
               [&](KernelBuilder &kb, ValueRange a) {
-      Value cache = a[0], pooled = a[1], positions = a[2], bt = a[4];
+      IndexPoolAccess cache(a[0], pool);
+      Value pooled = a[1], positions = a[2], bt = a[4];
+      Value vec = kb.scratch({width}), tmp = kb.scratch({width});
       forEachToken(kb, a[3], [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
         Value closes = kb.ieq(kb.irem(x, kb.idx(kpool)), kb.idx(kpool - 1));
@@ -123,10 +124,13 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
           Value p = kb.idiv(x, kb.idx(kpool));
           auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
           kb.loop(0, width, [&](Value c) {
-            kb.store(kb.load(pooled, {t, c}), cache, {page, row, c});
+            kb.store(kb.load(pooled, {t, c}), vec, c);
           });
+          cache.storeRow(kb, page, row, vec, tmp);
         });
       });
+      kb.dealloc(vec);
+      kb.dealloc(tmp);
     });
     rewriter.replaceOp(op, adaptor.getPool());
     return success();
@@ -140,8 +144,6 @@ struct IndexCacheGatherToKernel
   matchAndRewrite(llm::IndexCacheGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
-    if (!isFloatPool(pool.getElementType()))
-      return rewriter.notifyMatchFailure(op, "fp8 index pools have no CPU kernel");
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
@@ -152,14 +154,15 @@ struct IndexCacheGatherToKernel
     int64_t width = pool.getWidth(), rowsPerPage = pool.getRowsPerPage();
     auto results = call.emit(rewriter, op, "index_cache_gather",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value cache = a[0], ids = a[1], bt = a[3];
+      IndexPoolAccess cache(a[0], pool);
+      Value ids = a[1], bt = a[3];
       forEachToken(kb, a[2], [&](Value r, Value t) {
         kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
           Value id = kb.loadIndex(ids, {t, i});
           kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
             auto [page, row] = pagedRow(kb, bt, r, id, rowsPerPage);
             kb.loop(0, width, [&](Value c) {
-              kb.store(kb.load(cache, {page, row, c}), a[out], {t, i, c});
+              kb.store(cache.load(kb, page, row, c), a[out], {t, i, c});
             });
           });
           kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {

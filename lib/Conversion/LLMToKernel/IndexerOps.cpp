@@ -9,7 +9,9 @@
 // (sum_h w_h relu(q_h . K_p) * scale) into a scratch of the visible count,
 // top-(min(topk/kpool, |V|)) by repeated arg-max (descending score, ties to
 // the lowest pool), expansion to kpool positions per pool, then the open
-// tail, then -1 padding. Only bf16/f32 index pools have a CPU kernel.
+// tail, then -1 padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
+// queries are rotated in fp32 (not quantised): scores equal the bf16-pool
+// scores up to the key's fp8 rounding.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,8 +103,6 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
-    if (!pool.getElementType().isBF16() && !pool.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "fp8 index pools have no CPU kernel");
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
@@ -118,7 +118,12 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
     double scale = op.getScale().convertToFloat();
     auto results = call.emit(rewriter, op, "kpool_indexer",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value q = a[0], w = a[1], cache = a[2], positions = a[3];
+      Value q = a[0], w = a[1], positions = a[3];
+      IndexPoolAccess cache(a[2], pool);
+      // fp8 pools hold Hadamard-rotated keys: rotate the queries too (fp32).
+      Value qRot = cache.fp8 ? kb.scratch({heads, headDim}) : Value();
+      Value qVec = cache.fp8 ? kb.scratch({headDim}) : Value();
+      Value qOut = cache.fp8 ? kb.scratch({headDim}) : Value();
       Value starts = a[4], bt = a[5];
       Value sel = a[selOut], counts = a[cntOut];
       OpBuilder &b = kb.builder();
@@ -130,6 +135,20 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         Value len = kb.iadd(x, kb.idx(1));
         Value visible = kb.idiv(len, kb.idx(kpool));
         Value numSel = kb.imin(kb.idx(topk / kpool), visible);
+        auto query = [&](Value h, Value c) {
+          return cache.fp8 ? kb.load(qRot, {h, c}) : kb.load(q, {t, h, c});
+        };
+        if (cache.fp8) {
+          kb.loop(0, heads, [&](Value h) {
+            kb.loop(0, headDim, [&](Value c) {
+              kb.store(kb.load(q, {t, h, c}), qVec, c);
+            });
+            buildHadamard(kb, qVec, qOut, headDim);
+            kb.loop(0, headDim, [&](Value c) {
+              kb.store(kb.load(qOut, c), qRot, {h, c});
+            });
+          });
+        }
         // Scores of the visible pools.
         Value scores = memref::AllocOp::create(
             b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
@@ -138,8 +157,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
           Value s = kb.reduce(0, heads, zero, [&](Value h, Value acc) {
             Value dot = kb.reduce(0, headDim, zero, [&](Value c, Value d) {
-              return kb.add(d, kb.mul(kb.load(q, {t, h, c}),
-                                      kb.load(cache, {page, row, c})));
+              return kb.add(d, kb.mul(query(h, c),
+                                      cache.load(kb, page, row, c)));
             });
             return kb.add(acc, kb.mul(kb.load(w, {t, h}),
                                       kb.max(dot, zero)));
@@ -175,6 +194,9 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         });
         kb.storeIndex(count, counts, t);
       });
+      if (cache.fp8)
+        for (Value m : {qRot, qVec, qOut})
+          kb.dealloc(m);
     });
     rewriter.replaceOp(op, results);
     return success();

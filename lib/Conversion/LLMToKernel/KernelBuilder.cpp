@@ -14,7 +14,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
 
 #include "dialects/llm/IR/LLMOps.h"
 #include "dialects/llm/IR/LLMTypes.h"
@@ -244,9 +247,14 @@ MemRefType mlir::strata::getKernelMemRefType(Type type) {
     return MemRefType::get(
         {kDyn, pool.getPageSize(), pool.getWidth() + pool.getPad()},
         pool.getElementType());
-  if (auto pool = dyn_cast<llm::IndexPoolType>(type))
+  if (auto pool = dyn_cast<llm::IndexPoolType>(type)) {
+    if (isa<Float8E4M3FNType>(pool.getElementType()))
+      return MemRefType::get(
+          {kDyn, getFp8IndexPageBytes(pool.getRowsPerPage(), pool.getWidth())},
+          IntegerType::get(type.getContext(), 8));
     return MemRefType::get({kDyn, pool.getRowsPerPage(), pool.getWidth()},
                            pool.getElementType());
+  }
   if (auto ring = dyn_cast<llm::TailRingType>(type))
     return MemRefType::get({kDyn, 2, ring.getDepth(), ring.getWidth()},
                            ring.getElementType());
@@ -483,4 +491,140 @@ std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,
   Value rows = kb.idx(rowsPerPage);
   Value page = kb.loadIndex(blockTable, {r, kb.idiv(index, rows)});
   return {page, kb.irem(index, rows)};
+}
+
+//===----------------------------------------------------------------------===//
+// fp8 index pools
+//===----------------------------------------------------------------------===//
+
+int64_t mlir::strata::getFp8IndexPageBytes(int64_t rowsPerPage,
+                                           int64_t width) {
+  int64_t bytes = rowsPerPage * (width + 4);
+  return llvm::alignTo(bytes, kCachePageAlignment);
+}
+
+IndexPoolAccess::IndexPoolAccess(Value buffer, Type poolType)
+    : buffer(buffer) {
+  auto pool = cast<llm::IndexPoolType>(poolType);
+  rowsPerPage = pool.getRowsPerPage();
+  width = pool.getWidth();
+  fp8 = isa<Float8E4M3FNType>(pool.getElementType());
+}
+
+/// The pool's bytes as one 1-D i8 memref (identity layout, as memref.view
+/// requires).
+static Value flatBytes(KernelBuilder &kb, Value buffer) {
+  SmallVector<ReassociationIndices> all = {{0, 1}};
+  return memref::CollapseShapeOp::create(kb.builder(), kb.getLoc(), buffer,
+                                         all);
+}
+
+Value IndexPoolAccess::values(KernelBuilder &kb, Value page) const {
+  int64_t pageBytes = getFp8IndexPageBytes(rowsPerPage, width);
+  auto type = MemRefType::get({rowsPerPage, width},
+                              Float8E4M3FNType::get(kb.builder().getContext()));
+  return memref::ViewOp::create(kb.builder(), kb.getLoc(), type,
+                                flatBytes(kb, buffer),
+                                kb.imul(page, kb.idx(pageBytes)), ValueRange{});
+}
+
+Value IndexPoolAccess::scales(KernelBuilder &kb, Value page) const {
+  int64_t pageBytes = getFp8IndexPageBytes(rowsPerPage, width);
+  auto type = MemRefType::get({rowsPerPage}, kb.builder().getF32Type());
+  Value shift = kb.iadd(kb.imul(page, kb.idx(pageBytes)),
+                        kb.idx(rowsPerPage * width));
+  return memref::ViewOp::create(kb.builder(), kb.getLoc(), type,
+                                flatBytes(kb, buffer), shift, ValueRange{});
+}
+
+Value IndexPoolAccess::load(KernelBuilder &kb, Value page, Value row,
+                            Value c) const {
+  if (!fp8)
+    return kb.load(buffer, {page, row, c});
+  return kb.mul(kb.load(values(kb, page), {row, c}),
+                kb.load(scales(kb, page), row));
+}
+
+void IndexPoolAccess::storeRow(KernelBuilder &kb, Value page, Value row,
+                               Value vec, Value tmp) const {
+  if (!fp8) {
+    kb.loop(0, width, [&](Value c) {
+      kb.store(kb.load(vec, c), buffer, {page, row, c});
+    });
+    return;
+  }
+  Type bf16 = kb.builder().getBF16Type();
+  // bf16 -> H -> bf16.
+  kb.loop(0, width, [&](Value c) {
+    kb.store(kb.round(kb.load(vec, c), bf16), vec, c);
+  });
+  buildHadamard(kb, vec, tmp, width);
+  Value amax = kb.reduce(0, width, kb.f32(1e-4), [&](Value c, Value acc) {
+    Value v = kb.round(kb.load(tmp, c), bf16);
+    kb.store(v, tmp, c);
+    return kb.max(acc, math::AbsFOp::create(kb.builder(), kb.getLoc(), v));
+  });
+  // sigma = 2^ceil(log2(amax / 448)).
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  Value sigma = math::Exp2Op::create(
+      b, loc,
+      math::CeilOp::create(b, loc,
+                           math::Log2Op::create(b, loc,
+                                                kb.div(amax, kb.f32(448.0)))));
+  Value vals = values(kb, page);
+  kb.loop(0, width, [&](Value c) {
+    Value q = kb.max(kb.min(kb.div(kb.load(tmp, c), sigma), kb.f32(448.0)),
+                     kb.f32(-448.0));
+    memref::StoreOp::create(b, loc, encodeFp8(kb, q), vals,
+                            ValueRange{row, c});
+  });
+  memref::StoreOp::create(b, loc, sigma, scales(kb, page), ValueRange{row});
+}
+
+void mlir::strata::buildHadamard(KernelBuilder &kb, Value vec, Value out,
+                                 int64_t n) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  Type i32 = b.getI32Type();
+  double norm = 1.0 / std::sqrt(static_cast<double>(n));
+  kb.loop(0, n, [&](Value i) {
+    Value ii = arith::IndexCastOp::create(b, loc, i32, i);
+    Value sum = kb.reduce(0, n, kb.f32(0.0), [&](Value j, Value acc) {
+      Value jj = arith::IndexCastOp::create(b, loc, i32, j);
+      Value bits = math::CtPopOp::create(b, loc, arith::AndIOp::create(b, loc, ii, jj));
+      Value odd = kb.ieq(arith::AndIOp::create(b, loc, bits, kb.i32(1)), kb.i32(1));
+      Value v = kb.load(vec, j);
+      return kb.add(acc, kb.select(odd, kb.neg(v), v));
+    });
+    kb.store(kb.mul(sum, kb.f32(norm)), out, i);
+  });
+}
+
+Value mlir::strata::encodeFp8(KernelBuilder &kb, Value v) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  Type i32 = b.getI32Type();
+  Value mag = math::AbsFOp::create(b, loc, v);
+  Value bits = arith::BitcastOp::create(b, loc, i32, mag);
+  // Normal: round the f32 mantissa to 3 bits (RNE) and rebias 127 -> 7.
+  Value lsb = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bits, kb.i32(20)), kb.i32(1));
+  Value rounded = arith::AddIOp::create(
+      b, loc, bits, arith::AddIOp::create(b, loc, kb.i32(0x7FFFF), lsb));
+  Value normal = arith::SubIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, rounded, kb.i32(20)),
+      kb.i32(120 << 3));
+  // Subnormal (|v| < 2^-6): m = rne(|v| * 2^9).
+  Value sub = arith::FPToSIOp::create(
+      b, loc, i32,
+      math::RoundEvenOp::create(b, loc, kb.mul(mag, kb.f32(512.0))));
+  Value isSub = kb.lt(mag, kb.f32(1.0 / 64.0));
+  Value code = kb.select(isSub, sub, normal);
+  Value negative = kb.lt(v, kb.f32(0.0));
+  code = kb.select(negative, arith::OrIOp::create(b, loc, code, kb.i32(128)),
+                   code);
+  Value byte = arith::TruncIOp::create(b, loc, b.getI8Type(), code);
+  return arith::BitcastOp::create(b, loc, Float8E4M3FNType::get(b.getContext()),
+                                  byte);
 }

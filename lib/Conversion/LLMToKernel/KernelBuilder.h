@@ -242,6 +242,42 @@ void forEachToken(KernelBuilder &kb, Value seqStarts,
 std::pair<Value, Value> pagedRow(KernelBuilder &kb, Value blockTable, Value r,
                                  Value index, int64_t rowsPerPage);
 
+/// Byte alignment of every cache page (CacheLayout.alignment of the
+/// artifact; docs/Lowering.md "Cache buffers").
+inline constexpr int64_t kCachePageAlignment = 256;
+
+/// Bytes of one fp8 index-pool page: rows * width e4m3 values, then rows
+/// fp32 scales (values_then_scales), rounded up to kCachePageAlignment.
+int64_t getFp8IndexPageBytes(int64_t rowsPerPage, int64_t width);
+
+/// Element access to an index pool buffer: [pages, rows, width] for bf16/f32
+/// pools, [pages, page_bytes] i8 for fp8 pools (values then scales).
+struct IndexPoolAccess {
+  Value buffer;
+  int64_t rowsPerPage, width;
+  bool fp8;
+
+  IndexPoolAccess(Value buffer, Type poolType);
+  /// Value (dequantised to f32; rotated basis for fp8) of lane c.
+  Value load(KernelBuilder &kb, Value page, Value row, Value c) const;
+  /// Writes the f32 vector `vec` ([width] scratch) as row (page, row): as is
+  /// for bf16/f32; for fp8 rounded to bf16, Hadamard-rotated, rounded to
+  /// bf16 and ue8m0-quantised (`tmp` is a [width] f32 scratch).
+  void storeRow(KernelBuilder &kb, Value page, Value row, Value vec,
+                Value tmp) const;
+
+private:
+  Value values(KernelBuilder &kb, Value page) const;
+  Value scales(KernelBuilder &kb, Value page) const;
+};
+
+/// The orthonormal Walsh-Hadamard transform of `vec` ([n] f32, n a power of
+/// two) into `out`: out[i] = n^-1/2 sum_j (-1)^popcount(i & j) vec[j].
+void buildHadamard(KernelBuilder &kb, Value vec, Value out, int64_t n);
+
+/// Encodes f32 `v` (|v| <= 448) as f8E4M3FN, round to nearest even.
+Value encodeFp8(KernelBuilder &kb, Value v);
+
 /// `[dynamic extents of result type]` taken from the same positions of the
 /// call-site memref `like` (results shaped like an input).
 SmallVector<Value> dynamicSizesLike(OpBuilder &b, Location loc, Value like,

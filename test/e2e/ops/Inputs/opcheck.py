@@ -54,7 +54,7 @@ def hexdata(arr, dtype):
         data = np.asarray(arr, dtype="<f4").tobytes()
     elif dtype == "i32":
         data = np.asarray(arr, dtype="<i4").tobytes()
-    elif dtype == "f8E4M3FN":
+    elif dtype in ("f8E4M3FN", "i8"):
         data = np.asarray(arr, dtype=np.uint8).tobytes()
     else:
         raise ValueError(dtype)
@@ -141,6 +141,10 @@ class Program:
 
     def print_tensor(self, v, shape, dtype, dyn=True):
         t = ttype(shape, dtype, dyn)
+        if dtype == "i8":
+            w = self.fresh()
+            self.body.append(f"{w} = arith.extui {v} : {t} to {ttype(shape, 'i32', dyn)}")
+            v, t, dtype = w, ttype(shape, 'i32', dyn), "i32"
         if dtype == "i32":
             u, b = self.fresh(), self.fresh()
             self.body += [f"{u} = tensor.cast {v} : {t} to tensor<*xi32>",
@@ -859,6 +863,130 @@ def kpool_indexer():
         nv = L // KP
         K = np.array([pool[bt[r][pp // RPP], pp % RPP] for pp in range(nv)], np.float64).reshape(nv, W)
         sc = (w[t][:, None] * np.maximum(q[t].astype(np.float64) @ K.T, 0)).sum(0) * np.float32(scale)
+        chosen = np.argsort(-sc, kind="stable")[:min(TOPK // KP, nv)]
+        lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
+        rsel[t, :len(lst)] = lst
+        rcnt[t] = len(lst)
+    return p, [rsel, rcnt]
+
+
+FP8_POS = fp8_decode(np.arange(127, dtype=np.uint8))  # codes 0..126
+
+
+def fp8_encode(x):
+    """e4m3fn codes of x (|x| <= 448), round to nearest, ties to even code."""
+    x = np.asarray(x, dtype=np.float64)
+    mag = np.abs(x)
+    hi = np.clip(np.searchsorted(FP8_POS, mag), 1, 126)
+    lo = hi - 1
+    dlo, dhi = mag - FP8_POS[lo], FP8_POS[hi] - mag
+    code = np.where(dlo < dhi, lo, np.where(dhi < dlo, hi, np.where(lo % 2 == 0, lo, hi)))
+    code = np.where(mag >= FP8_POS[126], 126, code)
+    return (code | np.where(x < 0, 128, 0)).astype(np.uint8)
+
+
+def hadamard(n):
+    i = np.arange(n)
+    bits = np.vectorize(lambda v: bin(v).count("1"))(i[:, None] & i[None, :])
+    return np.where(bits % 2 == 1, -1.0, 1.0) / np.sqrt(n)
+
+
+def fp8_index_row(v):
+    """Pooled key -> (codes, scale): bf16, Hadamard, bf16, ue8m0 e4m3."""
+    w = bf16(bf16(v).astype(np.float64) @ hadamard(len(v)).T).astype(np.float64)
+    a = max(np.max(np.abs(w)), 1e-4)
+    sigma = 2.0 ** np.ceil(np.log2(np.float32(a) / np.float32(448.0)))
+    return fp8_encode(np.clip(w / sigma, -448, 448)), np.float32(sigma)
+
+
+def fp8_pages(p, pages, rpp, width):
+    """Random fp8 index pages in the values-then-scales layout (256-byte
+    aligned pages); returns (bytes [pages, page_bytes], dequantised
+    [pages, rpp, width])."""
+    page_bytes = (rpp * (width + 4) + 255) // 256 * 256
+    raw = np.zeros((pages, page_bytes), dtype=np.uint8)
+    codes = p.rng.randint(0, 256, size=(pages, rpp, width)).astype(np.uint8)
+    codes[(codes & 0x7F) == 0x7F] = 0x3F
+    scales = (2.0 ** p.rng.randint(-10, -6, size=(pages, rpp))).astype(np.float32)
+    raw[:, :rpp * width] = codes.reshape(pages, -1)
+    raw[:, rpp * width:rpp * (width + 4)] = scales.view(np.uint8).reshape(pages, -1)
+    return raw, fp8_decode(codes) * scales[..., None]
+
+
+@case
+def index_cache_fp8():
+    p = Program(17)
+    PS, KP, W = 8, 4, 16
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    RPP = PS // KP
+    raw0, _ = fp8_pages(p, 6, RPP, W)
+    pooled = p.rand((T, W), "f32", -3, 3)
+    ty = f"!llm.index_pool<page_size = {PS}, kpool = {KP}, width = {W}, f8E4M3FN>"
+    vc, hc = p.cache(raw0, "i8", ty)
+    vpk, vp, vs, vb = p.input(pooled, "f32"), p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    c1 = p.fresh()
+    p.op(f"{c1} = llm.index_cache_write {vc}, {vpk}, {vp}, {vs}, {vb} : ({ty}, {ttype((T, W), 'f32', True)}, "
+         f"{ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ty}")
+    ids = np.array([[0, 1, -1]] * T, dtype=np.int32)
+    vi = p.input(ids, "i32")
+    g = p.fresh()
+    p.op(f"{g} = llm.index_cache_gather {c1}, {vi}, {vs}, {vb} : ({ty}, {ttype((T, 3), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ttype((T, 3, W), 'f32', True)}")
+    p.print_cache(hc)
+    p.print_tensor(g, (T, 3, W), "f32")
+    raw = raw0.copy()
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        if x % KP == KP - 1:
+            pp = x // KP
+            page, row = bt[r][pp // RPP], pp % RPP
+            codes, sigma = fp8_index_row(pooled[t])
+            raw[page, row * W:(row + 1) * W] = codes
+            raw[page, RPP * W + 4 * row:RPP * W + 4 * row + 4] = np.array([sigma], np.float32).view(np.uint8)
+    deq = lambda page, row: fp8_decode(raw[page, row * W:(row + 1) * W]) * raw[page, RPP * W + 4 * row:RPP * W + 4 * row + 4].view(np.float32)[0]
+    gathered = np.zeros((T, 3, W))
+    for t in range(T):
+        for i, pp in enumerate(ids[t]):
+            if pp >= 0:
+                gathered[t, i] = deq(bt[owner[t]][pp // RPP], pp % RPP)
+    return p, [raw.astype(np.int64), gathered]
+
+
+@case
+def kpool_indexer_fp8():
+    p = Program(18)
+    PS, KP, W, HI, TOPK, S, dt = 8, 4, 16, 3, 8, 12, "bf16"
+    pos = np.array([3, 14, 17, 18, 19], dtype=np.int32)
+    starts = np.array([0, 1, 5], dtype=np.int32)
+    bt = np.array([[2, 0, 5], [3, 1, 4]], dtype=np.int32)
+    owner = np.array([0] + [1] * 4)
+    T = len(pos)
+    RPP = PS // KP
+    raw, deq = fp8_pages(p, 6, RPP, W)
+    q = p.rand((T, HI, W), dt)
+    w = p.rand((T, HI), "f32", 0, 1)
+    ty = f"!llm.index_pool<page_size = {PS}, kpool = {KP}, width = {W}, f8E4M3FN>"
+    vc, _ = p.cache(raw, "i8", ty)
+    vq, vw = p.input(q, dt), p.input(w, "f32")
+    vp, vs, vb = p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    sel, cnt = p.fresh(), p.fresh()
+    p.op(f"{sel}, {cnt} = llm.kpool_indexer {vq}, {vw}, {vc}, {vp}, {vs}, {vb} "
+         f"{{topk = {TOPK} : i64, kpool = {KP} : i64, heads = {HI} : i64, head_dim = {W} : i64, scale = 0.144337567 : f32}} : "
+         f"({ttype((T, HI, W), dt, True)}, {ttype((T, HI), 'f32', True)}, {ty}, {ttype((T,), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> ({ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)})")
+    p.print_tensor(sel, (T, S), "i32")
+    p.print_tensor(cnt, (T,), "i32")
+    Hm = hadamard(W)
+    rsel = np.full((T, S), -1, dtype=np.int64)
+    rcnt = np.zeros(T, dtype=np.int64)
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        L = x + 1
+        nv = L // KP
+        K = np.array([deq[bt[r][pp // RPP], pp % RPP] for pp in range(nv)]).reshape(nv, W)
+        qr = q[t].astype(np.float64) @ Hm.T
+        sc = (w[t][:, None] * np.maximum(qr @ K.T, 0)).sum(0)
         chosen = np.argsort(-sc, kind="stable")[:min(TOPK // KP, nv)]
         lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
         rsel[t, :len(lst)] = lst
