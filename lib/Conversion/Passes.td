@@ -53,4 +53,22 @@ def ConvertLLMToKernelPass : Pass<"convert-llm-to-kernel", "ModuleOp"> {
   ];
 }
 
+def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
+  let summary = "print the kernel plan of every step function (kernel phase)";
+  let description = [{
+    Runs extractKernelPlan (LLMToKernel/KernelPlan.h) on every function of
+    the module that has a body and is not a kernel, and prints its buffers,
+    weights, caches and dispatches to stdout: what the artifact writer
+    serializes as an ExecutionPlan. Fails on a step that contains an op
+    outside the kernels. Used by test/Pipelines.
+
+    ```
+    plan @decode
+    buffer 0 arg0 input i32 [arg0.0]
+    weight 0 model.embed_tokens.weight
+    dispatch embedding_0(buffer 0[arg0.0], weight 0[16, 8], buffer 1[arg0.0, 8])
+    ```
+  }];
+}
+
 #endif // STRATA_LIB_CONVERSION_PASSES_TD

@@ -16,6 +16,7 @@
 #include "dialects/llm/IR/LLMOps.h"
 #include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/KernelPlan.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
 #include "lib/Conversion/Passes.h"
 
@@ -23,6 +24,7 @@
 
 namespace mlir::strata {
 #define GEN_PASS_DEF_CONVERTLLMTOKERNELPASS
+#define GEN_PASS_DEF_PRINTKERNELPLANPASS
 #include "lib/Conversion/Passes.h.inc"
 } // namespace mlir::strata
 
@@ -40,6 +42,7 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateMlaToKernelPatterns(converter, patterns);
   populateIndexerToKernelPatterns(converter, patterns);
   populateCacheToKernelPatterns(converter, patterns);
+  populateUpstreamToKernelPatterns(converter, patterns);
 }
 
 //===----------------------------------------------------------------------===//
@@ -72,6 +75,13 @@ struct ConvertLLMToKernelPass
       return std::nullopt;
     });
 
+    // Step arguments keep their llm cache type for the plan (KernelPlan.h).
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments())
+        if (isCacheType(arg.getType()))
+          func.setArgAttr(arg.getArgNumber(), kCacheTypeAttrName,
+                          TypeAttr::get(arg.getType()));
+
     RewritePatternSet patterns(ctx);
     populateLLMToKernelPatterns(kernelConverter, patterns);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(
@@ -80,7 +90,8 @@ struct ConvertLLMToKernelPass
     populateReturnOpTypeConversionPattern(patterns, signatureConverter);
 
     ConversionTarget target(*ctx);
-    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    target.markUnknownOpDynamicallyLegal(
+        [](Operation *op) { return !isOutlinedUpstreamOp(op); });
     target.addIllegalDialect<llm::LLMDialect>();
     // fp8 weights are read through by their users and erased below.
     target.addDynamicallyLegalOp<llm::WeightOp, llm::ExpertWeightsOp>(
@@ -115,6 +126,29 @@ struct ConvertLLMToKernelPass
     });
     if (left.wasInterrupted())
       signalPassFailure();
+  }
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// --strata-print-kernel-plan
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct PrintKernelPlanPass
+    : mlir::strata::impl::PrintKernelPlanPassBase<PrintKernelPlanPass> {
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal() || func->hasAttr(kKernelAttrName))
+        continue;
+      FailureOr<KernelPlan> plan = extractKernelPlan(func);
+      if (failed(plan))
+        return signalPassFailure();
+      llvm::outs() << "plan @" << func.getSymName() << "\n";
+      plan->print(llvm::outs());
+    }
   }
 };
 

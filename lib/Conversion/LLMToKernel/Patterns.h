@@ -47,6 +47,13 @@ void populateIndexerToKernelPatterns(const TypeConverter &converter,
 void populateCacheToKernelPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns);
 
+/// Region-free arith / math / tensor compute ops on ranked tensors inside
+/// step functions (isOutlinedUpstreamOp), each outlined into a kernel.
+void populateUpstreamToKernelPatterns(const TypeConverter &converter,
+                                      RewritePatternSet &patterns);
+/// True for the ops populateUpstreamToKernelPatterns outlines.
+bool isOutlinedUpstreamOp(Operation *op);
+
 /// All groups above.
 void populateLLMToKernelPatterns(const TypeConverter &converter,
                                  RewritePatternSet &patterns);
