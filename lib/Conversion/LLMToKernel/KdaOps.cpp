@@ -11,11 +11,14 @@
 // pre-conv inputs go to slot dst_slots[r]; state and conv state are updated
 // in place (the op's cache results are the operands' buffers).
 //
-// Both modes (`recurrent`, `chunked`) lower to this token-sequential
-// evaluation on the CPU; the op defines them as the same function up to
-// rounding. A chunked (WY) CPU kernel is future work (docs/Lowering.md).
+// `recurrent` mode updates the state token by token. `chunked` mode walks
+// chunks of `chunk_size` tokens per head in the WY form (coefficients of the
+// chunk's keys, forward substitution for the delta rows, outputs and the
+// end-of-chunk state from the chunk start state), the prefill algorithm.
 //
 //===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include "dialects/llm/IR/LLMOps.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
@@ -44,6 +47,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     double l2Eps = op.getL2Eps().convertToFloat();
     double qScale = op.getQScale().convertToFloat();
     double normEps = op.getNormEps().convertToFloat();
+    bool chunkedMode = op.getMode() == llm::KdaMode::Chunked;
+    int64_t chunk = op.getChunkSize();
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4], gate = a[5];
@@ -54,6 +59,13 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value s = kb.scratch({heads, d, d});
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
       Value alpha = kb.scratch({d}), ov = kb.scratch({d});
+      // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
+      // the [C, C] coefficients and beta.
+      int64_t cRows = chunkedMode ? chunk : 1;
+      Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
+      Value cv = kb.scratch({cRows, d}), cb = kb.scratch({cRows, d});
+      Value cd = kb.scratch({cRows, d}), ca = kb.scratch({cRows, cRows});
+      Value cbeta = kb.scratch({cRows});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
       kb.loop(kb.idx(0), numRequests, [&](Value r) {
@@ -115,6 +127,23 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
           return kb.silu(sum);
         };
+        // o[t, head at base] = rmsnorm(ov) * o_norm * sigmoid(gate).
+        auto gatedNorm = [&](Value t, Value base) {
+          Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
+            Value x = kb.load(ov, j);
+            return kb.add(acc, kb.mul(x, x));
+          });
+          Value inv = kb.rsqrt(kb.add(
+              kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
+          kb.loop(0, d, [&](Value j) {
+            Value ch = kb.iadd(base, j);
+            Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
+                                    kb.load(oNorm, j)),
+                             kb.sigmoid(kb.load(gate, {t, ch})));
+            kb.store(y, o, {t, ch});
+          });
+        };
+        auto recurrentBody = [&] {
         kb.loop(kb.idx(0), kb.isub(t1, t0), [&](Value i) {
           Value t = kb.iadd(t0, i);
           kb.loop(0, heads, [&](Value h) {
@@ -172,22 +201,132 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               });
               kb.store(out, ov, j);
             });
-            // Gated output RMSNorm.
-            Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
-              Value x = kb.load(ov, j);
-              return kb.add(acc, kb.mul(x, x));
-            });
-            Value inv = kb.rsqrt(kb.add(
-                kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
-            kb.loop(0, d, [&](Value j) {
-              Value ch = kb.iadd(base, j);
-              Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
-                                      kb.load(oNorm, j)),
-                               kb.sigmoid(kb.load(gate, {t, ch})));
-              kb.store(y, o, {t, ch});
-            });
+            gatedNorm(t, base);
           });
         });
+        };
+
+        // Chunked (WY) form, per head and chunk of C tokens with in-chunk
+        // cumulative log-decay B (B[i] = sum_{j<=i} g_j):
+        //   A[i][j]  = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c])       j < i
+        //   D[i]     = beta_i (V[i] - S0^T (exp(B[i]) K[i]) - sum_{j<i} A[i][j] D[j])
+        //   o[i]     = S0^T (exp(B[i]) Q[i]) + sum_{j<=i} D[j] (K[j] exp(B[i]-B[j]) . Q[i])
+        //   S_end    = diag(exp(B[C-1])) S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
+        auto chunkedBody = [&] {
+          Value n = kb.isub(t1, t0);
+          kb.loop(0, heads, [&](Value h) {
+            Value base = kb.imul(h, kb.idx(d));
+            Value rate = kb.exp(kb.load(aLog, h));
+            scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
+                                                   kb.idx(0), n, kb.idx(chunk));
+            OpBuilder::InsertionGuard guard(kb.builder());
+            kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
+            Value cs = chunks.getInductionVar();
+            Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
+            // Per-token q, k, v (conv, SiLU, L2), cumulative decay, beta.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              Value ti = kb.iadd(cs, i);
+              Value t = kb.iadd(t0, ti);
+              kb.loop(0, d, [&](Value c) {
+                Value ch = kb.iadd(base, c);
+                kb.store(convolve(qConv, 0, ti, ch), cq, {i, c});
+                kb.store(convolve(kConv, 1, ti, ch), ck, {i, c});
+                kb.store(convolve(vConv, 2, ti, ch), cv, {i, c});
+                Value g = kb.mul(
+                    kb.f32(lower),
+                    kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
+                                                   kb.load(dtBias, ch)))));
+                Value prev = kb.ifElse(
+                    kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
+                    [&] { return zero; },
+                    [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
+                kb.store(kb.add(prev, g), cb, {i, c});
+              });
+              auto l2Row = [&](Value m, double scale) {
+                Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  Value x = kb.load(m, {i, c});
+                  return kb.add(acc, kb.mul(x, x));
+                });
+                Value factor =
+                    kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+                kb.loop(0, d, [&](Value c) {
+                  kb.store(kb.mul(kb.load(m, {i, c}), factor), m, {i, c});
+                });
+              };
+              l2Row(cq, qScale);
+              l2Row(ck, 1.0);
+              kb.store(kb.sigmoid(kb.load(b, {t, h})), cbeta, i);
+            });
+            auto decayDot = [&](Value i, Value j, Value other, Value row) {
+              // sum_c other[row, c] K[j, c] exp(B[i, c] - B[j, c])
+              return kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                Value w = kb.exp(kb.sub(kb.load(cb, {i, c}), kb.load(cb, {j, c})));
+                return kb.add(acc, kb.mul(kb.mul(kb.load(other, {row, c}),
+                                                 kb.load(ck, {j, c})), w));
+              });
+            };
+            // D rows by forward substitution.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              kb.loop(kb.idx(0), i, [&](Value j) {
+                kb.store(decayDot(i, j, ck, i), ca, {i, j});
+              });
+              Value beta = kb.load(cbeta, i);
+              kb.loop(0, d, [&](Value e) {
+                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                                            kb.mul(kb.load(ck, {i, c}),
+                                                   kb.exp(kb.load(cb, {i, c})))));
+                });
+                Value rhs = kb.reduce(kb.idx(0), i,
+                                      kb.sub(kb.load(cv, {i, e}), fromState),
+                                      [&](Value j, Value acc) {
+                                        return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
+                                                                  kb.load(cd, {j, e})));
+                                      });
+                kb.store(kb.mul(beta, rhs), cd, {i, e});
+              });
+            });
+            // Outputs and the gated norm.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              Value t = kb.iadd(t0, kb.iadd(cs, i));
+              kb.loop(kb.idx(0), kb.iadd(i, kb.idx(1)), [&](Value j) {
+                kb.store(decayDot(i, j, cq, i), ca, {i, j});
+              });
+              kb.loop(0, d, [&](Value e) {
+                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                                            kb.mul(kb.load(cq, {i, c}),
+                                                   kb.exp(kb.load(cb, {i, c})))));
+                });
+                Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
+                                      [&](Value j, Value acc) {
+                                        return kb.add(acc, kb.mul(kb.load(ca, {i, j}),
+                                                                  kb.load(cd, {j, e})));
+                                      });
+                kb.store(out, ov, e);
+              });
+              gatedNorm(t, base);
+            });
+            // State at the end of the chunk.
+            Value last = kb.isub(len, kb.idx(1));
+            kb.loop(0, d, [&](Value c) {
+              Value bl = kb.load(cb, {last, c});
+              kb.loop(0, d, [&](Value e) {
+                Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
+                  Value w = kb.exp(kb.sub(bl, kb.load(cb, {j, c})));
+                  return kb.add(acc, kb.mul(kb.mul(w, kb.load(ck, {j, c})),
+                                            kb.load(cd, {j, e})));
+                });
+                kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {h, c, e})), upd),
+                         s, {h, c, e});
+              });
+            });
+          });
+        };
+        if (chunkedMode)
+          chunkedBody();
+        else
+          recurrentBody();
         // Final state to the destination slot.
         kb.loop(0, heads, [&](Value h) {
           kb.loop(0, d, [&](Value i) {
@@ -218,7 +357,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      for (Value m : {s, qv, kv, vv, alpha, ov})
+      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta})
         kb.dealloc(m);
     });
     // o, then the caches (updated in place).

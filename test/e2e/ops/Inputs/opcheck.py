@@ -598,7 +598,7 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
     return o, new_state, new_conv
 
 
-def _kda(dt, src_dst):
+def _kda(dt, src_dst, mode="recurrent", chunk=64):
     p = Program(11)
     H, d, K = 2, 8, 4
     P = H * d
@@ -631,7 +631,7 @@ def _kda(dt, src_dst):
     p.op(f"{o}, {s1}, {c1} = llm.kda_attention {', '.join(vals)} "
          f"{{heads = {H} : i64, head_dim = {d} : i64, conv_kernel = {K} : i64, gate_lower_bound = -5.0 : f32, "
          f"l2_eps = 1.0e-06 : f32, q_scale = 0.35355339 : f32, norm_eps = 1.0e-05 : f32, "
-         f"mode = #llm.kda_mode<recurrent>, chunk_size = 64 : i64}} : ({', '.join(types)}) -> "
+         f"mode = #llm.kda_mode<{mode}>, chunk_size = {chunk} : i64}} : ({', '.join(types)}) -> "
          f"({ttype((T, P), dt, True)}, {st_ty}, {cv_ty})")
     p.print_tensor(o, (T, P), dt)
     p.print_cache(hs)
@@ -650,6 +650,21 @@ def kda_recurrent():
 @case
 def kda_recurrent_f32_fork():
     return _kda("f32", ([1, 2, 3], [0, 1, 3]))
+
+
+@case
+def kda_chunked():
+    return _kda("bf16", ([0, 2, 3], [0, 2, 3]), "chunked", 2)
+
+
+@case
+def kda_chunked_f32_fork():
+    return _kda("f32", ([1, 2, 3], [0, 1, 3]), "chunked", 2)
+
+
+@case
+def kda_chunked_f32_one_chunk():
+    return _kda("f32", ([0, 2, 3], [0, 2, 3]), "chunked", 64)
 
 
 def _batch():
