@@ -373,10 +373,10 @@ Value mlir::strata::getDimValue(OpBuilder &b, Location loc, Value m,
 // Weights
 //===----------------------------------------------------------------------===//
 
-/// Name of the scale tensor of fp8 weight `name` (llm.weight's rule).
+/// Name of the scale tensor of fp8 weight `name` (llm.weight's rule:
+/// `...weight` -> `...weight_scale_inv`, any other name -> `<name>_scale_inv`,
+/// which is the same suffix).
 static std::string scaleNameOf(StringRef name) {
-  if (name.ends_with("weight"))
-    return (name + "_scale_inv").str();
   return (name + "_scale_inv").str();
 }
 
