@@ -1009,6 +1009,56 @@ def kpool_indexer_fp8():
     return p, [rsel, rcnt]
 
 
+@case
+def dense_block():
+    """A composed step: embedding -> hc_expand -> mhc_pre -> rms_norm ->
+    swiglu_mlp -> mhc_post -> hc_collapse -> rms_norm -> lm_head, checked
+    against the chained per-op references (bf16 activations)."""
+    p = Program(19)
+    V, D, H, I, T, dt = 24, 16, 4, 32, 5, "bf16"
+    ids = np.array([3, 0, 23, 7, 3], dtype=np.int32)
+    rows = np.array([4, 2], dtype=np.int32)
+    table = p.rand((V, D), dt)
+    fn = p.rand(((2 + H) * H, H * D), "f32", -0.3, 0.3)
+    base = p.rand(((2 + H) * H,), "f32", -1, 1)
+    scale = p.rand((3,), "f32", 0.5, 2.0)
+    wn = p.rand((D,), dt, 0.5, 1.5)
+    wf = p.rand((D,), dt, 0.5, 1.5)
+    vi, vr = p.input(ids, "i32"), p.input(rows, "i32")
+    vt = p.weight("model.embed_tokens.weight", table, dt)
+    vfn, vb, vs = p.weight("hc_ffn_fn", fn, "f32"), p.weight("hc_ffn_base", base, "f32"), p.weight("hc_ffn_scale", scale, "f32")
+    vn = p.weight("post_attention_layernorm.weight", wn, dt)
+    vg, tg, wg = _weight(p, "mlp.gate_proj.weight", (I, D), dt)
+    vu, tu, wu = _weight(p, "mlp.up_proj.weight", (I, D), dt)
+    vd, td, wd = _weight(p, "mlp.down_proj.weight", (D, I), dt)
+    vfw = p.weight("model.norm.weight", wf, dt)
+    T_ = lambda *shape: ttype(shape, dt, True)
+    e, r, x, post, comb, h, y, r2, hc, z, logits = (p.fresh() for _ in range(11))
+    p.op(f"{e} = llm.embedding {vi}, {vt} : ({ttype((T,), 'i32', True)}, {ttype((V, D), dt)}) -> {T_(T, D)}")
+    p.op(f"{r} = llm.hc_expand {e} {{hc_mult = {H} : i64}} : ({T_(T, D)}) -> {T_(T, H, D)}")
+    p.op(f"{x}, {post}, {comb} = llm.mhc_pre {r}, {vfn}, {vb}, {vs} {{hc_mult = {H} : i64, hc_eps = 1.0e-06 : f32, "
+         f"norm_eps = 1.0e-05 : f32, sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32}} : ({T_(T, H, D)}, "
+         f"{ttype(fn.shape, 'f32')}, {ttype(base.shape, 'f32')}, {ttype((3,), 'f32')}) -> "
+         f"({T_(T, D)}, {ttype((T, H), 'f32', True)}, {ttype((T, H, H), 'f32', True)})")
+    p.op(f"{h} = llm.rms_norm {x} weight({vn}) {{eps = 1.0e-05 : f32}} : ({T_(T, D)}, {ttype((D,), dt)}) -> {T_(T, D)}")
+    p.op(f"{y} = llm.swiglu_mlp {h}, {vg}, {vu}, {vd} {{swiglu_limit = 10.0 : f32}} : ({T_(T, D)}, {tg}, {tu}, {td}) -> {T_(T, D)}")
+    p.op(f"{r2} = llm.mhc_post {y}, {r}, {post}, {comb} {{hc_mult = {H} : i64}} : ({T_(T, D)}, {T_(T, H, D)}, "
+         f"{ttype((T, H), 'f32', True)}, {ttype((T, H, H), 'f32', True)}) -> {T_(T, H, D)}")
+    p.op(f"{hc} = llm.hc_collapse {r2} {{hc_mult = {H} : i64}} : ({T_(T, H, D)}) -> {T_(T, D)}")
+    p.op(f"{z} = llm.rms_norm {hc} weight({vfw}) {{eps = 1.0e-05 : f32}} : ({T_(T, D)}, {ttype((D,), dt)}) -> {T_(T, D)}")
+    p.op(f"{logits} = llm.lm_head {z}, {vt} rows({vr}) : ({T_(T, D)}, {ttype((V, D), dt)}, {ttype((2,), 'i32', True)}) -> {ttype((2, V), 'f32', True)}")
+    p.print_tensor(r2, (T, H, D), dt)
+    p.print_tensor(logits, (2, V), "f32")
+    R = np.repeat(table[ids][:, None, :], H, 1)
+    rx, rpost, rcomb = mhc_pre_ref(R, fn, base, scale, H, 20)
+    rx = bf16(rx)
+    rh = bf16(bf16(rms_ref(rx, 1e-5)) * wn)
+    ry = swiglu_ref(rh.astype(np.float64), wg, wu, wd, 10.0, dt)
+    rr2 = bf16(rpost[:, :, None] * ry[:, None, :].astype(np.float64) + np.einsum("tij,tid->tjd", rcomb, R.astype(np.float64)))
+    rz = bf16(bf16(rms_ref(bf16(rr2.astype(np.float64).mean(1)), 1e-5)) * wf)
+    return p, [rr2, rz[rows].astype(np.float64) @ table.astype(np.float64).T]
+
+
 # ---------------------------------------------------------------------------
 # Output parsing and comparison
 # ---------------------------------------------------------------------------
