@@ -10,6 +10,8 @@
 #include "mlir/IR/DialectRegistry.h"
 
 #include "dialects/llm/IR/LLMDialect.h"
+#include "lib/Conversion/Passes.h"
+#include "lib/Pipelines/Pipelines.h"
 
 namespace mlir::strata {
 
@@ -19,7 +21,10 @@ inline void registerStrataDialects(DialectRegistry &registry) {
 }
 
 /// Registers the passes strata defines (llm transforms, conversions).
-inline void registerStrataPasses() {}
+inline void registerStrataPasses() {
+  registerConversionPasses();
+  registerStrataPipelines();
+}
 
 } // namespace mlir::strata
 

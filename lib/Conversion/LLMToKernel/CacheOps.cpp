@@ -1,0 +1,250 @@
+//===- CacheOps.cpp - paged caches and the tail ring to kernels -----------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Writes update the cache buffer in place (the op's cache result is the
+// operand's buffer); gathers allocate their result. Layouts (docs/Lowering.md
+// "Cache buffers"): latent pool [pages, page_size, width + pad], index pool
+// [pages, page_size / kpool, width], tail ring [slots, 2, depth, width].
+// fp8 index pools are [pages, page_bytes] i8 pages (values then scales,
+// IndexPoolAccess); fp8 latent pools have no CPU kernel yet and are
+// rejected with a match failure.
+//
+//===----------------------------------------------------------------------===//
+
+#include "dialects/llm/IR/LLMOps.h"
+#include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/Patterns.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+static bool isFloatPool(Type elementType) {
+  return elementType.isBF16() || elementType.isF32();
+}
+
+namespace {
+
+struct LatentCacheWriteToKernel : OpConversionPattern<llm::LatentCacheWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::LatentCacheWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
+    if (!isFloatPool(pool.getElementType()))
+      return rewriter.notifyMatchFailure(op, "fp8 latent pools have no CPU kernel");
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    int64_t pageSize = pool.getPageSize(), width = pool.getWidth();
+    int64_t pad = pool.getPad();
+    call.emit(rewriter, op, "latent_cache_write",
+              [&](KernelBuilder &kb, ValueRange a) {
+      Value cache = a[0], latent = a[1], positions = a[2], bt = a[4];
+      forEachToken(kb, a[3], [&](Value r, Value t) {
+        auto [page, row] =
+            pagedRow(kb, bt, r, kb.loadIndex(positions, t), pageSize);
+        kb.loop(0, width, [&](Value c) {
+          kb.store(kb.load(latent, {t, c}), cache, {page, row, c});
+        });
+        kb.loop(width, width + pad, [&](Value c) {
+          kb.store(kb.f32(0.0), cache, {page, row, c});
+        });
+      });
+    });
+    rewriter.replaceOp(op, adaptor.getCache());
+    return success();
+  }
+};
+
+struct LatentCacheGatherToKernel
+    : OpConversionPattern<llm::LatentCacheGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::LatentCacheGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
+    if (!isFloatPool(pool.getElementType()))
+      return rewriter.notifyMatchFailure(op, "fp8 latent pools have no CPU kernel");
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    unsigned out = call.addResult(
+        resultType,
+        dynamicSizesLike(rewriter, op.getLoc(), adaptor.getIds(), resultType));
+    int64_t pageSize = pool.getPageSize(), width = pool.getWidth();
+    auto results = call.emit(rewriter, op, "latent_cache_gather",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value cache = a[0], ids = a[1], bt = a[3];
+      forEachToken(kb, a[2], [&](Value r, Value t) {
+        kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
+          Value id = kb.loadIndex(ids, {t, i});
+          Value valid = kb.ige(id, kb.idx(0));
+          kb.ifThen(valid, [&] {
+            auto [page, row] = pagedRow(kb, bt, r, id, pageSize);
+            kb.loop(0, width, [&](Value c) {
+              kb.store(kb.load(cache, {page, row, c}), a[out], {t, i, c});
+            });
+          });
+          kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {
+            kb.loop(0, width, [&](Value c) {
+              kb.store(kb.f32(0.0), a[out], {t, i, c});
+            });
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::IndexCacheWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    int64_t kpool = pool.getKpool(), width = pool.getWidth();
+    int64_t rowsPerPage = pool.getRowsPerPage();
+    call.emit(rewriter, op, "index_cache_write",
+              [&](KernelBuilder &kb, ValueRange a) {
+      IndexPoolAccess cache(a[0], pool);
+      Value pooled = a[1], positions = a[2], bt = a[4];
+      Value vec = kb.scratch({width}), tmp = kb.scratch({width});
+      forEachToken(kb, a[3], [&](Value r, Value t) {
+        Value x = kb.loadIndex(positions, t);
+        Value closes = kb.ieq(kb.irem(x, kb.idx(kpool)), kb.idx(kpool - 1));
+        kb.ifThen(closes, [&] {
+          Value p = kb.idiv(x, kb.idx(kpool));
+          auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
+          kb.loop(0, width, [&](Value c) {
+            kb.store(kb.load(pooled, {t, c}), vec, c);
+          });
+          cache.storeRow(kb, page, row, vec, tmp);
+        });
+      });
+      kb.dealloc(vec);
+      kb.dealloc(tmp);
+    });
+    rewriter.replaceOp(op, adaptor.getPool());
+    return success();
+  }
+};
+
+struct IndexCacheGatherToKernel
+    : OpConversionPattern<llm::IndexCacheGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::IndexCacheGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    unsigned out = call.addResult(
+        resultType, dynamicSizesLike(rewriter, op.getLoc(),
+                                     adaptor.getPoolIds(), resultType));
+    int64_t width = pool.getWidth(), rowsPerPage = pool.getRowsPerPage();
+    auto results = call.emit(rewriter, op, "index_cache_gather",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      IndexPoolAccess cache(a[0], pool);
+      Value ids = a[1], bt = a[3];
+      forEachToken(kb, a[2], [&](Value r, Value t) {
+        kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
+          Value id = kb.loadIndex(ids, {t, i});
+          kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
+            auto [page, row] = pagedRow(kb, bt, r, id, rowsPerPage);
+            kb.loop(0, width, [&](Value c) {
+              kb.store(cache.load(kb, page, row, c), a[out], {t, i, c});
+            });
+          });
+          kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {
+            kb.loop(0, width, [&](Value c) {
+              kb.store(kb.f32(0.0), a[out], {t, i, c});
+            });
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct TailRingWriteToKernel : OpConversionPattern<llm::TailRingWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::TailRingWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto ring = cast<llm::TailRingType>(op.getRing().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    int64_t depth = ring.getDepth(), width = ring.getWidth();
+    call.emit(rewriter, op, "tail_ring_write",
+              [&](KernelBuilder &kb, ValueRange a) {
+      Value buf = a[0], k = a[1], g = a[2], positions = a[3], slots = a[5];
+      // Token order is position order, so the last `depth` tokens win.
+      forEachToken(kb, a[4], [&](Value r, Value t) {
+        Value slot = kb.loadIndex(slots, r);
+        Value row = kb.irem(kb.loadIndex(positions, t), kb.idx(depth));
+        kb.loop(0, width, [&](Value c) {
+          kb.store(kb.load(k, {t, c}), buf, {slot, kb.idx(0), row, c});
+          kb.store(kb.load(g, {t, c}), buf, {slot, kb.idx(1), row, c});
+        });
+      });
+    });
+    rewriter.replaceOp(op, adaptor.getRing());
+    return success();
+  }
+};
+
+struct TailRingGatherToKernel : OpConversionPattern<llm::TailRingGatherOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::TailRingGatherOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto ring = cast<llm::TailRingType>(op.getRing().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    unsigned out = call.addResult(
+        resultType,
+        dynamicSizesLike(rewriter, op.getLoc(), adaptor.getSlots(), resultType));
+    int64_t depth = ring.getDepth(), width = ring.getWidth();
+    auto results = call.emit(rewriter, op, "tail_ring_gather",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      kb.loop(kb.idx(0), kb.dim(a[1], 0), [&](Value n) {
+        Value slot = kb.loadIndex(a[1], n);
+        kb.loop(0, 2, [&](Value plane) {
+          kb.loop(0, depth, [&](Value i) {
+            kb.loop(0, width, [&](Value c) {
+              kb.store(kb.load(a[0], {slot, plane, i, c}), a[out],
+                       {n, plane, i, c});
+            });
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::strata::populateCacheToKernelPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<LatentCacheWriteToKernel, LatentCacheGatherToKernel,
+               IndexCacheWriteToKernel, IndexCacheGatherToKernel,
+               TailRingWriteToKernel, TailRingGatherToKernel>(
+      converter, patterns.getContext());
+}

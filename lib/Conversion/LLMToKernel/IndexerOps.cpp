@@ -1,0 +1,212 @@
+//===- IndexerOps.cpp - pooled indexer to kernels -------------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// llm.kpool_compress: for each token that closes a pool, a per-dimension
+// softmax over the kpool slots of (gate + ape), slot tokens read from the
+// batch or, before the request's first batch position, from the tail ring.
+// llm.kpool_indexer: per token, fp32 scores of the visible complete pools
+// (sum_h w_h relu(q_h . K_p) * scale) into a scratch of the visible count,
+// top-(min(topk/kpool, |V|)) by repeated arg-max (descending score, ties to
+// the lowest pool), expansion to kpool positions per pool, then the open
+// tail, then -1 padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
+// queries are rotated in fp32 (not quantised): scores equal the bf16-pool
+// scores up to the key's fp8 rounding.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+#include "dialects/llm/IR/LLMOps.h"
+#include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/Patterns.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+struct KpoolCompressToKernel : OpConversionPattern<llm::KpoolCompressOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::KpoolCompressOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto ring = cast<llm::TailRingType>(op.getRing().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    unsigned out = call.addResult(
+        resultType,
+        dynamicSizesLike(rewriter, op.getLoc(), adaptor.getK(), resultType));
+    int64_t kpool = op.getKpool(), width = resultType.getDimSize(1);
+    int64_t depth = ring.getDepth();
+    auto results = call.emit(rewriter, op, "kpool_compress",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value k = a[0], g = a[1], ape = a[2], buf = a[3], positions = a[4];
+      Value starts = a[5], slots = a[6], y = a[out];
+      Type f32 = kb.builder().getF32Type();
+      forEachToken(kb, starts, [&](Value r, Value t) {
+        Value t0 = kb.loadIndex(starts, r);
+        Value first = kb.loadIndex(positions, t0);
+        Value slot = kb.loadIndex(slots, r);
+        Value x = kb.loadIndex(positions, t);
+        Value closes = kb.ieq(kb.irem(x, kb.idx(kpool)), kb.idx(kpool - 1));
+        Value base = kb.imul(kb.idiv(x, kb.idx(kpool)), kb.idx(kpool));
+        // Plane `plane` (0: k, 1: g) of slot token `pos`.
+        auto slotValue = [&](Value pos, int64_t plane, Value c) {
+          return kb.ifElse(
+              kb.ige(pos, first), f32,
+              [&] {
+                Value tt = kb.iadd(t0, kb.isub(pos, first));
+                return kb.load(plane == 0 ? k : g, {tt, c});
+              },
+              [&] {
+                Value row = kb.irem(pos, kb.idx(depth));
+                return kb.load(buf, {slot, kb.idx(plane), row, c});
+              });
+        };
+        kb.loop(0, width, [&](Value c) {
+          Value v = kb.ifElse(closes, f32, [&] {
+            auto logit = [&](Value s) {
+              return kb.add(slotValue(kb.iadd(base, s), 1, c),
+                            kb.load(ape, {s, c}));
+            };
+            Value mx = kb.reduce(0, kpool, kb.f32(-INFINITY),
+                                 [&](Value s, Value acc) {
+                                   return kb.max(acc, logit(s));
+                                 });
+            SmallVector<Value> sums = kb.loopCarry(
+                kb.idx(0), kb.idx(kpool), ValueRange{kb.f32(0.0), kb.f32(0.0)},
+                [&](Value s, ValueRange acc) -> SmallVector<Value> {
+                  Value e = kb.exp(kb.sub(logit(s), mx));
+                  return {kb.add(acc[0], e),
+                          kb.add(acc[1],
+                                 kb.mul(e, slotValue(kb.iadd(base, s), 0, c)))};
+                });
+            return kb.div(sums[1], sums[0]);
+          }, [&] { return kb.f32(0.0); });
+          kb.store(v, y, {t, c});
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::KpoolIndexerOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType selType = getKernelMemRefType(op.getSelection().getType());
+    MemRefType cntType = getKernelMemRefType(op.getCounts().getType());
+    unsigned selOut = call.addResult(
+        selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType));
+    unsigned cntOut = call.addResult(
+        cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
+    int64_t topk = op.getTopk(), kpool = op.getKpool();
+    int64_t heads = op.getHeads(), headDim = op.getHeadDim();
+    int64_t rowsPerPage = pool.getRowsPerPage();
+    double scale = op.getScale().convertToFloat();
+    auto results = call.emit(rewriter, op, "kpool_indexer",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value q = a[0], w = a[1], positions = a[3];
+      IndexPoolAccess cache(a[2], pool);
+      // fp8 pools hold Hadamard-rotated keys: rotate the queries too (fp32).
+      Value qRot = cache.fp8 ? kb.scratch({heads, headDim}) : Value();
+      Value qVec = cache.fp8 ? kb.scratch({headDim}) : Value();
+      Value qOut = cache.fp8 ? kb.scratch({headDim}) : Value();
+      Value starts = a[4], bt = a[5];
+      Value sel = a[selOut], counts = a[cntOut];
+      OpBuilder &b = kb.builder();
+      Location l = kb.getLoc();
+      Value zero = kb.f32(0.0), negInf = kb.f32(-INFINITY);
+      Value width = kb.dim(sel, 1);
+      forEachToken(kb, starts, [&](Value r, Value t) {
+        Value x = kb.loadIndex(positions, t);
+        Value len = kb.iadd(x, kb.idx(1));
+        Value visible = kb.idiv(len, kb.idx(kpool));
+        Value numSel = kb.imin(kb.idx(topk / kpool), visible);
+        auto query = [&](Value h, Value c) {
+          return cache.fp8 ? kb.load(qRot, {h, c}) : kb.load(q, {t, h, c});
+        };
+        if (cache.fp8) {
+          kb.loop(0, heads, [&](Value h) {
+            kb.loop(0, headDim, [&](Value c) {
+              kb.store(kb.load(q, {t, h, c}), qVec, c);
+            });
+            buildHadamard(kb, qVec, qOut, headDim);
+            kb.loop(0, headDim, [&](Value c) {
+              kb.store(kb.load(qOut, c), qRot, {h, c});
+            });
+          });
+        }
+        // Scores of the visible pools.
+        Value scores = memref::AllocOp::create(
+            b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+            ValueRange{kb.imax(visible, kb.idx(1))});
+        kb.loop(kb.idx(0), visible, [&](Value p) {
+          auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
+          Value s = kb.reduce(0, heads, zero, [&](Value h, Value acc) {
+            Value dot = kb.reduce(0, headDim, zero, [&](Value c, Value d) {
+              return kb.add(d, kb.mul(query(h, c),
+                                      cache.load(kb, page, row, c)));
+            });
+            return kb.add(acc, kb.mul(kb.load(w, {t, h}),
+                                      kb.max(dot, zero)));
+          });
+          kb.store(kb.mul(s, kb.f32(scale)), scores, p);
+        });
+        // Top pools by repeated arg-max, expanded to positions.
+        kb.loop(kb.idx(0), numSel, [&](Value n) {
+          SmallVector<Value> best = kb.loopCarry(
+              kb.idx(0), visible, ValueRange{negInf, kb.idx(0)},
+              [&](Value p, ValueRange c) -> SmallVector<Value> {
+                Value v = kb.load(scores, p);
+                Value better = kb.gt(v, c[0]);
+                return {kb.select(better, v, c[0]),
+                        kb.select(better, p, c[1])};
+              });
+          kb.store(negInf, scores, best[1]);
+          kb.loop(0, kpool, [&](Value s) {
+            kb.storeIndex(kb.iadd(kb.imul(best[1], kb.idx(kpool)), s), sel,
+                          {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
+          });
+        });
+        memref::DeallocOp::create(b, l, scores);
+        // Open tail, then -1 padding.
+        Value pooled = kb.imul(numSel, kb.idx(kpool));
+        Value tailStart = kb.imul(visible, kb.idx(kpool));
+        Value count = kb.iadd(pooled, kb.isub(len, tailStart));
+        kb.loop(tailStart, len, [&](Value pos) {
+          kb.storeIndex(pos, sel, {t, kb.iadd(pooled, kb.isub(pos, tailStart))});
+        });
+        kb.loop(count, width, [&](Value i) {
+          kb.storeIndex(kb.idx(-1), sel, {t, i});
+        });
+        kb.storeIndex(count, counts, t);
+      });
+      if (cache.fp8)
+        for (Value m : {qRot, qVec, qOut})
+          kb.dealloc(m);
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::strata::populateIndexerToKernelPatterns(
+    const TypeConverter &converter, RewritePatternSet &patterns) {
+  patterns.add<KpoolCompressToKernel, KpoolIndexerToKernel>(
+      converter, patterns.getContext());
+}

@@ -1,0 +1,375 @@
+//===- KdaOps.cpp - Kimi delta attention to kernels -----------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// llm.kda_attention becomes one kernel that walks the requests of the batch
+// (seq_starts) and, inside each request, the tokens in order: the short
+// causal depthwise conv + SiLU of q, k and v (history from the conv state,
+// zero at position 0), per-head L2 normalisation, decay and write strength,
+// the delta-rule update of an fp32 [heads, d_k, d_v] scratch state, the
+// read-out and the gated output RMSNorm. The final state and the last K-1
+// pre-conv inputs go to slot dst_slots[r]; state and conv state are updated
+// in place (the op's cache results are the operands' buffers).
+//
+// `recurrent` mode updates the state token by token. `chunked` mode walks
+// chunks of `chunk_size` tokens per head in the WY form (coefficients of the
+// chunk's keys, forward substitution for the delta rows, outputs and the
+// end-of-chunk state from the chunk start state), the prefill algorithm.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include "dialects/llm/IR/LLMOps.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/Patterns.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::KdaAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType resultType = getKernelMemRefType(op.getResult().getType());
+    unsigned out = call.addResult(
+        resultType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType));
+    int64_t heads = op.getHeads(), d = op.getHeadDim();
+    int64_t p = heads * d, kTaps = op.getConvKernel();
+    double lower = op.getGateLowerBound().convertToFloat();
+    double l2Eps = op.getL2Eps().convertToFloat();
+    double qScale = op.getQScale().convertToFloat();
+    double normEps = op.getNormEps().convertToFloat();
+    bool chunkedMode = op.getMode() == llm::KdaMode::Chunked;
+    int64_t chunk = op.getChunkSize();
+    auto results = call.emit(rewriter, op, "kda_attention",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4], gate = a[5];
+      Value qConv = a[6], kConv = a[7], vConv = a[8], aLog = a[9];
+      Value dtBias = a[10], oNorm = a[11], state = a[12], conv = a[13];
+      Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
+      Value o = a[out];
+      Value s = kb.scratch({heads, d, d});
+      Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
+      Value alpha = kb.scratch({d}), ov = kb.scratch({d});
+      // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
+      // the [C, C] coefficients and beta.
+      int64_t cRows = chunkedMode ? chunk : 1;
+      Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
+      Value cv = kb.scratch({cRows, d}), cb = kb.scratch({cRows, d});
+      Value cd = kb.scratch({cRows, d}), ca = kb.scratch({cRows, cRows});
+      Value cbeta = kb.scratch({cRows});
+      Value zero = kb.f32(0.0);
+      Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
+      kb.loop(kb.idx(0), numRequests, [&](Value r) {
+        Value t0 = kb.loadIndex(starts, r);
+        Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+        Value srcSlot = kb.loadIndex(src, r);
+        Value dstSlot = kb.loadIndex(dst, r);
+        Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+        // Initial state: zero at position 0, else the source slot.
+        kb.loop(0, heads, [&](Value h) {
+          kb.loop(0, d, [&](Value i) {
+            kb.loop(0, d, [&](Value j) {
+              Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
+                                    [&] { return zero; },
+                                    [&] {
+                                      return kb.load(state,
+                                                     {srcSlot, h, i, j});
+                                    });
+              kb.store(old, s, {h, i, j});
+            });
+          });
+        });
+        // Pre-conv input of channel `c` (of 3P, [q|k|v]) at token offset
+        // `off` (index, may be negative) of this request.
+        auto input = [&](Value off, Value c) -> Value {
+          Value inBatch = kb.ige(off, kb.idx(0));
+          return kb.ifElse(
+              inBatch, kb.builder().getF32Type(),
+              [&] {
+                Value t = kb.iadd(t0, off);
+                Value which = kb.idiv(c, kb.idx(p));
+                Value ch = kb.irem(c, kb.idx(p));
+                return kb.ifElse(
+                    kb.ieq(which, kb.idx(0)), kb.builder().getF32Type(),
+                    [&] { return kb.load(q, {t, ch}); },
+                    [&] {
+                      return kb.ifElse(
+                          kb.ieq(which, kb.idx(1)), kb.builder().getF32Type(),
+                          [&] { return kb.load(k, {t, ch}); },
+                          [&] { return kb.load(v, {t, ch}); });
+                    });
+              },
+              [&] {
+                return kb.ifElse(fresh, kb.builder().getF32Type(),
+                                 [&] { return zero; },
+                                 [&] {
+                                   Value row = kb.iadd(kb.idx(kTaps - 1), off);
+                                   return kb.load(conv, {srcSlot, row, c});
+                                 });
+              });
+        };
+        // silu(sum_j w[c, 0, j] * z_{i-K+1+j}[c]) for channel ch of `which`.
+        auto convolve = [&](Value weights, int64_t which, Value i, Value ch) {
+          Value c = kb.iadd(kb.idx(which * p), ch);
+          Value sum = kb.reduce(0, kTaps, zero, [&](Value j, Value acc) {
+            Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
+            return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
+                                      input(off, c)));
+          });
+          return kb.silu(sum);
+        };
+        // o[t, head at base] = rmsnorm(ov) * o_norm * sigmoid(gate).
+        auto gatedNorm = [&](Value t, Value base) {
+          Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
+            Value x = kb.load(ov, j);
+            return kb.add(acc, kb.mul(x, x));
+          });
+          Value inv = kb.rsqrt(kb.add(
+              kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
+          kb.loop(0, d, [&](Value j) {
+            Value ch = kb.iadd(base, j);
+            Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
+                                    kb.load(oNorm, j)),
+                             kb.sigmoid(kb.load(gate, {t, ch})));
+            kb.store(y, o, {t, ch});
+          });
+        };
+        auto recurrentBody = [&] {
+        kb.loop(kb.idx(0), kb.isub(t1, t0), [&](Value i) {
+          Value t = kb.iadd(t0, i);
+          kb.loop(0, heads, [&](Value h) {
+            Value base = kb.imul(h, kb.idx(d));
+            // Conv + SiLU, then L2 norms.
+            kb.loop(0, d, [&](Value c) {
+              Value ch = kb.iadd(base, c);
+              kb.store(convolve(qConv, 0, i, ch), qv, c);
+              kb.store(convolve(kConv, 1, i, ch), kv, c);
+              kb.store(convolve(vConv, 2, i, ch), vv, c);
+            });
+            auto l2 = [&](Value vec, double scale) {
+              Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                Value x = kb.load(vec, c);
+                return kb.add(acc, kb.mul(x, x));
+              });
+              Value factor =
+                  kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+              kb.loop(0, d, [&](Value c) {
+                kb.store(kb.mul(kb.load(vec, c), factor), vec, c);
+              });
+            };
+            l2(qv, qScale);
+            l2(kv, 1.0);
+            // Decay and write strength.
+            Value rate = kb.exp(kb.load(aLog, h));
+            kb.loop(0, d, [&](Value c) {
+              Value ch = kb.iadd(base, c);
+              Value g = kb.mul(
+                  kb.f32(lower),
+                  kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
+                                                 kb.load(dtBias, ch)))));
+              kb.store(kb.exp(g), alpha, c);
+            });
+            Value beta = kb.sigmoid(kb.load(b, {t, h}));
+            // S' = diag(alpha) S.
+            kb.loop(0, d, [&](Value ii) {
+              Value al = kb.load(alpha, ii);
+              kb.loop(0, d, [&](Value j) {
+                kb.store(kb.mul(al, kb.load(s, {h, ii, j})), s, {h, ii, j});
+              });
+            });
+            // delta = beta (v - S'^T k); S += k delta^T; o = S^T q.
+            kb.loop(0, d, [&](Value j) {
+              Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+                return kb.add(acc, kb.mul(kb.load(s, {h, ii, j}),
+                                          kb.load(kv, ii)));
+              });
+              Value delta = kb.mul(beta, kb.sub(kb.load(vv, j), pred));
+              Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+                Value updated =
+                    kb.add(kb.load(s, {h, ii, j}), kb.mul(kb.load(kv, ii), delta));
+                kb.store(updated, s, {h, ii, j});
+                return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
+              });
+              kb.store(out, ov, j);
+            });
+            gatedNorm(t, base);
+          });
+        });
+        };
+
+        // Chunked (WY) form, per head and chunk of C tokens with in-chunk
+        // cumulative log-decay B (B[i] = sum_{j<=i} g_j):
+        //   A[i][j]  = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c])       j < i
+        //   D[i]     = beta_i (V[i] - S0^T (exp(B[i]) K[i]) - sum_{j<i} A[i][j] D[j])
+        //   o[i]     = S0^T (exp(B[i]) Q[i]) + sum_{j<=i} D[j] (K[j] exp(B[i]-B[j]) . Q[i])
+        //   S_end    = diag(exp(B[C-1])) S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
+        auto chunkedBody = [&] {
+          Value n = kb.isub(t1, t0);
+          kb.loop(0, heads, [&](Value h) {
+            Value base = kb.imul(h, kb.idx(d));
+            Value rate = kb.exp(kb.load(aLog, h));
+            scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
+                                                   kb.idx(0), n, kb.idx(chunk));
+            OpBuilder::InsertionGuard guard(kb.builder());
+            kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
+            Value cs = chunks.getInductionVar();
+            Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
+            // Per-token q, k, v (conv, SiLU, L2), cumulative decay, beta.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              Value ti = kb.iadd(cs, i);
+              Value t = kb.iadd(t0, ti);
+              kb.loop(0, d, [&](Value c) {
+                Value ch = kb.iadd(base, c);
+                kb.store(convolve(qConv, 0, ti, ch), cq, {i, c});
+                kb.store(convolve(kConv, 1, ti, ch), ck, {i, c});
+                kb.store(convolve(vConv, 2, ti, ch), cv, {i, c});
+                Value g = kb.mul(
+                    kb.f32(lower),
+                    kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
+                                                   kb.load(dtBias, ch)))));
+                Value prev = kb.ifElse(
+                    kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
+                    [&] { return zero; },
+                    [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
+                kb.store(kb.add(prev, g), cb, {i, c});
+              });
+              auto l2Row = [&](Value m, double scale) {
+                Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  Value x = kb.load(m, {i, c});
+                  return kb.add(acc, kb.mul(x, x));
+                });
+                Value factor =
+                    kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+                kb.loop(0, d, [&](Value c) {
+                  kb.store(kb.mul(kb.load(m, {i, c}), factor), m, {i, c});
+                });
+              };
+              l2Row(cq, qScale);
+              l2Row(ck, 1.0);
+              kb.store(kb.sigmoid(kb.load(b, {t, h})), cbeta, i);
+            });
+            auto decayDot = [&](Value i, Value j, Value other, Value row) {
+              // sum_c other[row, c] K[j, c] exp(B[i, c] - B[j, c])
+              return kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                Value w = kb.exp(kb.sub(kb.load(cb, {i, c}), kb.load(cb, {j, c})));
+                return kb.add(acc, kb.mul(kb.mul(kb.load(other, {row, c}),
+                                                 kb.load(ck, {j, c})), w));
+              });
+            };
+            // D rows by forward substitution.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              kb.loop(kb.idx(0), i, [&](Value j) {
+                kb.store(decayDot(i, j, ck, i), ca, {i, j});
+              });
+              Value beta = kb.load(cbeta, i);
+              kb.loop(0, d, [&](Value e) {
+                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                                            kb.mul(kb.load(ck, {i, c}),
+                                                   kb.exp(kb.load(cb, {i, c})))));
+                });
+                Value rhs = kb.reduce(kb.idx(0), i,
+                                      kb.sub(kb.load(cv, {i, e}), fromState),
+                                      [&](Value j, Value acc) {
+                                        return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
+                                                                  kb.load(cd, {j, e})));
+                                      });
+                kb.store(kb.mul(beta, rhs), cd, {i, e});
+              });
+            });
+            // Outputs and the gated norm.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              Value t = kb.iadd(t0, kb.iadd(cs, i));
+              kb.loop(kb.idx(0), kb.iadd(i, kb.idx(1)), [&](Value j) {
+                kb.store(decayDot(i, j, cq, i), ca, {i, j});
+              });
+              kb.loop(0, d, [&](Value e) {
+                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                                            kb.mul(kb.load(cq, {i, c}),
+                                                   kb.exp(kb.load(cb, {i, c})))));
+                });
+                Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
+                                      [&](Value j, Value acc) {
+                                        return kb.add(acc, kb.mul(kb.load(ca, {i, j}),
+                                                                  kb.load(cd, {j, e})));
+                                      });
+                kb.store(out, ov, e);
+              });
+              gatedNorm(t, base);
+            });
+            // State at the end of the chunk.
+            Value last = kb.isub(len, kb.idx(1));
+            kb.loop(0, d, [&](Value c) {
+              Value bl = kb.load(cb, {last, c});
+              kb.loop(0, d, [&](Value e) {
+                Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
+                  Value w = kb.exp(kb.sub(bl, kb.load(cb, {j, c})));
+                  return kb.add(acc, kb.mul(kb.mul(w, kb.load(ck, {j, c})),
+                                            kb.load(cd, {j, e})));
+                });
+                kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {h, c, e})), upd),
+                         s, {h, c, e});
+              });
+            });
+          });
+        };
+        if (chunkedMode)
+          chunkedBody();
+        else
+          recurrentBody();
+        // Final state to the destination slot.
+        kb.loop(0, heads, [&](Value h) {
+          kb.loop(0, d, [&](Value i) {
+            kb.loop(0, d, [&](Value j) {
+              kb.store(kb.load(s, {h, i, j}), state, {dstSlot, h, i, j});
+            });
+          });
+        });
+        // Conv state row w = token offset n - (K-1) + w; rows are written in
+        // ascending order, which only reads higher (older-unwritten) rows
+        // when src == dst.
+        Value n = kb.isub(t1, t0);
+        kb.loop(0, kTaps - 1, [&](Value w) {
+          Value off = kb.iadd(kb.isub(n, kb.idx(kTaps - 1)), w);
+          kb.loop(0, 3 * p, [&](Value c) {
+            Value x = kb.ifElse(
+                kb.ige(off, kb.idx(0)), kb.builder().getF32Type(),
+                [&] { return input(off, c); },
+                [&] {
+                  return kb.ifElse(fresh, kb.builder().getF32Type(),
+                                   [&] { return zero; },
+                                   [&] {
+                                     return kb.load(conv,
+                                                    {srcSlot, kb.iadd(w, n), c});
+                                   });
+                });
+            kb.store(x, conv, {dstSlot, w, c});
+          });
+        });
+      });
+      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta})
+        kb.dealloc(m);
+    });
+    // o, then the caches (updated in place).
+    rewriter.replaceOp(op, {results[0], adaptor.getState(),
+                            adaptor.getConvState()});
+    return success();
+  }
+};
+
+} // namespace
+
+void mlir::strata::populateKdaToKernelPatterns(const TypeConverter &converter,
+                                               RewritePatternSet &patterns) {
+  patterns.add<KdaAttentionToKernel>(converter, patterns.getContext());
+}

@@ -1,0 +1,288 @@
+//===- KernelBuilder.h - shared helpers of the llm kernel lowering -*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// What every op group of convert-llm-to-kernel shares:
+//  * the memref form of llm values (tensors, caches) as kernel arguments;
+//  * outlining: getOrCreateKernel() builds one kernel func per distinct
+//    (op name, attributes, types), replaceWithKernelCall() allocates the
+//    results and calls it;
+//  * KernelBuilder, a thin layer over OpBuilder for kernel bodies: scf.for
+//    loops with lambdas, loads that widen to f32 (bf16 extension, fp8 e4m3
+//    decoding), stores that round to the destination element type.
+// All arithmetic in kernel bodies is fp32 (the dialect's accumulate rule).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELBUILDER_H
+#define STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELBUILDER_H
+
+#include <functional>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::strata {
+
+/// Attribute marking an outlined kernel func; its value is the dedup key.
+inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
+
+/// Builds kernel bodies. Values it returns are f32 unless stated.
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  OpBuilder &builder() { return b; }
+  Location getLoc() const { return loc; }
+
+  /// Constants.
+  Value idx(int64_t v);
+  Value f32(double v);
+  Value i32(int64_t v);
+
+  /// Extent `d` of memref `m` as an index.
+  Value dim(Value m, int64_t d);
+
+  /// `for iv in [lb, ub)`.
+  void loop(Value lb, Value ub, llvm::function_ref<void(Value)> body);
+  void loop(int64_t lb, int64_t ub, llvm::function_ref<void(Value)> body) {
+    loop(idx(lb), idx(ub), body);
+  }
+  /// `for iv in [lb, ub)` carrying `inits`; the body returns the new values.
+  SmallVector<Value>
+  loopCarry(Value lb, Value ub, ValueRange inits,
+            llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body);
+  /// Single-value reduction loop.
+  Value reduce(Value lb, Value ub, Value init,
+               llvm::function_ref<Value(Value, Value)> body);
+  Value reduce(int64_t lb, int64_t ub, Value init,
+               llvm::function_ref<Value(Value, Value)> body) {
+    return reduce(idx(lb), idx(ub), init, body);
+  }
+  /// `if (cond) then()`.
+  void ifThen(Value cond, llvm::function_ref<void()> then);
+  /// `cond ? then() : other()` for f32/index/i32 values.
+  Value ifElse(Value cond, Type type, llvm::function_ref<Value()> then,
+               llvm::function_ref<Value()> other);
+
+  /// Element (idx) of `m` widened to f32: bf16/f16 extended, f8E4M3FN
+  /// decoded, f32 as is.
+  Value load(Value m, ValueRange indices);
+  /// Element of an integer memref as an index (sign-extended).
+  Value loadIndex(Value m, ValueRange indices);
+  /// Stores f32 `v` into `m`, rounding to its element type (RNE).
+  void store(Value v, Value m, ValueRange indices);
+  /// Stores an index `v` into an i32 memref.
+  void storeIndex(Value v, Value m, ValueRange indices);
+  /// `v` rounded to `elementType` and widened back (identity for f32): the
+  /// rounding points of bf16 mode inside fp32 kernels.
+  Value round(Value v, Type elementType);
+  /// Decodes an f8E4M3FN value to f32 exactly (NaN encodings excluded:
+  /// checkpoints hold none).
+  Value decodeFp8(Value v);
+
+  /// Float arithmetic.
+  Value add(Value a, Value c);
+  Value sub(Value a, Value c);
+  Value mul(Value a, Value c);
+  Value div(Value a, Value c);
+  Value neg(Value a);
+  Value max(Value a, Value c);
+  Value min(Value a, Value c);
+  Value exp(Value a);
+  Value sqrt(Value a);
+  Value rsqrt(Value a);
+  Value sigmoid(Value a);
+  Value silu(Value a);
+  /// Ordered float compares.
+  Value gt(Value a, Value c);
+  Value lt(Value a, Value c);
+  Value select(Value cond, Value a, Value c);
+
+  /// Index arithmetic.
+  Value iadd(Value a, Value c);
+  Value isub(Value a, Value c);
+  Value imul(Value a, Value c);
+  Value idiv(Value a, Value c);
+  Value irem(Value a, Value c);
+  Value imin(Value a, Value c);
+  Value imax(Value a, Value c);
+  Value ieq(Value a, Value c);
+  Value ilt(Value a, Value c);
+  Value ige(Value a, Value c);
+  Value andi(Value a, Value c);
+  Value toF32(Value indexValue);
+
+  /// A zero-initialised f32 scratch buffer (memref.alloc + linalg.fill);
+  /// free it with dealloc().
+  Value scratch(ArrayRef<int64_t> shape, ValueRange dynamicSizes = {});
+  void dealloc(Value m);
+
+private:
+  OpBuilder &b;
+  Location loc;
+};
+
+/// The memref type a kernel argument of llm type `type` has: identity-layout
+/// memref for ranked tensors, the documented cache layouts for cache types
+/// (docs/Lowering.md); null for types without a kernel form.
+MemRefType getKernelMemRefType(Type type);
+
+/// The type converter of kernel operands (tensors and caches to memrefs,
+/// !llm.fp8_weight kept: its patterns look through to llm.weight).
+void populateKernelTypeConversions(TypeConverter &converter);
+
+/// Returns the kernel func for `op` with arguments `argTypes` (inputs then
+/// outputs), building it with `body` the first time a (name, attributes,
+/// types) key is seen in the module. `name` is the kernel's base name.
+func::FuncOp getOrCreateKernel(
+    RewriterBase &rewriter, Operation *op, StringRef name,
+    TypeRange argTypes,
+    llvm::function_ref<void(KernelBuilder &, ValueRange)> body);
+
+/// Allocates one memref per entry of `resultTypes` (dynamic extents from
+/// `dynamicSizes[i]`), calls `kernel` with `inputs` followed by the allocs
+/// and returns the allocs.
+SmallVector<Value> emitKernelCall(RewriterBase &rewriter, Location loc,
+                                  func::FuncOp kernel, ValueRange inputs,
+                                  ArrayRef<MemRefType> resultTypes,
+                                  ArrayRef<SmallVector<Value>> dynamicSizes);
+
+/// The memref(s) bound to a weight operand: for a tensor the converted
+/// operand; for !llm.fp8_weight the data and scale globals of the llm.weight
+/// / llm.expert_weights that defines it. Fails when the fp8 weight does not
+/// come from one of those ops.
+FailureOr<SmallVector<Value>> getWeightBuffers(RewriterBase &rewriter,
+                                               Location loc, Value original,
+                                               Value converted);
+
+/// `memref.get_global` of the global called `name` with `type`, declaring an
+/// external constant global when the module has none of that name.
+Value getWeightGlobal(RewriterBase &rewriter, Location loc, ModuleOp module,
+                      StringRef name, MemRefType type);
+
+/// A weight's view inside kernels: the data memref and, for fp8, its scale
+/// memref and block shape.
+struct WeightView {
+  Value data;
+  Value scales;
+  int64_t blockRows = 0, blockCols = 0;
+  /// Element W[lead..., r, c] as f32 (dequantised for fp8).
+  Value load(KernelBuilder &kb, ValueRange indices) const;
+};
+
+/// Kernel argument types of a weight operand of type `type`.
+SmallVector<Type> getWeightArgTypes(Type type);
+/// Builds the WeightView of a weight whose kernel arguments start at `args`.
+WeightView makeWeightView(Type type, ValueRange args);
+
+/// Dynamic size `d` of `m` at the call site (for result allocation).
+Value getDimValue(OpBuilder &b, Location loc, Value m, int64_t d);
+
+/// The call-site view of one kernel: argument types, call operands and the
+/// results to allocate, collected operand by operand. Each add* returns the
+/// position of its first kernel argument, which the body uses.
+struct KernelCall {
+  SmallVector<Type> argTypes;
+  SmallVector<Value> inputs;
+  SmallVector<MemRefType> results;
+  SmallVector<SmallVector<Value>> resultSizes;
+
+  /// An already converted (memref) operand.
+  unsigned addInput(Value converted) {
+    argTypes.push_back(converted.getType());
+    inputs.push_back(converted);
+    return argTypes.size() - 1;
+  }
+  /// A weight operand (one argument, or two for fp8).
+  FailureOr<unsigned> addWeight(RewriterBase &rewriter, Location loc,
+                                Value original, Value converted) {
+    FailureOr<SmallVector<Value>> buffers =
+        getWeightBuffers(rewriter, loc, original, converted);
+    if (failed(buffers))
+      return failure();
+    unsigned first = argTypes.size();
+    for (Value v : *buffers)
+      addInput(v);
+    return first;
+  }
+  /// A result memref with dynamic extents `sizes`.
+  unsigned addResult(MemRefType type, SmallVector<Value> sizes = {}) {
+    argTypes.push_back(type);
+    results.push_back(type);
+    resultSizes.push_back(std::move(sizes));
+    return argTypes.size() - 1;
+  }
+  /// Builds (or reuses) the kernel and calls it; returns the result allocs.
+  SmallVector<Value>
+  emit(RewriterBase &rewriter, Operation *op, StringRef name,
+       llvm::function_ref<void(KernelBuilder &, ValueRange)> body) {
+    func::FuncOp kernel =
+        getOrCreateKernel(rewriter, op, name, argTypes, body);
+    return emitKernelCall(rewriter, op->getLoc(), kernel, inputs, results,
+                          resultSizes);
+  }
+};
+
+/// Runs `body(lead)` for every combination of the leading `numDims` indices
+/// of memref `m` (a row loop nest).
+void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,
+                llvm::function_ref<void(SmallVector<Value>)> body);
+
+/// Runs `body(r, t)` for every request r (seq_starts has N + 1 entries) and
+/// every token t of it, in token order.
+void forEachToken(KernelBuilder &kb, Value seqStarts,
+                  llvm::function_ref<void(Value, Value)> body);
+
+/// `(page, row)` of the row `index` of request `r` in a paged pool with
+/// `rowsPerPage` rows per page: page = block_table[r][index / rowsPerPage].
+std::pair<Value, Value> pagedRow(KernelBuilder &kb, Value blockTable, Value r,
+                                 Value index, int64_t rowsPerPage);
+
+/// Byte alignment of every cache page (CacheLayout.alignment of the
+/// artifact; docs/Lowering.md "Cache buffers").
+inline constexpr int64_t kCachePageAlignment = 256;
+
+/// Bytes of one fp8 index-pool page: rows * width e4m3 values, then rows
+/// fp32 scales (values_then_scales), rounded up to kCachePageAlignment.
+int64_t getFp8IndexPageBytes(int64_t rowsPerPage, int64_t width);
+
+/// Element access to an index pool buffer: [pages, rows, width] for bf16/f32
+/// pools, [pages, page_bytes] i8 for fp8 pools (values then scales).
+struct IndexPoolAccess {
+  Value buffer;
+  int64_t rowsPerPage, width;
+  bool fp8;
+
+  IndexPoolAccess(Value buffer, Type poolType);
+  /// Value (dequantised to f32; rotated basis for fp8) of lane c.
+  Value load(KernelBuilder &kb, Value page, Value row, Value c) const;
+  /// Writes the f32 vector `vec` ([width] scratch) as row (page, row): as is
+  /// for bf16/f32; for fp8 rounded to bf16, Hadamard-rotated, rounded to
+  /// bf16 and ue8m0-quantised (`tmp` is a [width] f32 scratch).
+  void storeRow(KernelBuilder &kb, Value page, Value row, Value vec,
+                Value tmp) const;
+
+private:
+  Value values(KernelBuilder &kb, Value page) const;
+  Value scales(KernelBuilder &kb, Value page) const;
+};
+
+/// The orthonormal Walsh-Hadamard transform of `vec` ([n] f32, n a power of
+/// two) into `out`: out[i] = n^-1/2 sum_j (-1)^popcount(i & j) vec[j].
+void buildHadamard(KernelBuilder &kb, Value vec, Value out, int64_t n);
+
+/// Encodes f32 `v` (|v| <= 448) as f8E4M3FN, round to nearest even.
+Value encodeFp8(KernelBuilder &kb, Value v);
+
+/// `[dynamic extents of result type]` taken from the same positions of the
+/// call-site memref `like` (results shaped like an input).
+SmallVector<Value> dynamicSizesLike(OpBuilder &b, Location loc, Value like,
+                                    MemRefType result);
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELBUILDER_H

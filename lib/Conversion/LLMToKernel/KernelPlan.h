@@ -1,0 +1,96 @@
+//===- KernelPlan.h - the ordered kernel calls of a step --------*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// After the `kernel` phase a step function (prefill, decode, ...) is a
+// sequence of kernel calls over memrefs: arguments (inputs and caches),
+// memref.get_global (weights), memref.alloc (activations), views
+// (collapse/expand_shape, cast) and func.call of `llm.kernel` functions.
+// extractKernelPlan() turns it into the data the artifact writer serializes
+// as an ExecutionPlan (runtime/schemas/strata_artifact_def.fbs): buffers,
+// weights, caches and one dispatch per call with one binding per kernel
+// argument. Extents stay symbolic: a dynamic extent is a reference to an
+// extent of a step input (the writer maps inputs to SizeSymbols, e.g. dim 0
+// of the token ids -> num_tokens).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELPLAN_H
+#define STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELPLAN_H
+
+#include <string>
+#include <vector>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::strata {
+
+/// One extent: static (`input < 0`) or extent `dim` of step input `input`.
+struct PlanExtent {
+  int64_t value = 0;
+  int input = -1;
+  int64_t dim = 0;
+};
+
+/// A plan buffer (schema BufferDef): a step input or output, or an
+/// activation allocated for the step.
+struct PlanBuffer {
+  enum class Role { Input, Output, Activation };
+  std::string name;
+  Role role = Role::Activation;
+  Type elementType;
+  /// Allocated extents; the byte size is their product times the element
+  /// size.
+  std::vector<PlanExtent> shape;
+  /// Step-function argument number of an input, -1 otherwise.
+  int argument = -1;
+};
+
+/// A cache operand of the step (schema CacheDef): a function argument whose
+/// llm type is recorded in its `llm.cache_type` attribute.
+struct PlanCache {
+  int argument = -1;
+  Type llmType;
+  MemRefType bufferType;
+};
+
+/// What one kernel argument is bound to (schema Binding).
+struct PlanBinding {
+  enum class Kind { Buffer, Weight, Cache };
+  Kind kind = Kind::Buffer;
+  /// Buffer id, weight index or cache index.
+  unsigned index = 0;
+  /// Extents of the bound region (the kernel argument's shape at the call).
+  std::vector<PlanExtent> shape;
+};
+
+struct PlanDispatch {
+  /// Symbol of the kernel function (Kernel.name / entry).
+  std::string kernel;
+  std::vector<PlanBinding> bindings;
+  /// Label for dumps: the callee name and the call's location.
+  std::string label;
+};
+
+struct KernelPlan {
+  std::vector<PlanBuffer> buffers;
+  /// Checkpoint tensor names (weight index == position).
+  std::vector<std::string> weights;
+  std::vector<PlanCache> caches;
+  std::vector<PlanDispatch> dispatches;
+
+  void print(llvm::raw_ostream &os) const;
+};
+
+/// Extracts the plan of `step`; emits an error on an op that is neither a
+/// kernel call, an allocation, a weight, a view nor size arithmetic.
+FailureOr<KernelPlan> extractKernelPlan(func::FuncOp step);
+
+/// Name of the argument attribute that keeps the llm cache type of a step
+/// argument converted to a memref.
+inline constexpr llvm::StringLiteral kCacheTypeAttrName = "llm.cache_type";
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELPLAN_H

@@ -1,0 +1,74 @@
+//===- Passes.td - strata conversion passes ----------------*- tablegen -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Every convert-<a>-to-<b> pass of strata. Each pass is a thin driver over
+// the populate*Patterns functions of its folder (lib/Conversion/<A>To<B>/
+// Patterns.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_PASSES_TD
+#define STRATA_LIB_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertLLMToKernelPass : Pass<"convert-llm-to-kernel", "ModuleOp"> {
+  let summary = "outline every llm op into a kernel function over memrefs";
+  let description = [{
+    Rewrites every compute and cache op of the `llm` dialect into a
+    `func.call` of an outlined kernel function in destination-passing style:
+    the kernel takes one memref per operand and one per result (results are
+    `memref.alloc`ed by the caller) and returns nothing. Kernel bodies are
+    upstream linalg / scf / arith / math / memref; static dimensions come
+    from the op's types and attributes, the token count stays dynamic.
+    Identical ops (same name, attributes and types) share one kernel.
+
+    Weights (`llm.weight`, `llm.expert_weights`) become `memref.get_global`
+    of a `memref.global` named after the checkpoint tensor (an existing
+    global of that name is reused, which lets tests give weights values);
+    an fp8 weight is two globals, the data and `<...>weight_scale_inv`.
+    Cache values become memrefs (layouts in docs/Lowering.md) updated in
+    place; function signatures are converted accordingly. Tensors that stay
+    in upstream ops are bridged with `bufferization.to_buffer` /
+    `bufferization.to_tensor`, so `one-shot-bufferize` runs next.
+
+    Before:
+    ```mlir
+    %y = llm.rms_norm %x {eps = 1.0e-05 : f32} : (tensor<?x64xf32>) -> tensor<?x64xf32>
+    ```
+    After:
+    ```mlir
+    %xm = bufferization.to_buffer %x : tensor<?x64xf32> to memref<?x64xf32>
+    %ym = memref.alloc(%t) : memref<?x64xf32>
+    call @rms_norm_0(%xm, %ym) : (memref<?x64xf32>, memref<?x64xf32>) -> ()
+    %y = bufferization.to_tensor %ym restrict writable : memref<?x64xf32> to tensor<?x64xf32>
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
+def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
+  let summary = "print the kernel plan of every step function (kernel phase)";
+  let description = [{
+    Runs extractKernelPlan (LLMToKernel/KernelPlan.h) on every function of
+    the module that has a body and is not a kernel, and prints its buffers,
+    weights, caches and dispatches to stdout: what the artifact writer
+    serializes as an ExecutionPlan. Fails on a step that contains an op
+    outside the kernels. Used by test/Pipelines.
+
+    ```
+    plan @decode
+    buffer 0 arg0 input i32 [arg0.0]
+    weight 0 model.embed_tokens.weight
+    dispatch embedding_0(buffer 0[arg0.0], weight 0[16, 8], buffer 1[arg0.0, 8])
+    ```
+  }];
+}
+
+#endif // STRATA_LIB_CONVERSION_PASSES_TD

@@ -1,0 +1,109 @@
+//===- Pipelines.cpp - the named compilation phases -----------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Each pass carries a comment saying why it runs where it runs. Callers use
+// the builders (Pipelines.h), never their own pass lists.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Pipelines/Pipelines.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "lib/Conversion/Passes.h"
+#include "lib/Target/CPU/CpuTargetInfo.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+std::unique_ptr<TargetInfo> mlir::strata::createTargetInfo(StringRef name) {
+  if (name == "cpu")
+    return std::make_unique<CpuTargetInfo>();
+  return nullptr;
+}
+
+void mlir::strata::buildFusedPipeline(OpPassManager &pm,
+                                      const PipelineOptions &) {
+  // Folds and drops dead llm ops (all Pure) so no kernel is built for them.
+  pm.addPass(createCanonicalizerPass());
+  // Merges repeated llm.weight reads and identical subgraphs: one kernel
+  // call and one weight binding each.
+  pm.addPass(createCSEPass());
+}
+
+void mlir::strata::buildKernelPipeline(OpPassManager &pm,
+                                       const PipelineOptions &) {
+  // Every llm op becomes a call of an outlined memref kernel (DPS).
+  pm.addPass(createConvertLLMToKernelPass());
+  // Elementwise arith/math on whole tensors in the graph (residual adds,
+  // casts) become linalg.generic, which one-shot-bufferize understands.
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  // The graph's remaining tensors (function boundaries, upstream tensor ops,
+  // the to_tensor/to_buffer bridges left by the conversion) become memrefs.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Removes bridge casts and dead allocations left by bufferization.
+  pm.addPass(createCanonicalizerPass());
+}
+
+LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
+                                                const PipelineOptions &options) {
+  std::unique_ptr<TargetInfo> target = createTargetInfo(options.target);
+  if (!target || !target->isHost())
+    return failure();
+  // linalg matmuls/fills/elementwise become scf loops over loads/stores.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // collapse_shape/subview become explicit strided metadata ...
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  // ... whose affine.apply index math lowers to arith.
+  pm.addPass(createLowerAffinePass());
+  if (target->needsBF16Expansion()) {
+    // bf16 <-> f32 as integer code: no bf16 instructions or libcalls needed.
+    arith::ArithExpandOpsPassOptions expand;
+    expand.includeBf16 = true;
+    pm.addPass(arith::createArithExpandOpsPass(expand));
+  }
+  // Structured control flow to branches before the LLVM conversions.
+  pm.addPass(createSCFToControlFlowPass());
+  // Each dialect to LLVM; memref after arith/math so descriptor types
+  // settle, func last but one (toolchain.md 3d).
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  // Drops the casts of the partial conversions above.
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  return success();
+}
+
+void mlir::strata::registerStrataPipelines() {
+  PassPipelineRegistration<PipelineOptions>(
+      "strata-fused", "llm -> fused phase", buildFusedPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "strata-kernel", "fused -> kernel phase", buildKernelPipeline);
+  PassPipelineRegistration<PipelineOptions>(
+      "strata-target", "kernel -> target phase (LLVM dialect)",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        (void)buildTargetPipeline(pm, options);
+      });
+  PassPipelineRegistration<PipelineOptions>(
+      "strata-lower", "llm -> target: the fused, kernel and target phases",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        buildFusedPipeline(pm, options);
+        buildKernelPipeline(pm, options);
+        (void)buildTargetPipeline(pm, options);
+      });
+}

@@ -1,0 +1,48 @@
+//===- Pipelines.h - the named compilation phases ---------------*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// One build<Phase>Pipeline per phase of style.md (`fused`, `kernel`,
+// `target`); callers (strata-compile, tests, strata-opt's registered
+// pipelines) always use these builders, never their own pass lists, so a
+// `--compile-to=<phase>` stop is the same IR everywhere.
+//
+//   llm      -- buildFusedPipeline  --> fused (llm ops, cleaned up)
+//   fused    -- buildKernelPipeline --> kernel (kernel funcs + calls, memrefs)
+//   kernel   -- buildTargetPipeline --> target (LLVM dialect for `target`)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_PIPELINES_PIPELINES_H
+#define STRATA_LIB_PIPELINES_PIPELINES_H
+
+#include <string>
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir::strata {
+
+/// Options shared by the phase builders.
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("target of the `target` phase"),
+                             llvm::cl::init("cpu")};
+};
+
+/// llm -> fused: llm-level cleanups.
+void buildFusedPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// fused -> kernel: outlined kernels over memrefs, bufferized graph.
+void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// kernel -> target: the LLVM dialect (cpu). Fails to build for a target
+/// without a lowering.
+LogicalResult buildTargetPipeline(OpPassManager &pm,
+                                  const PipelineOptions &options);
+
+/// Registers `strata-fused`, `strata-kernel`, `strata-target` and
+/// `strata-lower` (all three) as pass pipelines for strata-opt.
+void registerStrataPipelines();
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_PIPELINES_PIPELINES_H

@@ -1,0 +1,50 @@
+// RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
+
+// Tests that the MoE FFN binds stacked fp8 experts as data + scale globals
+// (named by the expert pattern) and keeps the routing in one kernel.
+// CHECK-LABEL: func.func @moe
+// CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight" : memref<8x256x128xf8E4M3FN>
+// CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight_scale_inv" : memref<8x2x1xf32>
+// CHECK: call @moe_ffn_0
+// CHECK: func.func @moe_ffn_0
+// CHECK: memref.alloc() : memref<2xindex>
+// CHECK: arith.cmpf ogt
+func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
+  %r = llm.weight "gate.weight" : tensor<8x128xf32>
+  %b = llm.weight "gate.e_score_correction_bias" : tensor<8xf32>
+  %g = llm.expert_weights "experts.{e}.gate_proj.weight" {num_experts = 8 : i64}
+      : !llm.fp8_weight<tensor<8x256x128xf8E4M3FN>, tensor<8x2x1xf32>, block = [128, 128]>
+  %u = llm.expert_weights "experts.{e}.up_proj.weight" {num_experts = 8 : i64}
+      : !llm.fp8_weight<tensor<8x256x128xf8E4M3FN>, tensor<8x2x1xf32>, block = [128, 128]>
+  %d = llm.expert_weights "experts.{e}.down_proj.weight" {num_experts = 8 : i64}
+      : !llm.fp8_weight<tensor<8x128x256xf8E4M3FN>, tensor<8x1x2xf32>, block = [128, 128]>
+  %sg = llm.weight "shared.gate_proj.weight" : tensor<64x128xbf16>
+  %su = llm.weight "shared.up_proj.weight" : tensor<64x128xbf16>
+  %sd = llm.weight "shared.down_proj.weight" : tensor<128x64xbf16>
+  %y = llm.moe_ffn %x, %r, %b, %g, %u, %d, %sg, %su, %sd
+      {num_experts = 8 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64,
+       norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32,
+       swiglu_limit = 10.0 : f32}
+      : (tensor<?x128xbf16>, tensor<8x128xf32>, tensor<8xf32>,
+         !llm.fp8_weight<tensor<8x256x128xf8E4M3FN>, tensor<8x2x1xf32>, block = [128, 128]>,
+         !llm.fp8_weight<tensor<8x256x128xf8E4M3FN>, tensor<8x2x1xf32>, block = [128, 128]>,
+         !llm.fp8_weight<tensor<8x128x256xf8E4M3FN>, tensor<8x1x2xf32>, block = [128, 128]>,
+         tensor<64x128xbf16>, tensor<64x128xbf16>, tensor<128x64xbf16>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// Tests that the dense SwiGLU MLP clamps the gate from above only.
+// CHECK-LABEL: func.func @mlp
+// CHECK: call @swiglu_mlp_0
+// CHECK: func.func @swiglu_mlp_0
+// CHECK: arith.minimumf %{{.*}}, %cst
+func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
+  %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>
+  %u = llm.weight "mlp.up_proj.weight" : tensor<64x32xbf16>
+  %d = llm.weight "mlp.down_proj.weight" : tensor<32x64xbf16>
+  %y = llm.swiglu_mlp %x, %g, %u, %d {swiglu_limit = 10.0 : f32}
+      : (tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
+  return %y : tensor<?x32xbf16>
+}

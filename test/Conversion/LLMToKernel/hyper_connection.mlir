@@ -1,0 +1,39 @@
+// RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
+
+// Tests that llm.mhc_pre becomes one kernel with three destinations (x, post,
+// comb) and an fp32 scratch for the mixing vector.
+// CHECK-LABEL: func.func @mhc_pre
+// CHECK: %[[X:.*]] = memref.alloc(%{{.*}}) : memref<?x32xbf16>
+// CHECK: %[[POST:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
+// CHECK: %[[COMB:.*]] = memref.alloc(%{{.*}}) : memref<?x4x4xf32>
+// CHECK: call @mhc_pre_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[X]], %[[POST]], %[[COMB]])
+// CHECK: func.func @mhc_pre_0
+// CHECK: memref.alloc() : memref<24xf32>
+// CHECK: math.exp
+func.func @mhc_pre(%r: tensor<?x4x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) {
+  %fn = llm.weight "hc_attn_fn" : tensor<24x128xf32>
+  %base = llm.weight "hc_attn_base" : tensor<24xf32>
+  %scale = llm.weight "hc_attn_scale" : tensor<3xf32>
+  %x, %post, %comb = llm.mhc_pre %r, %fn, %base, %scale
+      {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32,
+       sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32}
+      : (tensor<?x4x32xbf16>, tensor<24x128xf32>, tensor<24xf32>, tensor<3xf32>)
+      -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  return %x, %post, %comb : tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>
+}
+
+// -----
+
+// Tests that hc_expand / hc_collapse / mhc_post each call their own kernel.
+// CHECK-LABEL: func.func @streams
+// CHECK: call @hc_expand_0
+// CHECK: call @mhc_post_0
+// CHECK: call @hc_collapse_0
+// CHECK-NOT: = llm.
+func.func @streams(%e: tensor<?x32xbf16>, %y: tensor<?x32xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) -> tensor<?x32xbf16> {
+  %r = llm.hc_expand %e {hc_mult = 4 : i64} : (tensor<?x32xbf16>) -> tensor<?x4x32xbf16>
+  %r2 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64}
+      : (tensor<?x32xbf16>, tensor<?x4x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x32xbf16>
+  %h = llm.hc_collapse %r2 {hc_mult = 4 : i64} : (tensor<?x4x32xbf16>) -> tensor<?x32xbf16>
+  return %h : tensor<?x32xbf16>
+}

@@ -1,0 +1,66 @@
+// RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
+
+// Tests that llm.kda_attention becomes one kernel whose state and conv state
+// are the cache buffers (function arguments converted to memrefs), updated in
+// place, and that only the output is allocated.
+// CHECK-LABEL: func.func @kda
+// CHECK-SAME: %[[STATE:[^:]*]]: memref<?x2x8x8xf32>
+// CHECK-SAME: %[[CONV:[^:]*]]: memref<?x3x48xbf16>
+// CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xbf16>
+// CHECK: call @kda_attention_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[O]])
+// CHECK: return %{{.*}}, %[[STATE]], %[[CONV]]
+// CHECK: func.func @kda_attention_0
+// CHECK: memref.alloc() : memref<2x8x8xf32>
+func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,
+               %w: tensor<16x1x4xbf16>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xbf16>,
+               %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+               %c0: !llm.conv_state<channels = 48, width = 3, bf16>,
+               %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>)
+    -> (tensor<?x16xbf16>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+        !llm.conv_state<channels = 48, width = 3, bf16>) {
+  %o, %s1, %c1 = llm.kda_attention %q, %q, %q, %f, %b, %f, %w, %w, %w, %alog, %dtb, %on,
+      %s0, %c0, %pos, %starts, %slots, %slots
+      {heads = 2 : i64, head_dim = 8 : i64, conv_kernel = 4 : i64,
+       gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.35355339 : f32,
+       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<recurrent>, chunk_size = 64 : i64}
+      : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x16xbf16>,
+         tensor<?x2xbf16>, tensor<?x16xbf16>, tensor<16x1x4xbf16>, tensor<16x1x4xbf16>,
+         tensor<16x1x4xbf16>, tensor<2xf32>, tensor<16xf32>, tensor<8xbf16>,
+         !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+         !llm.conv_state<channels = 48, width = 3, bf16>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x16xbf16>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+          !llm.conv_state<channels = 48, width = 3, bf16>)
+  return %o, %s1, %c1 : tensor<?x16xbf16>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+      !llm.conv_state<channels = 48, width = 3, bf16>
+}
+
+// -----
+
+// Tests that chunked mode walks chunks of chunk_size tokens (the WY form).
+// CHECK-LABEL: func.func @kda_chunked
+// CHECK: func.func @kda_attention_0
+// CHECK: memref.alloc() : memref<16x8xf32>
+// CHECK: memref.alloc() : memref<16x16xf32>
+// CHECK: %[[C16:.*]] = arith.constant 16 : index
+// CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C16]]
+func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
+               %w: tensor<16x1x4xf32>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xf32>,
+               %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+               %c0: !llm.conv_state<channels = 48, width = 3, f32>,
+               %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>) -> tensor<?x16xf32> {
+  %o, %s1, %c1 = llm.kda_attention %q, %q, %q, %q, %b, %q, %w, %w, %w, %alog, %dtb, %on,
+      %s0, %c0, %pos, %starts, %slots, %slots
+      {heads = 2 : i64, head_dim = 8 : i64, conv_kernel = 4 : i64,
+       gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.35355339 : f32,
+       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<chunked>, chunk_size = 16 : i64}
+      : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>,
+         tensor<?x2xf32>, tensor<?x16xf32>, tensor<16x1x4xf32>, tensor<16x1x4xf32>,
+         tensor<16x1x4xf32>, tensor<2xf32>, tensor<16xf32>, tensor<8xf32>,
+         !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+         !llm.conv_state<channels = 48, width = 3, f32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x16xf32>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+          !llm.conv_state<channels = 48, width = 3, f32>)
+  return %o : tensor<?x16xf32>
+}
