@@ -10,6 +10,7 @@
 #include "mlir/IR/DialectRegistry.h"
 
 #include "dialects/llm/IR/LLMDialect.h"
+#include "dialects/llm/Transforms/Passes.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Pipelines/Pipelines.h"
 
@@ -22,6 +23,7 @@ inline void registerStrataDialects(DialectRegistry &registry) {
 
 /// Registers the passes strata defines (llm transforms, conversions).
 inline void registerStrataPasses() {
+  llm::registerLLMPasses();
   registerConversionPasses();
   registerStrataPipelines();
 }

@@ -53,6 +53,25 @@ def ConvertLLMToKernelPass : Pass<"convert-llm-to-kernel", "ModuleOp"> {
   ];
 }
 
+def ConvertMemRefCopyToLinalgPass
+    : Pass<"convert-memref-copy-to-linalg", "func::FuncOp"> {
+  let summary = "rewrite memref.copy as linalg.copy (loops, no runtime call)";
+  let description = [{
+    Bufferization materializes copies as `memref.copy`, which the LLVM
+    lowering turns into a call of `memrefCopy` from MLIR's C runner utils
+    whenever a side is strided. Kernels in an artifact link against libc
+    and libm only, so the target phase rewrites every copy as `linalg.copy`,
+    which `convert-linalg-to-loops` turns into a loop nest.
+
+    ```mlir
+    memref.copy %a, %b : memref<?x256xf32> to memref<?x256xf32, strided<[512, 1]>>
+    // becomes
+    linalg.copy ins(%a : memref<?x256xf32>) outs(%b : memref<?x256xf32, strided<[512, 1]>>)
+    ```
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
   let summary = "print the kernel plan of every step function (kernel phase)";
   let description = [{

@@ -8,12 +8,18 @@
 #include "lib/Frontend/Config.h"
 #include "lib/Frontend/MLIRGen.h"
 #include "lib/Frontend/Parser.h"
+#include "lib/Artifact/ModelConfig.h"
+#include "lib/Driver/ArtifactEmitter.h"
 #include "lib/InitAll.h"
+#include "lib/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/AsmState.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OperationSupport.h"
@@ -40,16 +46,18 @@ llvm::StringRef mlir::strata::stringifyCompilePhase(CompilePhase phase) {
 }
 
 namespace {
+LogicalResult printModule(ModuleOp module, llvm::raw_ostream &os) {
+  OpPrintingFlags flags;
+  flags.printNameLocAsPrefix();
+  module->print(os, flags);
+  return success();
+}
+
 /// Compiles with diagnostics already routed to a handler.
 LogicalResult compileWithHandler(const CompileOptions &options,
                                  MLIRContext &context,
                                  llvm::SourceMgr &sourceMgr,
                                  llvm::raw_ostream &os) {
-  if (options.phase > CompilePhase::Llm)
-    return mlir::emitError(UnknownLoc::get(&context))
-           << "compile phase '" << stringifyCompilePhase(options.phase)
-           << "' is not implemented yet (available: ast, llm)";
-
   std::unique_ptr<dsl::ModuleAST> ast =
       dsl::parseModuleWithImports(sourceMgr, sourceMgr.getMainFileID(),
                                   &context);
@@ -70,9 +78,51 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   OwningOpRef<ModuleOp> module = dsl::mlirGen(context, *ast, **config);
   if (!module)
     return failure();
-  OpPrintingFlags flags;
-  flags.printNameLocAsPrefix();
-  module->print(os, flags);
+  if (options.phase == CompilePhase::Llm)
+    return printModule(*module, os);
+
+  // The phases after llm run the shared pipeline builders (Pipelines.h).
+  PipelineOptions pipelineOptions;
+  pipelineOptions.target = options.target;
+  pipelineOptions.activationType = options.activationType;
+  if (options.target != "cpu")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "target '" << options.target
+           << "' has no code generation yet (available: cpu)";
+  PassManager pm(&context);
+  if (failed(buildFusedPipeline(pm, pipelineOptions)))
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown activation type '" << options.activationType
+           << "' (expected bf16 or f32)";
+  if (options.phase >= CompilePhase::Kernel)
+    buildKernelPipeline(pm, pipelineOptions);
+  if (failed(pm.run(*module)))
+    return failure();
+  if (options.phase == CompilePhase::Fused ||
+      options.phase == CompilePhase::Kernel)
+    return printModule(*module, os);
+  if (options.phase == CompilePhase::Target) {
+    PassManager targetPm(&context);
+    (void)buildTargetPipeline(targetPm, pipelineOptions);
+    if (failed(targetPm.run(*module)))
+      return failure();
+    return printModule(*module, os);
+  }
+
+  // artifact
+  auto model = readModelConfigFile(options.configPath);
+  if (!model)
+    return mlir::emitError(UnknownLoc::get(&context))
+           << llvm::toString(model.takeError());
+  ArtifactEmitOptions emitOptions;
+  emitOptions.model = std::move(*model);
+  emitOptions.producer = "strata-compile (activations " +
+                         options.activationType + ")";
+  FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
+  if (failed(artifact))
+    return failure();
+  std::vector<uint8_t> bytes = serializeArtifact(*artifact);
+  os.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
   return success();
 }
 } // namespace
@@ -81,8 +131,10 @@ LogicalResult mlir::strata::compile(const CompileOptions &options,
                                     llvm::raw_ostream &os) {
   DialectRegistry registry;
   registerStrataDialects(registry);
-  registry.insert<func::FuncDialect, arith::ArithDialect,
-                  tensor::TensorDialect>();
+  // The later phases use upstream dialects and their interface models
+  // (bufferization, LLVM translation) as strata-opt does.
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.allowUnregisteredDialects(false);
@@ -131,6 +183,15 @@ int mlir::strata::compileMain(int argc, char **argv) {
                              cl::aliasopt(phase));
   static cl::opt<std::string> outputPath(
       "o", cl::desc("Output file"), cl::value_desc("file"), cl::init("-"));
+  static cl::opt<std::string> target(
+      "target", cl::desc("Target of code generation (cpu)"),
+      cl::init("cpu"));
+  static cl::opt<std::string> activationType(
+      "activation-type",
+      cl::desc("Element type of activations and caches: bf16 (as the model "
+               "is written) or f32 (full precision, what the fp32 goldens "
+               "are compared in)"),
+      cl::init("bf16"));
   static cl::opt<bool> verifyDiagnostics(
       "verify-diagnostics",
       cl::desc("Check expected-* comments instead of printing diagnostics"),
@@ -150,6 +211,12 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.configPath = configPath;
   options.phase = phase;
   options.verifyDiagnostics = verifyDiagnostics;
+  options.target = target;
+  options.activationType = activationType;
+  // `-o model.strata` without --compile-to means the artifact.
+  if (phase.getNumOccurrences() == 0 &&
+      llvm::StringRef(outputPath).ends_with(".strata"))
+    options.phase = CompilePhase::Artifact;
   if (failed(compile(options, output->os())))
     return 1;
   output->keep();

@@ -36,6 +36,10 @@ struct CompileOptions {
   std::string configPath;
   /// Where to stop. Default: llm.
   CompilePhase phase = CompilePhase::Llm;
+  /// Targets of the target/artifact phases (only "cpu" so far).
+  std::string target = "cpu";
+  /// Element type of activations and caches: "bf16" or "f32".
+  std::string activationType = "bf16";
   /// Check `expected-error` comments in the input instead of printing
   /// diagnostics (lit tests).
   bool verifyDiagnostics = false;

@@ -18,6 +18,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "dialects/llm/Transforms/Passes.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Target/CPU/CpuTargetInfo.h"
 
@@ -30,13 +31,20 @@ std::unique_ptr<TargetInfo> mlir::strata::createTargetInfo(StringRef name) {
   return nullptr;
 }
 
-void mlir::strata::buildFusedPipeline(OpPassManager &pm,
-                                      const PipelineOptions &) {
+LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
+                                               const PipelineOptions &options) {
+  if (options.activationType != "bf16" && options.activationType != "f32")
+    return failure();
+  // The precision policy first, so that every later pass and every kernel
+  // sees the final types.
+  if (options.activationType == "f32")
+    pm.addPass(llm::createLLMPromoteActivationsPass());
   // Folds and drops dead llm ops (all Pure) so no kernel is built for them.
   pm.addPass(createCanonicalizerPass());
   // Merges repeated llm.weight reads and identical subgraphs: one kernel
   // call and one weight binding each.
   pm.addPass(createCSEPass());
+  return success();
 }
 
 void mlir::strata::buildKernelPipeline(OpPassManager &pm,
@@ -62,6 +70,8 @@ LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
   std::unique_ptr<TargetInfo> target = createTargetInfo(options.target);
   if (!target || !target->isHost())
     return failure();
+  // Bufferization's copies become linalg.copy: kernels call no runtime.
+  pm.addNestedPass<func::FuncOp>(createConvertMemRefCopyToLinalgPass());
   // linalg matmuls/fills/elementwise become scf loops over loads/stores.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // collapse_shape/subview become explicit strided metadata ...
@@ -69,6 +79,12 @@ LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
   // ... whose affine.apply index math lowers to arith.
   pm.addPass(createLowerAffinePass());
   if (target->needsBF16Expansion()) {
+    // bf16 arithmetic (the graph's residual adds) as f32 arithmetic with a
+    // rounding after each op, which is what bf16 hardware does too.
+    arith::ArithEmulateUnsupportedFloatsOptions emulate;
+    emulate.sourceTypeStrs = {"bf16"};
+    emulate.targetTypeStr = "f32";
+    pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
     // bf16 <-> f32 as integer code: no bf16 instructions or libcalls needed.
     arith::ArithExpandOpsPassOptions expand;
     expand.includeBf16 = true;
@@ -91,7 +107,10 @@ LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
 
 void mlir::strata::registerStrataPipelines() {
   PassPipelineRegistration<PipelineOptions>(
-      "strata-fused", "llm -> fused phase", buildFusedPipeline);
+      "strata-fused", "llm -> fused phase",
+      [](OpPassManager &pm, const PipelineOptions &options) {
+        (void)buildFusedPipeline(pm, options);
+      });
   PassPipelineRegistration<PipelineOptions>(
       "strata-kernel", "fused -> kernel phase", buildKernelPipeline);
   PassPipelineRegistration<PipelineOptions>(
@@ -102,7 +121,7 @@ void mlir::strata::registerStrataPipelines() {
   PassPipelineRegistration<PipelineOptions>(
       "strata-lower", "llm -> target: the fused, kernel and target phases",
       [](OpPassManager &pm, const PipelineOptions &options) {
-        buildFusedPipeline(pm, options);
+        (void)buildFusedPipeline(pm, options);
         buildKernelPipeline(pm, options);
         (void)buildTargetPipeline(pm, options);
       });

@@ -28,10 +28,17 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("target of the `target` phase"),
                              llvm::cl::init("cpu")};
+  Option<std::string> activationType{
+      *this, "activation-type",
+      llvm::cl::desc("element type of activations and caches: bf16 (as the "
+                     "model is written) or f32 (llm-promote-activations)"),
+      llvm::cl::init("bf16")};
 };
 
-/// llm -> fused: llm-level cleanups.
-void buildFusedPipeline(OpPassManager &pm, const PipelineOptions &options);
+/// llm -> fused: llm-level cleanups and the precision policy. Fails to build
+/// for an unknown activation type.
+LogicalResult buildFusedPipeline(OpPassManager &pm,
+                                 const PipelineOptions &options);
 /// fused -> kernel: outlined kernels over memrefs, bufferized graph.
 void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
 /// kernel -> target: the LLVM dialect (cpu). Fails to build for a target

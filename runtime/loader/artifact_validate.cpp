@@ -109,6 +109,12 @@ Status validateWeights(const ArtifactDef &def) {
                    w->transform() == WeightTransform::fp8_dequant_transpose;
     bool transpose = w->transform() == WeightTransform::transpose ||
                      w->transform() == WeightTransform::fp8_dequant_transpose;
+    if (w->transform() == WeightTransform::stack_experts &&
+        (str(w->name()).find("{e}") == std::string::npos ||
+         count(w->shape()) < 1))
+      return invalidArgument("{}: stack_experts needs a name with '{{e}}' and "
+                             "a shape of rank >= 1",
+                             where);
     if (transpose && count(w->shape()) != 2)
       return invalidArgument("{}: transpose needs a rank-2 tensor, got rank {}",
                              where, count(w->shape()));
@@ -181,11 +187,13 @@ Status validateCacheLayout(const ArtifactDef &def) {
       return invalidArgument("cache_layout: index_pages.rows_per_page is {}, "
                              "expected {}",
                              index->rows_per_page(), page / kpool);
-    if (!validDType(index->value_dtype()) || !validDType(index->scale_dtype()))
+    bool scaled = index->scale_layout() != IndexScaleLayout::none;
+    if (!validDType(index->value_dtype()) ||
+        (scaled && !validDType(index->scale_dtype())))
       return invalidArgument("cache_layout: index_pages: invalid dtype");
     if (!known(index->scale_layout()))
       return invalidArgument("cache_layout: index_pages: unknown scale layout");
-    uint64_t scale = dtypeBytes(index->scale_dtype());
+    uint64_t scale = scaled ? dtypeBytes(index->scale_dtype()) : 0;
     uint64_t minimum;
     if (index->scale_layout() == IndexScaleLayout::interleaved) {
       if (index->row_stride_bytes() < index->value_bytes() + scale)

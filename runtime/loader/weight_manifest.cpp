@@ -42,11 +42,19 @@ std::string_view checkpointDTypeName(DType dtype) {
   return "INVALID";
 }
 
+std::string expertTensorName(std::string_view pattern, int64_t expert) {
+  std::string name(pattern);
+  size_t at = name.find("{e}");
+  if (at != std::string::npos)
+    name.replace(at, 3, std::to_string(expert));
+  return name;
+}
+
 namespace {
 
 /// Appends the problems of one tensor to `errors`.
 void checkTensor(const CheckpointLookup &lookup, const std::string &name,
-                 DType dtype, const flatbuffers::Vector<int64_t> *shape,
+                 DType dtype, const std::vector<int64_t> &expected_shape,
                  std::vector<std::string> &errors) {
   std::optional<CheckpointTensorInfo> found = lookup(name);
   if (!found) {
@@ -57,9 +65,6 @@ void checkTensor(const CheckpointLookup &lookup, const std::string &name,
   if (found->dtype != expected_dtype)
     errors.push_back(fmt::format("tensor '{}' dtype: expected {}, found {}",
                                  name, expected_dtype, found->dtype));
-  std::vector<int64_t> expected_shape;
-  if (shape)
-    expected_shape.assign(shape->begin(), shape->end());
   if (found->shape != expected_shape)
     errors.push_back(fmt::format("tensor '{}' shape: expected [{}], found [{}]",
                                  name, fmt::join(expected_shape, ", "),
@@ -75,11 +80,29 @@ Status checkWeightManifest(const Artifact &artifact,
     return okStatus();
   std::vector<std::string> errors;
   for (const WeightEntry *entry : *weights) {
-    checkTensor(lookup, entry->name()->str(), entry->dtype(), entry->shape(),
-                errors);
-    if (entry->scale_name() && entry->scale_name()->size() > 0)
+    if (entry->transform() == WeightTransform::stack_experts) {
+      // One checkpoint tensor per expert, each of shape shape[1:].
+      std::vector<int64_t> shape(entry->shape()->begin(),
+                                 entry->shape()->end());
+      for (int64_t e = 0; e < shape[0]; ++e)
+        checkTensor(lookup, expertTensorName(entry->name()->str(), e),
+                    entry->dtype(),
+                    std::vector<int64_t>(shape.begin() + 1, shape.end()),
+                    errors);
+      continue;
+    }
+    std::vector<int64_t> shape;
+    if (entry->shape())
+      shape.assign(entry->shape()->begin(), entry->shape()->end());
+    checkTensor(lookup, entry->name()->str(), entry->dtype(), shape, errors);
+    if (entry->scale_name() && entry->scale_name()->size() > 0) {
+      std::vector<int64_t> scale_shape;
+      if (entry->scale_shape())
+        scale_shape.assign(entry->scale_shape()->begin(),
+                           entry->scale_shape()->end());
       checkTensor(lookup, entry->scale_name()->str(), entry->scale_dtype(),
-                  entry->scale_shape(), errors);
+                  scale_shape, errors);
+    }
   }
   if (errors.empty())
     return okStatus();

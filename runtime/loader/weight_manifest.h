@@ -49,6 +49,10 @@ using CheckpointLookup =
 /// "F8_E5M2", "I8", "U8", "I32", "I64", "F64", "BOOL").
 std::string_view checkpointDTypeName(artifact::DType dtype);
 
+/// The checkpoint name of expert `expert`'s tensor of a stack_experts entry:
+/// the first "{e}" of `pattern` replaced by the number.
+std::string expertTensorName(std::string_view pattern, int64_t expert);
+
 /// Checks every manifest entry (and its fp8 scale tensor) against `lookup`.
 /// On mismatch returns INVALID_ARGUMENT listing every bad tensor, each as
 /// "tensor '<name>': missing from checkpoint", "... dtype: expected BF16,

@@ -186,6 +186,9 @@ LogicalResult EmbeddingOp::verify() {
   if (failed(checkShape(*this, "result", getResult(),
                         {tokensOf(getIds()), table[1]})))
     return failure();
+  // f32 rows from a bf16 table: the exact widening of the f32 mode.
+  if (elementTypeOf(getResult()).isF32())
+    return success();
   return checkSameType(*this, "result element", elementTypeOf(getResult()),
                        elementTypeOf(getTable()));
 }

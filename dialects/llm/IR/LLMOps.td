@@ -108,7 +108,7 @@ def LLM_EmbeddingOp : LLM_Op<"embedding", [Pure]> {
   let description = [{
     `y[t, :] = table[ids[t], :]`, no scaling. `ids : [T]` (i32 or i64),
     `table : [vocab, hidden]`, `y : [T, hidden]` with the element type of the
-    table. Ids outside `[0, vocab)` are undefined behaviour (the tokenizer
+    table or f32 (exact widening). Ids outside `[0, vocab)` are undefined behaviour (the tokenizer
     never produces them).
 
     ```mlir

@@ -30,12 +30,14 @@ void LLMDialect::registerTypes() {
 namespace {
 using EmitFn = llvm::function_ref<InFlightDiagnostic()>;
 
-/// Checks that a cache element type is bf16 or f8E4M3FN.
+/// Checks that a cache element type is bf16, f8E4M3FN or f32 (f32: the
+/// full-precision mode of llm-promote-activations).
 LogicalResult verifyCacheElementType(EmitFn emitError, StringRef what,
                                      Type type) {
-  if (type.isBF16() || isa<Float8E4M3FNType>(type))
+  if (type.isBF16() || type.isF32() || isa<Float8E4M3FNType>(type))
     return success();
-  return emitError() << what << " element type must be bf16 or f8E4M3FN, got "
+  return emitError() << what
+                     << " element type must be bf16, f32 or f8E4M3FN, got "
                      << type;
 }
 

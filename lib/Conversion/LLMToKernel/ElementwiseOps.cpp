@@ -38,10 +38,10 @@ struct EmbeddingToKernel : OpConversionPattern<llm::EmbeddingOp> {
       kb.loop(kb.idx(0), kb.dim(args[0], 0), [&](Value t) {
         Value id = kb.loadIndex(args[0], t);
         kb.loop(0, hidden, [&](Value d) {
-          Value v = memref::LoadOp::create(kb.builder(), kb.getLoc(), args[1],
-                                           ValueRange{id, d});
-          memref::StoreOp::create(kb.builder(), kb.getLoc(), v, args[2],
-                                  ValueRange{t, d});
+          // Widened and rounded back: a copy for equal types, the exact
+          // bf16 -> f32 widening of the f32 mode otherwise.
+          kb.store(kb.load(args[1], ValueRange{id, d}), args[2],
+                   ValueRange{t, d});
         });
       });
     });

@@ -211,11 +211,14 @@ private:
       return success();
     }
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      for (Value v : ret.getOperands()) {
+      for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         auto it = roots.find(v);
         if (it != roots.end() && it->second.kind == PlanBinding::Kind::Buffer &&
-            plan.buffers[it->second.index].role == PlanBuffer::Role::Activation)
+            plan.buffers[it->second.index].role ==
+                PlanBuffer::Role::Activation) {
           plan.buffers[it->second.index].role = PlanBuffer::Role::Output;
+          plan.buffers[it->second.index].result = i;
+        }
       }
       return success();
     }

@@ -45,6 +45,8 @@ struct PlanBuffer {
   std::vector<PlanExtent> shape;
   /// Step-function argument number of an input, -1 otherwise.
   int argument = -1;
+  /// Step-function result number of an output, -1 otherwise.
+  int result = -1;
 };
 
 /// A cache operand of the step (schema CacheDef): a function argument whose

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Target/CPU/CpuKernelCompiler.h"
+#include "lib/Pipelines/Pipelines.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,27 +40,18 @@ std::string mlir::strata::cpuEntrySymbol(llvm::StringRef name) {
 }
 
 void mlir::strata::buildCpuLoweringPipeline(OpPassManager &pm) {
-  // linalg ops become scf loops over memref loads/stores.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  // Subviews/reshapes become explicit strided metadata, then affine.apply.
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  // Each dialect to LLVM; memref last but func (descriptor types settle).
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
+  // The `target` phase for the host CPU: the same passes strata-opt
+  // --strata-target runs (incl. bf16 <-> f32 as integer code).
+  PipelineOptions options;
+  options.target = "cpu";
+  (void)buildTargetPipeline(pm, options);
 }
 
 //===----------------------------------------------------------------------===//
 // Kernel ABI from func signatures
 //===----------------------------------------------------------------------===//
 
-static FailureOr<fb::DType> dtypeOf(Type type) {
+FailureOr<fb::DType> mlir::strata::toArtifactDType(Type type) {
   if (type.isF32())
     return fb::DType::f32;
   if (type.isF16())
@@ -99,7 +91,7 @@ static FailureOr<KernelDesc> describeKernel(func::FuncOp func) {
       if (!memref.getLayout().isIdentity())
         return func.emitError("kernel argument ")
                << i << " has a non-identity layout: " << type;
-      FailureOr<fb::DType> dtype = dtypeOf(memref.getElementType());
+      FailureOr<fb::DType> dtype = toArtifactDType(memref.getElementType());
       if (failed(dtype))
         return func.emitError("kernel argument ")
                << i << " has unsupported element type "
@@ -109,7 +101,7 @@ static FailureOr<KernelDesc> describeKernel(func::FuncOp func) {
       for (int64_t extent : memref.getShape())
         arg.staticShape.push_back(ShapedType::isDynamic(extent) ? -1 : extent);
     } else {
-      FailureOr<fb::DType> dtype = dtypeOf(type);
+      FailureOr<fb::DType> dtype = toArtifactDType(type);
       if (failed(dtype) ||
           (*dtype != fb::DType::f32 && *dtype != fb::DType::f64 &&
            *dtype != fb::DType::i32 && *dtype != fb::DType::i64))

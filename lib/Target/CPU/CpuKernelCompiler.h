@@ -55,13 +55,17 @@ struct CpuKernelLibrary {
 };
 
 /// Adds the lowering from func/linalg/scf/arith/math/memref to the LLVM
-/// dialect to `pm` (anchored on builtin.module).
+/// dialect to `pm` (anchored on builtin.module): buildTargetPipeline for cpu.
 void buildCpuLoweringPipeline(OpPassManager &pm);
 
 /// Compiles every public func.func with a body in `module`; emits errors on
 /// `module` and fails on unsupported signatures or tool failures.
 FailureOr<CpuKernelLibrary> compileCpuKernels(ModuleOp module,
                                               const CpuCompileOptions &options);
+
+/// The artifact element type of an MLIR element type (index -> i64), or
+/// failure for types the artifact cannot describe.
+FailureOr<fb::DType> toArtifactDType(Type type);
 
 /// The packed entry symbol of kernel `name`.
 std::string cpuEntrySymbol(llvm::StringRef name);

@@ -94,10 +94,10 @@ func.func @latent_pool_pad() {
 
 // -----
 
-// Tests that the verifier rejects a latent pool of f32.
+// Tests that the verifier rejects a latent pool of f16.
 func.func @latent_pool_element_type() {
-  // expected-error@+1 {{latent pool element type must be bf16 or f8E4M3FN, got 'f32'}}
-  %w = llm.weight "t" : !llm.latent_pool<page_size = 64, width = 512, pad = 0, f32>
+  // expected-error@+1 {{latent pool element type must be bf16, f32 or f8E4M3FN, got 'f16'}}
+  %w = llm.weight "t" : !llm.latent_pool<page_size = 64, width = 512, pad = 0, f16>
   return
 }
 
@@ -132,7 +132,7 @@ func.func @index_pool_hadamard_width() {
 
 // Tests that the verifier rejects an index pool of f16.
 func.func @index_pool_element_type() {
-  // expected-error@+1 {{index pool element type must be bf16 or f8E4M3FN, got 'f16'}}
+  // expected-error@+1 {{index pool element type must be bf16, f32 or f8E4M3FN, got 'f16'}}
   %w = llm.weight "t" : !llm.index_pool<page_size = 64, kpool = 4, width = 128, f16>
   return
 }
@@ -283,10 +283,10 @@ func.func @embedding_result_shape(%ids: tensor<?xi32>, %t: tensor<16x8xbf16>) {
 
 // -----
 
-// Tests that the verifier rejects a result element type that differs from the table.
-func.func @embedding_result_element(%ids: tensor<?xi32>, %t: tensor<16x8xbf16>) {
-  // expected-error@+1 {{expected result element type 'bf16', got 'f32'}}
-  %e = llm.embedding %ids, %t : (tensor<?xi32>, tensor<16x8xbf16>) -> tensor<?x8xf32>
+// Tests that the verifier rejects a result element type that is neither the table's nor f32.
+func.func @embedding_result_element(%ids: tensor<?xi32>, %t: tensor<16x8xf32>) {
+  // expected-error@+1 {{expected result element type 'f32', got 'bf16'}}
+  %e = llm.embedding %ids, %t : (tensor<?xi32>, tensor<16x8xf32>) -> tensor<?x8xbf16>
   return
 }
 

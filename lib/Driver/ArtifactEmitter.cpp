@@ -1,0 +1,487 @@
+//===- ArtifactEmitter.cpp - kernel-phase module to artifact --------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Driver/ArtifactEmitter.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/ADT/StringMap.h"
+
+#include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/KernelPlan.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// The DSL name of step argument `i` (`ids`, `layer3.latent_cache`, ...):
+/// the NameLoc the frontend gives every entry argument.
+std::string argumentName(func::FuncOp step, unsigned i) {
+  Location loc = step.getArgument(i).getLoc();
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  return "";
+}
+
+/// One cache operand of a step, before ids are assigned.
+struct CacheUse {
+  fb::CacheKind kind;
+  uint32_t layer;
+  Type type;
+};
+
+FailureOr<fb::CacheKind> cacheKindOf(Type llmType) {
+  if (isa<llm::LatentPoolType>(llmType))
+    return fb::CacheKind::mla_latent;
+  if (isa<llm::IndexPoolType>(llmType))
+    return fb::CacheKind::index_pages;
+  if (isa<llm::TailRingType>(llmType))
+    return fb::CacheKind::tail_ring;
+  if (isa<llm::KdaStateType>(llmType))
+    return fb::CacheKind::kda_recurrent;
+  if (isa<llm::ConvStateType>(llmType))
+    return fb::CacheKind::kda_conv;
+  return failure();
+}
+
+bool isPaged(fb::CacheKind kind) {
+  return kind == fb::CacheKind::mla_latent ||
+         kind == fb::CacheKind::index_pages;
+}
+
+uint64_t elementBytes(Type type) {
+  return (type.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+/// Bytes of one page (paged kinds) or one slot (state kinds) of a cache of
+/// llm type `type`, packed as its kernel memref (docs/Lowering.md).
+uint64_t unitBytes(Type type) {
+  MemRefType memref = getKernelMemRefType(type);
+  uint64_t bytes = elementBytes(memref.getElementType());
+  for (int64_t d : memref.getShape().drop_front())
+    bytes *= d;
+  return bytes;
+}
+
+class Emitter {
+public:
+  Emitter(ModuleOp module, const ArtifactEmitOptions &options)
+      : module(module), options(options) {}
+
+  FailureOr<ArtifactDesc> run();
+
+private:
+  LogicalResult collectSteps();
+  LogicalResult collectCaches(func::FuncOp step, const KernelPlan &plan);
+  LogicalResult buildCacheLayout();
+  LogicalResult collectWeights(const KernelPlan &plan);
+  FailureOr<SizeExpression> extentExpr(func::FuncOp step,
+                                       const KernelPlan &plan,
+                                       const PlanExtent &extent);
+  FailureOr<std::vector<SizeExpression>>
+  shapeExpr(func::FuncOp step, const KernelPlan &plan,
+            const std::vector<PlanExtent> &shape);
+  FailureOr<PlanDesc> buildPlan(fb::StepKind kind, func::FuncOp step,
+                                const KernelPlan &plan);
+
+  ModuleOp module;
+  const ArtifactEmitOptions &options;
+  ArtifactDesc artifact;
+
+  func::FuncOp target, draft;
+  KernelPlan targetPlan, draftPlan;
+  /// Cache operands by (kind, layer); the value is the cache id.
+  std::map<std::pair<fb::CacheKind, uint32_t>, uint32_t> cacheIds;
+  std::vector<CacheUse> cacheUses;
+  /// Manifest index by checkpoint tensor name.
+  llvm::StringMap<uint32_t> weightIndex;
+  /// Kernel index by kernel function name.
+  llvm::StringMap<uint32_t> kernelIndex;
+};
+
+LogicalResult Emitter::collectSteps() {
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || func->hasAttr(kKernelAttrName))
+      continue;
+    StringRef name = func.getSymName();
+    if (name.ends_with("_mtp_draft")) {
+      draft = func;
+    } else if (name.ends_with("_target")) {
+      target = func;
+    } else {
+      return func.emitError("step function '")
+             << name
+             << "' is neither <model>_target nor <model>_mtp_draft; the "
+                "artifact has no step kind for it";
+    }
+  }
+  if (!target)
+    return module.emitError("no <model>_target step function in the module");
+  return success();
+}
+
+LogicalResult Emitter::collectCaches(func::FuncOp step,
+                                     const KernelPlan &plan) {
+  for (const PlanCache &cache : plan.caches) {
+    std::string name = argumentName(step, cache.argument);
+    unsigned layer = 0;
+    StringRef rest = name;
+    if (!rest.consume_front("layer") || rest.consumeInteger(10, layer) ||
+        !rest.starts_with("."))
+      return step.emitError("cache argument ")
+             << cache.argument << " ('" << name
+             << "') is not named layer<N>.<cache>; the artifact cannot tell "
+                "its layer";
+    FailureOr<fb::CacheKind> kind = cacheKindOf(cache.llmType);
+    if (failed(kind))
+      return step.emitError("cache argument ")
+             << cache.argument << " has no cache kind: " << cache.llmType;
+    auto key = std::make_pair(*kind, static_cast<uint32_t>(layer));
+    if (cacheIds.count(key))
+      continue;
+    cacheIds[key] = 0;
+    cacheUses.push_back({*kind, static_cast<uint32_t>(layer), cache.llmType});
+  }
+  return success();
+}
+
+LogicalResult Emitter::buildCacheLayout() {
+  // Ids in (layer, kind) order; slots in layer order within each kind.
+  std::sort(cacheUses.begin(), cacheUses.end(),
+            [](const CacheUse &a, const CacheUse &b) {
+              return std::make_tuple(a.layer, static_cast<int>(a.kind)) <
+                     std::make_tuple(b.layer, static_cast<int>(b.kind));
+            });
+  CacheLayoutDesc &layout = artifact.cacheLayout;
+  std::map<fb::CacheKind, uint32_t> slots;
+  std::map<fb::CacheKind, Type> typeOfKind;
+  std::vector<uint64_t> units;
+  for (const CacheUse &use : cacheUses) {
+    auto [it, inserted] = typeOfKind.try_emplace(use.kind, use.type);
+    if (!inserted && it->second != use.type)
+      return module.emitError("layers disagree on the type of cache kind '")
+             << fb::EnumNameCacheKind(use.kind) << "': " << it->second
+             << " vs " << use.type;
+    uint32_t id = layout.caches.size();
+    cacheIds[{use.kind, use.layer}] = id;
+    CacheDesc cache;
+    cache.kind = use.kind;
+    cache.layer = use.layer;
+    cache.slot = slots[use.kind]++;
+    cache.name = "layer" + std::to_string(use.layer) + "." +
+                 fb::EnumNameCacheKind(use.kind);
+    layout.caches.push_back(std::move(cache));
+    units.push_back(unitBytes(use.type));
+  }
+  // Pages and slots are packed (the kernels' memrefs are contiguous), so the
+  // alignment is the largest power of two (<= 256) dividing every unit.
+  uint64_t alignment = 256;
+  for (uint64_t unit : units)
+    while (alignment > 1 && unit % alignment != 0)
+      alignment /= 2;
+  layout.alignment = alignment;
+
+  auto dtype = [&](Type t) -> FailureOr<fb::DType> {
+    FailureOr<fb::DType> d = toArtifactDType(t);
+    if (failed(d))
+      return module.emitError("cache element type ") << t << " has no dtype";
+    return d;
+  };
+  for (auto &[kind, type] : typeOfKind) {
+    uint32_t layers = slots[kind];
+    if (auto latent = dyn_cast<llm::LatentPoolType>(type)) {
+      FailureOr<fb::DType> d = dtype(latent.getElementType());
+      if (failed(d))
+        return failure();
+      if (*d == fb::DType::f8e4m3fn)
+        return module.emitError("fp8 latent pools have no CPU kernels");
+      MlaLatentDesc mla;
+      mla.numLayers = layers;
+      mla.dtype = *d;
+      mla.rowElements = latent.getWidth() + latent.getPad();
+      mla.rowBytes = mla.rowElements * elementBytes(latent.getElementType());
+      mla.pageBytes = unitBytes(type);
+      layout.pageSizeTokens = latent.getPageSize();
+      layout.mlaLatent = mla;
+    } else if (auto index = dyn_cast<llm::IndexPoolType>(type)) {
+      FailureOr<fb::DType> d = dtype(index.getElementType());
+      if (failed(d))
+        return failure();
+      if (*d == fb::DType::f8e4m3fn)
+        return module.emitError("fp8 index pools are not described by the "
+                                "artifact emitter yet");
+      IndexPagesDesc pages;
+      pages.numLayers = layers;
+      pages.rowsPerPage = index.getPageSize() / index.getKpool();
+      pages.valueDtype = *d;
+      pages.valueBytes =
+          index.getWidth() * elementBytes(index.getElementType());
+      pages.scaleDtype = fb::DType::invalid;
+      pages.scaleLayout = fb::IndexScaleLayout::none;
+      pages.rowStrideBytes = pages.valueBytes;
+      pages.pageBytes = unitBytes(type);
+      layout.pageSizeTokens = index.getPageSize();
+      layout.indexPages = pages;
+    } else if (auto ring = dyn_cast<llm::TailRingType>(type)) {
+      FailureOr<fb::DType> d = dtype(ring.getElementType());
+      if (failed(d))
+        return failure();
+      TailRingDesc desc;
+      desc.numLayers = layers;
+      desc.depth = ring.getDepth();
+      desc.planes = 2;
+      desc.rowElements = ring.getWidth();
+      desc.dtype = *d;
+      desc.bytesPerLayer = unitBytes(type);
+      layout.tailRing = desc;
+    } else if (auto state = dyn_cast<llm::KdaStateType>(type)) {
+      KdaStateDesc &kda = layout.kda ? *layout.kda
+                                     : layout.kda.emplace(KdaStateDesc{});
+      kda.numLayers = layers;
+      kda.numHeads = state.getHeads();
+      kda.headDimK = state.getKeyDim();
+      kda.headDimV = state.getValueDim();
+      kda.recurrentDtype = fb::DType::f32;
+      kda.recurrentBytesPerLayer = unitBytes(type);
+    } else if (auto conv = dyn_cast<llm::ConvStateType>(type)) {
+      FailureOr<fb::DType> d = dtype(conv.getElementType());
+      if (failed(d))
+        return failure();
+      KdaStateDesc &kda = layout.kda ? *layout.kda
+                                     : layout.kda.emplace(KdaStateDesc{});
+      kda.convKernelSize = conv.getWidth() + 1;
+      kda.convChannels = conv.getChannels();
+      kda.convDtype = *d;
+      kda.convBytesPerLayer = unitBytes(type);
+    }
+  }
+  return success();
+}
+
+LogicalResult Emitter::collectWeights(const KernelPlan &plan) {
+  for (const std::string &name : plan.weights) {
+    if (weightIndex.count(name))
+      continue;
+    auto global = module.lookupSymbol<memref::GlobalOp>(name);
+    if (!global)
+      return module.emitError("weight '") << name << "' has no memref.global";
+    MemRefType type = global.getType();
+    FailureOr<fb::DType> dtype = toArtifactDType(type.getElementType());
+    if (failed(dtype))
+      return global.emitError("weight element type has no artifact dtype");
+    WeightDesc weight;
+    weight.name = name;
+    weight.dtype = *dtype;
+    weight.runtimeDtype = *dtype;
+    weight.shape.assign(type.getShape().begin(), type.getShape().end());
+    weight.transform = StringRef(name).contains("{e}")
+                           ? fb::WeightTransform::stack_experts
+                           : fb::WeightTransform::none;
+    weightIndex[name] = artifact.weights.size();
+    artifact.weights.push_back(std::move(weight));
+  }
+  return success();
+}
+
+FailureOr<SizeExpression> Emitter::extentExpr(func::FuncOp step,
+                                              const KernelPlan &plan,
+                                              const PlanExtent &extent) {
+  using Sym = fb::SizeSymbol;
+  if (extent.input < 0)
+    return SizeExpression::constant(extent.value);
+  // Cache pools: pages or slots.
+  for (const PlanCache &cache : plan.caches) {
+    if (cache.argument != extent.input)
+      continue;
+    FailureOr<fb::CacheKind> kind = cacheKindOf(cache.llmType);
+    if (failed(kind) || extent.dim != 0)
+      break;
+    return SizeExpression::symbol(isPaged(*kind) ? Sym::kv_pages
+                                                 : Sym::state_slots);
+  }
+  std::string name = argumentName(step, extent.input);
+  if ((name == "ids" || name == "positions" || name == "hidden") &&
+      extent.dim == 0)
+    return SizeExpression::symbol(Sym::num_tokens);
+  if (name == "seq_starts" && extent.dim == 0)
+    return SizeExpression::symbol(Sym::num_requests) + 1;
+  if (name == "slots" && extent.dim == 0)
+    return SizeExpression::symbol(Sym::num_requests);
+  if (name == "block_table")
+    return SizeExpression::symbol(extent.dim == 0 ? Sym::num_requests
+                                                  : Sym::num_pages);
+  if (name == "rows" && extent.dim == 0)
+    return SizeExpression::symbol(Sym::logit_rows);
+  return step.emitError("no runtime size for extent ")
+         << extent.dim << " of step argument " << extent.input << " ('"
+         << name << "')";
+}
+
+FailureOr<std::vector<SizeExpression>>
+Emitter::shapeExpr(func::FuncOp step, const KernelPlan &plan,
+                   const std::vector<PlanExtent> &shape) {
+  std::vector<SizeExpression> result;
+  for (const PlanExtent &extent : shape) {
+    FailureOr<SizeExpression> e = extentExpr(step, plan, extent);
+    if (failed(e))
+      return failure();
+    result.push_back(std::move(*e));
+  }
+  return result;
+}
+
+FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
+                                       const KernelPlan &plan) {
+  PlanDesc desc;
+  desc.step = kind;
+  for (auto [i, buffer] : llvm::enumerate(plan.buffers)) {
+    BufferDesc b;
+    switch (buffer.role) {
+    case PlanBuffer::Role::Input:
+      b.kind = fb::BufferKind::input;
+      b.name = argumentName(step, buffer.argument);
+      if (b.name.empty())
+        b.name = buffer.name;
+      break;
+    case PlanBuffer::Role::Output:
+      b.kind = fb::BufferKind::output;
+      // The entry contract (models/glm5_next/model.dsl): logits first, the
+      // hidden state (the next MTP draft step's input) second.
+      b.name = buffer.result == 0   ? "logits"
+               : buffer.result == 1 ? "hidden_out"
+                                    : "result" + std::to_string(buffer.result);
+      break;
+    case PlanBuffer::Role::Activation:
+      b.kind = fb::BufferKind::activation;
+      b.name = "buf" + std::to_string(i);
+      break;
+    }
+    SizeExpression size =
+        SizeExpression::constant(elementBytes(buffer.elementType));
+    for (const PlanExtent &extent : buffer.shape) {
+      FailureOr<SizeExpression> e = extentExpr(step, plan, extent);
+      if (failed(e))
+        return failure();
+      size = size * *e;
+    }
+    b.sizeBytes = std::move(size);
+    desc.buffers.push_back(std::move(b));
+  }
+  for (const PlanDispatch &dispatch : plan.dispatches) {
+    DispatchDesc d;
+    auto it = kernelIndex.find(dispatch.kernel);
+    if (it == kernelIndex.end())
+      return step.emitError("dispatch of '")
+             << dispatch.kernel << "', which was not compiled";
+    d.kernelIndex = it->second;
+    d.label = dispatch.label;
+    for (const PlanBinding &binding : dispatch.bindings) {
+      FailureOr<std::vector<SizeExpression>> shape =
+          shapeExpr(step, plan, binding.shape);
+      if (failed(shape))
+        return failure();
+      switch (binding.kind) {
+      case PlanBinding::Kind::Buffer:
+        d.bindings.push_back(BindingDesc::buffer(binding.index, *shape));
+        break;
+      case PlanBinding::Kind::Weight:
+        d.bindings.push_back(BindingDesc::weight(
+            weightIndex.lookup(plan.weights[binding.index]), *shape));
+        break;
+      case PlanBinding::Kind::Cache: {
+        const PlanCache &cache = plan.caches[binding.index];
+        std::string name = argumentName(step, cache.argument);
+        unsigned layer = 0;
+        StringRef(name).drop_front(5).consumeInteger(10, layer);
+        FailureOr<fb::CacheKind> kind = cacheKindOf(cache.llmType);
+        d.bindings.push_back(
+            BindingDesc::cache(cacheIds.at({*kind, layer}), *shape));
+        break;
+      }
+      }
+    }
+    desc.dispatches.push_back(std::move(d));
+  }
+  return desc;
+}
+
+FailureOr<ArtifactDesc> Emitter::run() {
+  if (failed(collectSteps()))
+    return failure();
+  FailureOr<KernelPlan> plan = extractKernelPlan(target);
+  if (failed(plan))
+    return failure();
+  targetPlan = std::move(*plan);
+  if (draft) {
+    plan = extractKernelPlan(draft);
+    if (failed(plan))
+      return failure();
+    draftPlan = std::move(*plan);
+  }
+  if (failed(collectCaches(target, targetPlan)) ||
+      (draft && failed(collectCaches(draft, draftPlan))) ||
+      failed(buildCacheLayout()) || failed(collectWeights(targetPlan)) ||
+      (draft && failed(collectWeights(draftPlan))))
+    return failure();
+
+  // Kernels: a clone holding only the llm.kernel functions.
+  OwningOpRef<ModuleOp> kernels = module.clone();
+  for (Operation &op : llvm::make_early_inc_range(*kernels->getBody())) {
+    auto func = dyn_cast<func::FuncOp>(op);
+    if (!func || !func->hasAttr(kKernelAttrName))
+      op.erase();
+  }
+  FailureOr<CpuKernelLibrary> library =
+      compileCpuKernels(*kernels, options.cpu);
+  if (failed(library))
+    return failure();
+  TargetDesc cpu;
+  cpu.kind = fb::TargetKind::cpu;
+  cpu.chip = options.cpu.cpu;
+  cpu.binaries.push_back({fb::BinaryFormat::elf_so, library->sharedObject});
+  for (auto [i, kernel] : llvm::enumerate(library->kernels)) {
+    kernelIndex[kernel.name] = i;
+    KernelDebugDesc debug;
+    debug.target = fb::TargetKind::cpu;
+    debug.kernelIndex = i;
+    debug.locations.push_back(library->locations[i]);
+    artifact.debugKernels.push_back(std::move(debug));
+  }
+  cpu.kernels = std::move(library->kernels);
+
+  for (fb::StepKind kind : {fb::StepKind::prefill, fb::StepKind::decode,
+                            fb::StepKind::mtp_verify}) {
+    FailureOr<PlanDesc> desc = buildPlan(kind, target, targetPlan);
+    if (failed(desc))
+      return failure();
+    cpu.plans.push_back(std::move(*desc));
+  }
+  if (draft) {
+    FailureOr<PlanDesc> desc =
+        buildPlan(fb::StepKind::mtp_draft, draft, draftPlan);
+    if (failed(desc))
+      return failure();
+    cpu.plans.push_back(std::move(*desc));
+  }
+  artifact.targets.push_back(std::move(cpu));
+  artifact.model = options.model;
+  artifact.producer = options.producer;
+  return std::move(artifact);
+}
+
+} // namespace
+
+FailureOr<ArtifactDesc>
+mlir::strata::emitArtifact(ModuleOp kernelModule,
+                           const ArtifactEmitOptions &options) {
+  return Emitter(kernelModule, options).run();
+}

@@ -1,0 +1,307 @@
+//===- model_executor.cpp - run model steps from an artifact --------------===//
+//
+// Part of strata.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/executor/model_executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/loader/weight_manifest.h"
+
+namespace strata::runtime {
+
+using artifact::BufferKind;
+using artifact::CacheKind;
+using artifact::SizeSymbol;
+using artifact::StepKind;
+using artifact::WeightTransform;
+
+namespace {
+
+/// The buffer id of the plan buffer called `name`, or -1.
+int findBuffer(const artifact::ExecutionPlan &plan, std::string_view name) {
+  for (size_t i = 0; i < plan.buffers()->size(); ++i)
+    if (plan.buffers()->Get(i)->name()->string_view() == name)
+      return static_cast<int>(i);
+  return -1;
+}
+
+bool isPaged(CacheKind kind) {
+  return kind == CacheKind::mla_latent || kind == CacheKind::index_pages;
+}
+
+/// Bytes of one page (paged kinds) or one slot (state kinds).
+uint64_t unitBytes(const artifact::CacheLayout &layout, CacheKind kind) {
+  switch (kind) {
+  case CacheKind::mla_latent:
+    return layout.mla_latent()->page_bytes();
+  case CacheKind::index_pages:
+    return layout.index_pages()->page_bytes();
+  case CacheKind::tail_ring:
+    return layout.tail_ring()->bytes_per_layer();
+  case CacheKind::kda_recurrent:
+    return layout.kda()->recurrent_bytes_per_layer();
+  case CacheKind::kda_conv:
+    return layout.kda()->conv_bytes_per_layer();
+  }
+  return 0;
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<ModelExecutor>>
+ModelExecutor::create(const std::string &artifact_path,
+                      const std::string &checkpoint_dir,
+                      const ExecutorOptions &options) {
+  if (options.kv_pages == 0 || options.state_slots == 0)
+    return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
+                           "must be positive",
+                           options.kv_pages, options.state_slots);
+  std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
+  executor->options_ = options;
+  STRATA_ASSIGN_OR_RETURN(executor->artifact_,
+                          Artifact::fromFile(artifact_path));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint,
+                          Checkpoint::open(checkpoint_dir));
+  STRATA_RETURN_IF_ERROR(checkWeightManifest(
+      *executor->artifact_,
+      [&](std::string_view name) -> std::optional<CheckpointTensorInfo> {
+        StatusOr<TensorView> view = checkpoint->tensor(name);
+        if (!view.ok())
+          return std::nullopt;
+        return CheckpointTensorInfo{std::string(dtypeName(view->dtype)),
+                                    view->shape};
+      }));
+  executor->device_ = createCpuDevice();
+  STRATA_ASSIGN_OR_RETURN(
+      executor->program_,
+      Program::load(*executor->artifact_, artifact::TargetKind::cpu,
+                    *executor->device_));
+  STRATA_RETURN_IF_ERROR(executor->bindWeights(*checkpoint));
+  STRATA_RETURN_IF_ERROR(executor->allocateCaches());
+  return executor;
+}
+
+Status ModelExecutor::bindWeights(const Checkpoint &checkpoint) {
+  // The CPU backend copies each tensor into device memory (a GPU backend
+  // must; on the CPU this costs one copy of the weights at load time).
+  const auto *manifest = artifact_->def().weights();
+  for (size_t i = 0; manifest && i < manifest->size(); ++i) {
+    const artifact::WeightEntry *entry = manifest->Get(i);
+    std::string name = entry->name()->str();
+    std::vector<std::string> parts;
+    if (entry->transform() == WeightTransform::stack_experts) {
+      for (int64_t e = 0; e < entry->shape()->Get(0); ++e)
+        parts.push_back(expertTensorName(name, e));
+    } else if (entry->transform() == WeightTransform::none) {
+      parts.push_back(name);
+    } else {
+      return unimplemented("weight '{}': transform {} is not supported by "
+                           "the CPU executor",
+                           name, artifact::EnumNameWeightTransform(
+                                     entry->transform()));
+    }
+    uint64_t total = 0;
+    std::vector<TensorView> views;
+    for (const std::string &part : parts) {
+      STRATA_ASSIGN_OR_RETURN(TensorView view, checkpoint.tensor(part));
+      total += view.byte_size;
+      views.push_back(view);
+    }
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
+                            device_->allocate(std::max<uint64_t>(total, 1), 64));
+    uint64_t offset = 0;
+    for (const TensorView &view : views) {
+      STRATA_RETURN_IF_ERROR(
+          device_->copyToDevice(*buffer, offset, view.data, view.byte_size));
+      offset += view.byte_size;
+    }
+    weights_.push_back(std::move(buffer));
+  }
+  return okStatus();
+}
+
+Status ModelExecutor::allocateCaches() {
+  const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
+  for (size_t i = 0; layout.caches() && i < layout.caches()->size(); ++i) {
+    const artifact::CacheDef *cache = layout.caches()->Get(i);
+    uint64_t unit = unitBytes(layout, cache->kind());
+    uint64_t count = isPaged(cache->kind()) ? options_.kv_pages
+                                            : options_.state_slots;
+    if (unit != 0 && count > UINT64_MAX / unit)
+      return outOfRange("cache '{}': {} x {} bytes overflows",
+                        cache->name()->str(), count, unit);
+    STRATA_ASSIGN_OR_RETURN(
+        std::unique_ptr<Buffer> buffer,
+        device_->allocate(count * unit, layout.alignment()));
+    caches_.push_back(std::move(buffer));
+    cache_unit_bytes_.push_back(unit);
+  }
+  return okStatus();
+}
+
+uint64_t ModelExecutor::pageSizeTokens() const {
+  return artifact_->def().cache_layout()->page_size_tokens();
+}
+
+bool ModelExecutor::hasStep(StepKind step) const {
+  StatusOr<const artifact::TargetDef *> target =
+      artifact_->target(artifact::TargetKind::cpu);
+  return target.ok() && Artifact::plan(**target, step).ok();
+}
+
+Status ModelExecutor::resetSlot(int32_t slot) {
+  if (slot < 0 || static_cast<uint64_t>(slot) >= options_.state_slots)
+    return outOfRange("state slot {} outside [0, {})", slot,
+                      options_.state_slots);
+  const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
+  for (size_t i = 0; i < caches_.size(); ++i) {
+    if (isPaged(layout.caches()->Get(i)->kind()))
+      continue;
+    std::vector<uint8_t> zeros(cache_unit_bytes_[i], 0);
+    STRATA_RETURN_IF_ERROR(device_->copyToDevice(
+        *caches_[i], uint64_t(slot) * cache_unit_bytes_[i], zeros.data(),
+        zeros.size()));
+  }
+  return okStatus();
+}
+
+StatusOr<StepResult>
+ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(artifact::TargetKind::cpu));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  if (requests.empty())
+    return invalidArgument("step with no requests");
+
+  // Host copies of the plan inputs.
+  uint64_t page = pageSizeTokens();
+  std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows;
+  size_t max_pages = 1;
+  uint64_t max_context = 0;
+  StepResult result;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const StepRequest &request = requests[r];
+    if (request.tokens.empty())
+      return invalidArgument("request {} has no tokens", r);
+    if (request.start_position < 0)
+      return invalidArgument("request {}: negative start position", r);
+    uint64_t end = uint64_t(request.start_position) + request.tokens.size();
+    if (end > model().max_position_embeddings())
+      return outOfRange("request {}: position {} beyond the model's {} "
+                        "positions",
+                        r, end - 1, model().max_position_embeddings());
+    uint64_t needed = (end + page - 1) / page;
+    if (request.block_table.size() < needed)
+      return invalidArgument("request {}: block table has {} pages, {} "
+                             "tokens need {}",
+                             r, request.block_table.size(), end, needed);
+    for (int32_t id : request.block_table)
+      if (id < 0 || uint64_t(id) >= options_.kv_pages)
+        return outOfRange("request {}: page id {} outside [0, {})", r, id,
+                          options_.kv_pages);
+    if (request.slot < 0 || uint64_t(request.slot) >= options_.state_slots)
+      return outOfRange("request {}: state slot {} outside [0, {})", r,
+                        request.slot, options_.state_slots);
+    size_t first_row = rows.size();
+    for (size_t t = 0; t < request.tokens.size(); ++t) {
+      int32_t token = request.tokens[t];
+      if (token < 0 || uint64_t(token) >= model().vocab_size())
+        return invalidArgument("request {}: token id {} outside the "
+                               "vocabulary [0, {})",
+                               r, token, model().vocab_size());
+      if (request.all_logits || t + 1 == request.tokens.size())
+        rows.push_back(static_cast<int32_t>(ids.size()));
+      ids.push_back(token);
+      positions.push_back(static_cast<int32_t>(request.start_position + t));
+    }
+    result.request_rows.emplace_back(first_row, rows.size() - first_row);
+    seq_starts.push_back(static_cast<int32_t>(ids.size()));
+    slots.push_back(request.slot);
+    max_pages = std::max(max_pages, request.block_table.size());
+    max_context = std::max(max_context, end);
+  }
+  std::vector<int32_t> block_table(requests.size() * max_pages, -1);
+  for (size_t r = 0; r < requests.size(); ++r)
+    std::copy(requests[r].block_table.begin(), requests[r].block_table.end(),
+              block_table.begin() + r * max_pages);
+
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = ids.size();
+  sizes[SizeSymbol::num_requests] = requests.size();
+  sizes[SizeSymbol::num_pages] = max_pages;
+  sizes[SizeSymbol::max_context] = max_context;
+  sizes[SizeSymbol::logit_rows] = rows.size();
+  sizes[SizeSymbol::kv_pages] = options_.kv_pages;
+  sizes[SizeSymbol::state_slots] = options_.state_slots;
+  STRATA_ASSIGN_OR_RETURN(PlanBuffers buffers,
+                          program_->allocateBuffers(step, sizes));
+
+  auto write = [&](std::string_view name, const void *data,
+                   size_t bytes) -> Status {
+    int id = findBuffer(*plan, name);
+    if (id < 0)
+      return notFound("plan '{}' has no input buffer '{}'",
+                      artifact::EnumNameStepKind(step), name);
+    Buffer &buffer = *buffers.buffers[id];
+    if (buffer.size() != bytes)
+      return internalError("plan input '{}' is {} bytes, the step has {}",
+                           name, buffer.size(), bytes);
+    return device_->copyToDevice(buffer, 0, data, bytes);
+  };
+  auto bytesOf = [](const std::vector<int32_t> &v) {
+    return v.size() * sizeof(int32_t);
+  };
+  STRATA_RETURN_IF_ERROR(write("ids", ids.data(), bytesOf(ids)));
+  STRATA_RETURN_IF_ERROR(write("positions", positions.data(), bytesOf(positions)));
+  STRATA_RETURN_IF_ERROR(write("seq_starts", seq_starts.data(), bytesOf(seq_starts)));
+  STRATA_RETURN_IF_ERROR(write("slots", slots.data(), bytesOf(slots)));
+  STRATA_RETURN_IF_ERROR(write("block_table", block_table.data(), bytesOf(block_table)));
+  STRATA_RETURN_IF_ERROR(write("rows", rows.data(), bytesOf(rows)));
+  if (step == StepKind::mtp_draft) {
+    std::vector<uint8_t> hidden;
+    for (const StepRequest &request : requests)
+      hidden.insert(hidden.end(), request.hidden.begin(), request.hidden.end());
+    STRATA_RETURN_IF_ERROR(write("hidden", hidden.data(), hidden.size()));
+  }
+
+  PlanResources resources;
+  for (auto &w : weights_)
+    resources.weights.push_back(w.get());
+  for (auto &c : caches_)
+    resources.caches.push_back(c.get());
+  STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources));
+
+  int logits_id = findBuffer(*plan, "logits");
+  int hidden_id = findBuffer(*plan, "hidden_out");
+  if (logits_id < 0)
+    return notFound("plan '{}' has no 'logits' output",
+                    artifact::EnumNameStepKind(step));
+  Buffer &logits = *buffers.buffers[logits_id];
+  if (logits.size() != rows.size() * model().vocab_size() * sizeof(float))
+    return internalError("logits output is {} bytes, expected {} f32 rows "
+                         "of {}",
+                         logits.size(), rows.size(), model().vocab_size());
+  result.logits.resize(rows.size() * model().vocab_size());
+  STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
+      logits, 0, result.logits.data(), logits.size()));
+  if (hidden_id >= 0) {
+    Buffer &hidden = *buffers.buffers[hidden_id];
+    result.hidden.resize(hidden.size());
+    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(hidden, 0,
+                                                   result.hidden.data(),
+                                                   hidden.size()));
+    result.hidden_row_bytes = hidden.size() / ids.size();
+  }
+  return result;
+}
+
+} // namespace strata::runtime

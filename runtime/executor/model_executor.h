@@ -1,0 +1,115 @@
+//===- model_executor.h - run model steps from an artifact ------*- C++ -*-===//
+//
+// Part of strata. A ModelExecutor joins a validated artifact, a checkpoint
+// and a device: it binds every weight of the artifact's manifest (stacking
+// per-expert tensors), allocates every cache of the artifact's cache layout
+// (kv_pages pages per paged pool, state_slots slots per state pool), and runs
+// one step at a time: a batch of requests, each contributing a run of new
+// tokens at consecutive positions. It fills the plan inputs (ids, positions,
+// seq_starts, slots, block_table, rows), runs the plan and returns the
+// logits of the requested rows and the hidden state the MTP draft starts
+// from.
+//
+// Page and slot ownership is the caller's (runtime/kv_cache, or strata-run's
+// simple assignment): the executor only checks that ids are in range.
+//
+// Thread-safety: one thread at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_EXECUTOR_MODEL_EXECUTOR_H
+#define STRATA_RUNTIME_EXECUTOR_MODEL_EXECUTOR_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/checkpoint/safetensors.h"
+#include "runtime/device/device.h"
+#include "runtime/loader/artifact.h"
+#include "runtime/loader/program.h"
+
+namespace strata::runtime {
+
+struct ExecutorOptions {
+  /// Pages in each paged pool (MLA latent, pooled index). Required (> 0).
+  uint64_t kv_pages = 0;
+  /// Slots in each per-request state pool (KDA, conv, tail ring). Required.
+  uint32_t state_slots = 0;
+};
+
+/// One request's part of a step.
+struct StepRequest {
+  /// New tokens, at positions start_position, start_position + 1, ...
+  std::vector<int32_t> tokens;
+  /// Position of tokens[0] (tokens before it are in the caches).
+  int64_t start_position = 0;
+  /// KV page ids covering positions [0, start_position + tokens.size()).
+  std::vector<int32_t> block_table;
+  /// The request's state slot (KDA, conv state and tail ring).
+  int32_t slot = 0;
+  /// Logits for every new token (true) or only the last one (false).
+  bool all_logits = false;
+  /// mtp_draft only: the hidden rows the draft starts from, one per token,
+  /// in the artifact's activation element type (StepResult.hidden of the
+  /// target step, row-sliced by the caller).
+  std::vector<uint8_t> hidden;
+};
+
+struct StepResult {
+  /// Logits, row-major [rows, vocab] f32; rows in request order, each
+  /// request's rows in token order.
+  std::vector<float> logits;
+  /// Per request: index of its first logits row and its number of rows.
+  std::vector<std::pair<size_t, size_t>> request_rows;
+  /// The step's hidden output [num_tokens, hidden_size] in the artifact's
+  /// activation element type (raw bytes); the MTP draft's input.
+  std::vector<uint8_t> hidden;
+  /// Bytes per hidden row.
+  size_t hidden_row_bytes = 0;
+};
+
+class ModelExecutor {
+public:
+  /// Opens and validates the artifact, opens the checkpoint and checks it
+  /// against the weight manifest, loads the CPU target, binds the weights
+  /// and allocates the caches.
+  static StatusOr<std::unique_ptr<ModelExecutor>>
+  create(const std::string &artifact_path, const std::string &checkpoint_dir,
+         const ExecutorOptions &options);
+
+  const artifact::ModelConfig &model() const { return *artifact_->def().model(); }
+  const Artifact &artifact() const { return *artifact_; }
+  /// KV page size in tokens.
+  uint64_t pageSizeTokens() const;
+  /// Whether the artifact has a plan for `step`.
+  bool hasStep(artifact::StepKind step) const;
+
+  /// Zeroes slot `slot` of every state pool (KDA recurrent and conv state,
+  /// tail ring): what a new request starts from.
+  Status resetSlot(int32_t slot);
+
+  /// Runs one step over `requests` (each with at least one token).
+  StatusOr<StepResult> run(artifact::StepKind step,
+                           const std::vector<StepRequest> &requests);
+
+private:
+  ModelExecutor() = default;
+  Status bindWeights(const Checkpoint &checkpoint);
+  Status allocateCaches();
+
+  ExecutorOptions options_;
+  std::unique_ptr<Artifact> artifact_;
+  std::unique_ptr<Device> device_;
+  std::unique_ptr<Program> program_;
+  std::vector<std::unique_ptr<Buffer>> weights_;
+  std::vector<std::unique_ptr<Buffer>> caches_;
+  /// Bytes per page or slot of each cache (by cache id).
+  std::vector<uint64_t> cache_unit_bytes_;
+};
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_EXECUTOR_MODEL_EXECUTOR_H

@@ -1,0 +1,362 @@
+//===- run_tool.cpp - the strata-run command line -------------------------===//
+//
+// Part of strata.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/executor/run_tool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <charconv>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "runtime/executor/model_executor.h"
+#include "runtime/executor/npy.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace strata::runtime {
+
+namespace {
+
+using artifact::StepKind;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char *kUsage =
+    "usage: strata-run --artifact A --checkpoint DIR\n"
+    "                  (--prompt-ids IDS | --prompt TEXT --tokenizer FILE)...\n"
+    "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
+    "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy]\n"
+    "  Each --prompt-ids (comma-separated token ids) or --prompt is one\n"
+    "  request; all requests are prefilled in chunks of --chunk tokens (0:\n"
+    "  whole prompts) and decoded greedily together. docs/Run.md.\n";
+
+struct RunOptions {
+  std::string artifact, checkpoint, tokenizer;
+  std::vector<std::vector<int32_t>> prompt_ids;
+  std::vector<std::string> prompts;
+  int64_t max_tokens = 16;
+  int64_t chunk = 0;
+  std::string dump_logits, dump_ids, dump_mtp;
+};
+
+StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
+                                   value);
+  if (ec != std::errc() || end != text.data() + text.size())
+    return invalidArgument("{}: '{}' is not an integer", flag, text);
+  return value;
+}
+
+StatusOr<std::vector<int32_t>> parseIds(std::string_view text) {
+  std::vector<int32_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    std::string_view item = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos
+                                               : comma - start);
+    STRATA_ASSIGN_OR_RETURN(int64_t id, parseInt("--prompt-ids", item));
+    if (id < 0 || id > INT32_MAX)
+      return invalidArgument("--prompt-ids: {} is not a token id", id);
+    ids.push_back(static_cast<int32_t>(id));
+    if (comma == std::string_view::npos)
+      break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
+  RunOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string &flag = args[i];
+    auto value = [&]() -> StatusOr<std::string> {
+      if (i + 1 >= args.size())
+        return invalidArgument("{} needs a value", flag);
+      return args[++i];
+    };
+    if (flag == "--artifact") {
+      STRATA_ASSIGN_OR_RETURN(options.artifact, value());
+    } else if (flag == "--checkpoint") {
+      STRATA_ASSIGN_OR_RETURN(options.checkpoint, value());
+    } else if (flag == "--tokenizer") {
+      STRATA_ASSIGN_OR_RETURN(options.tokenizer, value());
+    } else if (flag == "--prompt-ids") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(text));
+      options.prompt_ids.push_back(std::move(ids));
+    } else if (flag == "--prompt") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      options.prompts.push_back(std::move(text));
+    } else if (flag == "--max-tokens") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      STRATA_ASSIGN_OR_RETURN(options.max_tokens, parseInt(flag, text));
+    } else if (flag == "--chunk") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      STRATA_ASSIGN_OR_RETURN(options.chunk, parseInt(flag, text));
+    } else if (flag == "--dump-logits") {
+      STRATA_ASSIGN_OR_RETURN(options.dump_logits, value());
+    } else if (flag == "--dump-ids") {
+      STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
+    } else if (flag == "--dump-mtp-logits") {
+      STRATA_ASSIGN_OR_RETURN(options.dump_mtp, value());
+    } else {
+      return invalidArgument("unknown flag '{}'", flag);
+    }
+  }
+  if (options.artifact.empty() || options.checkpoint.empty())
+    return invalidArgument("--artifact and --checkpoint are required");
+  if (options.prompt_ids.empty() && options.prompts.empty())
+    return invalidArgument("no prompt: give --prompt-ids or --prompt");
+  if (!options.prompts.empty() && options.tokenizer.empty())
+    return invalidArgument("--prompt needs --tokenizer");
+  if (options.max_tokens < 0 || options.chunk < 0)
+    return invalidArgument("--max-tokens and --chunk must be >= 0");
+  for (const auto &ids : options.prompt_ids)
+    if (ids.empty())
+      return invalidArgument("--prompt-ids: empty prompt");
+  return options;
+}
+
+/// Greedy choice: the largest logit, ties to the lowest id.
+int32_t argmax(const float *row, size_t vocab) {
+  return static_cast<int32_t>(std::max_element(row, row + vocab) - row);
+}
+
+double seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+Status run(const RunOptions &options, std::ostream &out) {
+  std::unique_ptr<tokenizer::Tokenizer> tok;
+  std::vector<std::vector<int32_t>> prompts = options.prompt_ids;
+  if (!options.tokenizer.empty()) {
+    STRATA_ASSIGN_OR_RETURN(tok,
+                            tokenizer::Tokenizer::fromFile(options.tokenizer));
+    for (const std::string &text : options.prompts) {
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->encode(text));
+      if (ids.empty())
+        return invalidArgument("--prompt '{}' encodes to no tokens", text);
+      prompts.push_back(std::move(ids));
+    }
+  }
+
+  // Pages: each request gets a disjoint run of pages for its whole length.
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> probe,
+                          Artifact::fromFile(options.artifact));
+  uint64_t page = probe->def().cache_layout()->page_size_tokens();
+  if (page == 0)
+    page = 1;
+  probe.reset();
+  std::vector<std::vector<int32_t>> tables;
+  uint64_t kv_pages = 0;
+  for (const auto &prompt : prompts) {
+    uint64_t tokens = prompt.size() + options.max_tokens + 1;
+    uint64_t pages = (tokens + page - 1) / page;
+    std::vector<int32_t> table;
+    for (uint64_t p = 0; p < pages; ++p)
+      table.push_back(static_cast<int32_t>(kv_pages + p));
+    kv_pages += pages;
+    tables.push_back(std::move(table));
+  }
+  ExecutorOptions executor_options;
+  executor_options.kv_pages = kv_pages;
+  executor_options.state_slots = static_cast<uint32_t>(prompts.size());
+  Clock::time_point load_start = Clock::now();
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<ModelExecutor> executor,
+      ModelExecutor::create(options.artifact, options.checkpoint,
+                            executor_options));
+  double load_seconds = seconds(load_start);
+  size_t vocab = executor->model().vocab_size();
+  bool want_mtp = !options.dump_mtp.empty();
+  if (want_mtp && !executor->hasStep(StepKind::mtp_draft))
+    return notFound("--dump-mtp-logits: the artifact has no mtp_draft plan");
+  for (size_t r = 0; r < prompts.size(); ++r)
+    STRATA_RETURN_IF_ERROR(executor->resetSlot(static_cast<int32_t>(r)));
+
+  // Prefill: round k takes tokens [k * chunk, (k + 1) * chunk) of every
+  // request that still has prompt left.
+  size_t n = prompts.size();
+  std::vector<std::vector<float>> prompt_logits(n);
+  std::vector<std::vector<uint8_t>> prompt_hidden(n);
+  std::vector<int32_t> next(n, 0);
+  size_t longest = 0, prompt_tokens = 0;
+  for (const auto &p : prompts) {
+    longest = std::max(longest, p.size());
+    prompt_tokens += p.size();
+  }
+  size_t chunk = options.chunk > 0 ? static_cast<size_t>(options.chunk)
+                                   : longest;
+  bool all_logits = !options.dump_logits.empty();
+  Clock::time_point prefill_start = Clock::now();
+  for (size_t begin = 0; begin < longest; begin += chunk) {
+    std::vector<StepRequest> step;
+    std::vector<size_t> owners;
+    for (size_t r = 0; r < n; ++r) {
+      if (begin >= prompts[r].size())
+        continue;
+      size_t end = std::min(prompts[r].size(), begin + chunk);
+      StepRequest request;
+      request.tokens.assign(prompts[r].begin() + begin,
+                            prompts[r].begin() + end);
+      request.start_position = static_cast<int64_t>(begin);
+      request.block_table = tables[r];
+      request.slot = static_cast<int32_t>(r);
+      request.all_logits = all_logits;
+      step.push_back(std::move(request));
+      owners.push_back(r);
+    }
+    STRATA_ASSIGN_OR_RETURN(StepResult result,
+                            executor->run(StepKind::prefill, step));
+    size_t token_offset = 0;
+    for (size_t i = 0; i < owners.size(); ++i) {
+      size_t r = owners[i];
+      auto [first, count] = result.request_rows[i];
+      const float *rows = result.logits.data() + first * vocab;
+      if (all_logits)
+        prompt_logits[r].insert(prompt_logits[r].end(), rows,
+                                rows + count * vocab);
+      next[r] = argmax(rows + (count - 1) * vocab, vocab);
+      size_t tokens = step[i].tokens.size();
+      if (want_mtp)
+        prompt_hidden[r].insert(
+            prompt_hidden[r].end(),
+            result.hidden.begin() + token_offset * result.hidden_row_bytes,
+            result.hidden.begin() +
+                (token_offset + tokens) * result.hidden_row_bytes);
+      token_offset += tokens;
+    }
+  }
+  double prefill_seconds = seconds(prefill_start);
+
+  // Decode: every request feeds its last token; max_tokens steps, so the
+  // dump also holds the logits after the last generated token.
+  std::vector<std::vector<int32_t>> generated(n);
+  std::vector<std::vector<float>> decode_logits(n);
+  Clock::time_point decode_start = Clock::now();
+  std::vector<int32_t> first_generated = next;
+  for (int64_t s = 0; s < options.max_tokens; ++s) {
+    std::vector<StepRequest> step;
+    for (size_t r = 0; r < n; ++r) {
+      generated[r].push_back(next[r]);
+      StepRequest request;
+      request.tokens = {next[r]};
+      request.start_position =
+          static_cast<int64_t>(prompts[r].size() + s);
+      request.block_table = tables[r];
+      request.slot = static_cast<int32_t>(r);
+      step.push_back(std::move(request));
+    }
+    STRATA_ASSIGN_OR_RETURN(StepResult result,
+                            executor->run(StepKind::decode, step));
+    for (size_t r = 0; r < n; ++r) {
+      const float *row = result.logits.data() + r * vocab;
+      if (all_logits)
+        decode_logits[r].insert(decode_logits[r].end(), row, row + vocab);
+      next[r] = argmax(row, vocab);
+    }
+  }
+  double decode_seconds = seconds(decode_start);
+
+  for (size_t r = 0; r < n; ++r) {
+    out << "request " << r << ": " << prompts[r].size()
+        << " prompt tokens, generated:";
+    for (int32_t id : generated[r])
+      out << ' ' << id;
+    out << '\n';
+    if (tok) {
+      StatusOr<std::string> text = tok->decode(generated[r]);
+      if (text.ok())
+        out << "text " << r << ": " << *text << '\n';
+    }
+  }
+  out << fmt::format("load: {:.3f} s\n", load_seconds);
+  out << fmt::format("prefill: {} tokens in {:.3f} s ({:.1f} tokens/s, chunk "
+                     "{})\n",
+                     prompt_tokens, prefill_seconds,
+                     prompt_tokens / std::max(prefill_seconds, 1e-9), chunk);
+  size_t decoded = n * options.max_tokens;
+  out << fmt::format("decode: {} steps x {} requests in {:.3f} s ({:.1f} "
+                     "tokens/s)\n",
+                     options.max_tokens, n, decode_seconds,
+                     decoded / std::max(decode_seconds, 1e-9));
+
+  if (!options.dump_logits.empty()) {
+    std::vector<float> all;
+    int64_t rows = 0;
+    for (size_t r = 0; r < n; ++r) {
+      all.insert(all.end(), prompt_logits[r].begin(), prompt_logits[r].end());
+      all.insert(all.end(), decode_logits[r].begin(), decode_logits[r].end());
+      rows += prompts[r].size() + options.max_tokens;
+    }
+    STRATA_RETURN_IF_ERROR(writeNpy(options.dump_logits, all,
+                                    {rows, static_cast<int64_t>(vocab)}));
+  }
+  if (!options.dump_ids.empty()) {
+    std::vector<int32_t> all;
+    for (const auto &g : generated)
+      all.insert(all.end(), g.begin(), g.end());
+    STRATA_RETURN_IF_ERROR(writeNpy(
+        options.dump_ids, all,
+        {static_cast<int64_t>(n), static_cast<int64_t>(options.max_tokens)}));
+  }
+  if (want_mtp) {
+    // Draft step 0 over every prompt row: row p feeds token p + 1 (the first
+    // generated token for the last row) with the target's hidden h_p, in the
+    // same chunks as the prefill, into the draft layer's own caches.
+    std::vector<float> all;
+    int64_t rows = 0;
+    for (size_t r = 0; r < n; ++r) {
+      STRATA_RETURN_IF_ERROR(executor->resetSlot(static_cast<int32_t>(r)));
+      std::vector<int32_t> shifted(prompts[r].begin() + 1, prompts[r].end());
+      shifted.push_back(first_generated[r]);
+      size_t row_bytes = prompt_hidden[r].size() / prompts[r].size();
+      for (size_t begin = 0; begin < shifted.size(); begin += chunk) {
+        size_t end = std::min(shifted.size(), begin + chunk);
+        StepRequest request;
+        request.tokens.assign(shifted.begin() + begin, shifted.begin() + end);
+        request.start_position = static_cast<int64_t>(begin);
+        request.block_table = tables[r];
+        request.slot = static_cast<int32_t>(r);
+        request.all_logits = true;
+        request.hidden.assign(prompt_hidden[r].begin() + begin * row_bytes,
+                              prompt_hidden[r].begin() + end * row_bytes);
+        STRATA_ASSIGN_OR_RETURN(StepResult result,
+                                executor->run(StepKind::mtp_draft, {request}));
+        all.insert(all.end(), result.logits.begin(), result.logits.end());
+      }
+      rows += shifted.size();
+    }
+    STRATA_RETURN_IF_ERROR(writeNpy(options.dump_mtp, all,
+                                    {rows, static_cast<int64_t>(vocab)}));
+  }
+  return okStatus();
+}
+
+} // namespace
+
+int runRunTool(const std::vector<std::string> &args, std::ostream &out,
+               std::ostream &err) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    (args.empty() ? err : out) << kUsage;
+    return args.empty() ? 2 : 0;
+  }
+  StatusOr<RunOptions> options = parseArgs(args);
+  if (!options.ok()) {
+    err << "strata-run: " << options.status().message() << "\n" << kUsage;
+    return 2;
+  }
+  Status status = run(*options, out);
+  if (!status.ok()) {
+    err << "strata-run: " << status.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace strata::runtime
