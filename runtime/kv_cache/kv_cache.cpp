@@ -35,6 +35,7 @@ KvCache::create(const CacheGeometry &geometry, const KvCacheOptions &options) {
     prefix.checkpoint_interval_tokens = options.checkpoint_interval_tokens;
     prefix.needs_snapshots = geometry.hasKda();
     prefix.mtp = options.mtp;
+    prefix.hash_function = options.hash_function;
     STRATA_ASSIGN_OR_RETURN(
         cache->prefix_, PrefixCache::create(cache->blocks_,
                                             cache->snapshot_slots_.get(),

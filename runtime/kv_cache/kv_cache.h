@@ -61,6 +61,9 @@ struct KvCacheOptions {
   /// Default false; a model with KDA layers then needs
   /// memory.num_snapshot_slots > 0.
   bool disable_prefix_cache = false;
+  /// Test hook replacing the block hash (PrefixCacheOptions::hash_function);
+  /// default nullptr.
+  uint64_t (*hash_function)(uint64_t parent, TokenSpan tokens) = nullptr;
 };
 
 /// Per-request admission options.

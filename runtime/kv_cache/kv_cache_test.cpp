@@ -326,6 +326,41 @@ TEST(KvCache, ConcurrentDuplicates) {
   EXPECT_EQ(cache->blocks().freeBlocks(), 6u);
 }
 
+uint64_t firstTokenHash(uint64_t parent, TokenSpan tokens) {
+  return parent * 31 + uint64_t(tokens.data[0]);
+}
+
+// Tests a hash collision inside a request: the colliding request stops
+// registering its chain (no wrong hits through it), frees its pending
+// snapshots, and the first request's chain stays intact.
+TEST(KvCache, CollisionStopsRegistration) {
+  KvCacheOptions o = tinyOptions(true, 16, 4, 4);
+  o.hash_function = firstTokenHash; // collides when first tokens agree
+  std::unique_ptr<KvCache> cache =
+      std::move(KvCache::create(tinyGeometry(true), o)).value();
+  std::vector<int32_t> first = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<int32_t> second = {1, 9, 9, 9, 50, 60, 70, 80, 0};
+  std::unique_ptr<SequenceCache> a = admitOk(*cache, first);
+  prefill(*a);
+  EXPECT_EQ(cache->prefixCache()->cachedBlocks(), 2u);
+  std::unique_ptr<SequenceCache> b = admitOk(*cache, second);
+  EXPECT_EQ(b->hitTokens(), 0u); // block 0 collides: content check misses
+  ASSERT_TRUE(b->reserve(9).ok());
+  EXPECT_EQ(b->pendingSnapshots().size(), 1u);
+  ASSERT_TRUE(b->commitFullBlocks(9).ok());
+  EXPECT_TRUE(b->pendingSnapshots().empty());
+  EXPECT_EQ(cache->prefixCache()->cachedBlocks(), 2u);
+  EXPECT_EQ(cache->prefixCache()->cachedSnapshots(), 1u);
+  a.reset();
+  b.reset();
+  EXPECT_EQ(cache->snapshotSlots()->usedSlots(), 1u);
+  EXPECT_EQ(admitOk(*cache, second)->hitTokens(), 0u);
+  EXPECT_EQ(admitOk(*cache, first)->hitTokens(), 8u);
+  // Had `second` registered its block 1 under the colliding parent hash,
+  // this prompt would wrongly hit 8 tokens computed after {1, 9, 9, 9}.
+  EXPECT_EQ(admitOk(*cache, {1, 2, 3, 4, 50, 60, 70, 80, 0})->hitTokens(), 0u);
+}
+
 // Tests the /metrics text against strata-eval's parser (same names).
 TEST(KvCache, MetricsParsedByEval) {
   std::unique_ptr<KvCache> cache = makeCache(false, 8);
@@ -367,6 +402,7 @@ TEST(KvCache, RealScale) {
   // MTP: 156 full blocks match, drop one -> 9920, down to 9216.
   std::unique_ptr<SequenceCache> b = admitOk(**cache, iota(10001));
   EXPECT_EQ(b->hitTokens(), 9216u);
+  ASSERT_TRUE(b->restoreSnapshotSlot().has_value());
   EXPECT_GE(*b->restoreSnapshotSlot(), 32u);
 }
 
