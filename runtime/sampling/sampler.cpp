@@ -68,6 +68,8 @@ StatusOr<TokenDistribution> processLogits(const float *logits,
   const double temperature = params.temperature;
   std::vector<int32_t> ids;
   std::vector<double> weights;
+  ids.reserve(vocab_size);
+  weights.reserve(vocab_size);
   for (size_t i = 0; i < vocab_size; ++i) {
     if (logits[i] == -std::numeric_limits<float>::infinity())
       continue;
@@ -106,22 +108,35 @@ StatusOr<TokenDistribution> processLogits(const float *logits,
   // token while the mass before it is < top_p. This is Hugging Face's
   // `cumsum(ascending probs) <= 1 - top_p` removal rule written from the top;
   // the first token always stays.
+  // The order is found by partial sorts of growing prefixes (256, 1024, ...):
+  // the nucleus of a peaked LLM distribution is small, so a full sort of the
+  // vocabulary is rarely needed. The order is a strict total order, so a
+  // longer sorted prefix extends the shorter one.
   if (params.top_p < 1.0f) {
     std::vector<size_t> order(ids.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    auto before_in_order = [&](size_t a, size_t b) {
       float la = logits[ids[a]], lb = logits[ids[b]];
       return la != lb ? la > lb : ids[a] < ids[b];
-    });
+    };
     double total = std::accumulate(weights.begin(), weights.end(), 0.0);
     double limit = static_cast<double>(params.top_p) * total;
     std::vector<char> keep(ids.size(), 0);
     double before = 0.0;
-    for (size_t j : order) {
-      if (before >= limit)
-        break;
-      keep[j] = 1;
-      before += weights[j];
+    size_t scanned = 0, sorted = 0;
+    bool done = false;
+    while (!done && scanned < order.size()) {
+      sorted = std::min(order.size(), std::max<size_t>(256, sorted * 4));
+      std::partial_sort(order.begin() + scanned, order.begin() + sorted,
+                        order.end(), before_in_order);
+      for (; scanned < sorted; ++scanned) {
+        if (before >= limit) {
+          done = true;
+          break;
+        }
+        keep[order[scanned]] = 1;
+        before += weights[order[scanned]];
+      }
     }
     size_t kept = 0;
     for (size_t j = 0; j < ids.size(); ++j) {
