@@ -158,30 +158,35 @@ StatusOr<std::vector<int32_t>> Tokenizer::encode(std::string_view input) const {
   return ids;
 }
 
+bool Tokenizer::appendTokenBytes(int32_t id, const DecodeOptions &options,
+                                 bool first, std::string &out) const {
+  const std::string *token = nullptr;
+  if (const AddedToken *added = added_.findById(id))
+    token = &added->decoded_content;
+  else
+    token = model_->idToToken(id);
+  if (!token)
+    return false;
+  if (options.skip_special_tokens && added_.isSpecialContent(*token))
+    return false;
+  if (byte_level_decoder_) {
+    out += byteLevelTokenToBytes(*token);
+  } else {
+    // No decoder: Hugging Face joins the tokens with spaces.
+    if (!first)
+      out += ' ';
+    out += *token;
+  }
+  return true;
+}
+
 StatusOr<std::string> Tokenizer::decode(const std::vector<int32_t> &ids,
                                         const DecodeOptions &options) const {
   std::string bytes;
   bool first = true;
-  for (int32_t id : ids) {
-    const std::string *token = nullptr;
-    if (const AddedToken *added = added_.findById(id))
-      token = &added->decoded_content;
-    else
-      token = model_->idToToken(id);
-    if (!token)
-      continue;
-    if (options.skip_special_tokens && added_.isSpecialContent(*token))
-      continue;
-    if (byte_level_decoder_) {
-      bytes += byteLevelTokenToBytes(*token);
-    } else {
-      // No decoder: Hugging Face joins the tokens with spaces.
-      if (!first)
-        bytes += ' ';
-      bytes += *token;
-    }
-    first = false;
-  }
+  for (int32_t id : ids)
+    if (appendTokenBytes(id, options, first, bytes))
+      first = false;
   return toValidUtf8Lossy(bytes);
 }
 

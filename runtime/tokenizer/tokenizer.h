@@ -68,6 +68,18 @@ public:
   StatusOr<std::string> decode(const std::vector<int32_t> &ids,
                                const DecodeOptions &options = {}) const;
 
+  /// Appends to `out` the bytes token `id` contributes to decode()'s output,
+  /// before invalid UTF-8 is repaired: the byte-level decoding of its token
+  /// string (an added token's decoded content), or, without a decoder, the
+  /// token string preceded by a space unless `first`. Returns false and
+  /// appends nothing when decode() would skip the id (unknown id, or a
+  /// special token under skip_special_tokens). decode(ids) equals the lossy
+  /// UTF-8 repair of these bytes concatenated, `first` being true until one
+  /// call returned true; the incremental detokenizer
+  /// (runtime/sampling/incremental_detokenizer.h) is built on this.
+  bool appendTokenBytes(int32_t id, const DecodeOptions &options, bool first,
+                        std::string &out) const;
+
   /// The id of a token string (added tokens first, then the model vocab).
   std::optional<int32_t> tokenToId(std::string_view token) const;
   /// The token string of `id`, or nullopt when unknown.

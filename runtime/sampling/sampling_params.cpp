@@ -1,0 +1,46 @@
+//===- sampling_params.cpp - validation of sampling parameters -------------===//
+//
+// Part of strata.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/sampling/sampling_params.h"
+
+#include <cmath>
+
+#include "runtime/tokenizer/utf8.h"
+
+namespace strata::runtime {
+
+Status validateSamplingParams(const SamplingParams &params,
+                              size_t vocab_size) {
+  // The negated comparisons also reject NaN.
+  if (!(params.temperature >= 0.0f) || std::isinf(params.temperature))
+    return invalidArgument("temperature must be a finite number >= 0, got {}",
+                           params.temperature);
+  if (!(params.top_p > 0.0f && params.top_p <= 1.0f))
+    return invalidArgument("top_p must be in (0, 1], got {}", params.top_p);
+  if (params.top_k < 0)
+    return invalidArgument("top_k must be >= 0 (0 disables it), got {}",
+                           params.top_k);
+  if (params.max_tokens < 0)
+    return invalidArgument("max_tokens must be >= 0 (0: no limit), got {}",
+                           params.max_tokens);
+  for (size_t i = 0; i < params.stop.size(); ++i) {
+    if (params.stop[i].empty())
+      return invalidArgument("stop string {} is empty", i);
+    if (!tokenizer::isValidUtf8(params.stop[i]))
+      return invalidArgument("stop string {} is not valid UTF-8", i);
+  }
+  for (int32_t id : params.stop_token_ids) {
+    if (id < 0)
+      return invalidArgument("stop token id must be >= 0, got {}", id);
+    if (vocab_size != 0 && static_cast<size_t>(id) >= vocab_size)
+      return invalidArgument(
+          "stop token id {} is outside the vocabulary of {} ids", id,
+          vocab_size);
+  }
+  return okStatus();
+}
+
+} // namespace strata::runtime

@@ -1,0 +1,59 @@
+//===- sampling_params.h - per-request sampling parameters -----------------===//
+//
+// Part of strata. The parameters of one generation request that decide which
+// token comes next (temperature, top-k, top-p, seed) and when the generation
+// ends (max_tokens, stop strings, stop token ids), and their validation. The
+// server turns the OpenAI request fields into this struct and answers HTTP 400
+// with the message of validateSamplingParams when it fails.
+//
+// Ownership: a plain value. Thread-safety: none needed.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SAMPLING_SAMPLING_PARAMS_H
+#define STRATA_RUNTIME_SAMPLING_SAMPLING_PARAMS_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+
+namespace strata::runtime {
+
+/// Sampling and stopping parameters of one request. A default-constructed
+/// value is valid: greedy decoding without a token limit or stop conditions.
+struct SamplingParams {
+  /// Softmax temperature; 0 (default) means greedy decoding (argmax, lowest
+  /// id on ties). Must be finite and >= 0.
+  float temperature = 0.0f;
+  /// Nucleus sampling: keep the smallest set of most probable tokens whose
+  /// probability reaches top_p. Must be in (0, 1]; default 1 (off).
+  float top_p = 1.0f;
+  /// Keep only the top_k most probable tokens (ties at the boundary are all
+  /// kept). 0 (default) turns it off; must be >= 0.
+  int32_t top_k = 0;
+  /// Seed of the request's random stream (default 0). The server draws one for
+  /// requests that give none. Unused when greedy.
+  uint64_t seed = 0;
+  /// Maximum number of generated tokens, the stop token included; 0 (default)
+  /// means no limit here (the server caps by the context window). Must be >= 0.
+  int64_t max_tokens = 0;
+  /// Stop strings (default none): generation ends when the text contains one;
+  /// the output ends just before it. Each must be non-empty valid UTF-8.
+  std::vector<std::string> stop;
+  /// Stop token ids such as eos (default none): generation ends when one is
+  /// generated; its text is not part of the output. Each must be >= 0.
+  std::vector<int32_t> stop_token_ids;
+};
+
+/// Checks `params`; INVALID_ARGUMENT with a message naming the field and the
+/// value otherwise ("top_p must be in (0, 1], got 1.5"). When `vocab_size` is
+/// non-zero, stop token ids must also be below it.
+Status validateSamplingParams(const SamplingParams &params,
+                              size_t vocab_size = 0);
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_SAMPLING_SAMPLING_PARAMS_H
