@@ -8,9 +8,11 @@
 
 #include "runtime/device/cts/cts_kernels.h"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
+#include <dirent.h>
 #include <unistd.h>
 
 namespace strata::runtime::cts {
@@ -91,13 +93,25 @@ std::vector<CtsBinary> ctsBinaries(const std::string &backend) {
     if (!binary.bytes.empty())
       result.push_back(std::move(binary));
   } else if (backend == "cuda") {
-    result.push_back({"ptx", BinaryFormat::kCubin,
-                      std::vector<uint8_t>(kAxpbPtx, kAxpbPtx + sizeof(kAxpbPtx) - 1)});
+    result.push_back(
+        {"ptx", BinaryFormat::kCubin,
+         std::vector<uint8_t>(kAxpbPtx, kAxpbPtx + sizeof(kAxpbPtx) - 1)});
   } else if (backend == "hip") {
-    for (const char *chip : {"gfx942", "gfx950", "gfx90a", "gfx1100"}) {
-      CtsBinary binary{std::string(chip) + " hsaco", BinaryFormat::kHsaco,
-                       readFile(testdataDir() + "/cts_axpb_" + chip +
-                                ".hsaco")};
+    // Every cts_axpb_<chip>.hsaco CMake built (STRATA_CTS_AMDGPU_CHIPS).
+    std::string dir = testdataDir();
+    std::vector<std::string> names;
+    if (DIR *listing = opendir(dir.c_str())) {
+      while (dirent *entry = readdir(listing)) {
+        std::string name = entry->d_name;
+        if (name.rfind("cts_axpb_", 0) == 0 && name.size() > 6 &&
+            name.compare(name.size() - 6, 6, ".hsaco") == 0)
+          names.push_back(name);
+      }
+      closedir(listing);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string &name : names) {
+      CtsBinary binary{name, BinaryFormat::kHsaco, readFile(dir + "/" + name)};
       if (!binary.bytes.empty())
         result.push_back(std::move(binary));
     }

@@ -22,14 +22,15 @@ namespace strata::runtime::cts {
 
 /// One candidate binary holding cts_axpb.
 struct CtsBinary {
-  /// What it is, for messages ("ptx", "gfx942 hsaco", ...).
+  /// What it is, for messages ("ptx", "cts_axpb_gfx942.hsaco", ...).
   std::string label;
   BinaryFormat format = BinaryFormat::kElfSharedObject;
   std::vector<uint8_t> bytes;
 };
 
 /// The candidate binaries for backend `backend` ("cpu", "cuda", "hip"); a
-/// device loads the first one it accepts. Empty if none was built.
+/// device loads the first one it accepts. Empty if none was built. HIP: every
+/// testdata/cts_axpb_<chip>.hsaco beside the test binary, by name.
 std::vector<CtsBinary> ctsBinaries(const std::string &backend);
 
 /// The KernelSpec of cts_axpb.

@@ -41,8 +41,8 @@ protected:
   void SetUp() override {
     auto device = GetParam().create();
     if (!device.ok())
-      GTEST_SKIP() << GetParam().name << " backend unavailable: "
-                   << device.status().toString();
+      GTEST_SKIP() << GetParam().name
+                   << " backend unavailable: " << device.status().toString();
     device_ = std::move(device).value();
   }
 
@@ -70,8 +70,7 @@ protected:
   /// Dispatch arguments of axpb over n elements.
   static std::vector<DispatchArg> axpbArgs(Buffer &in, uint64_t in_offset,
                                            Buffer &out, uint64_t out_offset,
-                                           int64_t n, float alpha,
-                                           float beta) {
+                                           int64_t n, float alpha, float beta) {
     std::vector<DispatchArg> args(4);
     args[0].buffer = &in;
     args[0].offset_bytes = in_offset;
@@ -210,13 +209,13 @@ TEST_P(DeviceCts, RejectsBadRangesAndAlignments) {
             "copy of 8 bytes at offset 96 exceeds buffer of 100 bytes");
   EXPECT_EQ(device_->copyFromDevice(*buffer, UINT64_MAX, host, 2).code(),
             StatusCode::kOutOfRange);
-  EXPECT_EQ(device_->defaultStream()
-                .copyBuffer(*buffer, 0, *buffer, 99, 2)
-                .code(),
-            StatusCode::kOutOfRange);
+  EXPECT_EQ(
+      device_->defaultStream().copyBuffer(*buffer, 0, *buffer, 99, 2).code(),
+      StatusCode::kOutOfRange);
   auto misaligned = device_->allocate(8, 48);
   ASSERT_FALSE(misaligned.ok());
-  EXPECT_EQ(misaligned.status().message(), "alignment 48 is not a power of two");
+  EXPECT_EQ(misaligned.status().message(),
+            "alignment 48 is not a power of two");
 }
 
 // Tests a kernel launch with byte offsets into both buffers and scalar
@@ -275,7 +274,8 @@ TEST_P(DeviceCts, HandlesBuffersOver4GiB) {
   std::vector<float> input(n);
   for (int64_t i = 0; i < n; ++i)
     input[i] = static_cast<float>(i) - 100.0f;
-  ASSERT_TRUE(device_->copyToDevice(**big, in_offset, input.data(), n * 4).ok());
+  ASSERT_TRUE(
+      device_->copyToDevice(**big, in_offset, input.data(), n * 4).ok());
   std::vector<float> low = read(**big, in_offset - 4 * kGiB, n);
   for (float v : low)
     ASSERT_EQ(v, 0.0f) << "a copy past 4 GiB must not wrap around";
@@ -329,10 +329,10 @@ TEST_P(DeviceCts, DispatchChecksArguments) {
 // with a status instead of crashing.
 TEST_P(DeviceCts, RejectsBadModuleBytes) {
   std::vector<CtsBinary> binaries = ctsBinaries(GetParam().name);
-  BinaryFormat format = binaries.empty() ? BinaryFormat::kElfSharedObject
-                                         : binaries[0].format;
+  BinaryFormat format =
+      binaries.empty() ? BinaryFormat::kElfSharedObject : binaries[0].format;
   std::vector<uint8_t> garbage = {'n', 'o', 't', ' ', 'a', ' ', 'm', 'o',
-                                  'd', 'u', 'l', 'e', 0, 1, 2, 3};
+                                  'd', 'u', 'l', 'e', 0,   1,   2,   3};
   ExecutableSpec spec;
   spec.format = format;
   spec.data = garbage.data();
@@ -374,8 +374,7 @@ TEST_P(DeviceCts, UnknownFunctionIsNotFound) {
     kernel.entry_symbol = "cts_no_such_kernel";
     spec.kernels = {ctsAxpbSpec(), kernel};
     auto executable = device_->loadExecutable(spec);
-    if (!executable.ok() &&
-        executable.status().code() != StatusCode::kNotFound)
+    if (!executable.ok() && executable.status().code() != StatusCode::kNotFound)
       continue; // A binary for another chip.
     ASSERT_FALSE(executable.ok());
     EXPECT_EQ(executable.status().message(),
@@ -559,14 +558,14 @@ Backend hipBackend() {
   return {"hip", [] { return createHipDevice(); }};
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Backends, DeviceCts,
-    ::testing::Values(cpuBackend(), cudaBackend(), hipBackend()),
-    [](const ::testing::TestParamInfo<Backend> &info) {
-      std::string name = info.param.name;
-      name[0] = static_cast<char>(std::toupper(name[0]));
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Backends, DeviceCts,
+                         ::testing::Values(cpuBackend(), cudaBackend(),
+                                           hipBackend()),
+                         [](const ::testing::TestParamInfo<Backend> &info) {
+                           std::string name = info.param.name;
+                           name[0] = static_cast<char>(std::toupper(name[0]));
+                           return name;
+                         });
 
 } // namespace
 } // namespace strata::runtime::cts

@@ -178,8 +178,8 @@ bool looksLikePtx(const uint8_t *data, size_t size) {
   if (size > 0 && data[size - 1] == 0)
     --size;
   for (size_t i = 0; i < size; ++i)
-    if (data[i] == 0 || (data[i] < 0x20 && data[i] != '\n' &&
-                         data[i] != '\r' && data[i] != '\t'))
+    if (data[i] == 0 || (data[i] < 0x20 && data[i] != '\n' && data[i] != '\r' &&
+                         data[i] != '\t'))
       return false;
   std::string_view text(reinterpret_cast<const char *>(data), size);
   return text.find(".version") != std::string_view::npos;
@@ -366,33 +366,35 @@ createCudaDevice(const CudaDeviceOptions &options) {
   STRATA_RETURN_IF_ERROR(
       check(api, api.cuDeviceGet(&device, options.ordinal), "cuDeviceGet"));
   char name[256] = {};
-  STRATA_RETURN_IF_ERROR(check(
-      api, api.cuDeviceGetName(name, sizeof(name) - 1, device), "cuDeviceGetName"));
+  STRATA_RETURN_IF_ERROR(
+      check(api, api.cuDeviceGetName(name, sizeof(name) - 1, device),
+            "cuDeviceGetName"));
   int major = 0, minor = 0, version = 0;
   size_t total = 0;
-  STRATA_RETURN_IF_ERROR(check(
-      api,
-      api.cuDeviceGetAttribute(&major, kCuDeviceAttributeComputeCapabilityMajor,
-                               device),
-      "cuDeviceGetAttribute"));
-  STRATA_RETURN_IF_ERROR(check(
-      api,
-      api.cuDeviceGetAttribute(&minor, kCuDeviceAttributeComputeCapabilityMinor,
-                               device),
-      "cuDeviceGetAttribute"));
+  STRATA_RETURN_IF_ERROR(
+      check(api,
+            api.cuDeviceGetAttribute(
+                &major, kCuDeviceAttributeComputeCapabilityMajor, device),
+            "cuDeviceGetAttribute"));
+  STRATA_RETURN_IF_ERROR(
+      check(api,
+            api.cuDeviceGetAttribute(
+                &minor, kCuDeviceAttributeComputeCapabilityMinor, device),
+            "cuDeviceGetAttribute"));
   STRATA_RETURN_IF_ERROR(
       check(api, api.cuDeviceTotalMem(&total, device), "cuDeviceTotalMem"));
   STRATA_RETURN_IF_ERROR(
       check(api, api.cuDriverGetVersion(&version), "cuDriverGetVersion"));
   CUhandle context = nullptr;
-  STRATA_RETURN_IF_ERROR(check(api, api.cuDevicePrimaryCtxRetain(&context, device),
+  STRATA_RETURN_IF_ERROR(check(api,
+                               api.cuDevicePrimaryCtxRetain(&context, device),
                                "cuDevicePrimaryCtxRetain"));
-  std::string description = fmt::format(
-      "{} (sm_{}{}, {:.1f} GiB, driver {}.{})", name, major, minor,
-      static_cast<double>(total) / (1ull << 30), version / 1000,
-      version % 1000 / 10);
-  auto driver =
-      std::make_unique<CudaDriver>(api, device, context, std::move(description));
+  std::string description =
+      fmt::format("{} (sm_{}{}, {:.1f} GiB, driver {}.{})", name, major, minor,
+                  static_cast<double>(total) / (1ull << 30), version / 1000,
+                  version % 1000 / 10);
+  auto driver = std::make_unique<CudaDriver>(api, device, context,
+                                             std::move(description));
   return createGpuDevice(std::move(driver));
 }
 

@@ -30,9 +30,7 @@ public:
   uint64_t size() const override { return size_; }
   MemoryKind memoryKind() const override { return kind_; }
   void *hostPointer() override { return host_; }
-  void *devicePointer() override {
-    return reinterpret_cast<void *>(address_);
-  }
+  void *devicePointer() override { return reinterpret_cast<void *>(address_); }
   uint64_t address() const { return address_; }
 
 private:
@@ -384,8 +382,7 @@ public:
     return std::unique_ptr<Event>(new GpuEvent(*driver_, event));
   }
 
-  StatusOr<float> elapsedMillis(const Event &start,
-                                const Event &end) override {
+  StatusOr<float> elapsedMillis(const Event &start, const Event &end) override {
     if (!start.recorded() || !end.recorded())
       return failedPrecondition("event has not been recorded");
     STRATA_RETURN_IF_ERROR(driver_->makeCurrent());

@@ -77,7 +77,8 @@ struct HipApi {
 };
 
 Status resolveApi(const DynamicLibrary &lib, HipApi &api) {
-#define STRATA_HIP(field) STRATA_RETURN_IF_ERROR(lib.resolve(api.field, {#field}))
+#define STRATA_HIP(field)                                                      \
+  STRATA_RETURN_IF_ERROR(lib.resolve(api.field, {#field}))
   STRATA_HIP(hipInit);
   STRATA_HIP(hipGetErrorName);
   STRATA_HIP(hipGetErrorString);
@@ -194,8 +195,8 @@ public:
   }
   Status memcpyAsync(uint64_t dst, uint64_t src, uint64_t size,
                      void *stream) override {
-    return STRATA_HIP_CHECK(hipMemcpyAsync(pointerOf(dst), pointerOf(src),
-                                           size, kHipMemcpyDefault, stream));
+    return STRATA_HIP_CHECK(hipMemcpyAsync(pointerOf(dst), pointerOf(src), size,
+                                           kHipMemcpyDefault, stream));
   }
   Status streamCreate(void *&out_stream) override {
     return STRATA_HIP_CHECK(
@@ -249,8 +250,9 @@ public:
   Status moduleLoad(const uint8_t *data, size_t size,
                     void *&out_module) override {
     static const char kBundle[] = "__CLANG_OFFLOAD_BUNDLE__";
-    bool elf = size >= 4 && std::memcmp(data, "\x7f"
-                                              "ELF",
+    bool elf = size >= 4 && std::memcmp(data,
+                                        "\x7f"
+                                        "ELF",
                                         4) == 0;
     bool bundle = size >= sizeof(kBundle) - 1 &&
                   std::memcmp(data, kBundle, sizeof(kBundle) - 1) == 0;
@@ -327,10 +329,11 @@ createHipDevice(const HipDeviceOptions &options) {
   STRATA_RETURN_IF_ERROR(
       check(api, api.hipDeviceGetName(name, sizeof(name) - 1, options.ordinal),
             "hipDeviceGetName"));
-  STRATA_RETURN_IF_ERROR(check(
-      api, api.hipDeviceTotalMem(&total, options.ordinal), "hipDeviceTotalMem"));
-  STRATA_RETURN_IF_ERROR(check(api, api.hipRuntimeGetVersion(&version),
-                               "hipRuntimeGetVersion"));
+  STRATA_RETURN_IF_ERROR(check(api,
+                               api.hipDeviceTotalMem(&total, options.ordinal),
+                               "hipDeviceTotalMem"));
+  STRATA_RETURN_IF_ERROR(
+      check(api, api.hipRuntimeGetVersion(&version), "hipRuntimeGetVersion"));
   std::string description =
       fmt::format("{} ({:.1f} GiB, HIP runtime {})", name,
                   static_cast<double>(total) / (1ull << 30), version);
