@@ -30,6 +30,9 @@ struct Backend {
   std::function<StatusOr<std::unique_ptr<Device>>()> create;
 };
 
+/// Prints a backend by name in test failure messages.
+void PrintTo(const Backend &backend, std::ostream *os) { *os << backend.name; }
+
 uint64_t floatBits(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
