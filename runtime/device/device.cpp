@@ -1,6 +1,7 @@
 //===- device.cpp - backend-independent device helpers --------------------===//
 //
-// Part of strata. Argument checks shared by every backend's dispatch.
+// Part of strata. Argument checks and the memref-descriptor flattening shared
+// by every backend's dispatch.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,46 @@ Status validateDispatchArgs(const KernelSpec &kernel,
                         kernel.name, i, arg.offset_bytes,
                         static_cast<uint64_t>(end), arg.buffer->size());
   }
+  return okStatus();
+}
+
+std::vector<uint64_t> flattenDispatchArgs(const KernelSpec &kernel,
+                                          const std::vector<DispatchArg> &args) {
+  size_t slots = 0;
+  for (const KernelArgInfo &info : kernel.args)
+    slots += info.kind == KernelArgKind::kBuffer ? 3 + 2 * info.rank : 1;
+  std::vector<uint64_t> values;
+  values.reserve(slots);
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArgInfo &info = kernel.args[i];
+    const DispatchArg &arg = args[i];
+    if (info.kind == KernelArgKind::kScalar) {
+      values.push_back(arg.scalar_bits);
+      continue;
+    }
+    auto base = reinterpret_cast<uint64_t>(arg.buffer->devicePointer());
+    values.push_back(base);
+    values.push_back(base + arg.offset_bytes);
+    values.push_back(0); // offset in elements: folded into the aligned ptr.
+    for (int64_t extent : arg.shape)
+      values.push_back(static_cast<uint64_t>(extent));
+    std::vector<int64_t> strides(info.rank, 1);
+    int64_t stride = 1;
+    for (size_t d = info.rank; d-- > 0;) {
+      strides[d] = stride;
+      stride *= arg.shape[d];
+    }
+    for (int64_t s : strides)
+      values.push_back(static_cast<uint64_t>(s));
+  }
+  return values;
+}
+
+Status checkBufferRange(const Buffer &buffer, uint64_t offset, uint64_t size) {
+  if (offset > buffer.size() || size > buffer.size() - offset)
+    return outOfRange("copy of {} bytes at offset {} exceeds buffer of {} "
+                      "bytes",
+                      size, offset, buffer.size());
   return okStatus();
 }
 

@@ -1,17 +1,24 @@
 //===- device.h - the strata device abstraction -----------------*- C++ -*-===//
 //
 // Part of strata. A Device owns memory (Buffers), loads compiled kernel
-// binaries (Executables) and runs kernels (dispatch) in submission order. The
-// CPU backend (runtime/device/cpu) implements it with host memory and dlopen;
-// the HIP and CUDA backends implement the same interface over dlopen'ed vendor
-// runtimes (hipModuleLoadData / cuModuleLoadData + ModuleLaunchKernel).
+// binaries (Executables) and runs kernels and copies on Streams, in order per
+// stream. Events mark points in a stream (ordering across streams, elapsed
+// time); a stream can capture its work into a Graph that is replayed later
+// with one call (a decode step's dispatch list, CUDA/HIP graphs).
+//
+// Backends: CPU (runtime/device/cpu: host memory, dlopen'ed shared objects,
+// streams execute immediately, graphs record the dispatch list), CUDA and HIP
+// (runtime/device/cuda, runtime/device/hip over runtime/device/gpu: the vendor
+// runtime is dlopen'ed at run time, no vendor header or library is needed to
+// build). Every backend passes runtime/device/cts. docs/DeviceRuntime.md
+// describes the semantics in full.
 //
 // This header knows nothing of the artifact format: runtime/loader turns the
 // flatbuffer's kernels and plans into the plain structs below.
 //
-// Ownership: a Device is owned by its creator and must outlive every Buffer
-// and Executable it made. Buffers and Executables are owned by the caller
-// (std::unique_ptr) and release their memory/module on destruction.
+// Ownership: a Device is owned by its creator and must outlive every Buffer,
+// Executable, Stream, Event and Graph it made; those are owned by the caller
+// (std::unique_ptr) and release their resource on destruction.
 // Thread-safety: a Device and its objects are used from one thread at a time.
 //
 //===----------------------------------------------------------------------===//
@@ -83,14 +90,26 @@ struct ExecutableSpec {
   std::vector<KernelSpec> kernels;
 };
 
-/// Device memory. Created by Device::allocate; freed on destruction.
+/// Where a Buffer's memory lives.
+enum class MemoryKind : uint8_t {
+  /// Device memory (Device::allocate): not host-visible on GPU backends.
+  kDevice = 0,
+  /// Page-locked host memory (Device::allocateHost): host-visible, readable
+  /// and writable by kernels, the fast path for asynchronous copies.
+  kHost = 1,
+};
+
+/// Memory owned by a device. Created by Device::allocate or allocateHost;
+/// freed on destruction.
 class Buffer {
 public:
   virtual ~Buffer() = default;
   /// Size in bytes as allocated.
   virtual uint64_t size() const = 0;
+  /// Device or host memory.
+  virtual MemoryKind memoryKind() const = 0;
   /// Host-visible pointer to the memory, or nullptr when the memory is not
-  /// host-mapped (GPU backends); use Device::copy* then.
+  /// host-mapped (device memory of GPU backends); use the copies then.
   virtual void *hostPointer() = 0;
   /// Device address of the first byte (what kernels receive).
   virtual void *devicePointer() = 0;
@@ -122,6 +141,99 @@ struct DispatchArg {
   uint64_t scalar_bits = 0;
 };
 
+/// A point in a stream's work, recorded by Stream::recordEvent. Events order
+/// work across streams (Stream::waitEvent) and time it
+/// (Device::elapsedMillis).
+class Event {
+public:
+  virtual ~Event() = default;
+  /// Whether recordEvent was called on this event at least once.
+  virtual bool recorded() const = 0;
+  /// Waits until the work before the latest record has finished.
+  /// FAILED_PRECONDITION if the event was never recorded.
+  virtual Status synchronize() = 0;
+};
+
+/// A captured sequence of stream work (Stream::beginCapture/endCapture),
+/// ready to replay with Stream::launchGraph. Buffers, offsets, shapes,
+/// scalars and grids are fixed at capture time; buffer contents are read
+/// when the graph runs, so a decode step is replayed by writing its inputs
+/// and launching the graph.
+class Graph {
+public:
+  virtual ~Graph() = default;
+  /// Number of operations captured (dispatches and copies).
+  virtual size_t operationCount() const = 0;
+};
+
+/// An in-order queue of work on a device. Operations run in submission
+/// order; on GPU backends they are asynchronous with respect to the host
+/// until synchronize. On the CPU backend every operation runs immediately.
+///
+/// Capture: between beginCapture and endCapture, dispatch and copyBuffer are
+/// recorded instead of executed (on every backend). Host-pointer copies,
+/// events, graph launches and synchronize are rejected on a capturing stream
+/// with FAILED_PRECONDITION, and so are Device::allocate, allocateHost,
+/// copyToDevice, copyFromDevice and synchronize while any stream of the
+/// device captures. A rejected call leaves the capture intact.
+class Stream {
+public:
+  virtual ~Stream() = default;
+
+  /// Enqueues kernel `kernel_index` of `executable` with `args` and `grid`
+  /// blocks (see Device::dispatch).
+  virtual Status dispatch(Executable &executable, size_t kernel_index,
+                          const std::vector<DispatchArg> &args,
+                          const uint64_t grid[3]) = 0;
+
+  /// Enqueues a copy of `size` bytes from host memory `src` into `dst` at
+  /// `offset`. `src` must stay valid until the copy has run (synchronize).
+  virtual Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
+                              uint64_t size) = 0;
+
+  /// Enqueues a copy of `size` bytes of `src` at `offset` into host memory
+  /// `dst`, which is written by the time synchronize returns.
+  virtual Status copyFromDevice(const Buffer &src, uint64_t offset, void *dst,
+                                uint64_t size) = 0;
+
+  /// Enqueues a copy of `size` bytes between two buffers of this device
+  /// (device or host memory, in any combination). Capturable.
+  virtual Status copyBuffer(const Buffer &src, uint64_t src_offset,
+                            Buffer &dst, uint64_t dst_offset,
+                            uint64_t size) = 0;
+
+  /// Records `event` at the current end of the stream (re-recording moves
+  /// it).
+  virtual Status recordEvent(Event &event) = 0;
+
+  /// Makes later work on this stream wait for `event`'s latest record.
+  /// FAILED_PRECONDITION if the event was never recorded.
+  virtual Status waitEvent(const Event &event) = 0;
+
+  /// Waits until everything enqueued on this stream has finished.
+  virtual Status synchronize() = 0;
+
+  /// Starts recording this stream's work into a graph.
+  virtual Status beginCapture() = 0;
+
+  /// Whether the stream is between beginCapture and endCapture.
+  virtual bool capturing() const = 0;
+
+  /// Stops recording and returns the replayable graph.
+  virtual StatusOr<std::unique_ptr<Graph>> endCapture() = 0;
+
+  /// Enqueues one replay of `graph` (made by a stream of this device).
+  virtual Status launchGraph(Graph &graph) = 0;
+};
+
+/// Bytes of memory of a device.
+struct MemoryInfo {
+  /// Bytes that can still be allocated (an estimate on the CPU). Default 0.
+  uint64_t free_bytes = 0;
+  /// Total bytes. Default 0.
+  uint64_t total_bytes = 0;
+};
+
 /// The device interface every backend implements.
 class Device {
 public:
@@ -130,16 +242,29 @@ public:
   /// Short backend name ("cpu", "hip", "cuda").
   virtual const char *name() const = 0;
 
-  /// Allocates `size` bytes aligned to at least `alignment` (a power of two;
-  /// 0 means the backend default of 64). Contents are zero.
+  /// One line naming the hardware, e.g. "NVIDIA H200 (sm_90, 139.8 GiB)".
+  virtual std::string description() const = 0;
+
+  /// Free and total memory of the device.
+  virtual StatusOr<MemoryInfo> memoryInfo() = 0;
+
+  /// Allocates `size` bytes of device memory aligned to at least `alignment`
+  /// (a power of two; 0 means the backend default of 64; GPU allocations are
+  /// aligned to 256 and larger requests are rejected). Contents are zero.
   virtual StatusOr<std::unique_ptr<Buffer>> allocate(uint64_t size,
                                                      uint64_t alignment) = 0;
 
-  /// Copies `size` bytes from host memory into `dst` at `offset`.
+  /// Allocates `size` bytes of page-locked host memory (MemoryKind::kHost),
+  /// zeroed, with a host pointer and a device address kernels can use.
+  virtual StatusOr<std::unique_ptr<Buffer>> allocateHost(uint64_t size) = 0;
+
+  /// Copies `size` bytes from host memory into `dst` at `offset`, in order
+  /// with the default stream; returns when the copy is done.
   virtual Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
                               uint64_t size) = 0;
 
-  /// Copies `size` bytes of `src` at `offset` into host memory.
+  /// Copies `size` bytes of `src` at `offset` into host memory, in order
+  /// with the default stream; returns when the copy is done.
   virtual Status copyFromDevice(const Buffer &src, uint64_t offset, void *dst,
                                 uint64_t size) = 0;
 
@@ -149,21 +274,49 @@ public:
   loadExecutable(const ExecutableSpec &spec) = 0;
 
   /// Enqueues kernel `kernel_index` of `executable` with `args` (one per
-  /// kernel argument) and `grid` blocks (GPU; ignored on CPU). Checks the
-  /// argument count, kinds and ranks and that every buffer region lies inside
-  /// its buffer before launching.
+  /// kernel argument) and `grid` blocks (GPU; ignored on CPU) on the default
+  /// stream. Checks the argument count, kinds and ranks and that every buffer
+  /// region lies inside its buffer before launching.
   virtual Status dispatch(Executable &executable, size_t kernel_index,
                           const std::vector<DispatchArg> &args,
                           const uint64_t grid[3]) = 0;
 
-  /// Waits until every dispatch and copy issued so far has finished.
+  /// Waits until every dispatch and copy issued so far, on every stream, has
+  /// finished.
   virtual Status synchronize() = 0;
+
+  /// The stream Device::dispatch and the Device copies use. Owned by the
+  /// device.
+  virtual Stream &defaultStream() = 0;
+
+  /// Creates a new stream, independent of the default stream.
+  virtual StatusOr<std::unique_ptr<Stream>> createStream() = 0;
+
+  /// Creates an event (not yet recorded).
+  virtual StatusOr<std::unique_ptr<Event>> createEvent() = 0;
+
+  /// Milliseconds between two recorded events of this device; waits for
+  /// `end` to complete. FAILED_PRECONDITION if either was never recorded.
+  virtual StatusOr<float> elapsedMillis(const Event &start,
+                                        const Event &end) = 0;
 };
 
 /// Checks `args` against `kernel` (count, kinds, ranks, non-negative extents,
 /// regions inside their buffers). Shared by every backend's dispatch.
 Status validateDispatchArgs(const KernelSpec &kernel,
                             const std::vector<DispatchArg> &args);
+
+/// Flattens validated `args` of `kernel` into the memref-descriptor ABI's
+/// 8-byte values (docs/Artifact.md "Kernel ABI"): a buffer of rank r as
+/// allocated pointer, aligned pointer (base + offset_bytes), offset 0, r
+/// sizes, r row-major strides; a scalar as its bits. Pointers are the
+/// buffers' device pointers.
+std::vector<uint64_t> flattenDispatchArgs(const KernelSpec &kernel,
+                                          const std::vector<DispatchArg> &args);
+
+/// Checks that [offset, offset + size) lies inside `buffer`; OUT_OF_RANGE
+/// otherwise.
+Status checkBufferRange(const Buffer &buffer, uint64_t offset, uint64_t size);
 
 } // namespace strata::runtime
 

@@ -79,7 +79,9 @@ StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
 }
 
 Status Program::run(StepKind step, const RuntimeSizes &sizes,
-                    PlanBuffers &buffers, const PlanResources &resources) {
+                    PlanBuffers &buffers, const PlanResources &resources,
+                    Stream *stream) {
+  Stream &target_stream = stream ? *stream : device_.defaultStream();
   STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
                           Artifact::plan(*target_, step));
   size_t num_buffers = plan->buffers() ? plan->buffers()->size() : 0;
@@ -180,7 +182,7 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
     }
     auto [executable, index] = kernel_slots_[dispatch->kernel_index()];
     Status status =
-        device_.dispatch(*executables_[executable], index, args, grid);
+        target_stream.dispatch(*executables_[executable], index, args, grid);
     if (!status.ok())
       return status.withContext(where);
   }

@@ -56,9 +56,15 @@ public:
 
   /// Runs `step`'s plan. `buffers` comes from allocateBuffers with the same
   /// sizes (inputs written by the caller); `resources` provides weights and
-  /// caches. Every dispatch is checked before launch.
+  /// caches. Every dispatch is checked before launch. The dispatches go to
+  /// `stream` (default: the device's default stream); on GPU devices they
+  /// are asynchronous, so synchronize the stream before reading results.
+  /// With a capturing stream the step is recorded into its graph
+  /// (Stream::beginCapture), to be replayed for later steps of the same
+  /// sizes and buffers.
   Status run(artifact::StepKind step, const RuntimeSizes &sizes,
-             PlanBuffers &buffers, const PlanResources &resources);
+             PlanBuffers &buffers, const PlanResources &resources,
+             Stream *stream = nullptr);
 
 private:
   Program(const Artifact &artifact, const artifact::TargetDef &target,

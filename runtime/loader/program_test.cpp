@@ -63,6 +63,49 @@ TEST(Program, RunsPlan) {
     EXPECT_FLOAT_EQ(cached[i], 2.0f * std::exp(w[i]));
 }
 
+// Tests that a step run on a capturing stream is recorded, not executed,
+// and that replaying the graph computes what a direct run computes, also
+// after the input changes.
+TEST(Program, CapturesAndReplaysPlan) {
+  std::unique_ptr<Artifact> artifact = realArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok()) << program.status().toString();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 3;
+  auto buffers = (*program)->allocateBuffers(StepKind::prefill, sizes);
+  auto weight = device->allocate(16, 0);
+  auto cache = device->allocate(64, 0);
+  auto stream = device->createStream();
+  ASSERT_TRUE(buffers.ok() && weight.ok() && cache.ok() && stream.ok());
+  float w[4] = {0.5f, 1.0f, -1.0f, 2.0f};
+  ASSERT_TRUE(device->copyToDevice(**weight, 0, w, 16).ok());
+  PlanResources resources{{weight->get()}, {cache->get()}};
+  ASSERT_TRUE((*stream)->beginCapture().ok());
+  Status status = (*program)->run(StepKind::prefill, sizes, *buffers,
+                                  resources, stream->get());
+  ASSERT_TRUE(status.ok()) << status.toString();
+  auto graph = (*stream)->endCapture();
+  ASSERT_TRUE(graph.ok());
+  EXPECT_EQ((*graph)->operationCount(), 2u);
+  float cached[4];
+  ASSERT_TRUE(device->copyFromDevice(**cache, 0, cached, 16).ok());
+  EXPECT_EQ(cached[0], 0.0f) << "capture must not execute";
+  for (float first : {0.25f, -3.0f}) {
+    float in[4] = {9, first, 0.5f, 1.0f};
+    ASSERT_TRUE(device->copyToDevice(*buffers->buffers[0], 0, in, 16).ok());
+    ASSERT_TRUE((*stream)->launchGraph(**graph).ok());
+    ASSERT_TRUE((*stream)->synchronize().ok());
+    float out[3];
+    ASSERT_TRUE(device->copyFromDevice(*buffers->buffers[1], 0, out, 12).ok());
+    for (int i = 0; i < 3; ++i)
+      EXPECT_FLOAT_EQ(out[i], 1.5f * std::exp(in[i + 1]));
+  }
+  ASSERT_TRUE(device->copyFromDevice(**cache, 0, cached, 16).ok());
+  for (int i = 0; i < 4; ++i)
+    EXPECT_FLOAT_EQ(cached[i], 2.0f * std::exp(w[i]));
+}
+
 // Tests that running without the weights or caches a plan binds fails
 // cleanly, and that a missing plan is named.
 TEST(Program, MissingResources) {

@@ -7,8 +7,11 @@
 #include "runtime/device/cpu/cpu_device.h"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <functional>
 #include <string>
 
 #include <dlfcn.h>
@@ -20,19 +23,37 @@ namespace strata::runtime {
 namespace {
 
 constexpr uint64_t kDefaultAlignment = 64;
+/// Allocations from this size up (with at most page alignment) are anonymous
+/// mappings: zero pages are committed lazily, so a large buffer costs only
+/// the pages that are touched.
+constexpr uint64_t kMmapThreshold = 1 << 20;
 
 class CpuBuffer final : public Buffer {
 public:
-  CpuBuffer(void *data, uint64_t size) : data_(data), size_(size) {}
-  ~CpuBuffer() override { std::free(data_); }
+  /// `mapped_bytes` > 0: `data` is an mmap of that many bytes; else malloc'ed.
+  CpuBuffer(void *data, uint64_t size, MemoryKind kind, uint64_t mapped_bytes)
+      : data_(data), size_(size), kind_(kind), mapped_bytes_(mapped_bytes) {}
+  ~CpuBuffer() override {
+    if (mapped_bytes_)
+      munmap(data_, mapped_bytes_);
+    else
+      std::free(data_);
+  }
   uint64_t size() const override { return size_; }
+  MemoryKind memoryKind() const override { return kind_; }
   void *hostPointer() override { return data_; }
   void *devicePointer() override { return data_; }
 
 private:
   void *data_;
   uint64_t size_;
+  MemoryKind kind_;
+  uint64_t mapped_bytes_;
 };
+
+uint8_t *bytesOf(const Buffer &buffer) {
+  return static_cast<uint8_t *>(const_cast<Buffer &>(buffer).hostPointer());
+}
 
 /// Entry point of the packed memref-descriptor ABI.
 using PackedEntry = void (*)(void **);
@@ -173,52 +194,198 @@ StatusOr<void *> dlopenFromTempFile(const ExecutableSpec &spec) {
   return handle;
 }
 
-class CpuDevice final : public Device {
+class CpuEvent final : public Event {
 public:
-  explicit CpuDevice(const CpuDeviceOptions &options) : options_(options) {}
+  bool recorded() const override { return recorded_; }
+  Status synchronize() override {
+    if (!recorded_)
+      return failedPrecondition("event has not been recorded");
+    return okStatus(); // CPU streams finish work before returning.
+  }
+  void record() {
+    recorded_ = true;
+    time_ = std::chrono::steady_clock::now();
+  }
+  std::chrono::steady_clock::time_point time() const { return time_; }
 
-  const char *name() const override { return "cpu"; }
+private:
+  bool recorded_ = false;
+  std::chrono::steady_clock::time_point time_;
+};
 
-  StatusOr<std::unique_ptr<Buffer>> allocate(uint64_t size,
-                                             uint64_t alignment) override {
-    if (alignment == 0)
-      alignment = kDefaultAlignment;
-    if ((alignment & (alignment - 1)) != 0)
-      return invalidArgument("alignment {} is not a power of two", alignment);
-    if (alignment < sizeof(void *))
-      alignment = sizeof(void *);
-    // aligned_alloc needs a size that is a multiple of the alignment; never 0.
-    uint64_t rounded = size == 0 ? alignment : size;
-    if (rounded > UINT64_MAX - alignment)
-      return resourceExhausted("cannot allocate {} bytes", size);
-    rounded = (rounded + alignment - 1) / alignment * alignment;
-    void *data = std::aligned_alloc(alignment, rounded);
-    if (!data)
-      return resourceExhausted("cannot allocate {} bytes", size);
-    std::memset(data, 0, rounded);
-    return std::unique_ptr<Buffer>(new CpuBuffer(data, size));
+/// A captured operation list: closures over the flattened kernel arguments
+/// and the copy ranges, run in order on replay.
+class CpuGraph final : public Graph {
+public:
+  explicit CpuGraph(std::vector<std::function<void()>> ops)
+      : ops_(std::move(ops)) {}
+  size_t operationCount() const override { return ops_.size(); }
+  void run() const {
+    for (const auto &op : ops_)
+      op();
+  }
+
+private:
+  std::vector<std::function<void()>> ops_;
+};
+
+class CpuDevice;
+
+/// Runs every operation at once on the calling thread, or records it while
+/// capturing.
+class CpuStream final : public Stream {
+public:
+  explicit CpuStream(CpuDevice &device) : device_(device) {}
+  ~CpuStream() override;
+
+  Status dispatch(Executable &executable, size_t kernel_index,
+                  const std::vector<DispatchArg> &args,
+                  const uint64_t grid[3]) override {
+    (void)grid;
+    auto &cpu = static_cast<CpuExecutable &>(executable);
+    if (kernel_index >= cpu.kernelCount())
+      return outOfRange("kernel index {} out of range ({} kernels)",
+                        kernel_index, cpu.kernelCount());
+    const KernelSpec &kernel = cpu.kernel(kernel_index);
+    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+    // The packed ABI: args[i] points at the i-th flattened 8-byte value.
+    std::vector<uint64_t> values = flattenDispatchArgs(kernel, args);
+    PackedEntry entry = cpu.entry(kernel_index);
+    return runOrRecord([entry, values = std::move(values)]() mutable {
+      std::vector<void *> pointers(values.size());
+      for (size_t s = 0; s < values.size(); ++s)
+        pointers[s] = &values[s];
+      entry(pointers.data());
+    });
   }
 
   Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
                       uint64_t size) override {
-    if (offset > dst.size() || size > dst.size() - offset)
-      return outOfRange("copy of {} bytes at offset {} exceeds buffer of {} "
-                        "bytes",
-                        size, offset, dst.size());
-    std::memcpy(static_cast<uint8_t *>(dst.hostPointer()) + offset, src, size);
+    STRATA_RETURN_IF_ERROR(checkNotCapturing("copy from a host pointer"));
+    STRATA_RETURN_IF_ERROR(checkBufferRange(dst, offset, size));
+    std::memcpy(bytesOf(dst) + offset, src, size);
     return okStatus();
   }
 
   Status copyFromDevice(const Buffer &src, uint64_t offset, void *dst,
                         uint64_t size) override {
-    if (offset > src.size() || size > src.size() - offset)
-      return outOfRange("copy of {} bytes at offset {} exceeds buffer of {} "
-                        "bytes",
-                        size, offset, src.size());
-    auto &buffer = const_cast<Buffer &>(src);
-    std::memcpy(dst, static_cast<uint8_t *>(buffer.hostPointer()) + offset,
-                size);
+    STRATA_RETURN_IF_ERROR(checkNotCapturing("copy to a host pointer"));
+    STRATA_RETURN_IF_ERROR(checkBufferRange(src, offset, size));
+    std::memcpy(dst, bytesOf(src) + offset, size);
     return okStatus();
+  }
+
+  Status copyBuffer(const Buffer &src, uint64_t src_offset, Buffer &dst,
+                    uint64_t dst_offset, uint64_t size) override {
+    STRATA_RETURN_IF_ERROR(checkBufferRange(src, src_offset, size));
+    STRATA_RETURN_IF_ERROR(checkBufferRange(dst, dst_offset, size));
+    uint8_t *from = bytesOf(src) + src_offset;
+    uint8_t *to = bytesOf(dst) + dst_offset;
+    return runOrRecord([from, to, size] { std::memmove(to, from, size); });
+  }
+
+  Status recordEvent(Event &event) override {
+    STRATA_RETURN_IF_ERROR(checkNotCapturing("record an event"));
+    static_cast<CpuEvent &>(event).record();
+    return okStatus();
+  }
+
+  Status waitEvent(const Event &event) override {
+    STRATA_RETURN_IF_ERROR(checkNotCapturing("wait for an event"));
+    if (!event.recorded())
+      return failedPrecondition("event has not been recorded");
+    return okStatus(); // The recorded work has already run.
+  }
+
+  Status synchronize() override {
+    return checkNotCapturing("synchronize");
+  }
+
+  Status beginCapture() override;
+  bool capturing() const override { return capturing_; }
+  StatusOr<std::unique_ptr<Graph>> endCapture() override;
+
+  Status launchGraph(Graph &graph) override {
+    STRATA_RETURN_IF_ERROR(checkNotCapturing("launch a graph"));
+    static_cast<CpuGraph &>(graph).run();
+    return okStatus();
+  }
+
+private:
+  Status checkNotCapturing(const char *what) const {
+    if (capturing_)
+      return failedPrecondition("cannot {} while the stream is capturing",
+                                what);
+    return okStatus();
+  }
+
+  Status runOrRecord(std::function<void()> op) {
+    if (capturing_)
+      recording_.push_back(std::move(op));
+    else
+      op();
+    return okStatus();
+  }
+
+  CpuDevice &device_;
+  bool capturing_ = false;
+  std::vector<std::function<void()>> recording_;
+};
+
+StatusOr<uint64_t> readMeminfoBytes(const char *key) {
+  std::ifstream in("/proc/meminfo");
+  std::string name;
+  uint64_t kib = 0;
+  std::string unit;
+  while (in >> name >> kib) {
+    std::getline(in, unit);
+    if (name == key)
+      return kib * 1024;
+  }
+  return unavailable("cannot read {} from /proc/meminfo", key);
+}
+
+class CpuDevice final : public Device {
+public:
+  explicit CpuDevice(const CpuDeviceOptions &options)
+      : options_(options), default_stream_(*this) {}
+
+  const char *name() const override { return "cpu"; }
+
+  std::string description() const override {
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    StatusOr<uint64_t> total = readMeminfoBytes("MemTotal:");
+    return fmt::format("host cpu ({} threads, {:.1f} GiB)", threads,
+                       total.ok() ? static_cast<double>(*total) / (1ull << 30)
+                                  : 0.0);
+  }
+
+  StatusOr<MemoryInfo> memoryInfo() override {
+    MemoryInfo info;
+    STRATA_ASSIGN_OR_RETURN(info.free_bytes, readMeminfoBytes("MemAvailable:"));
+    STRATA_ASSIGN_OR_RETURN(info.total_bytes, readMeminfoBytes("MemTotal:"));
+    return info;
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> allocate(uint64_t size,
+                                             uint64_t alignment) override {
+    return allocateMemory(size, alignment, MemoryKind::kDevice);
+  }
+
+  StatusOr<std::unique_ptr<Buffer>> allocateHost(uint64_t size) override {
+    return allocateMemory(size, 0, MemoryKind::kHost);
+  }
+
+  Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
+                      uint64_t size) override {
+    STRATA_RETURN_IF_ERROR(checkNoCapture("copy to the device"));
+    return default_stream_.copyToDevice(dst, offset, src, size);
+  }
+
+  Status copyFromDevice(const Buffer &src, uint64_t offset, void *dst,
+                        uint64_t size) override {
+    STRATA_RETURN_IF_ERROR(checkNoCapture("copy from the device"));
+    return default_stream_.copyFromDevice(src, offset, dst, size);
   }
 
   StatusOr<std::unique_ptr<Executable>>
@@ -263,59 +430,99 @@ public:
   Status dispatch(Executable &executable, size_t kernel_index,
                   const std::vector<DispatchArg> &args,
                   const uint64_t grid[3]) override {
-    (void)grid;
-    auto &cpu = static_cast<CpuExecutable &>(executable);
-    if (kernel_index >= cpu.kernelCount())
-      return outOfRange("kernel index {} out of range ({} kernels)",
-                        kernel_index, cpu.kernelCount());
-    const KernelSpec &kernel = cpu.kernel(kernel_index);
-    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+    return default_stream_.dispatch(executable, kernel_index, args, grid);
+  }
 
-    // Flatten every argument into 8-byte slots (docs/Artifact.md "Kernel
-    // ABI"): buffers as allocated ptr, aligned ptr, offset, sizes, strides.
-    size_t slots = 0;
-    for (const KernelArgInfo &info : kernel.args)
-      slots += info.kind == KernelArgKind::kBuffer ? 3 + 2 * info.rank : 1;
-    std::vector<uint64_t> values(slots, 0);
-    std::vector<void *> pointers(slots, nullptr);
-    size_t slot = 0;
-    auto pushPointer = [&](void *p) {
-      std::memcpy(&values[slot], &p, sizeof(p));
-      ++slot;
-    };
-    for (size_t i = 0; i < args.size(); ++i) {
-      const KernelArgInfo &info = kernel.args[i];
-      const DispatchArg &arg = args[i];
-      if (info.kind == KernelArgKind::kScalar) {
-        values[slot++] = arg.scalar_bits;
-        continue;
-      }
-      auto *base = static_cast<uint8_t *>(arg.buffer->devicePointer());
-      pushPointer(base);
-      pushPointer(base + arg.offset_bytes);
-      values[slot++] = 0; // offset in elements: folded into aligned ptr.
-      for (int64_t extent : arg.shape)
-        values[slot++] = static_cast<uint64_t>(extent);
-      int64_t stride = 1;
-      std::vector<int64_t> strides(info.rank, 1);
-      for (size_t d = info.rank; d-- > 0;) {
-        strides[d] = stride;
-        stride *= arg.shape[d];
-      }
-      for (int64_t s : strides)
-        values[slot++] = static_cast<uint64_t>(s);
-    }
-    for (size_t s = 0; s < slots; ++s)
-      pointers[s] = &values[s];
-    cpu.entry(kernel_index)(pointers.data());
+  Status synchronize() override { return checkNoCapture("synchronize"); }
+
+  Stream &defaultStream() override { return default_stream_; }
+
+  StatusOr<std::unique_ptr<Stream>> createStream() override {
+    return std::unique_ptr<Stream>(new CpuStream(*this));
+  }
+
+  StatusOr<std::unique_ptr<Event>> createEvent() override {
+    return std::unique_ptr<Event>(new CpuEvent());
+  }
+
+  StatusOr<float> elapsedMillis(const Event &start,
+                                const Event &end) override {
+    if (!start.recorded() || !end.recorded())
+      return failedPrecondition("event has not been recorded");
+    auto delta = static_cast<const CpuEvent &>(end).time() -
+                 static_cast<const CpuEvent &>(start).time();
+    return std::chrono::duration<float, std::milli>(delta).count();
+  }
+
+  /// Streams report capture begin/end so device-wide calls can refuse.
+  void addCapture(int delta) { capturing_streams_ += delta; }
+
+private:
+  Status checkNoCapture(const char *what) const {
+    if (capturing_streams_ > 0)
+      return failedPrecondition("cannot {} while a stream is capturing", what);
     return okStatus();
   }
 
-  Status synchronize() override { return okStatus(); }
+  StatusOr<std::unique_ptr<Buffer>>
+  allocateMemory(uint64_t size, uint64_t alignment, MemoryKind kind) {
+    STRATA_RETURN_IF_ERROR(checkNoCapture("allocate"));
+    if (alignment == 0)
+      alignment = kDefaultAlignment;
+    if ((alignment & (alignment - 1)) != 0)
+      return invalidArgument("alignment {} is not a power of two", alignment);
+    if (alignment < sizeof(void *))
+      alignment = sizeof(void *);
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    if (size >= kMmapThreshold && alignment <= page) {
+      if (size > UINT64_MAX - page)
+        return resourceExhausted("cannot allocate {} bytes", size);
+      uint64_t mapped = (size + page - 1) / page * page;
+      void *data = mmap(nullptr, mapped, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (data == MAP_FAILED)
+        return resourceExhausted("cannot allocate {} bytes: {}", size,
+                                 std::strerror(errno));
+      return std::unique_ptr<Buffer>(new CpuBuffer(data, size, kind, mapped));
+    }
+    // aligned_alloc needs a size that is a multiple of the alignment; never 0.
+    uint64_t rounded = size == 0 ? alignment : size;
+    if (rounded > UINT64_MAX - alignment)
+      return resourceExhausted("cannot allocate {} bytes", size);
+    rounded = (rounded + alignment - 1) / alignment * alignment;
+    void *data = std::aligned_alloc(alignment, rounded);
+    if (!data)
+      return resourceExhausted("cannot allocate {} bytes", size);
+    std::memset(data, 0, rounded);
+    return std::unique_ptr<Buffer>(new CpuBuffer(data, size, kind, 0));
+  }
 
-private:
   CpuDeviceOptions options_;
+  int capturing_streams_ = 0;
+  CpuStream default_stream_;
 };
+
+CpuStream::~CpuStream() {
+  if (capturing_)
+    device_.addCapture(-1);
+}
+
+Status CpuStream::beginCapture() {
+  if (capturing_)
+    return failedPrecondition("stream is already capturing");
+  capturing_ = true;
+  recording_.clear();
+  device_.addCapture(1);
+  return okStatus();
+}
+
+StatusOr<std::unique_ptr<Graph>> CpuStream::endCapture() {
+  if (!capturing_)
+    return failedPrecondition("stream is not capturing");
+  capturing_ = false;
+  device_.addCapture(-1);
+  return std::unique_ptr<Graph>(new CpuGraph(std::move(recording_)));
+}
 
 } // namespace
 

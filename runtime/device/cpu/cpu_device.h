@@ -5,8 +5,13 @@
 // from memory with memfd_create + dlopen("/proc/self/fd/N") (or, where memfd
 // is unavailable or not executable, a private temporary file that is unlinked
 // right after dlopen). Entry points use the packed memref-descriptor ABI
-// (`void entry(void **args)`, docs/Artifact.md "Kernel ABI"). Dispatch runs
-// the kernel synchronously on the calling thread; synchronize() is a no-op.
+// (`void entry(void **args)`, docs/Artifact.md "Kernel ABI"). Streams run
+// every operation at once on the calling thread (synchronize only checks
+// capture state); events record a steady_clock time; a captured graph is the
+// recorded list of dispatches (flattened arguments) and buffer copies,
+// replayed in order. allocateHost is ordinary memory of kind kHost.
+// Allocations of 1 MiB and more are anonymous mappings whose zero pages are
+// committed only when touched.
 //
 // Symbols a kernel imports (expf, memcpy, malloc, ...) were bound at compile
 // time to libm.so.6 / libc.so.6 as DT_NEEDED entries (lib/Target/CPU links
