@@ -12,6 +12,7 @@
 #include "dialects/llm/IR/LLMDialect.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Pipelines/Pipelines.h"
+#include "lib/Target/Passes.h"
 
 namespace mlir::strata {
 
@@ -20,9 +21,11 @@ inline void registerStrataDialects(DialectRegistry &registry) {
   registry.insert<llm::LLMDialect>();
 }
 
-/// Registers the passes strata defines (llm transforms, conversions).
+/// Registers the passes strata defines (llm transforms, conversions,
+/// target passes).
 inline void registerStrataPasses() {
   registerConversionPasses();
+  registerTargetPasses();
   registerStrataPipelines();
 }
 
