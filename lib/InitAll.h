@@ -13,6 +13,7 @@
 #include "dialects/llm/Transforms/Passes.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Pipelines/Pipelines.h"
+#include "lib/Target/Passes.h"
 
 namespace mlir::strata {
 
@@ -21,10 +22,12 @@ inline void registerStrataDialects(DialectRegistry &registry) {
   registry.insert<llm::LLMDialect>();
 }
 
-/// Registers the passes strata defines (llm transforms, conversions).
+/// Registers the passes strata defines (llm transforms, conversions,
+/// target passes).
 inline void registerStrataPasses() {
   llm::registerLLMPasses();
   registerConversionPasses();
+  registerTargetPasses();
   registerStrataPipelines();
 }
 

@@ -72,6 +72,42 @@ def ConvertMemRefCopyToLinalgPass
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
+def ConvertLLMToGPUPass : Pass<"convert-llm-to-gpu", "ModuleOp"> {
+  let summary = "lower the hot llm ops to GPU kernels on the matrix units";
+  let description = [{
+    Replaces each `llm.linear` whose shapes tile on the target (rank-2 bf16
+    `x`, bf16 or fp8 block-scaled weight) by a `gpu.launch_func` of a tiled
+    matmul kernel built in `gpu.module @strata_kernels` (one kernel per
+    distinct weight shape and kind). The kernel uses the target's matrix
+    instructions (`amdgpu.mfma` on gfx942/gfx950, `nvvm.mma.sync` on sm_90),
+    chosen from TargetInfo by one shared tiling description
+    (lib/Conversion/LLMToGPU/MatmulTiling.h). Operands are bridged with
+    `bufferization.to_buffer` / `to_tensor`, as in convert-llm-to-kernel,
+    which runs next and lowers every op left. docs/GPULowering.md.
+
+    ```mlir
+    %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<128x256xbf16>) -> tensor<?x128xbf16>
+    ```
+    becomes
+    ```mlir
+    gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16
+        blocks in (%gx, %c2, %c1) threads in (%c256, %c1, %c1)
+        args(%xm : memref<?x256xbf16>, %wm : memref<128x256xbf16>, %ym : memref<?x128xbf16>)
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"gfx942\"",
+           "GPU chip: gfx942, gfx950, sm_90 or sm_90a">
+  ];
+  let dependentDialects = [
+    "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
 def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
   let summary = "print the kernel plan of every step function (kernel phase)";
   let description = [{

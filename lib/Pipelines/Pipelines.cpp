@@ -20,16 +20,10 @@
 
 #include "dialects/llm/Transforms/Passes.h"
 #include "lib/Conversion/Passes.h"
-#include "lib/Target/CPU/CpuTargetInfo.h"
+#include "lib/Target/TargetInfo.h"
 
 using namespace mlir;
 using namespace mlir::strata;
-
-std::unique_ptr<TargetInfo> mlir::strata::createTargetInfo(StringRef name) {
-  if (name == "cpu")
-    return std::make_unique<CpuTargetInfo>();
-  return nullptr;
-}
 
 LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
                                                const PipelineOptions &options) {
@@ -48,7 +42,14 @@ LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
 }
 
 void mlir::strata::buildKernelPipeline(OpPassManager &pm,
-                                       const PipelineOptions &) {
+                                       const PipelineOptions &options) {
+  if (options.target != "cpu") {
+    // GPU targets: the hot ops (llm.linear) become launches of kernels on
+    // the matrix units first; the pass reports an unknown chip.
+    ConvertLLMToGPUPassOptions gpu;
+    gpu.chip = options.target;
+    pm.addPass(createConvertLLMToGPUPass(gpu));
+  }
   // Every llm op becomes a call of an outlined memref kernel (DPS).
   pm.addPass(createConvertLLMToKernelPass());
   // Elementwise arith/math on whole tensors in the graph (residual adds,
@@ -68,8 +69,16 @@ void mlir::strata::buildKernelPipeline(OpPassManager &pm,
 LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
                                                 const PipelineOptions &options) {
   std::unique_ptr<TargetInfo> target = createTargetInfo(options.target);
-  if (!target || !target->isHost())
+  if (!target)
     return failure();
+  if (!target->isHost()) {
+    // GPU: gpu.modules to device code and gpu.binary; the host side (step
+    // functions, remaining CPU-style kernels) stays at the kernel phase.
+    BinaryOptions binary;
+    binary.format = options.gpuFormat;
+    binary.toolkit = options.toolkit;
+    return target->buildBinaryPipeline(pm, binary);
+  }
   // Bufferization's copies become linalg.copy: kernels call no runtime.
   pm.addNestedPass<func::FuncOp>(createConvertMemRefCopyToLinalgPass());
   // linalg matmuls/fills/elementwise become scf loops over loads/stores.

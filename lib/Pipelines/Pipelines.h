@@ -8,8 +8,11 @@
 // `--compile-to=<phase>` stop is the same IR everywhere.
 //
 //   llm      -- buildFusedPipeline  --> fused (llm ops, cleaned up)
-//   fused    -- buildKernelPipeline --> kernel (kernel funcs + calls, memrefs)
-//   kernel   -- buildTargetPipeline --> target (LLVM dialect for `target`)
+//   fused    -- buildKernelPipeline --> kernel (kernel funcs + calls, memrefs;
+//                                       GPU targets: + gpu.launch_func of
+//                                       matrix-unit kernels)
+//   kernel   -- buildTargetPipeline --> target (LLVM dialect for cpu;
+//                                       gpu.binary for GPU targets)
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,15 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("element type of activations and caches: bf16 (as the "
                      "model is written) or f32 (llm-promote-activations)"),
       llvm::cl::init("bf16")};
+  Option<std::string> toolkit{
+      *this, "toolkit",
+      llvm::cl::desc("GPU toolkit folder (ROCm-like: llvm/bin/ld.lld, "
+                     "amdgcn/bitcode; or CUDA: bin/ptxas, nvvm/libdevice)"),
+      llvm::cl::init("")};
+  Option<std::string> gpuFormat{
+      *this, "gpu-format",
+      llvm::cl::desc("GPU object format: bin (HSACO/cubin) or isa (text)"),
+      llvm::cl::init("bin")};
 };
 
 /// llm -> fused: llm-level cleanups and the precision policy. Fails to build
@@ -41,8 +53,9 @@ LogicalResult buildFusedPipeline(OpPassManager &pm,
                                  const PipelineOptions &options);
 /// fused -> kernel: outlined kernels over memrefs, bufferized graph.
 void buildKernelPipeline(OpPassManager &pm, const PipelineOptions &options);
-/// kernel -> target: the LLVM dialect (cpu). Fails to build for a target
-/// without a lowering.
+/// kernel -> target: the LLVM dialect (cpu), or gpu.binary objects for the
+/// gpu.modules (gfx942, gfx950, sm_90, sm_90a; host side left as is). Fails
+/// to build for an unknown target.
 LogicalResult buildTargetPipeline(OpPassManager &pm,
                                   const PipelineOptions &options);
 

@@ -1,0 +1,444 @@
+//===- MatmulKernel.cpp - the tiled GPU matmul kernel ---------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// buildMatmulKernel: y[M, N] = x[M, K] * W[N, K]^T on the matrix units, from
+// a MatmulTiling. Operand fragments are read straight from global memory
+// into registers following the instruction's FragmentLayout (contiguous
+// runs along K, so vector loads); the K loop is an scf.for carrying the
+// fp32 accumulators; block scales (fp8) are applied to a per-K-block
+// accumulator; the tail rows of M are clamped on load and skipped on store.
+// Shared-memory staging is not done yet (docs/GPULowering.md).
+//
+// Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
+// nvvm.mma.sync (bf16 packed in i32 pairs) on NVIDIA.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Lane coordinates of one FragmentLayout.
+struct LaneCoords {
+  Value outer, inner;
+};
+
+class MatmulKernelBuilder {
+public:
+  MatmulKernelBuilder(OpBuilder &b, Location loc, const MatmulTiling &t,
+                      const MatmulProblem &p, const MatmulTypes &types)
+      : b(b), loc(loc), t(t), p(p), types(types), mi(t.mma) {
+    f32 = b.getF32Type();
+    bf16 = b.getBF16Type();
+    fp8 = b.getType<Float8E4M3FNType>();
+    if (mi.operands == MatrixElement::F8E4M3FNUZ)
+      mmaFp8 = b.getType<Float8E4M3FNUZType>();
+    else
+      mmaFp8 = fp8;
+  }
+
+  void build(ValueRange args);
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cf32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value ci32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+  Value add(Value a, int64_t c) { return c ? add(a, idx(c)) : a; }
+  Value mul(Value a, int64_t c) {
+    return c == 1 ? a : arith::MulIOp::create(b, loc, a, idx(c));
+  }
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  }
+  Value splat(Value scalar, int64_t n) {
+    return vector::BroadcastOp::create(b, loc, VectorType::get({n}, f32),
+                                       scalar);
+  }
+
+  Value laneMap(const LaneMap &m) {
+    Value v = lane;
+    if (m.div != 1)
+      v = arith::DivUIOp::create(b, loc, v, idx(m.div));
+    v = arith::RemUIOp::create(b, loc, v, idx(m.mod));
+    return mul(v, m.mul);
+  }
+  LaneCoords coords(const FragmentLayout &l) {
+    return {laneMap(l.outer), laneMap(l.inner)};
+  }
+
+  /// The fragment of `mem` ([rows, K]) for the tile at (outerBase,
+  /// innerBase), as one vector<size x elem>. `clamp` keeps rows < M.
+  Value loadFragment(Value mem, Type elem, const FragmentLayout &l,
+                     const LaneCoords &c, Value outerBase, Value innerBase,
+                     bool clamp) {
+    VectorType pieceType = VectorType::get({l.count}, elem);
+    VectorType fragType = VectorType::get({l.size()}, elem);
+    Value frag;
+    for (auto [i, piece] : llvm::enumerate(l.pieces)) {
+      Value row = add(add(outerBase, c.outer), piece[0]);
+      if (clamp)
+        row = arith::MinUIOp::create(b, loc, row, lastRow);
+      Value col = add(add(innerBase, c.inner), piece[1]);
+      Value v = vector::LoadOp::create(b, loc, pieceType, mem,
+                                       ValueRange{row, col});
+      if (l.pieces.size() == 1)
+        return v;
+      if (!frag)
+        frag = zeros(fragType);
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, v, frag, ArrayRef<int64_t>{int64_t(i) * l.count},
+          ArrayRef<int64_t>{1});
+    }
+    return frag;
+  }
+
+  /// Decodes OCP e4m3fn values to bf16 exactly (integer code: normal
+  /// numbers re-biased into an f32, subnormals m * 2^-9).
+  Value decodeFp8(Value v) {
+    auto type = cast<VectorType>(v.getType());
+    int64_t n = type.getNumElements();
+    auto i8 = VectorType::get({n}, b.getI8Type());
+    auto i32 = VectorType::get({n}, b.getI32Type());
+    auto vf32 = VectorType::get({n}, f32);
+    auto splatI = [&](int64_t c) {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(c)));
+    };
+    Value bits = arith::ExtUIOp::create(
+        b, loc, i32, arith::BitcastOp::create(b, loc, i8, v));
+    Value sign = arith::ShLIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, bits, splatI(0x80)), splatI(24));
+    Value em = arith::AndIOp::create(b, loc, bits, splatI(0x7f));
+    Value normal = arith::AddIOp::create(
+        b, loc, arith::ShLIOp::create(b, loc, em, splatI(20)),
+        splatI(120 << 23));
+    Value mant = arith::AndIOp::create(b, loc, em, splatI(7));
+    Value sub = arith::MulFOp::create(
+        b, loc, arith::UIToFPOp::create(b, loc, vf32, mant),
+        splat(cf32(1.0 / 512.0), n));
+    Value subBits = arith::BitcastOp::create(b, loc, i32, sub);
+    Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, em,
+                                        splatI(8));
+    Value magnitude = arith::SelectOp::create(b, loc, isSub, subBits, normal);
+    Value f = arith::BitcastOp::create(
+        b, loc, vf32, arith::OrIOp::create(b, loc, magnitude, sign));
+    return arith::TruncFOp::create(b, loc, VectorType::get({n}, bf16), f);
+  }
+
+  /// OCP e4m3fn weight bytes as operands of the fp8 instruction: as is for
+  /// OCP targets; for FNUZ the same bits mean half the value (bias 8), and
+  /// 0x80 (-0 in OCP, NaN in FNUZ) becomes 0. The factor 2 goes into the
+  /// block scale (fnuzScaleFactor).
+  Value toMmaFp8(Value v) {
+    if (mmaFp8 == fp8)
+      return v;
+    auto type = cast<VectorType>(v.getType());
+    auto i8 = VectorType::get(type.getShape(), b.getI8Type());
+    Value bits = arith::BitcastOp::create(b, loc, i8, v);
+    Value negZero = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(i8, b.getI8IntegerAttr(-128)));
+    Value isNegZero =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bits, negZero);
+    bits = arith::SelectOp::create(b, loc, isNegZero, zeros(i8), bits);
+    return arith::BitcastOp::create(
+        b, loc, VectorType::get(type.getShape(), mmaFp8), bits);
+  }
+  double fnuzScaleFactor() const { return mmaFp8 == fp8 ? 1.0 : 2.0; }
+
+  Value emitMma(Value a, Value bv, Value acc);
+  Value loadWeightScale(Value colBase, Value kb) {
+    Value row = arith::DivUIOp::create(b, loc, colBase, idx(t.scaleBlockN));
+    Value col = arith::DivUIOp::create(b, loc, kb, idx(t.scaleBlockK));
+    return memref::LoadOp::create(b, loc, scales, ValueRange{row, col});
+  }
+  SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
+  void storeResults(ValueRange accs);
+
+  OpBuilder &b;
+  Location loc;
+  const MatmulTiling &t;
+  const MatmulProblem &p;
+  const MatmulTypes &types;
+  const MatrixInstruction &mi;
+  Type f32, bf16, fp8, mmaFp8;
+  Value x, w, scales, y;
+  Value lane, lastRow, numRows;
+  SmallVector<Value> rowBases, colBases; // per fragment
+  LaneCoords aLane, bLane, cLane;
+};
+
+} // namespace
+
+Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
+  auto accType = cast<VectorType>(acc.getType());
+  switch (mi.family) {
+  case MatrixFamily::Mfma:
+    return amdgpu::MFMAOp::create(
+        b, loc, accType, b.getI32IntegerAttr(mi.m), b.getI32IntegerAttr(mi.n),
+        b.getI32IntegerAttr(mi.k), b.getI32IntegerAttr(1), a, bv, acc,
+        b.getI32IntegerAttr(0), b.getI32IntegerAttr(0),
+        amdgpu::MFMAPermBAttr::get(b.getContext(), amdgpu::MFMAPermB::none));
+  case MatrixFamily::MmaSync: {
+    // bf16 pairs packed into i32 registers, in fragment order.
+    auto asI32 = [&](Value v) {
+      int64_t n = cast<VectorType>(v.getType()).getNumElements() / 2;
+      Value packed = vector::BitCastOp::create(
+          b, loc, VectorType::get({n}, b.getI32Type()), v);
+      SmallVector<Value> regs;
+      for (int64_t i = 0; i < n; ++i)
+        regs.push_back(vector::ExtractOp::create(b, loc, packed, i));
+      return regs;
+    };
+    SmallVector<Value> c;
+    for (int64_t i = 0; i < accType.getNumElements(); ++i)
+      c.push_back(vector::ExtractOp::create(b, loc, acc, i));
+    SmallVector<Type> fields(c.size(), f32);
+    auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+    Value d = NVVM::MmaOp::create(
+        b, loc, structType, asI32(a), asI32(bv), c, {mi.m, mi.n, mi.k},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                      NVVM::MMATypes::bf16},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> out;
+    for (int64_t i = 0; i < accType.getNumElements(); ++i)
+      out.push_back(LLVM::ExtractValueOp::create(b, loc, d, i));
+    return vector::FromElementsOp::create(b, loc, accType, out);
+  }
+  case MatrixFamily::None:
+  case MatrixFamily::Wgmma:
+    break;
+  }
+  llvm_unreachable("matrix family without a register lowering");
+}
+
+SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
+                                                    ValueRange accs) {
+  int64_t steps = t.blockK / mi.k;
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> out(accs.begin(), accs.end());
+  auto at = [&](int64_t i, int64_t j) { return i * t.fragsN + j; };
+
+  if (t.fp8Mode == Fp8Mode::None) {
+    for (int64_t s = 0; s < steps; ++s) {
+      Value k = add(kb, s * mi.k);
+      SmallVector<Value> a, bv;
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
+      for (int64_t j = 0; j < t.fragsN; ++j)
+        bv.push_back(
+            loadFragment(w, bf16, mi.b, bLane, colBases[j], k, false));
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        for (int64_t j = 0; j < t.fragsN; ++j)
+          out[at(i, j)] = emitMma(a[i], bv[j], out[at(i, j)]);
+    }
+    return out;
+  }
+
+  // fp8: a block accumulator per tile, scaled into the running sum.
+  SmallVector<Value> blk(t.fragsM * t.fragsN, zeros(accType));
+  SmallVector<Value> rowScale(t.fragsM); // per C element, for Quantize
+  if (t.fp8Mode == Fp8Mode::DecodeWeights) {
+    for (int64_t s = 0; s < steps; ++s) {
+      Value k = add(kb, s * mi.k);
+      SmallVector<Value> a, bv;
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
+      for (int64_t j = 0; j < t.fragsN; ++j)
+        bv.push_back(decodeFp8(
+            loadFragment(w, fp8, mi.b, bLane, colBases[j], k, false)));
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        for (int64_t j = 0; j < t.fragsN; ++j)
+          blk[at(i, j)] = emitMma(a[i], bv[j], blk[at(i, j)]);
+    }
+  } else {
+    // Quantise x: each lane holds `steps` fragments of its row; the row's
+    // amax over the K block is reduced across the inner lane groups.
+    int64_t n = mi.a.size();
+    double fp8Max = getFp8Max(mi.operands);
+    SmallVector<SmallVector<Value>> q(t.fragsM);
+    for (int64_t i = 0; i < t.fragsM; ++i) {
+      SmallVector<Value> vals;
+      Value amax = cf32(0.0);
+      for (int64_t s = 0; s < steps; ++s) {
+        Value a = loadFragment(x, bf16, mi.a, aLane, rowBases[i],
+                               add(kb, s * mi.k), true);
+        Value v =
+            arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), a);
+        vals.push_back(v);
+        Value m = vector::ReductionOp::create(
+            b, loc, vector::CombiningKind::MAXIMUMF,
+            math::AbsFOp::create(b, loc, v));
+        amax = arith::MaximumFOp::create(b, loc, amax, m);
+      }
+      for (int64_t g = 1; g < mi.a.inner.mod; g *= 2) {
+        auto shuffle = gpu::ShuffleOp::create(
+            b, loc, amax, ci32(g * mi.a.inner.div), ci32(t.subgroupSize),
+            gpu::ShuffleMode::XOR);
+        amax = arith::MaximumFOp::create(b, loc, amax, shuffle.getShuffleResult());
+      }
+      amax = arith::MaximumFOp::create(b, loc, amax, cf32(1e-12));
+      Value scale = arith::DivFOp::create(b, loc, amax, cf32(fp8Max));
+      Value inv = arith::DivFOp::create(b, loc, cf32(fp8Max), amax);
+      for (Value v : vals) {
+        Value scaled = arith::MulFOp::create(b, loc, v, splat(inv, n));
+        scaled = arith::MinimumFOp::create(b, loc, scaled, splat(cf32(fp8Max), n));
+        scaled =
+            arith::MaximumFOp::create(b, loc, scaled, splat(cf32(-fp8Max), n));
+        q[i].push_back(arith::TruncFOp::create(
+            b, loc, VectorType::get({n}, mmaFp8), scaled));
+      }
+      // Scale of the row of each C element: from lane `row` (inner group 0).
+      SmallVector<Value> perElement;
+      for (auto piece : mi.c.pieces)
+        for (int64_t e = 0; e < mi.c.count; ++e) {
+          (void)e;
+          Value row = add(cLane.outer, piece[0]);
+          Value src = arith::IndexCastOp::create(b, loc, b.getI32Type(), row);
+          auto shuffle = gpu::ShuffleOp::create(
+              b, loc, scale, src, ci32(t.subgroupSize), gpu::ShuffleMode::IDX);
+          perElement.push_back(shuffle.getShuffleResult());
+        }
+      rowScale[i] = vector::FromElementsOp::create(b, loc, accType, perElement);
+    }
+    for (int64_t s = 0; s < steps; ++s) {
+      Value k = add(kb, s * mi.k);
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        Value bv = toMmaFp8(
+            loadFragment(w, fp8, mi.b, bLane, colBases[j], k, false));
+        for (int64_t i = 0; i < t.fragsM; ++i)
+          blk[at(i, j)] = emitMma(q[i][s], bv, blk[at(i, j)]);
+      }
+    }
+  }
+  for (int64_t j = 0; j < t.fragsN; ++j) {
+    Value ws = loadWeightScale(colBases[j], kb);
+    if (fnuzScaleFactor() != 1.0 && t.fp8Mode == Fp8Mode::QuantizeActivations)
+      ws = arith::MulFOp::create(b, loc, ws, cf32(fnuzScaleFactor()));
+    Value wsv = splat(ws, mi.c.size());
+    for (int64_t i = 0; i < t.fragsM; ++i) {
+      Value scale = wsv;
+      if (t.fp8Mode == Fp8Mode::QuantizeActivations)
+        scale = arith::MulFOp::create(b, loc, rowScale[i], wsv);
+      out[at(i, j)] =
+          math::FmaOp::create(b, loc, blk[at(i, j)], scale, out[at(i, j)]);
+    }
+  }
+  return out;
+}
+
+void MatmulKernelBuilder::storeResults(ValueRange accs) {
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      Value acc = accs[i * t.fragsN + j];
+      int64_t e = 0;
+      for (auto piece : mi.c.pieces) {
+        Value row = add(add(rowBases[i], cLane.outer), piece[0]);
+        Value inBounds = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, row, numRows);
+        auto ifOp = scf::IfOp::create(b, loc, inBounds, false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+          Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
+          Value v = vector::ExtractOp::create(b, loc, acc, e);
+          if (types.y != f32)
+            v = arith::TruncFOp::create(b, loc, types.y, v);
+          memref::StoreOp::create(b, loc, v, y, ValueRange{row, col});
+        }
+      }
+    }
+}
+
+void MatmulKernelBuilder::build(ValueRange args) {
+  x = args[0];
+  w = args[1];
+  if (p.fp8Weight)
+    scales = args[2];
+  y = args.back();
+
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  numRows = memref::DimOp::create(b, loc, x, 0);
+  lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
+  Value rowBase = add(mul(bx, t.tileM()), mul(sgM, t.fragsM * mi.m));
+  Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowBases.push_back(add(rowBase, i * mi.m));
+  for (int64_t j = 0; j < t.fragsN; ++j)
+    colBases.push_back(add(colBase, j * mi.n));
+  aLane = coords(mi.a);
+  bLane = coords(mi.b);
+  cLane = coords(mi.c);
+
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> inits(t.fragsM * t.fragsN, zeros(accType));
+  auto loop = scf::ForOp::create(
+      b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
+      [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        SmallVector<Value> next = buildKBlock(kb, iterArgs);
+        scf::YieldOp::create(b, loc, next);
+      });
+  storeResults(loop.getResults());
+  gpu::ReturnOp::create(b, loc);
+}
+
+gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    const MatmulTiling &tiling, const MatmulProblem &problem,
+    const MatmulTypes &types) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  int64_t dyn = ShapedType::kDynamic;
+  SmallVector<Type> argTypes = {
+      MemRefType::get({dyn, problem.k}, types.x),
+      MemRefType::get({problem.n, problem.k}, types.weight)};
+  if (problem.fp8Weight)
+    argTypes.push_back(MemRefType::get(
+        {llvm::divideCeilSigned(problem.n, problem.scaleBlockN),
+         llvm::divideCeilSigned(problem.k, problem.scaleBlockK)},
+        builder.getF32Type()));
+  argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
+  // Launch geometry for the runtime / artifact: rows and columns per
+  // workgroup (grid = (ceil(M / tile[0]), N / tile[1], 1)).
+  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
+                                   {tiling.tileM(), tiling.tileN()}));
+  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+  kb.build(func.getArguments());
+  return func;
+}

@@ -1,0 +1,117 @@
+//===- MatmulTiling.cpp - choosing the GPU matmul tiling ------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Picks the matrix instruction and tile sizes of a matmul from TargetInfo
+// alone (no chip names): see MatmulTiling.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+static bool isFp8(MatrixElement e) {
+  return e == MatrixElement::F8E4M3FN || e == MatrixElement::F8E4M3FNUZ;
+}
+
+/// True when the per-row activation scales of QuantizeActivations can be
+/// fetched with one shuffle: A holds one piece per lane, the row is
+/// `lane % outer.mod` and the lanes of one row differ in the inner groups.
+static bool supportsRowShuffles(const MatrixInstruction &mi) {
+  const FragmentLayout &a = mi.a;
+  return a.pieces.size() == 1 && a.outer.div == 1 && a.outer.mul == 1 &&
+         a.inner.div == a.outer.mod;
+}
+
+/// The usable instruction for operands `wantFp8` with the smallest m, then
+/// the largest k; null when there is none.
+static const MatrixInstruction *pickInstruction(const TargetInfo &target,
+                                                bool wantFp8) {
+  const MatrixInstruction *best = nullptr;
+  for (const MatrixInstruction &mi : target.getMatrixInstructions()) {
+    if (mi.subgroups != 1 || mi.a.pieces.empty() || mi.b.pieces.empty() ||
+        mi.c.pieces.empty())
+      continue;
+    if (wantFp8 ? !(isFp8(mi.operands) && supportsRowShuffles(mi))
+                : mi.operands != MatrixElement::BF16)
+      continue;
+    if (!best || mi.m < best->m || (mi.m == best->m && mi.k > best->k))
+      best = &mi;
+  }
+  return best;
+}
+
+FailureOr<MatmulTiling>
+mlir::strata::chooseMatmulTiling(const TargetInfo &target,
+                                 const MatmulProblem &problem,
+                                 std::string &why) {
+  MatmulTiling t;
+  const MatrixInstruction *mi = nullptr;
+  if (problem.fp8Weight) {
+    mi = pickInstruction(target, /*wantFp8=*/true);
+    t.fp8Mode = Fp8Mode::QuantizeActivations;
+    if (!mi) {
+      mi = pickInstruction(target, /*wantFp8=*/false);
+      t.fp8Mode = Fp8Mode::DecodeWeights;
+    }
+  } else {
+    mi = pickInstruction(target, /*wantFp8=*/false);
+  }
+  if (!mi) {
+    why = llvm::formatv("target {0} has no matrix instruction for this matmul",
+                        target.getChip())
+              .str();
+    return failure();
+  }
+  t.mma = *mi;
+  t.subgroupSize = target.getSubgroupSize();
+  // 64 rows per workgroup: 2 subgroups along M.
+  t.subgroupsM = 2;
+  t.fragsM = std::max<int64_t>(1, 64 / (2 * mi->m));
+  // Up to 64 columns, narrowed until the tile divides N.
+  for (int64_t sgN = 2; sgN >= 1 && !t.subgroupsN; sgN /= 2)
+    for (int64_t fN = std::max<int64_t>(1, 64 / (sgN * mi->n)); fN >= 1;
+         fN /= 2)
+      if (problem.n % (sgN * fN * mi->n) == 0) {
+        t.subgroupsN = sgN;
+        t.fragsN = fN;
+        break;
+      }
+  if (!t.subgroupsN) {
+    why = llvm::formatv("output dimension {0} is not a multiple of {1}",
+                        problem.n, mi->n)
+              .str();
+    return failure();
+  }
+  if (problem.fp8Weight) {
+    t.scaleBlockN = problem.scaleBlockN;
+    t.scaleBlockK = problem.scaleBlockK;
+    if (t.scaleBlockN % mi->n || t.scaleBlockK % mi->k ||
+        problem.k % t.scaleBlockK) {
+      why = llvm::formatv("fp8 block {0}x{1} does not tile with {2}x{3} "
+                          "instruction tiles and K = {4}",
+                          t.scaleBlockN, t.scaleBlockK, mi->n, mi->k,
+                          problem.k)
+                .str();
+      return failure();
+    }
+    t.blockK = t.scaleBlockK;
+  } else {
+    for (int64_t steps : {4, 2, 1})
+      if (problem.k % (steps * mi->k) == 0) {
+        t.blockK = steps * mi->k;
+        break;
+      }
+    if (!t.blockK) {
+      why = llvm::formatv("input dimension {0} is not a multiple of {1}",
+                          problem.k, mi->k)
+                .str();
+      return failure();
+    }
+  }
+  return t;
+}

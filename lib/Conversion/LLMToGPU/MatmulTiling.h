@@ -1,0 +1,97 @@
+//===- MatmulTiling.h - the shared GPU matmul tiling description -*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// One description of how a GPU matmul y[M, N] = x[M, K] * W[N, K]^T is
+// tiled, parameterised only by TargetInfo: the matrix instruction, the
+// subgroup grid of a workgroup, the instruction tiles per subgroup and the
+// K block after which block scales are applied. chooseMatmulTiling picks it
+// for one problem; buildMatmulKernel (MatmulKernel.cpp) turns it into a
+// gpu.func for any target whose MatrixFamily it knows.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H
+#define STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H
+
+#include <string>
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+
+#include "lib/Target/TargetInfo.h"
+
+namespace mlir::strata {
+
+/// How an fp8 block-scaled weight enters the matrix unit.
+enum class Fp8Mode {
+  /// bf16 weights: no block scales.
+  None,
+  /// x is quantised per row and per K block to the target's fp8 format
+  /// inside the kernel (amax over the block, scale = amax / fp8_max), the
+  /// fp8 instruction runs on fp8 x and fp8 W, and both scales are applied
+  /// to the fp32 block accumulator.
+  QuantizeActivations,
+  /// The fp8 weight bytes are decoded to bf16 in registers (exact: every
+  /// e4m3 value is a bf16 value), the bf16 instruction runs, and the weight
+  /// block scale is applied to the fp32 block accumulator (x unquantised).
+  DecodeWeights,
+};
+
+/// What is multiplied: `n` outputs, `k` inputs, bf16 or fp8 weights with
+/// `scaleBlockN x scaleBlockK` block scales.
+struct MatmulProblem {
+  int64_t n = 0, k = 0;
+  bool fp8Weight = false;
+  int64_t scaleBlockN = 0, scaleBlockK = 0;
+};
+
+/// The tiling of one matmul kernel. A workgroup of subgroupsM x subgroupsN
+/// subgroups computes a tileM() x tileN() block of y; each subgroup a
+/// fragsM x fragsN grid of instruction tiles (mma.m x mma.n), accumulating
+/// over K in steps of mma.k, blockK at a time.
+struct MatmulTiling {
+  MatrixInstruction mma;
+  Fp8Mode fp8Mode = Fp8Mode::None;
+  int64_t subgroupSize = 0;
+  int64_t subgroupsM = 0, subgroupsN = 0;
+  int64_t fragsM = 0, fragsN = 0;
+  int64_t blockK = 0;
+  int64_t scaleBlockN = 0, scaleBlockK = 0;
+
+  int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
+  int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
+  int64_t threads() const { return subgroupsM * subgroupsN * subgroupSize; }
+};
+
+/// Chooses the tiling of `problem` on `target`: the register-layout
+/// instruction for the operand type (fp8 if the target has one for fp8
+/// weights, else bf16) with the smallest m (decode steps have few rows) and
+/// then the largest k; a 64x64 workgroup tile of 2x2 subgroups, narrowed
+/// along N until it divides `problem.n`. Fails with `why` when the target
+/// has no usable instruction or the shape does not tile.
+FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
+                                           const MatmulProblem &problem,
+                                           std::string &why);
+
+/// Element types of a matmul kernel's operands.
+struct MatmulTypes {
+  Type x;      // bf16
+  Type weight; // bf16 or f8E4M3FN
+  Type y;      // bf16 or f32
+};
+
+/// Builds `gpu.func @name` in `module`: arguments x memref<?xKxbf16>,
+/// W memref<NxKxT>, [scales memref<ceil(N/bn)xceil(K/bk)xf32>,]
+/// y memref<?xNxTy>; grid (ceil(M / tileM), N / tileN, 1), block
+/// (threads, 1, 1) (`known_block_size`). Returns the existing function
+/// when `module` already has one of that name.
+gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module, StringRef name,
+                                 const MatmulTiling &tiling,
+                                 const MatmulProblem &problem,
+                                 const MatmulTypes &types);
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H

@@ -1,0 +1,110 @@
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=gfx942 %s | FileCheck %s --check-prefixes=CHECK,GFX942
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=gfx950 %s | FileCheck %s --check-prefixes=CHECK,GFX950
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=sm_90 %s | FileCheck %s --check-prefixes=CHECK,SM90
+
+// Tests that a bf16 linear becomes a launch over ceil(M / 64) x N / 64
+// workgroups of a kernel on the chip's bf16 matrix instruction.
+// CHECK-LABEL: func.func @linear_bf16
+// CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<?x256xbf16> to memref<?x256xbf16>
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<128x256xbf16> to memref<128x256xbf16>
+// CHECK: %[[M:.*]] = memref.dim %[[X]], %{{.*}} : memref<?x256xbf16>
+// CHECK: %[[Y:.*]] = memref.alloc(%[[M]]) : memref<?x128xbf16>
+// CHECK: %[[M63:.*]] = arith.addi %[[M]], %c63
+// CHECK: %[[GX:.*]] = arith.divui %[[M63]], %c64
+// GFX942: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c256, %c1, %c1) args(%[[X]] : memref<?x256xbf16>, %[[W]] : memref<128x256xbf16>, %[[Y]] : memref<?x128xbf16>)
+// GFX950: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c256, %c1, %c1)
+// SM90: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c128, %c1, %c1)
+// CHECK: bufferization.to_tensor %[[Y]] restrict writable
+// CHECK: gpu.module @strata_kernels
+// CHECK: gpu.func @linear_bf16_128x256_bf16(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<128x256xbf16>, %{{.*}}: memref<?x128xbf16>) kernel
+// GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.tile = array<i64: 64, 64>
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// SM90-SAME: known_block_size = array<i32: 128, 1, 1>, strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", strata.tile = array<i64: 64, 64>
+// CHECK: scf.for
+// GFX942: amdgpu.mfma 16x16x16 {{.*}} : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
+// GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xbf16>, vector<8xbf16>, vector<4xf32>
+// SM90: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK: scf.if
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+module {
+func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
+  %w = llm.weight "proj.weight" : tensor<128x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<128x256xbf16>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+}
+
+// -----
+
+// Tests that an fp8 linear binds the data and scale globals; AMD quantises
+// x per row and 128-block in the kernel (FNUZ on gfx942, OCP on gfx950,
+// amax reduced over the 4 lane groups) and runs the fp8 MFMA; sm_90 decodes
+// the weight bytes to bf16 and runs the bf16 mma.sync.
+// CHECK-LABEL: func.func @linear_fp8
+// CHECK-DAG: %[[Q:.*]] = memref.get_global @q.weight : memref<128x256xf8E4M3FN>
+// CHECK-DAG: %[[S:.*]] = memref.get_global @q.weight_scale_inv : memref<1x2xf32>
+// CHECK: gpu.launch_func @strata_kernels::@linear_fp8_128x256_bf16 {{.*}} args(%{{.*}} : memref<?x256xbf16>, %[[Q]] : memref<128x256xf8E4M3FN>, %[[S]] : memref<1x2xf32>, %{{.*}} : memref<?x128xbf16>)
+// CHECK-NOT: llm.
+// CHECK: gpu.func @linear_fp8_128x256_bf16
+// CHECK: scf.for %[[KB:.*]] = %{{.*}} to %c256 step %c128
+// GFX942: gpu.shuffle xor %{{.*}}, %c16_i32, %c64_i32 : f32
+// GFX942: gpu.shuffle xor %{{.*}}, %c32_i32, %c64_i32 : f32
+// GFX942: arith.truncf %{{.*}} : vector<8xf32> to vector<8xf8E4M3FNUZ>
+// GFX942: gpu.shuffle idx
+// GFX942: arith.bitcast %{{.*}} : vector<8xi8> to vector<8xf8E4M3FNUZ>
+// GFX942: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FNUZ>, vector<8xf8E4M3FNUZ>, vector<4xf32>
+// GFX942: %[[WS:.*]] = memref.load %{{.*}}[%{{.*}}, %{{.*}}] : memref<1x2xf32>
+// GFX942: arith.mulf %[[WS]], %cst{{.*}} : f32
+// GFX942: math.fma
+// GFX950: gpu.shuffle xor %{{.*}}, %c16_i32, %c64_i32 : f32
+// GFX950: arith.truncf %{{.*}} : vector<8xf32> to vector<8xf8E4M3FN>
+// GFX950-NOT: f8E4M3FNUZ
+// GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<4xf32>
+// GFX950: math.fma
+// SM90-NOT: gpu.shuffle
+// SM90: vector.load %{{.*}} : memref<128x256xf8E4M3FN>, vector<2xf8E4M3FN>
+// SM90: arith.uitofp
+// SM90: nvvm.mma.sync
+// SM90: memref.load %{{.*}} : memref<1x2xf32>
+// SM90: math.fma
+module {
+func.func @linear_fp8(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
+  %w = llm.weight "q.weight" : !llm.fp8_weight<tensor<128x256xf8E4M3FN>, tensor<1x2xf32>, block = [128, 128]>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, !llm.fp8_weight<tensor<128x256xf8E4M3FN>, tensor<1x2xf32>, block = [128, 128]>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
+}
+
+// -----
+
+// Tests that an f32-result linear (router logits) with 32 outputs narrows
+// the workgroup tile along N and stores f32 without rounding.
+// CHECK-LABEL: func.func @router
+// GFX942: gpu.launch_func @strata_kernels::@linear_bf16_32x64_f32 blocks in (%{{.*}}, %c1, %c1) threads in (%c256, %c1, %c1)
+// SM90: gpu.launch_func @strata_kernels::@linear_bf16_32x64_f32 blocks in (%{{.*}}, %c1, %c1) threads in (%c128, %c1, %c1)
+// CHECK: gpu.func @linear_bf16_32x64_f32
+// GFX942-SAME: strata.tile = array<i64: 64, 32>
+// SM90-SAME: strata.tile = array<i64: 64, 32>
+// CHECK-NOT: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: gpu.return
+func.func @router(%x: tensor<?x64xbf16>) -> tensor<?x32xf32> {
+  %w = llm.weight "gate.weight" : tensor<32x64xbf16>
+  %y = llm.linear %x, %w : (tensor<?x64xbf16>, tensor<32x64xbf16>) -> tensor<?x32xf32>
+  return %y : tensor<?x32xf32>
+}
+
+// -----
+
+// Tests that a linear whose output dimension does not tile (36) and an f32
+// input are left to convert-llm-to-kernel.
+// CHECK-LABEL: func.func @untiled
+// CHECK: llm.linear
+// CHECK: llm.linear
+// CHECK-NOT: gpu.launch_func
+func.func @untiled(%x: tensor<?x64xbf16>, %xf: tensor<?x64xf32>) -> (tensor<?x36xbf16>, tensor<?x64xf32>) {
+  %w = llm.weight "odd.weight" : tensor<36x64xbf16>
+  %y = llm.linear %x, %w : (tensor<?x64xbf16>, tensor<36x64xbf16>) -> tensor<?x36xbf16>
+  %w2 = llm.weight "sq.weight" : tensor<64x64xbf16>
+  %z = llm.linear %xf, %w2 : (tensor<?x64xf32>, tensor<64x64xbf16>) -> tensor<?x64xf32>
+  return %y, %z : tensor<?x36xbf16>, tensor<?x64xf32>
+}
