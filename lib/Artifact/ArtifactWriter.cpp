@@ -387,6 +387,9 @@ uint64_t mlir::strata::computeArtifactChecksum(const uint8_t *data, size_t size,
 
 std::vector<uint8_t> mlir::strata::serializeArtifact(const ArtifactDesc &a) {
   FlatBufferBuilder b(1 << 16);
+  // Every scalar is stored, defaults included, so dumps and byte-level
+  // tools (test/models/glm5_next/cpu/Inputs/patch_artifact.py) see them.
+  b.ForceDefaults(true);
   Serializer s(b);
   std::vector<Offset<fb::TargetDef>> targets;
   for (const TargetDesc &t : a.targets)

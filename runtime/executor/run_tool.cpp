@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <charconv>
+#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -26,11 +27,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr const char *kUsage =
     "usage: strata-run --artifact A --checkpoint DIR\n"
-    "                  (--prompt-ids IDS | --prompt TEXT --tokenizer FILE)...\n"
+    "                  (--prompt-ids IDS | --prompt-ids-file F |\n"
+    "                   --prompt TEXT --tokenizer FILE)...\n"
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy]\n"
-    "  Each --prompt-ids (comma-separated token ids) or --prompt is one\n"
-    "  request; all requests are prefilled in chunks of --chunk tokens (0:\n"
+    "  Each --prompt-ids (comma-separated token ids), line of a\n"
+    "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
     "  whole prompts) and decoded greedily together. docs/Run.md.\n";
 
 struct RunOptions {
@@ -89,6 +91,18 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
       STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(text));
       options.prompt_ids.push_back(std::move(ids));
+    } else if (flag == "--prompt-ids-file") {
+      STRATA_ASSIGN_OR_RETURN(std::string path, value());
+      std::ifstream file(path);
+      if (!file)
+        return notFound("--prompt-ids-file: cannot open '{}'", path);
+      std::string line;
+      while (std::getline(file, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos)
+          continue;
+        STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(line));
+        options.prompt_ids.push_back(std::move(ids));
+      }
     } else if (flag == "--prompt") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
       options.prompts.push_back(std::move(text));

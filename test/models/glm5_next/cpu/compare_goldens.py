@@ -45,17 +45,29 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("goldens")
     ap.add_argument("--prompts", required=True)
-    ap.add_argument("--logits", required=True)
+    ap.add_argument("--logits")
+    ap.add_argument("--write-prompts", metavar="FILE",
+                    help="only write the prompts' ids (first --prompt-len of each), one line per "
+                         "prompt, for strata-run --prompt-ids-file")
     ap.add_argument("--ids")
     ap.add_argument("--mtp")
     ap.add_argument("--max-tokens", type=int, default=0)
     ap.add_argument("--rel-tol", type=float, default=1e-4)
     ap.add_argument("--bf16", action="store_true")
     ap.add_argument("--min-top1", type=float, default=0.99)
+    ap.add_argument("--prompt-len", type=int, default=0,
+                    help="the run's prompts are the first N tokens of the golden prompts "
+                         "(causal: their logits are the goldens' first N rows)")
     args = ap.parse_args()
 
     g = load_safetensors(args.goldens)
     prompts = [int(p) for p in args.prompts.split(",")]
+    if args.write_prompts:
+        with open(args.write_prompts, "w") as f:
+            for k in prompts:
+                ids = g[f"p{k}.ids"][:args.prompt_len or None]
+                f.write(",".join(str(int(i)) for i in ids) + "\n")
+        return 0
     logits = np.load(args.logits)
     ids = np.load(args.ids) if args.ids else None
     mtp = np.load(args.mtp) if args.mtp else None
@@ -73,6 +85,11 @@ def main():
         p = f"p{k}."
         T = g[p + "ids"].shape[0]
         pos = g[p + "positions"]
+        golden_rows = np.arange(len(pos))
+        if args.prompt_len:
+            T = args.prompt_len
+            golden_rows = np.nonzero(pos < T)[0]
+            pos = pos[golden_rows]
         prompt_rows = logits[row:row + T]
         decode_rows = logits[row + T:row + T + n]
         row += T + n
@@ -89,14 +106,15 @@ def main():
                 same = int(np.argmax(got != want)) if (got != want).any() else n
                 print(f"INFO p{k} bf16 greedy: first {same} of {n} tokens equal transformers bf16")
             continue
-        err = row_rel_err(prompt_rows[pos], g[p + "logits"])
-        agree = (prompt_rows[pos].argmax(axis=1) == g[p + "logits"].argmax(axis=1)).mean()
+        want = g[p + "logits"][golden_rows]
+        err = row_rel_err(prompt_rows[pos], want)
+        agree = (prompt_rows[pos].argmax(axis=1) == want.argmax(axis=1)).mean()
         check(f"p{k} prefill logits", err < args.rel_tol,
               f"max row rel err {err:.3e} over {len(pos)} positions, argmax agree {agree:.4f}")
-        if n:
+        if n and not args.prompt_len:
             err = row_rel_err(decode_rows, g[p + "decode_logits"][:n])
             check(f"p{k} decode logits", err < args.rel_tol, f"max row rel err {err:.3e} over {n} steps")
-        if ids is not None:
+        if ids is not None and not args.prompt_len:
             want = g[p + "gen_ids"][:n]
             got = ids[r]
             check(f"p{k} greedy ids", np.array_equal(got, want),
@@ -104,7 +122,7 @@ def main():
         if mtp is not None:
             m = mtp[mrow:mrow + T]
             mrow += T
-            err = row_rel_err(m[pos], g[p + "mtp_logits"])
+            err = row_rel_err(m[pos], g[p + "mtp_logits"][golden_rows])
             check(f"p{k} mtp draft logits", err < args.rel_tol,
                   f"max row rel err {err:.3e} over {len(pos)} rows")
     if row != logits.shape[0]:
