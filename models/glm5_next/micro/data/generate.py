@@ -31,6 +31,9 @@ Usage:
                                             runtime/tokenizer/glm_chat.cpp renders) and whose answer is
                                             the training completion; to stdout
   generate.py stream TASK --split train|test --n N [--seed S]   N rows to stdout (for train.py)
+  generate.py check-shots EVAL_OUTPUT --pool-size N [--shots K] [--seed S]
+                                            the shot ids strata-eval recorded (--output) are the
+                                            ones `prompts` renders
 """
 
 import argparse
@@ -683,9 +686,10 @@ def check_dir(root):
                     check_row(task, row)
                 except (ValueError, KeyError, AttributeError) as e:
                     problems.append(f"{path}:{i + 1}: {e}")
+                else:
+                    if not score(row["answer"], row["answer"]):
+                        problems.append(f"{path}:{i + 1}: gold does not score against itself")
                 questions.setdefault(split, set()).add(row["question"])
-                if not score(row["answer"], row["answer"]):
-                    problems.append(f"{path}:{i + 1}: gold does not score against itself")
             counts[f"{task}/{split}"] = len(lines) - 1
         shared = questions["train"] & questions["test"]
         if shared:
@@ -771,6 +775,11 @@ def main(argv):
     st.add_argument("--split", choices=["train", "test"], default="train")
     st.add_argument("--n", type=int, required=True)
     st.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    cs = sub.add_parser("check-shots")
+    cs.add_argument("eval_output")
+    cs.add_argument("--pool-size", type=int, required=True)
+    cs.add_argument("--shots", type=int, default=5)
+    cs.add_argument("--seed", type=int, default=1234)
     args = p.parse_args(argv)
 
     if args.cmd == "write":
@@ -790,6 +799,12 @@ def main(argv):
             shots = [pool[j] for j in choose_shots(len(pool), args.shots, args.seed, i)]
             sys.stdout.write(json.dumps({"question": render_chat(shots, test[i]),
                                          "answer": completion(test[i])}) + "\n")
+    elif args.cmd == "check-shots":
+        results = read_jsonl(args.eval_output)
+        bad = [r["index"] for r in results
+               if r["shots"] != choose_shots(args.pool_size, args.shots, args.seed, r["index"])]
+        print(f"{len(results) - len(bad)} of {len(results)} shot selections match")
+        return 1 if bad or not results else 0
     elif args.cmd == "stream":
         for row in rows(args.task, args.split, args.n, args.seed):
             sys.stdout.write(dump_row(row) + "\n")
