@@ -476,8 +476,8 @@ def self_check(model, device, vocab):
     with torch.no_grad():
         for n, p in model.w.items():
             p.copy_(torch.from_numpy(pw.master_values(n, list(p.shape))))
-        ids = torch.randint(0, vocab, (1, 300), generator=g).to(device)
-        valid = torch.ones(1, 300, dtype=torch.bool, device=device)
+        ids = torch.randint(0, vocab, (1, 200), generator=g).to(device)  # 50 pools, 16 selected
+        valid = torch.ones(1, 200, dtype=torch.bool, device=device)
         logits, h, _ = model.forward_train(ids, True, valid)
         dense, _, _ = model.forward_train(ids, False, valid)
         ref_logits, ref_h = Glm5Ref.forward(model, ids[0])
@@ -496,8 +496,8 @@ def self_check(model, device, vocab):
         for n, p in model.w.items():
             p.copy_(saved[n])
 
-    ids = torch.randint(0, vocab, (2, 200), generator=g).to(device)
-    valid = torch.ones(2, 200, dtype=torch.bool, device=device)
+    ids = torch.randint(0, vocab, (2, 120), generator=g).to(device)
+    valid = torch.ones(2, 120, dtype=torch.bool, device=device)
     logits, h, kl = model.forward_train(ids, True, valid)
     draft, kl_mtp = model.mtp_train(ids, h, True, valid)
     loss = (masked_ce(logits[:, :-1], ids[:, 1:], valid[:, 1:]) +
