@@ -47,3 +47,19 @@ fetch_llama3_tokenizer() {
   rm -rf "$tmp"
 }
 fetch_llama3_tokenizer || true
+
+# Hugging Face tokenizers (the Rust library as a Node binding, npm
+# tokenizers@0.23.2, Apache-2.0) for the live tokenizer comparison of the
+# micro model (test/models/glm5_next/micro/tokenizer-hf.test). Installed into
+# the same cache; never fatal: without node/npm that test is UNSUPPORTED.
+fetch_hf_tokenizers_npm() {
+  local dest="${STRATA_TOKENIZER_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/tokenizers}/npm-tokenizers-0.23.2"
+  [ -f "$dest/node_modules/tokenizers/package.json" ] && return 0
+  command -v npm >/dev/null 2>&1 || return 0
+  mkdir -p "$dest"
+  if ! (cd "$dest" && echo '{"private":true}' > package.json &&
+        npm install --silent --no-audit --no-fund tokenizers@0.23.2 >/dev/null 2>&1); then
+    echo "warning: could not install npm tokenizers@0.23.2; tokenizer-hf.test will be unsupported" >&2
+  fi
+}
+fetch_hf_tokenizers_npm || true
