@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
 # The main job on the bundled default model (models/glm5_next, tiny bf16
-# config), on the CPU: the most complete real path that exists today (see
-# docs/Status.md). Every step is real; steps not built yet are not faked.
+# config with procedural weights), on the CPU: compile the DSL model to an
+# artifact, write and validate its checkpoint, generate with strata-run, and
+# check the numbers against the transformers goldens (fp32 mode).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=${BUILD_DIR:-build}
 CONFIG=${CONFIG:-models/glm5_next/configs/glm5-tiny-bf16.json}
+GOLDENS=test/models/glm5_next/goldens/glm5-tiny-bf16.safetensors
 WORK=${WORK_DIR:-$B/demo}
+PY=/usr/bin/python3
 mkdir -p "$WORK"
 
-echo "== 1. compile the DSL model (target + MTP draft) to llm IR: $CONFIG"
-"$B/bin/strata-compile" models/glm5_next/model.dsl --config "$CONFIG" --compile-to=llm > "$WORK/model.llm.mlir"
-echo "   kda layers: $(grep -c 'llm.kda_attention' "$WORK/model.llm.mlir"), mla layers (target + draft): $(grep -c 'llm.mla_attention' "$WORK/model.llm.mlir")"
+echo "== 1. compile the DSL model (target + MTP draft) for the CPU: $CONFIG"
+"$B/bin/strata-compile" models/glm5_next/model.dsl --config "$CONFIG" --target cpu -o "$WORK/model.strata"
+"$B/bin/strata-compile" models/glm5_next/model.dsl --config "$CONFIG" --target cpu --activation-type=f32 -o "$WORK/model-f32.strata"
+"$B/bin/strata-dump" "$WORK/model.strata" | grep -E "^model|^target|plan |^cache_layout|^weights"
 
-echo "== 2. lower it to CPU kernels (fused -> kernel -> target phases), print the kernel plan"
-"$B/bin/strata-opt" --strata-fused --strata-kernel --strata-print-kernel-plan "$WORK/model.llm.mlir" \
-  -o "$WORK/model.kernel.mlir" > "$WORK/plan.txt" 2>&1
-"$B/bin/strata-opt" --strata-target "$WORK/model.kernel.mlir" -o "$WORK/model.llvm.mlir"
-echo "   $(grep -c 'func.func private @\|func.func @' "$WORK/model.kernel.mlir") functions in the kernel phase, $(grep -c 'llvm.func' "$WORK/model.llvm.mlir") LLVM functions -> $WORK/model.llvm.mlir"
-
-echo "== 3. write a procedural checkpoint in the Hugging Face layout and validate it"
+echo "== 2. write a procedural checkpoint in the Hugging Face layout and validate it"
 rm -rf "$WORK/checkpoint"
 "$B/bin/strata-write-checkpoint" --config "$CONFIG" --out "$WORK/checkpoint" --max-shard-bytes 8000000
 "$B/bin/strata-write-checkpoint" --check "$WORK/checkpoint" --strict
-echo "== done (artifact packaging of the model and strata-run are not built yet: docs/Status.md)"
+
+echo "== 3. generate (bf16, greedy): two prompts of different lengths in one batch, prefill in chunks of 5"
+"$B/bin/strata-run" --artifact "$WORK/model.strata" --checkpoint "$WORK/checkpoint" \
+  --prompt-ids 17,200,3,99,41,7,300,12 --prompt-ids 5,6,7 --chunk 5 --max-tokens 24
+
+echo "== 4. fp32 mode against the transformers goldens (389-token prompt, 16 decode steps, MTP draft)"
+$PY test/models/glm5_next/cpu/compare_goldens.py "$GOLDENS" --prompts 1 --write-prompts "$WORK/prompt.txt"
+"$B/bin/strata-run" --artifact "$WORK/model-f32.strata" --checkpoint "$WORK/checkpoint" \
+  --prompt-ids-file "$WORK/prompt.txt" --chunk 64 --max-tokens 16 \
+  --dump-logits "$WORK/logits.npy" --dump-ids "$WORK/ids.npy" --dump-mtp-logits "$WORK/mtp.npy" | tail -3
+$PY test/models/glm5_next/cpu/compare_goldens.py "$GOLDENS" --prompts 1 \
+  --logits "$WORK/logits.npy" --ids "$WORK/ids.npy" --mtp "$WORK/mtp.npy" --max-tokens 16
+echo "== done: artifacts and dumps in $WORK (docs/Run.md)"
