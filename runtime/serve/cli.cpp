@@ -2,18 +2,21 @@
 //
 // Part of strata. Start-up order: flags, tokenizer, artifact (validated by
 // runtime/loader; it gives the context length and the end-of-sequence id),
-// checkpoint folder, engine (model_engine.h), server.
+// checkpoint folder, engine (model_engine.h), server. Serves until SIGINT or
+// SIGTERM, then stops cleanly (Server::stop).
 //
 //===----------------------------------------------------------------------===//
 
 #include "runtime/serve/cli.h"
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include <fmt/format.h>
+#include <pthread.h>
 
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/model_engine.h"
@@ -49,6 +52,14 @@ static int fail(const Status &status) {
 }
 
 int runServeCli(int argc, char **argv) {
+  // SIGINT/SIGTERM are blocked here, before any thread starts (threads
+  // inherit the mask), and taken with sigwait() below for a clean stop().
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
   std::string artifact_path, checkpoint_dir, tokenizer_path;
   ServerOptions options;
   options.port = 8000;
@@ -147,7 +158,10 @@ int runServeCli(int argc, char **argv) {
     return fail(started);
   fmt::print("strata-serve: listening on port {}\n", (*server)->port());
   std::fflush(stdout);
-  (*server)->wait();
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  fmt::print("strata-serve: signal {}, stopping\n", signal_number);
+  (*server)->stop();
   return 0;
 }
 

@@ -11,8 +11,8 @@
 namespace strata::runtime::serve {
 
 /// Runs strata-serve with the given arguments; returns the process exit code
-/// (0 after a clean stop, 1 start-up error, 2 usage error). Serves until the
-/// process is stopped.
+/// (0 after a clean stop, 1 start-up error, 2 usage error). Serves until
+/// SIGINT or SIGTERM.
 int runServeCli(int argc, char **argv);
 
 } // namespace strata::runtime::serve

@@ -160,11 +160,6 @@ Status Server::start() {
   return okStatus();
 }
 
-void Server::wait() {
-  std::unique_lock<std::mutex> lock(stop_mutex_);
-  stop_cv_.wait(lock, [&] { return stopped_; });
-}
-
 void Server::stop() {
   {
     std::lock_guard<std::mutex> lock(stop_mutex_);
@@ -181,8 +176,6 @@ void Server::stop() {
   std::unique_lock<std::mutex> lock(drain_mutex_);
   drain_cv_.wait_for(lock, std::chrono::seconds(5),
                      [&] { return in_flight_ == 0; });
-  lock.unlock();
-  stop_cv_.notify_all();
 }
 
 void Server::releaseSlot() {

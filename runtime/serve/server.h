@@ -16,7 +16,7 @@
 // Ownership: the Server owns the engine and the tokenizer. Lifetime:
 // create() -> start() -> (serve) -> stop() (or the destructor). stop()
 // cancels what is in flight and waits for the engine to finish it.
-// Thread-safety: start/stop/wait from one controlling thread; port(),
+// Thread-safety: start/stop from one controlling thread; port(),
 // metricsText() and engine() from any thread. Handlers run on the HTTP
 // thread pool (`http_threads`).
 //
@@ -94,8 +94,6 @@ public:
   Status start();
   /// The bound port (after start()).
   int port() const { return port_; }
-  /// Blocks until stop() is called from another thread.
-  void wait();
   /// Stops accepting, cancels requests in flight and waits (at most a few
   /// seconds) for the engine to finish them. Idempotent.
   void stop();
@@ -141,7 +139,6 @@ private:
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
   std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
   bool stopped_ = false;
 };
 
