@@ -548,6 +548,50 @@ TEST(ServeServer, ConcurrentLoad) {
             std::string::npos);
 }
 
+// Tests engine errors: a refused submit (INVALID_ARGUMENT) is a 400, a
+// failure during generation a 500 (non-streaming) or an error event before
+// [DONE] (streaming).
+TEST(ServeServer, EngineErrors) {
+  TestEngineOptions eo;
+  eo.reject_token = 'R';
+  eo.error_token = 'E';
+  Harness h = start(defaultOptions(), eo);
+  json rejected = post(h, "/v1/completions", {{"prompt", "xR"}}, 400);
+  EXPECT_EQ(rejected["error"]["message"], "prompt holds rejected token 82");
+  EXPECT_EQ(rejected["error"]["type"], "invalid_request_error");
+  json failed = post(h, "/v1/completions", {{"prompt", "xE"}}, 500);
+  EXPECT_EQ(failed["error"]["type"], "server_error");
+  EXPECT_EQ(failed["error"]["code"], "engine_error");
+  EXPECT_EQ(failed["error"]["message"],
+            "generation failed: test engine failure after 1 tokens");
+  auto res = h.client().Post(
+      "/v1/completions",
+      json({{"prompt", "xE"}, {"stream", true}}).dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  std::vector<std::string> data = sseData(res->body);
+  ASSERT_EQ(data.size(), 3u);
+  EXPECT_EQ(json::parse(data[0])["choices"][0]["text"], "x");
+  EXPECT_EQ(json::parse(data[1])["error"]["message"],
+            "generation failed: test engine failure after 1 tokens");
+  EXPECT_EQ(data[2], "[DONE]");
+}
+
+// Tests that completion_prefix goes before /v1/completions prompts (and not
+// before token-id prompts or chat).
+TEST(ServeServer, CompletionPrefix) {
+  ServerOptions o = defaultOptions();
+  o.completion_prefix = "[gMASK]<sop>";
+  Harness h = start(o);
+  json r = post(h, "/v1/completions", {{"prompt", "hi"}, {"max_tokens", 4}}, 200);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 4);
+  // The echo starts with the two special tokens, skipped in the text.
+  EXPECT_EQ(r["choices"][0]["text"], "hi");
+  json ids = post(h, "/v1/completions", {{"prompt", {104, 105}}, {"max_tokens", 2}},
+                  200);
+  EXPECT_EQ(ids["usage"]["prompt_tokens"], 2);
+}
+
 // Tests stop(): a request in flight is cancelled and the server stops.
 TEST(ServeServer, StopCancelsInFlight) {
   ServerOptions o = defaultOptions();

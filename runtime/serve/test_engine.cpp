@@ -33,6 +33,13 @@ StatusOr<RequestId> TestEngine::submit(GenerationRequest request,
                                        EngineCallback callback) {
   if (request.prompt_ids.empty())
     return invalidArgument("empty prompt");
+  auto holds = [&](int32_t id) {
+    return std::find(request.prompt_ids.begin(), request.prompt_ids.end(),
+                     id) != request.prompt_ids.end();
+  };
+  if (options_.reject_token >= 0 && holds(options_.reject_token))
+    return invalidArgument("prompt holds rejected token {}",
+                           options_.reject_token);
   std::lock_guard<std::mutex> lock(mutex_);
   if (shutdown_)
     return unavailable("engine shut down");
@@ -142,6 +149,14 @@ void TestEngine::loop() {
           e.finish_reason = FinishReason::kLength;
           break;
         }
+      }
+      if (!e.finished && options_.error_token >= 0 && a.generated >= 1 &&
+          std::find(prompt.begin(), prompt.end(), options_.error_token) !=
+              prompt.end()) {
+        e.finished = true;
+        e.finish_reason = FinishReason::kError;
+        e.error = internalError("test engine failure after {} tokens",
+                                a.generated);
       }
       if (options_.tokens_per_step > 1) {
         size_t drafts = options_.tokens_per_step - 1;

@@ -41,6 +41,12 @@ struct TestEngineOptions {
   /// Tokens per step; > 1 also counts MTP drafts (tokens_per_step - 1 per
   /// step, all accepted, by position).
   int tokens_per_step = 1;
+  /// A prompt holding this id is refused by submit() with INVALID_ARGUMENT
+  /// (-1: none).
+  int32_t reject_token = -1;
+  /// A prompt holding this id fails with kError after its first token
+  /// (-1: none).
+  int32_t error_token = -1;
 };
 
 class TestEngine : public Engine {
