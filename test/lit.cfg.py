@@ -38,6 +38,7 @@ tools = [
     ToolSubst("strata-artifact-run-test", unresolved="ignore"),
     ToolSubst("strata-write-checkpoint", unresolved="ignore"),
     ToolSubst("strata-serve", unresolved="ignore"),
+    ToolSubst("strata-serve-test-server", unresolved="ignore"),
     ToolSubst("strata-eval", unresolved="ignore"),
     ToolSubst("strata-bench", unresolved="ignore"),
     ToolSubst("strata-tokenize", unresolved="ignore"),

@@ -1,0 +1,463 @@
+//===- api.cpp - OpenAI request parsing and response JSON -------------------===//
+//
+// Part of strata. Field rules follow the OpenAI API reference for
+// completions and chat completions; docs/Serving.md has the table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/serve/api.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace strata::runtime::serve {
+
+using nlohmann::json;
+
+std::string errorBody(const ApiError &error) {
+  json e = {{"message", error.message},
+            {"type", error.type},
+            {"param", error.param ? json(*error.param) : json(nullptr)},
+            {"code", error.code ? json(*error.code) : json(nullptr)}};
+  return json({{"error", e}}).dump(-1, ' ', false,
+                                    json::error_handler_t::replace);
+}
+
+//===----------------------------------------------------------------------===//
+// Request parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Collects the first error and its parameter name.
+class Parser {
+public:
+  explicit Parser(std::string *out_param) : out_param_(out_param) {}
+
+  template <typename... Args>
+  Status fail(const std::string &param, fmt::format_string<Args...> format,
+              Args &&...args) {
+    if (out_param_)
+      *out_param_ = param;
+    std::string message = fmt::format(format, std::forward<Args>(args)...);
+    return invalidArgument("{}", param.empty() ? message
+                                               : param + ": " + message);
+  }
+
+  Status checkBool(const json &v, const std::string &param, bool &out) {
+    if (!v.is_boolean())
+      return fail(param, "expected a boolean, got {}", v.type_name());
+    out = v.get<bool>();
+    return okStatus();
+  }
+
+  Status checkInt(const json &v, const std::string &param, int64_t &out) {
+    if (!v.is_number_integer())
+      return fail(param, "expected an integer, got {}", typeName(v));
+    if (v.is_number_unsigned() &&
+        v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      return fail(param, "integer out of range: {}", v.dump());
+    out = v.get<int64_t>();
+    return okStatus();
+  }
+
+  Status checkNumber(const json &v, const std::string &param, double &out) {
+    if (!v.is_number())
+      return fail(param, "expected a number, got {}", v.type_name());
+    out = v.get<double>();
+    return okStatus();
+  }
+
+  Status checkString(const json &v, const std::string &param,
+                     std::string &out) {
+    if (!v.is_string())
+      return fail(param, "expected a string, got {}", v.type_name());
+    out = v.get<std::string>();
+    return okStatus();
+  }
+
+  static std::string typeName(const json &v) {
+    return v.is_number_float() ? "a non-integer number" : v.type_name();
+  }
+
+private:
+  std::string *out_param_;
+};
+
+// Fields of both endpoints that change nothing in the output and are
+// accepted and ignored.
+const std::set<std::string> kIgnoredFields = {"user", "metadata", "store",
+                                              "service_tier"};
+
+Status parseStop(Parser &p, const json &v, size_t max_count,
+                 std::vector<std::string> &out) {
+  if (v.is_string()) {
+    out.push_back(v.get<std::string>());
+  } else if (v.is_array()) {
+    if (v.size() > max_count)
+      return p.fail("stop", "at most {} stop sequences are supported, got {}",
+                    max_count, v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string s;
+      STRATA_RETURN_IF_ERROR(
+          p.checkString(v[i], fmt::format("stop[{}]", i), s));
+      out.push_back(std::move(s));
+    }
+  } else {
+    return p.fail("stop", "expected a string or an array of strings, got {}",
+                  v.type_name());
+  }
+  for (const std::string &s : out)
+    if (s.empty())
+      return p.fail("stop", "stop sequences must not be empty");
+  return okStatus();
+}
+
+Status parseMessageContent(Parser &p, const json &v, const std::string &param,
+                           std::string &out) {
+  if (v.is_string()) {
+    out = v.get<std::string>();
+    return okStatus();
+  }
+  if (!v.is_array())
+    return p.fail(param, "expected a string or an array of content parts, got {}",
+                  v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string part = fmt::format("{}[{}]", param, i);
+    const json &c = v[i];
+    if (!c.is_object())
+      return p.fail(part, "expected an object, got {}", c.type_name());
+    if (!c.contains("type") || !c["type"].is_string())
+      return p.fail(part + ".type", "expected a string");
+    if (c["type"] != "text")
+      return p.fail(part + ".type",
+                    "only \"text\" content parts are supported, got {}",
+                    c["type"].dump());
+    for (auto &[key, value] : c.items())
+      if (key != "type" && key != "text")
+        return p.fail(part + "." + key, "unknown field");
+    if (!c.contains("text"))
+      return p.fail(part + ".text", "missing");
+    std::string text;
+    STRATA_RETURN_IF_ERROR(p.checkString(c["text"], part + ".text", text));
+    out += text;
+  }
+  return okStatus();
+}
+
+Status parseMessages(Parser &p, const json &v,
+                     std::vector<tokenizer::ChatMessage> &out) {
+  if (!v.is_array())
+    return p.fail("messages", "expected an array, got {}", v.type_name());
+  if (v.empty())
+    return p.fail("messages", "must not be empty");
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string param = fmt::format("messages[{}]", i);
+    const json &m = v[i];
+    if (!m.is_object())
+      return p.fail(param, "expected an object, got {}", m.type_name());
+    if (!m.contains("role"))
+      return p.fail(param + ".role", "missing");
+    tokenizer::ChatMessage msg;
+    STRATA_RETURN_IF_ERROR(p.checkString(m["role"], param + ".role", msg.role));
+    if (msg.role == "developer")
+      msg.role = "system";
+    if (msg.role != "system" && msg.role != "user" &&
+        msg.role != "assistant" && msg.role != "tool")
+      return p.fail(param + ".role",
+                    "expected system, developer, user, assistant or tool, got "
+                    "\"{}\"",
+                    msg.role);
+    bool has_content = false;
+    for (auto &[key, value] : m.items()) {
+      std::string field = param + "." + key;
+      if (key == "role") {
+        continue;
+      } else if (key == "content") {
+        if (value.is_null() && msg.role == "assistant")
+          continue;
+        STRATA_RETURN_IF_ERROR(
+            parseMessageContent(p, value, field, msg.content));
+        has_content = true;
+      } else if (key == "name") {
+        std::string ignored;
+        STRATA_RETURN_IF_ERROR(p.checkString(value, field, ignored));
+      } else if (key == "reasoning_content" && msg.role == "assistant") {
+        if (value.is_null())
+          continue;
+        std::string reasoning;
+        STRATA_RETURN_IF_ERROR(p.checkString(value, field, reasoning));
+        msg.reasoning_content = std::move(reasoning);
+      } else if (key == "tool_call_id" && msg.role == "tool") {
+        std::string ignored;
+        STRATA_RETURN_IF_ERROR(p.checkString(value, field, ignored));
+      } else {
+        return p.fail(field, "unknown field");
+      }
+    }
+    if (!has_content && msg.role != "assistant")
+      return p.fail(param + ".content", "missing");
+    out.push_back(std::move(msg));
+  }
+  return okStatus();
+}
+
+Status parsePrompt(Parser &p, const json &v, CompletionRequest &r) {
+  if (v.is_string()) {
+    r.prompt = v.get<std::string>();
+    if (r.prompt.empty())
+      return p.fail("prompt", "must not be empty");
+    return okStatus();
+  }
+  if (!v.is_array())
+    return p.fail("prompt",
+                  "expected a string, an array of one string or an array of "
+                  "token ids, got {}",
+                  v.type_name());
+  if (v.empty())
+    return p.fail("prompt", "must not be empty");
+  if (v[0].is_string()) {
+    if (v.size() != 1)
+      return p.fail("prompt",
+                    "only one prompt per request is supported, got {}",
+                    v.size());
+    return parsePrompt(p, v[0], r);
+  }
+  if (v[0].is_array())
+    return p.fail("prompt", "batched token-id prompts are not supported");
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t id;
+    STRATA_RETURN_IF_ERROR(p.checkInt(v[i], fmt::format("prompt[{}]", i), id));
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      return p.fail(fmt::format("prompt[{}]", i), "token id out of range: {}",
+                    id);
+    ids.push_back(static_cast<int32_t>(id));
+  }
+  r.prompt_ids = std::move(ids);
+  return okStatus();
+}
+
+} // namespace
+
+StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
+                                                   Endpoint endpoint,
+                                                   std::string *out_param,
+                                                   const ParseLimits &limits) {
+  Parser p(out_param);
+  if (out_param)
+    out_param->clear();
+  json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    return p.fail("", "request body is not valid JSON");
+  if (!j.is_object())
+    return p.fail("", "request body must be a JSON object, got {}",
+                  j.type_name());
+  const bool chat = endpoint == Endpoint::kChatCompletions;
+  const char *required = chat ? "messages" : "prompt";
+  if (!j.contains(required))
+    return p.fail(required, "missing");
+
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  bool has_stream_options = false;
+  size_t max_stop = limits.max_stop_strings ? limits.max_stop_strings : 4;
+  for (auto &[key, v] : j.items()) {
+    const std::string &k = key;
+    if (kIgnoredFields.count(k))
+      continue;
+    // Null means "use the default" for every optional field.
+    if (v.is_null() && k != required)
+      continue;
+    if (k == "model") {
+      STRATA_RETURN_IF_ERROR(p.checkString(v, k, r.model));
+    } else if (k == "prompt" && !chat) {
+      STRATA_RETURN_IF_ERROR(parsePrompt(p, v, r));
+    } else if (k == "messages" && chat) {
+      STRATA_RETURN_IF_ERROR(parseMessages(p, v, r.messages));
+    } else if (k == "stream") {
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.stream));
+    } else if (k == "stream_options") {
+      if (!v.is_object())
+        return p.fail(k, "expected an object, got {}", v.type_name());
+      for (auto &[sk, sv] : v.items()) {
+        if (sk != "include_usage")
+          return p.fail(k + "." + sk, "unknown field");
+        STRATA_RETURN_IF_ERROR(p.checkBool(sv, k + "." + sk, r.include_usage));
+      }
+      has_stream_options = true;
+    } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n < 1 || n > std::numeric_limits<int32_t>::max())
+        return p.fail(k, "must be at least 1, got {}", n);
+      r.max_tokens = static_cast<int32_t>(n);
+    } else if (k == "temperature") {
+      STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, r.temperature));
+      if (!(r.temperature >= 0 && r.temperature <= 2))
+        return p.fail(k, "must be in [0, 2], got {}", r.temperature);
+    } else if (k == "top_p") {
+      STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, r.top_p));
+      if (!(r.top_p > 0 && r.top_p <= 1))
+        return p.fail(k, "must be in (0, 1], got {}", r.top_p);
+    } else if (k == "top_k") {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n < -1 || n > std::numeric_limits<int32_t>::max())
+        return p.fail(k, "must be -1, 0 (disabled) or positive, got {}", n);
+      r.top_k = n < 0 ? 0 : static_cast<int32_t>(n);
+    } else if (k == "n" || (!chat && k == "best_of")) {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n != 1)
+        return p.fail(k, "only 1 is supported, got {}", n);
+    } else if (k == "seed") {
+      int64_t seed;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, seed));
+      r.seed = static_cast<uint64_t>(seed);
+    } else if (k == "stop") {
+      STRATA_RETURN_IF_ERROR(parseStop(p, v, max_stop, r.stop));
+    } else if (k == "presence_penalty" || k == "frequency_penalty") {
+      double x;
+      STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, x));
+      if (x != 0)
+        return p.fail(k, "only 0 is supported, got {}", x);
+    } else if (k == "logit_bias") {
+      if (!v.is_object())
+        return p.fail(k, "expected an object, got {}", v.type_name());
+      if (!v.empty())
+        return p.fail(k, "logit_bias is not supported");
+    } else if (k == "logprobs") {
+      if (chat) {
+        bool on;
+        STRATA_RETURN_IF_ERROR(p.checkBool(v, k, on));
+        if (on)
+          return p.fail(k, "logprobs are not supported");
+      } else {
+        return p.fail(k, "logprobs are not supported");
+      }
+    } else if (chat && k == "top_logprobs") {
+      return p.fail(k, "logprobs are not supported");
+    } else if (!chat && k == "echo") {
+      bool echo;
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, echo));
+      if (echo)
+        return p.fail(k, "echo is not supported");
+    } else if (!chat && k == "suffix") {
+      std::string suffix;
+      STRATA_RETURN_IF_ERROR(p.checkString(v, k, suffix));
+      if (!suffix.empty())
+        return p.fail(k, "suffix is not supported");
+    } else if (chat && k == "response_format") {
+      if (!v.is_object() || !v.contains("type") || v["type"] != "text" ||
+          v.size() != 1)
+        return p.fail(k, "only {{\"type\": \"text\"}} is supported");
+    } else if (chat && k == "tools") {
+      if (!v.is_array())
+        return p.fail(k, "expected an array, got {}", v.type_name());
+      if (!v.empty())
+        return p.fail(k, "tools are not supported");
+    } else if (chat && k == "tool_choice") {
+      if (!v.is_string() || (v != "none" && v != "auto"))
+        return p.fail(k, "only \"none\" and \"auto\" without tools are "
+                         "supported");
+    } else if (chat && k == "parallel_tool_calls") {
+      bool ignored;
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, ignored));
+    } else if (chat && k == "chat_template_kwargs") {
+      if (!v.is_object())
+        return p.fail(k, "expected an object, got {}", v.type_name());
+      for (auto &[ck, cv] : v.items()) {
+        if (ck != "enable_thinking")
+          return p.fail(k + "." + ck, "unknown field");
+        bool on;
+        STRATA_RETURN_IF_ERROR(p.checkBool(cv, k + "." + ck, on));
+        r.enable_thinking = on;
+      }
+    } else {
+      return p.fail(k, "unknown field");
+    }
+  }
+  if (has_stream_options && !r.stream)
+    return p.fail("stream_options", "only allowed when stream is true");
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// Responses
+//===----------------------------------------------------------------------===//
+
+json usageJson(const Usage &usage) {
+  return {{"prompt_tokens", usage.prompt_tokens},
+          {"completion_tokens", usage.completion_tokens},
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+}
+
+static json finishJson(std::optional<FinishReason> finish) {
+  return finish ? json(std::string(finishReasonName(*finish))) : json(nullptr);
+}
+
+json completionResponse(Endpoint endpoint, const ResponseIds &ids,
+                        const std::string &text, FinishReason finish,
+                        const Usage &usage) {
+  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", finishJson(finish)}};
+  bool chat = endpoint == Endpoint::kChatCompletions;
+  if (chat)
+    choice["message"] = {{"role", "assistant"}, {"content", text}};
+  else
+    choice["text"] = text;
+  return {{"id", ids.id},
+          {"object", chat ? "chat.completion" : "text_completion"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"choices", json::array({choice})},
+          {"usage", usageJson(usage)}};
+}
+
+json streamChunk(Endpoint endpoint, const ResponseIds &ids,
+                 const std::string &text, std::optional<FinishReason> finish,
+                 bool first) {
+  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 {"finish_reason", finishJson(finish)}};
+  bool chat = endpoint == Endpoint::kChatCompletions;
+  if (chat) {
+    json delta = json::object();
+    if (first)
+      delta["role"] = "assistant";
+    if (!text.empty() || (first && !finish))
+      delta["content"] = text;
+    choice["delta"] = delta;
+  } else {
+    choice["text"] = text;
+  }
+  return {{"id", ids.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"choices", json::array({choice})}};
+}
+
+json usageChunk(Endpoint endpoint, const ResponseIds &ids, const Usage &usage) {
+  bool chat = endpoint == Endpoint::kChatCompletions;
+  return {{"id", ids.id},
+          {"object", chat ? "chat.completion.chunk" : "text_completion"},
+          {"created", ids.created},
+          {"model", ids.model},
+          {"choices", json::array()},
+          {"usage", usageJson(usage)}};
+}
+
+std::string sseEvent(const json &payload) {
+  // dump() escapes control characters, so the payload holds no newline and
+  // one "data:" line frames it.
+  return "data: " +
+         payload.dump(-1, ' ', false, json::error_handler_t::replace) + "\n\n";
+}
+
+std::string sseDone() { return "data: [DONE]\n\n"; }
+
+} // namespace strata::runtime::serve

@@ -1,0 +1,168 @@
+//===- cli.cpp - strata-serve command line ----------------------------------===//
+//
+// Part of strata. Start-up order: flags, tokenizer, artifact (validated by
+// runtime/loader; it gives the context length and the end-of-sequence id),
+// checkpoint folder, engine (model_engine.h), server. Serves until SIGINT or
+// SIGTERM, then stops cleanly (Server::stop).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/serve/cli.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include "runtime/loader/artifact.h"
+#include "runtime/serve/model_engine.h"
+#include "runtime/serve/server.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace strata::runtime::serve {
+
+static const char *kUsage =
+    "usage: strata-serve --artifact FILE --checkpoint DIR --tokenizer FILE "
+    "[options]\n"
+    "  --artifact FILE     compiled model (strata-compile output)\n"
+    "  --checkpoint DIR    weights: config.json and *.safetensors\n"
+    "  --tokenizer FILE    Hugging Face tokenizer.json\n"
+    "  --host ADDR         listen address (default 127.0.0.1)\n"
+    "  --port P            listen port (default 8000; 0 picks a free one)\n"
+    "  --max-queue N       generation requests admitted at once (default "
+    "64); more get 503\n"
+    "  --model NAME        model id in /v1/models (default strata)\n";
+
+static bool parseUnsigned(const std::string &s, unsigned long long max,
+                          unsigned long long &out) {
+  char *end = nullptr;
+  if (s.empty() || s[0] == '-')
+    return false;
+  out = std::strtoull(s.c_str(), &end, 10);
+  return end && *end == '\0' && out <= max;
+}
+
+static int fail(const Status &status) {
+  fmt::print(stderr, "strata-serve: error: {}\n", status.message());
+  return 1;
+}
+
+int runServeCli(int argc, char **argv) {
+  // SIGINT/SIGTERM are blocked here, before any thread starts (threads
+  // inherit the mask), and taken with sigwait() below for a clean stop().
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  std::string artifact_path, checkpoint_dir, tokenizer_path;
+  ServerOptions options;
+  options.port = 8000;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      fmt::print("{}", kUsage);
+      return 0;
+    }
+    if (i + 1 >= argc) {
+      fmt::print(stderr, "strata-serve: error: {} needs a value\n{}", flag,
+                 kUsage);
+      return 2;
+    }
+    std::string value = argv[++i];
+    unsigned long long n = 0;
+    if (flag == "--artifact") {
+      artifact_path = value;
+    } else if (flag == "--checkpoint") {
+      checkpoint_dir = value;
+    } else if (flag == "--tokenizer") {
+      tokenizer_path = value;
+    } else if (flag == "--host") {
+      options.host = value;
+    } else if (flag == "--model") {
+      options.model_id = value;
+    } else if (flag == "--port") {
+      if (!parseUnsigned(value, 65535, n)) {
+        fmt::print(stderr,
+                   "strata-serve: error: --port expects 0..65535, got \"{}\"\n",
+                   value);
+        return 2;
+      }
+      options.port = static_cast<int>(n);
+    } else if (flag == "--max-queue") {
+      if (!parseUnsigned(value, 1u << 20, n) || n == 0) {
+        fmt::print(stderr,
+                   "strata-serve: error: --max-queue expects a positive "
+                   "integer, got \"{}\"\n",
+                   value);
+        return 2;
+      }
+      options.max_queue = static_cast<size_t>(n);
+    } else {
+      fmt::print(stderr, "strata-serve: error: unknown flag {}\n{}", flag,
+                 kUsage);
+      return 2;
+    }
+  }
+  for (auto [flag, value] : {std::pair{"--artifact", &artifact_path},
+                             std::pair{"--checkpoint", &checkpoint_dir},
+                             std::pair{"--tokenizer", &tokenizer_path}})
+    if (value->empty()) {
+      fmt::print(stderr, "strata-serve: error: {} is required\n{}", flag,
+                 kUsage);
+      return 2;
+    }
+
+  auto tokenizer = tokenizer::Tokenizer::fromFile(tokenizer_path);
+  if (!tokenizer.ok())
+    return fail(tokenizer.status());
+  auto artifact = Artifact::fromFile(artifact_path);
+  if (!artifact.ok())
+    return fail(artifact.status());
+  if (!std::filesystem::is_directory(checkpoint_dir))
+    return fail(notFound("checkpoint folder {} does not exist",
+                         checkpoint_dir));
+  std::shared_ptr<const Artifact> model(std::move(*artifact));
+  const artifact::ModelConfig *config = model->def().model();
+  if (!config || config->max_position_embeddings() == 0)
+    return fail(invalidArgument("{}: artifact has no max_position_embeddings",
+                                artifact_path));
+  options.max_context_tokens =
+      static_cast<int64_t>(config->max_position_embeddings());
+  if (config->eos_token_id() >= 0)
+    options.stop_token_ids.push_back(
+        static_cast<int32_t>(config->eos_token_id()));
+  // /v1/completions prompts get what GLM's tokenizer post-processor adds.
+  if ((*tokenizer)->tokenToId("[gMASK]") && (*tokenizer)->tokenToId("<sop>"))
+    options.completion_prefix = "[gMASK]<sop>";
+
+  ModelEngineOptions engine_options;
+  engine_options.artifact = model;
+  engine_options.checkpoint_dir = checkpoint_dir;
+  engine_options.max_queue = options.max_queue;
+  auto engine = createModelEngine(engine_options);
+  if (!engine.ok())
+    return fail(engine.status());
+
+  auto server = Server::create(std::move(options), std::move(*engine),
+                               std::move(*tokenizer));
+  if (!server.ok())
+    return fail(server.status());
+  Status started = (*server)->start();
+  if (!started.ok())
+    return fail(started);
+  fmt::print("strata-serve: listening on port {}\n", (*server)->port());
+  std::fflush(stdout);
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  fmt::print("strata-serve: signal {}, stopping\n", signal_number);
+  (*server)->stop();
+  return 0;
+}
+
+} // namespace strata::runtime::serve

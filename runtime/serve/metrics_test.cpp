@@ -1,0 +1,128 @@
+//===- metrics_test.cpp - Prometheus /metrics of strata-serve -------------===//
+//
+// Part of strata. The rendered text, and that strata-eval's parser reads
+// the counters it needs from it (the names are a contract).
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/serve/metrics.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "runtime/eval/eval_client.h"
+
+namespace strata::runtime::serve {
+namespace {
+
+EngineStats sampleStats() {
+  EngineStats s;
+  s.queued_requests = 3;
+  s.running_requests = 2;
+  s.kv_blocks_in_use = 10;
+  s.kv_blocks_total = 128;
+  s.prefix_cache_queried_tokens = 500;
+  s.prefix_cache_hit_tokens = 320;
+  s.mtp_draft_tokens = 90;
+  s.mtp_accepted_tokens = 60;
+  s.mtp_draft_tokens_by_position = {50, 40};
+  s.mtp_accepted_tokens_by_position = {40, 20};
+  Histogram h({0.01, 0.1});
+  h.observe(0.005);
+  h.observe(0.01);
+  h.observe(0.05);
+  h.observe(3);
+  s.step_time = h.snapshot();
+  return s;
+}
+
+// Tests every line of the exposition for a known state.
+TEST(ServeMetrics, Render) {
+  ServerMetrics m;
+  m.countRequest("/v1/completions", 200);
+  m.countRequest("/v1/completions", 200);
+  m.countRequest("/v1/chat/completions", 400);
+  m.countRequest("other", 404);
+  m.addPromptTokens(12);
+  m.addGenerationTokens(7);
+  m.countCancelled();
+  std::string text = renderMetrics(m, AdmissionState{5, 64}, sampleStats());
+  for (const char *line : {
+           "# TYPE strata_http_requests_total counter",
+           "strata_http_requests_total{endpoint=\"/v1/chat/completions\",status=\"400\"} 1",
+           "strata_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2",
+           "strata_http_requests_total{endpoint=\"other\",status=\"404\"} 1",
+           "strata_prompt_tokens_total 12",
+           "strata_generation_tokens_total 7",
+           "strata_cancelled_requests_total 1",
+           "strata_requests_in_flight 5",
+           "strata_requests_capacity 64",
+           "# TYPE strata_queue_depth gauge",
+           "strata_queue_depth 3",
+           "strata_running_requests 2",
+           "strata_kv_blocks_in_use 10",
+           "strata_kv_blocks_total 128",
+           "strata_prefix_cache_queried_tokens_total 500",
+           "strata_prefix_cache_hit_tokens_total 320",
+           "strata_mtp_draft_tokens_total 90",
+           "strata_mtp_accepted_tokens_total 60",
+           "strata_mtp_draft_tokens_by_position_total{position=\"1\"} 50",
+           "strata_mtp_draft_tokens_by_position_total{position=\"2\"} 40",
+           "strata_mtp_accepted_tokens_by_position_total{position=\"1\"} 40",
+           "strata_mtp_accepted_tokens_by_position_total{position=\"2\"} 20",
+           "# TYPE strata_step_time_seconds histogram",
+           "strata_step_time_seconds_bucket{le=\"0.01\"} 2",
+           "strata_step_time_seconds_bucket{le=\"0.1\"} 3",
+           "strata_step_time_seconds_bucket{le=\"+Inf\"} 4",
+           "strata_step_time_seconds_count 4",
+       })
+    EXPECT_NE(text.find(std::string(line) + "\n"), std::string::npos) << line;
+  double sum = 0;
+  for (double x : {0.005, 0.01, 0.05, 3.0})
+    sum += x;
+  EXPECT_NE(text.find(fmt::format("strata_step_time_seconds_sum {}\n", sum)),
+            std::string::npos);
+  // Every non-comment line is `name[{labels}] value`.
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    ASSERT_NE(end, std::string::npos);
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind("# ", 0) == 0)
+      continue;
+    EXPECT_NE(line.find(' '), std::string::npos) << line;
+    EXPECT_EQ(line.rfind("strata_", 0), 0u) << line;
+  }
+}
+
+// Tests that strata-eval's parser finds the prefix-cache and MTP counters.
+TEST(ServeMetrics, ReadByStrataEval) {
+  ServerMetrics m;
+  std::string text = renderMetrics(m, AdmissionState{}, sampleStats());
+  StatusOr<eval::ServerCounters> c = eval::parseServerCounters(text);
+  ASSERT_TRUE(c.ok()) << c.status().toString();
+  EXPECT_EQ(c->prefixQueriedTokens, 500);
+  EXPECT_EQ(c->prefixHitTokens, 320);
+  EXPECT_EQ(c->mtpDraftTokens, 90);
+  EXPECT_EQ(c->mtpAcceptedTokens, 60);
+  EXPECT_EQ(c->mtpDraftByPosition, (std::map<int, double>{{1, 50}, {2, 40}}));
+  EXPECT_EQ(c->mtpAcceptedByPosition, (std::map<int, double>{{1, 40}, {2, 20}}));
+}
+
+// Tests histogram bucketing: upper bounds are inclusive, larger values only
+// count in +Inf.
+TEST(ServeMetrics, Histogram) {
+  Histogram h({1, 2});
+  h.observe(1);
+  h.observe(1.5);
+  h.observe(2.5);
+  HistogramSnapshot s = h.snapshot();
+  EXPECT_EQ(s.bucket_counts, (std::vector<uint64_t>{1, 1}));
+  EXPECT_EQ(s.count, 3u);
+  EXPECT_DOUBLE_EQ(s.sum, 5.0);
+  EXPECT_EQ(Histogram().snapshot().upper_bounds.size(), 13u);
+}
+
+} // namespace
+} // namespace strata::runtime::serve

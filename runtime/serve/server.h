@@ -1,0 +1,147 @@
+//===- server.h - the OpenAI-compatible HTTP server -------------------------===//
+//
+// Part of strata. The public API of runtime/serve: an HTTP server (cpp-httplib)
+// with the OpenAI routes
+//   POST /v1/completions, POST /v1/chat/completions  (streaming and not)
+//   GET /v1/models, GET /health, GET /metrics
+// over an Engine (engine.h). Requests are validated (api.h), chat messages
+// rendered with the GLM chat template (tokenizer/glm_chat.h), prompts
+// tokenized, checked against the context length, admitted (at most
+// `max_queue` generation requests at once, more get 503) and submitted to the
+// engine; generated ids become text with stop strings applied
+// (text_stream.h). A streaming client that goes away is noticed on the next
+// write (a token or a heartbeat comment) and its request is cancelled in the
+// engine. docs/Serving.md describes the behaviour in full.
+//
+// Ownership: the Server owns the engine and the tokenizer. Lifetime:
+// create() -> start() -> (serve) -> stop() (or the destructor). stop()
+// cancels what is in flight and waits for the engine to finish it.
+// Thread-safety: start/stop from one controlling thread; port(),
+// metricsText() and engine() from any thread. Handlers run on the HTTP
+// thread pool (`http_threads`).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SERVE_SERVER_H
+#define STRATA_RUNTIME_SERVE_SERVER_H
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/serve/api.h"
+#include "runtime/serve/engine.h"
+#include "runtime/serve/metrics.h"
+#include "runtime/tokenizer/tokenizer.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+} // namespace httplib
+
+namespace strata::runtime::serve {
+
+/// Zero-initialized fields take the documented default.
+struct ServerOptions {
+  /// Address to listen on (default "127.0.0.1").
+  std::string host;
+  /// Port; 0 picks a free one (read it back with Server::port()).
+  int port = 0;
+  /// Model id of /v1/models and of responses (default "strata"). Requests
+  /// naming another model get 404 model_not_found.
+  std::string model_id;
+  /// Context length: prompt plus generated tokens (required, > 0).
+  int64_t max_context_tokens = 0;
+  /// Generation requests admitted at once (queued in the engine or running);
+  /// more are answered 503. Default 64.
+  size_t max_queue = 0;
+  /// Largest request body in bytes; larger ones get 413. Default 8 MiB.
+  size_t max_body_bytes = 0;
+  /// HTTP worker threads. Each admitted request holds one while it runs, so
+  /// the default is max_queue + 8 (the extra answer /health, /metrics and
+  /// 503s while the queue is full).
+  size_t http_threads = 0;
+  /// While a stream waits for the engine, a ": keep-alive" comment is sent
+  /// after this many milliseconds of silence, so a vanished client is
+  /// noticed. Default 1000.
+  int heartbeat_ms = 0;
+  /// End-of-sequence ids passed to the engine with every request.
+  std::vector<int32_t> stop_token_ids;
+  /// Text put before every /v1/completions prompt before tokenization (what
+  /// the model's post-processor adds, e.g. "[gMASK]<sop>"). Default none.
+  std::string completion_prefix;
+};
+
+class Server {
+public:
+  /// Checks the options; INVALID_ARGUMENT names a bad field.
+  static StatusOr<std::unique_ptr<Server>>
+  create(ServerOptions options, std::unique_ptr<Engine> engine,
+         std::unique_ptr<const tokenizer::Tokenizer> tokenizer);
+  ~Server();
+  Server(const Server &) = delete;
+  Server &operator=(const Server &) = delete;
+
+  /// Binds and starts serving on a background thread. UNAVAILABLE when the
+  /// address cannot be bound.
+  Status start();
+  /// The bound port (after start()).
+  int port() const { return port_; }
+  /// Stops accepting, cancels requests in flight and waits (at most a few
+  /// seconds) for the engine to finish them. Idempotent.
+  void stop();
+
+  /// The /metrics text.
+  std::string metricsText() const;
+  Engine &engine() { return *engine_; }
+
+private:
+  struct Channel;
+  struct Prepared;
+
+  Server(ServerOptions options, std::unique_ptr<Engine> engine,
+         std::unique_ptr<const tokenizer::Tokenizer> tokenizer);
+  void installRoutes();
+  void handleGenerate(const httplib::Request &req, httplib::Response &res,
+                      Endpoint endpoint);
+  /// Validates, renders, tokenizes and checks the context; on error fills
+  /// `out_error` and returns false.
+  bool prepare(const httplib::Request &req, Endpoint endpoint,
+               Prepared &out, ApiError &out_error);
+  void respondNonStreaming(httplib::Response &res, Prepared &prepared,
+                           std::shared_ptr<Channel> channel, RequestId id);
+  void respondStreaming(httplib::Response &res, Prepared &prepared,
+                        std::shared_ptr<Channel> channel, RequestId id);
+  void releaseSlot();
+
+  // Declared before engine_ so they outlive engine callbacks run by the
+  // engine's destructor.
+  ServerOptions options_;
+  ServerMetrics metrics_;
+  std::atomic<uint64_t> in_flight_{0};
+  std::mutex drain_mutex_;
+  std::condition_variable drain_cv_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> next_response_id_{1};
+  int64_t created_ = 0;
+  int port_ = 0;
+  int listen_fd_ = -1; // the listening socket, seen in httplib's socket options
+
+  std::unique_ptr<const tokenizer::Tokenizer> tokenizer_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread listener_;
+  std::mutex stop_mutex_;
+  bool stopped_ = false;
+};
+
+} // namespace strata::runtime::serve
+
+#endif // STRATA_RUNTIME_SERVE_SERVER_H

@@ -1,0 +1,25 @@
+"""Runs a command against a server binary that prints "listening on port N".
+
+Usage: with_server.py SERVER [SERVER ARGS...] -- COMMAND [ARGS...]
+Starts SERVER, waits for its port line, runs COMMAND with every "{port}" in
+its arguments replaced, closes the server's stdin (it then stops) and exits
+with COMMAND's status. For lit tests of clients against
+strata-serve-test-server.
+"""
+import re
+import subprocess
+import sys
+
+split = sys.argv.index("--")
+server_cmd, command = sys.argv[1:split], sys.argv[split + 1:]
+server = subprocess.Popen(server_cmd, stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True)
+line = server.stdout.readline()
+match = re.search(r"listening on port (\d+)", line)
+if not match:
+    sys.exit(f"with_server.py: unexpected server output: {line!r}")
+port = match.group(1)
+status = subprocess.call([a.replace("{port}", port) for a in command])
+server.stdin.close()
+server.wait(timeout=30)
+sys.exit(status)

@@ -1,0 +1,129 @@
+// openai_client.mjs - drives a strata server with the official `openai` npm
+// client (openai-node) and prints what it sees, for FileCheck.
+//
+// The server is started by this script (--server PATH, a binary that prints
+// "listening on port N" and serves until its stdin closes): today the
+// test-only strata-serve-test-server (echo engine, byte-level tokenizer); the
+// same script runs against strata-serve once an engine exists (--url URL
+// instead of --server, the echo-specific lines then differ).
+//
+// Usage:
+//   node openai_client.mjs --npm <dir with node_modules/openai> --server <binary>
+
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import readline from 'node:readline';
+
+const args = Object.fromEntries(
+  process.argv.slice(2).reduce((acc, a, i, all) => (a.startsWith('--') ? [...acc, [a.slice(2), all[i + 1]]] : acc), []));
+if (!args.npm || (!args.server && !args.url)) {
+  console.error('usage: node openai_client.mjs --npm DIR (--server BINARY | --url URL)');
+  process.exit(2);
+}
+const require = createRequire(path.join(path.resolve(args.npm), 'package.json'));
+const OpenAI = require('openai');
+
+async function startServer(binary) {
+  const child = spawn(binary, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = readline.createInterface({ input: child.stdout });
+  const port = await new Promise((resolve, reject) => {
+    lines.once('line', (line) => {
+      const m = /listening on port (\d+)/.exec(line);
+      m ? resolve(Number(m[1])) : reject(new Error(`unexpected server output: ${line}`));
+    });
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+async function metrics(url, name) {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+  return line ? Number(line.split(' ')[1]) : undefined;
+}
+
+async function expectError(label, promise) {
+  try {
+    await promise;
+    console.log(`${label}: no error`);
+  } catch (e) {
+    // openai-node's APIError: HTTP status plus the server's error object.
+    console.log(`${label}: status ${e.status} type ${e.type} param ${e.param} code ${e.code} message ${e.error?.message}`);
+  }
+}
+
+const server = args.server ? await startServer(args.server) : { child: null, url: args.url };
+const client = new OpenAI({ apiKey: 'unused', baseURL: `${server.url}/v1`, maxRetries: 0 });
+try {
+  const models = await client.models.list();
+  const model = models.data[0].id;
+  console.log(`models: ${models.data.map((m) => m.id).join(',')}`);
+
+  const c = await client.completions.create({ model, prompt: 'hello', max_tokens: 8, temperature: 0 });
+  console.log(`completion: ${JSON.stringify(c.choices[0].text)} finish ${c.choices[0].finish_reason} usage ${JSON.stringify(c.usage)}`);
+
+  const chat = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'abcde' }], max_tokens: 30, stop: ['cd'],
+  });
+  console.log(`chat: ${JSON.stringify(chat.choices[0].message.content)} role ${chat.choices[0].message.role} finish ${chat.choices[0].finish_reason}`);
+
+  const stream = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'hey' }], max_tokens: 12, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let chunks = 0;
+  let finish = null;
+  let usage = null;
+  for await (const chunk of stream) {
+    ++chunks;
+    if (chunk.usage) usage = chunk.usage;
+    for (const choice of chunk.choices) {
+      text += choice.delta.content ?? '';
+      finish = choice.finish_reason ?? finish;
+    }
+  }
+  console.log(`chat stream: ${JSON.stringify(text)} finish ${finish} usage ${JSON.stringify(usage)} chunks>1 ${chunks > 1}`);
+
+  const cstream = await client.completions.create({ model, prompt: 'xyz', max_tokens: 7, stream: true });
+  let ctext = '';
+  for await (const chunk of cstream) ctext += chunk.choices[0]?.text ?? '';
+  console.log(`completion stream: ${JSON.stringify(ctext)}`);
+
+  await expectError('n=2', client.completions.create({ model, prompt: 'x', n: 2 }));
+  await expectError('other model', client.completions.create({ model: 'gpt-4', prompt: 'x' }));
+  await expectError('empty messages', client.chat.completions.create({ model, messages: [] }));
+
+  // Abort a stream mid-way: the server must cancel the request.
+  const controller = new AbortController();
+  const long = await client.chat.completions.create(
+    { model, messages: [{ role: 'user', content: 'forever' }], max_tokens: 3000, stream: true },
+    { signal: controller.signal });
+  let seen = 0;
+  try {
+    for await (const chunk of long) {
+      if (++seen === 3) controller.abort();
+    }
+  } catch (e) {
+    // Some versions end the iteration quietly on abort, others throw.
+    if (!(e instanceof OpenAI.APIUserAbortError) && !/Abort/.test(e.name)) throw e;
+  }
+  console.log(`aborted after ${seen} chunks`);
+  let cancelled;
+  for (let i = 0; i < 100; ++i) {
+    cancelled = await metrics(server.url, 'strata_cancelled_requests_total');
+    if (cancelled >= 1) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  console.log(`cancelled requests: ${cancelled}`);
+  let inFlight;
+  for (let i = 0; i < 100; ++i) {
+    inFlight = await metrics(server.url, 'strata_requests_in_flight');
+    if (inFlight === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  console.log(`in flight: ${inFlight}`);
+} finally {
+  if (server.child) server.child.stdin.end();
+}

@@ -1,0 +1,13 @@
+//===- main.cpp - strata-serve ----------------------------------*- C++ -*-===//
+//
+// Part of strata. `strata-serve --artifact FILE --checkpoint DIR --tokenizer
+// FILE [--port P] [--max-queue N]`: the OpenAI-compatible server. Logic lives
+// in runtime/serve/.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/serve/cli.h"
+
+int main(int argc, char **argv) {
+  return strata::runtime::serve::runServeCli(argc, argv);
+}
