@@ -173,6 +173,26 @@ Status ModelExecutor::resetSlot(int32_t slot) {
   return okStatus();
 }
 
+Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
+  for (int32_t slot : {src, dst})
+    if (slot < 0 || static_cast<uint64_t>(slot) >= options_.state_slots)
+      return outOfRange("state slot {} outside [0, {})", slot,
+                        options_.state_slots);
+  if (src == dst)
+    return okStatus();
+  const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
+  Stream &stream = device_->defaultStream();
+  for (size_t i = 0; i < caches_.size(); ++i) {
+    if (isPaged(layout.caches()->Get(i)->kind()))
+      continue;
+    uint64_t unit = cache_unit_bytes_[i];
+    STRATA_RETURN_IF_ERROR(stream.copyBuffer(*caches_[i], uint64_t(src) * unit,
+                                             *caches_[i], uint64_t(dst) * unit,
+                                             unit));
+  }
+  return device_->synchronize();
+}
+
 StatusOr<StepResult>
 ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,

@@ -91,6 +91,18 @@ public:
   /// tail ring): what a new request starts from.
   Status resetSlot(int32_t slot);
 
+  /// Copies slot `src` of every state pool (KDA recurrent and conv state,
+  /// tail ring) into slot `dst`: how a prefix-cache snapshot is taken or
+  /// restored, and how the scheduler saves and rolls back a request's state
+  /// around an MTP verification. OUT_OF_RANGE for a slot outside
+  /// [0, state_slots); copying a slot onto itself is a no-op.
+  Status copySlot(int32_t src, int32_t dst);
+
+  /// Slots in each state pool (ExecutorOptions::state_slots).
+  uint32_t stateSlots() const { return options_.state_slots; }
+  /// Pages in each paged pool (ExecutorOptions::kv_pages).
+  uint64_t kvPages() const { return options_.kv_pages; }
+
   /// Runs one step over `requests` (each with at least one token).
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests);

@@ -1,0 +1,148 @@
+//===- engine.cpp - the serving engine: a Scheduler on its own thread -----===//
+//
+// Part of strata. See engine.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/scheduler/engine.h"
+
+namespace strata::runtime {
+
+StatusOr<std::unique_ptr<Engine>>
+Engine::create(const EngineOptions &options,
+               const tokenizer::Tokenizer *tokenizer) {
+  STRATA_ASSIGN_OR_RETURN(CacheGeometry geometry,
+                          readArtifactGeometry(options.artifact_path));
+  ExecutorRunnerOptions runner_options;
+  runner_options.artifact_path = options.artifact_path;
+  runner_options.checkpoint_dir = options.checkpoint_dir;
+  runner_options.kv_pages = options.scheduler.num_blocks;
+  runner_options.state_slots =
+      schedulerStateSlots(options.scheduler, geometry);
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
+                          ExecutorRunner::create(runner_options));
+  return create(std::move(runner), tokenizer, options.scheduler);
+}
+
+StatusOr<std::unique_ptr<Engine>>
+Engine::create(std::unique_ptr<ModelRunner> runner,
+               const tokenizer::Tokenizer *tokenizer,
+               const SchedulerOptions &options) {
+  std::unique_ptr<Engine> engine(new Engine());
+  engine->runner_ = std::move(runner);
+  STRATA_ASSIGN_OR_RETURN(
+      engine->scheduler_,
+      Scheduler::create(*engine->runner_, tokenizer, options));
+  engine->stats_ = engine->scheduler_->stats();
+  engine->thread_ = std::thread([e = engine.get()] { e->loop(); });
+  return engine;
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable())
+    thread_.join();
+}
+
+StatusOr<uint64_t> Engine::submit(std::vector<int32_t> prompt,
+                                  const SamplingParams &params,
+                                  OutputCallback callback) {
+  STRATA_RETURN_IF_ERROR(scheduler_->validate(prompt, params));
+  uint64_t id;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_)
+      return unavailable("engine is shutting down");
+    size_t queued = stats_.queued + inbox_.size();
+    if (queued >= scheduler_->maxQueued())
+      return unavailable("request queue full: {} of {} waiting", queued,
+                         scheduler_->maxQueued());
+    id = next_id_++;
+    inbox_.push_back({id, std::move(prompt), params, std::move(callback)});
+  }
+  wake_.notify_all();
+  return id;
+}
+
+Status Engine::cancel(uint64_t id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (id == 0 || id >= next_id_)
+      return notFound("no request {}", id);
+    cancels_.push_back(id);
+  }
+  wake_.notify_all();
+  return okStatus();
+}
+
+void Engine::waitIdle() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [&] {
+    return inbox_.empty() && cancels_.empty() && !busy_ &&
+           stats_.queued == 0 && stats_.running == 0;
+  });
+}
+
+SchedulerStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+std::string Engine::metricsText() const {
+  return formatSchedulerMetrics(stats(), &scheduler_->mtpCounters());
+}
+
+Status Engine::lastError() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_error_;
+}
+
+void Engine::loop() {
+  for (;;) {
+    std::vector<Submission> inbox;
+    std::vector<uint64_t> cancels;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] {
+        return stop_ || !inbox_.empty() || !cancels_.empty() ||
+               scheduler_->hasWork();
+      });
+      if (stop_)
+        break;
+      inbox.swap(inbox_);
+      cancels.swap(cancels_);
+      busy_ = true;
+    }
+    // Outside the lock: callbacks may call submit() and cancel().
+    for (Submission &s : inbox) {
+      Status status = scheduler_->add(s.id, std::move(s.prompt), s.params,
+                                      s.callback);
+      if (!status.ok() && s.callback) {
+        RequestOutput out;
+        out.id = s.id;
+        out.finished = true;
+        out.status = status;
+        s.callback(out);
+      }
+    }
+    for (uint64_t id : cancels)
+      (void)scheduler_->cancel(id); // finished meanwhile: nothing to do
+    Status status = scheduler_->hasWork() ? scheduler_->step() : okStatus();
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!status.ok() && last_error_.ok())
+        last_error_ = status;
+      stats_ = scheduler_->stats();
+      busy_ = false;
+    }
+    idle_.notify_all();
+  }
+  // Shutdown: cancel what is left so every callback sees an end.
+  scheduler_->cancelAll(cancelled("engine shut down"));
+}
+
+} // namespace strata::runtime

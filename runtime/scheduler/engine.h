@@ -1,0 +1,105 @@
+//===- engine.h - the serving engine: a Scheduler on its own thread -*- C++ -*-===//
+//
+// Part of strata. The Engine is what a server talks to (docs/Scheduler.md):
+//   submit(prompt ids, SamplingParams, callback) -> request id
+//   cancel(id)
+//   stats() / metricsText()
+// One engine thread runs Scheduler::step() while there is work and sleeps
+// otherwise. submit() validates synchronously (INVALID_ARGUMENT for a bad
+// request, UNAVAILABLE when the queue is full: the server's 400 and 503) and
+// hands the request to the engine thread; cancel() takes effect before the
+// next step and frees the request's blocks then.
+//
+// Callbacks run on the engine thread, with no engine lock held: they may call
+// submit() and cancel() but must not block for long (a server pushes the
+// output into the client connection's queue).
+//
+// Ownership: the Engine owns its ModelRunner, Scheduler and thread; the
+// optional Tokenizer must outlive it. Thread-safety: submit, cancel, stats
+// and metricsText may be called from any thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SCHEDULER_ENGINE_H
+#define STRATA_RUNTIME_SCHEDULER_ENGINE_H
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/scheduler/scheduler.h"
+
+namespace strata::runtime {
+
+/// Options of Engine::create over an artifact (ExecutorRunner).
+struct EngineOptions {
+  /// Compiled artifact and checkpoint directory. Required.
+  std::string artifact_path, checkpoint_dir;
+  /// Batching, cache and MTP options (max_requests and num_blocks required).
+  SchedulerOptions scheduler;
+};
+
+class Engine {
+public:
+  /// Loads the model (sized for `options.scheduler`) and starts the engine
+  /// thread. `tokenizer` may be null (no text, no stop strings).
+  static StatusOr<std::unique_ptr<Engine>>
+  create(const EngineOptions &options,
+         const tokenizer::Tokenizer *tokenizer = nullptr);
+  /// The same over any ModelRunner (tests use a fake model).
+  static StatusOr<std::unique_ptr<Engine>>
+  create(std::unique_ptr<ModelRunner> runner,
+         const tokenizer::Tokenizer *tokenizer,
+         const SchedulerOptions &options);
+  /// Stops the thread; requests still queued or running are cancelled.
+  ~Engine();
+
+  /// Queues a request; its outputs go to `callback` (engine thread).
+  /// INVALID_ARGUMENT (bad prompt or params), UNAVAILABLE (queue full).
+  StatusOr<uint64_t> submit(std::vector<int32_t> prompt,
+                            const SamplingParams &params,
+                            OutputCallback callback);
+  /// Cancels request `id` (its callback gets a final output with status
+  /// CANCELLED). NOT_FOUND for an id never returned by submit; cancelling
+  /// a finished request is a no-op.
+  Status cancel(uint64_t id);
+  /// Blocks until no request is queued or running.
+  void waitIdle();
+
+  /// Counters and gauges as of the last step.
+  SchedulerStats stats() const;
+  /// stats() in Prometheus text (with the MTP acceptance counters).
+  std::string metricsText() const;
+  /// The first error a step returned (OK if none); steps go on after one.
+  Status lastError() const;
+
+private:
+  Engine() = default;
+  void loop();
+
+  std::unique_ptr<ModelRunner> runner_;
+  std::unique_ptr<Scheduler> scheduler_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_, idle_;
+  struct Submission {
+    uint64_t id;
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    OutputCallback callback;
+  };
+  std::vector<Submission> inbox_;
+  std::vector<uint64_t> cancels_;
+  uint64_t next_id_ = 1;
+  bool stop_ = false, busy_ = false;
+  SchedulerStats stats_;
+  Status last_error_;
+  std::thread thread_;
+};
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_SCHEDULER_ENGINE_H

@@ -1,0 +1,96 @@
+//===- model_runner.h - what the scheduler needs from a model ---*- C++ -*-===//
+//
+// Part of strata. ModelRunner is the narrow interface the Scheduler drives:
+// run one step (runtime/executor's StepRequest / StepResult), reset or copy a
+// state slot, and the few facts about the model the scheduler plans with
+// (vocabulary, positions, cache geometry, whether an MTP draft plan exists).
+// ExecutorRunner implements it over a ModelExecutor; the scheduler's unit
+// tests implement it with a small deterministic fake model.
+//
+// Ownership: an ExecutorRunner owns its ModelExecutor. Thread-safety: one
+// thread at a time (the engine thread).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SCHEDULER_MODEL_RUNNER_H
+#define STRATA_RUNTIME_SCHEDULER_MODEL_RUNNER_H
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/executor/model_executor.h"
+#include "runtime/kv_cache/cache_geometry.h"
+
+namespace strata::runtime {
+
+class ModelRunner {
+public:
+  virtual ~ModelRunner() = default;
+
+  /// Entries per logits row.
+  virtual size_t vocabSize() const = 0;
+  /// Positions the model supports (max_position_embeddings).
+  virtual uint64_t maxPositions() const = 0;
+  /// Cache sizes (page size, bytes per block and per state slot).
+  virtual const CacheGeometry &geometry() const = 0;
+  /// Whether an mtp_draft step exists.
+  virtual bool hasDraft() const = 0;
+
+  /// Zeroes state slot `slot` (KDA state and tail rings).
+  virtual Status resetSlot(int32_t slot) = 0;
+  /// Copies state slot `src` into `dst` (ModelExecutor::copySlot).
+  virtual Status copySlot(int32_t src, int32_t dst) = 0;
+  /// Runs one step (ModelExecutor::run).
+  virtual StatusOr<StepResult> run(artifact::StepKind step,
+                                   const std::vector<StepRequest> &requests) = 0;
+};
+
+/// Where the executor finds the model and how many pages and slots it
+/// allocates.
+struct ExecutorRunnerOptions {
+  /// Compiled artifact and checkpoint directory. Required.
+  std::string artifact_path, checkpoint_dir;
+  /// KV pages per paged pool (= KV blocks). Required (> 0).
+  uint64_t kv_pages = 0;
+  /// Slots per state pool. Required (> 0).
+  uint32_t state_slots = 0;
+};
+
+/// Reads the cache geometry of an artifact file without loading the model
+/// (to size the pools before the executor allocates them).
+StatusOr<CacheGeometry> readArtifactGeometry(const std::string &artifact_path);
+
+/// ModelRunner over a ModelExecutor (the CPU target today).
+class ExecutorRunner : public ModelRunner {
+public:
+  static StatusOr<std::unique_ptr<ExecutorRunner>>
+  create(const ExecutorRunnerOptions &options);
+
+  size_t vocabSize() const override;
+  uint64_t maxPositions() const override;
+  const CacheGeometry &geometry() const override { return geometry_; }
+  bool hasDraft() const override;
+  Status resetSlot(int32_t slot) override {
+    return executor_->resetSlot(slot);
+  }
+  Status copySlot(int32_t src, int32_t dst) override {
+    return executor_->copySlot(src, dst);
+  }
+  StatusOr<StepResult> run(artifact::StepKind step,
+                           const std::vector<StepRequest> &requests) override {
+    return executor_->run(step, requests);
+  }
+  ModelExecutor &executor() { return *executor_; }
+
+private:
+  ExecutorRunner() = default;
+  std::unique_ptr<ModelExecutor> executor_;
+  CacheGeometry geometry_;
+};
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_SCHEDULER_MODEL_RUNNER_H

@@ -1,0 +1,859 @@
+//===- scheduler.cpp - continuous batching over a ModelRunner -------------===//
+//
+// Part of strata. See scheduler.h and docs/Scheduler.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/scheduler/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+namespace strata::runtime {
+
+using artifact::StepKind;
+
+namespace {
+
+uint64_t ceilDiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+uint32_t snapshotSlots(const SchedulerOptions &options,
+                       const CacheGeometry &geometry) {
+  if (!options.enable_prefix_cache || !geometry.hasKda())
+    return 0;
+  return options.num_snapshot_slots ? options.num_snapshot_slots
+                                    : 2 * options.max_requests;
+}
+
+/// Bytes of `n` rounded up to `alignment` (a power of two).
+uint64_t alignUp(uint64_t n, uint64_t alignment) {
+  return (n + alignment - 1) & ~(alignment - 1);
+}
+
+} // namespace
+
+uint32_t schedulerStateSlots(const SchedulerOptions &options,
+                             const CacheGeometry &geometry) {
+  uint32_t slots = options.max_requests + snapshotSlots(options, geometry);
+  if (options.mtp_draft_tokens > 0)
+    slots += options.max_requests;
+  return slots;
+}
+
+//===----------------------------------------------------------------------===//
+// Per-request state
+//===----------------------------------------------------------------------===//
+
+struct Scheduler::Request {
+  uint64_t id = 0;
+  size_t prompt_size = 0;
+  /// Committed ids: prompt, then generated tokens.
+  std::vector<int32_t> tokens;
+  std::optional<Sampler> sampler;
+  std::optional<TextStream> stream;   // with a tokenizer
+  std::optional<StopMatcher> matcher; // without one
+  OutputCallback callback;
+  std::unique_ptr<SequenceCache> seq;
+  /// Positions [0, computed) have been run through the target (KV written,
+  /// state slot holds the state after `computed` tokens).
+  uint64_t computed = 0;
+  uint64_t cached_tokens = 0;
+  bool planned = false;
+  /// MTP: d_1 from the last draft step 0 and the draft's hidden of that row.
+  bool has_draft = false;
+  int32_t draft_token = 0;
+  std::vector<uint8_t> draft_hidden;
+  /// Output not yet delivered.
+  std::vector<int32_t> out_tokens;
+  std::string out_text;
+  bool finished = false;
+  FinishReason reason = FinishReason::kNone;
+  Status status;
+
+  uint64_t generated() const { return tokens.size() - prompt_size; }
+  /// The last committed token has not been run yet: decode (or verify).
+  bool decoding() const { return computed + 1 == tokens.size(); }
+};
+
+/// One request's part of an iteration.
+struct Scheduler::Planned {
+  Request *request = nullptr;
+  /// Target positions [start, end): prompt/committed tokens, then drafts.
+  uint64_t start = 0, end = 0;
+  /// Draft tokens to verify (k = drafts.size() after the chain).
+  size_t k = 0;
+  std::vector<int32_t> drafts;
+  /// Computed after this iteration, and whether a rollback re-run is due.
+  uint64_t new_computed = 0;
+  bool rerun = false;
+  /// Where this request's target rows' hidden states are: a step result and
+  /// the token offset of its first row there.
+  const StepResult *hidden_source = nullptr;
+  size_t hidden_offset = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// Creation and submission
+//===----------------------------------------------------------------------===//
+
+Scheduler::Scheduler(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
+                     const SchedulerOptions &options)
+    : runner_(runner), tokenizer_(tokenizer), options_(options) {}
+
+Scheduler::~Scheduler() {
+  // Sequences point into the KvCache: release them first.
+  waiting_.clear();
+  running_.clear();
+}
+
+StatusOr<std::unique_ptr<Scheduler>>
+Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
+                  const SchedulerOptions &options) {
+  if (options.max_requests == 0 || options.num_blocks == 0)
+    return invalidArgument("scheduler: max_requests ({}) and num_blocks ({}) "
+                           "must be positive",
+                           options.max_requests, options.num_blocks);
+  if (options.mtp_draft_tokens > kMaxDraftTokens)
+    return invalidArgument("mtp draft tokens must be 0 to {}, got {}",
+                           kMaxDraftTokens, options.mtp_draft_tokens);
+  if (options.mtp_draft_tokens > 0 && !runner.hasDraft())
+    return invalidArgument("mtp draft tokens {} requested, but the artifact "
+                           "has no mtp_draft plan",
+                           options.mtp_draft_tokens);
+  std::unique_ptr<Scheduler> s(new Scheduler(runner, tokenizer, options));
+  SchedulerOptions &o = s->options_;
+  if (o.max_queued == 0)
+    o.max_queued = 256;
+  if (o.max_step_tokens == 0)
+    o.max_step_tokens = 256;
+  if (o.max_chunk_tokens == 0)
+    o.max_chunk_tokens = o.max_step_tokens;
+  // mtp_verify rows of one request must fit one step.
+  if (o.max_step_tokens < o.mtp_draft_tokens + 1)
+    return invalidArgument("max step tokens {} below the {} rows of one "
+                           "verification",
+                           o.max_step_tokens, o.mtp_draft_tokens + 1);
+
+  // Budget that plans exactly num_blocks blocks (cache_geometry.h layout).
+  const CacheGeometry &g = runner.geometry();
+  uint32_t snapshots = snapshotSlots(o, g);
+  uint64_t rings = alignUp(g.ringBytesPerSlot() * o.max_requests, g.alignment);
+  uint64_t kda = alignUp(
+      g.kdaBytesPerSlot() * (g.hasKda() ? o.max_requests + snapshots : 0),
+      g.alignment);
+  KvCacheOptions kv;
+  kv.memory.memory_budget_bytes = rings + kda + o.num_blocks * g.blockBytes();
+  kv.memory.max_requests = o.max_requests;
+  kv.memory.num_snapshot_slots = snapshots;
+  kv.checkpoint_interval_tokens = o.checkpoint_interval_tokens;
+  kv.mtp = o.mtp_draft_tokens > 0;
+  kv.disable_prefix_cache = !o.enable_prefix_cache;
+  STRATA_ASSIGN_OR_RETURN(s->kv_, KvCache::create(g, kv));
+  if (s->kv_->plan().num_blocks != o.num_blocks)
+    return internalError("kv cache planned {} blocks, expected {}",
+                         s->kv_->plan().num_blocks, o.num_blocks);
+  s->scratch_base_ = o.max_requests + snapshots;
+  return s;
+}
+
+Status Scheduler::validate(const std::vector<int32_t> &prompt,
+                           const SamplingParams &params) const {
+  if (prompt.empty())
+    return invalidArgument("empty prompt");
+  size_t vocab = runner_.vocabSize();
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || size_t(prompt[i]) >= vocab)
+      return invalidArgument("prompt token {} is {}, outside the vocabulary "
+                             "[0, {})",
+                             i, prompt[i], vocab);
+  if (prompt.size() >= runner_.maxPositions())
+    return invalidArgument("prompt of {} tokens leaves no room in the "
+                           "context of {} positions",
+                           prompt.size(), runner_.maxPositions());
+  STRATA_RETURN_IF_ERROR(validateSamplingParams(params, vocab));
+  if (!params.stop.empty() && !tokenizer_)
+    return invalidArgument("stop strings need a tokenizer; the engine has "
+                           "none");
+  uint64_t page = runner_.geometry().page_size_tokens;
+  uint64_t blocks = ceilDiv(prompt.size() + 1 + options_.mtp_draft_tokens,
+                            page);
+  if (blocks > options_.num_blocks)
+    return invalidArgument("prompt of {} tokens needs {} kv blocks, the pool "
+                           "has {}",
+                           prompt.size(), blocks, options_.num_blocks);
+  return okStatus();
+}
+
+Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt,
+                      const SamplingParams &params, OutputCallback callback) {
+  STRATA_RETURN_IF_ERROR(validate(prompt, params));
+  if (waiting_.size() >= options_.max_queued)
+    return unavailable("request queue full: {} of {} waiting",
+                       waiting_.size(), options_.max_queued);
+  auto request = std::make_unique<Request>();
+  request->id = id;
+  request->prompt_size = prompt.size();
+  request->tokens = std::move(prompt);
+  STRATA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params));
+  request->sampler.emplace(std::move(sampler));
+  if (tokenizer_) {
+    STRATA_ASSIGN_OR_RETURN(TextStream stream,
+                            TextStream::create(*tokenizer_, params));
+    request->stream.emplace(std::move(stream));
+  } else {
+    STRATA_ASSIGN_OR_RETURN(StopMatcher matcher, StopMatcher::create(params));
+    request->matcher.emplace(std::move(matcher));
+  }
+  request->callback = std::move(callback);
+  waiting_.push_back(std::move(request));
+  return okStatus();
+}
+
+Status Scheduler::cancel(uint64_t id) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->id != id)
+      continue;
+    std::unique_ptr<Request> request = std::move(*it);
+    waiting_.erase(it);
+    finish(*request, FinishReason::kNone,
+           cancelled("request {} cancelled", id));
+    ++stats_.cancelled_requests;
+    return okStatus();
+  }
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if ((*it)->id != id)
+      continue;
+    std::unique_ptr<Request> request = std::move(*it);
+    running_.erase(it);
+    finish(*request, FinishReason::kNone,
+           cancelled("request {} cancelled", id));
+    ++stats_.cancelled_requests;
+    return okStatus();
+  }
+  return notFound("no queued or running request {}", id);
+}
+
+void Scheduler::cancelAll(const Status &status) {
+  while (!waiting_.empty()) {
+    std::unique_ptr<Request> request = std::move(waiting_.front());
+    waiting_.pop_front();
+    finish(*request, FinishReason::kNone, status);
+  }
+  for (auto &request : running_)
+    finish(*request, FinishReason::kNone, status);
+  running_.clear();
+}
+
+//===----------------------------------------------------------------------===//
+// Admission, preemption, planning
+//===----------------------------------------------------------------------===//
+
+Status Scheduler::admit(Request &request) {
+  STRATA_ASSIGN_OR_RETURN(request.seq, kv_->admit(request.tokens));
+  SequenceCache &seq = *request.seq;
+  request.computed = seq.hitTokens();
+  request.cached_tokens = seq.hitTokens();
+  request.has_draft = false;
+  int32_t slot = int32_t(seq.stateSlot());
+  // A hit resumes from a copy of the snapshot (never advanced in place); the
+  // tail ring is logically empty at a block boundary (docs/KVCache.md).
+  Status status = seq.restoreSnapshotSlot()
+                      ? runner_.copySlot(int32_t(*seq.restoreSnapshotSlot()),
+                                         slot)
+                      : runner_.resetSlot(slot);
+  if (!status.ok())
+    request.seq.reset();
+  return status;
+}
+
+void Scheduler::preempt(Request &victim) {
+  victim.seq.reset(); // frees blocks, slot, snapshots
+  victim.computed = 0;
+  victim.has_draft = false;
+  victim.planned = false;
+  ++stats_.preemptions;
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->get() != &victim)
+      continue;
+    waiting_.push_front(std::move(*it));
+    running_.erase(it);
+    return;
+  }
+}
+
+bool Scheduler::planRequest(Request &request, size_t &budget,
+                            std::vector<Planned> &plan) {
+  if (budget == 0)
+    return false;
+  const uint64_t start = request.computed;
+  const uint64_t n = request.tokens.size();
+  uint64_t end;
+  if (request.decoding()) {
+    size_t k = 0;
+    if (options_.mtp_draft_tokens > 0 && request.has_draft) {
+      k = std::min<size_t>(options_.mtp_draft_tokens, budget - 1);
+      k = std::min<uint64_t>(k, runner_.maxPositions() - 1 - start);
+      int64_t max_tokens = request.sampler->params().max_tokens;
+      if (max_tokens > 0)
+        k = std::min<uint64_t>(k, uint64_t(max_tokens) - request.generated() -
+                                      1);
+    }
+    end = start + 1 + k;
+  } else {
+    end = start + std::min<uint64_t>({budget, options_.max_chunk_tokens,
+                                      n - start});
+  }
+  for (;;) {
+    Status status = request.seq->reserve(end);
+    if (status.ok())
+      break;
+    if (status.code() != StatusCode::kResourceExhausted) {
+      request.status = status;
+      return false;
+    }
+    // Out of blocks: preempt the most recently admitted unplanned request.
+    Request *victim = nullptr;
+    for (auto it = running_.rbegin(); it != running_.rend(); ++it)
+      if (!(*it)->planned && it->get() != &request) {
+        victim = it->get();
+        break;
+      }
+    if (!victim) {
+      if (running_.size() == 1) {
+        // Alone and still out of blocks: the pool cannot hold more of it.
+        request.status = status;
+        return false;
+      }
+      preempt(request);
+      return false;
+    }
+    preempt(*victim);
+  }
+  // End at the first pending snapshot boundary inside the step, so the
+  // state after exactly that many tokens exists when the step ends.
+  for (const SnapshotRequest &snap : request.seq->pendingSnapshots())
+    if (snap.tokens > start && snap.tokens < end) {
+      end = snap.tokens;
+      break;
+    }
+  Planned p;
+  p.request = &request;
+  p.start = start;
+  p.end = end;
+  p.k = request.decoding() ? end - start - 1 : 0;
+  plan.push_back(std::move(p));
+  budget -= end - start;
+  request.planned = true;
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Outputs
+//===----------------------------------------------------------------------===//
+
+void Scheduler::deliver(Request &request) {
+  if (request.out_tokens.empty() && request.out_text.empty() &&
+      !request.finished)
+    return;
+  RequestOutput out;
+  out.id = request.id;
+  out.tokens = std::move(request.out_tokens);
+  out.text = std::move(request.out_text);
+  out.finished = request.finished;
+  out.finish_reason = request.reason;
+  out.status = request.status;
+  out.prompt_tokens = request.prompt_size;
+  out.completion_tokens = request.generated();
+  out.cached_tokens = request.cached_tokens;
+  request.out_tokens.clear();
+  request.out_text.clear();
+  if (request.callback)
+    request.callback(out);
+}
+
+void Scheduler::finish(Request &request, FinishReason reason, Status status) {
+  if (request.finished)
+    return;
+  bool stream_done = request.stream ? request.stream->finished()
+                                     : request.matcher->finished();
+  if (reason == FinishReason::kLength && status.ok() && !stream_done) {
+    // An outside end (context or pool full): release held text.
+    StatusOr<StopOutput> tail =
+        request.stream ? request.stream->finish(reason)
+                       : request.matcher->finish("", reason);
+    if (tail.ok()) {
+      request.out_text += tail->text;
+      reason = tail->finish_reason;
+    }
+  }
+  request.finished = true;
+  request.reason = status.ok() ? reason : FinishReason::kNone;
+  request.status = std::move(status);
+  request.seq.reset();
+  if (request.status.ok())
+    ++stats_.finished_requests;
+  deliver(request);
+}
+
+Status Scheduler::commitTokens(Request &request,
+                               const std::vector<int32_t> &tokens) {
+  std::vector<int32_t> committed;
+  for (int32_t token : tokens) {
+    StatusOr<StopOutput> out = request.stream
+                                   ? request.stream->push(token)
+                                   : request.matcher->push(token, "");
+    if (!out.ok())
+      return out.status();
+    committed.push_back(token);
+    request.out_text += out->text;
+    if (out->finish_reason != FinishReason::kNone) {
+      request.reason = out->finish_reason;
+      break;
+    }
+    if (request.tokens.size() + committed.size() >= runner_.maxPositions())
+      break; // context full; finished below
+  }
+  request.tokens.insert(request.tokens.end(), committed.begin(),
+                        committed.end());
+  request.out_tokens.insert(request.out_tokens.end(), committed.begin(),
+                            committed.end());
+  stats_.generated_tokens += committed.size();
+  if (request.seq)
+    STRATA_RETURN_IF_ERROR(request.seq->appendTokens(committed));
+  if (request.reason != FinishReason::kNone) {
+    FinishReason reason = request.reason;
+    request.reason = FinishReason::kNone;
+    finish(request, reason, okStatus());
+  } else if (request.tokens.size() >= runner_.maxPositions()) {
+    finish(request, FinishReason::kLength, okStatus());
+  }
+  return okStatus();
+}
+
+Status Scheduler::afterTarget(Request &request, uint64_t new_computed) {
+  SequenceCache &seq = *request.seq;
+  request.computed = new_computed;
+  // The state slot now holds the state after exactly new_computed committed
+  // tokens: take the snapshot due there before committing attaches it.
+  for (const SnapshotRequest &snap : seq.pendingSnapshots())
+    if (snap.tokens == new_computed)
+      STRATA_RETURN_IF_ERROR(runner_.copySlot(int32_t(seq.stateSlot()),
+                                              int32_t(snap.kda_slot)));
+  return seq.commitFullBlocks(new_computed);
+}
+
+void Scheduler::failStep(std::vector<Planned> &plan, const Status &status) {
+  for (Planned &p : plan)
+    if (!p.request->finished)
+      finish(*p.request, FinishReason::kNone, status);
+  removeFinished();
+}
+
+void Scheduler::removeFinished() {
+  running_.erase(std::remove_if(running_.begin(), running_.end(),
+                                [](const std::unique_ptr<Request> &r) {
+                                  return r->finished;
+                                }),
+                 running_.end());
+}
+
+//===----------------------------------------------------------------------===//
+// MTP drafting
+//===----------------------------------------------------------------------===//
+
+Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
+  // d_1 comes from the previous iteration's step 0; steps 1..k-1 chain one
+  // row per request (position start + j - 1, previous draft and hidden).
+  std::vector<std::vector<uint8_t>> hidden(plan.size());
+  size_t max_k = 0;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Planned &p = plan[i];
+    if (p.k == 0)
+      continue;
+    p.drafts = {p.request->draft_token};
+    hidden[i] = p.request->draft_hidden;
+    max_k = std::max(max_k, p.k);
+  }
+  for (size_t j = 1; j < max_k; ++j) {
+    std::vector<StepRequest> step;
+    std::vector<size_t> owners;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      Planned &p = plan[i];
+      if (p.k <= j)
+        continue;
+      StepRequest r;
+      r.tokens = {p.drafts.back()};
+      r.start_position = int64_t(p.start + j - 1);
+      r.block_table.assign(p.request->seq->blockTable().begin(),
+                           p.request->seq->blockTable().end());
+      r.slot = int32_t(p.request->seq->stateSlot());
+      r.hidden = hidden[i];
+      step.push_back(std::move(r));
+      owners.push_back(i);
+    }
+    STRATA_ASSIGN_OR_RETURN(StepResult result,
+                            runner_.run(StepKind::mtp_draft, step));
+    size_t vocab = runner_.vocabSize();
+    for (size_t o = 0; o < owners.size(); ++o) {
+      Planned &p = plan[owners[o]];
+      auto [row, count] = result.request_rows[o];
+      STRATA_ASSIGN_OR_RETURN(
+          int32_t token,
+          greedyToken(result.logits.data() + (row + count - 1) * vocab,
+                      vocab));
+      p.drafts.push_back(token);
+      hidden[owners[o]].assign(
+          result.hidden.begin() + o * result.hidden_row_bytes,
+          result.hidden.begin() + (o + 1) * result.hidden_row_bytes);
+    }
+  }
+  return okStatus();
+}
+
+Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
+  // Step 0: the target rows this iteration committed, shifted by one token
+  // (row at position p gets token p + 1 and the target's hidden h_p), at the
+  // target's positions (spec §4.3-4.4, vLLM convention).
+  std::vector<StepRequest> step;
+  std::vector<Planned *> owners;
+  for (Planned &p : plan) {
+    Request &r = *p.request;
+    if (r.finished || !p.hidden_source)
+      continue;
+    uint64_t rows = r.computed - p.start;
+    if (rows == 0 || r.tokens.size() <= r.computed)
+      continue;
+    StepRequest s;
+    s.tokens.assign(r.tokens.begin() + p.start + 1,
+                    r.tokens.begin() + r.computed + 1);
+    s.start_position = int64_t(p.start);
+    s.block_table.assign(r.seq->blockTable().begin(),
+                         r.seq->blockTable().end());
+    s.slot = int32_t(r.seq->stateSlot());
+    size_t row_bytes = p.hidden_source->hidden_row_bytes;
+    auto first = p.hidden_source->hidden.begin() + p.hidden_offset * row_bytes;
+    s.hidden.assign(first, first + rows * row_bytes);
+    step.push_back(std::move(s));
+    owners.push_back(&p);
+  }
+  if (step.empty())
+    return okStatus();
+  STRATA_ASSIGN_OR_RETURN(StepResult result,
+                          runner_.run(StepKind::mtp_draft, step));
+  size_t vocab = runner_.vocabSize();
+  size_t token_offset = 0;
+  for (size_t o = 0; o < owners.size(); ++o) {
+    Request &r = *owners[o]->request;
+    size_t tokens = step[o].tokens.size();
+    token_offset += tokens;
+    r.has_draft = r.decoding();
+    if (!r.has_draft)
+      continue;
+    auto [row, count] = result.request_rows[o];
+    STRATA_ASSIGN_OR_RETURN(
+        r.draft_token,
+        greedyToken(result.logits.data() + (row + count - 1) * vocab, vocab));
+    auto last = result.hidden.begin() +
+                (token_offset - 1) * result.hidden_row_bytes;
+    r.draft_hidden.assign(last, last + result.hidden_row_bytes);
+  }
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// One iteration
+//===----------------------------------------------------------------------===//
+
+Status Scheduler::step() {
+  auto started = std::chrono::steady_clock::now();
+  size_t budget = options_.max_step_tokens;
+  std::vector<Planned> plan;
+  for (auto &r : running_)
+    r->planned = false;
+
+  // Running requests first (decodes/verifies, then prefill chunks), oldest
+  // first; then admissions while the budget, slots and blocks allow.
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Request *> order;
+    for (auto &r : running_)
+      if (r->decoding() == (pass == 0))
+        order.push_back(r.get());
+    for (Request *r : order) {
+      if (r->planned || !r->seq)
+        continue; // preempted meanwhile
+      if (!planRequest(*r, budget, plan) && !r->status.ok()) {
+        Status status = r->status;
+        r->status = okStatus();
+        if (status.code() == StatusCode::kResourceExhausted)
+          finish(*r, FinishReason::kLength, okStatus());
+        else
+          finish(*r, FinishReason::kNone, status);
+      }
+    }
+  }
+  removeFinished();
+  const uint64_t page = runner_.geometry().page_size_tokens;
+  while (budget > 0 && !waiting_.empty() &&
+         running_.size() < options_.max_requests) {
+    Request &next = *waiting_.front();
+    KvCacheStats kv = kv_->stats();
+    uint64_t first_chunk = std::min<uint64_t>(
+        {budget, options_.max_chunk_tokens, next.tokens.size()});
+    if (kv.num_blocks - kv.used_blocks < ceilDiv(first_chunk + 1, page))
+      break;
+    Status status = admit(next);
+    if (!status.ok()) {
+      if (status.code() == StatusCode::kResourceExhausted)
+        break;
+      std::unique_ptr<Request> failed = std::move(waiting_.front());
+      waiting_.pop_front();
+      finish(*failed, FinishReason::kNone, status);
+      continue;
+    }
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    Request &admitted = *running_.back();
+    if (!planRequest(admitted, budget, plan)) {
+      if (!admitted.status.ok()) {
+        Status status = admitted.status;
+        admitted.status = okStatus();
+        finish(admitted, FinishReason::kNone, status);
+        removeFinished();
+      } else if (admitted.seq) {
+        preempt(admitted); // no room this step: back to the queue
+      }
+      break;
+    }
+  }
+  if (plan.empty())
+    return okStatus();
+
+  // Draft chain, then save the state of every request that verifies.
+  if (options_.mtp_draft_tokens > 0) {
+    Status status = runDraftChain(plan);
+    if (!status.ok()) {
+      failStep(plan, status);
+      return status;
+    }
+    for (Planned &p : plan)
+      if (p.k > 0) {
+        int32_t slot = int32_t(p.request->seq->stateSlot());
+        status = runner_.copySlot(slot, int32_t(scratch_base_) + slot);
+        if (!status.ok()) {
+          failStep(plan, status);
+          return status;
+        }
+      }
+  }
+
+  // The target step: prefill chunks, decodes and verifies together.
+  std::vector<StepRequest> target;
+  bool multi = false, verify = false;
+  for (Planned &p : plan) {
+    Request &r = *p.request;
+    StepRequest s;
+    uint64_t committed_end = std::min<uint64_t>(p.end, r.tokens.size());
+    s.tokens.assign(r.tokens.begin() + p.start,
+                    r.tokens.begin() + committed_end);
+    s.tokens.insert(s.tokens.end(), p.drafts.begin(), p.drafts.end());
+    s.start_position = int64_t(p.start);
+    s.block_table.assign(r.seq->blockTable().begin(),
+                         r.seq->blockTable().end());
+    s.slot = int32_t(r.seq->stateSlot());
+    s.all_logits = p.k > 0;
+    multi |= s.tokens.size() > 1;
+    verify |= p.k > 0;
+    target.push_back(std::move(s));
+  }
+  // The three target plans are compiled from one graph; the kind only
+  // names the step (any mix of rows is valid in each).
+  StepKind kind = !multi ? StepKind::decode
+                  : verify ? StepKind::mtp_verify
+                           : StepKind::prefill;
+  StatusOr<StepResult> result = runner_.run(kind, target);
+  if (!result.ok()) {
+    failStep(plan, result.status());
+    return result.status();
+  }
+  stats_.steps++;
+
+  // Sample, verify, commit.
+  size_t vocab = runner_.vocabSize();
+  size_t token_offset = 0;
+  Status error;
+  for (size_t i = 0; i < plan.size() && error.ok(); ++i) {
+    Planned &p = plan[i];
+    Request &r = *p.request;
+    auto [row, count] = result->request_rows[i];
+    const float *logits = result->logits.data() + row * vocab;
+    p.hidden_source = &*result;
+    p.hidden_offset = token_offset;
+    token_offset += target[i].tokens.size();
+    if (!r.decoding()) {
+      stats_.prefill_tokens += p.end - p.start;
+      p.new_computed = p.end;
+      if (p.end == r.tokens.size()) {
+        StatusOr<int32_t> token =
+            r.sampler->sample(logits + (count - 1) * vocab, vocab);
+        if (!token.ok()) {
+          error = token.status();
+          break;
+        }
+        error = commitTokens(r, {*token});
+      }
+    } else if (p.k == 0) {
+      p.new_computed = p.start + 1;
+      StatusOr<int32_t> token = r.sampler->sample(logits, vocab);
+      if (!token.ok()) {
+        error = token.status();
+        break;
+      }
+      error = commitTokens(r, {*token});
+    } else {
+      DraftVerification input;
+      input.target_logits = logits;
+      input.vocab_size = vocab;
+      input.draft_tokens = p.drafts;
+      StatusOr<DraftVerificationResult> verified =
+          verifyDrafts(input, *r.sampler, &mtp_counters_);
+      if (!verified.ok()) {
+        error = verified.status();
+        break;
+      }
+      p.new_computed = p.start + verified->accepted + 1;
+      error = commitTokens(r, verified->tokens);
+      if (!r.finished && verified->accepted < p.k) {
+        // Rollback: restore the state saved before the verify, re-run the
+        // accepted prefix [t_L, d_1..d_a] below.
+        int32_t slot = int32_t(r.seq->stateSlot());
+        if (error.ok())
+          error = runner_.copySlot(int32_t(scratch_base_) + slot, slot);
+        p.rerun = true;
+      }
+    }
+  }
+  if (!error.ok()) {
+    failStep(plan, error);
+    return error;
+  }
+
+  // Rollback re-runs: the accepted tokens as a normal step.
+  std::vector<StepRequest> rerun;
+  std::vector<Planned *> rerun_owners;
+  for (Planned &p : plan) {
+    if (!p.rerun || p.request->finished)
+      continue;
+    Request &r = *p.request;
+    StepRequest s;
+    s.tokens.assign(r.tokens.begin() + p.start,
+                    r.tokens.begin() + p.new_computed);
+    s.start_position = int64_t(p.start);
+    s.block_table.assign(r.seq->blockTable().begin(),
+                         r.seq->blockTable().end());
+    s.slot = int32_t(r.seq->stateSlot());
+    rerun.push_back(std::move(s));
+    rerun_owners.push_back(&p);
+    ++stats_.verify_rollbacks;
+  }
+  StepResult rerun_result;
+  if (!rerun.empty()) {
+    bool rerun_multi = false;
+    for (const StepRequest &s : rerun)
+      rerun_multi |= s.tokens.size() > 1;
+    StatusOr<StepResult> again = runner_.run(
+        rerun_multi ? StepKind::prefill : StepKind::decode, rerun);
+    if (!again.ok()) {
+      failStep(plan, again.status());
+      return again.status();
+    }
+    rerun_result = std::move(*again);
+    size_t offset = 0;
+    for (size_t o = 0; o < rerun_owners.size(); ++o) {
+      rerun_owners[o]->hidden_source = &rerun_result;
+      rerun_owners[o]->hidden_offset = offset;
+      offset += rerun[o].tokens.size();
+    }
+  }
+
+  for (Planned &p : plan) {
+    if (p.request->finished)
+      continue;
+    Status status = afterTarget(*p.request, p.new_computed);
+    if (!status.ok()) {
+      failStep(plan, status);
+      return status;
+    }
+  }
+  if (options_.mtp_draft_tokens > 0) {
+    Status status = runDraftStepZero(plan);
+    if (!status.ok()) {
+      failStep(plan, status);
+      return status;
+    }
+  }
+  for (Planned &p : plan)
+    if (!p.request->finished)
+      deliver(*p.request);
+  removeFinished();
+  double seconds = std::chrono::duration<double>(
+                       std::chrono::steady_clock::now() - started)
+                       .count();
+  stats_.last_step_seconds = seconds;
+  stats_.total_step_seconds += seconds;
+  return okStatus();
+}
+
+//===----------------------------------------------------------------------===//
+// Stats
+//===----------------------------------------------------------------------===//
+
+SchedulerStats Scheduler::stats() const {
+  SchedulerStats s = stats_;
+  s.queued = waiting_.size();
+  s.running = running_.size();
+  s.kv = kv_->stats();
+  s.mtp = mtp_counters_.snapshot();
+  return s;
+}
+
+std::string formatSchedulerMetrics(const SchedulerStats &s,
+                                   const MtpAcceptanceCounters *mtp) {
+  std::string out = formatKvCacheMetrics(s.kv);
+  auto metric = [&](const char *name, const char *type, const char *help,
+                    auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name,
+                       type, name, value);
+  };
+  metric("strata_requests_waiting", "gauge", "Requests in the queue.",
+         s.queued);
+  metric("strata_requests_running", "gauge", "Requests being generated.",
+         s.running);
+  metric("strata_engine_steps_total", "counter", "Model steps run.", s.steps);
+  metric("strata_engine_step_seconds_total", "counter",
+         "Seconds spent in scheduler iterations.", s.total_step_seconds);
+  metric("strata_engine_last_step_seconds", "gauge",
+         "Seconds of the last scheduler iteration.", s.last_step_seconds);
+  metric("strata_engine_preemptions_total", "counter",
+         "Requests preempted (recomputed later) for lack of KV blocks.",
+         s.preemptions);
+  metric("strata_engine_verify_rollbacks_total", "counter",
+         "MTP verifications with a rejected draft (state restored and the "
+         "accepted tokens re-run).",
+         s.verify_rollbacks);
+  metric("strata_engine_prefill_tokens_total", "counter",
+         "Prompt tokens run through the model.", s.prefill_tokens);
+  metric("strata_engine_generated_tokens_total", "counter",
+         "Tokens generated.", s.generated_tokens);
+  metric("strata_requests_finished_total", "counter",
+         "Requests finished normally.", s.finished_requests);
+  metric("strata_requests_cancelled_total", "counter", "Requests cancelled.",
+         s.cancelled_requests);
+  if (mtp)
+    mtp->appendPrometheus(out);
+  return out;
+}
+
+} // namespace strata::runtime

@@ -1,0 +1,189 @@
+//===- scheduler.h - continuous batching over a ModelRunner -----*- C++ -*-===//
+//
+// Part of strata. The Scheduler turns queued generation requests into model
+// steps (docs/Scheduler.md):
+//   - a bounded FIFO of waiting requests (full: UNAVAILABLE, the server's
+//     503); running requests up to max_requests (one state slot each);
+//   - every step mixes, under a token budget, the decode (or MTP verify) rows
+//     of running requests and prefill chunks of any size; a chunk ends early
+//     at a pending KDA snapshot boundary (docs/KVCache.md rules);
+//   - KV blocks, state slots, prefix hits and snapshots via runtime/kv_cache;
+//     when blocks run out the most recently admitted request is preempted by
+//     recompute (blocks freed, requeued first with prompt + generated ids);
+//   - sampling, MTP verification and stop conditions via runtime/sampling;
+//   - MTP speculative decoding with k = 1..3 drafts: the draft chain, one
+//     verify step with k + 1 rows per request, and rollback by restoring the
+//     state slot saved before the verify and re-running the accepted tokens.
+// Outputs go to each request's callback, called on the thread that runs
+// step().
+//
+// Ownership: the Scheduler borrows the ModelRunner and the optional
+// Tokenizer (both must outlive it) and owns the KvCache and the requests.
+// Thread-safety: none; Engine (engine.h) runs it on one thread.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SCHEDULER_SCHEDULER_H
+#define STRATA_RUNTIME_SCHEDULER_SCHEDULER_H
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/base/status.h"
+#include "runtime/kv_cache/kv_cache.h"
+#include "runtime/sampling/sampler.h"
+#include "runtime/sampling/speculative.h"
+#include "runtime/sampling/stop_matcher.h"
+#include "runtime/sampling/text_stream.h"
+#include "runtime/scheduler/model_runner.h"
+
+namespace strata::runtime {
+
+/// Scheduler configuration. Zero-initialized fields take the defaults named.
+struct SchedulerOptions {
+  /// Requests running at once (state slots). Required (> 0).
+  uint32_t max_requests = 0;
+  /// KV blocks (pages of every paged pool). Required (> 0).
+  uint64_t num_blocks = 0;
+  /// Waiting requests accepted before submit answers UNAVAILABLE. Default
+  /// 0: 256.
+  size_t max_queued = 0;
+  /// Tokens per step (decode/verify rows + prefill chunk tokens). Default 0:
+  /// 256.
+  size_t max_step_tokens = 0;
+  /// Longest prefill chunk of one request. Default 0: max_step_tokens.
+  size_t max_chunk_tokens = 0;
+  /// Prefix caching on (KvCache). Default false here; Engine users set it.
+  bool enable_prefix_cache = false;
+  /// KDA snapshot slots of the prefix cache. Default 0: 2 * max_requests
+  /// (when prefix caching is on and the model has KDA layers).
+  uint32_t num_snapshot_slots = 0;
+  /// KDA checkpoint interval in tokens (multiple of the page size). Default
+  /// 0: 16 pages.
+  uint64_t checkpoint_interval_tokens = 0;
+  /// MTP draft tokens per verification, 0 (off, default) to 3.
+  uint32_t mtp_draft_tokens = 0;
+};
+
+/// State slots the runner must provide for `options` on a model with
+/// `geometry`: running requests, snapshots, and one scratch slot per request
+/// with MTP (the state saved before a verify step).
+uint32_t schedulerStateSlots(const SchedulerOptions &options,
+                             const CacheGeometry &geometry);
+
+/// One delivery to a request's callback.
+struct RequestOutput {
+  uint64_t id = 0;
+  /// Token ids committed since the last delivery (after stop handling).
+  std::vector<int32_t> tokens;
+  /// Text released since the last delivery (empty without a tokenizer).
+  std::string text;
+  /// True on the last delivery of the request.
+  bool finished = false;
+  /// Set when finished normally: kStop or kLength.
+  FinishReason finish_reason = FinishReason::kNone;
+  /// Non-OK when the request ended by cancel (CANCELLED) or an error.
+  Status status;
+  /// Prompt tokens, generated tokens so far, prompt tokens served by the
+  /// prefix cache at (the latest) admission.
+  uint64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+};
+
+using OutputCallback = std::function<void(const RequestOutput &)>;
+
+/// Counters and gauges for /metrics.
+struct SchedulerStats {
+  uint64_t queued = 0, running = 0;
+  KvCacheStats kv;
+  MtpAcceptanceCounters::Snapshot mtp;
+  uint64_t steps = 0, preemptions = 0, verify_rollbacks = 0;
+  uint64_t prefill_tokens = 0, generated_tokens = 0;
+  uint64_t finished_requests = 0, cancelled_requests = 0;
+  double last_step_seconds = 0, total_step_seconds = 0;
+};
+
+/// Prometheus text of `stats` (kv cache metrics, MTP counters, engine
+/// gauges and counters).
+std::string formatSchedulerMetrics(const SchedulerStats &stats,
+                                   const MtpAcceptanceCounters *mtp);
+
+class Scheduler {
+public:
+  /// Builds the KvCache for `runner` (whose pools must hold
+  /// options.num_blocks pages and schedulerStateSlots(...) slots).
+  /// INVALID_ARGUMENT for bad options (mtp without a draft plan, k > 3).
+  static StatusOr<std::unique_ptr<Scheduler>>
+  create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
+         const SchedulerOptions &options);
+  ~Scheduler();
+
+  /// Checks a request before it is queued: non-empty prompt of in-vocabulary
+  /// ids shorter than the context, valid params (validateSamplingParams),
+  /// stop strings only with a tokenizer, and a prompt that fits the KV pool.
+  /// Thread-safe (reads immutable state only).
+  Status validate(const std::vector<int32_t> &prompt,
+                  const SamplingParams &params) const;
+  /// Queues a request (validate() first). UNAVAILABLE when max_queued are
+  /// waiting.
+  Status add(uint64_t id, std::vector<int32_t> prompt,
+             const SamplingParams &params, OutputCallback callback);
+  /// Ends request `id` now: frees its blocks and slot and delivers a final
+  /// output with status CANCELLED. NOT_FOUND for an unknown or finished id.
+  Status cancel(uint64_t id);
+  /// Ends every waiting and running request with `status` (shutdown).
+  void cancelAll(const Status &status);
+  /// Whether any request is waiting or running.
+  bool hasWork() const { return !waiting_.empty() || !running_.empty(); }
+  size_t numWaiting() const { return waiting_.size(); }
+  size_t numRunning() const { return running_.size(); }
+  size_t maxQueued() const { return options_.max_queued; }
+
+  /// Runs one iteration: admission, planning, draft chain, target step,
+  /// sampling/verification, rollback re-runs, commits, draft step 0. A model
+  /// error fails the requests of that step (their callbacks get the status)
+  /// and is returned; the scheduler stays usable.
+  Status step();
+
+  SchedulerStats stats() const;
+  const MtpAcceptanceCounters &mtpCounters() const { return mtp_counters_; }
+  const KvCache &kvCache() const { return *kv_; }
+
+private:
+  struct Request;
+  struct Planned;
+  Scheduler(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
+            const SchedulerOptions &options);
+
+  Status admit(Request &request);
+  void preempt(Request &victim);
+  bool planRequest(Request &request, size_t &budget,
+                   std::vector<Planned> &plan);
+  Status runDraftChain(std::vector<Planned> &plan);
+  Status commitTokens(Request &request, const std::vector<int32_t> &tokens);
+  Status afterTarget(Request &request, uint64_t new_computed);
+  Status runDraftStepZero(std::vector<Planned> &plan);
+  void finish(Request &request, FinishReason reason, Status status);
+  void deliver(Request &request);
+  void failStep(std::vector<Planned> &plan, const Status &status);
+  void removeFinished();
+
+  ModelRunner &runner_;
+  const tokenizer::Tokenizer *tokenizer_;
+  SchedulerOptions options_;
+  std::unique_ptr<KvCache> kv_;
+  uint32_t scratch_base_ = 0;
+  std::deque<std::unique_ptr<Request>> waiting_;
+  std::vector<std::unique_ptr<Request>> running_; // admission order
+  uint64_t admissions_ = 0;
+  MtpAcceptanceCounters mtp_counters_;
+  SchedulerStats stats_;
+};
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_SCHEDULER_SCHEDULER_H

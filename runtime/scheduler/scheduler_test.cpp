@@ -1,0 +1,390 @@
+//===- scheduler_test.cpp - Scheduler and Engine on a fake model ----------===//
+//
+// Part of strata. FakeModel is a deterministic stand-in for the executor
+// whose next token depends on (a) the state slot, a running hash of every
+// token run through it, and (b) the tokens read back through the block table
+// from its paged "KV" for positions 0..p. A wrong block table, a lost or
+// stale page, a state slot that absorbed rejected drafts or a missed
+// snapshot restore changes the output, so outputs equal to plain greedy
+// decoding (computed directly) show the bookkeeping is right. Its draft
+// predicts the target exactly except on ~1/3 of positions, so MTP sees both
+// acceptances and rejections.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/scheduler/scheduler.h"
+
+#include <cstring>
+#include <map>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "runtime/scheduler/engine.h"
+
+namespace strata::runtime {
+namespace {
+
+using artifact::StepKind;
+
+constexpr size_t kVocab = 64;
+constexpr uint64_t kPage = 8;
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ull;
+  return h ^ (h >> 31);
+}
+
+class FakeModel : public ModelRunner {
+public:
+  FakeModel(uint64_t num_blocks, uint32_t slots)
+      : pages_(num_blocks, std::vector<int32_t>(kPage, -1)), state_(slots) {
+    geometry_.alignment = 8;
+    geometry_.page_size_tokens = kPage;
+    geometry_.latent_layers = 1;
+    geometry_.latent_page_bytes = 64;
+    geometry_.ring_layers = 1;
+    geometry_.ring_bytes_per_layer = 8;
+    geometry_.kda_layers = 1;
+    geometry_.kda_recurrent_bytes_per_layer = 8;
+    geometry_.kda_conv_bytes_per_layer = 8;
+  }
+  size_t vocabSize() const override { return kVocab; }
+  uint64_t maxPositions() const override { return 400; }
+  const CacheGeometry &geometry() const override { return geometry_; }
+  bool hasDraft() const override { return true; }
+  Status resetSlot(int32_t slot) override {
+    state_.at(slot) = 1;
+    return okStatus();
+  }
+  Status copySlot(int32_t src, int32_t dst) override {
+    state_.at(dst) = state_.at(src);
+    return okStatus();
+  }
+  StatusOr<StepResult> run(StepKind step,
+                           const std::vector<StepRequest> &requests) override {
+    ++steps_[step];
+    StepResult result;
+    for (const StepRequest &r : requests) {
+      size_t first = result.logits.size() / kVocab;
+      for (size_t t = 0; t < r.tokens.size(); ++t) {
+        uint64_t p = r.start_position + t;
+        uint64_t state, kv;
+        if (step == StepKind::mtp_draft) {
+          // hidden = (state, kv) after position p - 1 of the target (or
+          // the previous draft row); the draft computes the target's
+          // hashes after token r.tokens[t] at position p + 1.
+          std::memcpy(&state, r.hidden.data() + 16 * t, 8);
+          std::memcpy(&kv, r.hidden.data() + 16 * t + 8, 8);
+          state = mix(state, r.tokens[t]);
+          kv = mix(kv, r.tokens[t]);
+        } else {
+          if (r.block_table.size() * kPage <= p)
+            return outOfRange("position {} beyond the block table", p);
+          pages_.at(r.block_table[p / kPage])[p % kPage] = r.tokens[t];
+          state = state_.at(r.slot) = mix(state_.at(r.slot), r.tokens[t]);
+          kv = 1;
+          for (uint64_t q = 0; q <= p; ++q)
+            kv = mix(kv, pages_.at(r.block_table[q / kPage])[q % kPage]);
+        }
+        int32_t best = int32_t(mix(state, kv) % kVocab);
+        if (step == StepKind::mtp_draft && mix(state, 7) % 3 == 0)
+          best = (best + 1) % kVocab; // a wrong guess
+        if (r.all_logits || t + 1 == r.tokens.size()) {
+          std::vector<float> row(kVocab, 0.0f);
+          row[best] = 1.0f;
+          result.logits.insert(result.logits.end(), row.begin(), row.end());
+        }
+        uint8_t hidden[16];
+        std::memcpy(hidden, &state, 8);
+        std::memcpy(hidden + 8, &kv, 8);
+        result.hidden.insert(result.hidden.end(), hidden, hidden + 16);
+      }
+      result.request_rows.emplace_back(first,
+                                       result.logits.size() / kVocab - first);
+    }
+    result.hidden_row_bytes = 16;
+    return result;
+  }
+  std::map<StepKind, int> steps_;
+
+private:
+  CacheGeometry geometry_;
+  std::vector<std::vector<int32_t>> pages_;
+  std::vector<uint64_t> state_;
+};
+
+/// Plain greedy decoding of the fake model, computed directly.
+std::vector<int32_t> reference(const std::vector<int32_t> &prompt,
+                               size_t max_tokens) {
+  uint64_t state = 1, kv = 1;
+  std::vector<int32_t> out;
+  std::vector<int32_t> tokens = prompt;
+  for (size_t i = 0; i < tokens.size() && out.size() < max_tokens; ++i) {
+    state = mix(state, tokens[i]);
+    kv = mix(kv, tokens[i]);
+    if (i + 1 == tokens.size()) {
+      tokens.push_back(int32_t(mix(state, kv) % kVocab));
+      out.push_back(tokens.back());
+    }
+  }
+  return out;
+}
+
+std::vector<std::vector<int32_t>> testPrompts() {
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> p;
+    // Prompts 0-2 share 20 tokens (2.5 pages); lengths 3..40.
+    size_t len = 3 + 7 * i;
+    for (size_t t = 0; t < len; ++t)
+      p.push_back(int32_t(i < 3 && t < 20 ? (t * 5 + 3) % kVocab
+                                          : (t * 11 + i * 13) % kVocab));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+/// A scheduler over a FakeModel, run synchronously.
+struct Harness {
+  explicit Harness(SchedulerOptions options)
+      : model(options.num_blocks,
+              schedulerStateSlots(options, FakeModel(1, 1).geometry())) {
+    auto created = Scheduler::create(model, nullptr, options);
+    EXPECT_TRUE(created.ok()) << created.status().message();
+    scheduler = std::move(*created);
+  }
+  /// Submits every prompt and steps until all finish; returns their ids.
+  std::vector<std::vector<int32_t>>
+  run(const std::vector<std::vector<int32_t>> &prompts, int64_t max_tokens) {
+    std::vector<std::vector<int32_t>> out(prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SamplingParams params;
+      params.max_tokens = max_tokens;
+      Status status = scheduler->add(
+          next_id++, prompts[i], params, [&out, i](const RequestOutput &o) {
+            EXPECT_TRUE(o.status.ok()) << o.status.message();
+            out[i].insert(out[i].end(), o.tokens.begin(), o.tokens.end());
+          });
+      EXPECT_TRUE(status.ok()) << status.message();
+    }
+    for (int guard = 0; scheduler->hasWork() && guard < 10000; ++guard) {
+      Status status = scheduler->step();
+      EXPECT_TRUE(status.ok()) << status.message();
+    }
+    EXPECT_FALSE(scheduler->hasWork());
+    return out;
+  }
+  FakeModel model;
+  std::unique_ptr<Scheduler> scheduler;
+  uint64_t next_id = 1;
+};
+
+SchedulerOptions baseOptions() {
+  SchedulerOptions o;
+  o.max_requests = 3;
+  o.num_blocks = 64;
+  o.max_step_tokens = 16;
+  o.max_chunk_tokens = 5;
+  o.checkpoint_interval_tokens = kPage;
+  o.num_snapshot_slots = 64; // keep every checkpoint of the test prompts
+  return o;
+}
+
+void expectReference(const std::vector<std::vector<int32_t>> &outputs,
+                     int64_t max_tokens) {
+  auto prompts = testPrompts();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(outputs[i], reference(prompts[i], max_tokens)) << "prompt " << i;
+}
+
+TEST(Scheduler, BatchedChunkedGreedyEqualsReference) {
+  for (size_t chunk : {1, 3, 5, 16}) {
+    SchedulerOptions o = baseOptions();
+    o.max_chunk_tokens = chunk;
+    Harness h(o);
+    expectReference(h.run(testPrompts(), 12), 12);
+    EXPECT_EQ(h.scheduler->kvCache().stats().used_blocks, 0u);
+  }
+}
+
+TEST(Scheduler, PrefixReuseKeepsOutputs) {
+  SchedulerOptions o = baseOptions();
+  o.enable_prefix_cache = true;
+  Harness h(o);
+  expectReference(h.run(testPrompts(), 12), 12);
+  uint64_t first_hits = h.scheduler->stats().kv.prefix_hit_tokens;
+  expectReference(h.run(testPrompts(), 12), 12);
+  SchedulerStats s = h.scheduler->stats();
+  EXPECT_GT(s.kv.prefix_hit_tokens, first_hits);
+  EXPECT_EQ(s.kv.prefix_hit_tokens % kPage, 0u);
+  EXPECT_EQ(s.kv.used_blocks, 0u);
+}
+
+TEST(Scheduler, MtpKeepsGreedyOutputs) {
+  for (uint32_t k : {1u, 2u, 3u}) {
+    SchedulerOptions o = baseOptions();
+    o.mtp_draft_tokens = k;
+    o.enable_prefix_cache = true;
+    Harness h(o);
+    expectReference(h.run(testPrompts(), 20), 20);
+    expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
+    SchedulerStats s = h.scheduler->stats();
+    EXPECT_GT(s.mtp.accepted_tokens, 0u) << "k " << k;
+    EXPECT_LT(s.mtp.accepted_tokens, s.mtp.draft_tokens) << "k " << k;
+    EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
+    EXPECT_GT(s.mtp.draft_by_position[k - 1], 0u) << "k " << k;
+    EXPECT_EQ(s.kv.used_blocks, 0u);
+  }
+}
+
+TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutputs) {
+  for (uint32_t k : {0u, 2u}) {
+    SchedulerOptions o = baseOptions();
+    o.num_blocks = 9; // the longest request needs 8
+    o.mtp_draft_tokens = k;
+    Harness h(o);
+    expectReference(h.run(testPrompts(), 20), 20);
+    SchedulerStats s = h.scheduler->stats();
+    EXPECT_GT(s.preemptions, 0u);
+    EXPECT_EQ(s.kv.used_blocks, 0u);
+  }
+}
+
+TEST(Scheduler, CancelFreesBlocks) {
+  SchedulerOptions o = baseOptions();
+  Harness h(o);
+  std::vector<RequestOutput> finals;
+  for (uint64_t id : {1, 2}) {
+    ASSERT_TRUE(h.scheduler
+                    ->add(id, testPrompts()[4], {},
+                          [&](const RequestOutput &out) {
+                            if (out.finished)
+                              finals.push_back(out);
+                          })
+                    .ok());
+  }
+  ASSERT_TRUE(h.scheduler->step().ok());
+  ASSERT_TRUE(h.scheduler->step().ok());
+  EXPECT_GT(h.scheduler->kvCache().stats().used_blocks, 0u);
+  ASSERT_TRUE(h.scheduler->cancel(1).ok());
+  ASSERT_TRUE(h.scheduler->cancel(2).ok());
+  EXPECT_EQ(h.scheduler->kvCache().stats().used_blocks, 0u);
+  EXPECT_FALSE(h.scheduler->hasWork());
+  ASSERT_EQ(finals.size(), 2u);
+  EXPECT_EQ(finals[0].status.code(), StatusCode::kCancelled);
+  Status again = h.scheduler->cancel(1);
+  EXPECT_EQ(again.code(), StatusCode::kNotFound);
+  EXPECT_EQ(again.message(), "no queued or running request 1");
+}
+
+TEST(Scheduler, StopTokenAndMaxTokens) {
+  SchedulerOptions o = baseOptions();
+  Harness h(o);
+  std::vector<int32_t> prompt = testPrompts()[2];
+  std::vector<int32_t> ref = reference(prompt, 10);
+  SamplingParams params;
+  params.stop_token_ids = {ref[3]};
+  std::vector<int32_t> got;
+  FinishReason reason = FinishReason::kNone;
+  ASSERT_TRUE(h.scheduler
+                  ->add(1, prompt, params,
+                        [&](const RequestOutput &out) {
+                          got.insert(got.end(), out.tokens.begin(),
+                                     out.tokens.end());
+                          if (out.finished)
+                            reason = out.finish_reason;
+                        })
+                  .ok());
+  while (h.scheduler->hasWork())
+    ASSERT_TRUE(h.scheduler->step().ok());
+  // The first occurrence of the stop token ends it (itself included).
+  size_t end = std::find(ref.begin(), ref.end(), ref[3]) - ref.begin() + 1;
+  EXPECT_EQ(got, std::vector<int32_t>(ref.begin(), ref.begin() + end));
+  EXPECT_EQ(reason, FinishReason::kStop);
+}
+
+TEST(Scheduler, RejectsBadRequests) {
+  SchedulerOptions o = baseOptions();
+  o.max_queued = 2;
+  o.num_blocks = 4;
+  Harness h(o);
+  SamplingParams params;
+  Status s = h.scheduler->add(1, {}, params, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "empty prompt");
+  s = h.scheduler->add(1, {1, 64}, params, nullptr);
+  EXPECT_EQ(s.message(), "prompt token 1 is 64, outside the vocabulary [0, 64)");
+  s = h.scheduler->add(1, std::vector<int32_t>(40, 1), params, nullptr);
+  EXPECT_EQ(s.message(), "prompt of 40 tokens needs 6 kv blocks, the pool has 4");
+  s = h.scheduler->add(1, std::vector<int32_t>(400, 1), params, nullptr);
+  EXPECT_EQ(s.message(),
+            "prompt of 400 tokens leaves no room in the context of 400 "
+            "positions");
+  SamplingParams stop;
+  stop.stop = {"x"};
+  s = h.scheduler->add(1, {1}, stop, nullptr);
+  EXPECT_EQ(s.message(), "stop strings need a tokenizer; the engine has none");
+  SamplingParams bad;
+  bad.top_p = 1.5f;
+  s = h.scheduler->add(1, {1}, bad, nullptr);
+  EXPECT_EQ(s.message(), "top_p must be in (0, 1], got 1.5");
+  ASSERT_TRUE(h.scheduler->add(1, {1}, params, nullptr).ok());
+  ASSERT_TRUE(h.scheduler->add(2, {1}, params, nullptr).ok());
+  s = h.scheduler->add(3, {1}, params, nullptr);
+  EXPECT_EQ(s.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "request queue full: 2 of 2 waiting");
+}
+
+TEST(Scheduler, RejectsBadOptions) {
+  FakeModel model(4, 8);
+  SchedulerOptions o = baseOptions();
+  o.mtp_draft_tokens = 4;
+  auto s = Scheduler::create(model, nullptr, o);
+  EXPECT_EQ(s.status().message(), "mtp draft tokens must be 0 to 3, got 4");
+  o = baseOptions();
+  o.max_requests = 0;
+  s = Scheduler::create(model, nullptr, o);
+  EXPECT_EQ(s.status().message(),
+            "scheduler: max_requests (0) and num_blocks (64) must be positive");
+}
+
+TEST(Engine, ThreadedSubmitMatchesReference) {
+  SchedulerOptions o = baseOptions();
+  o.mtp_draft_tokens = 2;
+  o.enable_prefix_cache = true;
+  auto model = std::make_unique<FakeModel>(
+      o.num_blocks, schedulerStateSlots(o, FakeModel(1, 1).geometry()));
+  auto engine = Engine::create(std::move(model), nullptr, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  auto prompts = testPrompts();
+  std::mutex mutex;
+  std::vector<std::vector<int32_t>> out(prompts.size());
+  std::vector<int> finished(prompts.size(), 0);
+  SamplingParams params;
+  params.max_tokens = 15;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto id = (*engine)->submit(prompts[i], params,
+                                [&, i](const RequestOutput &o) {
+                                  std::lock_guard<std::mutex> lock(mutex);
+                                  out[i].insert(out[i].end(), o.tokens.begin(),
+                                                o.tokens.end());
+                                  finished[i] += o.finished;
+                                });
+    ASSERT_TRUE(id.ok()) << id.status().message();
+  }
+  (*engine)->waitIdle();
+  expectReference(out, 15);
+  EXPECT_EQ(finished, std::vector<int>(prompts.size(), 1));
+  SchedulerStats s = (*engine)->stats();
+  EXPECT_EQ(s.kv.used_blocks, 0u);
+  EXPECT_EQ(s.running, 0u);
+  std::string metrics = (*engine)->metricsText();
+  EXPECT_THAT(metrics, ::testing::HasSubstr("strata_mtp_draft_tokens_total"));
+  EXPECT_THAT(metrics, ::testing::HasSubstr("strata_kv_cache_used_blocks 0"));
+  EXPECT_EQ((*engine)->cancel(999).code(), StatusCode::kNotFound);
+}
+
+} // namespace
+} // namespace strata::runtime
