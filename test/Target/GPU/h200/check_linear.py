@@ -3,7 +3,7 @@
 
   strata-opt test/Target/GPU/Inputs/linear.mlir --strata-lower='target=sm_90 toolkit=/usr/local/cuda' \
       --strata-write-gpu-binaries=dir=SMALL
-  strata-opt test/Target/GPU/h200/linear_real.mlir --strata-lower='target=sm_90 toolkit=/usr/local/cuda' \
+  strata-opt test/Target/GPU/Inputs/linear_real.mlir --strata-lower='target=sm_90 toolkit=/usr/local/cuda' \
       --strata-write-gpu-binaries=dir=REAL
   python3 check_linear.py --small SMALL/strata_kernels.sm_90.cubin --real REAL/strata_kernels.sm_90.cubin \
       [--json out.json]
