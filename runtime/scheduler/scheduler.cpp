@@ -803,6 +803,8 @@ Status Scheduler::step() {
                        .count();
   stats_.last_step_seconds = seconds;
   stats_.total_step_seconds += seconds;
+  if (options_.step_observer)
+    options_.step_observer(seconds);
   return okStatus();
 }
 

@@ -68,6 +68,9 @@ struct SchedulerOptions {
   uint64_t checkpoint_interval_tokens = 0;
   /// MTP draft tokens per verification, 0 (off, default) to 3.
   uint32_t mtp_draft_tokens = 0;
+  /// Called on the engine thread after every step with its duration in
+  /// seconds (a server's step-time histogram). Optional.
+  std::function<void(double)> step_observer;
 };
 
 /// State slots the runner must provide for `options` on a model with

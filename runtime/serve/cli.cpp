@@ -35,7 +35,19 @@ static const char *kUsage =
     "  --port P            listen port (default 8000; 0 picks a free one)\n"
     "  --max-queue N       generation requests admitted at once (default "
     "64); more get 503\n"
-    "  --model NAME        model id in /v1/models (default strata)\n";
+    "  --model NAME        model id in /v1/models (default strata)\n"
+    "  --kv-memory-mb M    cache memory budget (default 256): KV blocks are\n"
+    "                      what is left after the per-request states\n"
+    "  --kv-blocks N       KV blocks, overriding --kv-memory-mb\n"
+    "  --max-requests N    requests running at once (default 8)\n"
+    "  --max-step-tokens N tokens per engine step (default 256)\n"
+    "  --chunk N           longest prefill chunk of one request (default:\n"
+    "                      --max-step-tokens)\n"
+    "  --prefix-cache on|off  prefix reuse (default on)\n"
+    "  --checkpoint-interval N  KDA snapshot interval in tokens for prefix\n"
+    "                      reuse (a multiple of the page size; default 16 pages)\n"
+    "  --mtp K             MTP speculative decoding with K = 0..3 draft tokens\n"
+    "                      (default 0)\n";
 
 static bool parseUnsigned(const std::string &s, unsigned long long max,
                           unsigned long long &out) {
@@ -61,6 +73,7 @@ int runServeCli(int argc, char **argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   std::string artifact_path, checkpoint_dir, tokenizer_path;
+  ModelEngineOptions engine_options;
   ServerOptions options;
   options.port = 8000;
   for (int i = 1; i < argc; ++i) {
@@ -94,6 +107,44 @@ int runServeCli(int argc, char **argv) {
         return 2;
       }
       options.port = static_cast<int>(n);
+    } else if (flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
+               flag == "--max-requests" || flag == "--max-step-tokens" ||
+               flag == "--chunk" || flag == "--checkpoint-interval" ||
+               flag == "--mtp") {
+      unsigned long long limit = flag == "--mtp" ? 3 : (1ull << 40);
+      bool positive = flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
+                      flag == "--max-requests";
+      if (!parseUnsigned(value, limit, n) || (positive && n == 0)) {
+        fmt::print(stderr,
+                   "strata-serve: error: {} expects {} integer up to {}, got "
+                   "\"{}\"\n",
+                   flag, positive ? "a positive" : "a non-negative", limit,
+                   value);
+        return 2;
+      }
+      if (flag == "--kv-memory-mb")
+        engine_options.kv_memory_bytes = n << 20;
+      else if (flag == "--kv-blocks")
+        engine_options.kv_blocks = n;
+      else if (flag == "--max-requests")
+        engine_options.max_requests = static_cast<uint32_t>(n);
+      else if (flag == "--max-step-tokens")
+        engine_options.max_step_tokens = static_cast<size_t>(n);
+      else if (flag == "--chunk")
+        engine_options.max_chunk_tokens = static_cast<size_t>(n);
+      else if (flag == "--checkpoint-interval")
+        engine_options.checkpoint_interval_tokens = n;
+      else
+        engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
+    } else if (flag == "--prefix-cache") {
+      if (value != "on" && value != "off") {
+        fmt::print(stderr,
+                   "strata-serve: error: --prefix-cache expects on or off, "
+                   "got \"{}\"\n",
+                   value);
+        return 2;
+      }
+      engine_options.prefix_cache = value == "on";
     } else if (flag == "--max-queue") {
       if (!parseUnsigned(value, 1u << 20, n) || n == 0) {
         fmt::print(stderr,
@@ -141,8 +192,8 @@ int runServeCli(int argc, char **argv) {
   if ((*tokenizer)->tokenToId("[gMASK]") && (*tokenizer)->tokenToId("<sop>"))
     options.completion_prefix = "[gMASK]<sop>";
 
-  ModelEngineOptions engine_options;
   engine_options.artifact = model;
+  engine_options.artifact_path = artifact_path;
   engine_options.checkpoint_dir = checkpoint_dir;
   engine_options.max_queue = options.max_queue;
   auto engine = createModelEngine(engine_options);

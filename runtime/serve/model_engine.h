@@ -21,18 +21,40 @@
 #include "runtime/base/status.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/engine.h"
+#include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::runtime::serve {
 
 /// What the model engine is built from.
 struct ModelEngineOptions {
-  /// The validated compiled model (--artifact).
+  /// The validated compiled model (--artifact) and its path.
   std::shared_ptr<const Artifact> artifact;
+  std::string artifact_path;
   /// Checkpoint folder with config.json and *.safetensors (--checkpoint).
   std::string checkpoint_dir;
   /// Requests the server admits at once (--max-queue); the engine's queue
   /// needs no more room than this.
   size_t max_queue = 0;
+  /// Cache memory budget in bytes (--kv-memory-mb): KV blocks are what is
+  /// left after the per-request and snapshot states. Ignored when
+  /// kv_blocks is set.
+  uint64_t kv_memory_bytes = 256ull << 20;
+  /// KV blocks (--kv-blocks); 0: derived from kv_memory_bytes.
+  uint64_t kv_blocks = 0;
+  /// Requests running at once (--max-requests).
+  uint32_t max_requests = 8;
+  /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one
+  /// request (--chunk); 0: the scheduler's defaults.
+  size_t max_step_tokens = 0, max_chunk_tokens = 0;
+  /// Prefix caching (--prefix-cache on|off) and its KDA checkpoint interval
+  /// in tokens (--checkpoint-interval; 0: the default).
+  bool prefix_cache = true;
+  uint64_t checkpoint_interval_tokens = 0;
+  /// MTP draft tokens per verification (--mtp 0..3).
+  uint32_t mtp_draft_tokens = 0;
+  /// Detokenizes for the scheduler's text stream (optional; the server
+  /// detokenizes itself).
+  const tokenizer::Tokenizer *tokenizer = nullptr;
 };
 
 /// Builds the engine that runs the model. Today no model executor is part of

@@ -2,9 +2,9 @@
 
 Usage: with_server.py SERVER [SERVER ARGS...] -- COMMAND [ARGS...]
 Starts SERVER, waits for its port line, runs COMMAND with every "{port}" in
-its arguments replaced, closes the server's stdin (it then stops) and exits
-with COMMAND's status. For lit tests of clients against
-strata-serve-test-server.
+its arguments replaced, closes the server's stdin (strata-serve-test-server
+then stops; strata-serve gets SIGTERM after 2 s) and exits with COMMAND's
+status. For lit tests of clients against strata-serve(-test-server).
 """
 import re
 import subprocess
@@ -21,5 +21,9 @@ if not match:
 port = match.group(1)
 status = subprocess.call([a.replace("{port}", port) for a in command])
 server.stdin.close()
-server.wait(timeout=30)
+try:
+    server.wait(timeout=2)
+except subprocess.TimeoutExpired:
+    server.terminate()
+    server.wait(timeout=30)
 sys.exit(status)
