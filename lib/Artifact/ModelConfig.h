@@ -2,11 +2,12 @@
 //
 // Part of strata. Reads the hyperparameters the runtime needs (ModelDesc, the
 // schema's ModelConfig) from a Hugging Face style GLM-5.3 config.json
-// (models/glm5_next/configs/*.json): the `text_config` object if present,
-// else the top level. layer_types entries "linear_attention" map to kda and
+// (models/glm5_next/configs/*.json) through the runtime's validating parser
+// (runtime/checkpoint/glm5_config.h; its error messages name the file and
+// the field). layer_types "linear_attention" maps to kda and
 // "deepseek_sparse_attention"/"full_attention" to mla; mlp_layer_types
-// "dense"/"sparse" to dense/moe. eos/pad token ids are looked up in the text
-// config, then the top level, and are -1 when absent.
+// "dense"/"sparse" to dense/moe. The first eos token id (GLM may list
+// several) and the pad id are recorded, -1 when absent.
 //
 //===----------------------------------------------------------------------===//
 

@@ -251,6 +251,26 @@ StatusOr<Glm5TextConfig> parseGlm5Config(std::string_view json_text,
                              json_util::joinPath(path, "tie_word_embeddings"));
   }
   STRATA_RETURN_IF_ERROR(parseText(reader, *text, text_path, config));
+  // Token ids: text_config first, then the top level; eos may be a list.
+  for (const auto &[object, path] :
+       {std::pair<const Json *, std::string>{text, text_path}, {&root, ""}}) {
+    if (config.eos_token_ids.empty() && Reader::has(*object, "eos_token_id")) {
+      if ((*object)["eos_token_id"].is_array()) {
+        STRATA_ASSIGN_OR_RETURN(config.eos_token_ids,
+                                reader.requireIntArray(*object, path,
+                                                       "eos_token_id"));
+      } else {
+        STRATA_ASSIGN_OR_RETURN(int64_t id, reader.requireInt(*object, path,
+                                                               "eos_token_id"));
+        config.eos_token_ids.push_back(id);
+      }
+    }
+    if (config.pad_token_id < 0 && Reader::has(*object, "pad_token_id") &&
+        !(*object)["pad_token_id"].is_null()) {
+      STRATA_ASSIGN_OR_RETURN(config.pad_token_id,
+                              reader.requireInt(*object, path, "pad_token_id"));
+    }
+  }
   if (Reader::has(root, "quantization_config")) {
     STRATA_ASSIGN_OR_RETURN(const Json *q,
                             reader.requireObject(root, "", "quantization_config"));

@@ -99,6 +99,11 @@ struct Glm5TextConfig {
   /// Per layer: true = "full" (own indexer), false = "shared". Optional:
   /// absent means every layer "full" (the transformers default schedule).
   std::vector<bool> indexer_full;
+  /// End-of-sequence token ids (`eos_token_id`: one id or a list, in
+  /// text_config or at the top level); empty when absent.
+  std::vector<int64_t> eos_token_ids;
+  /// `pad_token_id`, -1 when absent.
+  int64_t pad_token_id = -1;
   /// Present when config.json has a quantization_config (top level, or inside
   /// text_config when the top level has none).
   std::optional<Glm5Quantization> quantization;

@@ -61,6 +61,30 @@ TEST(Glm5ConfigTest, OptionalFieldsTakeDocumentedDefaults) {
   EXPECT_EQ(config->n_group, 1);
 }
 
+TEST(Glm5ConfigTest, ReadsTokenIdsAsOneIdOrAList) {
+  Json c = tinyConfig();
+  c["text_config"].erase("eos_token_id");
+  c["text_config"].erase("pad_token_id");
+  c.erase("eos_token_id");
+  c.erase("pad_token_id");
+  auto none = parseGlm5Config(c.dump(), "c.json");
+  ASSERT_TRUE(none.ok()) << none.status().toString();
+  EXPECT_TRUE(none->eos_token_ids.empty());
+  EXPECT_EQ(none->pad_token_id, -1);
+  c["eos_token_id"] = Json::array({999, 1006, 1008}); // top level, GLM style
+  c["text_config"]["pad_token_id"] = 3;
+  auto list = parseGlm5Config(c.dump(), "c.json");
+  ASSERT_TRUE(list.ok()) << list.status().toString();
+  EXPECT_EQ(list->eos_token_ids, (std::vector<int64_t>{999, 1006, 1008}));
+  EXPECT_EQ(list->pad_token_id, 3);
+  c["text_config"]["eos_token_id"] = 7; // the text config wins
+  auto one = parseGlm5Config(c.dump(), "c.json");
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  EXPECT_EQ(one->eos_token_ids, (std::vector<int64_t>{7}));
+  c["text_config"]["eos_token_id"] = "x";
+  EXPECT_THAT(errorOf(c), HasSubstr("text_config.eos_token_id"));
+}
+
 TEST(Glm5ConfigTest, MissingIndexKpoolIsAnErrorNotADefault) {
   Json c = tinyConfig();
   c["text_config"].erase("index_kpool");
