@@ -307,6 +307,7 @@ public:
         reinterpret_cast<const fb::LayerKind *>(layers.data()), layers.size());
     auto mlpVec = b.CreateVector(
         reinterpret_cast<const fb::MlpKind *>(mlps.data()), mlps.size());
+    auto eosVec = b.CreateVector(m.eosTokenIds);
     return fb::CreateModelConfig(
         b, name, m.vocabSize, m.hiddenSize, m.numHiddenLayers,
         m.numNextnPredictLayers, layerVec, mlpVec, m.numAttentionHeads,
@@ -314,7 +315,7 @@ public:
         m.vHeadDim, m.indexNHeads, m.indexHeadDim, m.indexTopk, m.indexKpool,
         m.hcMult, m.nRoutedExperts, m.nSharedExperts, m.numExpertsPerTok,
         m.kdaNumHeads, m.kdaHeadDim, m.shortConvKernelSize, m.rmsNormEps,
-        m.maxPositionEmbeddings, m.eosTokenId, m.padTokenId);
+        m.maxPositionEmbeddings, m.eosTokenId, m.padTokenId, eosVec);
   }
 
   Offset<fb::CacheLayout> cacheLayout(const CacheLayoutDesc &c) {

@@ -151,6 +151,8 @@ struct ModelDesc {
   float rmsNormEps = 0.0f;
   uint64_t maxPositionEmbeddings = 0;
   int64_t eosTokenId = 0, padTokenId = 0;
+  /// Every end-of-sequence id (eosTokenId is the first).
+  std::vector<int64_t> eosTokenIds;
 };
 
 struct MlaLatentDesc {

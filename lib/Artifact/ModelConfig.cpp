@@ -54,6 +54,7 @@ mlir::strata::parseModelConfigJson(llvm::StringRef json, llvm::StringRef name) {
   // The artifact records the first end-of-sequence id (GLM lists several;
   // the server stops on that one); -1 when the config names none.
   m.eosTokenId = c.eos_token_ids.empty() ? -1 : c.eos_token_ids.front();
+  m.eosTokenIds = c.eos_token_ids;
   m.padTokenId = c.pad_token_id;
   for (::strata::runtime::Glm5AttentionKind kind : c.layer_types)
     m.layerKinds.push_back(kind == ::strata::runtime::Glm5AttentionKind::kKda

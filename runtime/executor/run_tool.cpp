@@ -30,10 +30,11 @@ constexpr const char *kUsage =
     "                  (--prompt-ids IDS | --prompt-ids-file F |\n"
     "                   --prompt TEXT --tokenizer FILE)...\n"
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
-    "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy]\n"
+    "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] [--ignore-eos]\n"
     "  Each --prompt-ids (comma-separated token ids), line of a\n"
     "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
-    "  whole prompts) and decoded greedily together. docs/Run.md.\n";
+    "  whole prompts) and decoded greedily together until an end-of-sequence\n"
+    "  id of the model or --max-tokens (dumps imply --ignore-eos). docs/Run.md.\n";
 
 struct RunOptions {
   std::string artifact, checkpoint, tokenizer;
@@ -42,6 +43,7 @@ struct RunOptions {
   int64_t max_tokens = 16;
   int64_t chunk = 0;
   std::string dump_logits, dump_ids, dump_mtp;
+  bool ignore_eos = false;
 };
 
 StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
@@ -118,6 +120,8 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
     } else if (flag == "--dump-mtp-logits") {
       STRATA_ASSIGN_OR_RETURN(options.dump_mtp, value());
+    } else if (flag == "--ignore-eos") {
+      options.ignore_eos = true;
     } else {
       return invalidArgument("unknown flag '{}'", flag);
     }
@@ -133,6 +137,10 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
   for (const auto &ids : options.prompt_ids)
     if (ids.empty())
       return invalidArgument("--prompt-ids: empty prompt");
+  // Dumps have one row per step for every request.
+  if (!options.dump_logits.empty() || !options.dump_ids.empty() ||
+      !options.dump_mtp.empty())
+    options.ignore_eos = true;
   return options;
 }
 
@@ -248,16 +256,35 @@ Status run(const RunOptions &options, std::ostream &out) {
   }
   double prefill_seconds = seconds(prefill_start);
 
-  // Decode: every request feeds its last token; max_tokens steps, so the
-  // dump also holds the logits after the last generated token.
+  // Decode: every running request feeds its last token; max_tokens steps, so
+  // the dump also holds the logits after the last generated token. A
+  // request ends at an end-of-sequence id (not part of its output) unless
+  // --ignore-eos.
+  std::vector<int64_t> eos;
+  const artifact::ModelConfig &model = executor->model();
+  if (model.eos_token_ids() && model.eos_token_ids()->size() > 0)
+    eos.assign(model.eos_token_ids()->begin(), model.eos_token_ids()->end());
+  else if (model.eos_token_id() >= 0)
+    eos.push_back(model.eos_token_id());
   std::vector<std::vector<int32_t>> generated(n);
   std::vector<std::vector<float>> decode_logits(n);
+  std::vector<bool> stopped(n, false);
   Clock::time_point decode_start = Clock::now();
   std::vector<int32_t> first_generated = next;
+  size_t decoded = 0;
   for (int64_t s = 0; s < options.max_tokens; ++s) {
     std::vector<StepRequest> step;
+    std::vector<size_t> owners;
     for (size_t r = 0; r < n; ++r) {
+      if (stopped[r])
+        continue;
+      if (!options.ignore_eos &&
+          std::find(eos.begin(), eos.end(), next[r]) != eos.end()) {
+        stopped[r] = true;
+        continue;
+      }
       generated[r].push_back(next[r]);
+      owners.push_back(r);
       StepRequest request;
       request.tokens = {next[r]};
       request.start_position =
@@ -266,10 +293,14 @@ Status run(const RunOptions &options, std::ostream &out) {
       request.slot = static_cast<int32_t>(r);
       step.push_back(std::move(request));
     }
+    if (step.empty())
+      break;
+    decoded += step.size();
     STRATA_ASSIGN_OR_RETURN(StepResult result,
                             executor->run(StepKind::decode, step));
-    for (size_t r = 0; r < n; ++r) {
-      const float *row = result.logits.data() + r * vocab;
+    for (size_t i = 0; i < owners.size(); ++i) {
+      size_t r = owners[i];
+      const float *row = result.logits.data() + i * vocab;
       if (all_logits)
         decode_logits[r].insert(decode_logits[r].end(), row, row + vocab);
       next[r] = argmax(row, vocab);
@@ -282,7 +313,7 @@ Status run(const RunOptions &options, std::ostream &out) {
         << " prompt tokens, generated:";
     for (int32_t id : generated[r])
       out << ' ' << id;
-    out << '\n';
+    out << (stopped[r] ? " (end of sequence)" : "") << '\n';
     if (tok) {
       StatusOr<std::string> text = tok->decode(generated[r]);
       if (text.ok())
@@ -294,10 +325,9 @@ Status run(const RunOptions &options, std::ostream &out) {
                      "{})\n",
                      prompt_tokens, prefill_seconds,
                      prompt_tokens / std::max(prefill_seconds, 1e-9), chunk);
-  size_t decoded = n * options.max_tokens;
-  out << fmt::format("decode: {} steps x {} requests in {:.3f} s ({:.1f} "
+  out << fmt::format("decode: {} tokens of {} requests in {:.3f} s ({:.1f} "
                      "tokens/s)\n",
-                     options.max_tokens, n, decode_seconds,
+                     decoded, n, decode_seconds,
                      decoded / std::max(decode_seconds, 1e-9));
 
   if (!options.dump_logits.empty()) {

@@ -76,6 +76,9 @@ void printModel(const ModelConfig &m, std::string &out) {
   field("max_position_embeddings", m.max_position_embeddings());
   field("eos_token_id", m.eos_token_id());
   field("pad_token_id", m.pad_token_id());
+  if (m.eos_token_ids() && m.eos_token_ids()->size() > 0)
+    fmt::format_to(std::back_inserter(out), "  eos_token_ids: [{}]\n",
+                   fmt::join(*m.eos_token_ids(), ", "));
 }
 
 void printBinding(const ArtifactDef &def, const ExecutionPlan &plan,

@@ -46,6 +46,8 @@ static const char *kUsage =
     "  --prefix-cache on|off  prefix reuse (default on)\n"
     "  --checkpoint-interval N  KDA snapshot interval in tokens for prefix\n"
     "                      reuse (a multiple of the page size; default 16 pages)\n"
+    "  --snapshot-slots N  KDA state snapshots kept for prefix reuse (default\n"
+    "                      2 per running request)\n"
     "  --mtp K             MTP speculative decoding with K = 0..3 draft tokens\n"
     "                      (default 0)\n";
 
@@ -110,7 +112,7 @@ int runServeCli(int argc, char **argv) {
     } else if (flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
                flag == "--max-requests" || flag == "--max-step-tokens" ||
                flag == "--chunk" || flag == "--checkpoint-interval" ||
-               flag == "--mtp") {
+               flag == "--snapshot-slots" || flag == "--mtp") {
       unsigned long long limit = flag == "--mtp" ? 3 : (1ull << 40);
       bool positive = flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
                       flag == "--max-requests";
@@ -134,6 +136,8 @@ int runServeCli(int argc, char **argv) {
         engine_options.max_chunk_tokens = static_cast<size_t>(n);
       else if (flag == "--checkpoint-interval")
         engine_options.checkpoint_interval_tokens = n;
+      else if (flag == "--snapshot-slots")
+        engine_options.snapshot_slots = static_cast<uint32_t>(n);
       else
         engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
     } else if (flag == "--prefix-cache") {
@@ -185,9 +189,15 @@ int runServeCli(int argc, char **argv) {
                                 artifact_path));
   options.max_context_tokens =
       static_cast<int64_t>(config->max_position_embeddings());
-  if (config->eos_token_id() >= 0)
+  // Every end-of-sequence id stops generation (GLM ends turns with
+  // <|user|> as well as <|endoftext|>).
+  if (config->eos_token_ids() && config->eos_token_ids()->size() > 0) {
+    for (int64_t id : *config->eos_token_ids())
+      options.stop_token_ids.push_back(static_cast<int32_t>(id));
+  } else if (config->eos_token_id() >= 0) {
     options.stop_token_ids.push_back(
         static_cast<int32_t>(config->eos_token_id()));
+  }
   // /v1/completions prompts get what GLM's tokenizer post-processor adds.
   if ((*tokenizer)->tokenToId("[gMASK]") && (*tokenizer)->tokenToId("<sop>"))
     options.completion_prefix = "[gMASK]<sop>";

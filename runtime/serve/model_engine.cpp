@@ -104,6 +104,7 @@ createModelEngine(const ModelEngineOptions &options) {
   scheduler.max_chunk_tokens = options.max_chunk_tokens;
   scheduler.enable_prefix_cache = options.prefix_cache;
   scheduler.checkpoint_interval_tokens = options.checkpoint_interval_tokens;
+  scheduler.num_snapshot_slots = options.snapshot_slots;
   scheduler.mtp_draft_tokens = options.mtp_draft_tokens;
 
   // Blocks: what the budget leaves after every state slot (running

@@ -50,6 +50,9 @@ struct ModelEngineOptions {
   /// in tokens (--checkpoint-interval; 0: the default).
   bool prefix_cache = true;
   uint64_t checkpoint_interval_tokens = 0;
+  /// KDA snapshot slots of the prefix cache (--snapshot-slots; 0: the
+  /// scheduler's default, 2 per running request).
+  uint32_t snapshot_slots = 0;
   /// MTP draft tokens per verification (--mtp 0..3).
   uint32_t mtp_draft_tokens = 0;
   /// Detokenizes for the scheduler's text stream (optional; the server
