@@ -1,0 +1,116 @@
+// Tests convert-kernels-to-gpu: a row kernel gets a grid-stride row loop and
+// a grid that follows its input's row count, with its small scratch in
+// private memory; a linear-style kernel's output temporary is forwarded into
+// the output and fill + matmul fuse into one 2-D grid loop; a kernel whose
+// loops write arguments one after another runs on one block; large scratch
+// stays memref.alloc (device malloc).
+// RUN: strata-opt %s --convert-kernels-to-gpu | FileCheck %s
+
+// CHECK: module attributes {gpu.container_module}
+// CHECK: gpu.module @strata_kernels
+
+// CHECK-LABEL: gpu.func @row_kernel(
+// CHECK-SAME: kernel
+// CHECK-SAME: known_block_size = array<i32: 1, 1, 1>
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 1>, array<i64: -1, 1>]
+// CHECK: %[[SCRATCH:.*]] = memref.alloca() : memref<16xf32>
+// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[BID:.*]] = gpu.block_id  x
+// CHECK: %[[GDIM:.*]] = gpu.grid_dim  x
+// CHECK: %[[LB:.*]] = arith.addi %c0, %{{.*}}
+// CHECK: %[[STEP:.*]] = arith.muli %[[GDIM]], %c1
+// CHECK: scf.for %{{.*}} = %[[LB]] to %[[ROWS]] step %[[STEP]]
+// CHECK-NOT: memref.dealloc
+// CHECK: gpu.return
+func.func @row_kernel(%x: memref<?x16xf32>, %y: memref<?x16xf32>) attributes {llm.kernel = "row"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %zero = arith.constant 0.0 : f32
+  %scratch = memref.alloc() : memref<16xf32>
+  linalg.fill ins(%zero : f32) outs(%scratch : memref<16xf32>)
+  %rows = memref.dim %x, %c0 : memref<?x16xf32>
+  scf.for %r = %c0 to %rows step %c1 {
+    scf.for %j = %c0 to %c16 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<?x16xf32>
+      memref.store %v, %scratch[%j] : memref<16xf32>
+      %w = memref.load %scratch[%j] : memref<16xf32>
+      memref.store %w, %y[%r, %j] : memref<?x16xf32>
+    }
+  }
+  memref.dealloc %scratch : memref<16xf32>
+  return
+}
+
+// CHECK-LABEL: gpu.func @linear_kernel(
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 8>, array<i64: -1, 1>]
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.block_id  x
+// CHECK: gpu.block_id  y
+// CHECK: scf.parallel
+// CHECK: memref.store %{{.*}}, %arg2
+// CHECK: scf.for
+// CHECK-NOT: scf.parallel
+// CHECK: gpu.return
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#xk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#wk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @linear_kernel(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = "linear"} {
+  %c0 = arith.constant 0 : index
+  %zero = arith.constant 0.0 : f32
+  %rows = memref.dim %x, %c0 : memref<?x4xf32>
+  %t = memref.alloc(%rows) : memref<?x8xf32>
+  linalg.fill ins(%zero : f32) outs(%t : memref<?x8xf32>)
+  linalg.generic {indexing_maps = [#xk, #wk, #id3], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<?x4xf32>, memref<8x4xf32>) outs(%t : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%t : memref<?x8xf32>) outs(%y : memref<?x8xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    linalg.yield %a : f32
+  }
+  memref.dealloc %t : memref<?x8xf32>
+  return
+}
+
+// CHECK-LABEL: gpu.func @two_outputs(
+// CHECK-SAME: strata.grid = [array<i64: -1, 1>, array<i64: -1, 1>, array<i64: -1, 1>]
+// CHECK-NOT: gpu.block_id
+// CHECK: gpu.return
+func.func @two_outputs(%x: memref<?xf32>, %y: memref<?xf32>, %z: memref<?xf32>) attributes {llm.kernel = "two"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %x[%i] : memref<?xf32>
+    memref.store %v, %y[%i] : memref<?xf32>
+  }
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %y[%i] : memref<?xf32>
+    memref.store %v, %z[%i] : memref<?xf32>
+  }
+  return
+}
+
+// CHECK-LABEL: gpu.func @big_scratch(
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>,
+// CHECK: memref.alloc() : memref<16384xf32>
+// CHECK: scf.for
+// CHECK: memref.dealloc
+func.func @big_scratch(%x: memref<?xf32>) attributes {llm.kernel = "big"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %s = memref.alloc() : memref<16384xf32>
+  %n = memref.dim %x, %c0 : memref<?xf32>
+  scf.for %i = %c0 to %n step %c1 {
+    %v = memref.load %x[%i] : memref<?xf32>
+    memref.store %v, %s[%i] : memref<16384xf32>
+    %u = memref.load %s[%c0] : memref<16384xf32>
+    memref.store %u, %x[%i] : memref<?xf32>
+  }
+  memref.dealloc %s : memref<16384xf32>
+  return
+}
