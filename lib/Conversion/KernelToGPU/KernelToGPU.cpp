@@ -344,15 +344,24 @@ void placeScratch(gpu::GPUFuncOp kernel) {
   }
   if (bytes > kPrivateScratchBytes)
     return;
+  // In the private address space (what AMDGPU requires of a stack
+  // object), cast to the generic one the kernel body indexes.
+  auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
+                                          gpu::AddressSpace::Private);
   for (memref::AllocOp alloc : allocs) {
     OpBuilder b(alloc);
-    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), alloc.getType(),
+    MemRefType type = alloc.getType();
+    auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
+                                       type.getLayout(), space);
+    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), privateType,
                                            ValueRange{},
                                            alloc.getAlignmentAttr());
+    auto generic = memref::MemorySpaceCastOp::create(b, alloc.getLoc(), type,
+                                                     alloca.getResult());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (isa<memref::DeallocOp>(user))
         user->erase();
-    alloc.getResult().replaceAllUsesWith(alloca.getResult());
+    alloc.getResult().replaceAllUsesWith(generic.getResult());
     alloc.erase();
   }
 }

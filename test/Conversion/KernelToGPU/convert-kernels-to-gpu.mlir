@@ -13,7 +13,8 @@
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 1, 1, 1>
 // CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 1>, array<i64: -1, 1>]
-// CHECK: %[[SCRATCH:.*]] = memref.alloca() : memref<16xf32>
+// CHECK: %[[PRIVATE:.*]] = memref.alloca() : memref<16xf32, #gpu.address_space<private>>
+// CHECK: %[[SCRATCH:.*]] = memref.memory_space_cast %[[PRIVATE]] : memref<16xf32, #gpu.address_space<private>> to memref<16xf32>
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[BID:.*]] = gpu.block_id  x
 // CHECK: %[[GDIM:.*]] = gpu.grid_dim  x
