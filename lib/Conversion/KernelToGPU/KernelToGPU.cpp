@@ -177,31 +177,57 @@ bool accessesOnlyOwnElement(scf::ParallelOp loop, Value buffer) {
   return ok;
 }
 
-/// Fuses `first` into the adjacent `second` when both have the same bounds,
-/// `first` only stores into one buffer at its own element (a fill) and
-/// `second` touches that buffer only at its own element. Kernel arguments
+/// The buffers `loop` stores into.
+llvm::SmallPtrSet<Value, 4> storedBuffers(Operation *loop) {
+  llvm::SmallPtrSet<Value, 4> stored;
+  loop->walk([&](memref::StoreOp store) { stored.insert(store.getMemRef()); });
+  return stored;
+}
+
+/// The buffers `loop` loads from or stores into.
+llvm::SmallPtrSet<Value, 8> accessedBuffers(Operation *loop) {
+  llvm::SmallPtrSet<Value, 8> accessed;
+  loop->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      accessed.insert(load.getMemRef());
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      accessed.insert(store.getMemRef());
+  });
+  return accessed;
+}
+
+/// Fuses `first` into the adjacent `second` (first's body at the start of
+/// second's) when both have the same bounds and every buffer one of them
+/// writes and the other touches is accessed only at the loops' own element
+/// in both; their other side effects are loads and stores. Kernel arguments
 /// do not alias (the plan binds distinct buffers), which upstream
 /// scf-parallel-loop-fusion cannot assume.
-bool fuseFillIntoNext(scf::ParallelOp first, scf::ParallelOp second) {
+bool fuseParallelLoops(scf::ParallelOp first, scf::ParallelOp second) {
   if (first.getNumResults() || second.getNumResults() ||
       first.getLowerBound() != second.getLowerBound() ||
       first.getUpperBound() != second.getUpperBound() ||
       first.getStep() != second.getStep())
     return false;
-  Value buffer;
   bool ok = true;
-  first.getBody()->walk([&](Operation *op) {
-    if (auto store = dyn_cast<memref::StoreOp>(op)) {
-      if (buffer && buffer != store.getMemRef())
+  for (scf::ParallelOp loop : {first, second})
+    loop.getBody()->walk([&](Operation *op) {
+      if (!isa<memref::LoadOp, memref::StoreOp, scf::ReduceOp>(op) &&
+          !isPure(op) &&
+          !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
         ok = false;
-      buffer = store.getMemRef();
-    } else if (!isPure(op) && !isa<scf::ReduceOp>(op)) {
-      ok = false;
-    }
-  });
-  if (!ok || !buffer || !accessesOnlyOwnElement(first, buffer) ||
-      !accessesOnlyOwnElement(second, buffer))
+    });
+  if (!ok)
     return false;
+  auto stored1 = storedBuffers(first), stored2 = storedBuffers(second);
+  auto accessed1 = accessedBuffers(first), accessed2 = accessedBuffers(second);
+  for (Value buffer : accessed1) {
+    if (!accessed2.contains(buffer) ||
+        (!stored1.contains(buffer) && !stored2.contains(buffer)))
+      continue;
+    if (!accessesOnlyOwnElement(first, buffer) ||
+        !accessesOnlyOwnElement(second, buffer))
+      return false;
+  }
   IRMapping map;
   map.map(first.getInductionVars(), second.getInductionVars());
   OpBuilder b(second.getBody(), second.getBody()->begin());
@@ -209,6 +235,174 @@ bool fuseFillIntoNext(scf::ParallelOp first, scf::ParallelOp second) {
     b.clone(op, map);
   first.erase();
   return true;
+}
+
+/// A kernel-allocated temporary that lives in one loop iteration (every
+/// access inside one scf.parallel, at its own element) becomes one element
+/// per thread: `memref<1xT>` (placeScratch then puts it in private memory).
+void privatizeElementTemporaries(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  for (auto alloc : llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+    scf::ParallelOp loop;
+    bool ok = true;
+    SmallVector<Operation *> deallocs;
+    for (Operation *user : alloc->getUsers()) {
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+        continue;
+      }
+      auto parent = user->getParentOfType<scf::ParallelOp>();
+      while (parent && parent->getBlock() != &entry)
+        parent = parent->getParentOfType<scf::ParallelOp>();
+      if (!isa<memref::LoadOp, memref::StoreOp>(user) || !parent ||
+          (loop && parent != loop)) {
+        ok = false;
+        break;
+      }
+      loop = parent;
+    }
+    if (!ok || !loop || !accessesOnlyOwnElement(loop, alloc))
+      continue;
+    OpBuilder b(alloc);
+    auto type = MemRefType::get({1}, alloc.getType().getElementType());
+    Value element = memref::AllocOp::create(b, alloc.getLoc(), type);
+    Value zero = arith::ConstantIndexOp::create(b, alloc.getLoc(), 0);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+      OpBuilder ub(user);
+      if (auto load = dyn_cast<memref::LoadOp>(user)) {
+        load.replaceAllUsesWith(memref::LoadOp::create(
+                                    ub, load.getLoc(), element, zero)
+                                    .getResult());
+        load.erase();
+      } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        memref::StoreOp::create(ub, store.getLoc(), store.getValueToStore(),
+                                element, zero);
+        store.erase();
+      } else {
+        memref::DeallocOp::create(ub, user->getLoc(), element);
+        user->erase();
+      }
+    }
+    alloc.erase();
+  }
+}
+
+/// Whether `value` is an argument of `func` that no op of `func` writes.
+bool isReadOnlyArgument(func::FuncOp func, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &func.getBody().front())
+    return false;
+  bool written = false;
+  func.walk([&](memref::StoreOp store) {
+    if (rootOf(store.getMemRef()) == value)
+      written = true;
+  });
+  return !written;
+}
+
+/// A static temporary filled element by element from read-only arguments
+/// (the fp8 weight dequantisation: `W[n, k] = decode(w[n, k]) * s[n/128,
+/// k/128]`) is recomputed at each of its loads instead: every block would
+/// otherwise build the whole table. The producer is a perfect nest of loops
+/// from 0 to the temporary's extents whose innermost body stores once at
+/// the induction variables; an earlier fill of the temporary is dropped.
+void recomputeElementwiseTables(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  for (auto alloc : llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape())
+      continue;
+    memref::StoreOp producerStore;
+    SmallVector<Operation *> fills, loads, deallocs;
+    bool ok = true;
+    for (Operation *user : alloc->getUsers()) {
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+      } else if (isa<memref::LoadOp>(user)) {
+        loads.push_back(user);
+      } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        Operation *top = entry.findAncestorOpInBlock(*store);
+        auto fill = dyn_cast_or_null<scf::ParallelOp>(top);
+        if (fill && store->getParentOp() == fill &&
+            store.getValueToStore().getDefiningOp<arith::ConstantOp>()) {
+          fills.push_back(top);
+        } else if (!producerStore) {
+          producerStore = store;
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || !producerStore || loads.empty())
+      continue;
+    // The nest: each index is the induction variable of one enclosing loop,
+    // innermost last, each from 0 to the extent in steps of 1, nothing else
+    // in the loops but the next loop.
+    Block *body = producerStore->getBlock();
+    SmallVector<Value> ivs;
+    Operation *outer = nullptr;
+    for (Value index : llvm::reverse(producerStore.getIndices())) {
+      auto forOp = dyn_cast_or_null<scf::ForOp>(
+          isa<BlockArgument>(index)
+              ? cast<BlockArgument>(index).getOwner()->getParentOp()
+              : nullptr);
+      int64_t d = static_cast<int64_t>(producerStore.getIndices().size() -
+                                       ivs.size() - 1);
+      if (!forOp || forOp.getInductionVar() != index ||
+          forOp.getNumResults() != 0 ||
+          getConstantIntValue(forOp.getLowerBound()) != 0 ||
+          getConstantIntValue(forOp.getStep()) != 1 ||
+          getConstantIntValue(forOp.getUpperBound()) != type.getDimSize(d) ||
+          (outer && (outer->getParentOp() != forOp ||
+                     forOp.getBody()->getOperations().size() != 2))) {
+        ok = false;
+        break;
+      }
+      ivs.insert(ivs.begin(), index);
+      outer = forOp;
+    }
+    if (!ok || !outer || outer->getBlock() != &entry)
+      continue;
+    for (Operation &op : body->without_terminator()) {
+      if (&op == producerStore.getOperation())
+        continue;
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        if (!isReadOnlyArgument(func, load.getMemRef()))
+          ok = false;
+      } else if (!isPure(&op) || op.getNumRegions() != 0) {
+        ok = false;
+      }
+    }
+    // Values from outside the nest must dominate the loads (constants and
+    // arguments do: they are defined at the top).
+    for (Operation &op : body->without_terminator())
+      for (Value operand : op.getOperands().drop_back(
+               &op == producerStore.getOperation() ? op.getNumOperands() : 0))
+        if (Operation *def = operand.getDefiningOp();
+            def && !outer->isAncestor(def) && !isa<arith::ConstantOp>(def))
+          ok = false;
+    if (!ok)
+      continue;
+    for (Operation *user : loads) {
+      auto load = cast<memref::LoadOp>(user);
+      IRMapping map;
+      map.map(ValueRange(ivs), load.getIndices());
+      OpBuilder b(load);
+      for (Operation &op : body->without_terminator())
+        if (&op != producerStore.getOperation())
+          b.clone(op, map);
+      load.replaceAllUsesWith(map.lookup(producerStore.getValueToStore()));
+      load.erase();
+    }
+    outer->erase();
+    for (Operation *op : fills)
+      op->erase();
+    for (Operation *op : deallocs)
+      op->erase();
+    alloc.erase();
+  }
 }
 
 /// Whether every write of `op` (and of the ops nested in it) goes to memory
@@ -336,10 +530,11 @@ void placeScratch(gpu::GPUFuncOp kernel) {
   int64_t bytes = 0;
   for (auto alloc : kernel.getBody().front().getOps<memref::AllocOp>()) {
     MemRefType type = alloc.getType();
-    if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    Type element = type.getElementType();
+    if (!type.hasStaticShape() || !element.isIntOrIndexOrFloat())
       continue;
-    bytes += type.getNumElements() *
-             ((type.getElementTypeBitWidth() + 7) / 8);
+    int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+    bytes += type.getNumElements() * ((bits + 7) / 8);
     allocs.push_back(alloc);
   }
   if (bytes > kPrivateScratchBytes)
@@ -410,6 +605,7 @@ struct ConvertKernelsToGPUPass
       });
       if (failed(runPipeline(fuse, func)))
         return signalPassFailure();
+      recomputeElementwiseTables(func);
       for (bool changed = true; changed;) {
         changed = false;
         for (Operation &op : func.getBody().front()) {
@@ -417,12 +613,13 @@ struct ConvertKernelsToGPUPass
           auto second = first ? dyn_cast_or_null<scf::ParallelOp>(
                                     first->getNextNode())
                               : nullptr;
-          if (second && fuseFillIntoNext(first, second)) {
+          if (second && fuseParallelLoops(first, second)) {
             changed = true;
             break;
           }
         }
       }
+      privatizeElementTemporaries(func);
     }
 
     OpBuilder b(module.getContext());

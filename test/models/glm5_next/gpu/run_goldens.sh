@@ -31,12 +31,12 @@ if [ -e "$BIN/ld-linux-x86-64.so.2" ] && LD_LIBRARY_PATH="$BIN/lib" "$BIN/strata
     | grep -q -e GLIBC -e "cannot open shared"; then
   LOADER=1
 fi
-tool() {  # tool NAME ARGS...
-  name=$1; shift
+tool() {  # tool NAME ARGS... (functions share variables: only tool_*)
+  tool_name=$1; shift
   if [ $LOADER = 1 ]; then
-    ${T:-} "$BIN/ld-linux-x86-64.so.2" --library-path "$BIN/glibc:$BIN/lib" "$BIN/$name" "$@"
+    ${T:-} "$BIN/ld-linux-x86-64.so.2" --library-path "$BIN/glibc:$BIN/lib" "$BIN/$tool_name" "$@"
   else
-    LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${T:-} "$BIN/$name" "$@"
+    LD_LIBRARY_PATH="$BIN/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" ${T:-} "$BIN/$tool_name" "$@"
   fi
 }
 PY=${PYTHON:-python3}
@@ -72,5 +72,6 @@ case_ fp8-fp32 tiny-fp8-f32.strata ck-fp8 glm5-tiny-fp8.safetensors 1 \
   "--chunk 4 --max-tokens 64 --dump-mtp-logits $WORK/fp8-fp32.mtp.npy" "--max-tokens 64 --mtp $WORK/fp8-fp32.mtp.npy"
 case_ bf16 tiny-bf16.strata ck-bf16 glm5-tiny-bf16.safetensors 0,1 \
   "--chunk 64 --max-tokens 16" "--max-tokens 16 --bf16 --min-top1 0.94"
+echo "loader: $([ $LOADER = 1 ] && echo bundled glibc || echo system)"
 echo "== overall: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status
