@@ -9,8 +9,8 @@
 #   BIN      strata-run and strata-write-checkpoint (optionally with a bundled
 #            Debian 12 loader: ld-linux-x86-64.so.2, glibc/, lib/)
 #   ART      tiny-bf16-f32.strata, tiny-fp8-f32.strata, tiny-bf16.strata
-#            (strata-compile --target sm_90,cpu; docs/GPURun.md)
-#   GOLDENS  glm5-tiny-bf16.safetensors, glm5-tiny-fp8.safetensors
+#            (strata-compile --target sm_90,cpu; docs/GPURun-H200.md)
+#   GOLDENS  test/models/glm5_next/goldens (glm5-tiny-{bf16,fp8}.safetensors)
 #   COMPARE  test/models/glm5_next/cpu/compare_goldens.py
 #   CONFIGS  models/glm5_next/configs
 #   WORK     scratch folder
