@@ -9,6 +9,7 @@
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -21,9 +22,9 @@
 using namespace mlir;
 using namespace mlir::strata;
 
-FailureOr<GpuKernelLibrary>
-mlir::strata::compileGpuKernels(ModuleOp module, StringRef chip,
-                                StringRef toolkit) {
+FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
+                                                            StringRef chip,
+                                                            StringRef toolkit) {
   GpuKernelLibrary library;
   library.chip = chip.str();
   if (chip == "sm_90")
@@ -60,14 +61,31 @@ mlir::strata::compileGpuKernels(ModuleOp module, StringRef chip,
 
   // The grids, read before the binary pipeline replaces the gpu.module.
   auto gpuModule = lowered->lookupSymbol<gpu::GPUModuleOp>("strata_kernels");
+  // Scratch left in memref.alloc is device malloc, which only the NVIDIA
+  // driver provides; on AMD the code object would not load.
+  if (!nvidia && gpuModule) {
+    for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      memref::AllocOp alloc;
+      func.walk([&](memref::AllocOp op) {
+        alloc = op;
+        return WalkResult::interrupt();
+      });
+      if (alloc)
+        return module.emitError("kernel '")
+               << func.getName() << "' needs device scratch ("
+               << alloc.getType()
+               << ", more than fits private memory or of a runtime size); "
+                  "device malloc exists only on NVIDIA, so "
+               << chip << " cannot run it yet";
+    }
+  }
   for (const KernelDesc &kernel : library.kernels) {
     auto func = gpuModule ? gpuModule.lookupSymbol<gpu::GPUFuncOp>(kernel.name)
                           : nullptr;
-    auto grid = func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName)
-                     : nullptr;
+    auto grid =
+        func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName) : nullptr;
     if (!grid || grid.size() != 3)
-      return module.emitError("GPU kernel '") << kernel.name
-                                              << "' has no grid";
+      return module.emitError("GPU kernel '") << kernel.name << "' has no grid";
     std::array<GpuGridDim, 3> dims;
     for (int d = 0; d < 3; ++d) {
       auto entry = cast<DenseI64ArrayAttr>(grid[d]).asArrayRef();
@@ -93,8 +111,7 @@ mlir::strata::compileGpuKernels(ModuleOp module, StringRef chip,
   if (failed(target->buildBinaryPipeline(binaryPm, options)))
     return module.emitError("no binary pipeline for chip '") << chip << "'";
   if (failed(binaryPm.run(*lowered)))
-    return module.emitError("compiling the kernels for ")
-           << chip << " failed";
+    return module.emitError("compiling the kernels for ") << chip << " failed";
   auto binary = lowered->lookupSymbol<gpu::BinaryOp>("strata_kernels");
   if (!binary || binary.getObjects().size() != 1)
     return module.emitError("the ") << chip << " pipeline made no binary";

@@ -1,4 +1,5 @@
-//===- GpuKernelCompiler.h - llm.kernel functions to a GPU binary -*- C++ -*-===//
+//===- GpuKernelCompiler.h - llm.kernel functions to a GPU binary -*- C++
+//-*-===//
 //
 // Part of strata, under the Apache License v2.0.
 //
@@ -47,8 +48,7 @@ struct GpuKernelLibrary {
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,
 /// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
 /// /usr/local/cuda, AMD MLIR's default lookup). Emits errors on `module`.
-FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module,
-                                              StringRef chip,
+FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
                                               StringRef toolkit);
 
 } // namespace mlir::strata

@@ -141,7 +141,8 @@ void forwardOutputTemporaries(func::FuncOp func,
       Value size = alloc.getDynamicSizes()[dynamicIndex++];
       auto dim = size.getDefiningOp<memref::DimOp>();
       auto src = dim ? dyn_cast<BlockArgument>(dim.getSource()) : nullptr;
-      std::optional<int64_t> srcDim = dim ? dim.getConstantIndex() : std::nullopt;
+      std::optional<int64_t> srcDim =
+          dim ? dim.getConstantIndex() : std::nullopt;
       if (src && srcDim && src.getOwner() == &entry)
         equal.push_back({arg.getArgNumber(), static_cast<unsigned>(d),
                          src.getArgNumber(), static_cast<unsigned>(*srcDim)});
@@ -212,8 +213,7 @@ bool fuseParallelLoops(scf::ParallelOp first, scf::ParallelOp second) {
   for (scf::ParallelOp loop : {first, second})
     loop.getBody()->walk([&](Operation *op) {
       if (!isa<memref::LoadOp, memref::StoreOp, scf::ReduceOp>(op) &&
-          !isPure(op) &&
-          !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+          !isPure(op) && !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
         ok = false;
     });
   if (!ok)
@@ -242,7 +242,8 @@ bool fuseParallelLoops(scf::ParallelOp first, scf::ParallelOp second) {
 /// per thread: `memref<1xT>` (placeScratch then puts it in private memory).
 void privatizeElementTemporaries(func::FuncOp func) {
   Block &entry = func.getBody().front();
-  for (auto alloc : llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+  for (auto alloc :
+       llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
     scf::ParallelOp loop;
     bool ok = true;
     SmallVector<Operation *> deallocs;
@@ -270,9 +271,9 @@ void privatizeElementTemporaries(func::FuncOp func) {
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
       OpBuilder ub(user);
       if (auto load = dyn_cast<memref::LoadOp>(user)) {
-        load.replaceAllUsesWith(memref::LoadOp::create(
-                                    ub, load.getLoc(), element, zero)
-                                    .getResult());
+        load.replaceAllUsesWith(
+            memref::LoadOp::create(ub, load.getLoc(), element, zero)
+                .getResult());
         load.erase();
       } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
         memref::StoreOp::create(ub, store.getLoc(), store.getValueToStore(),
@@ -308,7 +309,8 @@ bool isReadOnlyArgument(func::FuncOp func, Value value) {
 /// the induction variables; an earlier fill of the temporary is dropped.
 void recomputeElementwiseTables(func::FuncOp func) {
   Block &entry = func.getBody().front();
-  for (auto alloc : llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+  for (auto alloc :
+       llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
     MemRefType type = alloc.getType();
     if (!type.hasStaticShape())
       continue;
@@ -548,9 +550,8 @@ void placeScratch(gpu::GPUFuncOp kernel) {
     MemRefType type = alloc.getType();
     auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
                                        type.getLayout(), space);
-    auto alloca = memref::AllocaOp::create(b, alloc.getLoc(), privateType,
-                                           ValueRange{},
-                                           alloc.getAlignmentAttr());
+    auto alloca = memref::AllocaOp::create(
+        b, alloc.getLoc(), privateType, ValueRange{}, alloc.getAlignmentAttr());
     auto generic = memref::MemorySpaceCastOp::create(b, alloc.getLoc(), type,
                                                      alloca.getResult());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
@@ -562,8 +563,7 @@ void placeScratch(gpu::GPUFuncOp kernel) {
 }
 
 struct ConvertKernelsToGPUPass
-    : mlir::strata::impl::ConvertKernelsToGPUPassBase<
-          ConvertKernelsToGPUPass> {
+    : mlir::strata::impl::ConvertKernelsToGPUPassBase<ConvertKernelsToGPUPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -610,9 +610,9 @@ struct ConvertKernelsToGPUPass
         changed = false;
         for (Operation &op : func.getBody().front()) {
           auto first = dyn_cast<scf::ParallelOp>(op);
-          auto second = first ? dyn_cast_or_null<scf::ParallelOp>(
-                                    first->getNextNode())
-                              : nullptr;
+          auto second =
+              first ? dyn_cast_or_null<scf::ParallelOp>(first->getNextNode())
+                    : nullptr;
           if (second && fuseParallelLoops(first, second)) {
             changed = true;
             break;
@@ -624,7 +624,8 @@ struct ConvertKernelsToGPUPass
 
     OpBuilder b(module.getContext());
     b.setInsertionPointToEnd(module.getBody());
-    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
+    auto gpuModule =
+        module.lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
     if (!gpuModule) {
       gpuModule =
           gpu::GPUModuleOp::create(b, module.getLoc(), kGpuKernelModuleName);
