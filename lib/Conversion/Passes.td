@@ -108,6 +108,40 @@ def ConvertLLMToGPUPass : Pass<"convert-llm-to-gpu", "ModuleOp"> {
   ];
 }
 
+def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
+  let summary = "turn every outlined llm.kernel function into a GPU kernel";
+  let description = [{
+    Moves each `func.func` with the `llm.kernel` attribute (the output of
+    convert-llm-to-kernel: scf loops over memrefs) into
+    `gpu.module @strata_kernels` as a `gpu.func` kernel of one thread per
+    block, with its outermost parallel loop spread over the grid:
+
+    1. A temporary allocation whose last use copies it into an output
+       argument (linalg results, `tensor.concat`) is replaced by that output.
+    2. linalg and `memref.copy` become `scf.parallel` loops; adjacent equal
+       loops are fused (`scf-parallel-loop-fusion`).
+    3. The last top-level loop (`scf.for` without results, or `scf.parallel`
+       without reductions) is the row loop: block b of the grid runs
+       iterations b, b + gridDim, ... of each of its (at most 3) dimensions
+       (a grid-stride loop, correct for any grid). What precedes it (scratch
+       allocation and initialisation) runs in every block; it may only
+       write memory the kernel allocates. Kernels of another shape (several
+       loops writing arguments, loop-carried values) run on one block.
+    4. Static scratch allocations up to 32 KiB in total become private
+       memory (`memref.alloca`); larger or dynamic ones stay `memref.alloc`
+       (device `malloc` on NVIDIA).
+
+    Each kernel gets `strata.grid`: per grid dimension x/y/z, `[-1, n]` for
+    n blocks or `[a, d]` for extent d of argument a (the artifact emitter
+    turns it into a size expression of the dispatch's binding).
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"
+  ];
+}
+
 def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
   let summary = "print the kernel plan of every step function (kernel phase)";
   let description = [{

@@ -17,6 +17,7 @@
 #include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/KernelPlan.h"
+#include "lib/Driver/GpuKernelCompiler.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -92,6 +93,10 @@ private:
             const std::vector<PlanExtent> &shape);
   FailureOr<PlanDesc> buildPlan(fb::StepKind kind, func::FuncOp step,
                                 const KernelPlan &plan);
+  /// The plans of every step kind, dispatching through kernelIndex.
+  LogicalResult buildPlans(TargetDesc &target);
+  FailureOr<TargetDesc> buildCpuTarget(ModuleOp kernels);
+  FailureOr<TargetDesc> buildGpuTarget(ModuleOp kernels, StringRef chip);
 
   ModuleOp module;
   const ArtifactEmitOptions &options;
@@ -414,6 +419,91 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
   return desc;
 }
 
+LogicalResult Emitter::buildPlans(TargetDesc &target) {
+  for (fb::StepKind kind : {fb::StepKind::prefill, fb::StepKind::decode,
+                            fb::StepKind::mtp_verify}) {
+    FailureOr<PlanDesc> desc = buildPlan(kind, this->target, targetPlan);
+    if (failed(desc))
+      return failure();
+    target.plans.push_back(std::move(*desc));
+  }
+  if (draft) {
+    FailureOr<PlanDesc> desc =
+        buildPlan(fb::StepKind::mtp_draft, draft, draftPlan);
+    if (failed(desc))
+      return failure();
+    target.plans.push_back(std::move(*desc));
+  }
+  return success();
+}
+
+FailureOr<TargetDesc> Emitter::buildCpuTarget(ModuleOp kernels) {
+  FailureOr<CpuKernelLibrary> library =
+      compileCpuKernels(kernels, options.cpu);
+  if (failed(library))
+    return failure();
+  TargetDesc cpu;
+  cpu.kind = fb::TargetKind::cpu;
+  cpu.chip = options.cpu.cpu;
+  cpu.binaries.push_back({fb::BinaryFormat::elf_so, library->sharedObject});
+  kernelIndex.clear();
+  for (auto [i, kernel] : llvm::enumerate(library->kernels)) {
+    kernelIndex[kernel.name] = i;
+    KernelDebugDesc debug;
+    debug.target = fb::TargetKind::cpu;
+    debug.kernelIndex = i;
+    debug.locations.push_back(library->locations[i]);
+    artifact.debugKernels.push_back(std::move(debug));
+  }
+  cpu.kernels = std::move(library->kernels);
+  if (failed(buildPlans(cpu)))
+    return failure();
+  return cpu;
+}
+
+FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
+                                              StringRef chip) {
+  FailureOr<GpuKernelLibrary> library =
+      compileGpuKernels(kernels, chip, options.gpuToolkit);
+  if (failed(library))
+    return failure();
+  TargetDesc gpu;
+  gpu.kind = library->kind;
+  gpu.chip = library->chip;
+  gpu.binaries.push_back(std::move(library->binary));
+  kernelIndex.clear();
+  for (auto [i, kernel] : llvm::enumerate(library->kernels))
+    kernelIndex[kernel.name] = i;
+  gpu.kernels = std::move(library->kernels);
+  if (failed(buildPlans(gpu)))
+    return failure();
+  // Launch geometry: one thread per block; a grid dimension that follows an
+  // argument's extent takes the size expression of that binding in the
+  // kernel's first dispatch. The kernels loop with a grid stride, so the
+  // grid only sets the parallelism, never the result.
+  std::vector<const DispatchDesc *> firstDispatch(gpu.kernels.size());
+  for (const PlanDesc &plan : gpu.plans)
+    for (const DispatchDesc &dispatch : plan.dispatches)
+      if (!firstDispatch[dispatch.kernelIndex])
+        firstDispatch[dispatch.kernelIndex] = &dispatch;
+  for (auto [k, kernel] : llvm::enumerate(gpu.kernels)) {
+    LaunchDesc &launch = *kernel.launch;
+    for (int d = 0; d < 3; ++d) {
+      const GpuGridDim &dim = library->grids[k][d];
+      launch.grid[d] = SizeExpression::constant(dim.blocks);
+      const DispatchDesc *dispatch = firstDispatch[k];
+      if (dim.argument < 0 || !dispatch ||
+          static_cast<size_t>(dim.argument) >= dispatch->bindings.size())
+        continue;
+      const BindingDesc &binding = dispatch->bindings[dim.argument];
+      if (static_cast<size_t>(dim.dim) < binding.shape.size())
+        launch.grid[d] = SizeExpression::max(binding.shape[dim.dim],
+                                             SizeExpression::constant(1));
+    }
+  }
+  return gpu;
+}
+
 FailureOr<ArtifactDesc> Emitter::run() {
   if (failed(collectSteps()))
     return failure();
@@ -440,39 +530,14 @@ FailureOr<ArtifactDesc> Emitter::run() {
     if (!func || !func->hasAttr(kKernelAttrName))
       op.erase();
   }
-  FailureOr<CpuKernelLibrary> library =
-      compileCpuKernels(*kernels, options.cpu);
-  if (failed(library))
-    return failure();
-  TargetDesc cpu;
-  cpu.kind = fb::TargetKind::cpu;
-  cpu.chip = options.cpu.cpu;
-  cpu.binaries.push_back({fb::BinaryFormat::elf_so, library->sharedObject});
-  for (auto [i, kernel] : llvm::enumerate(library->kernels)) {
-    kernelIndex[kernel.name] = i;
-    KernelDebugDesc debug;
-    debug.target = fb::TargetKind::cpu;
-    debug.kernelIndex = i;
-    debug.locations.push_back(library->locations[i]);
-    artifact.debugKernels.push_back(std::move(debug));
-  }
-  cpu.kernels = std::move(library->kernels);
-
-  for (fb::StepKind kind : {fb::StepKind::prefill, fb::StepKind::decode,
-                            fb::StepKind::mtp_verify}) {
-    FailureOr<PlanDesc> desc = buildPlan(kind, target, targetPlan);
-    if (failed(desc))
+  for (const std::string &name : options.targets) {
+    FailureOr<TargetDesc> target = name == "cpu"
+                                       ? buildCpuTarget(*kernels)
+                                       : buildGpuTarget(*kernels, name);
+    if (failed(target))
       return failure();
-    cpu.plans.push_back(std::move(*desc));
+    artifact.targets.push_back(std::move(*target));
   }
-  if (draft) {
-    FailureOr<PlanDesc> desc =
-        buildPlan(fb::StepKind::mtp_draft, draft, draftPlan);
-    if (failed(desc))
-      return failure();
-    cpu.plans.push_back(std::move(*desc));
-  }
-  artifact.targets.push_back(std::move(cpu));
   artifact.model = options.model;
   artifact.producer = options.producer;
   return std::move(artifact);

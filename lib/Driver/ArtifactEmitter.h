@@ -41,6 +41,11 @@ struct ArtifactEmitOptions {
   std::string producer = "strata-compile";
   /// CPU code generation options.
   CpuCompileOptions cpu;
+  /// Targets, one TargetDef each, in this order: cpu, sm_90, gfx942,
+  /// gfx950 (each at most once).
+  std::vector<std::string> targets = {"cpu"};
+  /// GPU toolkit folder (ptxas/libdevice or ROCm-like; empty: default).
+  std::string gpuToolkit;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

@@ -19,6 +19,8 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -82,13 +84,31 @@ LogicalResult compileWithHandler(const CompileOptions &options,
     return printModule(*module, os);
 
   // The phases after llm run the shared pipeline builders (Pipelines.h).
-  PipelineOptions pipelineOptions;
-  pipelineOptions.target = options.target;
-  pipelineOptions.activationType = options.activationType;
-  if (options.target != "cpu")
+  // Targets: the kernel phase is shared; each target compiles the same
+  // kernel functions (GPU: convert-kernels-to-gpu).
+  SmallVector<StringRef> targets;
+  StringRef(options.target).split(targets, ',', -1, /*KeepEmpty=*/false);
+  if (targets.empty())
     return mlir::emitError(UnknownLoc::get(&context))
-           << "target '" << options.target
-           << "' has no code generation yet (available: cpu)";
+           << "--target needs at least one of cpu, sm_90, gfx942, gfx950";
+  for (auto [i, name] : llvm::enumerate(targets)) {
+    if (!llvm::is_contained({"cpu", "sm_90", "gfx942", "gfx950"}, name))
+      return mlir::emitError(UnknownLoc::get(&context))
+             << "target '" << name
+             << "' has no code generation (available: cpu, sm_90, gfx942, "
+                "gfx950)";
+    if (llvm::is_contained(ArrayRef(targets).take_front(i), name))
+      return mlir::emitError(UnknownLoc::get(&context))
+             << "target '" << name << "' is listed twice";
+  }
+  if (options.phase == CompilePhase::Target &&
+      (targets.size() != 1 || targets[0] != "cpu"))
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "--compile-to=target prints the cpu target only; GPU targets "
+              "go to the artifact (--compile-to=artifact)";
+  PipelineOptions pipelineOptions;
+  pipelineOptions.target = "cpu";
+  pipelineOptions.activationType = options.activationType;
   PassManager pm(&context);
   if (failed(buildFusedPipeline(pm, pipelineOptions)))
     return mlir::emitError(UnknownLoc::get(&context))
@@ -118,6 +138,8 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.model = std::move(*model);
   emitOptions.producer = "strata-compile (activations " +
                          options.activationType + ")";
+  emitOptions.targets.assign(targets.begin(), targets.end());
+  emitOptions.gpuToolkit = options.gpuToolkit;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -135,6 +157,14 @@ LogicalResult mlir::strata::compile(const CompileOptions &options,
   // (bufferization, LLVM translation) as strata-opt does.
   registerAllDialects(registry);
   registerAllExtensions(registry);
+  // GPU targets: device code to LLVM IR and the pass names the binary
+  // pipelines are parsed from (TargetInfo::buildBinaryPipeline).
+  registerAllGPUToLLVMIRTranslations(registry);
+  static bool passesRegistered = [] {
+    registerAllPasses();
+    return true;
+  }();
+  (void)passesRegistered;
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   context.allowUnregisteredDialects(false);
@@ -184,8 +214,15 @@ int mlir::strata::compileMain(int argc, char **argv) {
   static cl::opt<std::string> outputPath(
       "o", cl::desc("Output file"), cl::value_desc("file"), cl::init("-"));
   static cl::opt<std::string> target(
-      "target", cl::desc("Target of code generation (cpu)"),
+      "target",
+      cl::desc("Targets of code generation, a comma list of cpu, sm_90, "
+               "gfx942, gfx950 (one TargetDef each in the artifact)"),
       cl::init("cpu"));
+  static cl::opt<std::string> gpuToolkit(
+      "gpu-toolkit",
+      cl::desc("GPU toolkit folder (CUDA: bin/ptxas, nvvm/libdevice; "
+               "ROCm-like for gfx*); default /usr/local/cuda for sm_90"),
+      cl::value_desc("dir"), cl::init(""));
   static cl::opt<std::string> activationType(
       "activation-type",
       cl::desc("Element type of activations and caches: bf16 (as the model "
@@ -212,6 +249,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.phase = phase;
   options.verifyDiagnostics = verifyDiagnostics;
   options.target = target;
+  options.gpuToolkit = gpuToolkit;
   options.activationType = activationType;
   // `-o model.strata` without --compile-to means the artifact.
   if (phase.getNumOccurrences() == 0 &&

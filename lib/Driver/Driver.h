@@ -36,8 +36,13 @@ struct CompileOptions {
   std::string configPath;
   /// Where to stop. Default: llm.
   CompilePhase phase = CompilePhase::Llm;
-  /// Targets of the target/artifact phases (only "cpu" so far).
+  /// Targets of the target/artifact phases: a comma list of cpu, sm_90,
+  /// gfx942, gfx950 (the artifact gets one TargetDef each; the target
+  /// phase prints one target, cpu).
   std::string target = "cpu";
+  /// GPU toolkit folder (CUDA: bin/ptxas, nvvm/libdevice; ROCm-like for
+  /// gfx*); empty: /usr/local/cuda for sm_90, MLIR's lookup for gfx*.
+  std::string gpuToolkit;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
   /// Check `expected-error` comments in the input instead of printing

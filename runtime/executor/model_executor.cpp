@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "runtime/device/cpu/cpu_device.h"
+#include "runtime/device/cuda/cuda_device.h"
+#include "runtime/device/hip/hip_device.h"
 #include "runtime/loader/weight_manifest.h"
 
 namespace strata::runtime {
@@ -56,6 +58,20 @@ uint64_t unitBytes(const artifact::CacheLayout &layout, CacheKind kind) {
 
 } // namespace
 
+static StatusOr<artifact::TargetKind> targetKindOf(const std::string &name) {
+  if (name == "cpu")
+    return artifact::TargetKind::cpu;
+  if (name == "sm_90")
+    return artifact::TargetKind::sm_90;
+  if (name == "gfx942")
+    return artifact::TargetKind::gfx942;
+  if (name == "gfx950")
+    return artifact::TargetKind::gfx950;
+  return invalidArgument("unknown target '{}' (expected cpu, sm_90, gfx942 "
+                         "or gfx950)",
+                         name);
+}
+
 StatusOr<std::unique_ptr<ModelExecutor>>
 ModelExecutor::create(const std::string &artifact_path,
                       const std::string &checkpoint_dir,
@@ -79,10 +95,27 @@ ModelExecutor::create(const std::string &artifact_path,
         return CheckpointTensorInfo{std::string(dtypeName(view->dtype)),
                                     view->shape};
       }));
-  executor->device_ = createCpuDevice();
+  STRATA_ASSIGN_OR_RETURN(executor->target_kind_,
+                          targetKindOf(options.target));
+  // The artifact must have the target before a device is opened.
+  STRATA_RETURN_IF_ERROR(
+      executor->artifact_->target(executor->target_kind_).status());
+  switch (executor->target_kind_) {
+  case artifact::TargetKind::cpu:
+    executor->device_ = createCpuDevice();
+    break;
+  case artifact::TargetKind::sm_90: {
+    STRATA_ASSIGN_OR_RETURN(executor->device_, createCudaDevice());
+    break;
+  }
+  default: {
+    STRATA_ASSIGN_OR_RETURN(executor->device_, createHipDevice());
+    break;
+  }
+  }
   STRATA_ASSIGN_OR_RETURN(
       executor->program_,
-      Program::load(*executor->artifact_, artifact::TargetKind::cpu,
+      Program::load(*executor->artifact_, executor->target_kind_,
                     *executor->device_));
   STRATA_RETURN_IF_ERROR(executor->bindWeights(*checkpoint));
   STRATA_RETURN_IF_ERROR(executor->allocateCaches());
@@ -153,7 +186,7 @@ uint64_t ModelExecutor::pageSizeTokens() const {
 
 bool ModelExecutor::hasStep(StepKind step) const {
   StatusOr<const artifact::TargetDef *> target =
-      artifact_->target(artifact::TargetKind::cpu);
+      artifact_->target(target_kind_);
   return target.ok() && Artifact::plan(**target, step).ok();
 }
 
@@ -196,7 +229,7 @@ Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
 StatusOr<StepResult>
 ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
-                          artifact_->target(artifact::TargetKind::cpu));
+                          artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, step));
   if (requests.empty())
@@ -299,6 +332,8 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
   for (auto &c : caches_)
     resources.caches.push_back(c.get());
   STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources));
+  // GPU dispatches are asynchronous; the copies below read the results.
+  STRATA_RETURN_IF_ERROR(device_->synchronize());
 
   int logits_id = findBuffer(*plan, "logits");
   int hidden_id = findBuffer(*plan, "hidden_out");

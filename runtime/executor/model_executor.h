@@ -38,6 +38,10 @@ struct ExecutorOptions {
   uint64_t kv_pages = 0;
   /// Slots in each per-request state pool (KDA, conv, tail ring). Required.
   uint32_t state_slots = 0;
+  /// The artifact target to run: cpu (CPU backend), sm_90 (CUDA backend,
+  /// GPU 0), gfx942 or gfx950 (HIP backend, GPU 0). Weights, caches and plan
+  /// buffers live in that device's memory; inputs and outputs are copied.
+  std::string target = "cpu";
 };
 
 /// One request's part of a step.
@@ -74,8 +78,8 @@ struct StepResult {
 class ModelExecutor {
 public:
   /// Opens and validates the artifact, opens the checkpoint and checks it
-  /// against the weight manifest, loads the CPU target, binds the weights
-  /// and allocates the caches.
+  /// against the weight manifest, opens the device of options.target, loads
+  /// that target, binds the weights and allocates the caches.
   static StatusOr<std::unique_ptr<ModelExecutor>>
   create(const std::string &artifact_path, const std::string &checkpoint_dir,
          const ExecutorOptions &options);
@@ -113,6 +117,7 @@ private:
   Status allocateCaches();
 
   ExecutorOptions options_;
+  artifact::TargetKind target_kind_ = artifact::TargetKind::cpu;
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Program> program_;

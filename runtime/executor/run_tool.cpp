@@ -31,6 +31,7 @@ constexpr const char *kUsage =
     "                   --prompt TEXT --tokenizer FILE)...\n"
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] [--ignore-eos]\n"
+    "                  [--target cpu|sm_90|gfx942|gfx950]\n"
     "  Each --prompt-ids (comma-separated token ids), line of a\n"
     "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
     "  whole prompts) and decoded greedily together until an end-of-sequence\n"
@@ -44,6 +45,7 @@ struct RunOptions {
   int64_t chunk = 0;
   std::string dump_logits, dump_ids, dump_mtp;
   bool ignore_eos = false;
+  std::string target = "cpu";
 };
 
 StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
@@ -118,6 +120,8 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(options.dump_logits, value());
     } else if (flag == "--dump-ids") {
       STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
+    } else if (flag == "--target") {
+      STRATA_ASSIGN_OR_RETURN(options.target, value());
     } else if (flag == "--dump-mtp-logits") {
       STRATA_ASSIGN_OR_RETURN(options.dump_mtp, value());
     } else if (flag == "--ignore-eos") {
@@ -188,6 +192,7 @@ Status run(const RunOptions &options, std::ostream &out) {
   ExecutorOptions executor_options;
   executor_options.kv_pages = kv_pages;
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
+  executor_options.target = options.target;
   Clock::time_point load_start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,

@@ -75,7 +75,7 @@ FailureOr<fb::DType> mlir::strata::toArtifactDType(Type type) {
   return failure();
 }
 
-static FailureOr<KernelDesc> describeKernel(func::FuncOp func) {
+FailureOr<KernelDesc> mlir::strata::describeKernelSignature(func::FuncOp func) {
   KernelDesc kernel;
   kernel.name = func.getSymName().str();
   kernel.entrySymbol = cpuEntrySymbol(func.getSymName());
@@ -257,7 +257,7 @@ mlir::strata::compileCpuKernels(ModuleOp module,
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal() || !func.isPublic())
       continue;
-    FailureOr<KernelDesc> kernel = describeKernel(func);
+    FailureOr<KernelDesc> kernel = describeKernelSignature(func);
     if (failed(kernel))
       return failure();
     library.kernels.push_back(std::move(*kernel));

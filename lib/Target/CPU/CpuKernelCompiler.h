@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/LLVM.h"
@@ -69,6 +70,12 @@ FailureOr<fb::DType> toArtifactDType(Type type);
 
 /// The packed entry symbol of kernel `name`.
 std::string cpuEntrySymbol(llvm::StringRef name);
+
+/// The KernelDesc of kernel function `func` (name, CPU entry symbol, one
+/// argument per memref or scalar parameter); emits an error on `func` for
+/// results, non-identity layouts and unsupported element types. Shared with
+/// the GPU kernel compiler (same signatures, other entry points).
+FailureOr<KernelDesc> describeKernelSignature(func::FuncOp func);
 
 } // namespace mlir::strata
 

@@ -1,0 +1,672 @@
+//===- KernelToGPU.cpp - the convert-kernels-to-gpu pass ------------------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Turns every outlined llm.kernel function (convert-llm-to-kernel: scf loops
+// over memrefs) into a gpu.func of one thread per block whose outermost
+// parallel loop is spread over the grid (a grid-stride loop). Correctness
+// first: one thread per block leaves most of the GPU idle; the matrix ops
+// have their own tiled kernels (convert-llm-to-gpu). See Passes.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToGPU/Patterns.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/Passes.h"
+
+#define DEBUG_TYPE "convert-kernels-to-gpu"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_CONVERTKERNELSTOGPUPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Scratch bytes that may live in private memory per kernel.
+constexpr int64_t kPrivateScratchBytes = 32 * 1024;
+/// Largest grid extent in y and z.
+constexpr int64_t kMaxGridYZ = 65535;
+
+/// The buffer a view of `value` (subview, cast, ...) looks into.
+Value rootOf(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
+bool isAllocated(Value value) {
+  Operation *def = rootOf(value).getDefiningOp();
+  return def && isa<memref::AllocOp, memref::AllocaOp>(def);
+}
+
+/// Whether `op` is the copy of all of `src` into `dst`: memref.copy,
+/// linalg.copy, or a linalg.generic with identity maps yielding its input.
+bool isCopy(Operation *op, Value &src, Value &dst) {
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    src = copy.getSource();
+    dst = copy.getTarget();
+    return true;
+  }
+  if (auto copy = dyn_cast<linalg::CopyOp>(op)) {
+    src = copy.getInputs()[0];
+    dst = copy.getOutputs()[0];
+    return true;
+  }
+  auto generic = dyn_cast<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block &body = generic.getRegion().front();
+  auto yield = dyn_cast<linalg::YieldOp>(body.getTerminator());
+  if (!yield || body.getOperations().size() != 1 ||
+      yield.getValues()[0] != body.getArgument(0))
+    return false;
+  src = generic.getDpsInputs()[0];
+  dst = generic.getDpsInits()[0];
+  return true;
+}
+
+/// Extent `outDim` of argument `out` equals extent `srcDim` of argument
+/// `src` (known from a forwarded temporary's allocation).
+struct EqualExtent {
+  unsigned out, outDim, src, srcDim;
+};
+
+/// Step 1: `%t = memref.alloc ... ; <compute into %t> ; copy %t -> %out`
+/// with %out an argument used by nothing else becomes computing into %out.
+/// Records which extents of %out equal extents of other arguments (the
+/// allocation's sizes), so that loops over %out and over the inputs get
+/// the same bounds and fuse.
+void forwardOutputTemporaries(func::FuncOp func,
+                              SmallVectorImpl<EqualExtent> &equal) {
+  Block &entry = func.getBody().front();
+  SmallVector<Operation *> copies;
+  for (Operation &op : entry) {
+    Value src, dst;
+    if (isCopy(&op, src, dst))
+      copies.push_back(&op);
+  }
+  for (Operation *copyOp : copies) {
+    Operation &op = *copyOp;
+    Value src, dst;
+    (void)isCopy(&op, src, dst);
+    auto alloc = src.getDefiningOp<memref::AllocOp>();
+    auto arg = dyn_cast<BlockArgument>(dst);
+    if (!alloc || alloc->getBlock() != &entry || !arg ||
+        arg.getOwner() != &entry || !arg.hasOneUse() ||
+        alloc.getType() != arg.getType())
+      continue;
+    // Every other use of the temporary must come before the copy (or be
+    // its deallocation).
+    bool ok = true;
+    SmallVector<Operation *> deallocs;
+    for (Operation *user : alloc->getUsers()) {
+      if (user == &op)
+        continue;
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+        continue;
+      }
+      Operation *top = entry.findAncestorOpInBlock(*user);
+      if (!top || !top->isBeforeInBlock(&op))
+        ok = false;
+    }
+    if (!ok)
+      continue;
+    unsigned dynamicIndex = 0;
+    for (auto [d, extent] : llvm::enumerate(alloc.getType().getShape())) {
+      if (!ShapedType::isDynamic(extent))
+        continue;
+      Value size = alloc.getDynamicSizes()[dynamicIndex++];
+      auto dim = size.getDefiningOp<memref::DimOp>();
+      auto src = dim ? dyn_cast<BlockArgument>(dim.getSource()) : nullptr;
+      std::optional<int64_t> srcDim =
+          dim ? dim.getConstantIndex() : std::nullopt;
+      if (src && srcDim && src.getOwner() == &entry)
+        equal.push_back({arg.getArgNumber(), static_cast<unsigned>(d),
+                         src.getArgNumber(), static_cast<unsigned>(*srcDim)});
+    }
+    op.erase();
+    for (Operation *d : deallocs)
+      d->erase();
+    alloc.getResult().replaceAllUsesWith(arg);
+    alloc.erase();
+  }
+}
+
+/// Whether every access of `loop`'s body to `buffer` indexes it exactly by
+/// the loop's induction variables.
+bool accessesOnlyOwnElement(scf::ParallelOp loop, Value buffer) {
+  auto ivs = loop.getInductionVars();
+  bool ok = true;
+  loop.getBody()->walk([&](Operation *op) {
+    ValueRange indices;
+    Value memref;
+    if (auto load = dyn_cast<memref::LoadOp>(op)) {
+      memref = load.getMemRef();
+      indices = load.getIndices();
+    } else if (auto store = dyn_cast<memref::StoreOp>(op)) {
+      memref = store.getMemRef();
+      indices = store.getIndices();
+    } else {
+      return;
+    }
+    if (memref == buffer && !llvm::equal(indices, ivs))
+      ok = false;
+  });
+  return ok;
+}
+
+/// The buffers `loop` stores into.
+llvm::SmallPtrSet<Value, 4> storedBuffers(Operation *loop) {
+  llvm::SmallPtrSet<Value, 4> stored;
+  loop->walk([&](memref::StoreOp store) { stored.insert(store.getMemRef()); });
+  return stored;
+}
+
+/// The buffers `loop` loads from or stores into.
+llvm::SmallPtrSet<Value, 8> accessedBuffers(Operation *loop) {
+  llvm::SmallPtrSet<Value, 8> accessed;
+  loop->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      accessed.insert(load.getMemRef());
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      accessed.insert(store.getMemRef());
+  });
+  return accessed;
+}
+
+/// Fuses `first` into the adjacent `second` (first's body at the start of
+/// second's) when both have the same bounds and every buffer one of them
+/// writes and the other touches is accessed only at the loops' own element
+/// in both; their other side effects are loads and stores. Kernel arguments
+/// do not alias (the plan binds distinct buffers), which upstream
+/// scf-parallel-loop-fusion cannot assume.
+bool fuseParallelLoops(scf::ParallelOp first, scf::ParallelOp second) {
+  if (first.getNumResults() || second.getNumResults() ||
+      first.getLowerBound() != second.getLowerBound() ||
+      first.getUpperBound() != second.getUpperBound() ||
+      first.getStep() != second.getStep())
+    return false;
+  bool ok = true;
+  for (scf::ParallelOp loop : {first, second})
+    loop.getBody()->walk([&](Operation *op) {
+      if (!isa<memref::LoadOp, memref::StoreOp, scf::ReduceOp>(op) &&
+          !isPure(op) && !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+        ok = false;
+    });
+  if (!ok)
+    return false;
+  auto stored1 = storedBuffers(first), stored2 = storedBuffers(second);
+  auto accessed1 = accessedBuffers(first), accessed2 = accessedBuffers(second);
+  for (Value buffer : accessed1) {
+    if (!accessed2.contains(buffer) ||
+        (!stored1.contains(buffer) && !stored2.contains(buffer)))
+      continue;
+    if (!accessesOnlyOwnElement(first, buffer) ||
+        !accessesOnlyOwnElement(second, buffer))
+      return false;
+  }
+  IRMapping map;
+  map.map(first.getInductionVars(), second.getInductionVars());
+  OpBuilder b(second.getBody(), second.getBody()->begin());
+  for (Operation &op : first.getBody()->without_terminator())
+    b.clone(op, map);
+  first.erase();
+  return true;
+}
+
+/// A kernel-allocated temporary that lives in one loop iteration (every
+/// access inside one scf.parallel, at its own element) becomes one element
+/// per thread: `memref<1xT>` (placeScratch then puts it in private memory).
+void privatizeElementTemporaries(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  for (auto alloc :
+       llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+    scf::ParallelOp loop;
+    bool ok = true;
+    SmallVector<Operation *> deallocs;
+    for (Operation *user : alloc->getUsers()) {
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+        continue;
+      }
+      auto parent = user->getParentOfType<scf::ParallelOp>();
+      while (parent && parent->getBlock() != &entry)
+        parent = parent->getParentOfType<scf::ParallelOp>();
+      if (!isa<memref::LoadOp, memref::StoreOp>(user) || !parent ||
+          (loop && parent != loop)) {
+        ok = false;
+        break;
+      }
+      loop = parent;
+    }
+    if (!ok || !loop || !accessesOnlyOwnElement(loop, alloc))
+      continue;
+    OpBuilder b(alloc);
+    auto type = MemRefType::get({1}, alloc.getType().getElementType());
+    Value element = memref::AllocOp::create(b, alloc.getLoc(), type);
+    Value zero = arith::ConstantIndexOp::create(b, alloc.getLoc(), 0);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers())) {
+      OpBuilder ub(user);
+      if (auto load = dyn_cast<memref::LoadOp>(user)) {
+        load.replaceAllUsesWith(
+            memref::LoadOp::create(ub, load.getLoc(), element, zero)
+                .getResult());
+        load.erase();
+      } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        memref::StoreOp::create(ub, store.getLoc(), store.getValueToStore(),
+                                element, zero);
+        store.erase();
+      } else {
+        memref::DeallocOp::create(ub, user->getLoc(), element);
+        user->erase();
+      }
+    }
+    alloc.erase();
+  }
+}
+
+/// Whether `value` is an argument of `func` that no op of `func` writes.
+bool isReadOnlyArgument(func::FuncOp func, Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &func.getBody().front())
+    return false;
+  bool written = false;
+  func.walk([&](memref::StoreOp store) {
+    if (rootOf(store.getMemRef()) == value)
+      written = true;
+  });
+  return !written;
+}
+
+/// A static temporary filled element by element from read-only arguments
+/// (the fp8 weight dequantisation: `W[n, k] = decode(w[n, k]) * s[n/128,
+/// k/128]`) is recomputed at each of its loads instead: every block would
+/// otherwise build the whole table. The producer is a perfect nest of loops
+/// from 0 to the temporary's extents whose innermost body stores once at
+/// the induction variables; an earlier fill of the temporary is dropped.
+void recomputeElementwiseTables(func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  for (auto alloc :
+       llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape())
+      continue;
+    memref::StoreOp producerStore;
+    SmallVector<Operation *> fills, loads, deallocs;
+    bool ok = true;
+    for (Operation *user : alloc->getUsers()) {
+      if (isa<memref::DeallocOp>(user)) {
+        deallocs.push_back(user);
+      } else if (isa<memref::LoadOp>(user)) {
+        loads.push_back(user);
+      } else if (auto store = dyn_cast<memref::StoreOp>(user)) {
+        Operation *top = entry.findAncestorOpInBlock(*store);
+        auto fill = dyn_cast_or_null<scf::ParallelOp>(top);
+        if (fill && store->getParentOp() == fill &&
+            store.getValueToStore().getDefiningOp<arith::ConstantOp>()) {
+          fills.push_back(top);
+        } else if (!producerStore) {
+          producerStore = store;
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (!ok || !producerStore || loads.empty())
+      continue;
+    // The nest: each index is the induction variable of one enclosing loop,
+    // innermost last, each from 0 to the extent in steps of 1, nothing else
+    // in the loops but the next loop.
+    Block *body = producerStore->getBlock();
+    SmallVector<Value> ivs;
+    Operation *outer = nullptr;
+    for (Value index : llvm::reverse(producerStore.getIndices())) {
+      auto forOp = dyn_cast_or_null<scf::ForOp>(
+          isa<BlockArgument>(index)
+              ? cast<BlockArgument>(index).getOwner()->getParentOp()
+              : nullptr);
+      int64_t d = static_cast<int64_t>(producerStore.getIndices().size() -
+                                       ivs.size() - 1);
+      if (!forOp || forOp.getInductionVar() != index ||
+          forOp.getNumResults() != 0 ||
+          getConstantIntValue(forOp.getLowerBound()) != 0 ||
+          getConstantIntValue(forOp.getStep()) != 1 ||
+          getConstantIntValue(forOp.getUpperBound()) != type.getDimSize(d) ||
+          (outer && (outer->getParentOp() != forOp ||
+                     forOp.getBody()->getOperations().size() != 2))) {
+        ok = false;
+        break;
+      }
+      ivs.insert(ivs.begin(), index);
+      outer = forOp;
+    }
+    if (!ok || !outer || outer->getBlock() != &entry)
+      continue;
+    for (Operation &op : body->without_terminator()) {
+      if (&op == producerStore.getOperation())
+        continue;
+      if (auto load = dyn_cast<memref::LoadOp>(op)) {
+        if (!isReadOnlyArgument(func, load.getMemRef()))
+          ok = false;
+      } else if (!isPure(&op) || op.getNumRegions() != 0) {
+        ok = false;
+      }
+    }
+    // Values from outside the nest must dominate the loads (constants and
+    // arguments do: they are defined at the top).
+    for (Operation &op : body->without_terminator())
+      for (Value operand : op.getOperands().drop_back(
+               &op == producerStore.getOperation() ? op.getNumOperands() : 0))
+        if (Operation *def = operand.getDefiningOp();
+            def && !outer->isAncestor(def) && !isa<arith::ConstantOp>(def))
+          ok = false;
+    if (!ok)
+      continue;
+    for (Operation *user : loads) {
+      auto load = cast<memref::LoadOp>(user);
+      IRMapping map;
+      map.map(ValueRange(ivs), load.getIndices());
+      OpBuilder b(load);
+      for (Operation &op : body->without_terminator())
+        if (&op != producerStore.getOperation())
+          b.clone(op, map);
+      load.replaceAllUsesWith(map.lookup(producerStore.getValueToStore()));
+      load.erase();
+    }
+    outer->erase();
+    for (Operation *op : fills)
+      op->erase();
+    for (Operation *op : deallocs)
+      op->erase();
+    alloc.erase();
+  }
+}
+
+/// Whether every write of `op` (and of the ops nested in it) goes to memory
+/// the kernel allocated itself.
+bool writesOnlyScratch(Operation *op) {
+  bool ok = true;
+  op->walk([&](Operation *nested) {
+    if (nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto iface = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!iface) {
+      ok = false;
+      return WalkResult::interrupt();
+    }
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const auto &effect : effects) {
+      if (!isa<MemoryEffects::Write, MemoryEffects::Free>(effect.getEffect()))
+        continue;
+      Value value = effect.getValue();
+      if (!value || !isAllocated(value)) {
+        ok = false;
+        return WalkResult::interrupt();
+      }
+    }
+    return WalkResult::advance();
+  });
+  return ok;
+}
+
+/// The row loop of a kernel body, or null when the body has no such shape.
+Operation *findRowLoop(Block &body) {
+  Operation *loop = nullptr;
+  for (Operation &op : llvm::reverse(body)) {
+    if (isa<memref::DeallocOp>(op) || op.hasTrait<OpTrait::IsTerminator>())
+      continue;
+    if (auto forOp = dyn_cast<scf::ForOp>(op);
+        forOp && forOp.getNumResults() == 0)
+      loop = &op;
+    if (auto par = dyn_cast<scf::ParallelOp>(op);
+        par && par.getNumResults() == 0)
+      loop = &op;
+    break;
+  }
+  if (!loop)
+    return nullptr;
+  for (Operation &op : body) {
+    if (&op == loop)
+      break;
+    if (!writesOnlyScratch(&op))
+      return nullptr;
+  }
+  return loop;
+}
+
+/// `strata.grid` entry for a loop dimension [lb, ub) step 1 from 0: the
+/// extent it is bounded by.
+Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim) {
+  auto constant = [&](int64_t n) {
+    int64_t cap = dim == 0 ? INT32_MAX : kMaxGridYZ;
+    return b.getDenseI64ArrayAttr({-1, std::clamp<int64_t>(n, 1, cap)});
+  };
+  std::optional<int64_t> lo = getConstantIntValue(lb);
+  std::optional<int64_t> st = getConstantIntValue(step);
+  if (!lo || !st || *st <= 0)
+    return constant(1);
+  if (std::optional<int64_t> hi = getConstantIntValue(ub))
+    return constant((*hi - *lo + *st - 1) / *st);
+  // ub = dim(arg, d) [- c]: the grid-stride loop tolerates a few idle blocks.
+  Value bound = ub;
+  if (auto sub = bound.getDefiningOp<arith::SubIOp>();
+      sub && getConstantIntValue(sub.getRhs()))
+    bound = sub.getLhs();
+  if (dim == 0 && *lo == 0 && *st == 1) {
+    if (auto d = bound.getDefiningOp<memref::DimOp>()) {
+      auto arg = dyn_cast<BlockArgument>(d.getSource());
+      std::optional<int64_t> index = d.getConstantIndex();
+      if (arg && index && isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp()))
+        return b.getDenseI64ArrayAttr({arg.getArgNumber(), *index});
+    }
+  }
+  return constant(1);
+}
+
+/// Step 3: the row loop's dimensions become grid-stride loops.
+SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop) {
+  Location loc = loop->getLoc();
+  b.setInsertionPoint(loop);
+  SmallVector<Attribute> grid;
+  auto stride = [&](int dim, Value lb, Value step, Value &newLb,
+                    Value &newStep) {
+    gpu::Dimension d = static_cast<gpu::Dimension>(dim);
+    Value id = gpu::BlockIdOp::create(b, loc, d);
+    Value count = gpu::GridDimOp::create(b, loc, d);
+    newLb = arith::AddIOp::create(b, loc, lb,
+                                  arith::MulIOp::create(b, loc, id, step));
+    newStep = arith::MulIOp::create(b, loc, count, step);
+  };
+  if (auto forOp = dyn_cast<scf::ForOp>(loop)) {
+    grid.push_back(gridEntry(b, forOp.getLowerBound(), forOp.getUpperBound(),
+                             forOp.getStep(), 0));
+    Value lb, step;
+    stride(0, forOp.getLowerBound(), forOp.getStep(), lb, step);
+    forOp.setLowerBound(lb);
+    forOp.setStep(step);
+  } else {
+    auto par = cast<scf::ParallelOp>(loop);
+    SmallVector<Value> lbs(par.getLowerBound()), steps(par.getStep());
+    SmallVector<Value> ubs(par.getUpperBound());
+    for (int dim = 0; dim < 3 && dim < static_cast<int>(lbs.size()); ++dim) {
+      grid.push_back(gridEntry(b, lbs[dim], ubs[dim], steps[dim], dim));
+      stride(dim, lbs[dim], steps[dim], lbs[dim], steps[dim]);
+    }
+    par.getLowerBoundMutable().assign(lbs);
+    par.getStepMutable().assign(steps);
+  }
+  while (grid.size() < 3)
+    grid.push_back(b.getDenseI64ArrayAttr({-1, 1}));
+  return grid;
+}
+
+/// Step 4: small static scratch to private memory.
+void placeScratch(gpu::GPUFuncOp kernel) {
+  SmallVector<memref::AllocOp> allocs;
+  int64_t bytes = 0;
+  for (auto alloc : kernel.getBody().front().getOps<memref::AllocOp>()) {
+    MemRefType type = alloc.getType();
+    Type element = type.getElementType();
+    if (!type.hasStaticShape() || !element.isIntOrIndexOrFloat())
+      continue;
+    int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+    bytes += type.getNumElements() * ((bits + 7) / 8);
+    allocs.push_back(alloc);
+  }
+  if (bytes > kPrivateScratchBytes)
+    return;
+  // In the private address space (what AMDGPU requires of a stack
+  // object), cast to the generic one the kernel body indexes.
+  auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
+                                          gpu::AddressSpace::Private);
+  for (memref::AllocOp alloc : allocs) {
+    OpBuilder b(alloc);
+    MemRefType type = alloc.getType();
+    auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
+                                       type.getLayout(), space);
+    auto alloca = memref::AllocaOp::create(
+        b, alloc.getLoc(), privateType, ValueRange{}, alloc.getAlignmentAttr());
+    auto generic = memref::MemorySpaceCastOp::create(b, alloc.getLoc(), type,
+                                                     alloca.getResult());
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.getResult().replaceAllUsesWith(generic.getResult());
+    alloc.erase();
+  }
+}
+
+struct ConvertKernelsToGPUPass
+    : mlir::strata::impl::ConvertKernelsToGPUPassBase<ConvertKernelsToGPUPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> kernels;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (func->hasAttr(kKernelAttrName) && !func.isExternal())
+        kernels.push_back(func);
+    if (kernels.empty())
+      return;
+
+    // Step 2 (upstream passes), on the kernels only.
+    OpPassManager lower("func.func");
+    lower.addPass(createConvertMemRefCopyToLinalgPass());
+    lower.addPass(createConvertLinalgToParallelLoopsPass());
+    OpPassManager fuse("func.func");
+    fuse.addPass(createCSEPass());
+    fuse.addPass(createCanonicalizerPass());
+    fuse.addPass(createParallelLoopFusionPass());
+    for (func::FuncOp func : kernels) {
+      SmallVector<EqualExtent> equal;
+      forwardOutputTemporaries(func, equal);
+      if (failed(runPipeline(lower, func)))
+        return signalPassFailure();
+      func.walk([&](memref::DimOp dim) {
+        auto arg = dyn_cast<BlockArgument>(dim.getSource());
+        std::optional<int64_t> index = dim.getConstantIndex();
+        if (!arg || !index || arg.getOwner() != &func.getBody().front())
+          return;
+        for (const EqualExtent &e : equal) {
+          if (e.out != arg.getArgNumber() || e.outDim != *index)
+            continue;
+          OpBuilder b(dim);
+          dim.getResult().replaceAllUsesWith(memref::DimOp::create(
+              b, dim.getLoc(), func.getArgument(e.src), e.srcDim));
+          dim.erase();
+          return;
+        }
+      });
+      if (failed(runPipeline(fuse, func)))
+        return signalPassFailure();
+      recomputeElementwiseTables(func);
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (Operation &op : func.getBody().front()) {
+          auto first = dyn_cast<scf::ParallelOp>(op);
+          auto second =
+              first ? dyn_cast_or_null<scf::ParallelOp>(first->getNextNode())
+                    : nullptr;
+          if (second && fuseParallelLoops(first, second)) {
+            changed = true;
+            break;
+          }
+        }
+      }
+      privatizeElementTemporaries(func);
+    }
+
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    auto gpuModule =
+        module.lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
+    if (!gpuModule) {
+      gpuModule =
+          gpu::GPUModuleOp::create(b, module.getLoc(), kGpuKernelModuleName);
+      module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                      b.getUnitAttr());
+    }
+    for (func::FuncOp func : kernels) {
+      if (func.getNumResults() != 0) {
+        func.emitError("kernel '")
+            << func.getSymName() << "' returns values; expected DPS";
+        return signalPassFailure();
+      }
+      if (!func.getBody().hasOneBlock()) {
+        func.emitError("kernel '")
+            << func.getSymName() << "' has more than one block";
+        return signalPassFailure();
+      }
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto kernel = gpu::GPUFuncOp::create(b, func.getLoc(), func.getSymName(),
+                                           func.getFunctionType());
+      kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                      b.getUnitAttr());
+      kernel->setAttr(kKernelAttrName, func->getAttr(kKernelAttrName));
+      kernel.getBody().takeBody(func.getBody());
+      Block &body = kernel.getBody().front();
+      Operation *ret = body.getTerminator();
+      b.setInsertionPoint(ret);
+      gpu::ReturnOp::create(b, ret->getLoc());
+      ret->erase();
+
+      SmallVector<Attribute> grid;
+      if (Operation *loop = findRowLoop(body))
+        grid = mapRowLoop(b, loop);
+      else
+        grid.assign(3, b.getDenseI64ArrayAttr({-1, 1}));
+      kernel->setAttr(kGpuGridAttrName, b.getArrayAttr(grid));
+      kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({1, 1, 1}));
+      placeScratch(kernel);
+      func.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,124 @@
+//===- GpuKernelCompiler.cpp - llm.kernel functions to a GPU binary -------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Driver/GpuKernelCompiler.h"
+
+#include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/Passes.h"
+#include "lib/Target/CPU/CpuKernelCompiler.h"
+#include "lib/Target/TargetInfo.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
+                                                            StringRef chip,
+                                                            StringRef toolkit) {
+  GpuKernelLibrary library;
+  library.chip = chip.str();
+  if (chip == "sm_90")
+    library.kind = fb::TargetKind::sm_90;
+  else if (chip == "gfx942")
+    library.kind = fb::TargetKind::gfx942;
+  else if (chip == "gfx950")
+    library.kind = fb::TargetKind::gfx950;
+  else
+    return module.emitError("no GPU target kind for chip '") << chip << "'";
+  std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
+  if (!target || target->isHost())
+    return module.emitError("unknown GPU chip '") << chip << "'";
+  bool nvidia = chip.starts_with("sm_");
+
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal() || !func->hasAttr(kKernelAttrName))
+      continue;
+    FailureOr<KernelDesc> kernel = describeKernelSignature(func);
+    if (failed(kernel))
+      return failure();
+    kernel->entrySymbol = kernel->name;
+    kernel->launch.emplace();
+    library.kernels.push_back(std::move(*kernel));
+  }
+  if (library.kernels.empty())
+    return module.emitError("no llm.kernel functions to compile");
+
+  OwningOpRef<ModuleOp> lowered = module.clone();
+  PassManager pm(module.getContext());
+  pm.addPass(createConvertKernelsToGPUPass());
+  if (failed(pm.run(*lowered)))
+    return module.emitError("moving the kernels to the GPU failed");
+
+  // The grids, read before the binary pipeline replaces the gpu.module.
+  auto gpuModule = lowered->lookupSymbol<gpu::GPUModuleOp>("strata_kernels");
+  // Scratch left in memref.alloc is device malloc, which only the NVIDIA
+  // driver provides; on AMD the code object would not load.
+  if (!nvidia && gpuModule) {
+    for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
+      memref::AllocOp alloc;
+      func.walk([&](memref::AllocOp op) {
+        alloc = op;
+        return WalkResult::interrupt();
+      });
+      if (alloc)
+        return module.emitError("kernel '")
+               << func.getName() << "' needs device scratch ("
+               << alloc.getType()
+               << ", more than fits private memory or of a runtime size); "
+                  "device malloc exists only on NVIDIA, so "
+               << chip << " cannot run it yet";
+    }
+  }
+  for (const KernelDesc &kernel : library.kernels) {
+    auto func = gpuModule ? gpuModule.lookupSymbol<gpu::GPUFuncOp>(kernel.name)
+                          : nullptr;
+    auto grid =
+        func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName) : nullptr;
+    if (!grid || grid.size() != 3)
+      return module.emitError("GPU kernel '") << kernel.name << "' has no grid";
+    std::array<GpuGridDim, 3> dims;
+    for (int d = 0; d < 3; ++d) {
+      auto entry = cast<DenseI64ArrayAttr>(grid[d]).asArrayRef();
+      if (entry[0] < 0)
+        dims[d].blocks = entry[1];
+      else
+        dims[d] = {entry[0], entry[1], 1};
+    }
+    library.grids.push_back(dims);
+  }
+
+  // Subviews and affine index math inside the kernels, then the chip's
+  // device pipeline down to the binary.
+  PassManager binaryPm(module.getContext());
+  OpPassManager &device = binaryPm.nest<gpu::GPUModuleOp>();
+  device.addPass(memref::createExpandStridedMetadataPass());
+  device.addPass(createLowerAffinePass());
+  BinaryOptions options;
+  options.format = "bin";
+  options.toolkit = toolkit.str();
+  if (options.toolkit.empty() && nvidia)
+    options.toolkit = "/usr/local/cuda";
+  if (failed(target->buildBinaryPipeline(binaryPm, options)))
+    return module.emitError("no binary pipeline for chip '") << chip << "'";
+  if (failed(binaryPm.run(*lowered)))
+    return module.emitError("compiling the kernels for ") << chip << " failed";
+  auto binary = lowered->lookupSymbol<gpu::BinaryOp>("strata_kernels");
+  if (!binary || binary.getObjects().size() != 1)
+    return module.emitError("the ") << chip << " pipeline made no binary";
+  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+  StringRef bytes = object.getObject().getValue();
+  library.binary.format =
+      nvidia ? fb::BinaryFormat::cubin : fb::BinaryFormat::hsaco;
+  library.binary.data.assign(bytes.begin(), bytes.end());
+  return library;
+}

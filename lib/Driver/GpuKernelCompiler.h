@@ -1,0 +1,56 @@
+//===- GpuKernelCompiler.h - llm.kernel functions to a GPU binary -*- C++
+//-*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// compileGpuKernels turns the kernel functions of a kernel-phase module (the
+// same functions the CPU target compiles) into one device binary for a GPU
+// chip: convert-kernels-to-gpu (one gpu.func per kernel, row loop over the
+// grid), then the chip's binary pipeline (TargetInfo::buildBinaryPipeline:
+// NVVM + ptxas → cubin, ROCDL + lld → hsaco). docs/GPULowering.md "Whole
+// model on the GPU".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_DRIVER_GPUKERNELCOMPILER_H
+#define STRATA_LIB_DRIVER_GPUKERNELCOMPILER_H
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Support/LLVM.h"
+
+#include "lib/Artifact/ArtifactWriter.h"
+
+namespace mlir::strata {
+
+/// One grid dimension: `blocks` blocks when `argument` < 0, else extent
+/// `dim` of kernel argument `argument` (resolved per dispatch binding).
+struct GpuGridDim {
+  int64_t argument = -1;
+  int64_t dim = 0;
+  int64_t blocks = 1;
+};
+
+struct GpuKernelLibrary {
+  fb::TargetKind kind = fb::TargetKind::sm_90;
+  std::string chip;
+  BinaryDesc binary;
+  /// One per kernel function, in module order; launch.grid left to the
+  /// caller (see grids).
+  std::vector<KernelDesc> kernels;
+  /// Per kernel: the grid in terms of its arguments.
+  std::vector<std::array<GpuGridDim, 3>> grids;
+};
+
+/// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,
+/// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
+/// /usr/local/cuda, AMD MLIR's default lookup). Emits errors on `module`.
+FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
+                                              StringRef toolkit);
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_DRIVER_GPUKERNELCOMPILER_H
