@@ -32,6 +32,7 @@ constexpr const char *kUsage =
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] [--ignore-eos]\n"
     "                  [--target cpu|sm_90|gfx942|gfx950]\n"
+    "                  [--kv-pages N] [--first-page P]\n"
     "  Each --prompt-ids (comma-separated token ids), line of a\n"
     "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
     "  whole prompts) and decoded greedily together until an end-of-sequence\n"
@@ -46,6 +47,9 @@ struct RunOptions {
   std::string dump_logits, dump_ids, dump_mtp;
   bool ignore_eos = false;
   std::string target = "cpu";
+  // Pages in each paged pool (0: just enough) and the first page id used,
+  // so that tests can place a request's pages anywhere in a large pool.
+  uint64_t kv_pages = 0, first_page = 0;
 };
 
 StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
@@ -120,6 +124,13 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(options.dump_logits, value());
     } else if (flag == "--dump-ids") {
       STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
+    } else if (flag == "--kv-pages" || flag == "--first-page") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      STRATA_ASSIGN_OR_RETURN(int64_t n, parseInt(flag, text));
+      if (n < 0)
+        return invalidArgument("{} must be >= 0", flag);
+      (flag == "--kv-pages" ? options.kv_pages : options.first_page) =
+          static_cast<uint64_t>(n);
     } else if (flag == "--target") {
       STRATA_ASSIGN_OR_RETURN(options.target, value());
     } else if (flag == "--dump-mtp-logits") {
@@ -179,7 +190,7 @@ Status run(const RunOptions &options, std::ostream &out) {
     page = 1;
   probe.reset();
   std::vector<std::vector<int32_t>> tables;
-  uint64_t kv_pages = 0;
+  uint64_t kv_pages = options.first_page;
   for (const auto &prompt : prompts) {
     uint64_t tokens = prompt.size() + options.max_tokens + 1;
     uint64_t pages = (tokens + page - 1) / page;
@@ -189,8 +200,15 @@ Status run(const RunOptions &options, std::ostream &out) {
     kv_pages += pages;
     tables.push_back(std::move(table));
   }
+  if (options.kv_pages != 0 && options.kv_pages < kv_pages)
+    return invalidArgument("--kv-pages {} is too small: the requests use "
+                           "pages up to {}",
+                           options.kv_pages, kv_pages - 1);
+  if (kv_pages > static_cast<uint64_t>(INT32_MAX))
+    return outOfRange("page ids up to {} do not fit the i32 block table",
+                      kv_pages - 1);
   ExecutorOptions executor_options;
-  executor_options.kv_pages = kv_pages;
+  executor_options.kv_pages = std::max(kv_pages, options.kv_pages);
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
   executor_options.target = options.target;
   Clock::time_point load_start = Clock::now();
