@@ -33,4 +33,15 @@ $PY test/models/glm5_next/cpu/compare_goldens.py "$GOLDENS" --prompts 1 --write-
   --dump-logits "$WORK/logits.npy" --dump-ids "$WORK/ids.npy" --dump-mtp-logits "$WORK/mtp.npy" | tail -3
 $PY test/models/glm5_next/cpu/compare_goldens.py "$GOLDENS" --prompts 1 \
   --logits "$WORK/logits.npy" --ids "$WORK/ids.npy" --mtp "$WORK/mtp.npy" --max-tokens 16
+echo "== 5. the trained micro model (models/glm5_next/micro: the same architecture, trained on GSM8K-style"
+echo "   problems): compile, validate its fp8 checkpoint, answer a test question from a 5-shot chat prompt"
+MICRO=models/glm5_next/micro
+"$B/bin/strata-compile" models/glm5_next/model.dsl --config $MICRO/config.json --target cpu -o "$WORK/micro.strata"
+"$B/bin/strata-write-checkpoint" --check $MICRO --strict
+$PY $MICRO/data/generate.py prompts --data $MICRO/data/gsm/test.jsonl --shots-data $MICRO/data/gsm/train.jsonl --limit 1 \
+  | $PY -c "import json, sys; print(json.loads(sys.stdin.readline())['question'], end='')" > "$WORK/micro-prompt.txt"
+echo "   question: $($PY -c "import json; print(json.loads(open('$MICRO/data/gsm/test.jsonl').readline())['question'])")"
+"$B/bin/strata-run" --artifact "$WORK/micro.strata" --checkpoint $MICRO --tokenizer $MICRO/tokenizer.json \
+  --prompt "$(cat "$WORK/micro-prompt.txt")" --max-tokens 160 | sed -n '/^text 0:/,$p'
+echo "   reference answer: $($PY -c "import json; print(json.loads(open('$MICRO/data/gsm/test.jsonl').readline())['answer'].split('####')[-1].strip())")"
 echo "== done: artifacts and dumps in $WORK (docs/Run.md)"
