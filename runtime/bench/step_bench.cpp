@@ -129,8 +129,15 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
   uint64_t page = probe->def().cache_layout()->page_size_tokens();
   if (page == 0)
     page = 1;
-  probe.reset();
   uint64_t end = static_cast<uint64_t>(options.context + options.tokens);
+  // Checked here too (the executor checks it per step) so that no cache is
+  // sized for positions the model cannot reach.
+  uint64_t max_positions = probe->def().model()->max_position_embeddings();
+  if (end > max_positions)
+    return outOfRange("--context {} + --tokens {} goes beyond the model's {} "
+                      "positions",
+                      options.context, options.tokens, max_positions);
+  probe.reset();
   uint64_t pages_per_request = (end + page - 1) / page;
   uint64_t kv_pages = pages_per_request * options.requests;
   if (kv_pages > static_cast<uint64_t>(INT32_MAX))
