@@ -227,7 +227,8 @@ Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
 }
 
 StatusOr<StepResult>
-ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
+ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
+                   const DispatchObserver *observer) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
@@ -331,7 +332,8 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests) {
     resources.weights.push_back(w.get());
   for (auto &c : caches_)
     resources.caches.push_back(c.get());
-  STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources));
+  STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
+                                        /*stream=*/nullptr, observer));
   // GPU dispatches are asynchronous; the copies below read the results.
   STRATA_RETURN_IF_ERROR(device_->synchronize());
 

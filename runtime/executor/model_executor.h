@@ -107,9 +107,16 @@ public:
   /// Pages in each paged pool (ExecutorOptions::kv_pages).
   uint64_t kvPages() const { return options_.kv_pages; }
 
-  /// Runs one step over `requests` (each with at least one token).
+  /// Runs one step over `requests` (each with at least one token). With an
+  /// `observer`, every dispatch is timed alone (Program::run).
   StatusOr<StepResult> run(artifact::StepKind step,
-                           const std::vector<StepRequest> &requests);
+                           const std::vector<StepRequest> &requests,
+                           const DispatchObserver *observer = nullptr);
+
+  /// The device the executor runs on (for benchmarks' own measurements).
+  Device &device() { return *device_; }
+  /// The loaded target.
+  const artifact::TargetDef &target() const { return program_->target(); }
 
 private:
   ModelExecutor() = default;

@@ -80,8 +80,17 @@ StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
 
 Status Program::run(StepKind step, const RuntimeSizes &sizes,
                     PlanBuffers &buffers, const PlanResources &resources,
-                    Stream *stream) {
+                    Stream *stream, const DispatchObserver *observer) {
   Stream &target_stream = stream ? *stream : device_.defaultStream();
+  std::unique_ptr<Event> before, after;
+  if (observer) {
+    if (target_stream.capturing())
+      return failedPrecondition("plan '{}': dispatches cannot be timed while "
+                                "the stream captures a graph",
+                                EnumNameStepKind(step));
+    STRATA_ASSIGN_OR_RETURN(before, device_.createEvent());
+    STRATA_ASSIGN_OR_RETURN(after, device_.createEvent());
+  }
   STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
                           Artifact::plan(*target_, step));
   size_t num_buffers = plan->buffers() ? plan->buffers()->size() : 0;
@@ -181,10 +190,34 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
       }
     }
     auto [executable, index] = kernel_slots_[dispatch->kernel_index()];
+    if (observer) {
+      Status status = target_stream.recordEvent(*before);
+      if (!status.ok())
+        return status.withContext(where);
+    }
     Status status =
         target_stream.dispatch(*executables_[executable], index, args, grid);
     if (!status.ok())
       return status.withContext(where);
+    if (observer) {
+      STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*after));
+      StatusOr<float> millis = device_.elapsedMillis(*before, *after);
+      if (!millis.ok())
+        return millis.status().withContext(where);
+      DispatchTiming timing;
+      timing.dispatch_index = d;
+      timing.kernel_index = dispatch->kernel_index();
+      timing.seconds = static_cast<double>(*millis) * 1e-3;
+      for (size_t a = 0; a < args.size(); ++a) {
+        if (!args[a].buffer)
+          continue;
+        uint64_t bytes = dtypeBytes(kernel->args()->Get(a)->dtype());
+        for (int64_t extent : args[a].shape)
+          bytes *= static_cast<uint64_t>(extent);
+        timing.bound_bytes += bytes;
+      }
+      (*observer)(timing);
+    }
   }
   return okStatus();
 }

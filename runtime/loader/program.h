@@ -16,6 +16,8 @@
 #ifndef STRATA_RUNTIME_LOADER_PROGRAM_H
 #define STRATA_RUNTIME_LOADER_PROGRAM_H
 
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -40,6 +42,25 @@ struct PlanBuffers {
   std::vector<std::unique_ptr<Buffer>> buffers;
 };
 
+/// What Program::run reports for one dispatch when it is observed.
+struct DispatchTiming {
+  /// Index of the dispatch in the plan.
+  size_t dispatch_index = 0;
+  /// Index of its kernel in the target's kernel list.
+  size_t kernel_index = 0;
+  /// Seconds between an event recorded before the launch and one recorded
+  /// after it (GPU: device time of the kernel; CPU: steady_clock around the
+  /// synchronous call).
+  double seconds = 0;
+  /// Sum of the byte sizes of the dispatch's bound buffer regions (extents
+  /// after size evaluation × element bytes): an upper bound of the bytes the
+  /// kernel reads and writes.
+  uint64_t bound_bytes = 0;
+};
+
+/// Called by Program::run after each observed dispatch has finished.
+using DispatchObserver = std::function<void(const DispatchTiming &)>;
+
 class Program {
 public:
   /// Loads target `kind` of `artifact` onto `device`. Fails with NOT_FOUND if
@@ -62,9 +83,15 @@ public:
   /// With a capturing stream the step is recorded into its graph
   /// (Stream::beginCapture), to be replayed for later steps of the same
   /// sizes and buffers.
+  ///
+  /// With an `observer`, every dispatch is bracketed by two events on the
+  /// stream and the call waits for the second one before the next launch,
+  /// so each kernel is timed alone (and the step runs synchronously);
+  /// rejected with FAILED_PRECONDITION on a capturing stream.
   Status run(artifact::StepKind step, const RuntimeSizes &sizes,
              PlanBuffers &buffers, const PlanResources &resources,
-             Stream *stream = nullptr);
+             Stream *stream = nullptr,
+             const DispatchObserver *observer = nullptr);
 
 private:
   Program(const Artifact &artifact, const artifact::TargetDef &target,

@@ -63,6 +63,70 @@ TEST(Program, RunsPlan) {
     EXPECT_FLOAT_EQ(cached[i], 2.0f * std::exp(w[i]));
 }
 
+// Tests the dispatch observer: one call per dispatch, in plan order, with
+// the kernel index, a non-negative time and the bound regions' bytes (the
+// first dispatch binds in[1..5] and out as f32 [5]: 40 bytes; the second the
+// weight and the cache as f32 [4]: 32 bytes); and that the observed run
+// computes the same results.
+TEST(Program, ObserverTimesEveryDispatch) {
+  std::unique_ptr<Artifact> artifact = realArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok()) << program.status().toString();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 5;
+  auto buffers = (*program)->allocateBuffers(StepKind::prefill, sizes);
+  auto weight = device->allocate(16, 0);
+  auto cache = device->allocate(64, 0);
+  ASSERT_TRUE(buffers.ok() && weight.ok() && cache.ok());
+  float in[6] = {9, 0.0f, 0.5f, -1.0f, 1.0f, 2.0f};
+  ASSERT_TRUE(device->copyToDevice(*buffers->buffers[0], 0, in, 24).ok());
+  PlanResources resources{{weight->get()}, {cache->get()}};
+  std::vector<DispatchTiming> seen;
+  DispatchObserver observer = [&](const DispatchTiming &t) {
+    seen.push_back(t);
+  };
+  Status status = (*program)->run(StepKind::prefill, sizes, *buffers,
+                                  resources, nullptr, &observer);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  ASSERT_EQ(seen.size(), 2u);
+  for (size_t d = 0; d < 2; ++d) {
+    EXPECT_EQ(seen[d].dispatch_index, d);
+    EXPECT_EQ(seen[d].kernel_index, 0u);
+    EXPECT_GE(seen[d].seconds, 0.0);
+  }
+  EXPECT_EQ(seen[0].bound_bytes, 40u);
+  EXPECT_EQ(seen[1].bound_bytes, 32u);
+  float out[5];
+  ASSERT_TRUE(device->copyFromDevice(*buffers->buffers[1], 0, out, 20).ok());
+  for (int i = 0; i < 5; ++i)
+    EXPECT_FLOAT_EQ(out[i], 1.5f * std::exp(in[i + 1]));
+}
+
+// Tests that an observed run on a capturing stream is rejected (events
+// cannot be recorded there) and leaves the capture intact.
+TEST(Program, ObserverRejectedWhileCapturing) {
+  std::unique_ptr<Artifact> artifact = realArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok()) << program.status().toString();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 3;
+  auto buffers = (*program)->allocateBuffers(StepKind::prefill, sizes);
+  auto weight = device->allocate(16, 0);
+  auto cache = device->allocate(64, 0);
+  auto stream = device->createStream();
+  ASSERT_TRUE(buffers.ok() && weight.ok() && cache.ok() && stream.ok());
+  PlanResources resources{{weight->get()}, {cache->get()}};
+  ASSERT_TRUE((*stream)->beginCapture().ok());
+  DispatchObserver observer = [](const DispatchTiming &) {};
+  Status status = (*program)->run(StepKind::prefill, sizes, *buffers,
+                                  resources, stream->get(), &observer);
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(status.message().find("cannot be timed"), std::string::npos);
+  EXPECT_TRUE((*stream)->capturing());
+}
+
 // Tests that a step run on a capturing stream is recorded, not executed,
 // and that replaying the graph computes what a direct run computes, also
 // after the input changes.
