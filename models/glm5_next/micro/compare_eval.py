@@ -22,6 +22,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--eval", required=True)
     ap.add_argument("--reference", required=True)
+    ap.add_argument("--mtp", type=int, choices=[1, 3],
+                    help="also print the reference greedy speculative loop's acceptance with k drafts "
+                         "on the eval's questions (accept_k1 / accept_k3: accepted drafts per verify)")
     args = ap.parse_args()
     ref = {r["index"]: r for r in map(json.loads, open(args.reference))}
     passes = collections.defaultdict(list)
@@ -38,6 +41,12 @@ def main():
               f"| {sum(ref[r['index']]['strict_correct'] for r in rows) / n:.4f} "
               f"| {sum(ref[r['index']]['flexible_correct'] for r in rows) / n:.4f} "
               f"| {same} of {n} |")
+    if args.mtp:
+        counts = [c for i in sorted({r["index"] for rows in passes.values() for r in rows})
+                  for c in ref[i][f"accept_k{args.mtp}"]]
+        overall = sum(counts) / (args.mtp * len(counts))
+        per = " ".join(f"{p}:{sum(c >= p for c in counts) / len(counts):.4f}" for p in range(1, args.mtp + 1))
+        print(f"reference MTP k={args.mtp}: {len(counts)} verifies, acceptance {overall:.4f}, per position {per}")
 
 
 if __name__ == "__main__":
