@@ -41,6 +41,8 @@ struct EngineOptions {
   std::string artifact_path, checkpoint_dir;
   /// Batching, cache and MTP options (max_requests and num_blocks required).
   SchedulerOptions scheduler;
+  /// Artifact target to run on (cpu, sm_90, gfx942, gfx950).
+  std::string target = "cpu";
 };
 
 class Engine {

@@ -21,6 +21,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   ExecutorOptions executor_options;
   executor_options.kv_pages = options.kv_pages;
   executor_options.state_slots = options.state_slots;
+  executor_options.target = options.target;
   std::unique_ptr<ExecutorRunner> runner(new ExecutorRunner());
   STRATA_ASSIGN_OR_RETURN(runner->executor_,
                           ModelExecutor::create(options.artifact_path,

@@ -57,13 +57,15 @@ struct ExecutorRunnerOptions {
   uint64_t kv_pages = 0;
   /// Slots per state pool. Required (> 0).
   uint32_t state_slots = 0;
+  /// Artifact target to run (ExecutorOptions::target): cpu, sm_90, ...
+  std::string target = "cpu";
 };
 
 /// Reads the cache geometry of an artifact file without loading the model
 /// (to size the pools before the executor allocates them).
 StatusOr<CacheGeometry> readArtifactGeometry(const std::string &artifact_path);
 
-/// ModelRunner over a ModelExecutor (the CPU target today).
+/// ModelRunner over a ModelExecutor (any target the artifact holds).
 class ExecutorRunner : public ModelRunner {
 public:
   static StatusOr<std::unique_ptr<ExecutorRunner>>

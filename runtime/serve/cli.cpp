@@ -48,6 +48,8 @@ static const char *kUsage =
     "                      reuse (a multiple of the page size; default 16 pages)\n"
     "  --snapshot-slots N  KDA state snapshots kept for prefix reuse (default\n"
     "                      2 per running request)\n"
+    "  --target T          artifact target to run: cpu (default), sm_90 (CUDA),\n"
+    "                      gfx942 / gfx950 (HIP)\n"
     "  --mtp K             MTP speculative decoding with K = 0..3 draft tokens\n"
     "                      (default 0)\n";
 
@@ -140,6 +142,8 @@ int runServeCli(int argc, char **argv) {
         engine_options.snapshot_slots = static_cast<uint32_t>(n);
       else
         engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
+    } else if (flag == "--target") {
+      engine_options.target = value;
     } else if (flag == "--prefix-cache") {
       if (value != "on" && value != "off") {
         fmt::print(stderr,

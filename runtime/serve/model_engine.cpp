@@ -136,6 +136,7 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.artifact_path = options.artifact_path;
   engine_options.checkpoint_dir = options.checkpoint_dir;
   engine_options.scheduler = std::move(scheduler);
+  engine_options.target = options.target;
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<runtime::Engine> engine,
       runtime::Engine::create(engine_options, options.tokenizer));

@@ -41,6 +41,8 @@ struct ModelEngineOptions {
   uint64_t kv_memory_bytes = 256ull << 20;
   /// KV blocks (--kv-blocks); 0: derived from kv_memory_bytes.
   uint64_t kv_blocks = 0;
+  /// Artifact target to run on (--target: cpu, sm_90, gfx942, gfx950).
+  std::string target = "cpu";
   /// Requests running at once (--max-requests).
   uint32_t max_requests = 8;
   /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one
