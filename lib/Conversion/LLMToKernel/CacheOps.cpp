@@ -58,6 +58,30 @@ struct LatentCacheWriteToKernel : OpConversionPattern<llm::LatentCacheWriteOp> {
   }
 };
 
+/// The body of the paged gathers: for every token t of every request r and
+/// every id of ids[t, :], out[t, i, :] is row `id` of the request's pages
+/// (`loadElement(page, row, c)`, widened to f32), zeros where id < 0.
+void buildPagedGather(KernelBuilder &kb, Value ids, Value seqStarts,
+                      Value blockTable, Value out, int64_t rowsPerPage,
+                      int64_t width,
+                      llvm::function_ref<Value(Value, Value, Value)> loadElement) {
+  forEachToken(kb, seqStarts, [&](Value r, Value t) {
+    kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
+      Value id = kb.loadIndex(ids, {t, i});
+      kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
+        auto [page, row] = pagedRow(kb, blockTable, r, id, rowsPerPage);
+        kb.loop(0, width, [&](Value c) {
+          kb.store(loadElement(page, row, c), out, {t, i, c});
+        });
+      });
+      kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {
+        kb.loop(0, width,
+                [&](Value c) { kb.store(kb.f32(0.0), out, {t, i, c}); });
+      });
+    });
+  });
+}
+
 struct LatentCacheGatherToKernel
     : OpConversionPattern<llm::LatentCacheGatherOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -77,24 +101,11 @@ struct LatentCacheGatherToKernel
     int64_t pageSize = pool.getPageSize(), width = pool.getWidth();
     auto results = call.emit(rewriter, op, "latent_cache_gather",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value cache = a[0], ids = a[1], bt = a[3];
-      forEachToken(kb, a[2], [&](Value r, Value t) {
-        kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
-          Value id = kb.loadIndex(ids, {t, i});
-          Value valid = kb.ige(id, kb.idx(0));
-          kb.ifThen(valid, [&] {
-            auto [page, row] = pagedRow(kb, bt, r, id, pageSize);
-            kb.loop(0, width, [&](Value c) {
-              kb.store(kb.load(cache, {page, row, c}), a[out], {t, i, c});
-            });
-          });
-          kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {
-            kb.loop(0, width, [&](Value c) {
-              kb.store(kb.f32(0.0), a[out], {t, i, c});
-            });
-          });
-        });
-      });
+      Value cache = a[0];
+      buildPagedGather(kb, a[1], a[2], a[3], a[out], pageSize, width,
+                       [&](Value page, Value row, Value c) {
+                         return kb.load(cache, {page, row, c});
+                       });
     });
     rewriter.replaceOp(op, results);
     return success();
@@ -155,23 +166,10 @@ struct IndexCacheGatherToKernel
     auto results = call.emit(rewriter, op, "index_cache_gather",
                              [&](KernelBuilder &kb, ValueRange a) {
       IndexPoolAccess cache(a[0], pool);
-      Value ids = a[1], bt = a[3];
-      forEachToken(kb, a[2], [&](Value r, Value t) {
-        kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
-          Value id = kb.loadIndex(ids, {t, i});
-          kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
-            auto [page, row] = pagedRow(kb, bt, r, id, rowsPerPage);
-            kb.loop(0, width, [&](Value c) {
-              kb.store(cache.load(kb, page, row, c), a[out], {t, i, c});
-            });
-          });
-          kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {
-            kb.loop(0, width, [&](Value c) {
-              kb.store(kb.f32(0.0), a[out], {t, i, c});
-            });
-          });
-        });
-      });
+      buildPagedGather(kb, a[1], a[2], a[3], a[out], rowsPerPage, width,
+                       [&](Value page, Value row, Value c) {
+                         return cache.load(kb, page, row, c);
+                       });
     });
     rewriter.replaceOp(op, results);
     return success();
