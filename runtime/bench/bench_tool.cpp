@@ -6,12 +6,12 @@
 
 #include "runtime/bench/bench_tool.h"
 
-#include <charconv>
 #include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "runtime/base/flag_values.h"
 #include "runtime/bench/step_bench.h"
 
 namespace strata::runtime {
@@ -30,15 +30,6 @@ constexpr const char *kUsage =
     "  against a device-to-device copy of M MiB (default: 1024 on GPUs,\n"
     "  256 on the CPU). docs/Bench.md.\n";
 
-StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    return invalidArgument("{}: '{}' is not an integer", flag, text);
-  return value;
-}
-
 struct ToolOptions {
   StepBenchOptions bench;
   std::string json;
@@ -56,7 +47,7 @@ StatusOr<ToolOptions> parseArgs(const std::vector<std::string> &args) {
     };
     auto integer = [&]() -> StatusOr<int64_t> {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      return parseInt(flag, text);
+      return parseIntFlag(flag, text);
     };
     if (flag == "--artifact") {
       STRATA_ASSIGN_OR_RETURN(options.bench.artifact, value());

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <charconv>
 #include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
 
+#include "runtime/base/flag_values.h"
 #include "runtime/executor/model_executor.h"
 #include "runtime/executor/npy.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -52,34 +52,6 @@ struct RunOptions {
   uint64_t kv_pages = 0, first_page = 0;
 };
 
-StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    return invalidArgument("{}: '{}' is not an integer", flag, text);
-  return value;
-}
-
-StatusOr<std::vector<int32_t>> parseIds(std::string_view text) {
-  std::vector<int32_t> ids;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos
-                                               : comma - start);
-    STRATA_ASSIGN_OR_RETURN(int64_t id, parseInt("--prompt-ids", item));
-    if (id < 0 || id > INT32_MAX)
-      return invalidArgument("--prompt-ids: {} is not a token id", id);
-    ids.push_back(static_cast<int32_t>(id));
-    if (comma == std::string_view::npos)
-      break;
-    start = comma + 1;
-  }
-  return ids;
-}
-
 StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
   RunOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -97,7 +69,7 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(options.tokenizer, value());
     } else if (flag == "--prompt-ids") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(text));
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag("--prompt-ids", text));
       options.prompt_ids.push_back(std::move(ids));
     } else if (flag == "--prompt-ids-file") {
       STRATA_ASSIGN_OR_RETURN(std::string path, value());
@@ -108,7 +80,7 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       while (std::getline(file, line)) {
         if (line.find_first_not_of(" \t\r") == std::string::npos)
           continue;
-        STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(line));
+        STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag("--prompt-ids", line));
         options.prompt_ids.push_back(std::move(ids));
       }
     } else if (flag == "--prompt") {
@@ -116,17 +88,17 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       options.prompts.push_back(std::move(text));
     } else if (flag == "--max-tokens") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.max_tokens, parseInt(flag, text));
+      STRATA_ASSIGN_OR_RETURN(options.max_tokens, parseIntFlag(flag, text));
     } else if (flag == "--chunk") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.chunk, parseInt(flag, text));
+      STRATA_ASSIGN_OR_RETURN(options.chunk, parseIntFlag(flag, text));
     } else if (flag == "--dump-logits") {
       STRATA_ASSIGN_OR_RETURN(options.dump_logits, value());
     } else if (flag == "--dump-ids") {
       STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
     } else if (flag == "--kv-pages" || flag == "--first-page") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(int64_t n, parseInt(flag, text));
+      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
       if (n < 0)
         return invalidArgument("{} must be >= 0", flag);
       (flag == "--kv-pages" ? options.kv_pages : options.first_page) =
@@ -183,12 +155,12 @@ Status run(const RunOptions &options, std::ostream &out) {
   }
 
   // Pages: each request gets a disjoint run of pages for its whole length.
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> probe,
+  Clock::time_point load_start = Clock::now();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(options.artifact));
-  uint64_t page = probe->def().cache_layout()->page_size_tokens();
+  uint64_t page = artifact->def().cache_layout()->page_size_tokens();
   if (page == 0)
     page = 1;
-  probe.reset();
   std::vector<std::vector<int32_t>> tables;
   uint64_t kv_pages = options.first_page;
   for (const auto &prompt : prompts) {
@@ -211,10 +183,9 @@ Status run(const RunOptions &options, std::ostream &out) {
   executor_options.kv_pages = std::max(kv_pages, options.kv_pages);
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
   executor_options.target = options.target;
-  Clock::time_point load_start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,
-      ModelExecutor::create(options.artifact, options.checkpoint,
+      ModelExecutor::create(std::move(artifact), options.checkpoint,
                             executor_options));
   double load_seconds = seconds(load_start);
   size_t vocab = executor->model().vocab_size();

@@ -6,12 +6,12 @@
 
 #include "runtime/scheduler/batch_tool.h"
 
-#include <charconv>
 #include <fstream>
 #include <mutex>
 
 #include <fmt/format.h>
 
+#include "runtime/base/flag_values.h"
 #include "runtime/scheduler/engine.h"
 
 namespace strata::runtime {
@@ -40,38 +40,6 @@ struct BatchOptions {
   bool metrics = false;
 };
 
-StatusOr<int64_t> parseInt(std::string_view flag, std::string_view text) {
-  int64_t value = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(),
-                                   value);
-  if (ec != std::errc() || end != text.data() + text.size())
-    return invalidArgument("{}: '{}' is not an integer", flag, text);
-  return value;
-}
-
-StatusOr<std::vector<int32_t>> parseIds(std::string_view flag,
-                                        std::string_view text) {
-  std::vector<int32_t> ids;
-  size_t start = 0;
-  for (;;) {
-    size_t comma = text.find(',', start);
-    std::string_view item = text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos
-                                               : comma - start);
-    while (!item.empty() && item.front() == ' ')
-      item.remove_prefix(1);
-    while (!item.empty() && (item.back() == ' ' || item.back() == '\r'))
-      item.remove_suffix(1);
-    STRATA_ASSIGN_OR_RETURN(int64_t id, parseInt(flag, item));
-    if (id < 0 || id > INT32_MAX)
-      return invalidArgument("{}: {} is not a token id", flag, id);
-    ids.push_back(int32_t(id));
-    if (comma == std::string_view::npos)
-      return ids;
-    start = comma + 1;
-  }
-}
-
 StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
   BatchOptions o;
   o.scheduler.max_requests = 4;
@@ -84,7 +52,7 @@ StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
     };
     auto number = [&](int64_t min) -> StatusOr<int64_t> {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(int64_t n, parseInt(flag, text));
+      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
       if (n < min)
         return invalidArgument("{} must be >= {}, got {}", flag, min, n);
       return n;
@@ -95,7 +63,7 @@ StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(o.checkpoint, value());
     } else if (flag == "--prompt-ids") {
       STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseIds(flag, text));
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag(flag, text, /*trim_spaces=*/true));
       o.prompts.push_back(std::move(ids));
     } else if (flag == "--prompts") {
       STRATA_ASSIGN_OR_RETURN(std::string path, value());
@@ -107,7 +75,7 @@ StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
         line = line.substr(0, line.find('#'));
         if (line.find_first_not_of(" \t\r") == std::string::npos)
           continue;
-        StatusOr<std::vector<int32_t>> ids = parseIds(flag, line);
+        StatusOr<std::vector<int32_t>> ids = parseTokenIdsFlag(flag, line, /*trim_spaces=*/true);
         if (!ids.ok())
           return ids.status().withContext(
               fmt::format("{} line {}", path, line_no));
@@ -149,9 +117,9 @@ StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
       if (colon == std::string::npos)
         return invalidArgument("--cancel: expected I:N, got '{}'", text);
       STRATA_ASSIGN_OR_RETURN(o.cancel_index,
-                              parseInt(flag, text.substr(0, colon)));
+                              parseIntFlag(flag, text.substr(0, colon)));
       STRATA_ASSIGN_OR_RETURN(o.cancel_after,
-                              parseInt(flag, text.substr(colon + 1)));
+                              parseIntFlag(flag, text.substr(colon + 1)));
     } else if (flag == "--metrics") {
       o.metrics = true;
     } else {
