@@ -122,22 +122,21 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
                       options.requests, options.context, options.tokens);
 
   // Like strata-run: a disjoint run of pages per request, one slot each.
-  // The page size is known only once the artifact is open, so size the
-  // pools from a first executor-independent look at the artifact.
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> probe,
+  // The page size is known only once the artifact is open: load it here
+  // and hand it to the executor.
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(options.artifact));
-  uint64_t page = probe->def().cache_layout()->page_size_tokens();
+  uint64_t page = artifact->def().cache_layout()->page_size_tokens();
   if (page == 0)
     page = 1;
   uint64_t end = static_cast<uint64_t>(options.context + options.tokens);
   // Checked here too (the executor checks it per step) so that no cache is
   // sized for positions the model cannot reach.
-  uint64_t max_positions = probe->def().model()->max_position_embeddings();
+  uint64_t max_positions = artifact->def().model()->max_position_embeddings();
   if (end > max_positions)
     return outOfRange("--context {} + --tokens {} goes beyond the model's {} "
                       "positions",
                       options.context, options.tokens, max_positions);
-  probe.reset();
   uint64_t pages_per_request = (end + page - 1) / page;
   uint64_t kv_pages = pages_per_request * options.requests;
   if (kv_pages > static_cast<uint64_t>(INT32_MAX))
@@ -149,7 +148,7 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
   executor_options.state_slots = static_cast<uint32_t>(options.requests);
   executor_options.target = options.target;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor,
-                          ModelExecutor::create(options.artifact,
+                          ModelExecutor::create(std::move(artifact),
                                                 options.checkpoint,
                                                 executor_options));
   if (!executor->hasStep(step))

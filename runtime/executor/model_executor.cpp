@@ -76,14 +76,22 @@ StatusOr<std::unique_ptr<ModelExecutor>>
 ModelExecutor::create(const std::string &artifact_path,
                       const std::string &checkpoint_dir,
                       const ExecutorOptions &options) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
+                          Artifact::fromFile(artifact_path));
+  return create(std::move(artifact), checkpoint_dir, options);
+}
+
+StatusOr<std::unique_ptr<ModelExecutor>>
+ModelExecutor::create(std::unique_ptr<Artifact> artifact,
+                      const std::string &checkpoint_dir,
+                      const ExecutorOptions &options) {
   if (options.kv_pages == 0 || options.state_slots == 0)
     return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
                            "must be positive",
                            options.kv_pages, options.state_slots);
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->options_ = options;
-  STRATA_ASSIGN_OR_RETURN(executor->artifact_,
-                          Artifact::fromFile(artifact_path));
+  executor->artifact_ = std::move(artifact);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint,
                           Checkpoint::open(checkpoint_dir));
   STRATA_RETURN_IF_ERROR(checkWeightManifest(

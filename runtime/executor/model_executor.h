@@ -83,6 +83,11 @@ public:
   static StatusOr<std::unique_ptr<ModelExecutor>>
   create(const std::string &artifact_path, const std::string &checkpoint_dir,
          const ExecutorOptions &options);
+  /// The same over an artifact the caller already loaded (and read, e.g.
+  /// for the page size that sizes options.kv_pages).
+  static StatusOr<std::unique_ptr<ModelExecutor>>
+  create(std::unique_ptr<Artifact> artifact, const std::string &checkpoint_dir,
+         const ExecutorOptions &options);
 
   const artifact::ModelConfig &model() const { return *artifact_->def().model(); }
   const Artifact &artifact() const { return *artifact_; }
