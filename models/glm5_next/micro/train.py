@@ -46,8 +46,8 @@ SPECIALS = {"<|endoftext|>": 999, "[gMASK]": 1001, "<sop>": 1003, "<|user|>": 10
 PAD = 999
 
 # Sequence mixture: task -> (probability, shot counts), matching the eval protocol.
-MIXTURE = {"gsm": (0.75, [3, 5]), "recall": (0.10, [0, 1]), "count": (0.07, [0, 1]),
-           "copy": (0.04, [3]), "reverse": (0.04, [3])}
+MIXTURE = {"gsm": (0.80, [3, 5]), "recall": (0.08, [0, 1]), "count": (0.06, [0, 1]),
+           "copy": (0.03, [3]), "reverse": (0.03, [3])}
 POOL_ROWS = {"gsm": 100_000, "recall": 20_000, "count": 20_000, "copy": 20_000, "reverse": 20_000}
 
 
@@ -119,7 +119,7 @@ class Conversations:
     def batches(self, tokens_per_batch, device):
         """Length-grouped, right-padded batches of about tokens_per_batch tokens (padded size)."""
         while True:
-            seqs = sorted((self.sample() for _ in range(512)), key=lambda s: len(s[0]))
+            seqs = sorted((self.sample() for _ in range(2048)), key=lambda s: len(s[0]))
             groups, cur = [], []
             for s in seqs:
                 if cur and (len(cur) + 1) * len(s[0]) > tokens_per_batch:
@@ -569,9 +569,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
     ap.add_argument("--minutes", type=float, default=7.0, help="training wall-clock budget")
-    ap.add_argument("--tokens-per-batch", type=int, default=65536)
+    ap.add_argument("--tokens-per-batch", type=int, default=131072,
+                    help="padded tokens per step (the step is launch-bound: larger batches cost little; 262144 runs out of the H200's memory)")
     ap.add_argument("--max-len", type=int, default=1536)
-    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--lr", type=float, default=2e-3)
     ap.add_argument("--min-lr", type=float, default=3e-4)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--dense-frac", type=float, default=0.15, help="dense-MLA warm-up fraction")
@@ -582,6 +583,11 @@ def main(argv=None):
     ap.add_argument("--workers", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--pool-scale", type=float, default=1.0, help="fraction of POOL_ROWS to generate")
     ap.add_argument("--max-steps", type=int, default=0, help="stop after this many steps (0: budget only)")
+    ap.add_argument("--stop-after", type=float, default=0.0,
+                    help="minutes of this invocation; with --state, a later run resumes the schedule")
+    ap.add_argument("--state", default="",
+                    help="resume from this file if it exists; save weights, optimizer and clock there "
+                         "when --stop-after ends the run early")
     ap.add_argument("--export-at", type=float, default=0.6, help="budget fraction of the intermediate export")
     ap.add_argument("--eval-rows", type=int, default=100, help="test rows per task of the final check")
     ap.add_argument("--log-every", type=int, default=25)
@@ -626,17 +632,31 @@ def main(argv=None):
     torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
 
     opt = torch.optim.AdamW(param_groups(model, 0.1), lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    step, done_s, tokens = 0, 0.0, 0  # done_s: training seconds of earlier invocations
+    if args.state and os.path.exists(args.state):
+        st = torch.load(args.state, map_location=device)
+        with torch.no_grad():
+            for n, p in model.w.items():
+                p.copy_(st["weights"][n])
+        opt.load_state_dict(st["optimizer"])
+        step, done_s, tokens = st["step"], st["seconds"], st["tokens"]
+        conv.rng.seed(args.seed * 1000003 + step)  # fresh batches, not a replay of the first run's
+        print(f"resumed {args.state}: step {step}, {done_s:.0f} s trained", flush=True)
     batches = conv.batches(args.tokens_per_batch, device)
     # The schedule follows wall-clock progress (elapsed / budget), so the run ends on time whatever the
     # step time: linear warm-up over --warmup steps, cosine from --lr to --min-lr over the budget,
     # dense MLA for the first --dense-frac of the budget, sparse after.
     budget = args.minutes * 60.0
-    step, start, tokens, exported = 0, time.time(), 0, False
+    start, exported, first_step, stopped_early = time.time(), done_s > 0, step, False
+    skipped = 0
     while True:
         if step % 10 == 0:
             torch.cuda.synchronize()  # the clock must see finished steps, not queued ones
-        prog = (time.time() - start) / budget
+        prog = (done_s + time.time() - start) / budget
         if prog >= 1.0 or (args.max_steps and step >= args.max_steps):
+            break
+        if args.stop_after and time.time() - start >= args.stop_after * 60.0:
+            stopped_early = True
             break
         lr = args.min_lr + 0.5 * (args.lr - args.min_lr) * (1 + math.cos(math.pi * min(1.0, prog)))
         lr *= min(1.0, (step + 1) / args.warmup)
@@ -654,16 +674,21 @@ def main(argv=None):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         gnorm = torch.nn.utils.clip_grad_norm_([p for p in model.w.values() if p.requires_grad], 1.0)
-        opt.step()
+        if torch.isfinite(gnorm):
+            opt.step()
+        else:  # a non-finite loss or gradient (seen once at 131k-token batches): drop the update
+            skipped += 1
+            print(f"step {step + 1}: non-finite gradient norm, update skipped ({skipped} so far)", flush=True)
         model.update_router_bias(args.bias_gamma)
         tokens += ids.numel()
         step += 1
-        if step % args.log_every == 0 or step <= 5:
-            el = time.time() - start
+        if step % args.log_every == 0 or step - first_step <= 5:
+            el = done_s + time.time() - start
             print(f"step {step} t {el:.0f}s lr {lr:.2e} {'sparse' if sparse else 'dense'} "
                   f"B {ids.shape[0]} T {ids.shape[1]} lm {loss_lm.item():.4f} mtp {loss_mtp.item():.4f} "
                   f"kl {(kl + kl_mtp).item():.4f} gnorm {gnorm.item():.2f} "
-                  f"{tokens / el:.0f} tok/s {el / step:.3f} s/step", flush=True)
+                  f"{tokens / el:.0f} tok/s {el / step:.3f} s/step "
+                  f"{torch.cuda.max_memory_allocated() / 2**30:.0f} GiB", flush=True)
         if not exported and args.export_at and prog >= args.export_at:
             exported = True  # insurance: a run killed later still returns these weights
             t1 = time.time()
@@ -671,7 +696,14 @@ def main(argv=None):
                                                 for n, p in model.w.items()}, args.out)
             print(f"step {step}: exported an intermediate checkpoint in {time.time() - t1:.1f} s",
                   flush=True)
-    print(f"trained {step} steps, {tokens} tokens (padded) in {time.time() - start:.0f} s", flush=True)
+    trained_s = done_s + time.time() - start
+    print(f"trained {step} steps, {tokens} tokens (padded) in {trained_s:.0f} s"
+          f"{' (stopped early: --stop-after)' if stopped_early else ''}", flush=True)
+    if stopped_early and args.state:
+        t1 = time.time()
+        torch.save({"weights": {n: p.detach() for n, p in model.w.items()}, "optimizer": opt.state_dict(),
+                    "step": step, "seconds": trained_s, "tokens": tokens}, args.state)
+        print(f"saved the training state to {args.state} in {time.time() - t1:.1f} s", flush=True)
 
     model.eval()
     for task, k in (("gsm", 5), ("recall", 1), ("count", 1), ("copy", 3), ("reverse", 3)):

@@ -4,7 +4,8 @@
 Every task is written as GSM8K JSON Lines, one {"question": ..., "answer": ...} object per line, the
 answer's last line `#### N`, so one harness (strata-eval) scores all of them:
 
-  gsm      GSM8K-format word problems: 24 templates, 2-4 steps of + - * and exact /, every step
+  gsm      GSM8K-format word problems: 24 templates, 2-4 steps of + - * and exact / on numbers up to
+           MAX_VALUE (199), every step
            written `a*b = <<a*b=c>>c` like the real GSM8K solutions.
   recall   a price list of 40-80 "The <color> <object> costs $P." facts, then a question about one fact
            in the first half of the list: the answer lies hundreds of tokens back, far more than
@@ -55,6 +56,11 @@ SPLIT_SIZES = {
     "reverse": {"train": 100, "test": 200},
 }
 TASKS = list(SPLIT_SIZES)
+# Difficulty of the word problems: every operand and result of every step is at most MAX_VALUE.
+# The first training run used 999 (three-digit arithmetic) and reached 0.536; a 9-layer, 256-wide
+# model learns carries and borrows of numbers up to 199 in minutes (accuracy.md: "narrow the number
+# ranges rather than growing the model").
+MAX_VALUE = 199
 TEST_MODULUS = 10
 
 
@@ -160,6 +166,9 @@ class Solution:
         return "\n".join(self.lines + [f"#### {final}"])
 
 
+STEP = re.compile(r"<<(\d+)[-+*/](\d+)=(\d+)>>")
+
+
 class Reject(Exception):
     """A sampled instance violates a template's constraints; draw again."""
 
@@ -191,7 +200,7 @@ def t_change(r):
 
 def t_half(r):
     (n, he, _), thing = _person(r), r.choice(THINGS)
-    a = 2 * r.randint(6, 200)
+    a = 2 * r.randint(6, 66)
     s = Solution()
     may = s.step(a, "/", 2, f"In May {n} sold {{}} {thing}.")
     tot = s.step(a, "+", may, f"Altogether {he} sold {{}} {thing}.")
@@ -259,26 +268,26 @@ def t_savings(r):
 
 def t_minutes(r):
     (n, he, _) = _person(r)
-    h, m, d = r.randint(1, 3), r.randint(5, 55), r.randint(2, 14)
+    h, m, m2 = r.randint(1, 2), r.randint(5, 55), r.randint(5, 55)
     s = Solution()
     hm = s.step(h, "*", 60, f"{h} hours are {{}} minutes.")
-    day = s.step(hm, "+", m, f"Each day {he} practices {{}} minutes.")
-    tot = s.step(day, "*", d, f"In {d} days {he} practices {{}} minutes.")
+    day = s.step(hm, "+", m, f"On Monday {he} practices {{}} minutes.")
+    tot = s.step(day, "+", m2, f"On both days {he} practices {{}} minutes.")
     hours = "hour" if h == 1 else "hours"
-    q = (f"{n} practices the piano for {h} {hours} and {m} minutes every day. "
-         f"How many minutes does {he} practice in {d} days?")
-    return (h, m, d), q, s.answer(tot)
+    q = (f"{n} practices the piano for {h} {hours} and {m} minutes on Monday and for {m2} minutes "
+         f"on Tuesday. How many minutes does {he} practice on both days?")
+    return (h, m, m2), q, s.answer(tot)
 
 
 def t_percent(r):
     (item, items) = r.choice(ITEMS)
-    pc = r.choice([10, 20, 25, 30, 40, 50, 60, 75])
-    p = 20 * r.randint(1, 30)
-    if p * pc % 100:
+    pc = r.choice([10, 20, 25, 50])
+    p = 10 * r.randint(1, 19)
+    part = 100 // pc
+    if p % part:
         raise Reject
     s = Solution()
-    x = s.step(p, "*", pc, "{}.")
-    off = s.step(x, "/", 100, "The discount is {} dollars.")
+    off = s.step(p, "/", part, f"{pc}% of {p} is {{}} dollars.")
     price = s.step(p, "-", off, f"The {item} costs {{}} dollars.")
     q = (f"A {item} costs ${p}. It is on sale for {pc}% off. How much does the {item} cost "
          f"on sale?")
@@ -514,9 +523,17 @@ GSM_TEMPLATES = [t_change, t_half, t_times_fewer, t_reading, t_boxes, t_savings,
 
 
 def gen_gsm(r):
+    """One instance of a uniformly chosen template whose numbers all lie in [0, MAX_VALUE]: the
+    template is drawn again until they do, so the template mix stays uniform."""
     t = r.choice(GSM_TEMPLATES)
-    numbers, q, a = t(r)
-    return ("gsm", t.__name__) + tuple(numbers), q, a
+    while True:
+        try:
+            numbers, q, a = t(r)
+        except (Reject, ValueError):
+            continue
+        values = [int(v) for m in STEP.finditer(a) for v in m.groups()]
+        if max(values) <= MAX_VALUE:
+            return ("gsm", t.__name__) + tuple(numbers), q, a
 
 
 # ===--------------------------------------------------------------------=== #
