@@ -16,6 +16,12 @@ Training text: every train split under ../data/ (never test), as the model sees 
 by the smaller (left, right) pair of byte-level strings) until the vocabulary holds NUM_MERGES merges or
 no pair occurs MIN_COUNT times.
 
+The committed tokenizer.json was trained on the first version of the data (word problems with numbers up
+to 999; data/generate.py has since narrowed them to 199 and reworded three templates, which changes only
+the gsm train split). That split is kept as gsm-train-v1.jsonl.xz beside this file, so the tokenizer can
+still be rebuilt byte for byte: test/models/glm5_next/micro/tokenizer.test puts it in place of
+data/gsm/train.jsonl and passes the folder as --data.
+
 Usage: train_bpe.py [--data DIR] [--out DIR]     (defaults: ../data and .., i.e. models/glm5_next/micro)
 """
 
