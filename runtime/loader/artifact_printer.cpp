@@ -104,6 +104,9 @@ void printBinding(const ArtifactDef &def, const ExecutionPlan &plan,
     fmt::format_to(it, "cache {} '{}'", b.index(),
                    str(def.cache_layout()->caches()->Get(b.index())->name()));
     break;
+  case BindingKind::scratch:
+    fmt::format_to(it, "scratch {} per block", formatSizeExpr(b.value()));
+    break;
   }
   if (b.offset_bytes())
     fmt::format_to(it, " offset {}", formatSizeExpr(b.offset_bytes()));
