@@ -538,7 +538,9 @@ FailureOr<TargetDesc> Emitter::buildCpuTarget(ModuleOp kernels) {
 FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
                                               StringRef chip) {
   FailureOr<GpuKernelLibrary> library =
-      compileGpuKernels(kernels, chip, options.gpuToolkit);
+      compileGpuKernels(kernels, chip,
+                        chip.starts_with("gfx") ? options.rocmToolkit
+                                                : options.gpuToolkit);
   if (failed(library))
     return failure();
   TargetDesc gpu;

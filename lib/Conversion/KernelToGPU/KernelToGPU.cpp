@@ -547,13 +547,18 @@ void placeScratch(gpu::GPUFuncOp kernel) {
   // object), cast to the generic one the kernel body indexes.
   auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
                                           gpu::AddressSpace::Private);
+  Block &entry = kernel.getBody().front();
   for (memref::AllocOp alloc : allocs) {
     OpBuilder b(alloc);
     MemRefType type = alloc.getType();
     auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
                                        type.getLayout(), space);
+    // At the top of the entry block: an alloca after a loop would land
+    // outside LLVM's entry block and make the stack dynamic.
+    OpBuilder top = OpBuilder::atBlockBegin(&entry);
     auto alloca = memref::AllocaOp::create(
-        b, alloc.getLoc(), privateType, ValueRange{}, alloc.getAlignmentAttr());
+        top, alloc.getLoc(), privateType, ValueRange{},
+        alloc.getAlignmentAttr());
     auto generic = memref::MemorySpaceCastOp::create(b, alloc.getLoc(), type,
                                                      alloca.getResult());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
