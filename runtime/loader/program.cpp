@@ -76,7 +76,14 @@ StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
     result.buffers.push_back(std::move(buffer));
   }
   STRATA_ASSIGN_OR_RETURN(uint64_t scratch, scratchBytes(step, sizes));
-  if (scratch > 0) {
+  bool binds_scratch = false;
+  for (size_t d = 0; plan->dispatches() && d < plan->dispatches()->size();
+       ++d)
+    for (const Binding *binding : *plan->dispatches()->Get(d)->bindings())
+      binds_scratch |= binding->kind() == BindingKind::scratch;
+  if (binds_scratch) {
+    // Every scratch binding gets a buffer, even one of an empty region.
+    scratch = std::max<uint64_t>(scratch, 1);
     if (!scratch_ || scratch_->size() < scratch) {
       StatusOr<std::unique_ptr<Buffer>> buffer =
           device_.allocate(scratch, 0);

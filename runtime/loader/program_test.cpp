@@ -328,6 +328,19 @@ TEST(PlanScratchBytes, GridBlocksTimesBytesPerBlock) {
             0u);
 }
 
+// Tests that a step whose scratch regions are all empty still gets a
+// scratch buffer to bind (and the kernel sees an empty region).
+TEST(Program, EmptyScratchRegionIsBound) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok());
+  PlanBuffers buffers;
+  std::vector<float> out = runProbe(**program, *device, 0, buffers);
+  ASSERT_TRUE(buffers.scratch);
+  EXPECT_EQ(out[0], 0.0f);
+}
+
 // Tests the limit: a step whose scratch exceeds it fails with a clear
 // RESOURCE_EXHAUSTED status (allocateBuffers and planScratchBytes), and the
 // limit admits a step that fits.
