@@ -100,6 +100,14 @@ BindingDesc BindingDesc::intScalar(SizeExpression value) {
   b.value = std::move(value);
   return b;
 }
+BindingDesc BindingDesc::scratch(SizeExpression bytesPerBlock,
+                                 SizeExpression totalBytes) {
+  BindingDesc b;
+  b.kind = fb::BindingKind::scratch;
+  b.value = std::move(bytesPerBlock);
+  b.shape.push_back(std::move(totalBytes));
+  return b;
+}
 BindingDesc BindingDesc::floatScalar(double value) {
   BindingDesc b;
   b.kind = fb::BindingKind::float_scalar;

@@ -107,6 +107,10 @@ struct BindingDesc {
   static BindingDesc cache(uint32_t cacheId, std::vector<SizeExpression> shape);
   static BindingDesc intScalar(SizeExpression value);
   static BindingDesc floatScalar(double value);
+  /// The dispatch's part of the target's scratch buffer: `bytesPerBlock` in
+  /// value, the region `[totalBytes]` (grid blocks x bytes per block).
+  static BindingDesc scratch(SizeExpression bytesPerBlock,
+                             SizeExpression totalBytes);
 };
 
 struct DispatchDesc {

@@ -128,12 +128,19 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
        write memory the kernel allocates. Kernels of another shape (several
        loops writing arguments, loop-carried values) run on one block.
     4. Static scratch allocations up to 32 KiB in total become private
-       memory (`memref.alloca`); larger or dynamic ones stay `memref.alloc`
-       (device `malloc` on NVIDIA).
+       memory (`memref.alloca`); larger or dynamic ones become views
+       (`memref.view`) into the block's slice of a global scratch buffer,
+       a new last kernel argument `memref<?xi8>`: block
+       `x + gridDim.x * (y + gridDim.y * z)` owns bytes `[id * S, (id + 1)
+       * S)` with `S = dim(scratch, 0) / (gridDim.x * gridDim.y *
+       gridDim.z)`. Such allocations must be at kernel scope with sizes
+       that are expressions of argument extents (else an error).
 
     Each kernel gets `strata.grid`: per grid dimension x/y/z, `[-1, n]` for
     n blocks or `[a, d]` for extent d of argument a (the artifact emitter
-    turns it into a size expression of the dispatch's binding).
+    turns it into a size expression of the dispatch's binding). A kernel
+    with a scratch argument gets `strata.scratch`: its bytes per block as a
+    postfix program over constants and argument extents (KernelToGPU.h).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

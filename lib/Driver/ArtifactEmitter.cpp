@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -71,6 +72,79 @@ uint64_t unitBytes(Type type) {
   for (int64_t d : memref.getShape().drop_front())
     bytes *= d;
   return bytes;
+}
+
+/// The bytes per block of a kernel's scratch program (GpuKernelLibrary::
+/// scratch) for the extents `dispatch` binds, folding constant parts.
+FailureOr<SizeExpression> scratchBytes(ArrayRef<GpuScratchOp> program,
+                                       const DispatchDesc &dispatch) {
+  struct Entry {
+    std::optional<int64_t> constant;
+    SizeExpression expr;
+  };
+  std::vector<Entry> stack;
+  auto constant = [](int64_t c) {
+    return Entry{c, SizeExpression::constant(c)};
+  };
+  for (const GpuScratchOp &op : program) {
+    switch (op.op) {
+    case ScratchOp::Constant:
+      stack.push_back(constant(op.a));
+      continue;
+    case ScratchOp::Extent: {
+      if (op.a < 0 || static_cast<size_t>(op.a) >= dispatch.bindings.size())
+        return failure();
+      const std::vector<SizeExpression> &shape =
+          dispatch.bindings[op.a].shape;
+      if (op.b < 0 || static_cast<size_t>(op.b) >= shape.size())
+        return failure();
+      const SizeExpression &extent = shape[op.b];
+      if (extent.ops.size() == 1 &&
+          extent.ops[0].first == fb::SizeOpcode::constant)
+        stack.push_back(constant(extent.ops[0].second));
+      else
+        stack.push_back({std::nullopt, extent});
+      continue;
+    }
+    case ScratchOp::AlignUp: {
+      if (stack.empty() || op.a <= 0)
+        return failure();
+      Entry &top = stack.back();
+      if (top.constant)
+        top = constant((*top.constant + op.a - 1) / op.a * op.a);
+      else
+        top.expr = SizeExpression::alignUp(top.expr,
+                                           SizeExpression::constant(op.a));
+      continue;
+    }
+    case ScratchOp::Add:
+    case ScratchOp::Mul:
+    case ScratchOp::Max: {
+      if (stack.size() < 2)
+        return failure();
+      Entry b = std::move(stack.back());
+      stack.pop_back();
+      Entry &a = stack.back();
+      if (a.constant && b.constant) {
+        int64_t x = *a.constant, y = *b.constant;
+        a = constant(op.op == ScratchOp::Add   ? x + y
+                     : op.op == ScratchOp::Mul ? x * y
+                                               : std::max(x, y));
+      } else {
+        a.constant.reset();
+        a.expr = op.op == ScratchOp::Add   ? a.expr + b.expr
+                 : op.op == ScratchOp::Mul ? a.expr * b.expr
+                                           : SizeExpression::max(a.expr,
+                                                                 b.expr);
+      }
+      continue;
+    }
+    }
+    return failure();
+  }
+  if (stack.size() != 1)
+    return failure();
+  return stack.back().expr;
 }
 
 class Emitter {
@@ -464,7 +538,9 @@ FailureOr<TargetDesc> Emitter::buildCpuTarget(ModuleOp kernels) {
 FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
                                               StringRef chip) {
   FailureOr<GpuKernelLibrary> library =
-      compileGpuKernels(kernels, chip, options.gpuToolkit);
+      compileGpuKernels(kernels, chip,
+                        chip.starts_with("gfx") ? options.rocmToolkit
+                                                : options.gpuToolkit);
   if (failed(library))
     return failure();
   TargetDesc gpu;
@@ -499,6 +575,36 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       if (static_cast<size_t>(dim.dim) < binding.shape.size())
         launch.grid[d] = SizeExpression::max(binding.shape[dim.dim],
                                              SizeExpression::constant(1));
+    }
+  }
+  // Global scratch: each dispatch of a kernel with a scratch argument binds
+  // grid blocks x its bytes per block (for that dispatch's extents) of the
+  // runtime's scratch buffer.
+  for (PlanDesc &plan : gpu.plans) {
+    for (DispatchDesc &dispatch : plan.dispatches) {
+      const std::vector<GpuScratchOp> &program =
+          library->scratch[dispatch.kernelIndex];
+      if (program.empty())
+        continue;
+      const KernelDesc &kernel = gpu.kernels[dispatch.kernelIndex];
+      FailureOr<SizeExpression> perBlock = scratchBytes(program, dispatch);
+      if (failed(perBlock))
+        return module.emitError("the scratch size of GPU kernel '")
+               << kernel.name << "' does not evaluate for dispatch '"
+               << dispatch.label << "'";
+      const LaunchDesc &launch = *kernel.launch;
+      auto isOne = [](const SizeExpression &e) {
+        return e.ops.size() == 1 &&
+               e.ops[0] == std::make_pair(fb::SizeOpcode::constant,
+                                          int64_t{1});
+      };
+      SizeExpression total = launch.grid[0];
+      for (const SizeExpression &e : {launch.grid[1], launch.grid[2]})
+        if (!isOne(e))
+          total = total * e;
+      total = total * *perBlock;
+      dispatch.bindings.push_back(
+          BindingDesc::scratch(std::move(*perBlock), std::move(total)));
     }
   }
   return gpu;

@@ -44,8 +44,10 @@ struct ArtifactEmitOptions {
   /// Targets, one TargetDef each, in this order: cpu, sm_90, gfx942,
   /// gfx950 (each at most once).
   std::vector<std::string> targets = {"cpu"};
-  /// GPU toolkit folder (ptxas/libdevice or ROCm-like; empty: default).
+  /// CUDA toolkit folder for sm_90 (ptxas, libdevice; empty: default).
   std::string gpuToolkit;
+  /// ROCm-like toolkit folder for gfx942/gfx950 (empty: MLIR's lookup).
+  std::string rocmToolkit;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

@@ -28,6 +28,8 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -140,6 +142,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
                          options.activationType + ")";
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
+  emitOptions.rocmToolkit = options.rocmToolkit;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -220,8 +223,15 @@ int mlir::strata::compileMain(int argc, char **argv) {
       cl::init("cpu"));
   static cl::opt<std::string> gpuToolkit(
       "gpu-toolkit",
-      cl::desc("GPU toolkit folder (CUDA: bin/ptxas, nvvm/libdevice; "
-               "ROCm-like for gfx*); default /usr/local/cuda for sm_90"),
+      cl::desc("CUDA toolkit folder for sm_90 (bin/ptxas, nvvm/libdevice); "
+               "default /usr/local/cuda"),
+      cl::value_desc("dir"), cl::init(""));
+  static cl::opt<std::string> rocmToolkit(
+      "rocm-toolkit",
+      cl::desc("ROCm-like toolkit folder for gfx942/gfx950 (llvm/bin/ld.lld, "
+               "amdgcn/bitcode); default: rocm-toolkit beside the folder of "
+               "strata-compile (the build's), else MLIR's lookup "
+               "(ROCM_PATH, /opt/rocm)"),
       cl::value_desc("dir"), cl::init(""));
   static cl::opt<std::string> activationType(
       "activation-type",
@@ -250,6 +260,17 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.verifyDiagnostics = verifyDiagnostics;
   options.target = target;
   options.gpuToolkit = gpuToolkit;
+  options.rocmToolkit = rocmToolkit;
+  if (options.rocmToolkit.empty()) {
+    // build/bin/strata-compile -> build/rocm-toolkit (test/CMakeLists.txt).
+    std::string exe = llvm::sys::fs::getMainExecutable(
+        argv[0], reinterpret_cast<void *>(&mlir::strata::compileMain));
+    llvm::SmallString<256> dir(llvm::sys::path::parent_path(
+        llvm::sys::path::parent_path(exe)));
+    llvm::sys::path::append(dir, "rocm-toolkit");
+    if (llvm::sys::fs::is_directory(dir))
+      options.rocmToolkit = std::string(dir);
+  }
   options.activationType = activationType;
   // `-o model.strata` without --compile-to means the artifact.
   if (phase.getNumOccurrences() == 0 &&

@@ -40,9 +40,12 @@ struct CompileOptions {
   /// gfx942, gfx950 (the artifact gets one TargetDef each; the target
   /// phase prints one target, cpu).
   std::string target = "cpu";
-  /// GPU toolkit folder (CUDA: bin/ptxas, nvvm/libdevice; ROCm-like for
-  /// gfx*); empty: /usr/local/cuda for sm_90, MLIR's lookup for gfx*.
+  /// CUDA toolkit folder for sm_90 (bin/ptxas, nvvm/libdevice); empty:
+  /// /usr/local/cuda.
   std::string gpuToolkit;
+  /// ROCm-like toolkit folder for gfx942/gfx950 (llvm/bin/ld.lld,
+  /// amdgcn/bitcode); empty: MLIR's lookup (ROCM_PATH, /opt/rocm).
+  std::string rocmToolkit;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
   /// Check `expected-error` comments in the input instead of printing

@@ -61,25 +61,7 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
 
   // The grids, read before the binary pipeline replaces the gpu.module.
   auto gpuModule = lowered->lookupSymbol<gpu::GPUModuleOp>("strata_kernels");
-  // Scratch left in memref.alloc is device malloc, which only the NVIDIA
-  // driver provides; on AMD the code object would not load.
-  if (!nvidia && gpuModule) {
-    for (auto func : gpuModule.getOps<gpu::GPUFuncOp>()) {
-      memref::AllocOp alloc;
-      func.walk([&](memref::AllocOp op) {
-        alloc = op;
-        return WalkResult::interrupt();
-      });
-      if (alloc)
-        return module.emitError("kernel '")
-               << func.getName() << "' needs device scratch ("
-               << alloc.getType()
-               << ", more than fits private memory or of a runtime size); "
-                  "device malloc exists only on NVIDIA, so "
-               << chip << " cannot run it yet";
-    }
-  }
-  for (const KernelDesc &kernel : library.kernels) {
+  for (KernelDesc &kernel : library.kernels) {
     auto func = gpuModule ? gpuModule.lookupSymbol<gpu::GPUFuncOp>(kernel.name)
                           : nullptr;
     auto grid =
@@ -95,6 +77,25 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         dims[d] = {entry[0], entry[1], 1};
     }
     library.grids.push_back(dims);
+    // Global scratch: the trailing `memref<?xi8>` argument the pass added.
+    std::vector<GpuScratchOp> scratch;
+    if (auto program = func->getAttrOfType<ArrayAttr>(kGpuScratchAttrName)) {
+      if (func.getNumArguments() != kernel.args.size() + 1)
+        return module.emitError("GPU kernel '")
+               << kernel.name << "' has scratch but no scratch argument";
+      for (Attribute entry : program) {
+        ArrayRef<int64_t> v = cast<DenseI64ArrayAttr>(entry).asArrayRef();
+        scratch.push_back({static_cast<ScratchOp>(v[0]),
+                           v.size() > 1 ? v[1] : 0, v.size() > 2 ? v[2] : 0});
+      }
+      KernelArgDesc arg;
+      arg.name = "scratch";
+      arg.kind = fb::ArgKind::buffer;
+      arg.dtype = fb::DType::u8;
+      arg.staticShape = {-1};
+      kernel.args.push_back(std::move(arg));
+    }
+    library.scratch.push_back(std::move(scratch));
   }
 
   // Subviews and affine index math inside the kernels, then the chip's

@@ -6,7 +6,8 @@
 // compileGpuKernels turns the kernel functions of a kernel-phase module (the
 // same functions the CPU target compiles) into one device binary for a GPU
 // chip: convert-kernels-to-gpu (one gpu.func per kernel, row loop over the
-// grid), then the chip's binary pipeline (TargetInfo::buildBinaryPipeline:
+// grid, large or dynamic scratch in a global scratch argument), then the
+// chip's binary pipeline (TargetInfo::buildBinaryPipeline:
 // NVVM + ptxas → cubin, ROCDL + lld → hsaco). docs/GPULowering.md "Whole
 // model on the GPU".
 //
@@ -23,6 +24,7 @@
 #include "mlir/Support/LLVM.h"
 
 #include "lib/Artifact/ArtifactWriter.h"
+#include "lib/Conversion/KernelToGPU/KernelToGPU.h"
 
 namespace mlir::strata {
 
@@ -34,6 +36,14 @@ struct GpuGridDim {
   int64_t blocks = 1;
 };
 
+/// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):
+/// `op` with up to two operands.
+struct GpuScratchOp {
+  ScratchOp op = ScratchOp::Constant;
+  int64_t a = 0;
+  int64_t b = 0;
+};
+
 struct GpuKernelLibrary {
   fb::TargetKind kind = fb::TargetKind::sm_90;
   std::string chip;
@@ -43,6 +53,10 @@ struct GpuKernelLibrary {
   std::vector<KernelDesc> kernels;
   /// Per kernel: the grid in terms of its arguments.
   std::vector<std::array<GpuGridDim, 3>> grids;
+  /// Per kernel: its bytes per block of global scratch as a postfix program
+  /// over its arguments' extents; empty when it has no scratch argument
+  /// (then kernels[k].args has no trailing `scratch` argument).
+  std::vector<std::vector<GpuScratchOp>> scratch;
 };
 
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,

@@ -6,7 +6,9 @@
 
 #include "runtime/loader/artifact_printer.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include <fmt/ranges.h>
 
@@ -103,6 +105,9 @@ void printBinding(const ArtifactDef &def, const ExecutionPlan &plan,
   case BindingKind::cache:
     fmt::format_to(it, "cache {} '{}'", b.index(),
                    str(def.cache_layout()->caches()->Get(b.index())->name()));
+    break;
+  case BindingKind::scratch:
+    fmt::format_to(it, "scratch {} per block", formatSizeExpr(b.value()));
     break;
   }
   if (b.offset_bytes())
@@ -258,16 +263,54 @@ std::string printArtifact(const Artifact &artifact) {
   return out;
 }
 
+StatusOr<std::string_view> targetBinary(const Artifact &artifact,
+                                        std::string_view target) {
+  const ArtifactDef &def = artifact.def();
+  std::vector<std::string> names;
+  for (size_t t = 0; def.targets() && t < def.targets()->size(); ++t) {
+    const TargetDef *candidate = def.targets()->Get(t);
+    std::string name = EnumNameTargetKind(candidate->target());
+    if (name == target) {
+      if (!candidate->binaries() || candidate->binaries()->size() == 0)
+        return notFound("target '{}' has no binary", target);
+      const auto *data = candidate->binaries()->Get(0)->data();
+      return std::string_view(reinterpret_cast<const char *>(data->data()),
+                              data->size());
+    }
+    names.push_back(std::move(name));
+  }
+  return notFound("artifact has no target '{}' (it has: {})", target,
+                  fmt::join(names, ", "));
+}
+
 int runDumpTool(int argc, char **argv) {
-  if (argc != 2 || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: strata-dump <artifact.strata>\n");
+  bool extract = argc == 5 && std::string_view(argv[2]) == "--binary";
+  if ((argc != 2 && !extract) || argv[1][0] == '-') {
+    std::fprintf(stderr, "usage: strata-dump <artifact.strata>\n"
+                         "       strata-dump <artifact.strata> --binary "
+                         "<target> <out-file>\n");
     return 1;
   }
-  auto artifact = Artifact::fromFile(argv[1]);
-  if (!artifact.ok()) {
+  auto fail = [](const Status &status) {
     std::fprintf(stderr, "error: %s\n",
-                 std::string(artifact.status().message()).c_str());
+                 std::string(status.message()).c_str());
     return 1;
+  };
+  auto artifact = Artifact::fromFile(argv[1]);
+  if (!artifact.ok())
+    return fail(artifact.status());
+  if (extract) {
+    StatusOr<std::string_view> binary = targetBinary(**artifact, argv[3]);
+    if (!binary.ok())
+      return fail(binary.status());
+    std::FILE *out = std::fopen(argv[4], "wb");
+    if (!out)
+      return fail(unavailable("{}: cannot open for writing: {}", argv[4],
+                              std::strerror(errno)));
+    size_t written = std::fwrite(binary->data(), 1, binary->size(), out);
+    if (std::fclose(out) != 0 || written != binary->size())
+      return fail(unavailable("{}: write failed", argv[4]));
+    return 0;
   }
   std::string text = printArtifact(**artifact);
   std::fwrite(text.data(), 1, text.size(), stdout);

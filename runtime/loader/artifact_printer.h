@@ -12,6 +12,7 @@
 #define STRATA_RUNTIME_LOADER_ARTIFACT_PRINTER_H
 
 #include <string>
+#include <string_view>
 
 #include "runtime/loader/artifact.h"
 
@@ -20,9 +21,17 @@ namespace strata::runtime {
 /// The text form of `artifact`, ending in a newline.
 std::string printArtifact(const Artifact &artifact);
 
+/// The bytes of binary 0 of `artifact`'s target named `target` (`cpu`,
+/// `gfx942`, `gfx950`, `sm_90`); NOT_FOUND naming the targets it has.
+StatusOr<std::string_view> targetBinary(const Artifact &artifact,
+                                        std::string_view target);
+
 /// strata-dump: `strata-dump <file.strata>` prints the artifact to stdout and
-/// returns 0; on a usage error or an invalid file prints "error: <message>"
-/// to stderr and returns 1.
+/// returns 0; `strata-dump <file.strata> --binary <target> <out-file>`
+/// writes that target's kernel binary (a .so, hsaco or cubin, for
+/// llvm-objdump and llvm-readobj) to out-file. On a usage error, an invalid
+/// file, an unknown target or a failed write it prints "error: <message>"
+/// (or the usage) to stderr and returns 1.
 int runDumpTool(int argc, char **argv);
 
 } // namespace strata::runtime

@@ -386,6 +386,18 @@ Status validateBinding(const ArtifactDef &def, const ExecutionPlan &plan,
     return invalidArgument("{}: {} binding for buffer argument '{}'", where,
                            EnumNameBindingKind(binding.kind()),
                            str(arg.name()));
+  if (binding.kind() == BindingKind::scratch) {
+    if (arg.rank() != 1 || dtypeBytes(arg.dtype()) != 1)
+      return invalidArgument("{}: scratch binding for argument '{}' ({} of "
+                             "rank {}); expected a rank-1 buffer of bytes",
+                             where, str(arg.name()), EnumNameDType(arg.dtype()),
+                             arg.rank());
+    if (binding.index() != 0 || binding.offset_bytes())
+      return invalidArgument("{}: scratch binding with an index or offset",
+                             where);
+    STRATA_RETURN_IF_ERROR(
+        validateSizeExpr(binding.value(), where + ": value"));
+  }
   size_t limit = 0;
   const char *what = "";
   switch (binding.kind()) {
@@ -404,7 +416,7 @@ Status validateBinding(const ArtifactDef &def, const ExecutionPlan &plan,
   default:
     break;
   }
-  if (binding.index() >= limit)
+  if (binding.kind() != BindingKind::scratch && binding.index() >= limit)
     return invalidArgument("{}: {} {} out of range ({} entries)", where, what,
                            binding.index(), limit);
   if (binding.kind() == BindingKind::weight) {

@@ -6,6 +6,7 @@
 
 #include "runtime/loader/program.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace strata::runtime {
@@ -65,9 +66,8 @@ StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
   STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
                           Artifact::plan(*target_, step));
   PlanBuffers result;
-  if (!plan->buffers())
-    return result;
-  for (const BufferDef *def : *plan->buffers()) {
+  for (size_t b = 0; plan->buffers() && b < plan->buffers()->size(); ++b) {
+    const BufferDef *def = plan->buffers()->Get(b);
     StatusOr<uint64_t> size = evaluateSizeExpr(def->size_bytes(), sizes);
     if (!size.ok())
       return size.status().withContext(
@@ -75,7 +75,111 @@ StatusOr<PlanBuffers> Program::allocateBuffers(StepKind step,
     STRATA_ASSIGN_OR_RETURN(auto buffer, device_.allocate(*size, 0));
     result.buffers.push_back(std::move(buffer));
   }
+  STRATA_ASSIGN_OR_RETURN(uint64_t scratch, scratchBytes(step, sizes));
+  bool binds_scratch = false;
+  for (size_t d = 0; plan->dispatches() && d < plan->dispatches()->size();
+       ++d)
+    for (const Binding *binding : *plan->dispatches()->Get(d)->bindings())
+      binds_scratch |= binding->kind() == BindingKind::scratch;
+  if (binds_scratch) {
+    // Every scratch binding gets a buffer, even one of an empty region.
+    scratch = std::max<uint64_t>(scratch, 1);
+    if (!scratch_ || scratch_->size() < scratch) {
+      StatusOr<std::unique_ptr<Buffer>> buffer =
+          device_.allocate(scratch, 0);
+      if (!buffer.ok())
+        return buffer.status().withContext(fmt::format(
+            "plan '{}': scratch buffer of {} bytes", EnumNameStepKind(step),
+            scratch));
+      scratch_ = std::move(buffer).value();
+    }
+    result.scratch = scratch_;
+  }
   return result;
+}
+
+namespace {
+
+/// Blocks of `kernel`'s launch for `sizes` (1 without launch info).
+StatusOr<uint64_t> gridBlocks(const Kernel &kernel, const RuntimeSizes &sizes,
+                              uint64_t grid[3]) {
+  grid[0] = grid[1] = grid[2] = 1;
+  if (const LaunchInfo *launch = kernel.launch()) {
+    for (int i = 0; i < 3; ++i) {
+      STRATA_ASSIGN_OR_RETURN(grid[i],
+                              evaluateSizeExpr(launch->grid()->Get(i), sizes));
+    }
+  }
+  uint64_t blocks = grid[0];
+  for (int i = 1; i < 3; ++i)
+    if (__builtin_mul_overflow(blocks, grid[i], &blocks))
+      return outOfRange("grid {} x {} x {} overflows", grid[0], grid[1],
+                        grid[2]);
+  return blocks;
+}
+
+/// The region of a scratch binding for `sizes`: blocks x bytes per block,
+/// which must equal the binding's extent.
+StatusOr<uint64_t> scratchRegion(const Binding &binding, uint64_t blocks,
+                                 const RuntimeSizes &sizes) {
+  STRATA_ASSIGN_OR_RETURN(uint64_t per_block,
+                          evaluateSizeExpr(binding.value(), sizes));
+  STRATA_ASSIGN_OR_RETURN(uint64_t extent,
+                          evaluateSizeExpr(binding.shape()->Get(0), sizes));
+  uint64_t total = 0;
+  if (__builtin_mul_overflow(blocks, per_block, &total))
+    return outOfRange("scratch of {} blocks x {} bytes overflows", blocks,
+                      per_block);
+  if (total != extent)
+    return invalidArgument("scratch region is {} bytes, the grid's {} blocks "
+                           "x {} bytes per block are {}",
+                           extent, blocks, per_block, total);
+  return total;
+}
+
+} // namespace
+
+StatusOr<uint64_t> planScratchBytes(const TargetDef &target,
+                                    const ExecutionPlan &plan,
+                                    const RuntimeSizes &sizes,
+                                    uint64_t limit) {
+  uint64_t need = 0;
+  if (!plan.dispatches())
+    return need;
+  for (size_t d = 0; d < plan.dispatches()->size(); ++d) {
+    const Dispatch *dispatch = plan.dispatches()->Get(d);
+    const Kernel *kernel = target.kernels()->Get(dispatch->kernel_index());
+    for (const Binding *binding : *dispatch->bindings()) {
+      if (binding->kind() != BindingKind::scratch)
+        continue;
+      std::string where =
+          fmt::format("plan '{}' dispatch {} ('{}')",
+                      EnumNameStepKind(plan.step()), d, kernel->name()->str());
+      uint64_t grid[3];
+      StatusOr<uint64_t> blocks = gridBlocks(*kernel, sizes, grid);
+      if (!blocks.ok())
+        return blocks.status().withContext(where);
+      StatusOr<uint64_t> bytes = scratchRegion(*binding, *blocks, sizes);
+      if (!bytes.ok())
+        return bytes.status().withContext(where);
+      if (*bytes > limit)
+        return resourceExhausted(
+            "{}: scratch of {} blocks x {} bytes = {} bytes exceeds the "
+            "scratch limit of {} bytes (a step with fewer requests or tokens "
+            "needs less)",
+            where, *blocks, *bytes / std::max<uint64_t>(*blocks, 1), *bytes,
+            limit);
+      need = std::max(need, *bytes);
+    }
+  }
+  return need;
+}
+
+StatusOr<uint64_t> Program::scratchBytes(StepKind step,
+                                         const RuntimeSizes &sizes) const {
+  STRATA_ASSIGN_OR_RETURN(const ExecutionPlan *plan,
+                          Artifact::plan(*target_, step));
+  return planScratchBytes(*target_, *plan, sizes, scratch_limit_);
 }
 
 Status Program::run(StepKind step, const RuntimeSizes &sizes,
@@ -106,6 +210,10 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
     std::string where =
         fmt::format("plan '{}' dispatch {} ('{}')", EnumNameStepKind(step), d,
                     kernel->name()->str());
+    uint64_t grid[3];
+    StatusOr<uint64_t> blocks = gridBlocks(*kernel, sizes, grid);
+    if (!blocks.ok())
+      return blocks.status().withContext(where);
     std::vector<DispatchArg> args(dispatch->bindings()->size());
     for (size_t a = 0; a < args.size(); ++a) {
       const Binding *binding = dispatch->bindings()->Get(a);
@@ -156,6 +264,17 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
           return failedPrecondition("{}: cache {} is not allocated", where,
                                     binding->index());
         break;
+      case BindingKind::scratch: {
+        out.buffer = buffers.scratch.get();
+        if (!out.buffer)
+          return failedPrecondition("{}: no scratch buffer (the buffers were "
+                                    "not allocated by allocateBuffers)",
+                                    where);
+        StatusOr<uint64_t> region = scratchRegion(*binding, *blocks, sizes);
+        if (!region.ok())
+          return region.status().withContext(where);
+        break;
+      }
       }
       if (binding->offset_bytes()) {
         StatusOr<uint64_t> offset =
@@ -177,16 +296,6 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
                                  where, arg->name()->str(), i, *extent,
                                  expected);
         out.shape.push_back(static_cast<int64_t>(*extent));
-      }
-    }
-    uint64_t grid[3] = {1, 1, 1};
-    if (const LaunchInfo *launch = kernel->launch()) {
-      for (int i = 0; i < 3; ++i) {
-        StatusOr<uint64_t> blocks =
-            evaluateSizeExpr(launch->grid()->Get(i), sizes);
-        if (!blocks.ok())
-          return blocks.status().withContext(where);
-        grid[i] = *blocks;
       }
     }
     auto [executable, index] = kernel_slots_[dispatch->kernel_index()];

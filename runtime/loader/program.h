@@ -5,7 +5,8 @@
 // resolved entry point. Program::run executes one step's ExecutionPlan:
 // evaluates the size expressions for the step's RuntimeSizes, and dispatches
 // each kernel with its bindings resolved to weight buffers (by manifest
-// index), plan buffers (by buffer id) and cache buffers (by cache id).
+// index), plan buffers (by buffer id), cache buffers (by cache id) and the
+// program's scratch buffer (GPU kernels' scratch, sized per step).
 //
 // Ownership: a Program borrows the Artifact and the Device (both must outlive
 // it) and owns its Executables. PlanBuffers are owned by the caller.
@@ -40,7 +41,15 @@ struct PlanResources {
 struct PlanBuffers {
   /// By buffer id.
   std::vector<std::unique_ptr<Buffer>> buffers;
+  /// The program's scratch buffer, what `scratch` bindings get; null when
+  /// the plan has none. Shared: when a later step grows the program's
+  /// scratch buffer, buffers allocated before (and graphs captured with
+  /// them) keep the one they were given.
+  std::shared_ptr<Buffer> scratch;
 };
+
+/// Default Program::scratchLimit: 8 GiB.
+inline constexpr uint64_t kDefaultScratchLimit = uint64_t(8) << 30;
 
 /// What Program::run reports for one dispatch when it is observed.
 struct DispatchTiming {
@@ -61,6 +70,17 @@ struct DispatchTiming {
 /// Called by Program::run after each observed dispatch has finished.
 using DispatchObserver = std::function<void(const DispatchTiming &)>;
 
+/// Bytes of scratch `plan` (of `target`) needs for `sizes`: the largest
+/// region of its `scratch` bindings, each grid blocks (the product of the
+/// kernel's launch.grid; 1 without launch info) x bytes per block (the
+/// binding's value); 0 without scratch bindings. RESOURCE_EXHAUSTED when a
+/// dispatch needs more than `limit` bytes, INVALID_ARGUMENT when a
+/// binding's extent is not blocks x bytes per block; messages name the
+/// dispatch.
+StatusOr<uint64_t> planScratchBytes(const artifact::TargetDef &target,
+                                    const artifact::ExecutionPlan &plan,
+                                    const RuntimeSizes &sizes, uint64_t limit);
+
 class Program {
 public:
   /// Loads target `kind` of `artifact` onto `device`. Fails with NOT_FOUND if
@@ -71,9 +91,22 @@ public:
   /// The loaded target.
   const artifact::TargetDef &target() const { return *target_; }
 
-  /// Allocates the buffers of `step`'s plan for `sizes` (zeroed).
+  /// Allocates the buffers of `step`'s plan for `sizes` (zeroed). When the
+  /// plan has `scratch` bindings, the program's scratch buffer is allocated
+  /// on first need and replaced by a larger one when this step needs more
+  /// (scratchBytes); PlanBuffers::scratch holds it.
   StatusOr<PlanBuffers> allocateBuffers(artifact::StepKind step,
                                         const RuntimeSizes &sizes);
+
+  /// Bytes of scratch `step`'s plan needs for `sizes` (planScratchBytes
+  /// with scratchLimit()).
+  StatusOr<uint64_t> scratchBytes(artifact::StepKind step,
+                                  const RuntimeSizes &sizes) const;
+  /// The most scratch one step may use (default kDefaultScratchLimit).
+  uint64_t scratchLimit() const { return scratch_limit_; }
+  void setScratchLimit(uint64_t bytes) { scratch_limit_ = bytes; }
+  /// Bytes of the program's current scratch buffer (0 before any).
+  uint64_t scratchCapacity() const { return scratch_ ? scratch_->size() : 0; }
 
   /// Runs `step`'s plan. `buffers` comes from allocateBuffers with the same
   /// sizes (inputs written by the caller); `resources` provides weights and
@@ -104,6 +137,9 @@ private:
   std::vector<std::unique_ptr<Executable>> executables_;
   /// Per kernel index: (executable, index inside it).
   std::vector<std::pair<size_t, size_t>> kernel_slots_;
+  /// The scratch buffer `scratch` bindings get (grown, never shrunk).
+  std::shared_ptr<Buffer> scratch_;
+  uint64_t scratch_limit_ = kDefaultScratchLimit;
 };
 
 } // namespace strata::runtime

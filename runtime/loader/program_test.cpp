@@ -233,5 +233,179 @@ TEST(Program, CpuDeviceRefusesGpuBinaries) {
             "shared objects only");
 }
 
+std::unique_ptr<Artifact> scratchArtifact(bool mismatch = false) {
+  testing::TestArtifactKnobs knobs;
+  knobs.binary = testing::readTestKernelLibrary();
+  knobs.scratch = true;
+  knobs.gpu_target = true;
+  knobs.scratch_extent_mismatch = mismatch;
+  auto artifact = Artifact::fromBytes(testing::buildTestArtifact(knobs));
+  EXPECT_TRUE(artifact.ok()) << artifact.status().toString();
+  return std::move(artifact).value();
+}
+
+// Runs the scratch plan for `tokens` tokens; returns out = [region bytes,
+// sum of the region's bytes] as the kernel saw them.
+std::vector<float> runProbe(Program &program, Device &device, uint64_t tokens,
+                            PlanBuffers &buffers) {
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = tokens;
+  auto allocated = program.allocateBuffers(StepKind::decode, sizes);
+  EXPECT_TRUE(allocated.ok()) << allocated.status().toString();
+  buffers = std::move(allocated).value();
+  Status status = program.run(StepKind::decode, sizes, buffers, {});
+  EXPECT_TRUE(status.ok()) << status.toString();
+  std::vector<float> out(2);
+  EXPECT_TRUE(device.copyFromDevice(*buffers.buffers[0], 0, out.data(), 8).ok());
+  return out;
+}
+
+double probeSum(uint64_t n) {
+  double sum = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    sum += static_cast<double>(i % 251);
+  return sum;
+}
+
+// Tests the scratch buffer on the CPU: sized for the step (num_tokens x 16
+// bytes, one block), bound whole to the kernel (which writes and reads every
+// byte), kept for a smaller step, replaced by a larger one for a larger step
+// while buffers allocated before keep the old one.
+TEST(Program, ScratchBindingSizedPerStep) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok()) << program.status().toString();
+  Program &p = **program;
+  EXPECT_EQ(p.scratchCapacity(), 0u);
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 5;
+  EXPECT_EQ(*p.scratchBytes(StepKind::decode, sizes), 80u);
+  EXPECT_EQ(*p.scratchBytes(StepKind::prefill, sizes), 0u);
+
+  PlanBuffers five, three, ten;
+  std::vector<float> out = runProbe(p, *device, 5, five);
+  EXPECT_EQ(out[0], 80.0f);
+  EXPECT_EQ(out[1], static_cast<float>(probeSum(80)));
+  ASSERT_TRUE(five.scratch);
+  EXPECT_EQ(five.scratch->size(), 80u);
+  EXPECT_EQ(p.scratchCapacity(), 80u);
+
+  out = runProbe(p, *device, 3, three);
+  EXPECT_EQ(out[0], 48.0f);
+  EXPECT_EQ(three.scratch.get(), five.scratch.get());
+
+  out = runProbe(p, *device, 10, ten);
+  EXPECT_EQ(out[0], 160.0f);
+  EXPECT_EQ(out[1], static_cast<float>(probeSum(160)));
+  EXPECT_EQ(p.scratchCapacity(), 160u);
+  EXPECT_NE(ten.scratch.get(), five.scratch.get());
+  EXPECT_EQ(five.scratch->size(), 80u);
+
+  // The prefill plan has no scratch binding: no scratch buffer.
+  auto prefill = p.allocateBuffers(StepKind::prefill, sizes);
+  ASSERT_TRUE(prefill.ok());
+  EXPECT_FALSE(prefill->scratch);
+}
+
+// Tests the sizing on a GPU plan from the plan's facts alone: grid
+// [num_requests, 2, 1] blocks x num_tokens x 16 bytes per block.
+TEST(PlanScratchBytes, GridBlocksTimesBytesPerBlock) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact();
+  auto target = artifact->target(TargetKind::gfx942);
+  ASSERT_TRUE(target.ok());
+  auto plan = Artifact::plan(**target, StepKind::decode);
+  ASSERT_TRUE(plan.ok());
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_requests] = 3;
+  sizes[SizeSymbol::num_tokens] = 4;
+  auto bytes = planScratchBytes(**target, **plan, sizes, kDefaultScratchLimit);
+  ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
+  EXPECT_EQ(*bytes, 3u * 2u * 4u * 16u);
+  // No requests: a grid of 0 blocks needs nothing.
+  sizes[SizeSymbol::num_requests] = 0;
+  EXPECT_EQ(*planScratchBytes(**target, **plan, sizes, kDefaultScratchLimit),
+            0u);
+}
+
+// Tests that a step whose scratch regions are all empty still gets a
+// scratch buffer to bind (and the kernel sees an empty region).
+TEST(Program, EmptyScratchRegionIsBound) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact();
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok());
+  PlanBuffers buffers;
+  std::vector<float> out = runProbe(**program, *device, 0, buffers);
+  ASSERT_TRUE(buffers.scratch);
+  EXPECT_EQ(out[0], 0.0f);
+}
+
+// Tests the limit: a step whose scratch exceeds it fails with a clear
+// RESOURCE_EXHAUSTED status (allocateBuffers and planScratchBytes), and the
+// limit admits a step that fits.
+TEST(PlanScratchBytes, LimitExceeded) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact();
+  auto target = artifact->target(TargetKind::gfx942);
+  ASSERT_TRUE(target.ok());
+  auto plan = Artifact::plan(**target, StepKind::decode);
+  ASSERT_TRUE(plan.ok());
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_requests] = 1000;
+  sizes[SizeSymbol::num_tokens] = 1000;
+  auto bytes = planScratchBytes(**target, **plan, sizes, 1u << 20);
+  EXPECT_EQ(bytes.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(bytes.status().message(),
+            "plan 'decode' dispatch 0 ('scratch_probe'): scratch of 2000 "
+            "blocks x 16000 bytes = 32000000 bytes exceeds the scratch limit "
+            "of 1048576 bytes (a step with fewer requests or tokens needs "
+            "less)");
+  sizes[SizeSymbol::num_tokens] = 32;
+  EXPECT_EQ(*planScratchBytes(**target, **plan, sizes, 1u << 20),
+            2000u * 32u * 16u);
+
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok());
+  (*program)->setScratchLimit(64);
+  sizes[SizeSymbol::num_tokens] = 5;
+  auto buffers = (*program)->allocateBuffers(StepKind::decode, sizes);
+  EXPECT_EQ(buffers.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(buffers.status().message(),
+            "plan 'decode' dispatch 0 ('scratch_probe'): scratch of 1 blocks "
+            "x 80 bytes = 80 bytes exceeds the scratch limit of 64 bytes (a "
+            "step with fewer requests or tokens needs less)");
+  EXPECT_EQ((*program)->scratchCapacity(), 0u);
+}
+
+// Tests that a scratch binding whose extent is not blocks x bytes per block
+// is refused (sizing and dispatch), and that running without a scratch
+// buffer is an error, not a crash.
+TEST(Program, ScratchBindingChecks) {
+  std::unique_ptr<Artifact> artifact = scratchArtifact(/*mismatch=*/true);
+  auto device = createCpuDevice();
+  auto program = Program::load(*artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok());
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 5;
+  auto bytes = (*program)->scratchBytes(StepKind::decode, sizes);
+  EXPECT_EQ(bytes.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bytes.status().message(),
+            "plan 'decode' dispatch 0 ('scratch_probe'): scratch region is 81 "
+            "bytes, the grid's 1 blocks x 80 bytes per block are 80");
+
+  std::unique_ptr<Artifact> good = scratchArtifact();
+  auto program2 = Program::load(*good, TargetKind::cpu, *device);
+  ASSERT_TRUE(program2.ok());
+  auto buffers = (*program2)->allocateBuffers(StepKind::decode, sizes);
+  ASSERT_TRUE(buffers.ok());
+  buffers->scratch.reset();
+  Status status = (*program2)->run(StepKind::decode, sizes, *buffers, {});
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(),
+            "plan 'decode' dispatch 0 ('scratch_probe'): no scratch buffer "
+            "(the buffers were not allocated by allocateBuffers)");
+}
+
 } // namespace
 } // namespace strata::runtime

@@ -29,6 +29,10 @@ fb::SizeOp tokens() {
   return fb::SizeOp(static_cast<uint8_t>(fb::SizeOpcode::symbol),
                     static_cast<int64_t>(fb::SizeSymbol::num_tokens));
 }
+fb::SizeOp requests() {
+  return fb::SizeOp(static_cast<uint8_t>(fb::SizeOpcode::symbol),
+                    static_cast<int64_t>(fb::SizeSymbol::num_requests));
+}
 fb::SizeOp op(fb::SizeOpcode opcode) {
   return fb::SizeOp(static_cast<uint8_t>(opcode), 0);
 }
@@ -63,6 +67,40 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   std::vector<Offset<fb::Kernel>> kernels = {fb::CreateKernelDirect(
       b, "scale", fb::TargetKind::cpu, k.kernel_chip.c_str(), k.binary_index,
       "strata_test_scale", fb::KernelAbi::packed_memref_descriptor, &args)};
+  // Kernel scratch_probe(scratch: memref<?xu8>, out: memref<?xf32>).
+  std::vector<Offset<fb::KernelArg>> probe_args = {
+      fb::CreateKernelArgDirect(b, "scratch", fb::ArgKind::buffer,
+                                fb::DType::u8, 1, &dynamic),
+      fb::CreateKernelArgDirect(b, "out", fb::ArgKind::buffer, fb::DType::f32,
+                                1, &dynamic)};
+  if (k.scratch)
+    kernels.push_back(fb::CreateKernelDirect(
+        b, "scratch_probe", fb::TargetKind::cpu, k.kernel_chip.c_str(), 0,
+        "strata_test_scratch_probe", fb::KernelAbi::packed_memref_descriptor,
+        &probe_args));
+  // Decode plan: scratch_probe with num_tokens * 16 bytes per block.
+  auto scratchPlan = [&](std::vector<fb::SizeOp> blocks) {
+    std::vector<fb::SizeOp> per_block = {tokens(), constant(16),
+                                         op(fb::SizeOpcode::mul)};
+    std::vector<fb::SizeOp> total = per_block;
+    total.insert(total.end(), blocks.begin(), blocks.end());
+    total.push_back(op(fb::SizeOpcode::mul));
+    if (k.scratch_extent_mismatch) {
+      total.push_back(constant(1));
+      total.push_back(op(fb::SizeOpcode::add));
+    }
+    std::vector<Offset<fb::SizeExpr>> shape = {expr(b, total)};
+    std::vector<Offset<fb::Binding>> bindings = {
+        fb::CreateBindingDirect(b, fb::BindingKind::scratch, 0, 0, &shape,
+                                expr(b, per_block)),
+        bufferBinding(b, fb::BindingKind::buffer, 0, 0, {constant(2)})};
+    std::vector<Offset<fb::BufferDef>> out = {fb::CreateBufferDefDirect(
+        b, "out", fb::BufferKind::output, expr(b, {constant(8)}))};
+    std::vector<Offset<fb::Dispatch>> probe = {
+        fb::CreateDispatchDirect(b, 1, &bindings, "probe")};
+    return fb::CreateExecutionPlanDirect(b, fb::StepKind::decode, &out,
+                                         &probe);
+  };
   b.ForceVectorAlignment(k.binary.size(), 1, 16);
   std::vector<Offset<fb::KernelBinary>> binaries = {fb::CreateKernelBinary(
       b, fb::BinaryFormat::elf_so, b.CreateVector(k.binary))};
@@ -97,6 +135,8 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
       b, fb::StepKind::prefill, &buffers, &dispatches)};
   if (k.duplicate_step)
     plans.push_back(fb::CreateExecutionPlanDirect(b, fb::StepKind::prefill));
+  if (k.scratch)
+    plans.push_back(scratchPlan({constant(1)}));
   std::vector<Offset<fb::TargetDef>> targets = {fb::CreateTargetDefDirect(
       b, static_cast<fb::TargetKind>(k.target_kind), "x86-64-v2", &binaries,
       &kernels, &plans)};
@@ -111,13 +151,26 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
     std::vector<Offset<fb::Kernel>> gpu_kernels = {fb::CreateKernelDirect(
         b, "scale", fb::TargetKind::gfx942, "gfx942", 0, "scale",
         fb::KernelAbi::gpu_memref_descriptor, &args, launch)};
+    std::vector<Offset<fb::ExecutionPlan>> gpu_plans;
+    if (k.scratch) {
+      std::vector<uint32_t> one = {1, 1, 1};
+      std::vector<Offset<fb::SizeExpr>> probe_grid = {
+          expr(b, {requests()}), expr(b, {constant(2)}),
+          expr(b, {constant(1)})};
+      gpu_kernels.push_back(fb::CreateKernelDirect(
+          b, "scratch_probe", fb::TargetKind::gfx942, "gfx942", 0,
+          "scratch_probe", fb::KernelAbi::gpu_memref_descriptor, &probe_args,
+          fb::CreateLaunchInfoDirect(b, &one, &probe_grid, 0)));
+      gpu_plans.push_back(scratchPlan(
+          {requests(), constant(2), op(fb::SizeOpcode::mul)}));
+    }
     std::vector<uint8_t> code = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x40};
     std::vector<Offset<fb::KernelBinary>> gpu_binaries = {
         fb::CreateKernelBinary(b, fb::BinaryFormat::hsaco,
                                b.CreateVector(code))};
     targets.push_back(fb::CreateTargetDefDirect(b, fb::TargetKind::gfx942,
                                                 "gfx942", &gpu_binaries,
-                                                &gpu_kernels));
+                                                &gpu_kernels, &gpu_plans));
   }
 
   std::vector<fb::LayerKind> layer_kinds(k.layer_kind_count,

@@ -5,7 +5,8 @@
 // time, so each validation check has a test. The artifact has one cpu target
 // with one kernel `scale(in: memref<?xf32>, out: memref<?xf32>, alpha: f32)`
 // (testdata/test_kernels.c of runtime/device/cpu), a prefill plan of two
-// dispatches (buffer -> buffer, weight -> cache) and a one-layer KDA model.
+// dispatches (buffer -> buffer, weight -> cache) and a one-layer KDA model;
+// optionally a scratch kernel and plan (TestArtifactKnobs::scratch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +62,15 @@ struct TestArtifactKnobs {
   bool gpu_target = false;
   /// Leaves out the gfx942 kernel's launch info.
   bool gpu_without_launch = false;
+  /// Adds a kernel `scratch_probe(scratch: memref<?xu8>, out: memref<?xf32>)`
+  /// (kernel 1) and a decode plan dispatching it with a scratch binding of
+  /// num_tokens x 16 bytes per block and an 8-byte output `out`; with
+  /// gpu_target, the gfx942 target gets the same kernel (grid [num_requests,
+  /// 2, 1]) and plan.
+  bool scratch = false;
+  /// The scratch binding's extent is one byte more than blocks x bytes per
+  /// block.
+  bool scratch_extent_mismatch = false;
 };
 
 /// Builds the artifact's bytes with a correct checksum.

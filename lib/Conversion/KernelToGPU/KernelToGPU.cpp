@@ -4,9 +4,11 @@
 //
 // Turns every outlined llm.kernel function (convert-llm-to-kernel: scf loops
 // over memrefs) into a gpu.func of one thread per block whose outermost
-// parallel loop is spread over the grid (a grid-stride loop). Correctness
-// first: one thread per block leaves most of the GPU idle; the matrix ops
-// have their own tiled kernels (convert-llm-to-gpu). See Passes.td.
+// parallel loop is spread over the grid (a grid-stride loop); scratch goes
+// to private memory or to the block's slice of a global scratch argument.
+// Correctness first: one thread per block leaves most of the GPU idle; the
+// matrix ops have their own tiled kernels (convert-llm-to-gpu). See
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -545,13 +547,18 @@ void placeScratch(gpu::GPUFuncOp kernel) {
   // object), cast to the generic one the kernel body indexes.
   auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
                                           gpu::AddressSpace::Private);
+  Block &entry = kernel.getBody().front();
   for (memref::AllocOp alloc : allocs) {
     OpBuilder b(alloc);
     MemRefType type = alloc.getType();
     auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
                                        type.getLayout(), space);
+    // At the top of the entry block: an alloca after a loop would land
+    // outside LLVM's entry block and make the stack dynamic.
+    OpBuilder top = OpBuilder::atBlockBegin(&entry);
     auto alloca = memref::AllocaOp::create(
-        b, alloc.getLoc(), privateType, ValueRange{}, alloc.getAlignmentAttr());
+        top, alloc.getLoc(), privateType, ValueRange{},
+        alloc.getAlignmentAttr());
     auto generic = memref::MemorySpaceCastOp::create(b, alloc.getLoc(), type,
                                                      alloca.getResult());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
@@ -560,6 +567,173 @@ void placeScratch(gpu::GPUFuncOp kernel) {
     alloc.getResult().replaceAllUsesWith(generic.getResult());
     alloc.erase();
   }
+}
+
+/// Appends to `program` (kGpuScratchAttrName) the computation of `size`, an
+/// index value of `kernel`'s entry block: constants, extents of the
+/// kernel's first `numArgs` arguments, sums, products and maxima of those.
+LogicalResult scratchSizeProgram(Value size, unsigned numArgs, Builder &b,
+                                 SmallVectorImpl<Attribute> &program) {
+  auto emit = [&](ScratchOp op, ArrayRef<int64_t> operands = {}) {
+    SmallVector<int64_t> entry{static_cast<int64_t>(op)};
+    entry.append(operands.begin(), operands.end());
+    program.push_back(b.getDenseI64ArrayAttr(entry));
+  };
+  if (std::optional<int64_t> c = getConstantIntValue(size)) {
+    if (*c < 0)
+      return failure();
+    emit(ScratchOp::Constant, {*c});
+    return success();
+  }
+  if (auto dim = size.getDefiningOp<memref::DimOp>()) {
+    auto arg = dyn_cast<BlockArgument>(dim.getSource());
+    std::optional<int64_t> index = dim.getConstantIndex();
+    if (!arg || !index || arg.getArgNumber() >= numArgs ||
+        !isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp()))
+      return failure();
+    emit(ScratchOp::Extent, {arg.getArgNumber(), *index});
+    return success();
+  }
+  Operation *def = size.getDefiningOp();
+  std::optional<ScratchOp> op;
+  if (isa_and_nonnull<arith::AddIOp>(def))
+    op = ScratchOp::Add;
+  else if (isa_and_nonnull<arith::MulIOp>(def))
+    op = ScratchOp::Mul;
+  else if (isa_and_nonnull<arith::MaxSIOp, arith::MaxUIOp>(def))
+    op = ScratchOp::Max;
+  if (!op || failed(scratchSizeProgram(def->getOperand(0), numArgs, b,
+                                       program)) ||
+      failed(scratchSizeProgram(def->getOperand(1), numArgs, b, program)))
+    return failure();
+  emit(*op);
+  return success();
+}
+
+/// Step 4, the rest: every allocation left (larger than private memory
+/// takes, or of a runtime size) becomes a view into the kernel's slice of a
+/// global scratch buffer, a new last argument `memref<?xi8>`. Block
+/// `blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z)` owns
+/// bytes [id * S, (id + 1) * S) with S = dim(scratch) / (gridDim.x *
+/// gridDim.y * gridDim.z): the runtime binds grid blocks x bytes per block.
+/// A block reuses its slice for every iteration of its grid-stride loop
+/// (iterations of one block run in sequence). Each allocation starts at a
+/// multiple of kGpuScratchAlignment within the slice. The bytes per block
+/// are recorded in kGpuScratchAttrName. Allocations must be in the kernel's
+/// entry block with sizes that are expressions of argument extents
+/// (scratchSizeProgram).
+LogicalResult placeGlobalScratch(gpu::GPUFuncOp kernel) {
+  Block &entry = kernel.getBody().front();
+  SmallVector<memref::AllocOp> allocs;
+  WalkResult walk = kernel.walk([&](memref::AllocOp alloc) {
+    if (alloc->getBlock() != &entry) {
+      alloc.emitError("kernel '")
+          << kernel.getName() << "' allocates " << alloc.getType()
+          << " inside a loop; GPU scratch must be allocated at kernel "
+             "scope";
+      return WalkResult::interrupt();
+    }
+    allocs.push_back(alloc);
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted())
+    return failure();
+  if (allocs.empty())
+    return success();
+
+  MLIRContext *ctx = kernel.getContext();
+  Builder attrs(ctx);
+  unsigned numArgs = kernel.getNumArguments();
+  SmallVector<Attribute> program;
+  for (memref::AllocOp alloc : allocs) {
+    MemRefType type = alloc.getType();
+    Type element = type.getElementType();
+    if (!element.isIntOrIndexOrFloat() || !type.getLayout().isIdentity() ||
+        type.getMemorySpace())
+      return alloc.emitError("kernel '")
+             << kernel.getName() << "' allocates " << type
+             << ", which cannot live in the GPU scratch buffer";
+    int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+    int64_t bytes = (bits + 7) / 8;
+    for (int64_t extent : type.getShape())
+      if (!ShapedType::isDynamic(extent))
+        bytes *= extent;
+    program.push_back(attrs.getDenseI64ArrayAttr(
+        {static_cast<int64_t>(ScratchOp::Constant), bytes}));
+    for (Value size : alloc.getDynamicSizes()) {
+      if (failed(scratchSizeProgram(size, numArgs, attrs, program)))
+        return alloc.emitError("kernel '")
+               << kernel.getName() << "': the size of scratch " << type
+               << " is not an expression of argument extents (constants, "
+                  "memref.dim of arguments, +, *, max), so the plan cannot "
+                  "size the scratch buffer";
+      program.push_back(attrs.getDenseI64ArrayAttr(
+          {static_cast<int64_t>(ScratchOp::Mul)}));
+    }
+    program.push_back(attrs.getDenseI64ArrayAttr(
+        {static_cast<int64_t>(ScratchOp::AlignUp), kGpuScratchAlignment}));
+    if (alloc != allocs.front())
+      program.push_back(attrs.getDenseI64ArrayAttr(
+          {static_cast<int64_t>(ScratchOp::Add)}));
+  }
+
+  // The scratch argument and this block's slice of it.
+  Location loc = kernel.getLoc();
+  auto scratchType = MemRefType::get({ShapedType::kDynamic},
+                                     IntegerType::get(ctx, 8));
+  if (failed(kernel.insertArgument(numArgs, scratchType,
+                                   DictionaryAttr::get(ctx), loc)))
+    return kernel.emitError("cannot add the scratch argument");
+  Value scratch = kernel.getArgument(numArgs);
+  OpBuilder b(ctx);
+  b.setInsertionPointToStart(&entry);
+  auto id = [&](gpu::Dimension d) -> std::pair<Value, Value> {
+    return {gpu::BlockIdOp::create(b, loc, d),
+            gpu::GridDimOp::create(b, loc, d)};
+  };
+  auto [bx, gx] = id(gpu::Dimension::x);
+  auto [by, gy] = id(gpu::Dimension::y);
+  auto [bz, gz] = id(gpu::Dimension::z);
+  Value linear = arith::AddIOp::create(
+      b, loc, bx,
+      arith::MulIOp::create(
+          b, loc, gx,
+          arith::AddIOp::create(b, loc, by,
+                                arith::MulIOp::create(b, loc, gy, bz))));
+  Value blocks = arith::MulIOp::create(
+      b, loc, gx, arith::MulIOp::create(b, loc, gy, gz));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value total = memref::DimOp::create(b, loc, scratch, zero);
+  Value perBlock = arith::DivUIOp::create(b, loc, total, blocks);
+  Value offset = arith::MulIOp::create(b, loc, linear, perBlock);
+  for (memref::AllocOp alloc : allocs) {
+    b.setInsertionPoint(alloc);
+    Location at = alloc.getLoc();
+    MemRefType type = alloc.getType();
+    Type element = type.getElementType();
+    int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+    int64_t staticBytes = (bits + 7) / 8;
+    for (int64_t extent : type.getShape())
+      if (!ShapedType::isDynamic(extent))
+        staticBytes *= extent;
+    Value bytes = arith::ConstantIndexOp::create(b, at, staticBytes);
+    for (Value size : alloc.getDynamicSizes())
+      bytes = arith::MulIOp::create(b, at, bytes, size);
+    Value align = arith::ConstantIndexOp::create(b, at, kGpuScratchAlignment);
+    Value aligned = arith::MulIOp::create(
+        b, at,
+        arith::CeilDivUIOp::create(b, at, bytes, align).getResult(), align);
+    auto view = memref::ViewOp::create(b, at, type, scratch, offset,
+                                       alloc.getDynamicSizes());
+    offset = arith::AddIOp::create(b, at, offset, aligned);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.getResult().replaceAllUsesWith(view.getResult());
+    alloc.erase();
+  }
+  kernel->setAttr(kGpuScratchAttrName, attrs.getArrayAttr(program));
+  return success();
 }
 
 struct ConvertKernelsToGPUPass
@@ -664,6 +838,8 @@ struct ConvertKernelsToGPUPass
       kernel->setAttr(kGpuGridAttrName, b.getArrayAttr(grid));
       kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({1, 1, 1}));
       placeScratch(kernel);
+      if (failed(placeGlobalScratch(kernel)))
+        return signalPassFailure();
       func.erase();
     }
   }

@@ -2,13 +2,15 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// convert-kernels-to-gpu (Passes.td) records each kernel's grid in an
-// attribute the artifact emitter reads back.
+// convert-kernels-to-gpu (Passes.td) records each kernel's grid and global
+// scratch need in attributes the artifact emitter reads back.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef STRATA_LIB_CONVERSION_KERNELTOGPU_KERNELTOGPU_H
 #define STRATA_LIB_CONVERSION_KERNELTOGPU_KERNELTOGPU_H
+
+#include <cstdint>
 
 #include "llvm/ADT/StringRef.h"
 
@@ -18,6 +20,33 @@ namespace mlir::strata {
 /// DenseI64ArrayAttr, one per grid dimension x/y/z: [-1, n] for n blocks,
 /// [a, d] for extent d of kernel argument a.
 inline constexpr llvm::StringLiteral kGpuGridAttrName = "strata.grid";
+
+/// On a gpu.func whose scratch did not fit private memory: the bytes each
+/// block needs from the global scratch buffer (the kernel's last argument,
+/// `memref<?xi8>`), as a postfix program of DenseI64ArrayAttr entries, each
+/// `[ScratchOp, operands...]`. The artifact emitter turns it into a size
+/// expression of the dispatch's bindings.
+inline constexpr llvm::StringLiteral kGpuScratchAttrName = "strata.scratch";
+
+/// Opcodes of the kGpuScratchAttrName program (on a stack of sizes).
+enum class ScratchOp : int64_t {
+  /// [0, c]: push the constant c >= 0.
+  Constant = 0,
+  /// [1, a, d]: push extent d of kernel argument a.
+  Extent = 1,
+  /// [2]: pop b, pop a, push a + b.
+  Add = 2,
+  /// [3]: pop b, pop a, push a * b.
+  Mul = 3,
+  /// [4]: pop b, pop a, push max(a, b).
+  Max = 4,
+  /// [5, c]: pop a, push a rounded up to a multiple of c > 0.
+  AlignUp = 5,
+};
+
+/// Alignment in bytes of each scratch allocation inside a block's slice
+/// (and so of the slice size).
+inline constexpr int64_t kGpuScratchAlignment = 64;
 
 } // namespace mlir::strata
 

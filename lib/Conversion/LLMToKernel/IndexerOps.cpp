@@ -130,6 +130,15 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
       Location l = kb.getLoc();
       Value zero = kb.f32(0.0), negInf = kb.f32(-INFINITY);
       Value width = kb.dim(sel, 1);
+      // Scores of one token's visible pools, one buffer for the kernel: a
+      // token sees at most every pool row its block table addresses
+      // (block_table width x rows per page), so the size is an expression of
+      // argument extents, which the GPU path turns into a slice of the
+      // plan's scratch buffer (docs/GPULowering.md, step 4).
+      Value scores = memref::AllocOp::create(
+          b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
+          ValueRange{kb.imax(kb.imul(kb.dim(bt, 1), kb.idx(rowsPerPage)),
+                             kb.idx(1))});
       forEachToken(kb, starts, [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
         Value len = kb.iadd(x, kb.idx(1));
@@ -149,10 +158,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
             });
           });
         }
-        // Scores of the visible pools.
-        Value scores = memref::AllocOp::create(
-            b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
-            ValueRange{kb.imax(visible, kb.idx(1))});
+        // Scores of the visible pools (in `scores`, see below).
         kb.loop(kb.idx(0), visible, [&](Value p) {
           auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
           Value s = kb.reduce(0, heads, zero, [&](Value h, Value acc) {
@@ -181,7 +187,6 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
                           {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
           });
         });
-        memref::DeallocOp::create(b, l, scores);
         // Open tail, then -1 padding.
         Value pooled = kb.imul(numSel, kb.idx(kpool));
         Value tailStart = kb.imul(visible, kb.idx(kpool));
@@ -194,6 +199,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         });
         kb.storeIndex(count, counts, t);
       });
+      memref::DeallocOp::create(b, l, scores);
       if (cache.fp8)
         for (Value m : {qRot, qVec, qOut})
           kb.dealloc(m);

@@ -84,8 +84,6 @@ struct CudaApi {
   CUresult (*cuModuleUnload)(CUhandle);
   CUresult (*cuModuleGetFunction)(CUhandle *, CUhandle, const char *);
   CUresult (*cuFuncSetAttribute)(CUhandle, int, int);
-  /// Optional (resolved when present): sizes the device malloc heap.
-  CUresult (*cuCtxSetLimit)(int, size_t) = nullptr;
   CUresult (*cuLaunchKernel)(CUhandle, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUhandle, void **,
                              void **);
@@ -134,7 +132,6 @@ Status resolveApi(const DynamicLibrary &lib, CudaApi &api) {
   STRATA_CU(cuModuleUnload, "cuModuleUnload");
   STRATA_CU(cuModuleGetFunction, "cuModuleGetFunction");
   STRATA_CU(cuFuncSetAttribute, "cuFuncSetAttribute");
-  (void)lib.resolve(api.cuCtxSetLimit, {"cuCtxSetLimit"});
   STRATA_CU(cuLaunchKernel, "cuLaunchKernel");
 #undef STRATA_CU
   return okStatus();
@@ -392,17 +389,6 @@ createCudaDevice(const CudaDeviceOptions &options) {
   STRATA_RETURN_IF_ERROR(check(api,
                                api.cuDevicePrimaryCtxRetain(&context, device),
                                "cuDevicePrimaryCtxRetain"));
-  // Kernels that still allocate scratch with device malloc (KDA state
-  // copies, indexer score rows; docs/GPURun-H200.md) share the context's
-  // heap, 8 MiB by default: far too small for a batch of requests. 1 GiB.
-  if (api.cuCtxSetLimit) {
-    constexpr int kCuLimitMallocHeapSize = 0x02;
-    STRATA_RETURN_IF_ERROR(
-        check(api, api.cuCtxSetCurrent(context), "cuCtxSetCurrent"));
-    STRATA_RETURN_IF_ERROR(check(
-        api, api.cuCtxSetLimit(kCuLimitMallocHeapSize, size_t(1) << 30),
-        "cuCtxSetLimit(CU_LIMIT_MALLOC_HEAP_SIZE)"));
-  }
   std::string description =
       fmt::format("{} (sm_{}{}, {:.1f} GiB, driver {}.{})", name, major, minor,
                   static_cast<double>(total) / (1ull << 30), version / 1000,

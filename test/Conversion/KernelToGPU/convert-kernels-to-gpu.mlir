@@ -2,8 +2,11 @@
 // a grid that follows its input's row count, with its small scratch in
 // private memory; a linear-style kernel's output temporary is forwarded into
 // the output and fill + matmul fuse into one 2-D grid loop; a kernel whose
-// loops write arguments one after another runs on one block; large scratch
-// stays memref.alloc (device malloc); a bf16 linear's f32 accumulator becomes one
+// loops write arguments one after another runs on one block; large and
+// dynamic scratch become slices of a global scratch argument, two
+// allocations one after the other at 64-byte aligned offsets, a dynamic size
+// recorded as a program over argument extents; a private array after a loop
+// is allocated at the top of the kernel; a bf16 linear's f32 accumulator becomes one
 // private element per thread; a decoded weight table is recomputed at its
 // loads.
 // RUN: strata-opt %s --convert-kernels-to-gpu | FileCheck %s
@@ -98,11 +101,34 @@ func.func @two_outputs(%x: memref<?xf32>, %y: memref<?xf32>, %z: memref<?xf32>) 
   return
 }
 
+// Scratch beyond private memory becomes a view into the block's slice of a
+// new last argument: block x + gx (y + gy z) at dim(scratch) / (gx gy gz)
+// bytes per block; strata.scratch records 65536 B aligned to 64.
 // CHECK-LABEL: gpu.func @big_scratch(
+// CHECK-SAME: %[[X:.*]]: memref<?xf32>, %[[SCRATCH:.*]]: memref<?xi8>)
 // CHECK-SAME: strata.grid = [array<i64: 0, 0>,
-// CHECK: memref.alloc() : memref<16384xf32>
+// CHECK-SAME: strata.scratch = [array<i64: 0, 65536>, array<i64: 5, 64>]
+// CHECK-DAG: %[[BX:.*]] = gpu.block_id  x
+// CHECK-DAG: %[[GX:.*]] = gpu.grid_dim  x
+// CHECK-DAG: %[[BY:.*]] = gpu.block_id  y
+// CHECK-DAG: %[[GY:.*]] = gpu.grid_dim  y
+// CHECK-DAG: %[[BZ:.*]] = gpu.block_id  z
+// CHECK-DAG: %[[GZ:.*]] = gpu.grid_dim  z
+// CHECK: %[[T0:.*]] = arith.muli %[[GY]], %[[BZ]]
+// CHECK: %[[T1:.*]] = arith.addi %[[BY]], %[[T0]]
+// CHECK: %[[T2:.*]] = arith.muli %[[GX]], %[[T1]]
+// CHECK: %[[ID:.*]] = arith.addi %[[BX]], %[[T2]]
+// CHECK: %[[GYZ:.*]] = arith.muli %[[GY]], %[[GZ]]
+// CHECK: %[[BLOCKS:.*]] = arith.muli %[[GX]], %[[GYZ]]
+// CHECK: %[[TOTAL:.*]] = memref.dim %[[SCRATCH]], %{{.*}} : memref<?xi8>
+// CHECK: %[[PER:.*]] = arith.divui %[[TOTAL]], %[[BLOCKS]]
+// CHECK: %[[BASE:.*]] = arith.muli %[[ID]], %[[PER]]
+// CHECK: %[[VIEW:.*]] = memref.view %[[SCRATCH]][%[[BASE]]][] : memref<?xi8> to memref<16384xf32>
+// CHECK-NOT: memref.alloc
 // CHECK: scf.for
-// CHECK: memref.dealloc
+// CHECK: memref.store %{{.*}}, %[[VIEW]]
+// CHECK-NOT: memref.dealloc
+// CHECK: gpu.return
 func.func @big_scratch(%x: memref<?xf32>) attributes {llm.kernel = "big"} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -187,5 +213,77 @@ func.func @table_linear(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %s: memref<1xf
     linalg.yield %r : f32
   }
   memref.dealloc %table : memref<8x4xf32>
+  return
+}
+
+// Two scratch allocations, a static one and one of a size computed from
+// argument extents (max(dim(%x, 1) * 16, 1) floats): the second starts at the
+// first's 64-byte aligned end; the program is [65536 B aligned] +
+// [4 * max(extent(0, 1) * 16, 1) aligned].
+// CHECK-LABEL: gpu.func @dynamic_scratch(
+// CHECK-SAME: %{{.*}}: memref<?x?xf32>, %[[SCRATCH:.*]]: memref<?xi8>)
+// CHECK-SAME: strata.scratch = [array<i64: 0, 65536>, array<i64: 5, 64>, array<i64: 0, 4>, array<i64: 1, 0, 1>, array<i64: 0, 16>, array<i64: 3>, array<i64: 0, 1>, array<i64: 4>, array<i64: 3>, array<i64: 5, 64>, array<i64: 2>]
+// CHECK: arith.divui
+// CHECK-NEXT: %[[BASE:.*]] = arith.muli
+// CHECK: %[[C65536:.*]] = arith.constant 65536 : index
+// CHECK: %[[UP:.*]] = arith.ceildivui %[[C65536]], %[[C64:.*]] : index
+// CHECK: %[[BYTES0:.*]] = arith.muli %[[UP]], %[[C64]]
+// CHECK: memref.view %[[SCRATCH]][%[[BASE]]][] : memref<?xi8> to memref<16384xf32>
+// CHECK: %[[NEXT:.*]] = arith.addi %[[BASE]], %[[BYTES0]]
+// CHECK: %[[N:.*]] = arith.maxsi
+// CHECK: memref.view %[[SCRATCH]][%[[NEXT]]][%[[N]]] : memref<?xi8> to memref<?xf32>
+// CHECK-NOT: memref.alloc
+// CHECK: gpu.return
+func.func @dynamic_scratch(%x: memref<?x?xf32>) attributes {llm.kernel = "dyn"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %s = memref.alloc() : memref<16384xf32>
+  %w = memref.dim %x, %c1 : memref<?x?xf32>
+  %w16 = arith.muli %w, %c16 : index
+  %n = arith.maxsi %w16, %c1 : index
+  %t = memref.alloc(%n) : memref<?xf32>
+  %rows = memref.dim %x, %c0 : memref<?x?xf32>
+  scf.for %i = %c0 to %rows step %c1 {
+    %v = memref.load %x[%i, %c0] : memref<?x?xf32>
+    memref.store %v, %s[%c0] : memref<16384xf32>
+    memref.store %v, %t[%c0] : memref<?xf32>
+    %u = memref.load %t[%c0] : memref<?xf32>
+    %q = memref.load %s[%c0] : memref<16384xf32>
+    %sum = arith.addf %u, %q : f32
+    memref.store %sum, %x[%i, %c0] : memref<?x?xf32>
+  }
+  memref.dealloc %t : memref<?xf32>
+  memref.dealloc %s : memref<16384xf32>
+  return
+}
+
+// A private array allocated after a loop is created at the top of the
+// kernel (an alloca outside LLVM's entry block would make the stack
+// dynamic).
+// CHECK-LABEL: gpu.func @late_private(
+// CHECK-NEXT: memref.alloca() : memref<8xf32, #gpu.address_space<private>>
+// CHECK: scf.for
+// CHECK: memref.memory_space_cast
+// CHECK: scf.for
+func.func @late_private(%x: memref<?x8xf32>) attributes {llm.kernel = "late"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %zero = arith.constant 0.0 : f32
+  scf.for %j = %c0 to %c8 step %c1 {
+    memref.store %zero, %x[%c0, %j] : memref<?x8xf32>
+  }
+  %s = memref.alloc() : memref<8xf32>
+  %rows = memref.dim %x, %c0 : memref<?x8xf32>
+  scf.for %r = %c0 to %rows step %c1 {
+    scf.for %j = %c0 to %c8 step %c1 {
+      %v = memref.load %x[%r, %j] : memref<?x8xf32>
+      memref.store %v, %s[%j] : memref<8xf32>
+      %w = memref.load %s[%j] : memref<8xf32>
+      memref.store %w, %x[%r, %j] : memref<?x8xf32>
+    }
+  }
+  memref.dealloc %s : memref<8xf32>
   return
 }

@@ -23,3 +23,22 @@ void strata_test_scale(void **args) {
     out[out_offset + i * out_stride] =
         alpha * expf(in[in_offset + i * in_stride]);
 }
+
+/* `func @scratch_probe(%scratch: memref<?xi8>, %out: memref<?xf32>)`: writes
+ * every byte of the scratch region (byte i = i mod 251), reads them back and
+ * stores out[0] = the region's size, out[1] = the bytes' sum (program_test:
+ * the scratch binding gets the whole region it declares). */
+void strata_test_scratch_probe(void **args) {
+  uint8_t *scratch = *(uint8_t **)args[1];
+  int64_t offset = *(int64_t *)args[2];
+  int64_t n = *(int64_t *)args[3];
+  float *out = *(float **)args[6];
+  int64_t out_offset = *(int64_t *)args[7];
+  for (int64_t i = 0; i < n; ++i)
+    scratch[offset + i] = (uint8_t)(i % 251);
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += scratch[offset + i];
+  out[out_offset] = (float)n;
+  out[out_offset + 1] = (float)sum;
+}
