@@ -281,13 +281,14 @@ LogicalResult Emitter::buildCacheLayout() {
       FailureOr<fb::DType> d = dtype(latent.getElementType());
       if (failed(d))
         return failure();
-      if (*d == fb::DType::f8e4m3fn)
-        return module.emitError("fp8 latent pools have no CPU kernels");
       MlaLatentDesc mla;
       mla.numLayers = layers;
       mla.dtype = *d;
       mla.rowElements = latent.getWidth() + latent.getPad();
       mla.rowBytes = mla.rowElements * elementBytes(latent.getElementType());
+      // fp8: the row's e4m3 values, then its fp32 scales (Fp8PageLayout).
+      if (std::optional<Fp8PageLayout> fp8 = getFp8PageLayout(type))
+        mla.rowBytes = fp8->rowBytes();
       mla.pageBytes = unitBytes(type);
       layout.pageSizeTokens = latent.getPageSize();
       layout.mlaLatent = mla;

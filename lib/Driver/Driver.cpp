@@ -76,10 +76,18 @@ LogicalResult compileWithHandler(const CompileOptions &options,
     return mlir::emitError(UnknownLoc::get(&context))
            << "--config=<config.json> is required for --compile-to="
            << stringifyCompilePhase(options.phase);
+  dsl::DslOptions dslOptions;
+  if (options.kvCacheDtype == "fp8")
+    dslOptions.kvCacheDtype = "f8E4M3FN";
+  else if (options.kvCacheDtype != "bf16")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown kv cache dtype '" << options.kvCacheDtype
+           << "' (expected bf16 or fp8)";
   auto config = dsl::ModelConfig::load(options.configPath, &context);
   if (failed(config))
     return failure();
-  OwningOpRef<ModuleOp> module = dsl::mlirGen(context, *ast, **config);
+  OwningOpRef<ModuleOp> module =
+      dsl::mlirGen(context, *ast, **config, dslOptions);
   if (!module)
     return failure();
   if (options.phase == CompilePhase::Llm)
@@ -139,7 +147,8 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   ArtifactEmitOptions emitOptions;
   emitOptions.model = std::move(*model);
   emitOptions.producer = "strata-compile (activations " +
-                         options.activationType + ")";
+                         options.activationType + ", kv cache " +
+                         options.kvCacheDtype + ")";
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
@@ -239,6 +248,12 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "is written) or f32 (full precision, what the fp32 goldens "
                "are compared in)"),
       cl::init("bf16"));
+  static cl::opt<std::string> kvCacheDtype(
+      "kv-cache-dtype",
+      cl::desc("Element type of the MLA latent cache: bf16 (default) or fp8 "
+               "(e4m3 values with one fp32 scale per 128 lanes, 528 instead "
+               "of 1024 bytes per token and layer; docs/KVCache.md)"),
+      cl::init("bf16"));
   static cl::opt<bool> verifyDiagnostics(
       "verify-diagnostics",
       cl::desc("Check expected-* comments instead of printing diagnostics"),
@@ -272,6 +287,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
       options.rocmToolkit = std::string(dir);
   }
   options.activationType = activationType;
+  options.kvCacheDtype = kvCacheDtype;
   // `-o model.strata` without --compile-to means the artifact.
   if (phase.getNumOccurrences() == 0 &&
       llvm::StringRef(outputPath).ends_with(".strata"))

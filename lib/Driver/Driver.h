@@ -48,6 +48,10 @@ struct CompileOptions {
   std::string rocmToolkit;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
+  /// Element type of the MLA latent cache: "bf16" or "fp8" (e4m3 with one
+  /// fp32 scale per 128 lanes, docs/KVCache.md); the DSL reads it as
+  /// `opt.kv_cache_dtype` ("bf16" / "f8E4M3FN").
+  std::string kvCacheDtype = "bf16";
   /// Check `expected-error` comments in the input instead of printing
   /// diagnostics (lit tests).
   bool verifyDiagnostics = false;

@@ -212,8 +212,10 @@ enum class Flow { Normal, Returned, Error };
 
 class MLIRGenImpl : public OpBuilder::Listener {
 public:
-  MLIRGenImpl(MLIRContext &context, const ModelConfig &config)
-      : ctx(&context), builder(&context, this), config(config) {}
+  MLIRGenImpl(MLIRContext &context, const ModelConfig &config,
+              const DslOptions &dslOptions)
+      : ctx(&context), builder(&context, this), config(config),
+        options{{"kv_cache_dtype", dslOptions.kvCacheDtype}} {}
 
   /// Numbers ops in creation order so a `let` can tell which ops its
   /// right-hand side created.
@@ -255,6 +257,8 @@ private:
   MLIRContext *ctx;
   OpBuilder builder;
   const ModelConfig &config;
+  /// `opt`: the compile options (DslOptions) as a config-like object.
+  llvm::json::Object options;
   OwningOpRef<ModuleOp> module;
   llvm::StringMap<const FunctionAST *> functions;
 
@@ -340,6 +344,13 @@ private:
       d.origin = "cfg";
       return d;
     }
+    if (name == "opt") {
+      DValue d;
+      d.kind = DValue::Config;
+      d.json = &options;
+      d.origin = "opt";
+      return d;
+    }
     if (Type t = elementType(name))
       return DValue::makeType(t);
     if (name == "dyn")
@@ -415,6 +426,9 @@ private:
     if (!v) {
       if (quiet)
         return DValue();
+      if (llvm::StringRef(origin).starts_with("opt."))
+        return error(l) << "unknown compile option '" << origin
+                        << "' (known: opt.kv_cache_dtype)";
       return error(l) << "config key '" << origin.substr(4)
                       << "' not found in " << config.getPath();
     }
@@ -1639,6 +1653,7 @@ private:
 
 OwningOpRef<ModuleOp> mlir::strata::dsl::mlirGen(MLIRContext &context,
                                                  const ModuleAST &module,
-                                                 const ModelConfig &config) {
-  return MLIRGenImpl(context, config).generate(module);
+                                                 const ModelConfig &config,
+                                                 const DslOptions &options) {
+  return MLIRGenImpl(context, config, options).generate(module);
 }

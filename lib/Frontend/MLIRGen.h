@@ -23,12 +23,24 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 
+#include <string>
+
 namespace mlir::strata::dsl {
 
-/// Emits `module` for `config`. Returns null after reporting a diagnostic.
-/// The context must have the llm, func, arith and tensor dialects loaded.
+/// Compile options a model reads through `opt.<key>` (strata-compile flags;
+/// docs/DSL.md). Values are strings.
+struct DslOptions {
+  /// `opt.kv_cache_dtype`: element type of the MLA latent cache as an MLIR
+  /// type name, "bf16" or "f8E4M3FN" (`--kv-cache-dtype=bf16|fp8`).
+  std::string kvCacheDtype = "bf16";
+};
+
+/// Emits `module` for `config` and `options`. Returns null after reporting a
+/// diagnostic. The context must have the llm, func, arith and tensor
+/// dialects loaded.
 OwningOpRef<ModuleOp> mlirGen(MLIRContext &context, const ModuleAST &module,
-                              const ModelConfig &config);
+                              const ModelConfig &config,
+                              const DslOptions &options = {});
 
 } // namespace mlir::strata::dsl
 

@@ -21,8 +21,10 @@ def mla_attention(x, prefix, batch) {
   // kv_a_proj_with_mqa outputs exactly kv_lora_rank (no rope part).
   let kv_a = linear(x, proj_weight("{prefix}.kv_a_proj_with_mqa.weight", kv_rank, d, true), kv_rank);
   let kv_latent = rms_norm(kv_a, "{prefix}.kv_a_layernorm.weight", kv_rank);
-  // The latent cache holds c_kv after kv_a_layernorm, no zero pad (spec §3.5).
-  let cache_t = mlir_type("!llm.latent_pool<page_size = {page_size()}, width = {kv_rank}, pad = 0, bf16>");
+  // The latent cache holds c_kv after kv_a_layernorm, no zero pad (spec §3.5):
+  // bf16, or with --kv-cache-dtype=fp8 e4m3 rows with per-128-lane fp32 scales
+  // (docs/KVCache.md "fp8 pages").
+  let cache_t = mlir_type("!llm.latent_pool<page_size = {page_size()}, width = {kv_rank}, pad = 0, {opt.kv_cache_dtype}>");
   let cache_in = input("latent_cache", cache_t);
   let cache: cache_t = llm.latent_cache_write(cache_in, kv_latent, positions, seq_starts, block_table);
   output(cache);

@@ -92,6 +92,13 @@ LogicalResult LatentPoolType::verify(EmitFn emitError, int64_t pageSize,
     return failure();
   if (pad < 0)
     return emitError() << "expected pad >= 0, got " << pad;
+  // fp8 rows: the values, then one fp32 scale per 128 data lanes, which must
+  // sit 4-byte aligned (docs/KVCache.md "fp8 pages").
+  if (isa<Float8E4M3FNType>(elementType) && (width % 128 != 0 || pad % 4 != 0))
+    return emitError() << "expected a width that is a multiple of 128 and a "
+                          "pad that is a multiple of 4 for an fp8 latent "
+                          "pool, got width "
+                       << width << ", pad " << pad;
   return verifyCacheElementType(emitError, "latent pool", elementType);
 }
 

@@ -61,7 +61,12 @@ def LLM_LatentPoolType : LLM_Type<"LatentPool", "latent_pool"> {
     row holds `c_kv` of one token after `kv_a_layernorm` (`width` =
     kv_lora_rank = 512) followed by `pad` lanes that are always zero (64 to
     reuse 576-wide DeepSeek kernels, 0 otherwise). An `f8E4M3FN` pool stores
-    one fp32 scale per 128 data lanes beside each row. Token `x` of request
+    one fp32 scale per 128 data lanes beside each row: a row is `width + pad`
+    e4m3 values followed by `width / 128` fp32 scales (512 + 16 = 528 bytes
+    for the model), scale = amax / 448 of the group's lanes (1 for an
+    all-zero group), value = e4m3(x / scale) rounded to nearest even and
+    saturated; a lane reads back as e4m3 * scale (docs/KVCache.md "fp8
+    pages"). `width` must be a multiple of 128 and `pad` of 4. Token `x` of request
     `r` lives in page `block_table[r][x / page_size]`, row `x % page_size`.
     The page count is a runtime property and not part of the type.
 

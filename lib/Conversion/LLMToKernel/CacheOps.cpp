@@ -6,9 +6,9 @@
 // operand's buffer); gathers allocate their result. Layouts (docs/Lowering.md
 // "Cache buffers"): latent pool [pages, page_size, width + pad], index pool
 // [pages, page_size / kpool, width], tail ring [slots, 2, depth, width].
-// fp8 index pools are [pages, page_bytes] i8 pages (values then scales,
-// IndexPoolAccess); fp8 latent pools have no CPU kernel yet and are
-// rejected with a match failure.
+// fp8 latent and index pools are [pages, page_bytes] i8 pages
+// (Fp8PageLayout, read and written through PagedPoolAccess): latent rows
+// quantise on write (per-128-lane amax scales) and dequantise on read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,10 +20,6 @@
 using namespace mlir;
 using namespace mlir::strata;
 
-static bool isFloatPool(Type elementType) {
-  return elementType.isBF16() || elementType.isF32();
-}
-
 namespace {
 
 struct LatentCacheWriteToKernel : OpConversionPattern<llm::LatentCacheWriteOp> {
@@ -32,24 +28,19 @@ struct LatentCacheWriteToKernel : OpConversionPattern<llm::LatentCacheWriteOp> {
   matchAndRewrite(llm::LatentCacheWriteOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
-    if (!isFloatPool(pool.getElementType()))
-      return rewriter.notifyMatchFailure(op, "fp8 latent pools have no CPU kernel");
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
-    int64_t pageSize = pool.getPageSize(), width = pool.getWidth();
-    int64_t pad = pool.getPad();
+    int64_t pageSize = pool.getPageSize();
     call.emit(rewriter, op, "latent_cache_write",
               [&](KernelBuilder &kb, ValueRange a) {
-      Value cache = a[0], latent = a[1], positions = a[2], bt = a[4];
+      PagedPoolAccess cache(a[0], pool);
+      Value latent = a[1], positions = a[2], bt = a[4];
       forEachToken(kb, a[3], [&](Value r, Value t) {
         auto [page, row] =
             pagedRow(kb, bt, r, kb.loadIndex(positions, t), pageSize);
-        kb.loop(0, width, [&](Value c) {
-          kb.store(kb.load(latent, {t, c}), cache, {page, row, c});
-        });
-        kb.loop(width, width + pad, [&](Value c) {
-          kb.store(kb.f32(0.0), cache, {page, row, c});
+        cache.storeLatentRow(kb, page, row, [&](Value c) {
+          return kb.load(latent, {t, c});
         });
       });
     });
@@ -89,8 +80,6 @@ struct LatentCacheGatherToKernel
   matchAndRewrite(llm::LatentCacheGatherOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
-    if (!isFloatPool(pool.getElementType()))
-      return rewriter.notifyMatchFailure(op, "fp8 latent pools have no CPU kernel");
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
@@ -101,10 +90,10 @@ struct LatentCacheGatherToKernel
     int64_t pageSize = pool.getPageSize(), width = pool.getWidth();
     auto results = call.emit(rewriter, op, "latent_cache_gather",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value cache = a[0];
+      PagedPoolAccess cache(a[0], pool);
       buildPagedGather(kb, a[1], a[2], a[3], a[out], pageSize, width,
                        [&](Value page, Value row, Value c) {
-                         return kb.load(cache, {page, row, c});
+                         return cache.load(kb, page, row, c);
                        });
     });
     rewriter.replaceOp(op, results);
@@ -125,7 +114,7 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
     int64_t rowsPerPage = pool.getRowsPerPage();
     call.emit(rewriter, op, "index_cache_write",
               [&](KernelBuilder &kb, ValueRange a) {
-      IndexPoolAccess cache(a[0], pool);
+      PagedPoolAccess cache(a[0], pool);
       Value pooled = a[1], positions = a[2], bt = a[4];
       Value vec = kb.scratch({width}), tmp = kb.scratch({width});
       forEachToken(kb, a[3], [&](Value r, Value t) {
@@ -137,7 +126,7 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
           kb.loop(0, width, [&](Value c) {
             kb.store(kb.load(pooled, {t, c}), vec, c);
           });
-          cache.storeRow(kb, page, row, vec, tmp);
+          cache.storeIndexRow(kb, page, row, vec, tmp);
         });
       });
       kb.dealloc(vec);
@@ -165,7 +154,7 @@ struct IndexCacheGatherToKernel
     int64_t width = pool.getWidth(), rowsPerPage = pool.getRowsPerPage();
     auto results = call.emit(rewriter, op, "index_cache_gather",
                              [&](KernelBuilder &kb, ValueRange a) {
-      IndexPoolAccess cache(a[0], pool);
+      PagedPoolAccess cache(a[0], pool);
       buildPagedGather(kb, a[1], a[2], a[3], a[out], rowsPerPage, width,
                        [&](Value page, Value row, Value c) {
                          return cache.load(kb, page, row, c);

@@ -119,11 +119,11 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
     auto results = call.emit(rewriter, op, "kpool_indexer",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value q = a[0], w = a[1], positions = a[3];
-      IndexPoolAccess cache(a[2], pool);
+      PagedPoolAccess cache(a[2], pool);
       // fp8 pools hold Hadamard-rotated keys: rotate the queries too (fp32).
-      Value qRot = cache.fp8 ? kb.scratch({heads, headDim}) : Value();
-      Value qVec = cache.fp8 ? kb.scratch({headDim}) : Value();
-      Value qOut = cache.fp8 ? kb.scratch({headDim}) : Value();
+      Value qRot = cache.isFp8() ? kb.scratch({heads, headDim}) : Value();
+      Value qVec = cache.isFp8() ? kb.scratch({headDim}) : Value();
+      Value qOut = cache.isFp8() ? kb.scratch({headDim}) : Value();
       Value starts = a[4], bt = a[5];
       Value sel = a[selOut], counts = a[cntOut];
       OpBuilder &b = kb.builder();
@@ -145,7 +145,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         Value visible = kb.idiv(len, kb.idx(kpool));
         Value numSel = kb.imin(kb.idx(topk / kpool), visible);
         auto query = [&](Value h, Value c) {
-          return cache.fp8 ? kb.load(qRot, {h, c}) : kb.load(q, {t, h, c});
+          return cache.isFp8() ? kb.load(qRot, {h, c}) : kb.load(q, {t, h, c});
         };
         if (cache.fp8) {
           kb.loop(0, heads, [&](Value h) {

@@ -243,18 +243,16 @@ MemRefType mlir::strata::getKernelMemRefType(Type type) {
   constexpr int64_t kDyn = ShapedType::kDynamic;
   if (auto tensor = dyn_cast<RankedTensorType>(type))
     return MemRefType::get(tensor.getShape(), tensor.getElementType());
+  if (std::optional<Fp8PageLayout> fp8 = getFp8PageLayout(type))
+    return MemRefType::get({kDyn, fp8->pageBytes},
+                           IntegerType::get(type.getContext(), 8));
   if (auto pool = dyn_cast<llm::LatentPoolType>(type))
     return MemRefType::get(
         {kDyn, pool.getPageSize(), pool.getWidth() + pool.getPad()},
         pool.getElementType());
-  if (auto pool = dyn_cast<llm::IndexPoolType>(type)) {
-    if (isa<Float8E4M3FNType>(pool.getElementType()))
-      return MemRefType::get(
-          {kDyn, getFp8IndexPageBytes(pool.getRowsPerPage(), pool.getWidth())},
-          IntegerType::get(type.getContext(), 8));
+  if (auto pool = dyn_cast<llm::IndexPoolType>(type))
     return MemRefType::get({kDyn, pool.getRowsPerPage(), pool.getWidth()},
                            pool.getElementType());
-  }
   if (auto ring = dyn_cast<llm::TailRingType>(type))
     return MemRefType::get({kDyn, 2, ring.getDepth(), ring.getWidth()},
                            ring.getElementType());
@@ -494,21 +492,63 @@ std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,
 }
 
 //===----------------------------------------------------------------------===//
-// fp8 index pools
+// fp8 paged pools (latent and index)
 //===----------------------------------------------------------------------===//
 
-int64_t mlir::strata::getFp8IndexPageBytes(int64_t rowsPerPage,
-                                           int64_t width) {
-  int64_t bytes = rowsPerPage * (width + 4);
-  return llvm::alignTo(bytes, kCachePageAlignment);
+Fp8PageLayout Fp8PageLayout::valuesThenScales(int64_t rowsPerPage,
+                                              int64_t width) {
+  Fp8PageLayout l;
+  l.rowsPerPage = rowsPerPage;
+  l.lanes = width;
+  l.groupLanes = width;
+  l.groups = 1;
+  l.valueRowStride = width;
+  l.scaleOffset = rowsPerPage * width;
+  l.scaleRowStride = 4;
+  l.pageBytes = llvm::alignTo(rowsPerPage * (width + 4), kCachePageAlignment);
+  return l;
 }
 
-IndexPoolAccess::IndexPoolAccess(Value buffer, Type poolType)
-    : buffer(buffer) {
+Fp8PageLayout Fp8PageLayout::rowInterleaved(int64_t rowsPerPage,
+                                            int64_t width, int64_t pad) {
+  Fp8PageLayout l;
+  l.rowsPerPage = rowsPerPage;
+  l.lanes = width + pad;
+  l.groupLanes = 128;
+  l.groups = llvm::divideCeil(width, 128);
+  l.valueRowStride = l.rowBytes();
+  l.scaleOffset = l.lanes;
+  l.scaleRowStride = l.rowBytes();
+  l.pageBytes = llvm::alignTo(rowsPerPage * l.rowBytes(), kCachePageAlignment);
+  return l;
+}
+
+std::optional<Fp8PageLayout> mlir::strata::getFp8PageLayout(Type poolType) {
+  if (auto pool = dyn_cast<llm::LatentPoolType>(poolType))
+    if (isa<Float8E4M3FNType>(pool.getElementType()))
+      return Fp8PageLayout::rowInterleaved(pool.getPageSize(), pool.getWidth(),
+                                           pool.getPad());
+  if (auto pool = dyn_cast<llm::IndexPoolType>(poolType))
+    if (isa<Float8E4M3FNType>(pool.getElementType()))
+      return Fp8PageLayout::valuesThenScales(pool.getRowsPerPage(),
+                                             pool.getWidth());
+  return std::nullopt;
+}
+
+PagedPoolAccess::PagedPoolAccess(Value buffer, Type poolType)
+    : buffer(buffer), fp8(getFp8PageLayout(poolType)) {
+  if (auto pool = dyn_cast<llm::LatentPoolType>(poolType)) {
+    rowsPerPage = pool.getPageSize();
+    width = pool.getWidth();
+    pad = pool.getPad();
+    indexPool = false;
+    return;
+  }
   auto pool = cast<llm::IndexPoolType>(poolType);
   rowsPerPage = pool.getRowsPerPage();
   width = pool.getWidth();
-  fp8 = isa<Float8E4M3FNType>(pool.getElementType());
+  pad = 0;
+  indexPool = true;
 }
 
 /// The pool's bytes as one 1-D i8 memref (identity layout, as memref.view
@@ -519,34 +559,50 @@ static Value flatBytes(KernelBuilder &kb, Value buffer) {
                                          all);
 }
 
-Value IndexPoolAccess::values(KernelBuilder &kb, Value page) const {
-  int64_t pageBytes = getFp8IndexPageBytes(rowsPerPage, width);
-  auto type = MemRefType::get({rowsPerPage, width},
+Value PagedPoolAccess::values(KernelBuilder &kb, Value page) const {
+  auto type = MemRefType::get({rowsPerPage, fp8->valueRowStride},
                               Float8E4M3FNType::get(kb.builder().getContext()));
   return memref::ViewOp::create(kb.builder(), kb.getLoc(), type,
                                 flatBytes(kb, buffer),
-                                kb.imul(page, kb.idx(pageBytes)), ValueRange{});
+                                kb.imul(page, kb.idx(fp8->pageBytes)),
+                                ValueRange{});
 }
 
-Value IndexPoolAccess::scales(KernelBuilder &kb, Value page) const {
-  int64_t pageBytes = getFp8IndexPageBytes(rowsPerPage, width);
-  auto type = MemRefType::get({rowsPerPage}, kb.builder().getF32Type());
-  Value shift = kb.iadd(kb.imul(page, kb.idx(pageBytes)),
-                        kb.idx(rowsPerPage * width));
+Value PagedPoolAccess::scales(KernelBuilder &kb, Value page) const {
+  auto type = MemRefType::get({(fp8->pageBytes - fp8->scaleOffset) / 4},
+                              kb.builder().getF32Type());
+  Value shift = kb.iadd(kb.imul(page, kb.idx(fp8->pageBytes)),
+                        kb.idx(fp8->scaleOffset));
   return memref::ViewOp::create(kb.builder(), kb.getLoc(), type,
                                 flatBytes(kb, buffer), shift, ValueRange{});
 }
 
-Value IndexPoolAccess::load(KernelBuilder &kb, Value page, Value row,
+Value PagedPoolAccess::scaleIndex(KernelBuilder &kb, Value row,
+                                  Value group) const {
+  return kb.iadd(kb.imul(row, kb.idx(fp8->scaleRowStride / 4)), group);
+}
+
+Value PagedPoolAccess::load(KernelBuilder &kb, Value page, Value row,
                             Value c) const {
   if (!fp8)
     return kb.load(buffer, {page, row, c});
+  Value group = fp8->groups == 1 ? kb.idx(0)
+                                 : kb.idiv(c, kb.idx(fp8->groupLanes));
   return kb.mul(kb.load(values(kb, page), {row, c}),
-                kb.load(scales(kb, page), row));
+                kb.load(scales(kb, page), scaleIndex(kb, row, group)));
 }
 
-void IndexPoolAccess::storeRow(KernelBuilder &kb, Value page, Value row,
-                               Value vec, Value tmp) const {
+/// Stores e4m3(clamp(v / scale, -448, 448)) at values[row, c].
+static void storeFp8(KernelBuilder &kb, Value v, Value scale, Value values,
+                     Value row, Value c) {
+  Value q = kb.max(kb.min(kb.div(v, scale), kb.f32(448.0)), kb.f32(-448.0));
+  memref::StoreOp::create(kb.builder(), kb.getLoc(), encodeFp8(kb, q), values,
+                          ValueRange{row, c});
+}
+
+void PagedPoolAccess::storeIndexRow(KernelBuilder &kb, Value page, Value row,
+                                    Value vec, Value tmp) const {
+  assert(indexPool && "storeIndexRow on a latent pool");
   if (!fp8) {
     kb.loop(0, width, [&](Value c) {
       kb.store(kb.load(vec, c), buffer, {page, row, c});
@@ -573,13 +629,47 @@ void IndexPoolAccess::storeRow(KernelBuilder &kb, Value page, Value row,
                            math::Log2Op::create(b, loc,
                                                 kb.div(amax, kb.f32(448.0)))));
   Value vals = values(kb, page);
-  kb.loop(0, width, [&](Value c) {
-    Value q = kb.max(kb.min(kb.div(kb.load(tmp, c), sigma), kb.f32(448.0)),
-                     kb.f32(-448.0));
-    memref::StoreOp::create(b, loc, encodeFp8(kb, q), vals,
+  kb.loop(0, width,
+          [&](Value c) { storeFp8(kb, kb.load(tmp, c), sigma, vals, row, c); });
+  memref::StoreOp::create(b, loc, sigma, scales(kb, page),
+                          ValueRange{scaleIndex(kb, row, kb.idx(0))});
+}
+
+void PagedPoolAccess::storeLatentRow(
+    KernelBuilder &kb, Value page, Value row,
+    llvm::function_ref<Value(Value)> lane) const {
+  assert(!indexPool && "storeLatentRow on an index pool");
+  if (!fp8) {
+    kb.loop(0, width,
+            [&](Value c) { kb.store(lane(c), buffer, {page, row, c}); });
+    kb.loop(width, width + pad, [&](Value c) {
+      kb.store(kb.f32(0.0), buffer, {page, row, c});
+    });
+    return;
+  }
+  OpBuilder &b = kb.builder();
+  Location loc = kb.getLoc();
+  Value vals = values(kb, page), scl = scales(kb, page);
+  int64_t n = fp8->groupLanes;
+  kb.loop(0, fp8->groups, [&](Value g) {
+    Value first = kb.imul(g, kb.idx(n));
+    Value last = kb.imin(kb.iadd(first, kb.idx(n)), kb.idx(width));
+    Value amax = kb.reduce(first, last, kb.f32(0.0), [&](Value c, Value acc) {
+      return kb.max(acc, math::AbsFOp::create(b, loc, lane(c)));
+    });
+    // A zero (or underflowing) group keeps scale 1: its codes are all 0.
+    Value scale = kb.div(amax, kb.f32(448.0));
+    scale = kb.select(kb.gt(scale, kb.f32(0.0)), scale, kb.f32(1.0));
+    kb.loop(first, last,
+            [&](Value c) { storeFp8(kb, lane(c), scale, vals, row, c); });
+    memref::StoreOp::create(b, loc, scale, scl,
+                            ValueRange{scaleIndex(kb, row, g)});
+  });
+  // Pad lanes: e4m3 +0.
+  kb.loop(width, width + pad, [&](Value c) {
+    memref::StoreOp::create(b, loc, encodeFp8(kb, kb.f32(0.0)), vals,
                             ValueRange{row, c});
   });
-  memref::StoreOp::create(b, loc, sigma, scales(kb, page), ValueRange{row});
 }
 
 void mlir::strata::buildHadamard(KernelBuilder &kb, Value vec, Value out,

@@ -18,6 +18,7 @@
 #define STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELBUILDER_H
 
 #include <functional>
+#include <optional>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -246,29 +247,78 @@ std::pair<Value, Value> pagedRow(KernelBuilder &kb, Value blockTable, Value r,
 /// artifact; docs/Lowering.md "Cache buffers").
 inline constexpr int64_t kCachePageAlignment = 256;
 
-/// Bytes of one fp8 index-pool page: rows * width e4m3 values, then rows
-/// fp32 scales (values_then_scales), rounded up to kCachePageAlignment.
-int64_t getFp8IndexPageBytes(int64_t rowsPerPage, int64_t width);
+/// The byte layout of one page of an fp8 paged cache (docs/KVCache.md "fp8
+/// pages"). Such a pool is a [pages, pageBytes] i8 memref; a page holds
+/// `rowsPerPage` rows of `lanes` e4m3 values and, per row, `groups` fp32
+/// scales, scale g covering data lanes [g * groupLanes, (g + 1) * groupLanes).
+struct Fp8PageLayout {
+  int64_t rowsPerPage = 0;
+  /// e4m3 values per row (latent pools: width + pad).
+  int64_t lanes = 0;
+  /// Data lanes per scale (the last group may be shorter).
+  int64_t groupLanes = 0;
+  /// Scales per row.
+  int64_t groups = 0;
+  /// Bytes from one row's first value to the next row's.
+  int64_t valueRowStride = 0;
+  /// Bytes from the page start to row 0's first scale.
+  int64_t scaleOffset = 0;
+  /// Bytes from one row's first scale to the next row's.
+  int64_t scaleRowStride = 0;
+  /// Bytes of one page, a multiple of kCachePageAlignment.
+  int64_t pageBytes = 0;
+  /// Bytes of one row's values and scales.
+  int64_t rowBytes() const { return lanes + 4 * groups; }
 
-/// Element access to an index pool buffer: [pages, rows, width] for bf16/f32
-/// pools, [pages, page_bytes] i8 for fp8 pools (values then scales).
-struct IndexPoolAccess {
+  /// An index pool page: all rows' values, then all rows' scales, one scale
+  /// per row (values_then_scales, the DeepGEMM paged-MQA layout).
+  static Fp8PageLayout valuesThenScales(int64_t rowsPerPage, int64_t width);
+  /// A latent pool page: per token row, its `width + pad` values, then one
+  /// scale per 128 data lanes (vLLM fp8_ds_mla without the rope part).
+  static Fp8PageLayout rowInterleaved(int64_t rowsPerPage, int64_t width,
+                                      int64_t pad);
+};
+
+/// The fp8 page layout of a latent or index pool type, or std::nullopt for
+/// bf16/f32 pools (and every other type).
+std::optional<Fp8PageLayout> getFp8PageLayout(Type poolType);
+
+/// Element access to a paged pool buffer (latent or index pool):
+/// [pages, rows, lanes] for bf16/f32 pools, [pages, page_bytes] i8 for fp8
+/// pools (Fp8PageLayout). One place for both kinds of fp8 page.
+struct PagedPoolAccess {
   Value buffer;
-  int64_t rowsPerPage, width;
-  bool fp8;
+  int64_t rowsPerPage, width, pad;
+  /// Set for fp8 pools.
+  std::optional<Fp8PageLayout> fp8;
+  /// Index pools: fp8 rows are Hadamard-rotated with one ue8m0 scale.
+  bool indexPool;
 
-  IndexPoolAccess(Value buffer, Type poolType);
-  /// Value (dequantised to f32; rotated basis for fp8) of lane c.
+  PagedPoolAccess(Value buffer, Type poolType);
+  bool isFp8() const { return fp8.has_value(); }
+  /// Value of data lane c of row (page, row), dequantised to f32 (rotated
+  /// basis for fp8 index pools).
   Value load(KernelBuilder &kb, Value page, Value row, Value c) const;
-  /// Writes the f32 vector `vec` ([width] scratch) as row (page, row): as is
-  /// for bf16/f32; for fp8 rounded to bf16, Hadamard-rotated, rounded to
-  /// bf16 and ue8m0-quantised (`tmp` is a [width] f32 scratch).
-  void storeRow(KernelBuilder &kb, Value page, Value row, Value vec,
-                Value tmp) const;
+  /// Index pools: writes the f32 vector `vec` ([width] scratch) as row
+  /// (page, row): as is for bf16/f32; for fp8 rounded to bf16,
+  /// Hadamard-rotated, rounded to bf16 and ue8m0-quantised (`tmp` is a
+  /// [width] f32 scratch).
+  void storeIndexRow(KernelBuilder &kb, Value page, Value row, Value vec,
+                     Value tmp) const;
+  /// Latent pools: writes `lane(c)` (f32) for c in [0, width) and zero pad
+  /// lanes as row (page, row). fp8: per group of 128 lanes, scale = amax /
+  /// 448 (1 where that is not > 0), values = e4m3(x / scale) rounded to
+  /// nearest even, saturated to +-448 (docs/KVCache.md).
+  void storeLatentRow(KernelBuilder &kb, Value page, Value row,
+                      llvm::function_ref<Value(Value)> lane) const;
 
 private:
+  /// [rowsPerPage, valueRowStride] e4m3 view of page `page`.
   Value values(KernelBuilder &kb, Value page) const;
+  /// 1-D f32 view of page `page` from row 0's first scale.
   Value scales(KernelBuilder &kb, Value page) const;
+  /// Index into scales() of scale `group` of row `row`.
+  Value scaleIndex(KernelBuilder &kb, Value row, Value group) const;
 };
 
 /// The orthonormal Walsh-Hadamard transform of `vec` ([n] f32, n a power of

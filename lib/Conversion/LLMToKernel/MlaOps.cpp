@@ -5,7 +5,8 @@
 // llm.mla_attention becomes one kernel: per token and head, the absorbed
 // query qa = W_UK^h^T q (fp32 scratch [R]), scores against the latent rows
 // of the selected positions read straight from the paged latent pool
-// (first R lanes; pad lanes never read), a max-subtracted softmax, the
+// (first R lanes; pad lanes never read; fp8 pools dequantised per lane,
+// PagedPoolAccess), a max-subtracted softmax, the
 // latent-space output sum and the W_UV^h projection. fp32 throughout with
 // one rounding at the store; the selection order does not matter.
 //
@@ -28,8 +29,6 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
-    if (!pool.getElementType().isBF16() && !pool.getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "fp8 latent pools have no CPU kernel");
     KernelCall call;
     call.addInput(adaptor.getQ());
     FailureOr<unsigned> kvb =
@@ -51,7 +50,8 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
     Type kvbType = op.getKvB().getType();
     auto results = call.emit(rewriter, op, "mla_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value q = a[0], cache = a[cacheArg], sel = a[cacheArg + 1];
+      Value q = a[0], sel = a[cacheArg + 1];
+      PagedPoolAccess cache(a[cacheArg], pool);
       Value counts = a[cacheArg + 2], starts = a[cacheArg + 3];
       Value bt = a[cacheArg + 4], o = a[out];
       WeightView kvB = makeWeightView(kvbType, a.slice(*kvb, cacheArg - *kvb));
@@ -64,7 +64,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
         auto latent = [&](Value j, Value c) {
           auto [page, row] =
               pagedRow(kb, bt, r, kb.loadIndex(sel, {t, j}), pageSize);
-          return kb.load(cache, {page, row, c});
+          return cache.load(kb, page, row, c);
         };
         kb.loop(0, heads, [&](Value h) {
           Value rowUK = kb.imul(h, kb.idx(dq + dv));

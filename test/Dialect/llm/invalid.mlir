@@ -94,6 +94,25 @@ func.func @latent_pool_pad() {
 
 // -----
 
+// Tests that the verifier rejects an fp8 latent pool whose rows cannot hold
+// 4-byte aligned per-128-lane scales.
+func.func @latent_pool_fp8_width() {
+  // expected-error@+1 {{expected a width that is a multiple of 128 and a pad that is a multiple of 4 for an fp8 latent pool, got width 500, pad 0}}
+  %w = llm.weight "t" : !llm.latent_pool<page_size = 64, width = 500, pad = 0, f8E4M3FN>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects an fp8 latent pool with a pad that misaligns the scales.
+func.func @latent_pool_fp8_pad() {
+  // expected-error@+1 {{expected a width that is a multiple of 128 and a pad that is a multiple of 4 for an fp8 latent pool, got width 512, pad 2}}
+  %w = llm.weight "t" : !llm.latent_pool<page_size = 64, width = 512, pad = 2, f8E4M3FN>
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects a latent pool of f16.
 func.func @latent_pool_element_type() {
   // expected-error@+1 {{latent pool element type must be bf16, f32 or f8E4M3FN, got 'f16'}}

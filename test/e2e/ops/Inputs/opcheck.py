@@ -139,7 +139,8 @@ class Program:
     def op(self, text):
         self.body.append(text)
 
-    def print_tensor(self, v, shape, dtype, dyn=True):
+    def print_tensor(self, v, shape, dtype, dyn=True, exact=False):
+        """Prints v as raw bits; `exact` compares f32 outputs bit for bit."""
         t = ttype(shape, dtype, dyn)
         if dtype == "i8":
             w = self.fresh()
@@ -161,7 +162,7 @@ class Program:
                       f"{u} = tensor.cast {i} : {ttype(shape, 'i32', dyn)} to tensor<*xi32>",
                       f"{b} = bufferization.to_buffer {u} : tensor<*xi32> to memref<*xi32>",
                       f"call @printMemrefI32({b}) : (memref<*xi32>) -> ()"]
-        self.prints.append((dtype, shape))
+        self.prints.append(("f32exact" if exact else dtype, shape))
 
     def print_cache(self, handle):
         m, shape, dtype = handle
@@ -968,6 +969,126 @@ def index_cache_fp8():
     return p, [raw.astype(np.int64), gathered]
 
 
+def fp8_latent_row(x, width, pad):
+    """A latent row -> its bytes (docs/KVCache.md "fp8 pages"): width + pad
+    e4m3 codes, then one fp32 scale per 128 lanes; scale = amax / 448 (fp32;
+    1 where that is not > 0), code = e4m3(clamp(x / scale, +-448)), RNE."""
+    x = np.asarray(x, dtype=np.float32)
+    codes = np.zeros(width + pad, dtype=np.uint8)
+    scales = np.zeros(width // 128, dtype=np.float32)
+    for g in range(width // 128):
+        v = x[g * 128:(g + 1) * 128]
+        s_ = np.float32(np.max(np.abs(v))) / np.float32(448.0)
+        if not s_ > 0:
+            s_ = np.float32(1.0)
+        codes[g * 128:(g + 1) * 128] = fp8_encode(np.clip(v / s_, -448, 448))
+        scales[g] = s_
+    return np.concatenate([codes, scales.view(np.uint8)])
+
+
+def fp8_latent_dequant(row_bytes, width, pad):
+    """Row bytes -> float32 lanes [width]: fp32(e4m3) * scale in fp32."""
+    codes = row_bytes[:width]
+    scales = row_bytes[width + pad:width + pad + 4 * (width // 128)].copy().view(np.float32)
+    return fp8_decode(codes).astype(np.float32) * np.repeat(scales, 128)
+
+
+def fp8_latent_geometry(ps, width, pad):
+    row = width + pad + 4 * (width // 128)
+    return row, (ps * row + 255) // 256 * 256
+
+
+@case
+def latent_cache_fp8():
+    p = Program(19)
+    PS, W, PAD = 4, 256, 4
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    ROW, PAGE = fp8_latent_geometry(PS, W, PAD)
+    # Earlier rows (position 5 of r1 is read, not written); random bytes in
+    # the page tails past the last row, which nothing touches.
+    raw0 = p.rng.randint(0, 256, size=(6, PAGE)).astype(np.uint8)
+    for page in range(6):
+        for row in range(PS):
+            raw0[page, row * ROW:(row + 1) * ROW] = fp8_latent_row(p.rand((W,), "f32", -1, 1), W, PAD)
+    lat = p.rand((T, W), "bf16", -3, 3)
+    lat[0, 128:] = 0                  # an all-zero group: scale 1, codes 0
+    lat[1, :128] *= np.float32(1e-3)  # a small group: subnormal codes
+    lat[2, 5] = np.float32(200.0)     # a wide group: the others round to 0 or subnormals
+    lat = bf16(lat)
+    ty = f"!llm.latent_pool<page_size = {PS}, width = {W}, pad = {PAD}, f8E4M3FN>"
+    vc, hc = p.cache(raw0, "i8", ty)
+    vl, vp, vs, vb = p.input(lat, "bf16"), p.input(pos, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    c1 = p.fresh()
+    p.op(f"{c1} = llm.latent_cache_write {vc}, {vl}, {vp}, {vs}, {vb} : ({ty}, {ttype((T, W), 'bf16', True)}, "
+         f"{ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ty}")
+    ids = np.array([[x, x - 1 if x > 0 else -1, -1] for x in pos], dtype=np.int32)
+    vi = p.input(ids, "i32")
+    g = p.fresh()
+    p.op(f"{g} = llm.latent_cache_gather {c1}, {vi}, {vs}, {vb} : ({ty}, {ttype((T, 3), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> {ttype((T, 3, W), 'f32', True)}")
+    p.print_cache(hc)
+    p.print_tensor(g, (T, 3, W), "f32", exact=True)
+    raw = raw0.copy()
+    for t in range(T):
+        r, x = owner[t], pos[t]
+        page, row = bt[r][x // PS], x % PS
+        raw[page, row * ROW:(row + 1) * ROW] = fp8_latent_row(lat[t], W, PAD)
+    gathered = np.zeros((T, 3, W), dtype=np.float32)
+    for t in range(T):
+        for i, x in enumerate(ids[t]):
+            if x >= 0:
+                page, row = bt[owner[t]][x // PS], x % PS
+                gathered[t, i] = fp8_latent_dequant(raw[page, row * ROW:(row + 1) * ROW], W, PAD)
+    return p, [raw.astype(np.int64), gathered]
+
+
+@case
+def mla_attention_fp8():
+    p = Program(20)
+    PS, R, H, DQ, DV, S, dt = 4, 256, 2, 8, 6, 10, "bf16"
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    ROW, PAGE = fp8_latent_geometry(PS, R, 0)
+    raw = np.zeros((6, PAGE), dtype=np.uint8)
+    for page in range(6):
+        for row in range(PS):
+            raw[page, row * ROW:(row + 1) * ROW] = fp8_latent_row(p.rand((R,), "f32", -2, 2), R, 0)
+    q = p.rand((T, H, DQ), dt, -2, 2)
+    kvb = p.rand((H * (DQ + DV), R), dt, -0.5, 0.5)
+    sel = np.full((T, S), -1, dtype=np.int32)
+    counts = np.zeros(T, dtype=np.int32)
+    for t in range(T):
+        cand = p.rng.permutation(pos[t] + 1)[:min(S, pos[t] + 1) - (t % 2)]
+        sel[t, :len(cand)] = cand
+        counts[t] = len(cand)
+    ty = f"!llm.latent_pool<page_size = {PS}, width = {R}, pad = 0, f8E4M3FN>"
+    vc, _ = p.cache(raw, "i8", ty)
+    vq, vk = p.input(q, dt), p.weight("kv_b_proj.weight", kvb, dt)
+    vsel, vcnt, vs, vb = p.input(sel, "i32"), p.input(counts, "i32"), p.input(starts, "i32"), p.input(bt, "i32")
+    o = p.fresh()
+    p.op(f"{o} = llm.mla_attention {vq}, {vk}, {vc}, {vsel}, {vcnt}, {vs}, {vb} "
+         f"{{heads = {H} : i64, qk_head_dim = {DQ} : i64, v_head_dim = {DV} : i64, kv_lora_rank = {R} : i64, "
+         f"softmax_scale = 0.35355339 : f32}} : ({ttype((T, H, DQ), dt, True)}, {ttype(kvb.shape, dt)}, {ty}, "
+         f"{ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, "
+         f"{ttype((2, 3), 'i32', True)}) -> {ttype((T, H, DV), dt, True)}")
+    p.print_tensor(o, (T, H, DV), dt)
+    ref = np.zeros((T, H, DV))
+    W = kvb.astype(np.float64)
+    lane = lambda page, row: fp8_latent_dequant(raw[page, row * ROW:(row + 1) * ROW], R, 0)
+    for t in range(T):
+        c = np.array([lane(bt[owner[t]][x // PS], x % PS) for x in sel[t, :counts[t]]], dtype=np.float64)
+        for h in range(H):
+            uk = W[h * (DQ + DV):h * (DQ + DV) + DQ]
+            uv = W[h * (DQ + DV) + DQ:(h + 1) * (DQ + DV)]
+            qa = uk.T @ q[t, h].astype(np.float64)
+            sc = c @ qa * np.float32(0.35355339)
+            pr = np.exp(sc - sc.max())
+            pr /= pr.sum()
+            ref[t, h] = uv @ (pr @ c)
+    return p, [bf16(ref)]
+
+
 @case
 def kpool_indexer_fp8():
     p = Program(18)
@@ -1079,6 +1200,10 @@ def compare(got, expected, kind):
     if kind == "i32":
         ok = np.array_equal(got, expected)
         return ok, 0 if ok else int(np.sum(got != expected))
+    if kind == "f32exact":
+        bits = np.asarray(expected, dtype=np.float32).view(np.int32).astype(np.int64)
+        ok = got.shape == bits.shape and np.array_equal(got, bits)
+        return ok, 0 if ok else int(np.sum(got != bits))
     y = got.astype(np.int64).astype(np.uint32).view(np.float32).astype(np.float64)
     ref = np.asarray(expected, dtype=np.float64)
     if y.shape != ref.shape:
