@@ -46,5 +46,5 @@ for _ in range(300):
         break
     time.sleep(0.1)
 for line in metrics.splitlines():
-    if line.startswith(("strata_prefix_cache_", "strata_kv_blocks_in_use")):
+    if line.startswith(("strata_prefix_cache_", "strata_kv_blocks_")):
         print(line)
