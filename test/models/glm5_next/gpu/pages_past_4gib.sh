@@ -24,3 +24,10 @@ echo "== bf16, same prompt from page 0 (reference for identity)"
 run strata-run --target sm_90 --artifact "$C/art/tiny-bf16.strata" --checkpoint "$W/ck" --prompt-ids-file "$W/p1.txt" \
   --max-tokens 8 --chunk 64 --dump-logits "$W/bf16-0.npy" 2>&1 | tail -1
 python3 -c "import numpy as np, sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2]); print('bf16 page 70000 vs page 0: bit-identical', np.array_equal(a, b), 'max abs diff', float(np.abs(a-b).max()))" "$W/bf16.npy" "$W/bf16-0.npy"
+echo "== fp8 latent cache (f32 activations), pages from 140000 (4.4 GiB offset, 33,792-byte pages)"
+run strata-run --target sm_90 --artifact "$C/art/tiny-bf16-f32-kvfp8.strata" --checkpoint "$W/ck" --prompt-ids-file "$W/p1.txt" \
+  --first-page 140000 --max-tokens 8 --chunk 64 --dump-logits "$W/kvfp8.npy" --dump-ids "$W/kvfp8i.npy" 2>&1 | tail -3
+python3 "$C/compare_goldens.py" "$G" --prompts 1 --logits "$W/kvfp8.npy" --ids "$W/kvfp8i.npy" --max-tokens 8 --kv-fp8 --median-tol 5e-3 --rel-tol 1e-2 --min-top1 0.98
+run strata-run --target sm_90 --artifact "$C/art/tiny-bf16-f32-kvfp8.strata" --checkpoint "$W/ck" --prompt-ids-file "$W/p1.txt" \
+  --max-tokens 8 --chunk 64 --dump-logits "$W/kvfp8-0.npy" 2>&1 | tail -1
+python3 -c "import numpy as np, sys; a=np.load(sys.argv[1]); b=np.load(sys.argv[2]); print('fp8 cache page 140000 vs page 0: bit-identical', np.array_equal(a, b), 'max abs diff', float(np.abs(a-b).max()))" "$W/kvfp8.npy" "$W/kvfp8-0.npy"

@@ -5,11 +5,16 @@
 #   fp32-mtp      bf16 config, f32 activations: one 1000-token chunk + 16 decode + MTP draft
 #   fp8-fp32      fp8 config, f32 activations: chunks of 4 + 64 decode + MTP draft
 #   bf16          bf16 config, bf16 activations: teacher-forced top-1 >= 0.94
+#   kv-fp8-f32    bf16 config, f32 activations, fp8 latent cache: median row rel err < 5e-3,
+#                 top-1 >= 0.98, decode on the golden path < 1e-2 (cpu/kv-fp8.test)
+#   kv-fp8-bf16   bf16 config, bf16 activations, fp8 latent cache: top-1 vs transformers bf16 >= 0.94
 # Usage: run_goldens.sh BIN ART GOLDENS COMPARE CONFIGS WORK
 #   BIN      strata-run and strata-write-checkpoint (optionally with a bundled
 #            Debian 12 loader: ld-linux-x86-64.so.2, glibc/, lib/)
-#   ART      tiny-bf16-f32.strata, tiny-fp8-f32.strata, tiny-bf16.strata
-#            (strata-compile --target sm_90,cpu; docs/GPURun-H200.md)
+#   ART      tiny-bf16-f32.strata, tiny-fp8-f32.strata, tiny-bf16.strata,
+#            tiny-bf16-f32-kvfp8.strata, tiny-bf16-kvfp8.strata
+#            (strata-compile --target sm_90,cpu [--kv-cache-dtype=fp8];
+#            docs/GPURun-H200.md)
 #   GOLDENS  test/models/glm5_next/goldens (glm5-tiny-{bf16,fp8}.safetensors)
 #   COMPARE  test/models/glm5_next/cpu/compare_goldens.py
 #   CONFIGS  models/glm5_next/configs
@@ -71,6 +76,10 @@ case_ fp32-mtp tiny-bf16-f32.strata ck-bf16 glm5-tiny-bf16.safetensors 2 \
 case_ fp8-fp32 tiny-fp8-f32.strata ck-fp8 glm5-tiny-fp8.safetensors 1 \
   "--chunk 4 --max-tokens 64 --dump-mtp-logits $WORK/fp8-fp32.mtp.npy" "--max-tokens 64 --mtp $WORK/fp8-fp32.mtp.npy"
 case_ bf16 tiny-bf16.strata ck-bf16 glm5-tiny-bf16.safetensors 0,1 \
+  "--chunk 64 --max-tokens 16" "--max-tokens 16 --bf16 --min-top1 0.94"
+case_ kv-fp8-f32 tiny-bf16-f32-kvfp8.strata ck-bf16 glm5-tiny-bf16.safetensors 0,1 \
+  "--chunk 64 --max-tokens 16" "--max-tokens 16 --kv-fp8 --median-tol 5e-3 --rel-tol 1e-2 --min-top1 0.98"
+case_ kv-fp8-bf16 tiny-bf16-kvfp8.strata ck-bf16 glm5-tiny-bf16.safetensors 0,1 \
   "--chunk 64 --max-tokens 16" "--max-tokens 16 --bf16 --min-top1 0.94"
 echo "loader: $([ $LOADER = 1 ] && echo bundled glibc || echo system)"
 echo "== overall: $([ $status = 0 ] && echo PASS || echo FAIL)"
