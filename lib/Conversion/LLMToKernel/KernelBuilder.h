@@ -255,7 +255,8 @@ struct Fp8PageLayout {
   int64_t rowsPerPage = 0;
   /// e4m3 values per row (latent pools: width + pad).
   int64_t lanes = 0;
-  /// Data lanes per scale (the last group may be shorter).
+  /// Data lanes per scale (latent pools: 128; the verifier makes the width
+  /// a multiple of it).
   int64_t groupLanes = 0;
   /// Scales per row.
   int64_t groups = 0;
