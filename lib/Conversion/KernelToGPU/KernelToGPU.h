@@ -3,7 +3,8 @@
 // Part of strata, under the Apache License v2.0.
 //
 // convert-kernels-to-gpu (Passes.td) records each kernel's grid in an
-// attribute the artifact emitter reads back.
+// attribute the artifact emitter reads back; the block size is the kernel's
+// known_block_size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +19,11 @@ namespace mlir::strata {
 /// DenseI64ArrayAttr, one per grid dimension x/y/z: [-1, n] for n blocks,
 /// [a, d] for extent d of kernel argument a.
 inline constexpr llvm::StringLiteral kGpuGridAttrName = "strata.grid";
+
+/// On a gpu.func that keeps one thread per block although the pass was
+/// given a chip: why the threads of a block could not share its rows.
+inline constexpr llvm::StringLiteral kSingleThreadAttrName =
+    "strata.single_thread";
 
 } // namespace mlir::strata
 

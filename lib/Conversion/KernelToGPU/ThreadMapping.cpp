@@ -1,0 +1,519 @@
+//===- ThreadMapping.cpp - threads of a block within a kernel row ---------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+//===----------------------------------------------------------------------===//
+
+#include "lib/Conversion/KernelToGPU/ThreadMapping.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/SmallBitVector.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// The buffer `value` is a view (subview, cast, memory space cast) of.
+Value bufferOf(Value value) {
+  while (true) {
+    if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+      value = view.getViewSource();
+    else if (auto cast = value.getDefiningOp<memref::MemorySpaceCastOp>())
+      value = cast.getSource();
+    else
+      return value;
+  }
+}
+
+/// Whether `op` or an op nested in it may have an effect of kind `Effect`
+/// (an op without a memory-effect interface may have any).
+template <typename... Effects> bool mayHave(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *nested) {
+    if (nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      return WalkResult::advance();
+    auto iface = dyn_cast<MemoryEffectOpInterface>(nested);
+    if (!iface) {
+      found = true;
+      return WalkResult::interrupt();
+    }
+    SmallVector<MemoryEffects::EffectInstance> effects;
+    iface.getEffects(effects);
+    for (const auto &effect : effects)
+      if (isa<Effects...>(effect.getEffect())) {
+        found = true;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return found;
+}
+
+bool mayWrite(Operation *op) {
+  return mayHave<MemoryEffects::Write, MemoryEffects::Free>(op);
+}
+bool mayAccess(Operation *op) {
+  return mayHave<MemoryEffects::Read, MemoryEffects::Write,
+                 MemoryEffects::Free>(op);
+}
+
+/// Whether the iterations of `loop` (scf.for without results, index-typed)
+/// touch disjoint memory: each buffer stored to inside the loop is accessed
+/// inside it through one value only, and always with the induction
+/// variable itself as the index of one fixed dimension. The other effects
+/// inside are loads (of anything) and pure ops. Kernel arguments do not
+/// alias one another, and scratch allocations are distinct buffers.
+bool isIndependentFor(scf::ForOp loop) {
+  if (loop.getNumResults() || !loop.getInductionVar().getType().isIndex())
+    return false;
+  Value iv = loop.getInductionVar();
+  struct Access {
+    Value memref;
+    ValueRange indices;
+    bool store;
+  };
+  SmallVector<Access> accesses;
+  bool ok = true;
+  loop.getBody()->walk([&](Operation *op) {
+    if (auto load = dyn_cast<memref::LoadOp>(op))
+      accesses.push_back({load.getMemRef(), load.getIndices(), false});
+    else if (auto store = dyn_cast<memref::StoreOp>(op))
+      accesses.push_back({store.getMemRef(), store.getIndices(), true});
+    else if (!isPure(op) && !op->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
+      ok = false;
+  });
+  if (!ok)
+    return false;
+  for (const Access &stored : accesses) {
+    if (!stored.store)
+      continue;
+    Value buffer = bufferOf(stored.memref);
+    llvm::SmallBitVector dims(stored.indices.size(), true);
+    for (const Access &access : accesses) {
+      if (bufferOf(access.memref) != buffer)
+        continue;
+      if (access.memref != stored.memref)
+        return false;
+      for (auto [d, index] : llvm::enumerate(access.indices))
+        if (index != iv)
+          dims.reset(d);
+    }
+    if (dims.none())
+      return false;
+  }
+  return true;
+}
+
+/// Whether `op` is a loop whose iterations may run on different threads.
+bool isIndependentLoop(Operation *op) {
+  if (auto par = dyn_cast<scf::ParallelOp>(op))
+    return par.getNumResults() == 0;
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return isIndependentFor(forOp);
+  return false;
+}
+
+/// Lower bounds, upper bounds, steps and induction variables of a loop.
+struct LoopDims {
+  SmallVector<Value> lbs, ubs, steps, ivs;
+};
+
+void appendDims(Operation *op, LoopDims &dims) {
+  if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+    dims.lbs.push_back(forOp.getLowerBound());
+    dims.ubs.push_back(forOp.getUpperBound());
+    dims.steps.push_back(forOp.getStep());
+    dims.ivs.push_back(forOp.getInductionVar());
+    return;
+  }
+  auto par = cast<scf::ParallelOp>(op);
+  llvm::append_range(dims.lbs, par.getLowerBound());
+  llvm::append_range(dims.ubs, par.getUpperBound());
+  llvm::append_range(dims.steps, par.getStep());
+  llvm::append_range(dims.ivs, par.getInductionVars());
+}
+
+Block *loopBody(Operation *op) {
+  if (auto forOp = dyn_cast<scf::ForOp>(op))
+    return forOp.getBody();
+  return cast<scf::ParallelOp>(op).getBody();
+}
+
+/// The constant number of iterations of `dims`, if every bound is constant.
+std::optional<int64_t> constantTrips(const LoopDims &dims) {
+  int64_t trips = 1;
+  for (auto [lb, ub, step] : llvm::zip(dims.lbs, dims.ubs, dims.steps)) {
+    auto l = getConstantIntValue(lb), u = getConstantIntValue(ub),
+         s = getConstantIntValue(step);
+    if (!l || !u || !s || *s <= 0)
+      return std::nullopt;
+    trips *= std::max<int64_t>(0, (*u - *l + *s - 1) / *s);
+  }
+  return trips;
+}
+
+} // namespace
+
+BlockThreads::BlockThreads(gpu::GPUFuncOp kernel, Operation *rowLoop,
+                           int64_t threads, int64_t workgroupBytes)
+    : kernel(kernel), rowLoop(rowLoop), threads(threads),
+      workgroupBytes(workgroupBytes) {
+  Block &entry = kernel.getBody().front();
+  OpBuilder b(&entry, entry.begin());
+  Location loc = kernel.getLoc();
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  zero = arith::ConstantIndexOp::create(b, loc, 0);
+  isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+}
+
+/// The loops of a perfect rectangular nest of independent loops starting at
+/// `op` (an independent loop), outermost first.
+SmallVector<Operation *> BlockThreads::loopNest(Operation *op) {
+  SmallVector<Operation *> nest{op};
+  while (true) {
+    Block *body = loopBody(nest.back());
+    if (body->getOperations().size() != 2)
+      break;
+    Operation *inner = &body->front();
+    if (!isIndependentLoop(inner))
+      break;
+    LoopDims dims;
+    appendDims(inner, dims);
+    bool rectangular = true;
+    for (ValueRange values : {ValueRange(dims.lbs), ValueRange(dims.ubs),
+                              ValueRange(dims.steps)})
+      for (Value v : values)
+        if (nest.front()->isAncestor(v.getParentBlock()->getParentOp()))
+          rectangular = false;
+    if (!rectangular)
+      break;
+    nest.push_back(inner);
+  }
+  return nest;
+}
+
+bool BlockThreads::hasWork(Block &block) {
+  for (Operation &op : block) {
+    Role role = classify(&op);
+    if (role == Role::Distribute || role == Role::Structural)
+      return true;
+  }
+  return false;
+}
+
+BlockThreads::Role BlockThreads::classify(Operation *op) {
+  if (op == rowLoop)
+    return threadDim >= 0 ? Role::Threaded : Role::Structural;
+  if (auto it = roles.find(op); it != roles.end())
+    return it->second;
+  Role role = Role::Redundant;
+  if (isIndependentLoop(op)) {
+    // A short loop around loops with more parallelism stays serial in every
+    // thread; the loops inside are distributed instead.
+    SmallVector<Operation *> nest = loopNest(op);
+    LoopDims dims;
+    for (Operation *loop : nest)
+      appendDims(loop, dims);
+    std::optional<int64_t> trips = constantTrips(dims);
+    role = trips && *trips < threads && hasWork(*loopBody(nest.back()))
+               ? Role::Structural
+               : Role::Distribute;
+  } else if (isa<scf::ForOp, scf::IfOp>(op) &&
+             llvm::any_of(op->getRegions(), [&](Region &region) {
+               return llvm::any_of(region,
+                                   [&](Block &block) { return hasWork(block); });
+             })) {
+    role = Role::Structural;
+  } else if (mayWrite(op)) {
+    role = Role::Write;
+  }
+  roles[op] = role;
+  return role;
+}
+
+int BlockThreads::rowLoopThreadDim() {
+  if (threadDim != -2)
+    return threadDim;
+  threadDim = -1;
+  if (!rowLoop)
+    return threadDim;
+  auto par = dyn_cast<scf::ParallelOp>(rowLoop);
+  int dims = par ? std::min<int>(3, par.getNumLoops()) : 1;
+  Block *body = loopBody(rowLoop);
+  if (dims < 2 && hasWork(*body))
+    return threadDim;
+  // Threads then run different rows: every scratch buffer the row loop
+  // touches must be private to its iteration, i.e. touched nowhere else.
+  bool privateScratch = true;
+  rowLoop->walk([&](Operation *op) {
+    for (Value operand : op->getOperands()) {
+      Value buffer = bufferOf(operand);
+      if (!isa<MemRefType>(buffer.getType()) ||
+          !buffer.getDefiningOp<memref::AllocaOp>())
+        continue;
+      for (Operation *user : buffer.getUsers()) {
+        SmallVector<Operation *> uses{user};
+        if (auto cast = dyn_cast<memref::MemorySpaceCastOp>(user))
+          uses.assign(cast->user_begin(), cast->user_end());
+        for (Operation *use : uses)
+          if (!rowLoop->isAncestor(use))
+            privateScratch = false;
+      }
+    }
+  });
+  if (privateScratch)
+    threadDim = dims - 1;
+  return threadDim;
+}
+
+void BlockThreads::barrierBefore(Operation *op) {
+  Operation *prev = op->getPrevNode();
+  for (; prev; prev = prev->getPrevNode()) {
+    if (isa<gpu::BarrierOp>(prev))
+      return;
+    if (mayAccess(prev))
+      break;
+  }
+  // Nothing runs before the kernel's first op.
+  if (!prev && op->getBlock() == &kernel.getBody().front())
+    return;
+  OpBuilder b(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+void BlockThreads::barrierAfter(Operation *op) {
+  if (isa_and_nonnull<gpu::BarrierOp>(op->getNextNode()))
+    return;
+  OpBuilder b(op->getContext());
+  b.setInsertionPointAfter(op);
+  gpu::BarrierOp::create(b, op->getLoc());
+}
+
+Value BlockThreads::workgroupBuffer(MemRefType type) {
+  auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto shared = MemRefType::get(type.getShape(), type.getElementType(),
+                                type.getLayout(), space);
+  Type element = type.getElementType();
+  int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
+  usedWorkgroupBytes += type.getNumElements() * ((bits + 7) / 8);
+  return kernel.addWorkgroupAttribution(shared, kernel.getLoc());
+}
+
+Operation *BlockThreads::distribute(Operation *op) {
+  SmallVector<Operation *> nest = loopNest(op);
+  LoopDims dims;
+  for (Operation *loop : nest)
+    appendDims(loop, dims);
+  Location loc = op->getLoc();
+  OpBuilder b(op);
+  Value count = arith::ConstantIndexOp::create(b, loc, threads);
+  if (dims.ivs.size() == 1) {
+    // lb + tid·step, step · threads.
+    Value lb = arith::AddIOp::create(
+        b, loc, dims.lbs[0], arith::MulIOp::create(b, loc, tid, dims.steps[0]));
+    Value step = arith::MulIOp::create(b, loc, dims.steps[0], count);
+    if (auto forOp = dyn_cast<scf::ForOp>(op)) {
+      forOp.setLowerBound(lb);
+      forOp.setStep(step);
+    } else {
+      auto par = cast<scf::ParallelOp>(op);
+      par.getLowerBoundMutable().assign(lb);
+      par.getStepMutable().assign(step);
+    }
+    distributed.insert(op);
+    return op;
+  }
+  // One loop over the flattened iteration space, delinearised.
+  SmallVector<Value> trips;
+  Value total = arith::ConstantIndexOp::create(b, loc, 1);
+  for (auto [lb, ub, step] : llvm::zip(dims.lbs, dims.ubs, dims.steps)) {
+    Value n = arith::CeilDivSIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, ub, lb), step);
+    n = arith::MaxSIOp::create(b, loc, n, zero);
+    trips.push_back(n);
+    total = arith::MulIOp::create(b, loc, total, n);
+  }
+  auto flat = scf::ForOp::create(b, loc, tid, total, count);
+  b.setInsertionPointToStart(flat.getBody());
+  IRMapping map;
+  Value rest = flat.getInductionVar();
+  for (int64_t d = static_cast<int64_t>(trips.size()) - 1; d >= 0; --d) {
+    Value index = rest;
+    if (d > 0) {
+      index = arith::RemUIOp::create(b, loc, rest, trips[d]);
+      rest = arith::DivUIOp::create(b, loc, rest, trips[d]);
+    }
+    map.map(dims.ivs[d],
+            arith::AddIOp::create(
+                b, loc, dims.lbs[d],
+                arith::MulIOp::create(b, loc, index, dims.steps[d])));
+  }
+  for (Operation &inner : *loopBody(nest.back()))
+    if (!inner.hasTrait<OpTrait::IsTerminator>())
+      b.clone(inner, map);
+  for (Operation *loop : nest)
+    roles.erase(loop);
+  op->erase();
+  distributed.insert(flat);
+  return flat;
+}
+
+LogicalResult BlockThreads::guard(ArrayRef<Operation *> chunk) {
+  barrierBefore(chunk.front());
+  Block *block = chunk.front()->getBlock();
+  llvm::SmallPtrSet<Operation *, 16> inChunk(chunk.begin(), chunk.end());
+  SmallVector<Value> liveOuts;
+  for (Operation *op : chunk)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inChunk.contains(block->findAncestorOpInBlock(*user));
+          }))
+        liveOuts.push_back(result);
+  for (Value value : liveOuts)
+    if (!value.getType().isIntOrIndexOrFloat())
+      return fail("a " + llvm::Twine(chunk.front()->getName().getStringRef()) +
+                  " result computed on thread 0 is not a scalar");
+
+  Location loc = chunk.front()->getLoc();
+  OpBuilder b(chunk.front());
+  auto ifOp = scf::IfOp::create(b, loc, isFirst, /*withElseRegion=*/false);
+  Block *then = ifOp.thenBlock();
+  for (Operation *op : chunk)
+    op->moveBefore(then->getTerminator());
+  b.setInsertionPoint(then->getTerminator());
+  SmallVector<Value> slots;
+  for (Value value : liveOuts) {
+    Value slot = workgroupBuffer(MemRefType::get({1}, value.getType()));
+    memref::StoreOp::create(b, loc, value, slot, zero);
+    slots.push_back(slot);
+  }
+  b.setInsertionPointAfter(ifOp);
+  gpu::BarrierOp::create(b, loc);
+  for (auto [value, slot] : llvm::zip(liveOuts, slots)) {
+    Value loaded = memref::LoadOp::create(b, loc, slot, zero);
+    value.replaceUsesWithIf(loaded, [&](OpOperand &use) {
+      return !ifOp->isAncestor(use.getOwner());
+    });
+  }
+  return success();
+}
+
+LogicalResult BlockThreads::processBlock(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block.without_terminator())
+    ops.push_back(&op);
+  for (size_t i = 0; i < ops.size();) {
+    Operation *op = ops[i];
+    switch (classify(op)) {
+    case Role::Distribute:
+      barrierBefore(op);
+      barrierAfter(distribute(op));
+      ++i;
+      continue;
+    case Role::Threaded:
+      barrierBefore(op);
+      distributed.insert(op);
+      ++i;
+      continue;
+    case Role::Structural:
+      for (Region &region : op->getRegions())
+        for (Block &inner : region)
+          if (failed(processBlock(inner)))
+            return failure();
+      ++i;
+      continue;
+    case Role::Redundant:
+    case Role::Write:
+      break;
+    }
+    // A run of ops without distributed loops: the part from its first to
+    // its last writing op runs on thread 0.
+    size_t end = i, first = ops.size(), last = 0;
+    for (; end < ops.size(); ++end) {
+      Role role = classify(ops[end]);
+      if (role != Role::Redundant && role != Role::Write)
+        break;
+      if (role == Role::Write) {
+        first = std::min(first, end);
+        last = end;
+      }
+    }
+    if (first < ops.size() &&
+        failed(guard(ArrayRef(ops).slice(first, last - first + 1))))
+      return failure();
+    i = end;
+  }
+  return success();
+}
+
+LogicalResult BlockThreads::placeSharedScratch() {
+  Block &entry = kernel.getBody().front();
+  for (auto alloca :
+       llvm::make_early_inc_range(entry.getOps<memref::AllocaOp>())) {
+    // Private when every access is inside one distributed loop.
+    Operation *owner = nullptr;
+    bool shared = false;
+    SmallVector<Operation *> users(alloca->user_begin(), alloca->user_end());
+    for (size_t i = 0; i < users.size(); ++i) {
+      Operation *user = users[i];
+      if (isa<ViewLikeOpInterface, memref::MemorySpaceCastOp>(user)) {
+        users.append(user->user_begin(), user->user_end());
+        continue;
+      }
+      Operation *loop = user->getParentOp();
+      while (loop && !distributed.contains(loop))
+        loop = loop->getParentOp();
+      if (!loop || (owner && owner != loop))
+        shared = true;
+      owner = loop;
+    }
+    if (!shared)
+      continue;
+    MemRefType type = alloca.getType();
+    if (!type.hasStaticShape() || !type.getElementType().isIntOrIndexOrFloat())
+      return fail("shared scratch is not a static array of scalars");
+    OpBuilder b(alloca);
+    Value buffer = workgroupBuffer(type);
+    auto generic =
+        MemRefType::get(type.getShape(), type.getElementType(),
+                        type.getLayout(), /*memorySpace=*/Attribute());
+    for (Operation *user : llvm::make_early_inc_range(alloca->getUsers())) {
+      auto cast = dyn_cast<memref::MemorySpaceCastOp>(user);
+      if (!cast || cast.getType() != generic)
+        return fail("scratch used other than through its cast");
+      OpBuilder cb(cast);
+      cast.getResult().replaceAllUsesWith(
+          memref::MemorySpaceCastOp::create(cb, cast.getLoc(), generic, buffer)
+              .getResult());
+      cast.erase();
+    }
+    alloca.erase();
+  }
+  return success();
+}
+
+LogicalResult BlockThreads::fail(const llvm::Twine &message) {
+  reason = message.str();
+  return failure();
+}
+
+LogicalResult BlockThreads::apply(std::string &why) {
+  (void)rowLoopThreadDim();
+  LogicalResult result = processBlock(kernel.getBody().front());
+  if (succeeded(result))
+    result = placeSharedScratch();
+  if (succeeded(result) && usedWorkgroupBytes > workgroupBytes)
+    result = fail(llvm::Twine(usedWorkgroupBytes) +
+                  " bytes of workgroup memory, more than the " +
+                  llvm::Twine(workgroupBytes) + " available");
+  why = reason;
+  return result;
+}
