@@ -6,11 +6,13 @@
 
 #include "lib/Conversion/KernelToGPU/ThreadMapping.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/ADT/SmallBitVector.h"
@@ -70,8 +72,8 @@ bool mayAccess(Operation *op) {
 /// variable itself as the index of one fixed dimension. The other effects
 /// inside are loads (of anything) and pure ops. Kernel arguments do not
 /// alias one another, and scratch allocations are distinct buffers.
-bool isIndependentFor(scf::ForOp loop) {
-  if (loop.getNumResults() || !loop.getInductionVar().getType().isIndex())
+bool hasIndependentIterations(scf::ForOp loop) {
+  if (!loop.getInductionVar().getType().isIndex())
     return false;
   Value iv = loop.getInductionVar();
   struct Access {
@@ -108,6 +110,164 @@ bool isIndependentFor(scf::ForOp loop) {
     if (dims.none())
       return false;
   }
+  return true;
+}
+
+bool isIndependentFor(scf::ForOp loop) {
+  return loop.getNumResults() == 0 && hasIndependentIterations(loop);
+}
+
+/// The gpu.all_reduce kind of a reduction's combining op.
+std::optional<gpu::AllReduceOperation> reductionKind(Operation *op) {
+  if (isa<arith::AddFOp>(op))
+    return gpu::AllReduceOperation::ADD;
+  if (isa<arith::MaximumFOp>(op))
+    return gpu::AllReduceOperation::MAXIMUMF;
+  if (isa<arith::MinimumFOp>(op))
+    return gpu::AllReduceOperation::MINIMUMF;
+  if (isa<arith::MaxNumFOp>(op))
+    return gpu::AllReduceOperation::MAXNUMF;
+  if (isa<arith::MinNumFOp>(op))
+    return gpu::AllReduceOperation::MINNUMF;
+  return std::nullopt;
+}
+
+/// The ops of `loop`'s body that depend on its iteration arguments (the
+/// yield excepted), when they are pure ops directly in the body; else
+/// nullopt.
+std::optional<SetVector<Operation *>> carriedSlice(scf::ForOp loop) {
+  SetVector<Operation *> slice;
+  for (Value arg : loop.getRegionIterArgs())
+    getForwardSlice(arg, &slice);
+  SetVector<Operation *> ops;
+  for (Operation *op : slice) {
+    if (isa<scf::YieldOp>(op) && op->getParentOp() == loop)
+      continue;
+    if (op->getBlock() != loop.getBody() || !isPure(op) ||
+        op->getNumRegions() != 0)
+      return std::nullopt;
+    ops.insert(op);
+  }
+  return ops;
+}
+
+/// Whether `loop` (results, no writes) is a reduction a block can share:
+/// each result is combined by one add/max/min from its iteration argument
+/// and a value that does not depend on any iteration argument.
+bool isBlockReduction(scf::ForOp loop, int64_t threads) {
+  if (!loop.getNumResults() || mayWrite(loop) ||
+      !loop.getInductionVar().getType().isIndex())
+    return false;
+  if (auto lb = getConstantIntValue(loop.getLowerBound()),
+      ub = getConstantIntValue(loop.getUpperBound()),
+      step = getConstantIntValue(loop.getStep());
+      lb && ub && step && *step > 0 && (*ub - *lb) / *step < threads)
+    return false;
+  std::optional<SetVector<Operation *>> slice = carriedSlice(loop);
+  if (!slice || slice->size() != loop.getNumResults())
+    return false;
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  for (auto [arg, yielded] :
+       llvm::zip(loop.getRegionIterArgs(), yield.getOperands())) {
+    Operation *combine = yielded.getDefiningOp();
+    if (!combine || !slice->contains(combine) || !reductionKind(combine) ||
+        !arg.hasOneUse() || arg.use_begin()->getOwner() != combine ||
+        !combine->getResult(0).hasOneUse() || !arg.getType().isF32())
+      return false;
+    Value other = combine->getOperand(0) == arg ? combine->getOperand(1)
+                                                : combine->getOperand(0);
+    if (other.getDefiningOp() && slice->contains(other.getDefiningOp()))
+      return false;
+  }
+  return true;
+}
+
+/// Splits a loop with results that also stores, e.g. `m = max over i of
+/// (s = score(i); store s, buf[i]; s)`, into a loop without results doing
+/// the stores (its iterations independent, so distributable) followed by
+/// the reduction alone, which reads the stored values back instead of
+/// recomputing them. Applies when nothing stored depends on the iteration
+/// arguments and the reduction reads no other memory the loop writes.
+bool splitStoresFromReduction(scf::ForOp loop) {
+  if (!loop.getNumResults() || !mayWrite(loop) ||
+      !hasIndependentIterations(loop))
+    return false;
+  std::optional<SetVector<Operation *>> slice = carriedSlice(loop);
+  if (!slice)
+    return false;
+  llvm::SmallPtrSet<Value, 4> stored;
+  loop.getBody()->walk(
+      [&](memref::StoreOp store) { stored.insert(bufferOf(store.getMemRef())); });
+
+  // The reduction: a copy of the loop after it, each stored value the
+  // reduction uses read back, the stores and what only they used removed.
+  OpBuilder b(loop->getContext());
+  b.setInsertionPointAfter(loop);
+  auto reduce = cast<scf::ForOp>(b.clone(*loop));
+  llvm::SmallPtrSet<Operation *, 4> readBack;
+  SmallVector<memref::StoreOp> stores;
+  reduce.getBody()->walk([&](memref::StoreOp store) { stores.push_back(store); });
+  std::optional<SetVector<Operation *>> reduceSlice = carriedSlice(reduce);
+  bool ok = true;
+  // A value read back must be the only one stored into its buffer.
+  llvm::DenseMap<Value, int> storesPerBuffer;
+  for (memref::StoreOp store : stores)
+    ++storesPerBuffer[bufferOf(store.getMemRef())];
+  for (memref::StoreOp store : stores) {
+    Value value = store.getValueToStore();
+    if (store->getBlock() == reduce.getBody() &&
+        llvm::any_of(value.getUsers(), [&](Operation *user) {
+          return reduceSlice->contains(user);
+        })) {
+      if (storesPerBuffer[bufferOf(store.getMemRef())] != 1)
+        ok = false;
+      Operation *at = store;
+      for (Operation *user : value.getUsers())
+        if (reduceSlice->contains(user) && user->isBeforeInBlock(at))
+          at = user;
+      for (Value index : store.getIndices())
+        if (Operation *def = index.getDefiningOp();
+            def && def->getBlock() == reduce.getBody() &&
+            !def->isBeforeInBlock(at))
+          ok = false;
+      OpBuilder lb(at);
+      auto load = memref::LoadOp::create(lb, store.getLoc(), store.getMemRef(),
+                                         store.getIndices());
+      readBack.insert(load);
+      value.replaceUsesWithIf(load, [&](OpOperand &use) {
+        return reduceSlice->contains(use.getOwner());
+      });
+    }
+    store.erase();
+  }
+  SmallVector<Operation *> body;
+  for (Operation &op : reduce.getBody()->without_terminator())
+    body.push_back(&op);
+  for (Operation *op : llvm::reverse(body))
+    if (isOpTriviallyDead(op))
+      op->erase();
+  ok = ok && !mayWrite(reduce);
+  reduce.getBody()->walk([&](memref::LoadOp load) {
+    if (stored.contains(bufferOf(load.getMemRef())) && !readBack.contains(load))
+      ok = false;
+  });
+  if (!ok) {
+    reduce.erase();
+    return false;
+  }
+
+  // The stores: the body without the reduction.
+  b.setInsertionPoint(loop);
+  auto stores2 = scf::ForOp::create(b, loop.getLoc(), loop.getLowerBound(),
+                                    loop.getUpperBound(), loop.getStep());
+  IRMapping map;
+  map.map(loop.getInductionVar(), stores2.getInductionVar());
+  b.setInsertionPointToStart(stores2.getBody());
+  for (Operation &op : loop.getBody()->without_terminator())
+    if (!slice->contains(&op))
+      b.clone(op, map);
+  loop.replaceAllUsesWith(reduce.getResults());
+  loop.erase();
   return true;
 }
 
@@ -171,6 +331,15 @@ BlockThreads::BlockThreads(gpu::GPUFuncOp kernel, Operation *rowLoop,
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   zero = arith::ConstantIndexOp::create(b, loc, 0);
   isFirst = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tid, zero);
+  // Reductions whose loops also store: the stores become their own loop
+  // (before any op is classified).
+  SmallVector<scf::ForOp> mixed;
+  kernel.walk([&](scf::ForOp loop) {
+    if (loop.getNumResults() && mayWrite(loop))
+      mixed.push_back(loop);
+  });
+  for (scf::ForOp loop : mixed)
+    (void)splitStoresFromReduction(loop);
 }
 
 /// The loops of a perfect rectangular nest of independent loops starting at
@@ -366,6 +535,42 @@ Operation *BlockThreads::distribute(Operation *op) {
   return flat;
 }
 
+void BlockThreads::blockReduce(scf::ForOp loop) {
+  Location loc = loop.getLoc();
+  OpBuilder b(loop);
+  Value count = arith::ConstantIndexOp::create(b, loc, threads);
+  loop.setLowerBound(arith::AddIOp::create(
+      b, loc, loop.getLowerBound(),
+      arith::MulIOp::create(b, loc, tid, loop.getStep())));
+  loop.setStep(arith::MulIOp::create(b, loc, loop.getStep(), count));
+  auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
+  SmallVector<Value> inits(loop.getInitArgs());
+  b.setInsertionPointAfter(loop);
+  for (auto [index, init] : llvm::enumerate(inits)) {
+    Operation *combine = yield.getOperand(index).getDefiningOp();
+    gpu::AllReduceOperation kind = *reductionKind(combine);
+    // Each thread starts from the identity; the init joins the block total.
+    auto type = cast<FloatType>(init.getType());
+    APFloat identity = APFloat::getZero(type.getFloatSemantics());
+    if (kind == gpu::AllReduceOperation::MAXIMUMF ||
+        kind == gpu::AllReduceOperation::MAXNUMF)
+      identity = APFloat::getInf(type.getFloatSemantics(), /*Negative=*/true);
+    else if (kind != gpu::AllReduceOperation::ADD)
+      identity = APFloat::getInf(type.getFloatSemantics());
+    OpBuilder ib(loop);
+    loop.getInitArgsMutable()[index].set(
+        arith::ConstantFloatOp::create(ib, loc, type, identity));
+    Value partial = loop.getResult(index);
+    auto total = gpu::AllReduceOp::create(
+        b, loc, partial, gpu::AllReduceOperationAttr::get(b.getContext(), kind),
+        b.getUnitAttr());
+    IRMapping map;
+    map.map(combine->getOperands(), ValueRange{init, total});
+    Value result = b.clone(*combine, map)->getResult(0);
+    partial.replaceAllUsesExcept(result, total);
+  }
+}
+
 LogicalResult BlockThreads::guard(ArrayRef<Operation *> chunk) {
   barrierBefore(chunk.front());
   Block *block = chunk.front()->getBlock();
@@ -445,6 +650,13 @@ LogicalResult BlockThreads::processBlock(Block &block) {
         first = std::min(first, end);
         last = end;
       }
+    }
+    // Reductions outside that part run in every thread: share them.
+    for (size_t k = i; k < end; ++k) {
+      auto forOp = dyn_cast<scf::ForOp>(ops[k]);
+      if (forOp && (k < first || k > last) &&
+          isBlockReduction(forOp, threads))
+        blockReduce(forOp);
     }
     if (first < ops.size() &&
         failed(guard(ArrayRef(ops).slice(first, last - first + 1))))

@@ -11,6 +11,7 @@
 #define STRATA_LIB_CONVERSION_KERNELTOGPU_THREADMAPPING_H
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
@@ -34,6 +35,14 @@ namespace mlir::strata {
 ///   writes, or writes what another may still read, without a barrier in
 ///   between. The barrier before is left out when nothing since the previous
 ///   barrier of the same block reads or writes memory.
+/// * A loop with results that also stores values independent of its
+///   iteration arguments (softmax: store each score, carry their maximum) is
+///   first split into the stores (a distributable loop) and the reduction,
+///   which reads the stored values back.
+/// * A reduction loop (results combined by addf/maximumf/minimumf/maxnumf/
+///   minnumf from per-iteration values, no writes, at least as many
+///   iterations as threads) in code every thread runs is shared: each thread
+///   reduces its strided part, gpu.all_reduce combines the parts.
 /// * Kernel scratch (memref.alloca of step 4) that more than one thread
 ///   touches becomes workgroup memory; scratch touched only inside one
 ///   distributed loop (a per-iteration temporary) stays private.
@@ -65,6 +74,7 @@ private:
   LogicalResult processBlock(Block &block);
   Operation *distribute(Operation *op);
   LogicalResult guard(ArrayRef<Operation *> chunk);
+  void blockReduce(scf::ForOp loop);
   void barrierBefore(Operation *op);
   void barrierAfter(Operation *op);
   LogicalResult placeSharedScratch();

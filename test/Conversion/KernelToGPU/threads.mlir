@@ -254,3 +254,70 @@ func.func @shared_accumulator(%x: memref<?x16xf32>, %y: memref<?xf32>) attribute
   memref.dealloc %acc : memref<1xf32>
   return
 }
+
+// A softmax row: the score loop also carries the maximum and the exp loop
+// the sum. Each is split into a distributed loop of stores and a reduction
+// that reads the stored values back, shared by the block (strided partial
+// reductions, gpu.all_reduce).
+// CHECK-LABEL: gpu.func @softmax(
+// CHECK-SAME: workgroup(%{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[TID5:.*]] = gpu.thread_id x
+// CHECK: scf.for %[[R5:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c256 step %{{.*}} {
+// CHECK: memref.store
+// CHECK-NOT: scf.yield %{{.*}} : f32
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[MP:.*]] = scf.for %{{.*}} = %{{.*}} to %c256 step %{{.*}} iter_args(%{{.*}} = %cst{{.*}}) -> (f32) {
+// CHECK: arith.maximumf
+// CHECK: %[[MT:.*]] = gpu.all_reduce maximumf %[[MP]] uniform
+// CHECK: %[[M:.*]] = arith.maximumf %{{.*}}, %[[MT]]
+// CHECK: gpu.barrier
+// CHECK: scf.for
+// CHECK: arith.subf %{{.*}}, %[[M]]
+// CHECK: math.exp
+// CHECK: memref.store
+// CHECK: gpu.barrier
+// CHECK: %[[SP:.*]] = scf.for {{.*}} -> (f32) {
+// CHECK: %[[ST:.*]] = gpu.all_reduce add %[[SP]] uniform
+// CHECK: %[[SUM:.*]] = arith.addf %{{.*}}, %[[ST]]
+// CHECK: scf.for
+// CHECK: arith.divf %{{.*}}, %[[SUM]]
+// CHECK: memref.store %{{.*}}, %arg1[%[[R5]],
+// CHECK-NOT: scf.if
+// CHECK: gpu.return
+func.func @softmax(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attributes {llm.kernel = "softmax"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %lowest = arith.constant 0xFF800000 : f32
+  %s = memref.alloc() : memref<256xf32>
+  %rows = memref.dim %x, %c0 : memref<?x256xf32>
+  scf.for %r = %c0 to %rows step %c1 {
+    %m = scf.for %i = %c0 to %c256 step %c1 iter_args(%a = %lowest) -> (f32) {
+      %v = memref.load %x[%r, %i] : memref<?x256xf32>
+      %e = arith.mulf %v, %two : f32
+      memref.store %e, %s[%i] : memref<256xf32>
+      %n = arith.maximumf %a, %e : f32
+      scf.yield %n : f32
+    }
+    %sum = scf.for %i = %c0 to %c256 step %c1 iter_args(%a = %zero) -> (f32) {
+      %v = memref.load %s[%i] : memref<256xf32>
+      %d = arith.subf %v, %m : f32
+      %e = math.exp %d : f32
+      memref.store %e, %s[%i] : memref<256xf32>
+      %n = arith.addf %a, %e : f32
+      scf.yield %n : f32
+    }
+    scf.for %i = %c0 to %c256 step %c1 {
+      %v = memref.load %s[%i] : memref<256xf32>
+      %q = arith.divf %v, %sum : f32
+      memref.store %q, %y[%r, %i] : memref<?x256xf32>
+    }
+  }
+  memref.dealloc %s : memref<256xf32>
+  return
+}

@@ -30,3 +30,8 @@
 // CHECK-LABEL: .entry shared_accumulator(
 // CHECK: .shared .align 4 .f32 __wg_shared_accumulator_0
 // CHECK: bar.sync 0;
+// The block reductions of softmax: warp shuffles, partial results through
+// shared memory.
+// CHECK-LABEL: .entry softmax(
+// CHECK: shfl.sync.bfly
+// CHECK: bar.sync 0;

@@ -22,6 +22,10 @@
 // ISA-NOT: s_barrier
 // ISA-LABEL: <shared_accumulator>:
 // ISA: s_barrier
+// The block reductions of softmax: cross-lane moves, LDS, barriers.
+// ISA-LABEL: <softmax>:
+// ISA: {{ds_swizzle|ds_bpermute|v_mov_b32_dpp|ds_permute|v_permlane}}
+// ISA: s_barrier
 
 // NOTES: .group_segment_fixed_size: 324
 // NOTES: .max_flat_workgroup_size: 256
