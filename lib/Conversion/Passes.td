@@ -134,7 +134,9 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
     5. With `chip`: blocks of 4 subgroups (128 threads on NVIDIA, 256 on
        AMD). Independent loops inside the row (scf.parallel, scf.for whose
        iterations write disjoint elements) are distributed over the threads,
-       loops around them stay serial in every thread, code writing memory
+       loops that store and reduce are split into the two, reductions that
+       every thread runs become strided partials + `gpu.all_reduce`, loops
+       around distributed ones stay serial in every thread, code writing memory
        between them runs on thread 0 (its scalar results broadcast through
        workgroup memory), gpu.barrier before and after each phase that
        writes, and scratch that threads share becomes workgroup memory
@@ -155,7 +157,11 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"\"",
            "GPU chip (gfx942, gfx950, sm_90, sm_90a) whose subgroup size and "
-           "shared memory set the block; empty: one thread per block">
+           "shared memory set the block; empty: one thread per block">,
+    Option<"blockSharedAlloc", "block-shared-alloc", "bool", "false",
+           "scratch left in memref.alloc is one buffer per block, shared by "
+           "its threads (a per-block slice of a plan scratch buffer made after "
+           "this pass), not device malloc: such kernels get threads too">
   ];
 }
 

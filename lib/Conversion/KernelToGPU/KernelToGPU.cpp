@@ -711,13 +711,14 @@ struct ConvertKernelsToGPUPass
   /// why in `strata.single_thread`.
   gpu::GPUFuncOp mapThreads(OpBuilder &b, gpu::GPUFuncOp kernel) {
     // Device malloc (scratch left in memref.alloc) returns memory private to
-    // the calling thread, but threads share a row's scratch.
+    // the calling thread, but threads share a row's scratch; unless the
+    // allocations are block-shared (block-shared-alloc).
     memref::AllocOp alloc;
     kernel.walk([&](memref::AllocOp op) {
       alloc = op;
       return WalkResult::interrupt();
     });
-    if (alloc) {
+    if (alloc && !blockSharedAlloc) {
       std::string why;
       llvm::raw_string_ostream os(why);
       os << "scratch " << alloc.getType()

@@ -666,33 +666,61 @@ LogicalResult BlockThreads::processBlock(Block &block) {
   return success();
 }
 
+/// Whether every access to `buffer` (through its views and casts) is inside
+/// one loop of `distributed`.
+static bool isIterationPrivate(
+    Value buffer, const llvm::SmallPtrSetImpl<Operation *> &distributed) {
+  Operation *owner = nullptr;
+  SmallVector<Operation *> users(buffer.user_begin(), buffer.user_end());
+  for (size_t i = 0; i < users.size(); ++i) {
+    Operation *user = users[i];
+    if (isa<memref::DeallocOp>(user))
+      continue;
+    if (isa<ViewLikeOpInterface, memref::MemorySpaceCastOp>(user)) {
+      users.append(user->user_begin(), user->user_end());
+      continue;
+    }
+    Operation *loop = user->getParentOp();
+    while (loop && !distributed.contains(loop))
+      loop = loop->getParentOp();
+    if (!loop || (owner && owner != loop))
+      return false;
+    owner = loop;
+  }
+  return true;
+}
+
 LogicalResult BlockThreads::placeSharedScratch() {
   Block &entry = kernel.getBody().front();
+  auto privateSpace = gpu::AddressSpaceAttr::get(kernel.getContext(),
+                                                 gpu::AddressSpace::Private);
+  // Block-shared memref.alloc scratch (sliced from a buffer per block after
+  // this pass) that is a per-iteration temporary must be private.
+  for (auto alloc : llvm::make_early_inc_range(entry.getOps<memref::AllocOp>())) {
+    if (!isIterationPrivate(alloc, distributed))
+      continue;
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape())
+      return fail("per-iteration scratch of a runtime size");
+    OpBuilder b(alloc);
+    auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
+                                       type.getLayout(), privateSpace);
+    Value generic = memref::MemorySpaceCastOp::create(
+        b, alloc.getLoc(), type,
+        memref::AllocaOp::create(b, alloc.getLoc(), privateType));
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        user->erase();
+    alloc.getResult().replaceAllUsesWith(generic);
+    alloc.erase();
+  }
   for (auto alloca :
        llvm::make_early_inc_range(entry.getOps<memref::AllocaOp>())) {
-    // Private when every access is inside one distributed loop.
-    Operation *owner = nullptr;
-    bool shared = false;
-    SmallVector<Operation *> users(alloca->user_begin(), alloca->user_end());
-    for (size_t i = 0; i < users.size(); ++i) {
-      Operation *user = users[i];
-      if (isa<ViewLikeOpInterface, memref::MemorySpaceCastOp>(user)) {
-        users.append(user->user_begin(), user->user_end());
-        continue;
-      }
-      Operation *loop = user->getParentOp();
-      while (loop && !distributed.contains(loop))
-        loop = loop->getParentOp();
-      if (!loop || (owner && owner != loop))
-        shared = true;
-      owner = loop;
-    }
-    if (!shared)
+    if (isIterationPrivate(alloca, distributed))
       continue;
     MemRefType type = alloca.getType();
     if (!type.hasStaticShape() || !type.getElementType().isIntOrIndexOrFloat())
       return fail("shared scratch is not a static array of scalars");
-    OpBuilder b(alloca);
     Value buffer = workgroupBuffer(type);
     auto generic =
         MemRefType::get(type.getShape(), type.getElementType(),
@@ -719,7 +747,15 @@ LogicalResult BlockThreads::fail(const llvm::Twine &message) {
 
 LogicalResult BlockThreads::apply(std::string &why) {
   (void)rowLoopThreadDim();
-  LogicalResult result = processBlock(kernel.getBody().front());
+  // Scratch allocated below the top would be private to each thread.
+  bool nested = false;
+  kernel.walk([&](memref::AllocaOp alloca) {
+    if (alloca->getBlock() != &kernel.getBody().front())
+      nested = true;
+  });
+  LogicalResult result =
+      nested ? fail("scratch allocated inside the kernel's loops")
+             : processBlock(kernel.getBody().front());
   if (succeeded(result))
     result = placeSharedScratch();
   if (succeeded(result) && usedWorkgroupBytes > workgroupBytes)
