@@ -113,8 +113,9 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   let description = [{
     Moves each `func.func` with the `llm.kernel` attribute (the output of
     convert-llm-to-kernel: scf loops over memrefs) into
-    `gpu.module @strata_kernels` as a `gpu.func` kernel of one thread per
-    block, with its outermost parallel loop spread over the grid:
+    `gpu.module @strata_kernels` as a `gpu.func` kernel, with its outermost
+    parallel loop spread over the grid and, given a `chip`, the threads of a
+    block sharing the work of a row:
 
     1. A temporary allocation whose last use copies it into an output
        argument (linalg results, `tensor.concat`) is replaced by that output.
@@ -135,6 +136,20 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
        * S)` with `S = dim(scratch, 0) / (gridDim.x * gridDim.y *
        gridDim.z)`. Such allocations must be at kernel scope with sizes
        that are expressions of argument extents (else an error).
+    5. With `chip`: blocks of 4 subgroups (128 threads on NVIDIA, 256 on
+       AMD). Independent loops inside the row (scf.parallel, scf.for whose
+       iterations write disjoint elements) are distributed over the threads,
+       loops that store and reduce are split into the two, reductions that
+       every thread runs become strided partials + `gpu.all_reduce`, loops
+       around distributed ones stay serial in every thread, code writing memory
+       between them runs on thread 0 (its scalar results broadcast through
+       workgroup memory), gpu.barrier before and after each phase that
+       writes, and scratch that threads share becomes workgroup memory
+       (ThreadMapping.h). Scratch left for the global buffer is one slice per
+       block, shared by its threads (the slicing runs after this step). A
+       kernel that needs more workgroup memory than the chip allows
+       statically keeps one thread per block and says why in
+       `strata.single_thread`. Without `chip` every kernel has one thread.
 
     Each kernel gets `strata.grid`: per grid dimension x/y/z, `[-1, n]` for
     n blocks or `[a, d]` for extent d of argument a (the artifact emitter
@@ -146,6 +161,11 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect"
+  ];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"\"",
+           "GPU chip (gfx942, gfx950, sm_90, sm_90a) whose subgroup size and "
+           "shared memory set the block; empty: one thread per block">
   ];
 }
 

@@ -55,7 +55,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
 
   OwningOpRef<ModuleOp> lowered = module.clone();
   PassManager pm(module.getContext());
-  pm.addPass(createConvertKernelsToGPUPass());
+  ConvertKernelsToGPUPassOptions gpuOptions;
+  gpuOptions.chip = chip.str();
+  pm.addPass(createConvertKernelsToGPUPass(gpuOptions));
   if (failed(pm.run(*lowered)))
     return module.emitError("moving the kernels to the GPU failed");
 
@@ -64,6 +66,12 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   for (KernelDesc &kernel : library.kernels) {
     auto func = gpuModule ? gpuModule.lookupSymbol<gpu::GPUFuncOp>(kernel.name)
                           : nullptr;
+    DenseI32ArrayAttr block = func ? func.getKnownBlockSizeAttr() : nullptr;
+    if (!block || block.size() != 3)
+      return module.emitError("GPU kernel '")
+             << kernel.name << "' has no block size";
+    for (int d = 0; d < 3; ++d)
+      kernel.launch->block[d] = static_cast<uint32_t>(block[d]);
     auto grid =
         func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName) : nullptr;
     if (!grid || grid.size() != 3)

@@ -116,6 +116,11 @@ public:
   virtual int64_t getSubgroupSize() const { return 1; }
   /// Shared memory (LDS) per workgroup in bytes; 0 on the host.
   virtual int64_t getSharedMemoryBytes() const { return 0; }
+  /// Shared memory a kernel may declare statically (workgroup attributions,
+  /// no launch-time opt-in); at most getSharedMemoryBytes().
+  virtual int64_t getStaticSharedMemoryBytes() const {
+    return getSharedMemoryBytes();
+  }
   /// Largest workgroup the lowering may launch.
   virtual int64_t getMaxWorkgroupSize() const { return 1; }
   /// The matrix instructions of the chip, in no particular order.

@@ -21,7 +21,7 @@ namespace {
 
 constexpr const char *kUsage =
     "usage: strata-write-checkpoint --config C.json --out DIR "
-    "[--max-shard-bytes N] [--only-layers L,...]\n"
+    "[--max-shard-bytes N] [--only-layers L,...] [--threads N]\n"
     "       strata-write-checkpoint --check DIR [--only-layers L,...] "
     "[--strict]\n"
     "       strata-write-checkpoint --print DIR --tensor NAME --indices "
@@ -59,6 +59,7 @@ StatusOr<std::vector<int64_t>> parseList(std::string_view flag,
 struct Args {
   std::string config, out, check, print, tensor;
   uint64_t max_shard_bytes = 0;
+  uint64_t threads = 0;
   std::optional<std::vector<int64_t>> only_layers;
   std::vector<int64_t> indices;
   bool strict = false;
@@ -88,6 +89,11 @@ Status parseArgs(int argc, char **argv, Args &args) {
       STRATA_ASSIGN_OR_RETURN(args.max_shard_bytes, parseUnsigned(flag, value));
       if (args.max_shard_bytes == 0)
         return invalidArgument("--max-shard-bytes must be positive");
+    } else if (flag == "--threads") {
+      STRATA_ASSIGN_OR_RETURN(args.threads, parseUnsigned(flag, value));
+      if (args.threads == 0 || args.threads > 1024)
+        return invalidArgument("--threads must be in [1, 1024], got {}",
+                               args.threads);
     } else if (flag == "--only-layers") {
       STRATA_ASSIGN_OR_RETURN(auto layers, parseList(flag, value));
       args.only_layers = std::move(layers);
@@ -161,6 +167,7 @@ Status run(int argc, char **argv, std::FILE *out) {
   options.out_dir = args.out;
   options.max_shard_bytes = args.max_shard_bytes;
   options.manifest.only_layers = args.only_layers;
+  options.threads = static_cast<unsigned>(args.threads);
   STRATA_ASSIGN_OR_RETURN(WriteCheckpointSummary summary,
                           writeProceduralCheckpoint(options));
   std::fprintf(out, "wrote %zu tensors in %zu shards, %llu tensor bytes, to %s\n",

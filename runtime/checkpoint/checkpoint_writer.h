@@ -4,8 +4,12 @@
 // layout (sharded model-NNNNN-of-NNNNN.safetensors, an index.json and a
 // verbatim config.json) whose tensors are the procedural weights of
 // docs/ProceduralWeights.md, byte for byte as that document fixes the
-// layout. Tensors are generated and streamed to disk in chunks (at most one
-// 128-row block of one tensor in memory), so real-width configs work.
+// layout. Tensors are generated in chunks (a 128-row block of an fp8 tensor,
+// `chunk_elements` elements of any other) by `threads` worker threads, a wave
+// of 4 chunks per thread at a time, while the calling thread writes the
+// previous wave in file order; at most two waves are in memory, so
+// real-width configs work. The bytes do not depend on the thread count or the
+// chunk size.
 //
 // Ownership: plain values. Thread-safety: one call writes one directory; two
 // concurrent calls must use different directories.
@@ -36,6 +40,11 @@ struct WriteCheckpointOptions {
   uint64_t max_shard_bytes = 0;
   /// Restrict the manifest (default: every tensor).
   ManifestOptions manifest;
+  /// Generator threads (0 = std::thread::hardware_concurrency(), at least 1).
+  unsigned threads = 0;
+  /// Elements per chunk of a non-fp8 tensor (0 = 2^20). Tests make it small
+  /// to split tiny tensors.
+  uint64_t chunk_elements = 0;
 };
 
 /// One shard of a write plan.

@@ -138,6 +138,37 @@ TEST(CheckpointWriterTest, WritesALoadableValidDeterministicCheckpoint) {
             slurp(dir2.file("out/model.safetensors.index.json")));
 }
 
+// The bytes do not depend on the thread count or the chunk size: one thread
+// with the default chunks against 4 threads with 1000-element chunks (tiny
+// tensors split into many chunks, waves of 16 chunks crossing tensors, fp8
+// scales gathered from chunks written by different threads).
+TEST(CheckpointWriterTest, ThreadsAndChunksDoNotChangeTheBytes) {
+  TempDir dir;
+  dir.write("in.json", tinyConfig().dump(2));
+  auto write = [&](const std::string &out, unsigned threads, uint64_t chunk) {
+    WriteCheckpointOptions options;
+    options.config_path = dir.file("in.json");
+    options.out_dir = dir.file(out);
+    options.max_shard_bytes = 4 << 20;
+    options.threads = threads;
+    options.chunk_elements = chunk;
+    return writeProceduralCheckpoint(options);
+  };
+  auto one = write("one", 1, 0);
+  ASSERT_TRUE(one.ok()) << one.status().toString();
+  auto many = write("many", 4, 1000);
+  ASSERT_TRUE(many.ok()) << many.status().toString();
+  ASSERT_EQ(one->num_shards, many->num_shards);
+  ASSERT_GE(one->num_shards, 2u);
+  for (std::size_t s = 1; s <= one->num_shards; ++s) {
+    std::string name =
+        fmt::format("model-{:05d}-of-{:05d}.safetensors", s, one->num_shards);
+    std::string a = slurp(dir.file("one/" + name));
+    ASSERT_GT(a.size(), 1000u);
+    EXPECT_TRUE(a == slurp(dir.file("many/" + name))) << name;
+  }
+}
+
 TEST(CheckpointWriterTest, OnlyLayersWritesASlice) {
   TempDir dir;
   dir.write("in.json", tinyConfig().dump());

@@ -3,12 +3,11 @@
 // Part of strata, under the Apache License v2.0.
 //
 // Turns every outlined llm.kernel function (convert-llm-to-kernel: scf loops
-// over memrefs) into a gpu.func of one thread per block whose outermost
-// parallel loop is spread over the grid (a grid-stride loop); scratch goes
-// to private memory or to the block's slice of a global scratch argument.
-// Correctness first: one thread per block leaves most of the GPU idle; the
-// matrix ops have their own tiled kernels (convert-llm-to-gpu). See
-// Passes.td.
+// over memrefs) into a gpu.func whose outermost parallel loop is spread over
+// the grid (a grid-stride loop) and whose threads share the work of a row
+// (ThreadMapping.h); scratch goes to private or workgroup memory or to the
+// block's slice of a global scratch argument. The matrix ops have their own
+// tiled kernels (convert-llm-to-gpu). See Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,9 +26,11 @@
 #include "mlir/Transforms/Passes.h"
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/KernelToGPU/ThreadMapping.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/Passes.h"
+#include "lib/Target/TargetInfo.h"
 
 #define DEBUG_TYPE "convert-kernels-to-gpu"
 
@@ -50,9 +51,14 @@ constexpr int64_t kMaxGridYZ = 65535;
 
 /// The buffer a view of `value` (subview, cast, ...) looks into.
 Value rootOf(Value value) {
-  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-    value = view.getViewSource();
-  return value;
+  while (true) {
+    if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+      value = view.getViewSource();
+    else if (auto cast = value.getDefiningOp<memref::MemorySpaceCastOp>())
+      value = cast.getSource();
+    else
+      return value;
+  }
 }
 
 bool isAllocated(Value value) {
@@ -491,8 +497,14 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim) {
   return constant(1);
 }
 
-/// Step 3: the row loop's dimensions become grid-stride loops.
-SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop) {
+/// Step 3: the row loop's dimensions become grid-stride loops. Dimension
+/// `threadDim` (if any) is shared by the grid and the `threads` threads of a
+/// block: iteration lb + (blockIdx · threads + tid) · step, stepping by
+/// gridDim · threads · step, and its constant grid extent shrinks to
+/// ceil(n / threads).
+SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
+                                  int threadDim = -1, int64_t threads = 1,
+                                  Value tid = nullptr) {
   Location loc = loop->getLoc();
   b.setInsertionPoint(loop);
   SmallVector<Attribute> grid;
@@ -501,6 +513,16 @@ SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop) {
     gpu::Dimension d = static_cast<gpu::Dimension>(dim);
     Value id = gpu::BlockIdOp::create(b, loc, d);
     Value count = gpu::GridDimOp::create(b, loc, d);
+    if (dim == threadDim) {
+      Value n = arith::ConstantIndexOp::create(b, loc, threads);
+      id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, id, n),
+                                 tid);
+      count = arith::MulIOp::create(b, loc, count, n);
+      auto entry = cast<DenseI64ArrayAttr>(grid.back()).asArrayRef();
+      if (entry[0] < 0)
+        grid.back() = b.getDenseI64ArrayAttr(
+            {-1, std::max<int64_t>(1, (entry[1] + threads - 1) / threads)});
+    }
     newLb = arith::AddIOp::create(b, loc, lb,
                                   arith::MulIOp::create(b, loc, id, step));
     newStep = arith::MulIOp::create(b, loc, count, step);
@@ -548,14 +570,14 @@ void placeScratch(gpu::GPUFuncOp kernel) {
   auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),
                                           gpu::AddressSpace::Private);
   Block &entry = kernel.getBody().front();
+  // At the top of the entry block, in program order: an alloca after a loop
+  // would land outside LLVM's entry block and make the stack dynamic.
+  OpBuilder top = OpBuilder::atBlockBegin(&entry);
   for (memref::AllocOp alloc : allocs) {
     OpBuilder b(alloc);
     MemRefType type = alloc.getType();
     auto privateType = MemRefType::get(type.getShape(), type.getElementType(),
                                        type.getLayout(), space);
-    // At the top of the entry block: an alloca after a loop would land
-    // outside LLVM's entry block and make the stack dynamic.
-    OpBuilder top = OpBuilder::atBlockBegin(&entry);
     auto alloca = memref::AllocaOp::create(
         top, alloc.getLoc(), privateType, ValueRange{},
         alloc.getAlignmentAttr());
@@ -748,6 +770,17 @@ struct ConvertKernelsToGPUPass
         kernels.push_back(func);
     if (kernels.empty())
       return;
+    if (!chip.empty()) {
+      std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
+      if (!target || target->isHost()) {
+        module.emitError("unknown GPU chip '") << chip << "'";
+        return signalPassFailure();
+      }
+      // Four subgroups: 128 threads on NVIDIA (warp32), 256 on AMD (wave64).
+      threads = std::min(4 * target->getSubgroupSize(),
+                         target->getMaxWorkgroupSize());
+      workgroupBytes = target->getStaticSharedMemoryBytes();
+    }
 
     // Step 2 (upstream passes), on the kernels only.
     OpPassManager lower("func.func");
@@ -830,19 +863,56 @@ struct ConvertKernelsToGPUPass
       gpu::ReturnOp::create(b, ret->getLoc());
       ret->erase();
 
-      SmallVector<Attribute> grid;
-      if (Operation *loop = findRowLoop(body))
-        grid = mapRowLoop(b, loop);
-      else
-        grid.assign(3, b.getDenseI64ArrayAttr({-1, 1}));
-      kernel->setAttr(kGpuGridAttrName, b.getArrayAttr(grid));
-      kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({1, 1, 1}));
       placeScratch(kernel);
+      func.erase();
+      if (threads > 1)
+        kernel = mapThreads(b, kernel);
+      if (!kernel->hasAttr(kGpuGridAttrName)) {
+        SmallVector<Attribute> grid;
+        if (Operation *loop = findRowLoop(kernel.getBody().front()))
+          grid = mapRowLoop(b, loop);
+        else
+          grid.assign(3, b.getDenseI64ArrayAttr({-1, 1}));
+        kernel->setAttr(kGpuGridAttrName, b.getArrayAttr(grid));
+        kernel.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({1, 1, 1}));
+      }
+      // After the thread mapping, which tells each allocation apart as its
+      // own buffer (slices of one argument would look like aliases); the
+      // slices are per block, so the block's threads share them.
       if (failed(placeGlobalScratch(kernel)))
         return signalPassFailure();
-      func.erase();
     }
   }
+
+  /// Step 5 on a copy of `kernel`: the copy replaces it when every part of
+  /// the mapping applies; else `kernel` keeps one thread per block and says
+  /// why in `strata.single_thread`.
+  gpu::GPUFuncOp mapThreads(OpBuilder &b, gpu::GPUFuncOp kernel) {
+    b.setInsertionPointAfter(kernel);
+    auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
+    Operation *loop = findRowLoop(copy.getBody().front());
+    BlockThreads mapping(copy, loop, threads, workgroupBytes);
+    SmallVector<Attribute> grid;
+    if (loop)
+      grid = mapRowLoop(b, loop, mapping.rowLoopThreadDim(), threads,
+                        mapping.threadId());
+    else
+      grid.assign(3, b.getDenseI64ArrayAttr({-1, 1}));
+    std::string why;
+    if (failed(mapping.apply(why))) {
+      copy.erase();
+      kernel->setAttr(kSingleThreadAttrName, b.getStringAttr(why));
+      return kernel;
+    }
+    copy->setAttr(kGpuGridAttrName, b.getArrayAttr(grid));
+    copy.setKnownBlockSizeAttr(
+        b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+    kernel.erase();
+    return copy;
+  }
+
+  int64_t threads = 1;
+  int64_t workgroupBytes = 0;
 };
 
 } // namespace

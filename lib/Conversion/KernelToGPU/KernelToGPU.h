@@ -3,7 +3,8 @@
 // Part of strata, under the Apache License v2.0.
 //
 // convert-kernels-to-gpu (Passes.td) records each kernel's grid and global
-// scratch need in attributes the artifact emitter reads back.
+// scratch need in attributes the artifact emitter reads back; the block size
+// is the kernel's known_block_size.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,11 @@ enum class ScratchOp : int64_t {
 /// Alignment in bytes of each scratch allocation inside a block's slice
 /// (and so of the slice size).
 inline constexpr int64_t kGpuScratchAlignment = 64;
+
+/// On a gpu.func that keeps one thread per block although the pass was
+/// given a chip: why the threads of a block could not share its rows.
+inline constexpr llvm::StringLiteral kSingleThreadAttrName =
+    "strata.single_thread";
 
 } // namespace mlir::strata
 

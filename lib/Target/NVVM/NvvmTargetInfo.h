@@ -29,6 +29,9 @@ public:
   int64_t getVectorWidthBits() const override { return 128; }
   int64_t getSubgroupSize() const override { return 32; }
   int64_t getSharedMemoryBytes() const override { return 227 * 1024; }
+  /// Static `.shared` arrays: 48 KiB; more needs dynamic shared memory and
+  /// cuFuncSetAttribute.
+  int64_t getStaticSharedMemoryBytes() const override { return 48 * 1024; }
   int64_t getMaxWorkgroupSize() const override { return 1024; }
   llvm::ArrayRef<MatrixInstruction> getMatrixInstructions() const override {
     return matrixInstructions;
