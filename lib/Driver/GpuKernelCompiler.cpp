@@ -12,8 +12,11 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToGPU/LinearKernel.h"
+#include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
@@ -54,6 +57,33 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     return module.emitError("no llm.kernel functions to compile");
 
   OwningOpRef<ModuleOp> lowered = module.clone();
+  // Linear kernel functions whose shapes and types the tiled matmul takes
+  // become matrix-unit kernels of the same name and arguments; the others
+  // (f32 activations, shapes that do not tile) stay for the generic path.
+  llvm::StringMap<LinearMatmulKernel> matmuls;
+  for (auto func :
+       llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
+    if (func.isExternal() || !isLinearKernelFunction(func))
+      continue;
+    auto gpuModule =
+        lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
+    OpBuilder b(module.getContext());
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(lowered->getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, lowered->getLoc(),
+                                           kGpuKernelModuleName);
+      (*lowered)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                          b.getUnitAttr());
+    }
+    std::string why;
+    FailureOr<LinearMatmulKernel> matmul =
+        buildLinearMatmulKernel(b, gpuModule, func, *target, why);
+    if (failed(matmul))
+      continue;
+    matmuls[func.getSymName()] = *matmul;
+    func.erase();
+  }
+
   PassManager pm(module.getContext());
   ConvertKernelsToGPUPassOptions gpuOptions;
   gpuOptions.chip = chip.str();
@@ -72,11 +102,22 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
              << kernel.name << "' has no block size";
     for (int d = 0; d < 3; ++d)
       kernel.launch->block[d] = static_cast<uint32_t>(block[d]);
+    std::array<GpuGridDim, 3> dims;
+    auto matmul = matmuls.find(kernel.name);
+    if (matmul != matmuls.end()) {
+      // (ceil(M / tileM), N / tileN, 1) with M the rows of x (argument 0).
+      const MatmulTiling &tiling = matmul->second.tiling;
+      dims[0] = {0, 0, 1, tiling.tileM()};
+      dims[1].blocks = matmul->second.problem.n / tiling.tileN();
+      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
+      library.grids.push_back(dims);
+      library.scratch.emplace_back();
+      continue;
+    }
     auto grid =
         func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName) : nullptr;
     if (!grid || grid.size() != 3)
       return module.emitError("GPU kernel '") << kernel.name << "' has no grid";
-    std::array<GpuGridDim, 3> dims;
     for (int d = 0; d < 3; ++d) {
       auto entry = cast<DenseI64ArrayAttr>(grid[d]).asArrayRef();
       if (entry[0] < 0)
