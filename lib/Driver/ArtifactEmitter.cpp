@@ -540,7 +540,8 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
   FailureOr<GpuKernelLibrary> library =
       compileGpuKernels(kernels, chip,
                         chip.starts_with("gfx") ? options.rocmToolkit
-                                                : options.gpuToolkit);
+                                                : options.gpuToolkit,
+                        options.gpuIsaDir);
   if (failed(library))
     return failure();
   TargetDesc gpu;

@@ -13,6 +13,9 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
 #include "lib/Conversion/LLMToGPU/LinearKernel.h"
@@ -27,7 +30,8 @@ using namespace mlir::strata;
 
 FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                                                             StringRef chip,
-                                                            StringRef toolkit) {
+                                                            StringRef toolkit,
+                                                            StringRef isaDir) {
   GpuKernelLibrary library;
   library.chip = chip.str();
   if (chip == "sm_90")
@@ -147,28 +151,56 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     library.scratch.push_back(std::move(scratch));
   }
 
+  // The kernels in the order of the kernel functions (the matrix-unit
+  // kernels were created first).
+  if (gpuModule)
+    for (const KernelDesc &kernel : library.kernels)
+      if (Operation *func = gpuModule.lookupSymbol(kernel.name))
+        func->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
+
   // Subviews and affine index math inside the kernels, then the chip's
-  // device pipeline down to the binary.
-  PassManager binaryPm(module.getContext());
-  OpPassManager &device = binaryPm.nest<gpu::GPUModuleOp>();
-  device.addPass(memref::createExpandStridedMetadataPass());
-  device.addPass(createLowerAffinePass());
-  BinaryOptions options;
-  options.format = "bin";
-  options.toolkit = toolkit.str();
-  if (options.toolkit.empty() && nvidia)
-    options.toolkit = "/usr/local/cuda";
-  if (failed(target->buildBinaryPipeline(binaryPm, options)))
-    return module.emitError("no binary pipeline for chip '") << chip << "'";
-  if (failed(binaryPm.run(*lowered)))
-    return module.emitError("compiling the kernels for ") << chip << " failed";
-  auto binary = lowered->lookupSymbol<gpu::BinaryOp>("strata_kernels");
-  if (!binary || binary.getObjects().size() != 1)
-    return module.emitError("the ") << chip << " pipeline made no binary";
-  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-  StringRef bytes = object.getObject().getValue();
+  // device pipeline down to the binary (`format` bin) or assembly (isa).
+  auto compileTo = [&](ModuleOp kernels,
+                       StringRef format) -> FailureOr<std::string> {
+    PassManager binaryPm(module.getContext());
+    OpPassManager &device = binaryPm.nest<gpu::GPUModuleOp>();
+    device.addPass(memref::createExpandStridedMetadataPass());
+    device.addPass(createLowerAffinePass());
+    BinaryOptions options;
+    options.format = format.str();
+    options.toolkit = toolkit.str();
+    if (options.toolkit.empty() && nvidia)
+      options.toolkit = "/usr/local/cuda";
+    if (failed(target->buildBinaryPipeline(binaryPm, options)))
+      return module.emitError("no binary pipeline for chip '") << chip << "'";
+    if (failed(binaryPm.run(kernels)))
+      return module.emitError("compiling the kernels for ")
+             << chip << " failed";
+    auto binary = kernels.lookupSymbol<gpu::BinaryOp>("strata_kernels");
+    if (!binary || binary.getObjects().size() != 1)
+      return module.emitError("the ") << chip << " pipeline made no binary";
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    return object.getObject().getValue().str();
+  };
+  if (!isaDir.empty()) {
+    OwningOpRef<ModuleOp> copy = lowered->clone();
+    FailureOr<std::string> isa = compileTo(*copy, "isa");
+    if (failed(isa))
+      return failure();
+    SmallString<256> path(isaDir);
+    llvm::sys::path::append(path, chip + (nvidia ? ".ptx" : ".s"));
+    std::error_code error;
+    llvm::raw_fd_ostream os(path, error);
+    if (error)
+      return module.emitError("cannot write '")
+             << path << "': " << error.message();
+    os << *isa;
+  }
+  FailureOr<std::string> bytes = compileTo(*lowered, "bin");
+  if (failed(bytes))
+    return failure();
   library.binary.format =
       nvidia ? fb::BinaryFormat::cubin : fb::BinaryFormat::hsaco;
-  library.binary.data.assign(bytes.begin(), bytes.end());
+  library.binary.data.assign(bytes->begin(), bytes->end());
   return library;
 }

@@ -66,9 +66,12 @@ struct GpuKernelLibrary {
 
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,
 /// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
-/// /usr/local/cuda, AMD MLIR's default lookup). Emits errors on `module`.
+/// /usr/local/cuda, AMD MLIR's default lookup). When `isaDir` is not empty
+/// the chip's assembly is also written to `<isaDir>/<chip>.ptx` (NVIDIA) or
+/// `<isaDir>/<chip>.s` (AMD). Emits errors on `module`.
 FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
-                                              StringRef toolkit);
+                                              StringRef toolkit,
+                                              StringRef isaDir = "");
 
 } // namespace mlir::strata
 
