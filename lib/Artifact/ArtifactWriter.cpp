@@ -247,8 +247,11 @@ public:
     if (k.launch) {
       std::vector<uint32_t> block(k.launch->block, k.launch->block + 3);
       std::vector<SizeExpression> grid(k.launch->grid, k.launch->grid + 3);
-      launch = fb::CreateLaunchInfo(b, b.CreateVector(block), exprs(grid),
-                                    k.launch->sharedMemoryBytes);
+      launch = fb::CreateLaunchInfo(
+          b, b.CreateVector(block), exprs(grid), k.launch->sharedMemoryBytes,
+          k.launch->matrixInstruction.empty()
+              ? 0
+              : b.CreateString(k.launch->matrixInstruction));
     }
     fb::KernelAbi abi = t.kind == fb::TargetKind::cpu
                             ? fb::KernelAbi::packed_memref_descriptor

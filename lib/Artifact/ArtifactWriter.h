@@ -74,6 +74,9 @@ struct LaunchDesc {
   uint32_t block[3] = {1, 1, 1};
   SizeExpression grid[3];
   uint64_t sharedMemoryBytes = 0;
+  /// The matrix-unit instruction of the kernel's inner loop (TargetInfo
+  /// mnemonic); empty for kernels without one.
+  std::string matrixInstruction;
 };
 
 /// One kernel (schema Kernel); target and chip come from the enclosing target.

@@ -541,7 +541,8 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
   FailureOr<GpuKernelLibrary> library =
       compileGpuKernels(kernels, chip,
                         chip.starts_with("gfx") ? options.rocmToolkit
-                                                : options.gpuToolkit);
+                                                : options.gpuToolkit,
+                        options.gpuIsaDir);
   if (failed(library))
     return failure();
   TargetDesc gpu;
@@ -573,9 +574,14 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
           static_cast<size_t>(dim.argument) >= dispatch->bindings.size())
         continue;
       const BindingDesc &binding = dispatch->bindings[dim.argument];
-      if (static_cast<size_t>(dim.dim) < binding.shape.size())
-        launch.grid[d] = SizeExpression::max(binding.shape[dim.dim],
-                                             SizeExpression::constant(1));
+      if (static_cast<size_t>(dim.dim) >= binding.shape.size())
+        continue;
+      SizeExpression extent = binding.shape[dim.dim];
+      if (dim.divisor > 1)
+        extent = SizeExpression::ceilDiv(
+            std::move(extent), SizeExpression::constant(dim.divisor));
+      launch.grid[d] =
+          SizeExpression::max(std::move(extent), SizeExpression::constant(1));
     }
   }
   // Global scratch: each dispatch of a kernel with a scratch argument binds

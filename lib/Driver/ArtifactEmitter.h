@@ -48,6 +48,9 @@ struct ArtifactEmitOptions {
   std::string gpuToolkit;
   /// ROCm-like toolkit folder for gfx942/gfx950 (empty: MLIR's lookup).
   std::string rocmToolkit;
+  /// When set, each GPU target's assembly is also written to
+  /// `<gpuIsaDir>/<chip>.{ptx,s}` (compileGpuKernels).
+  std::string gpuIsaDir;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

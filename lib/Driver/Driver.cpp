@@ -152,6 +152,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
+  emitOptions.gpuIsaDir = options.gpuIsaDir;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -242,6 +243,11 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "strata-compile (the build's), else MLIR's lookup "
                "(ROCM_PATH, /opt/rocm)"),
       cl::value_desc("dir"), cl::init(""));
+  static cl::opt<std::string> gpuIsaDir(
+      "gpu-isa-dir",
+      cl::desc("Also write each GPU target's assembly to <dir>/<chip>.ptx "
+               "(sm_90) or <dir>/<chip>.s (gfx942, gfx950)"),
+      cl::value_desc("dir"), cl::init(""));
   static cl::opt<std::string> activationType(
       "activation-type",
       cl::desc("Element type of activations and caches: bf16 (as the model "
@@ -276,6 +282,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.target = target;
   options.gpuToolkit = gpuToolkit;
   options.rocmToolkit = rocmToolkit;
+  options.gpuIsaDir = gpuIsaDir;
   if (options.rocmToolkit.empty()) {
     // build/bin/strata-compile -> build/rocm-toolkit (test/CMakeLists.txt).
     std::string exe = llvm::sys::fs::getMainExecutable(

@@ -46,6 +46,10 @@ struct CompileOptions {
   /// ROCm-like toolkit folder for gfx942/gfx950 (llvm/bin/ld.lld,
   /// amdgcn/bitcode); empty: MLIR's lookup (ROCM_PATH, /opt/rocm).
   std::string rocmToolkit;
+  /// When set, also writes each GPU target's assembly (PTX for sm_90,
+  /// AMDGCN for gfx*) to `<gpuIsaDir>/<chip>.{ptx,s}` (for tests and
+  /// inspection; the artifact holds the binaries).
+  std::string gpuIsaDir;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
   /// Element type of the MLA latent cache: "bf16" or "fp8" (e4m3 with one

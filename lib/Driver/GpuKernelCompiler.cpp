@@ -12,8 +12,14 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToGPU/LinearKernel.h"
+#include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/Passes.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
@@ -24,7 +30,8 @@ using namespace mlir::strata;
 
 FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                                                             StringRef chip,
-                                                            StringRef toolkit) {
+                                                            StringRef toolkit,
+                                                            StringRef isaDir) {
   GpuKernelLibrary library;
   library.chip = chip.str();
   if (chip == "sm_90")
@@ -54,6 +61,33 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     return module.emitError("no llm.kernel functions to compile");
 
   OwningOpRef<ModuleOp> lowered = module.clone();
+  // Linear kernel functions whose shapes and types the tiled matmul takes
+  // become matrix-unit kernels of the same name and arguments; the others
+  // (f32 activations, shapes that do not tile) stay for the generic path.
+  llvm::StringMap<LinearMatmulKernel> matmuls;
+  for (auto func :
+       llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
+    if (func.isExternal() || !isLinearKernelFunction(func))
+      continue;
+    auto gpuModule =
+        lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
+    OpBuilder b(module.getContext());
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(lowered->getBody());
+      gpuModule = gpu::GPUModuleOp::create(b, lowered->getLoc(),
+                                           kGpuKernelModuleName);
+      (*lowered)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                          b.getUnitAttr());
+    }
+    std::string why;
+    FailureOr<LinearMatmulKernel> matmul =
+        buildLinearMatmulKernel(b, gpuModule, func, *target, why);
+    if (failed(matmul))
+      continue;
+    matmuls[func.getSymName()] = *matmul;
+    func.erase();
+  }
+
   PassManager pm(module.getContext());
   ConvertKernelsToGPUPassOptions gpuOptions;
   gpuOptions.chip = chip.str();
@@ -72,11 +106,22 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
              << kernel.name << "' has no block size";
     for (int d = 0; d < 3; ++d)
       kernel.launch->block[d] = static_cast<uint32_t>(block[d]);
+    std::array<GpuGridDim, 3> dims;
+    auto matmul = matmuls.find(kernel.name);
+    if (matmul != matmuls.end()) {
+      // (ceil(M / tileM), N / tileN, 1) with M the rows of x (argument 0).
+      const MatmulTiling &tiling = matmul->second.tiling;
+      dims[0] = {0, 0, 1, tiling.tileM()};
+      dims[1].blocks = matmul->second.problem.n / tiling.tileN();
+      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
+      library.grids.push_back(dims);
+      library.scratch.emplace_back();
+      continue;
+    }
     auto grid =
         func ? func->getAttrOfType<ArrayAttr>(kGpuGridAttrName) : nullptr;
     if (!grid || grid.size() != 3)
       return module.emitError("GPU kernel '") << kernel.name << "' has no grid";
-    std::array<GpuGridDim, 3> dims;
     for (int d = 0; d < 3; ++d) {
       auto entry = cast<DenseI64ArrayAttr>(grid[d]).asArrayRef();
       if (entry[0] < 0)
@@ -106,28 +151,56 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     library.scratch.push_back(std::move(scratch));
   }
 
+  // The kernels in the order of the kernel functions (the matrix-unit
+  // kernels were created first).
+  if (gpuModule)
+    for (const KernelDesc &kernel : library.kernels)
+      if (Operation *func = gpuModule.lookupSymbol(kernel.name))
+        func->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
+
   // Subviews and affine index math inside the kernels, then the chip's
-  // device pipeline down to the binary.
-  PassManager binaryPm(module.getContext());
-  OpPassManager &device = binaryPm.nest<gpu::GPUModuleOp>();
-  device.addPass(memref::createExpandStridedMetadataPass());
-  device.addPass(createLowerAffinePass());
-  BinaryOptions options;
-  options.format = "bin";
-  options.toolkit = toolkit.str();
-  if (options.toolkit.empty() && nvidia)
-    options.toolkit = "/usr/local/cuda";
-  if (failed(target->buildBinaryPipeline(binaryPm, options)))
-    return module.emitError("no binary pipeline for chip '") << chip << "'";
-  if (failed(binaryPm.run(*lowered)))
-    return module.emitError("compiling the kernels for ") << chip << " failed";
-  auto binary = lowered->lookupSymbol<gpu::BinaryOp>("strata_kernels");
-  if (!binary || binary.getObjects().size() != 1)
-    return module.emitError("the ") << chip << " pipeline made no binary";
-  auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
-  StringRef bytes = object.getObject().getValue();
+  // device pipeline down to the binary (`format` bin) or assembly (isa).
+  auto compileTo = [&](ModuleOp kernels,
+                       StringRef format) -> FailureOr<std::string> {
+    PassManager binaryPm(module.getContext());
+    OpPassManager &device = binaryPm.nest<gpu::GPUModuleOp>();
+    device.addPass(memref::createExpandStridedMetadataPass());
+    device.addPass(createLowerAffinePass());
+    BinaryOptions options;
+    options.format = format.str();
+    options.toolkit = toolkit.str();
+    if (options.toolkit.empty() && nvidia)
+      options.toolkit = "/usr/local/cuda";
+    if (failed(target->buildBinaryPipeline(binaryPm, options)))
+      return module.emitError("no binary pipeline for chip '") << chip << "'";
+    if (failed(binaryPm.run(kernels)))
+      return module.emitError("compiling the kernels for ")
+             << chip << " failed";
+    auto binary = kernels.lookupSymbol<gpu::BinaryOp>("strata_kernels");
+    if (!binary || binary.getObjects().size() != 1)
+      return module.emitError("the ") << chip << " pipeline made no binary";
+    auto object = cast<gpu::ObjectAttr>(binary.getObjects()[0]);
+    return object.getObject().getValue().str();
+  };
+  if (!isaDir.empty()) {
+    OwningOpRef<ModuleOp> copy = lowered->clone();
+    FailureOr<std::string> isa = compileTo(*copy, "isa");
+    if (failed(isa))
+      return failure();
+    SmallString<256> path(isaDir);
+    llvm::sys::path::append(path, chip + (nvidia ? ".ptx" : ".s"));
+    std::error_code error;
+    llvm::raw_fd_ostream os(path, error);
+    if (error)
+      return module.emitError("cannot write '")
+             << path << "': " << error.message();
+    os << *isa;
+  }
+  FailureOr<std::string> bytes = compileTo(*lowered, "bin");
+  if (failed(bytes))
+    return failure();
   library.binary.format =
       nvidia ? fb::BinaryFormat::cubin : fb::BinaryFormat::hsaco;
-  library.binary.data.assign(bytes.begin(), bytes.end());
+  library.binary.data.assign(bytes->begin(), bytes->end());
   return library;
 }

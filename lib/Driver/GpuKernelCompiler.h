@@ -5,7 +5,10 @@
 //
 // compileGpuKernels turns the kernel functions of a kernel-phase module (the
 // same functions the CPU target compiles) into one device binary for a GPU
-// chip: convert-kernels-to-gpu (one gpu.func per kernel, row loop over the
+// chip: the linear kernel functions whose shapes and types go on the matrix
+// units become LLMToGPU's tiled matmul kernels (same name and arguments,
+// launch.matrixInstruction set), every other kernel goes through
+// convert-kernels-to-gpu (one gpu.func per kernel, row loop over the
 // grid, large or dynamic scratch in a global scratch argument), then the
 // chip's binary pipeline (TargetInfo::buildBinaryPipeline:
 // NVVM + ptxas → cubin, ROCDL + lld → hsaco). docs/GPULowering.md "Whole
@@ -28,12 +31,14 @@
 
 namespace mlir::strata {
 
-/// One grid dimension: `blocks` blocks when `argument` < 0, else extent
-/// `dim` of kernel argument `argument` (resolved per dispatch binding).
+/// One grid dimension: `blocks` blocks when `argument` < 0, else
+/// ceil(extent `dim` of kernel argument `argument` / `divisor`) (resolved
+/// per dispatch binding; at least 1).
 struct GpuGridDim {
   int64_t argument = -1;
   int64_t dim = 0;
   int64_t blocks = 1;
+  int64_t divisor = 1;
 };
 
 /// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):
@@ -61,9 +66,12 @@ struct GpuKernelLibrary {
 
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,
 /// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
-/// /usr/local/cuda, AMD MLIR's default lookup). Emits errors on `module`.
+/// /usr/local/cuda, AMD MLIR's default lookup). When `isaDir` is not empty
+/// the chip's assembly is also written to `<isaDir>/<chip>.ptx` (NVIDIA) or
+/// `<isaDir>/<chip>.s` (AMD). Emits errors on `module`.
 FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
-                                              StringRef toolkit);
+                                              StringRef toolkit,
+                                              StringRef isaDir = "");
 
 } // namespace mlir::strata
 

@@ -142,11 +142,16 @@ void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
                          str(arg->name()), EnumNameDType(arg->dtype()),
                          shapeText(arg->static_shape()));
       }
-    if (const LaunchInfo *launch = kernel->launch())
-      fmt::format_to(it, "    launch block [{}] grid {} shared {}\n",
+    if (const LaunchInfo *launch = kernel->launch()) {
+      fmt::format_to(it, "    launch block [{}] grid {} shared {}",
                      fmt::join(*launch->block(), ", "),
                      exprListText(launch->grid()),
                      launch->shared_memory_bytes());
+      if (launch->matrix_instruction())
+        fmt::format_to(it, " matrix {}",
+                       str(launch->matrix_instruction()));
+      fmt::format_to(it, "\n");
+    }
   }
   if (!t.plans())
     return;

@@ -6,17 +6,26 @@
 // 128x128 block scales, y : [M, N] bf16 or f32) becomes a launch of the
 // tiled matmul kernel of MatmulTiling.h: grid (ceil(M / tileM), N / tileN,
 // 1), block (threads, 1, 1). Ranks other than 2, f32 inputs or weights and
-// shapes that do not tile are left to convert-llm-to-kernel.
+// shapes that do not tile are left to convert-llm-to-kernel. The same kernel
+// is built from a linear kernel function's signature for the artifact's GPU
+// targets (buildLinearMatmulKernel, LinearKernel.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include "dialects/llm/IR/LLMOps.h"
 #include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToGPU/LinearKernel.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
@@ -51,29 +60,18 @@ struct LinearToGPU : OpRewritePattern<llm::LinearOp> {
     Location loc = op.getLoc();
     auto xType = cast<RankedTensorType>(op.getInput().getType());
     auto yType = cast<RankedTensorType>(op.getType());
-    if (xType.getRank() != 2 || !xType.getElementType().isBF16())
-      return rewriter.notifyMatchFailure(op, "expected a rank-2 bf16 input");
     Type weightType = op.getWeight().getType();
     auto fp8 = dyn_cast<llm::Fp8WeightType>(weightType);
+    ShapedType weightData =
+        fp8 ? fp8.getWeight() : cast<ShapedType>(weightType);
     MatmulProblem problem;
-    problem.n = yType.getDimSize(1);
-    problem.k = xType.getDimSize(1);
     MatmulTypes types;
-    types.x = xType.getElementType();
-    types.y = yType.getElementType();
-    if (fp8) {
-      if (fp8.getWeight().getRank() != 2)
-        return rewriter.notifyMatchFailure(op, "expected a 2-D fp8 weight");
-      problem.fp8Weight = true;
-      problem.scaleBlockN = fp8.getBlockRows();
-      problem.scaleBlockK = fp8.getBlockCols();
-      types.weight = fp8.getWeight().getElementType();
-    } else {
-      types.weight = cast<RankedTensorType>(weightType).getElementType();
-      if (!types.weight.isBF16())
-        return rewriter.notifyMatchFailure(op, "expected a bf16 weight");
-    }
     std::string why;
+    if (failed(describeLinearMatmul(xType, weightData,
+                                    fp8 ? fp8.getBlockRows() : 0,
+                                    fp8 ? fp8.getBlockCols() : 0, yType,
+                                    problem, types, why)))
+      return rewriter.notifyMatchFailure(op, why);
     FailureOr<MatmulTiling> tiling =
         chooseMatmulTiling(target, problem, why);
     if (failed(tiling))
@@ -134,4 +132,73 @@ struct LinearToGPU : OpRewritePattern<llm::LinearOp> {
 void mlir::strata::populateLinearToGPUPatterns(const TargetInfo &target,
                                                RewritePatternSet &patterns) {
   patterns.add<LinearToGPU>(patterns.getContext(), target);
+}
+
+bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
+  auto key = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
+  return key && key.getValue().starts_with(
+                    (llm::LinearOp::getOperationName() + " ").str());
+}
+
+FailureOr<LinearMatmulKernel> mlir::strata::buildLinearMatmulKernel(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  if (!isLinearKernelFunction(kernel)) {
+    why = "not an llm.linear kernel function";
+    return failure();
+  }
+  FunctionType type = kernel.getFunctionType();
+  auto block = kernel->getAttrOfType<DenseI64ArrayAttr>(kWeightBlockAttrName);
+  bool fp8 = block && block.size() == 2;
+  size_t numArgs = fp8 ? 4 : 3;
+  if (type.getNumInputs() != numArgs || type.getNumResults() != 0 ||
+      !llvm::all_of(type.getInputs(), llvm::IsaPred<MemRefType>)) {
+    why = "unexpected linear kernel signature";
+    return failure();
+  }
+  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  MemRefType x = arg(0), weight = arg(1), y = arg(numArgs - 1);
+  for (Type t : type.getInputs()) {
+    if (!cast<MemRefType>(t).getLayout().isIdentity()) {
+      why = "expected identity-layout memrefs";
+      return failure();
+    }
+  }
+  MatmulProblem problem;
+  MatmulTypes types;
+  if (failed(describeLinearMatmul(x, weight, fp8 ? block[0] : 0,
+                                  fp8 ? block[1] : 0, y, problem, types,
+                                  why)))
+    return failure();
+  if (fp8) {
+    MemRefType scales = arg(2);
+    SmallVector<int64_t> expected = {
+        llvm::divideCeilSigned(problem.n, problem.scaleBlockN),
+        llvm::divideCeilSigned(problem.k, problem.scaleBlockK)};
+    if (!scales.getElementType().isF32() ||
+        scales.getShape() != ArrayRef<int64_t>(expected)) {
+      why = "unexpected fp8 scale shape";
+      return failure();
+    }
+  }
+  FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
+  if (failed(tiling))
+    return failure();
+  // The dialects of the kernel body (convert-llm-to-gpu's dependent
+  // dialects; here no pass loads them).
+  builder.getContext()
+      ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
+                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  // buildMatmulKernel reuses a function of the same name: the kernel
+  // function's name is unique in the module.
+  if (module.lookupSymbol(kernel.getSymName())) {
+    why = "the GPU module already has a kernel of that name";
+    return failure();
+  }
+  gpu::GPUFuncOp func =
+      buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
+                        *tiling, problem, types);
+  return LinearMatmulKernel{func, *tiling, problem};
 }

@@ -7,7 +7,8 @@
 // into registers following the instruction's FragmentLayout (contiguous
 // runs along K, so vector loads); the K loop is an scf.for carrying the
 // fp32 accumulators; block scales (fp8) are applied to a per-K-block
-// accumulator; the tail rows of M are clamped on load and skipped on store.
+// accumulator; the 64-row tiles of M are walked with a grid stride (any grid
+// x is right); the tail rows of M are clamped on load and skipped on store.
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
@@ -385,15 +386,27 @@ void MatmulKernelBuilder::build(ValueRange args) {
   Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
-  Value rowBase = add(mul(bx, t.tileM()), mul(sgM, t.fragsM * mi.m));
   Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
-  for (int64_t i = 0; i < t.fragsM; ++i)
-    rowBases.push_back(add(rowBase, i * mi.m));
   for (int64_t j = 0; j < t.fragsN; ++j)
     colBases.push_back(add(colBase, j * mi.n));
   aLane = coords(mi.a);
   bLane = coords(mi.b);
   cLane = coords(mi.c);
+
+  // Row tiles over the grid with a grid stride: any grid x covers all M
+  // rows (one launch geometry serves dispatches of different M), and M = 0
+  // runs no tile. The trip count depends on the block only, so the
+  // subgroups of a block stay converged.
+  Value numTiles =
+      arith::CeilDivUIOp::create(b, loc, numRows, idx(t.tileM()));
+  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(tileLoop.getBody()->getTerminator());
+  Value tile = tileLoop.getInductionVar();
+  Value rowBase = add(mul(tile, t.tileM()), mul(sgM, t.fragsM * mi.m));
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowBases.push_back(add(rowBase, i * mi.m));
 
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(t.fragsM * t.fragsN, zeros(accType));
@@ -406,6 +419,7 @@ void MatmulKernelBuilder::build(ValueRange args) {
         scf::YieldOp::create(b, loc, next);
       });
   storeResults(loop.getResults());
+  b.setInsertionPointAfter(tileLoop);
   gpu::ReturnOp::create(b, loc);
 }
 

@@ -115,3 +115,41 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
   }
   return t;
 }
+
+LogicalResult mlir::strata::describeLinearMatmul(
+    ShapedType x, ShapedType weight, int64_t blockN, int64_t blockK,
+    ShapedType y, MatmulProblem &problem, MatmulTypes &types,
+    std::string &why) {
+  if (x.getRank() != 2 || weight.getRank() != 2 || y.getRank() != 2) {
+    why = "expected a rank-2 input, weight and result";
+    return failure();
+  }
+  if (!x.getElementType().isBF16()) {
+    why = "expected a bf16 input";
+    return failure();
+  }
+  bool fp8 = blockN > 0 && blockK > 0;
+  Type w = weight.getElementType();
+  if (fp8 ? !isa<Float8E4M3FNType>(w) : !w.isBF16()) {
+    why = fp8 ? "expected an f8E4M3FN weight" : "expected a bf16 weight";
+    return failure();
+  }
+  Type result = y.getElementType();
+  if (!result.isBF16() && !result.isF32()) {
+    why = "expected a bf16 or f32 result";
+    return failure();
+  }
+  problem = MatmulProblem();
+  problem.n = weight.getDimSize(0);
+  problem.k = weight.getDimSize(1);
+  if (ShapedType::isDynamic(problem.n) || ShapedType::isDynamic(problem.k) ||
+      x.getDimSize(1) != problem.k || y.getDimSize(1) != problem.n) {
+    why = "expected static [N, K] weight matching the input and result";
+    return failure();
+  }
+  problem.fp8Weight = fp8;
+  problem.scaleBlockN = fp8 ? blockN : 0;
+  problem.scaleBlockK = fp8 ? blockK : 0;
+  types = {x.getElementType(), w, result};
+  return success();
+}

@@ -81,6 +81,17 @@ struct MatmulTypes {
   Type y;      // bf16 or f32
 };
 
+/// The problem and element types of a linear y[M, N] = x[M, K] * W[N, K]^T
+/// with `x`, `y` of rank 2, weight data `weight` [N, K] and, for an fp8
+/// weight, its `blockN x blockK` block scales (both 0 for bf16 weights):
+/// fails with `why` unless x is bf16, the weight bf16 or f8E4M3FN and y bf16
+/// or f32. Shared by the llm.linear pattern (tensor types) and the kernel
+/// function path (memref types), so both accept the same linears.
+LogicalResult describeLinearMatmul(ShapedType x, ShapedType weight,
+                                   int64_t blockN, int64_t blockK,
+                                   ShapedType y, MatmulProblem &problem,
+                                   MatmulTypes &types, std::string &why);
+
 /// Builds `gpu.func @name` in `module`: arguments x memref<?xKxbf16>,
 /// W memref<NxKxT>, [scales memref<ceil(N/bn)xceil(K/bk)xf32>,]
 /// y memref<?xNxTy>; grid (ceil(M / tileM), N / tileN, 1), block

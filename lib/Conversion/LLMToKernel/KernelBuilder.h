@@ -30,6 +30,10 @@ namespace mlir::strata {
 
 /// Attribute marking an outlined kernel func; its value is the dedup key.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
+/// On a kernel function taking an fp8 block-scaled weight: the block shape
+/// [rows, cols] of its scales (the kernel arguments carry only the data and
+/// scale memrefs; GPU targets read it to build matrix-unit kernels).
+inline constexpr llvm::StringLiteral kWeightBlockAttrName = "llm.weight_block";
 
 /// Builds kernel bodies. Values it returns are f32 unless stated.
 class KernelBuilder {
@@ -191,6 +195,8 @@ struct KernelCall {
   SmallVector<Value> inputs;
   SmallVector<MemRefType> results;
   SmallVector<SmallVector<Value>> resultSizes;
+  /// Discardable attributes set on the kernel function.
+  SmallVector<NamedAttribute> attributes;
 
   /// An already converted (memref) operand.
   unsigned addInput(Value converted) {
@@ -223,6 +229,8 @@ struct KernelCall {
        llvm::function_ref<void(KernelBuilder &, ValueRange)> body) {
     func::FuncOp kernel =
         getOrCreateKernel(rewriter, op, name, argTypes, body);
+    for (NamedAttribute attribute : attributes)
+      kernel->setAttr(attribute.getName(), attribute.getValue());
     return emitKernelCall(rewriter, op->getLoc(), kernel, inputs, results,
                           resultSizes);
   }

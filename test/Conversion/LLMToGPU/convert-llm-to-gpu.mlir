@@ -20,6 +20,12 @@
 // GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.tile = array<i64: 64, 64>
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // SM90-SAME: known_block_size = array<i32: 128, 1, 1>, strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", strata.tile = array<i64: 64, 64>
+// Row tiles with a grid stride: any grid x covers every row.
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[TILES:.*]] = arith.ceildivui %[[ROWS]], %c64
+// CHECK: %[[GRIDX:.*]] = gpu.grid_dim x
+// CHECK: scf.for %{{.*}} = %[[BX]] to %[[TILES]] step %[[GRIDX]]
 // CHECK: scf.for
 // GFX942: amdgpu.mfma 16x16x16 {{.*}} : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
 // GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xbf16>, vector<8xbf16>, vector<4xf32>

@@ -1,0 +1,51 @@
+//===- LinearKernel.h - matrix-unit kernels for linear kernel functions -*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// The artifact path compiles the kernel functions of convert-llm-to-kernel
+// (shared by every target) rather than llm ops, so a GPU target reaches the
+// tiled matmul of MatmulTiling.h from a linear kernel function's signature:
+// the same problem description (describeLinearMatmul) and kernel generator
+// (buildMatmulKernel) as the llm.linear pattern, under the kernel function's
+// name and with its arguments in its order. docs/GPULowering.md "Linears on
+// the matrix units".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
+#define STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
+
+#include <string>
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+namespace mlir::strata {
+
+/// A linear kernel function rebuilt on the matrix units.
+struct LinearMatmulKernel {
+  gpu::GPUFuncOp func;
+  MatmulTiling tiling;
+  MatmulProblem problem;
+};
+
+/// True when `kernel` is the kernel function of an `llm.linear`.
+bool isLinearKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, the tiled matmul of
+/// `kernel`, a linear kernel function with arguments (x memref<?xKxbf16>,
+/// W memref<NxKxbf16>, y memref<?xNx{bf16|f32}>) or, for an fp8 weight
+/// (`llm.weight_block = [bn, bk]`), (x, W memref<NxKxf8E4M3FN>,
+/// scales memref<ceil(N/bn)xceil(K/bk)xf32>, y): the same arguments in the
+/// same order. Fails with `why` (and builds nothing) when the signature has
+/// another form or the shape does not tile on `target`.
+FailureOr<LinearMatmulKernel>
+buildLinearMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                        func::FuncOp kernel, const TargetInfo &target,
+                        std::string &why);
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
