@@ -49,20 +49,8 @@ constexpr int64_t kPrivateScratchBytes = 32 * 1024;
 /// Largest grid extent in y and z.
 constexpr int64_t kMaxGridYZ = 65535;
 
-/// The buffer a view of `value` (subview, cast, ...) looks into.
-Value rootOf(Value value) {
-  while (true) {
-    if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
-      value = view.getViewSource();
-    else if (auto cast = value.getDefiningOp<memref::MemorySpaceCastOp>())
-      value = cast.getSource();
-    else
-      return value;
-  }
-}
-
 bool isAllocated(Value value) {
-  Operation *def = rootOf(value).getDefiningOp();
+  Operation *def = bufferOf(value).getDefiningOp();
   return def && isa<memref::AllocOp, memref::AllocaOp>(def);
 }
 
@@ -303,7 +291,7 @@ bool isReadOnlyArgument(func::FuncOp func, Value value) {
     return false;
   bool written = false;
   func.walk([&](memref::StoreOp store) {
-    if (rootOf(store.getMemRef()) == value)
+    if (bufferOf(store.getMemRef()) == value)
       written = true;
   });
   return !written;

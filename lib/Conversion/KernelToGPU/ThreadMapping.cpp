@@ -20,10 +20,8 @@
 using namespace mlir;
 using namespace mlir::strata;
 
-namespace {
-
 /// The buffer `value` is a view (subview, cast, memory space cast) of.
-Value bufferOf(Value value) {
+Value mlir::strata::bufferOf(Value value) {
   while (true) {
     if (auto view = value.getDefiningOp<ViewLikeOpInterface>())
       value = view.getViewSource();
@@ -33,6 +31,8 @@ Value bufferOf(Value value) {
       return value;
   }
 }
+
+namespace {
 
 /// Whether `op` or an op nested in it may have an effect of kind `Effect`
 /// (an op without a memory-effect interface may have any).

@@ -17,6 +17,10 @@
 
 namespace mlir::strata {
 
+/// The buffer `value` is a view of (through subviews, casts, memory space
+/// casts and other view-like ops); `value` itself when it is no view.
+Value bufferOf(Value value);
+
 /// Maps the `threads` threads of a block (threadIdx.x) onto one kernel:
 ///
 /// * The loops whose iterations are independent (scf.parallel without
