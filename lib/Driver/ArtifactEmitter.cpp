@@ -542,7 +542,7 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       compileGpuKernels(kernels, chip,
                         chip.starts_with("gfx") ? options.rocmToolkit
                                                 : options.gpuToolkit,
-                        options.gpuIsaDir);
+                        options.gpuIsaDir, options.gpuCodegen);
   if (failed(library))
     return failure();
   TargetDesc gpu;

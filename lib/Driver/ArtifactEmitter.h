@@ -30,6 +30,7 @@
 #include "mlir/IR/BuiltinOps.h"
 
 #include "lib/Artifact/ArtifactWriter.h"
+#include "lib/Driver/GpuKernelCompiler.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
 
 namespace mlir::strata {
@@ -51,6 +52,8 @@ struct ArtifactEmitOptions {
   /// When set, each GPU target's assembly is also written to
   /// `<gpuIsaDir>/<chip>.{ptx,s}` (compileGpuKernels).
   std::string gpuIsaDir;
+  /// Threads per block and matrix units on or off (bisecting aid).
+  GpuCodegenOptions gpuCodegen;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

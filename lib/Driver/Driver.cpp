@@ -153,6 +153,8 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
   emitOptions.gpuIsaDir = options.gpuIsaDir;
+  emitOptions.gpuCodegen.blockThreads = options.gpuBlockThreads;
+  emitOptions.gpuCodegen.matrixUnits = options.gpuMatrixUnits;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -248,6 +250,17 @@ int mlir::strata::compileMain(int argc, char **argv) {
       cl::desc("Also write each GPU target's assembly to <dir>/<chip>.ptx "
                "(sm_90) or <dir>/<chip>.s (gfx942, gfx950)"),
       cl::value_desc("dir"), cl::init(""));
+  static cl::opt<bool> gpuBlockThreads(
+      "gpu-block-threads",
+      cl::desc("GPU targets: threads of a block share its rows (default); "
+               "=false keeps one thread per block (for bisecting a device "
+               "result)"),
+      cl::init(true));
+  static cl::opt<bool> gpuMatrixUnits(
+      "gpu-matrix-units",
+      cl::desc("GPU targets: linears that tile run on mma.sync / MFMA "
+               "(default); =false keeps them generic kernels"),
+      cl::init(true));
   static cl::opt<std::string> activationType(
       "activation-type",
       cl::desc("Element type of activations and caches: bf16 (as the model "
@@ -283,6 +296,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.gpuToolkit = gpuToolkit;
   options.rocmToolkit = rocmToolkit;
   options.gpuIsaDir = gpuIsaDir;
+  options.gpuBlockThreads = gpuBlockThreads;
+  options.gpuMatrixUnits = gpuMatrixUnits;
   if (options.rocmToolkit.empty()) {
     // build/bin/strata-compile -> build/rocm-toolkit (test/CMakeLists.txt).
     std::string exe = llvm::sys::fs::getMainExecutable(

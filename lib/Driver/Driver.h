@@ -50,6 +50,11 @@ struct CompileOptions {
   /// AMDGCN for gfx*) to `<gpuIsaDir>/<chip>.{ptx,s}` (for tests and
   /// inspection; the artifact holds the binaries).
   std::string gpuIsaDir;
+  /// GPU targets: threads share a block's rows (false: one thread per
+  /// block) and tiled linears use the matrix units (false: generic
+  /// kernels). Both on by default; off is for bisecting device results.
+  bool gpuBlockThreads = true;
+  bool gpuMatrixUnits = true;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
   /// Element type of the MLA latent cache: "bf16" or "fp8" (e4m3 with one

@@ -31,7 +31,8 @@ using namespace mlir::strata;
 FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                                                             StringRef chip,
                                                             StringRef toolkit,
-                                                            StringRef isaDir) {
+                                                            StringRef isaDir,
+                                                            GpuCodegenOptions codegen) {
   GpuKernelLibrary library;
   library.chip = chip.str();
   if (chip == "sm_90")
@@ -67,7 +68,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   llvm::StringMap<LinearMatmulKernel> matmuls;
   for (auto func :
        llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
-    if (func.isExternal() || !isLinearKernelFunction(func))
+    if (!codegen.matrixUnits || func.isExternal() ||
+        !isLinearKernelFunction(func))
       continue;
     auto gpuModule =
         lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
@@ -90,7 +92,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
 
   PassManager pm(module.getContext());
   ConvertKernelsToGPUPassOptions gpuOptions;
-  gpuOptions.chip = chip.str();
+  // Without a chip the pass keeps one thread per block.
+  if (codegen.blockThreads)
+    gpuOptions.chip = chip.str();
   pm.addPass(createConvertKernelsToGPUPass(gpuOptions));
   if (failed(pm.run(*lowered)))
     return module.emitError("moving the kernels to the GPU failed");

@@ -64,6 +64,19 @@ struct GpuKernelLibrary {
   std::vector<std::vector<GpuScratchOp>> scratch;
 };
 
+/// Code generation choices of the GPU targets. Both default to the fast
+/// path; turning one off gives a simpler kernel set of the same plan (the
+/// same kernel names and arguments), for bisecting a wrong result on a
+/// device.
+struct GpuCodegenOptions {
+  /// Threads share a block's rows (convert-kernels-to-gpu with the chip);
+  /// false: one thread per block (the pass without a chip).
+  bool blockThreads = true;
+  /// llm.linear kernels that tile run on the matrix units (mma.sync,
+  /// MFMA); false: every linear stays a generic kernel.
+  bool matrixUnits = true;
+};
+
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,
 /// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
 /// /usr/local/cuda, AMD MLIR's default lookup). When `isaDir` is not empty
@@ -71,7 +84,8 @@ struct GpuKernelLibrary {
 /// `<isaDir>/<chip>.s` (AMD). Emits errors on `module`.
 FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
                                               StringRef toolkit,
-                                              StringRef isaDir = "");
+                                              StringRef isaDir = "",
+                                              GpuCodegenOptions codegen = {});
 
 } // namespace mlir::strata
 

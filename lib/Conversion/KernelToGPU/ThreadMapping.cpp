@@ -8,6 +8,7 @@
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -19,6 +20,10 @@
 
 using namespace mlir;
 using namespace mlir::strata;
+
+/// Alignment in bytes of every workgroup buffer (llvm.align of the
+/// attribution): the widest vector access LLVM forms (16 bytes).
+static constexpr int64_t kWorkgroupBufferAlignment = 16;
 
 /// The buffer `value` is a view (subview, cast, memory space cast) of.
 Value mlir::strata::bufferOf(Value value) {
@@ -472,8 +477,19 @@ Value BlockThreads::workgroupBuffer(MemRefType type) {
                                 type.getLayout(), space);
   Type element = type.getElementType();
   int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
-  usedWorkgroupBytes += type.getNumElements() * ((bits + 7) / 8);
-  return kernel.addWorkgroupAttribution(shared, kernel.getLoc());
+  // Each buffer starts on a 16-byte boundary: LLVM merges neighbouring
+  // accesses into 16-byte vector ones (st.shared.v2.b64, ds_write_b128),
+  // which fault on a buffer placed at its element alignment.
+  usedWorkgroupBytes =
+      llvm::alignTo(usedWorkgroupBytes, kWorkgroupBufferAlignment) +
+      type.getNumElements() * ((bits + 7) / 8);
+  Value buffer = kernel.addWorkgroupAttribution(shared, kernel.getLoc());
+  kernel.setWorkgroupAttributionAttr(
+      kernel.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(kernel.getContext(), 64),
+                       kWorkgroupBufferAlignment));
+  return buffer;
 }
 
 Operation *BlockThreads::distribute(Operation *op) {

@@ -137,6 +137,11 @@ def build_models(folder, dev):
     plain = json.loads(json.dumps(cfg))
     plain.pop("quantization_config", None)
     plain["text_config"].pop("quantization_config", None)
+    # The model computes in its config's dtype (from_pretrained(dtype=...) sets it; a model built
+    # from the config keeps the checkpoint's bfloat16, and fp32 weights then meet bf16 activations).
+    for c in (plain, plain["text_config"]):
+        c["dtype"] = "float32"
+        c.pop("torch_dtype", None)
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "config.json"), "w") as f:
             json.dump(plain, f)
@@ -188,6 +193,13 @@ def build_models(folder, dev):
               "ref_tensors": len(w)}
     ch.check("HF params filled from the checkpoint", not bad, json.dumps(report))
     return cfg, model.eval(), w, report
+
+
+def set_config_dtype(config, dtype):
+    """dtype on the config and every sub-config (the modules read it when they compute)."""
+    for c in [config] + [getattr(config, k, None) for k in ("text_config", "vision_config")]:
+        if c is not None and not isinstance(c, dict):
+            c.dtype = dtype
 
 
 def main(argv=None):
@@ -256,6 +268,7 @@ def main(argv=None):
     torch.cuda.empty_cache()
     t0 = time.time()
     m16 = m32.to(torch.bfloat16)
+    set_config_dtype(m16.config, torch.bfloat16)
     for k, ids in enumerate(prompt_ids):
         p = "p%d." % k
         l16 = ch.hf_logits(m16, ids)

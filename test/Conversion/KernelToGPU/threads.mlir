@@ -19,7 +19,7 @@
 // ONE-NOT: gpu.barrier
 
 // CHECK-LABEL: gpu.func @recurrence(
-// CHECK-SAME: workgroup(%[[SLOT:.*]] : memref<1xf32, #gpu.address_space<workgroup>>, %[[WS:.*]] : memref<8x8xf32, #gpu.address_space<workgroup>>, %[[WC:.*]] : memref<8xf32, #gpu.address_space<workgroup>>, %[[WP:.*]] : memref<8xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[SLOT:.*]] : memref<1xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[WS:.*]] : memref<8x8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[WC:.*]] : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}, %[[WP:.*]] : memref<8xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK-SAME: strata.grid = [array<i64: 3, 0>, array<i64: -1, 1>, array<i64: -1, 1>]
 // CHECK: %[[TID:.*]] = gpu.thread_id x
@@ -219,7 +219,7 @@ func.func @accumulate(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.k
 // independent (every iteration writes the one element), runs on thread 0
 // with the scratch in workgroup memory.
 // CHECK-LABEL: gpu.func @shared_accumulator(
-// CHECK-SAME: workgroup(%[[ACC:.*]] : memref<1xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%[[ACC:.*]] : memref<1xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: %[[FIRST4:.*]] = arith.cmpi eq
 // CHECK: scf.if %[[FIRST4]] {
 // CHECK-NEXT: memref.store
@@ -260,7 +260,7 @@ func.func @shared_accumulator(%x: memref<?x16xf32>, %y: memref<?xf32>) attribute
 // that reads the stored values back, shared by the block (strided partial
 // reductions, gpu.all_reduce).
 // CHECK-LABEL: gpu.func @softmax(
-// CHECK-SAME: workgroup(%{{.*}} : memref<256xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: workgroup(%{{.*}} : memref<256xf32, #gpu.address_space<workgroup>> {llvm.align = 16 : i64})
 // CHECK: %[[TID5:.*]] = gpu.thread_id x
 // CHECK: scf.for %[[R5:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: gpu.barrier

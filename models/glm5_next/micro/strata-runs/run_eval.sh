@@ -8,11 +8,15 @@
 #       ARTIFACT  a micro-model artifact (strata-compile ... --config models/glm5_next/micro/config.json)
 #       TARGET    cpu | sm_90 | ...     LIMIT  first N test questions (0: all 1319)
 # Environment: BIN (folder of strata-serve / strata-eval, default build/bin), MAX_REQUESTS (default 4),
-# KV_MB (default 1024), RUN_TIMEOUT (seconds per server, default 3600), CONFIGS (default
-# "prefix-2pass mtp1 mtp3").
+# KV_MB (default 1024), RUN_TIMEOUT (seconds per server, default 3600; DEADLINE, epoch seconds,
+# instead bounds each server by the time left until then), CONFIGS (default
+# "prefix-2pass mtp1 mtp3"), SNAPSHOT_SLOTS (KDA snapshots for prefix reuse, default 256: pass 2 hits
+# only while every question's snapshots fit, about prompt tokens / 64 each), MAX_STEP_TOKENS (tokens
+# per engine step, default strata-serve's 256; prompts prefill side by side up to it).
 set -u
 ART=$1; TARGET=$2; LIMIT=$3; OUT=$4
 BIN=${BIN:-build/bin}; MAXREQ=${MAX_REQUESTS:-4}; KV=${KV_MB:-1024}; TMO=${RUN_TIMEOUT:-3600}
+SLOTS=${SNAPSHOT_SLOTS:-256}; STEP=${MAX_STEP_TOKENS:-256}
 M=models/glm5_next/micro
 mkdir -p "$OUT"
 for cfg in ${CONFIGS:-prefix-2pass mtp1 mtp3}; do
@@ -23,9 +27,12 @@ for cfg in ${CONFIGS:-prefix-2pass mtp1 mtp3}; do
     *) echo "unknown config $cfg"; exit 2 ;;
   esac
   echo "== $cfg: $TARGET, first $LIMIT questions, $passes pass(es) $(date -u +%H:%M:%S)"
+  [ -n "${DEADLINE:-}" ] && TMO=$(( DEADLINE - $(date +%s) ))
+  if [ "$TMO" -lt 10 ]; then echo "   SKIP $cfg: no time left"; continue; fi
   timeout "$TMO" python3 test/runtime/serve/Inputs/with_server.py "$BIN/strata-serve" --target "$TARGET" \
     --artifact "$ART" --checkpoint $M --tokenizer $M/tokenizer.json --port 0 --kv-memory-mb "$KV" \
-    --max-requests "$MAXREQ" --checkpoint-interval 64 --snapshot-slots 256 "${serve[@]}" -- \
+    --max-requests "$MAXREQ" --max-step-tokens "$STEP" --checkpoint-interval 64 --snapshot-slots "$SLOTS" \
+    "${serve[@]}" -- \
     "$BIN/strata-eval" gsm8k --url 'http://127.0.0.1:{port}' --data $M/data/gsm/test.jsonl --limit "$LIMIT" \
     --passes $passes --concurrency "$MAXREQ" --max-tokens 160 --output "$OUT/$cfg.jsonl" > "$OUT/$cfg.txt" 2>&1
   echo "   rc $? $(date -u +%H:%M:%S)"

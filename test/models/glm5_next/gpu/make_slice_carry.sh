@@ -7,19 +7,8 @@
 set -eu
 BIN=$1 CARRY=$2 CFG=${3:-glm5-slice-fp8}
 REPO=$(cd "$(dirname "$0")/../../../.." && pwd)
-mkdir -p "$CARRY/bin/lib" "$CARRY/bin/glibc" "$CARRY/art"
-for t in strata-run strata-bench strata-write-checkpoint; do cp "$BIN/$t" "$CARRY/bin/"; done
-# Shared libraries outside glibc (fmt, stdc++, ...) and glibc itself, for hosts
-# whose glibc is older than Debian 12's (run_slice.sh picks the loader only then).
-for t in strata-run strata-bench strata-write-checkpoint; do ldd "$BIN/$t"; done | awk '/=> \//{print $3}' | sort -u |
-while read -r lib; do
-  case $(basename "$lib") in
-    libc.so.*|libm.so.*|libdl.so.*|libpthread.so.*|librt.so.*) cp -L "$lib" "$CARRY/bin/glibc/" ;;
-    libcuda*|libnvidia*) ;;
-    *) cp -L "$lib" "$CARRY/bin/lib/" ;;
-  esac
-done
-cp -L /lib64/ld-linux-x86-64.so.2 "$CARRY/bin/"
+mkdir -p "$CARRY/art"
+sh "$(dirname "$0")/carry_bins.sh" "$BIN" "$CARRY/bin" strata-run strata-bench strata-write-checkpoint
 time "$BIN/strata-compile" "$REPO/models/glm5_next/model.dsl" --config "$REPO/models/glm5_next/configs/$CFG.json" \
   --target sm_90,cpu --activation-type=f32 -o "$CARRY/art/slice-fp8-f32.strata"
 time "$BIN/strata-compile" "$REPO/models/glm5_next/model.dsl" --config "$REPO/models/glm5_next/configs/$CFG.json" \

@@ -1,8 +1,9 @@
 #!/bin/sh
-# Pages past 4 GiB on sm_90 (run on the H200 from a copy of .carry/gpupath: bin/, art/, configs/, compare_goldens.py): the 389-token golden prompt with its KV pages
+# Pages past 4 GiB on sm_90. Usage: pages_past_4gib.sh WORK GOLDEN [CARRY], CARRY (default: this
+# script's folder) holding bin/, art/, configs/, compare_goldens.py: the 389-token golden prompt with its KV pages
 # placed at page 40000 (f32 latent pages of 128 KiB: 5.0 GiB into each latent
 # pool) and page 70000 (bf16, 64 KiB pages: 4.3 GiB), compared with the goldens.
-C=$(cd "$(dirname "$0")" && pwd); W=$1; G=$2
+C=${3:-$(dirname "$0")}; C=$(cd "$C" && pwd); W=$1; G=$2
 run() {
   if LD_LIBRARY_PATH="$C/bin/lib" "$C/bin/$1" --help 2>&1 | grep -q -e GLIBC -e "cannot open shared"; then
     n=$1; shift; "$C/bin/ld-linux-x86-64.so.2" --library-path "$C/bin/glibc:$C/bin/lib" "$C/bin/$n" "$@"

@@ -12,8 +12,11 @@
 #   OUT    results (few files: summary.txt, log.txt, bench.md, results.tgz)
 # Env: SLICE_CONFIG (glm5-slice-fp8), SLICE_BUDGET (seconds for everything,
 #   default 560), SLICE_WORK (scratch, default /tmp/strata-slice: ~25 GB),
-#   SLICE_LONG=1 adds the 2304-token strata fp32 case (selection active;
-#   far beyond the budget with today's one-thread-per-block kernels).
+#   SLICE_LONG=1 adds the 2304-token strata fp32 case (selection active; run last, with the time left
+#   far beyond the budget with today's one-thread-per-block kernels),
+#   SLICE_WAIT_FOR (a file: the timed steps, baselines and bench, wait until
+#   it is gone, so that other GPU work started beside this script does not
+#   disturb the timings; the wait counts against the budget).
 # Steps, in priority order, each bounded by min(its cap, time left): ckpt,
 # goldens, fp32, baselines, bench, bf16 [, long]. A step without time left is
 # reported as SKIP. Prints "SKIP: ..." and exits 0 without an NVIDIA GPU;
@@ -104,6 +107,10 @@ if [ -e "$WORK/goldens/slice-goldens.safetensors" ]; then
            --mtp "$WORK/fp32.mtp.npy" --max-tokens 4; }
 else
   say "FAIL: no goldens; strata comparisons skipped"; status=1
+fi
+if [ -n "${SLICE_WAIT_FOR:-}" ]; then
+  while [ -e "$SLICE_WAIT_FOR" ] && [ $(( BUDGET - ($(date +%s) - START) )) -gt 60 ]; do sleep 2; done
+  say "timed steps start at $(( $(date +%s) - START ))s$([ -e "$SLICE_WAIT_FOR" ] && echo ", $SLICE_WAIT_FOR still there")"
 fi
 step baselines 120 $PY "$REPO/models/glm5_next/bench/bench_baselines.py" \
   --config "$REPO/models/glm5_next/configs/$CFG.json" --json "$WORK/baselines.json" --prefill-tokens 2048
