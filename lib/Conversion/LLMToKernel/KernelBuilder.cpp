@@ -50,6 +50,15 @@ void KernelBuilder::loop(Value lb, Value ub,
   body(forOp.getInductionVar());
 }
 
+void KernelBuilder::parallel(ValueRange lbs, ValueRange ubs,
+                             llvm::function_ref<void(ValueRange)> body) {
+  SmallVector<Value> steps(lbs.size(), idx(1));
+  auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(par.getBody()->getTerminator());
+  body(par.getInductionVars());
+}
+
 SmallVector<Value> KernelBuilder::loopCarry(
     Value lb, Value ub, ValueRange inits,
     llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {

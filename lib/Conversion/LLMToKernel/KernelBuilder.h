@@ -56,6 +56,11 @@ public:
   void loop(int64_t lb, int64_t ub, llvm::function_ref<void(Value)> body) {
     loop(idx(lb), idx(ub), body);
   }
+  /// `scf.parallel (ivs) in [lbs, ubs)`: independent iterations. On the GPU
+  /// a kernel whose body is such a loop gets one grid dimension per loop
+  /// dimension (up to 3), the threads of a block sharing the innermost one.
+  void parallel(ValueRange lbs, ValueRange ubs,
+                llvm::function_ref<void(ValueRange)> body);
   /// `for iv in [lb, ub)` carrying `inits`; the body returns the new values.
   SmallVector<Value>
   loopCarry(Value lb, Value ub, ValueRange inits,

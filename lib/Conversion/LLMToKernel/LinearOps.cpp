@@ -8,8 +8,8 @@
 // a second linalg.generic rounds it into y. An fp8 weight is first
 // dequantised into an fp32 [out, in] scratch (q * scale_inv of its
 // 128x128 block), so the matmul is the same for every weight kind.
-// llm.lm_head gathers the selected rows and runs scf loops with an fp32
-// accumulator per logit.
+// llm.lm_head gathers the selected rows and runs one scf.parallel over
+// (selected row, vocabulary entry) with an fp32 accumulator per logit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -167,15 +167,20 @@ struct LmHeadToKernel : OpConversionPattern<llm::LmHeadOp> {
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView weight =
           makeWeightView(weightType, args.slice(*weightArg, rowsArg - *weightArg));
-      kb.loop(kb.idx(0), kb.dim(args[rowsArg], 0), [&](Value n) {
+      // One independent dot product per (selected row, vocabulary entry):
+      // on the GPU the vocabulary is a grid dimension whose entries the
+      // threads of a block share, so every block streams weight rows (one
+      // block per row left a whole 154,880-row head to one multiprocessor).
+      kb.parallel({kb.idx(0), kb.idx(0)},
+                  {kb.dim(args[rowsArg], 0), kb.idx(vocab)},
+                  [&](ValueRange nv) {
+        Value n = nv[0], v = nv[1];
         Value row = kb.loadIndex(args[rowsArg], n);
-        kb.loop(0, vocab, [&](Value v) {
-          Value dot = kb.reduce(0, hidden, kb.f32(0.0), [&](Value d, Value acc) {
-            return kb.add(acc, kb.mul(kb.load(args[0], {row, d}),
-                                      weight.load(kb, {v, d})));
-          });
-          kb.store(dot, args[out], {n, v});
+        Value dot = kb.reduce(0, hidden, kb.f32(0.0), [&](Value d, Value acc) {
+          return kb.add(acc, kb.mul(kb.load(args[0], {row, d}),
+                                    weight.load(kb, {v, d})));
         });
+        kb.store(dot, args[out], {n, v});
       });
     });
     rewriter.replaceOp(op, results);
