@@ -267,16 +267,44 @@ double probeSum(uint64_t n) {
   return sum;
 }
 
+// The scratch test artifact (one 'scratch_probe' dispatch) with its program
+// loaded on a CPU device, and its gfx942 decode plan, whose sizing needs no
+// device.
+class ScratchPlan : public ::testing::Test {
+protected:
+  void SetUp() override {
+    artifact = scratchArtifact();
+    ASSERT_TRUE(artifact);
+    device = createCpuDevice();
+    auto loaded = Program::load(*artifact, TargetKind::cpu, *device);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().toString();
+    program = std::move(loaded).value();
+    auto target = artifact->target(TargetKind::gfx942);
+    ASSERT_TRUE(target.ok()) << target.status().toString();
+    gpuTarget = *target;
+    auto plan = Artifact::plan(*gpuTarget, StepKind::decode);
+    ASSERT_TRUE(plan.ok()) << plan.status().toString();
+    gpuPlan = *plan;
+  }
+
+  StatusOr<uint64_t> gpuScratchBytes(const RuntimeSizes &sizes,
+                                     uint64_t limit = kDefaultScratchLimit) {
+    return planScratchBytes(*gpuTarget, *gpuPlan, sizes, limit);
+  }
+
+  std::unique_ptr<Artifact> artifact;
+  std::unique_ptr<Device> device;
+  std::unique_ptr<Program> program;
+  const artifact::TargetDef *gpuTarget = nullptr;
+  const artifact::ExecutionPlan *gpuPlan = nullptr;
+};
+
 // Tests the scratch buffer on the CPU: sized for the step (num_tokens x 16
 // bytes, one block), bound whole to the kernel (which writes and reads every
 // byte), kept for a smaller step, replaced by a larger one for a larger step
 // while buffers allocated before keep the old one.
-TEST(Program, ScratchBindingSizedPerStep) {
-  std::unique_ptr<Artifact> artifact = scratchArtifact();
-  auto device = createCpuDevice();
-  auto program = Program::load(*artifact, TargetKind::cpu, *device);
-  ASSERT_TRUE(program.ok()) << program.status().toString();
-  Program &p = **program;
+TEST_F(ScratchPlan, BindingSizedPerStep) {
+  Program &p = *program;
   EXPECT_EQ(p.scratchCapacity(), 0u);
   RuntimeSizes sizes;
   sizes[SizeSymbol::num_tokens] = 5;
@@ -310,33 +338,23 @@ TEST(Program, ScratchBindingSizedPerStep) {
 
 // Tests the sizing on a GPU plan from the plan's facts alone: grid
 // [num_requests, 2, 1] blocks x num_tokens x 16 bytes per block.
-TEST(PlanScratchBytes, GridBlocksTimesBytesPerBlock) {
-  std::unique_ptr<Artifact> artifact = scratchArtifact();
-  auto target = artifact->target(TargetKind::gfx942);
-  ASSERT_TRUE(target.ok());
-  auto plan = Artifact::plan(**target, StepKind::decode);
-  ASSERT_TRUE(plan.ok());
+TEST_F(ScratchPlan, GridBlocksTimesBytesPerBlock) {
   RuntimeSizes sizes;
   sizes[SizeSymbol::num_requests] = 3;
   sizes[SizeSymbol::num_tokens] = 4;
-  auto bytes = planScratchBytes(**target, **plan, sizes, kDefaultScratchLimit);
+  auto bytes = gpuScratchBytes(sizes);
   ASSERT_TRUE(bytes.ok()) << bytes.status().toString();
   EXPECT_EQ(*bytes, 3u * 2u * 4u * 16u);
   // No requests: a grid of 0 blocks needs nothing.
   sizes[SizeSymbol::num_requests] = 0;
-  EXPECT_EQ(*planScratchBytes(**target, **plan, sizes, kDefaultScratchLimit),
-            0u);
+  EXPECT_EQ(*gpuScratchBytes(sizes), 0u);
 }
 
 // Tests that a step whose scratch regions are all empty still gets a
 // scratch buffer to bind (and the kernel sees an empty region).
-TEST(Program, EmptyScratchRegionIsBound) {
-  std::unique_ptr<Artifact> artifact = scratchArtifact();
-  auto device = createCpuDevice();
-  auto program = Program::load(*artifact, TargetKind::cpu, *device);
-  ASSERT_TRUE(program.ok());
+TEST_F(ScratchPlan, EmptyRegionIsBound) {
   PlanBuffers buffers;
-  std::vector<float> out = runProbe(**program, *device, 0, buffers);
+  std::vector<float> out = runProbe(*program, *device, 0, buffers);
   ASSERT_TRUE(buffers.scratch);
   EXPECT_EQ(out[0], 0.0f);
 }
@@ -344,16 +362,11 @@ TEST(Program, EmptyScratchRegionIsBound) {
 // Tests the limit: a step whose scratch exceeds it fails with a clear
 // RESOURCE_EXHAUSTED status (allocateBuffers and planScratchBytes), and the
 // limit admits a step that fits.
-TEST(PlanScratchBytes, LimitExceeded) {
-  std::unique_ptr<Artifact> artifact = scratchArtifact();
-  auto target = artifact->target(TargetKind::gfx942);
-  ASSERT_TRUE(target.ok());
-  auto plan = Artifact::plan(**target, StepKind::decode);
-  ASSERT_TRUE(plan.ok());
+TEST_F(ScratchPlan, LimitExceeded) {
   RuntimeSizes sizes;
   sizes[SizeSymbol::num_requests] = 1000;
   sizes[SizeSymbol::num_tokens] = 1000;
-  auto bytes = planScratchBytes(**target, **plan, sizes, 1u << 20);
+  auto bytes = gpuScratchBytes(sizes, 1u << 20);
   EXPECT_EQ(bytes.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(bytes.status().message(),
             "plan 'decode' dispatch 0 ('scratch_probe'): scratch of 2000 "
@@ -361,27 +374,36 @@ TEST(PlanScratchBytes, LimitExceeded) {
             "of 1048576 bytes (a step with fewer requests or tokens needs "
             "less)");
   sizes[SizeSymbol::num_tokens] = 32;
-  EXPECT_EQ(*planScratchBytes(**target, **plan, sizes, 1u << 20),
-            2000u * 32u * 16u);
+  EXPECT_EQ(*gpuScratchBytes(sizes, 1u << 20), 2000u * 32u * 16u);
 
-  auto device = createCpuDevice();
-  auto program = Program::load(*artifact, TargetKind::cpu, *device);
-  ASSERT_TRUE(program.ok());
-  (*program)->setScratchLimit(64);
+  program->setScratchLimit(64);
   sizes[SizeSymbol::num_tokens] = 5;
-  auto buffers = (*program)->allocateBuffers(StepKind::decode, sizes);
+  auto buffers = program->allocateBuffers(StepKind::decode, sizes);
   EXPECT_EQ(buffers.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(buffers.status().message(),
             "plan 'decode' dispatch 0 ('scratch_probe'): scratch of 1 blocks "
             "x 80 bytes = 80 bytes exceeds the scratch limit of 64 bytes (a "
             "step with fewer requests or tokens needs less)");
-  EXPECT_EQ((*program)->scratchCapacity(), 0u);
+  EXPECT_EQ(program->scratchCapacity(), 0u);
+}
+
+// Tests that running without a scratch buffer is an error, not a crash.
+TEST_F(ScratchPlan, RunWithoutScratchBufferFails) {
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 5;
+  auto buffers = program->allocateBuffers(StepKind::decode, sizes);
+  ASSERT_TRUE(buffers.ok());
+  buffers->scratch.reset();
+  Status status = program->run(StepKind::decode, sizes, *buffers, {});
+  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(status.message(),
+            "plan 'decode' dispatch 0 ('scratch_probe'): no scratch buffer "
+            "(the buffers were not allocated by allocateBuffers)");
 }
 
 // Tests that a scratch binding whose extent is not blocks x bytes per block
-// is refused (sizing and dispatch), and that running without a scratch
-// buffer is an error, not a crash.
-TEST(Program, ScratchBindingChecks) {
+// is refused when the step is sized.
+TEST(Program, ScratchExtentMismatchRefused) {
   std::unique_ptr<Artifact> artifact = scratchArtifact(/*mismatch=*/true);
   auto device = createCpuDevice();
   auto program = Program::load(*artifact, TargetKind::cpu, *device);
@@ -393,18 +415,6 @@ TEST(Program, ScratchBindingChecks) {
   EXPECT_EQ(bytes.status().message(),
             "plan 'decode' dispatch 0 ('scratch_probe'): scratch region is 81 "
             "bytes, the grid's 1 blocks x 80 bytes per block are 80");
-
-  std::unique_ptr<Artifact> good = scratchArtifact();
-  auto program2 = Program::load(*good, TargetKind::cpu, *device);
-  ASSERT_TRUE(program2.ok());
-  auto buffers = (*program2)->allocateBuffers(StepKind::decode, sizes);
-  ASSERT_TRUE(buffers.ok());
-  buffers->scratch.reset();
-  Status status = (*program2)->run(StepKind::decode, sizes, *buffers, {});
-  EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
-  EXPECT_EQ(status.message(),
-            "plan 'decode' dispatch 0 ('scratch_probe'): no scratch buffer "
-            "(the buffers were not allocated by allocateBuffers)");
 }
 
 } // namespace
