@@ -139,7 +139,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
           ValueRange{kb.imax(kb.imul(kb.dim(bt, 1), kb.idx(rowsPerPage)),
                              kb.idx(1))});
-      forEachToken(kb, starts, [&](Value r, Value t) {
+      forEachTokenRow(kb, starts, q, [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
         Value len = kb.iadd(x, kb.idx(1));
         Value visible = kb.idiv(len, kb.idx(kpool));

@@ -491,6 +491,23 @@ void mlir::strata::forEachToken(KernelBuilder &kb, Value seqStarts,
   });
 }
 
+void mlir::strata::forEachTokenRow(
+    KernelBuilder &kb, Value seqStarts, Value tokens,
+    llvm::function_ref<void(Value, Value)> body) {
+  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
+  kb.loop(kb.idx(0), kb.dim(tokens, 0), [&](Value t) {
+    // Requests are contiguous runs of tokens in order: r is the last one
+    // that starts at or before t (empty requests before it are skipped).
+    SmallVector<Value> r = kb.loopCarry(
+        kb.idx(1), numRequests, ValueRange{kb.idx(0)},
+        [&](Value i, ValueRange c) -> SmallVector<Value> {
+          Value started = kb.ige(t, kb.loadIndex(seqStarts, i));
+          return {kb.select(started, i, c[0])};
+        });
+    body(r[0], t);
+  });
+}
+
 std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,
                                                Value blockTable, Value r,
                                                Value index,

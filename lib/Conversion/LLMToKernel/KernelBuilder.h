@@ -251,6 +251,14 @@ void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,
 void forEachToken(KernelBuilder &kb, Value seqStarts,
                   llvm::function_ref<void(Value, Value)> body);
 
+/// Runs `body(r, t)` for every token t in [0, dim(tokens, 0)) with r its
+/// request (the last r with seq_starts[r] <= t), tokens in any order: one
+/// loop over the tokens, so that on the GPU every token is a grid row. For
+/// kernels whose tokens are independent (attention over cached keys, the
+/// indexer), not for recurrences.
+void forEachTokenRow(KernelBuilder &kb, Value seqStarts, Value tokens,
+                     llvm::function_ref<void(Value, Value)> body);
+
 /// `(page, row)` of the row `index` of request `r` in a paged pool with
 /// `rowsPerPage` rows per page: page = block_table[r][index / rowsPerPage].
 std::pair<Value, Value> pagedRow(KernelBuilder &kb, Value blockTable, Value r,

@@ -59,7 +59,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       Value qa = kb.scratch({rank}), oh = kb.scratch({rank});
       Value prob = kb.scratch({ShapedType::kDynamic},
                               ValueRange{kb.dim(sel, 1)});
-      forEachToken(kb, starts, [&](Value r, Value t) {
+      forEachTokenRow(kb, starts, q, [&](Value r, Value t) {
         Value count = kb.loadIndex(counts, t);
         auto latent = [&](Value j, Value c) {
           auto [page, row] =
