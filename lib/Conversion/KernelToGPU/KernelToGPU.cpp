@@ -457,8 +457,10 @@ Operation *findRowLoop(Block &body) {
 }
 
 /// `strata.grid` entry for a loop dimension [lb, ub) step 1 from 0: the
-/// extent it is bounded by.
-Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim) {
+/// extent it is bounded by. A constant trip count is divided by `perBlock`
+/// (the threads that share the dimension) before the grid's cap applies.
+Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
+                    int64_t perBlock = 1) {
   auto constant = [&](int64_t n) {
     int64_t cap = dim == 0 ? INT32_MAX : kMaxGridYZ;
     return b.getDenseI64ArrayAttr({-1, std::clamp<int64_t>(n, 1, cap)});
@@ -468,7 +470,7 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim) {
   if (!lo || !st || *st <= 0)
     return constant(1);
   if (std::optional<int64_t> hi = getConstantIntValue(ub))
-    return constant((*hi - *lo + *st - 1) / *st);
+    return constant(((*hi - *lo + *st - 1) / *st + perBlock - 1) / perBlock);
   // ub = dim(arg, d) [- c]: the grid-stride loop tolerates a few idle blocks.
   Value bound = ub;
   if (auto sub = bound.getDefiningOp<arith::SubIOp>();
@@ -489,7 +491,7 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim) {
 /// `threadDim` (if any) is shared by the grid and the `threads` threads of a
 /// block: iteration lb + (blockIdx · threads + tid) · step, stepping by
 /// gridDim · threads · step, and its constant grid extent shrinks to
-/// ceil(n / threads).
+/// ceil(n / threads) (then capped).
 SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
                                   int threadDim = -1, int64_t threads = 1,
                                   Value tid = nullptr) {
@@ -506,10 +508,6 @@ SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
       id = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, id, n),
                                  tid);
       count = arith::MulIOp::create(b, loc, count, n);
-      auto entry = cast<DenseI64ArrayAttr>(grid.back()).asArrayRef();
-      if (entry[0] < 0)
-        grid.back() = b.getDenseI64ArrayAttr(
-            {-1, std::max<int64_t>(1, (entry[1] + threads - 1) / threads)});
     }
     newLb = arith::AddIOp::create(b, loc, lb,
                                   arith::MulIOp::create(b, loc, id, step));
@@ -517,7 +515,7 @@ SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
   };
   if (auto forOp = dyn_cast<scf::ForOp>(loop)) {
     grid.push_back(gridEntry(b, forOp.getLowerBound(), forOp.getUpperBound(),
-                             forOp.getStep(), 0));
+                             forOp.getStep(), 0, threadDim == 0 ? threads : 1));
     Value lb, step;
     stride(0, forOp.getLowerBound(), forOp.getStep(), lb, step);
     forOp.setLowerBound(lb);
@@ -527,7 +525,8 @@ SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
     SmallVector<Value> lbs(par.getLowerBound()), steps(par.getStep());
     SmallVector<Value> ubs(par.getUpperBound());
     for (int dim = 0; dim < 3 && dim < static_cast<int>(lbs.size()); ++dim) {
-      grid.push_back(gridEntry(b, lbs[dim], ubs[dim], steps[dim], dim));
+      grid.push_back(gridEntry(b, lbs[dim], ubs[dim], steps[dim], dim,
+                               dim == threadDim ? threads : 1));
       stride(dim, lbs[dim], steps[dim], lbs[dim], steps[dim]);
     }
     par.getLowerBoundMutable().assign(lbs);

@@ -180,6 +180,22 @@ func.func @columns(%x: memref<?x300xf32>, %y: memref<?x300xbf16>) attributes {ll
   return
 }
 
+// A constant column extent beyond the grid's y limit is divided by the
+// threads before the cap: ceil(200000 / 128) = 1563 blocks (not
+// ceil(65535 / 128) = 512); the lm_head's vocabulary is such a dimension.
+// CHECK-LABEL: gpu.func @wide_columns(
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 1563>, array<i64: -1, 1>]
+// ONE-LABEL: gpu.func @wide_columns(
+// ONE-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 65535>, array<i64: -1, 1>]
+func.func @wide_columns(%x: memref<?x200000xf32>, %y: memref<?x200000xf32>) attributes {llm.kernel = "elementwise"} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x200000xf32>) outs(%y : memref<?x200000xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+
 // A row whose loop accumulates into one scratch element has nothing to
 // distribute: the rows go to the threads (blockIdx.x * 128 + tid) and the
 // scratch, touched only inside the row loop, stays private.
