@@ -291,6 +291,10 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     max_pages = std::max(max_pages, request.block_table.size());
     max_context = std::max(max_context, end);
   }
+  bool graph = step == StepKind::decode && options_.decode_graphs && !observer;
+  if (graph)
+    max_pages = (max_pages + kDecodeGraphPageBucket - 1) /
+                kDecodeGraphPageBucket * kDecodeGraphPageBucket;
   std::vector<int32_t> block_table(requests.size() * max_pages, -1);
   for (size_t r = 0; r < requests.size(); ++r)
     std::copy(requests[r].block_table.begin(), requests[r].block_table.end(),
@@ -300,12 +304,27 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   sizes[SizeSymbol::num_tokens] = ids.size();
   sizes[SizeSymbol::num_requests] = requests.size();
   sizes[SizeSymbol::num_pages] = max_pages;
-  sizes[SizeSymbol::max_context] = max_context;
+  // A captured decode step stands for every step whose contexts fit its
+  // block table: max_context is then that bound (an upper bound is what
+  // sizes are for; no kernel reads lengths from it).
+  sizes[SizeSymbol::max_context] = graph ? max_pages * page : max_context;
   sizes[SizeSymbol::logit_rows] = rows.size();
   sizes[SizeSymbol::kv_pages] = options_.kv_pages;
   sizes[SizeSymbol::state_slots] = options_.state_slots;
-  STRATA_ASSIGN_OR_RETURN(PlanBuffers buffers,
-                          program_->allocateBuffers(step, sizes));
+  // A captured decode step of these sizes, if any (its buffers take the
+  // inputs); else fresh buffers.
+  DecodeGraph *captured = nullptr;
+  if (graph) {
+    for (DecodeGraph &g : decode_graphs_)
+      if (std::equal(std::begin(g.sizes.values), std::end(g.sizes.values),
+                     std::begin(sizes.values)))
+        captured = &g;
+  }
+  PlanBuffers fresh;
+  if (!captured) {
+    STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
+  }
+  PlanBuffers &buffers = captured ? captured->buffers : fresh;
 
   auto write = [&](std::string_view name, const void *data,
                    size_t bytes) -> Status {
@@ -340,17 +359,49 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     resources.weights.push_back(w.get());
   for (auto &c : caches_)
     resources.caches.push_back(c.get());
-  STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
-                                        /*stream=*/nullptr, observer));
-  // GPU dispatches are asynchronous; the copies below read the results.
-  STRATA_RETURN_IF_ERROR(device_->synchronize());
+  if (captured) {
+    STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
+    STRATA_RETURN_IF_ERROR(captured->stream->synchronize());
+    captured->last_use = ++decode_graph_clock_;
+    ++decode_graph_replays_;
+  } else if (graph) {
+    // Capture this shape's step, then replay it for this step too.
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
+                            device_->createStream());
+    STRATA_RETURN_IF_ERROR(stream->beginCapture());
+    Status recorded = program_->run(step, sizes, buffers, resources,
+                                    stream.get());
+    StatusOr<std::unique_ptr<Graph>> made = stream->endCapture();
+    STRATA_RETURN_IF_ERROR(recorded);
+    if (!made.ok())
+      return made.status();
+    STRATA_RETURN_IF_ERROR(stream->launchGraph(**made));
+    STRATA_RETURN_IF_ERROR(stream->synchronize());
+    if (decode_graphs_.size() == kDecodeGraphCacheSize)
+      decode_graphs_.erase(std::min_element(
+          decode_graphs_.begin(), decode_graphs_.end(),
+          [](const DecodeGraph &a, const DecodeGraph &b) {
+            return a.last_use < b.last_use;
+          }));
+    decode_graphs_.push_back(DecodeGraph{sizes, std::move(fresh),
+                                         std::move(stream), std::move(*made),
+                                         ++decode_graph_clock_});
+    captured = &decode_graphs_.back();
+    ++decode_graph_captures_;
+  } else {
+    STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
+                                          /*stream=*/nullptr, observer));
+    // GPU dispatches are asynchronous; the copies below read the results.
+    STRATA_RETURN_IF_ERROR(device_->synchronize());
+  }
+  PlanBuffers &done = captured ? captured->buffers : fresh;
 
   int logits_id = findBuffer(*plan, "logits");
   int hidden_id = findBuffer(*plan, "hidden_out");
   if (logits_id < 0)
     return notFound("plan '{}' has no 'logits' output",
                     artifact::EnumNameStepKind(step));
-  Buffer &logits = *buffers.buffers[logits_id];
+  Buffer &logits = *done.buffers[logits_id];
   if (logits.size() != rows.size() * model().vocab_size() * sizeof(float))
     return internalError("logits output is {} bytes, expected {} f32 rows "
                          "of {}",
@@ -359,7 +410,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
       logits, 0, result.logits.data(), logits.size()));
   if (hidden_id >= 0) {
-    Buffer &hidden = *buffers.buffers[hidden_id];
+    Buffer &hidden = *done.buffers[hidden_id];
     result.hidden.resize(hidden.size());
     STRATA_RETURN_IF_ERROR(device_->copyFromDevice(hidden, 0,
                                                    result.hidden.data(),

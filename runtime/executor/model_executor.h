@@ -42,7 +42,21 @@ struct ExecutorOptions {
   /// GPU 0), gfx942 or gfx950 (HIP backend, GPU 0). Weights, caches and plan
   /// buffers live in that device's memory; inputs and outputs are copied.
   std::string target = "cpu";
+  /// Decode steps run from captured graphs: the first decode step of a
+  /// shape (the plan's sizes) is captured on a stream of its own
+  /// (Stream::beginCapture) with buffers kept for it, later steps of that
+  /// shape write their inputs into those buffers and replay the graph
+  /// (Stream::launchGraph): one launch instead of one per dispatch. The
+  /// block table is widened to a multiple of kDecodeGraphPageBucket pages
+  /// (unused entries -1) so that a shape lasts while contexts grow. Steps
+  /// timed by an observer are never captured.
+  bool decode_graphs = true;
 };
+
+/// Block-table width granularity of captured decode steps (pages).
+inline constexpr size_t kDecodeGraphPageBucket = 16;
+/// Captured decode shapes kept (least recently used dropped).
+inline constexpr size_t kDecodeGraphCacheSize = 8;
 
 /// One request's part of a step.
 struct StepRequest {
@@ -118,6 +132,11 @@ public:
                            const std::vector<StepRequest> &requests,
                            const DispatchObserver *observer = nullptr);
 
+  /// Decode graphs captured so far (replays are not counted).
+  uint64_t decodeGraphCaptures() const { return decode_graph_captures_; }
+  /// Decode steps that replayed a captured graph.
+  uint64_t decodeGraphReplays() const { return decode_graph_replays_; }
+
   /// The device the executor runs on (for benchmarks' own measurements).
   Device &device() { return *device_; }
   /// The loaded target.
@@ -137,6 +156,18 @@ private:
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
+  /// A captured decode step: the sizes it was captured for, the buffers
+  /// its graph binds, the stream that replays it.
+  struct DecodeGraph {
+    RuntimeSizes sizes;
+    PlanBuffers buffers;
+    std::unique_ptr<Stream> stream;
+    std::unique_ptr<Graph> graph;
+    uint64_t last_use = 0;
+  };
+  std::vector<DecodeGraph> decode_graphs_;
+  uint64_t decode_graph_clock_ = 0;
+  uint64_t decode_graph_captures_ = 0, decode_graph_replays_ = 0;
 };
 
 } // namespace strata::runtime

@@ -32,7 +32,7 @@ constexpr const char *kUsage =
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] [--ignore-eos]\n"
     "                  [--target cpu|sm_90|gfx942|gfx950]\n"
-    "                  [--kv-pages N] [--first-page P]\n"
+    "                  [--kv-pages N] [--first-page P] [--decode-graphs on|off]\n"
     "  Each --prompt-ids (comma-separated token ids), line of a\n"
     "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
     "  whole prompts) and decoded greedily together until an end-of-sequence\n"
@@ -50,6 +50,8 @@ struct RunOptions {
   // Pages in each paged pool (0: just enough) and the first page id used,
   // so that tests can place a request's pages anywhere in a large pool.
   uint64_t kv_pages = 0, first_page = 0;
+  // Decode steps replayed from captured graphs (ExecutorOptions).
+  bool decode_graphs = true;
 };
 
 StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
@@ -107,6 +109,12 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
       STRATA_ASSIGN_OR_RETURN(options.target, value());
     } else if (flag == "--dump-mtp-logits") {
       STRATA_ASSIGN_OR_RETURN(options.dump_mtp, value());
+    } else if (flag == "--decode-graphs") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      if (text != "on" && text != "off")
+        return invalidArgument("--decode-graphs must be on or off, not '{}'",
+                               text);
+      options.decode_graphs = text == "on";
     } else if (flag == "--ignore-eos") {
       options.ignore_eos = true;
     } else {
@@ -183,6 +191,7 @@ Status run(const RunOptions &options, std::ostream &out) {
   executor_options.kv_pages = std::max(kv_pages, options.kv_pages);
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
   executor_options.target = options.target;
+  executor_options.decode_graphs = options.decode_graphs;
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,
       ModelExecutor::create(std::move(artifact), options.checkpoint,
@@ -323,6 +332,9 @@ Status run(const RunOptions &options, std::ostream &out) {
                      "tokens/s)\n",
                      decoded, n, decode_seconds,
                      decoded / std::max(decode_seconds, 1e-9));
+  out << fmt::format("decode graphs: {} captured, {} replays\n",
+                     executor->decodeGraphCaptures(),
+                     executor->decodeGraphReplays());
 
   if (!options.dump_logits.empty()) {
     std::vector<float> all;

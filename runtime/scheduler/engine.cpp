@@ -18,6 +18,7 @@ Engine::create(const EngineOptions &options,
   runner_options.checkpoint_dir = options.checkpoint_dir;
   runner_options.kv_pages = options.scheduler.num_blocks;
   runner_options.target = options.target;
+  runner_options.decode_graphs = options.decode_graphs;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,

@@ -43,6 +43,8 @@ struct EngineOptions {
   SchedulerOptions scheduler;
   /// Artifact target to run on (cpu, sm_90, gfx942, gfx950).
   std::string target = "cpu";
+  /// Decode steps replayed from captured graphs (ExecutorOptions).
+  bool decode_graphs = true;
 };
 
 class Engine {

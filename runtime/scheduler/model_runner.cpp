@@ -22,6 +22,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   executor_options.kv_pages = options.kv_pages;
   executor_options.state_slots = options.state_slots;
   executor_options.target = options.target;
+  executor_options.decode_graphs = options.decode_graphs;
   std::unique_ptr<ExecutorRunner> runner(new ExecutorRunner());
   STRATA_ASSIGN_OR_RETURN(runner->executor_,
                           ModelExecutor::create(options.artifact_path,

@@ -59,6 +59,8 @@ struct ExecutorRunnerOptions {
   uint32_t state_slots = 0;
   /// Artifact target to run (ExecutorOptions::target): cpu, sm_90, ...
   std::string target = "cpu";
+  /// Decode steps replayed from captured graphs (ExecutorOptions).
+  bool decode_graphs = true;
 };
 
 /// Reads the cache geometry of an artifact file without loading the model

@@ -44,6 +44,8 @@ static const char *kUsage =
     "  --chunk N           longest prefill chunk of one request (default:\n"
     "                      --max-step-tokens)\n"
     "  --prefix-cache on|off  prefix reuse (default on)\n"
+    "  --decode-graphs on|off  replay decode steps from captured graphs\n"
+    "                      (default on)\n"
     "  --checkpoint-interval N  KDA snapshot interval in tokens for prefix\n"
     "                      reuse (a multiple of the page size; default 16 pages)\n"
     "  --snapshot-slots N  KDA state snapshots kept for prefix reuse (default\n"
@@ -144,15 +146,15 @@ int runServeCli(int argc, char **argv) {
         engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
     } else if (flag == "--target") {
       engine_options.target = value;
-    } else if (flag == "--prefix-cache") {
+    } else if (flag == "--prefix-cache" || flag == "--decode-graphs") {
       if (value != "on" && value != "off") {
         fmt::print(stderr,
-                   "strata-serve: error: --prefix-cache expects on or off, "
-                   "got \"{}\"\n",
-                   value);
+                   "strata-serve: error: {} expects on or off, got \"{}\"\n",
+                   flag, value);
         return 2;
       }
-      engine_options.prefix_cache = value == "on";
+      (flag == "--prefix-cache" ? engine_options.prefix_cache
+                                : engine_options.decode_graphs) = value == "on";
     } else if (flag == "--max-queue") {
       if (!parseUnsigned(value, 1u << 20, n) || n == 0) {
         fmt::print(stderr,

@@ -137,6 +137,7 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.checkpoint_dir = options.checkpoint_dir;
   engine_options.scheduler = std::move(scheduler);
   engine_options.target = options.target;
+  engine_options.decode_graphs = options.decode_graphs;
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<runtime::Engine> engine,
       runtime::Engine::create(engine_options, options.tokenizer));

@@ -43,6 +43,8 @@ struct ModelEngineOptions {
   uint64_t kv_blocks = 0;
   /// Artifact target to run on (--target: cpu, sm_90, gfx942, gfx950).
   std::string target = "cpu";
+  /// Decode steps replayed from captured graphs (--decode-graphs on|off).
+  bool decode_graphs = true;
   /// Requests running at once (--max-requests).
   uint32_t max_requests = 8;
   /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one
