@@ -19,7 +19,8 @@
 #   COMPARE  test/models/glm5_next/cpu/compare_goldens.py
 #   CONFIGS  models/glm5_next/configs
 #   WORK     scratch folder
-# CASE_TIMEOUT (seconds, default 600) bounds each strata-run.
+# CASE_TIMEOUT (seconds, default 600) bounds each strata-run; RUN_FLAGS are
+# added to every strata-run (e.g. "--decode-graphs off").
 # Prints "SKIP: ..." and exits 0 when there is no NVIDIA GPU; else exits 1 if
 # any comparison printed FAIL or a run failed.
 set -u
@@ -57,7 +58,7 @@ case_() {
   $PY "$COMPARE" "$GOLD/$gold" --prompts "$prompts" --write-prompts "$WORK/$name.txt" >/dev/null
   start=$(date +%s%N)
   if ! T="timeout ${CASE_TIMEOUT:-600}" tool strata-run --target sm_90 --artifact "$ART/$art" --checkpoint "$WORK/$ck" \
-      --prompt-ids-file "$WORK/$name.txt" $runflags --dump-logits "$WORK/$name.logits.npy" \
+      --prompt-ids-file "$WORK/$name.txt" $runflags ${RUN_FLAGS:-} --dump-logits "$WORK/$name.logits.npy" \
       --dump-ids "$WORK/$name.ids.npy" > "$WORK/$name.run.txt" 2>&1; then
     cat "$WORK/$name.run.txt"; echo "FAIL $name: strata-run failed"; status=1; return
   fi
