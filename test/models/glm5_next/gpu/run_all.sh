@@ -3,7 +3,8 @@
 #   1. goldens   run_goldens.sh on the default artifacts (threads within rows,
 #                matrix-unit linears); if it fails, the same cases on the
 #                bisecting artifacts (--gpu-block-threads=false
-#                --gpu-matrix-units=false) and compute-sanitizer memcheck on a
+#                --gpu-matrix-units=false), the default ones with
+#                --decode-graphs off, and compute-sanitizer memcheck on a
 #                short bf16 and f32 run, so that one call says which codegen
 #                choice is at fault and where
 #   2. pages     pages_past_4gib.sh (bf16, f32 and fp8 latent pages past 4 GiB)
@@ -65,6 +66,12 @@ if has goldens; then
       > "$OUT/goldens-plain.txt" 2>&1
     say "goldens on the bisecting artifacts (one thread per block, no matrix units): rc $? in $(( $(date +%s) - t0 ))s"
     grep -E "^(==|PASS|FAIL)" "$OUT/goldens-plain.txt" | cut -c1-200 >> "$SUMMARY"
+    t0=$(date +%s)
+    CASE_TIMEOUT=120 RUN_FLAGS="--decode-graphs off" sh "$G/run_goldens.sh" "$C/bin" "$C/art" "$GOLD" \
+      "$REPO/test/models/glm5_next/cpu/compare_goldens.py" "$REPO/models/glm5_next/configs" "$W/nographs" \
+      > "$OUT/goldens-nographs.txt" 2>&1
+    say "goldens on the default artifacts with --decode-graphs off: rc $? in $(( $(date +%s) - t0 ))s"
+    grep -E "^(==|PASS|FAIL)" "$OUT/goldens-nographs.txt" | cut -c1-200 >> "$SUMMARY"
     for a in tiny-bf16 tiny-bf16-f32; do
       timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$C/bin/strata-run" --target sm_90 \
         --artifact "$C/art/$a.strata" --checkpoint "$W/goldens/ck-bf16" --prompt-ids-file "$W/goldens/bf16.txt" \
