@@ -313,12 +313,21 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   sizes[SizeSymbol::state_slots] = options_.state_slots;
   // A captured decode step of these sizes, if any (its buffers take the
   // inputs); else fresh buffers.
+  auto same = [](const RuntimeSizes &a, const RuntimeSizes &b) {
+    return std::equal(std::begin(a.values), std::end(a.values),
+                      std::begin(b.values));
+  };
   DecodeGraph *captured = nullptr;
+  bool capture = false;
   if (graph) {
     for (DecodeGraph &g : decode_graphs_)
-      if (std::equal(std::begin(g.sizes.values), std::end(g.sizes.values),
-                     std::begin(sizes.values)))
+      if (same(g.sizes, sizes))
         captured = &g;
+    // Capture a shape when it repeats (the step before had it too): a
+    // shape seen once, as continuous batching makes many, would pay the
+    // capture for no replay.
+    capture = !captured && last_decode_sizes_ && same(*last_decode_sizes_, sizes);
+    last_decode_sizes_ = sizes;
   }
   PlanBuffers fresh;
   if (!captured) {
@@ -364,7 +373,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     STRATA_RETURN_IF_ERROR(captured->stream->synchronize());
     captured->last_use = ++decode_graph_clock_;
     ++decode_graph_replays_;
-  } else if (graph) {
+  } else if (capture) {
     // Capture this shape's step, then replay it for this step too.
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
                             device_->createStream());

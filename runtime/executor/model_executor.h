@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,8 @@ struct ExecutorOptions {
   /// GPU 0), gfx942 or gfx950 (HIP backend, GPU 0). Weights, caches and plan
   /// buffers live in that device's memory; inputs and outputs are copied.
   std::string target = "cpu";
-  /// Decode steps run from captured graphs: the first decode step of a
-  /// shape (the plan's sizes) is captured on a stream of its own
+  /// Decode steps run from captured graphs: a decode step whose shape (the
+  /// plan's sizes) repeats the previous step's is captured on a stream of its own
   /// (Stream::beginCapture) with buffers kept for it, later steps of that
   /// shape write their inputs into those buffers and replay the graph
   /// (Stream::launchGraph): one launch instead of one per dispatch. The
@@ -166,6 +167,8 @@ private:
     uint64_t last_use = 0;
   };
   std::vector<DecodeGraph> decode_graphs_;
+  /// Sizes of the previous decode step (a shape is captured when it repeats).
+  std::optional<RuntimeSizes> last_decode_sizes_;
   uint64_t decode_graph_clock_ = 0;
   uint64_t decode_graph_captures_ = 0, decode_graph_replays_ = 0;
 };
