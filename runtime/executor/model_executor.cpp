@@ -373,35 +373,43 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     STRATA_RETURN_IF_ERROR(captured->stream->synchronize());
     captured->last_use = ++decode_graph_clock_;
     ++decode_graph_replays_;
-  } else if (capture) {
-    // Capture this shape's step, then replay it for this step too.
-    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
-                            device_->createStream());
-    STRATA_RETURN_IF_ERROR(stream->beginCapture());
-    Status recorded = program_->run(step, sizes, buffers, resources,
-                                    stream.get());
-    StatusOr<std::unique_ptr<Graph>> made = stream->endCapture();
-    STRATA_RETURN_IF_ERROR(recorded);
-    if (!made.ok())
-      return made.status();
-    STRATA_RETURN_IF_ERROR(stream->launchGraph(**made));
-    STRATA_RETURN_IF_ERROR(stream->synchronize());
-    if (decode_graphs_.size() == kDecodeGraphCacheSize)
-      decode_graphs_.erase(std::min_element(
-          decode_graphs_.begin(), decode_graphs_.end(),
-          [](const DecodeGraph &a, const DecodeGraph &b) {
-            return a.last_use < b.last_use;
-          }));
-    decode_graphs_.push_back(DecodeGraph{sizes, std::move(fresh),
-                                         std::move(stream), std::move(*made),
-                                         ++decode_graph_clock_});
-    captured = &decode_graphs_.back();
-    ++decode_graph_captures_;
   } else {
-    STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
-                                          /*stream=*/nullptr, observer));
-    // GPU dispatches are asynchronous; the copies below read the results.
-    STRATA_RETURN_IF_ERROR(device_->synchronize());
+    if (capture) {
+      // Capture this shape's step, then replay it for this step too. A
+      // device that cannot capture the plan turns decode graphs off and the
+      // step runs dispatch by dispatch below.
+      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
+                              device_->createStream());
+      STRATA_RETURN_IF_ERROR(stream->beginCapture());
+      Status recorded = program_->run(step, sizes, buffers, resources,
+                                      stream.get());
+      StatusOr<std::unique_ptr<Graph>> made = stream->endCapture();
+      if (recorded.ok() && made.ok()) {
+        STRATA_RETURN_IF_ERROR(stream->launchGraph(**made));
+        STRATA_RETURN_IF_ERROR(stream->synchronize());
+        if (decode_graphs_.size() == kDecodeGraphCacheSize)
+          decode_graphs_.erase(std::min_element(
+              decode_graphs_.begin(), decode_graphs_.end(),
+              [](const DecodeGraph &a, const DecodeGraph &b) {
+                return a.last_use < b.last_use;
+              }));
+        decode_graphs_.push_back(DecodeGraph{sizes, std::move(fresh),
+                                             std::move(stream),
+                                             std::move(*made),
+                                             ++decode_graph_clock_});
+        captured = &decode_graphs_.back();
+        ++decode_graph_captures_;
+      } else {
+        options_.decode_graphs = false;
+        decode_graph_error_ = !recorded.ok() ? recorded : made.status();
+      }
+    }
+    if (!captured) {
+      STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
+                                            /*stream=*/nullptr, observer));
+      // GPU dispatches are asynchronous; the copies below read the results.
+      STRATA_RETURN_IF_ERROR(device_->synchronize());
+    }
   }
   PlanBuffers &done = captured ? captured->buffers : fresh;
 

@@ -137,6 +137,8 @@ public:
   uint64_t decodeGraphCaptures() const { return decode_graph_captures_; }
   /// Decode steps that replayed a captured graph.
   uint64_t decodeGraphReplays() const { return decode_graph_replays_; }
+  /// Why decode graphs were turned off (a failed capture), or OK.
+  const Status &decodeGraphError() const { return decode_graph_error_; }
 
   /// The device the executor runs on (for benchmarks' own measurements).
   Device &device() { return *device_; }
@@ -169,6 +171,7 @@ private:
   std::vector<DecodeGraph> decode_graphs_;
   /// Sizes of the previous decode step (a shape is captured when it repeats).
   std::optional<RuntimeSizes> last_decode_sizes_;
+  Status decode_graph_error_;
   uint64_t decode_graph_clock_ = 0;
   uint64_t decode_graph_captures_ = 0, decode_graph_replays_ = 0;
 };

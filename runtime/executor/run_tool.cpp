@@ -332,9 +332,13 @@ Status run(const RunOptions &options, std::ostream &out) {
                      "tokens/s)\n",
                      decoded, n, decode_seconds,
                      decoded / std::max(decode_seconds, 1e-9));
-  out << fmt::format("decode graphs: {} captured, {} replays\n",
+  out << fmt::format("decode graphs: {} captured, {} replays{}\n",
                      executor->decodeGraphCaptures(),
-                     executor->decodeGraphReplays());
+                     executor->decodeGraphReplays(),
+                     executor->decodeGraphError().ok()
+                         ? ""
+                         : " (turned off: " +
+                               executor->decodeGraphError().toString() + ")");
 
   if (!options.dump_logits.empty()) {
     std::vector<float> all;
