@@ -329,11 +329,13 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     capture = !captured && last_decode_sizes_ && same(*last_decode_sizes_, sizes);
     last_decode_sizes_ = sizes;
   }
+  // The step's buffers: the captured graph's, else fresh ones (which a
+  // capture below moves into the new graph).
   PlanBuffers fresh;
   if (!captured) {
     STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
   }
-  PlanBuffers &buffers = captured ? captured->buffers : fresh;
+  PlanBuffers *buffers = captured ? &captured->buffers : &fresh;
 
   auto write = [&](std::string_view name, const void *data,
                    size_t bytes) -> Status {
@@ -341,7 +343,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     if (id < 0)
       return notFound("plan '{}' has no input buffer '{}'",
                       artifact::EnumNameStepKind(step), name);
-    Buffer &buffer = *buffers.buffers[id];
+    Buffer &buffer = *buffers->buffers[id];
     if (buffer.size() != bytes)
       return internalError("plan input '{}' is {} bytes, the step has {}",
                            name, buffer.size(), bytes);
@@ -381,7 +383,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
       STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
                               device_->createStream());
       STRATA_RETURN_IF_ERROR(stream->beginCapture());
-      Status recorded = program_->run(step, sizes, buffers, resources,
+      Status recorded = program_->run(step, sizes, *buffers, resources,
                                       stream.get());
       StatusOr<std::unique_ptr<Graph>> made = stream->endCapture();
       if (recorded.ok() && made.ok()) {
@@ -398,6 +400,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
                                              std::move(*made),
                                              ++decode_graph_clock_});
         captured = &decode_graphs_.back();
+        buffers = &captured->buffers;
         ++decode_graph_captures_;
       } else {
         options_.decode_graphs = false;
@@ -405,20 +408,19 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
       }
     }
     if (!captured) {
-      STRATA_RETURN_IF_ERROR(program_->run(step, sizes, buffers, resources,
+      STRATA_RETURN_IF_ERROR(program_->run(step, sizes, *buffers, resources,
                                             /*stream=*/nullptr, observer));
       // GPU dispatches are asynchronous; the copies below read the results.
       STRATA_RETURN_IF_ERROR(device_->synchronize());
     }
   }
-  PlanBuffers &done = captured ? captured->buffers : fresh;
 
   int logits_id = findBuffer(*plan, "logits");
   int hidden_id = findBuffer(*plan, "hidden_out");
   if (logits_id < 0)
     return notFound("plan '{}' has no 'logits' output",
                     artifact::EnumNameStepKind(step));
-  Buffer &logits = *done.buffers[logits_id];
+  Buffer &logits = *buffers->buffers[logits_id];
   if (logits.size() != rows.size() * model().vocab_size() * sizeof(float))
     return internalError("logits output is {} bytes, expected {} f32 rows "
                          "of {}",
@@ -427,7 +429,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
       logits, 0, result.logits.data(), logits.size()));
   if (hidden_id >= 0) {
-    Buffer &hidden = *done.buffers[hidden_id];
+    Buffer &hidden = *buffers->buffers[hidden_id];
     result.hidden.resize(hidden.size());
     STRATA_RETURN_IF_ERROR(device_->copyFromDevice(hidden, 0,
                                                    result.hidden.data(),
