@@ -2,16 +2,31 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// Both ops are token loops over the clamped SwiGLU
+// Both ops compute the clamped SwiGLU
 //   a = round(silu(min(round(W_gate x), L))) * clamp(round(W_up x), -L, L)
 //   E(x) = round(W_down round(a))
 // (rounded where HF's bf16 modules round; identity in f32 mode), with the
 // weights read through WeightView so bf16, f32 and fp8 block-scaled weights
-// share one body. llm.moe_ffn routes in fp32: sigmoid scores, optional
-// group-limited selection (group score = sum of the top-2 biased scores),
-// top-k by repeated arg-max over the biased scores (ties to the lowest
-// expert id), weights from the unbiased scores; the weighted routed experts
-// and the shared expert are summed in fp32 and rounded once.
+// share one body.
+//
+// Each op becomes several kernels whose bodies are scf.parallel nests over
+// independent outputs, so that on a GPU a decode step (one token) still
+// spreads over the whole grid:
+//   swiglu_mlp:  swiglu_up    (token, i) -> a [T, I]
+//                swiglu_down  (token, o) -> out [T, D]
+//   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E]
+//                moe_select   token      -> chosen [T, k] i32, weight [T, k]
+//                moe_up       (token, slot, i) -> a [T, k, I]
+//                moe_down     (token, slot, o) -> y = round(w * E_slot) [T, k, D]
+//                moe_shared_up    (token, i) -> a_s [T, Is]
+//                moe_shared_down  (token, o) -> out = round(sum_slot y +
+//                                                 E_shared) [T, D]
+// Routing is fp32: sigmoid scores, optional group-limited selection (group
+// score = sum of the top-2 biased scores), top-k by repeated arg-max over
+// the biased scores (ties to the lowest expert id), weights from the
+// unbiased scores. The weighted routed experts are summed in slot order in
+// fp32, then the shared expert, and the sum is rounded once: the same
+// operations in the same order as a token loop over the experts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,56 +42,94 @@ using namespace mlir::strata;
 
 namespace {
 
-/// The SwiGLU of one token and one expert (`lead` = expert index, or empty).
-struct SwigluBody {
-  WeightView gate, up, down;
-  int64_t inter, hidden;
+/// The WeightView of a weight of llm type `type` whose kernel arguments start
+/// at `first`.
+WeightView viewAt(Type type, ValueRange args, unsigned first) {
+  return makeWeightView(type,
+                        args.slice(first, getWeightArgTypes(type).size()));
+}
+
+/// Extent `d` of a weight of llm type `type` (its data memref).
+int64_t weightDim(Type type, unsigned d) {
+  return cast<MemRefType>(getWeightArgTypes(type).front()).getDimSize(d);
+}
+
+/// The SwiGLU of one expert (`lead` = expert index, or empty for a dense
+/// weight), one output element at a time.
+struct Swiglu {
+  WeightView gate, up;
+  int64_t hidden;
   double limit;
   Type actType;
 
-  /// act[j] = round(silu(min(g, L)) * clamp(u, -L, L)) for x row `t`.
-  void intermediate(KernelBuilder &kb, Value x, Value t, ValueRange lead,
-                    Value act) const {
-    auto at = [&](Value a, Value b) {
+  /// a[i] = round(silu(min(g, L)) * clamp(u, -L, L)) for x row `t`.
+  Value activation(KernelBuilder &kb, Value x, Value t, ValueRange lead,
+                   Value i) const {
+    auto dot = [&](const WeightView &w) {
       SmallVector<Value> index(lead);
-      index.push_back(a);
-      index.push_back(b);
-      return index;
+      index.push_back(i);
+      index.push_back(Value());
+      return kb.round(kb.reduce(0, hidden, kb.f32(0.0),
+                                [&](Value c, Value acc) {
+                                  index.back() = c;
+                                  return kb.add(acc,
+                                                kb.mul(kb.load(x, {t, c}),
+                                                       w.load(kb, index)));
+                                }),
+                      actType);
     };
-    kb.loop(0, inter, [&](Value j) {
-      auto dot = [&](const WeightView &w) {
-        return kb.round(
-            kb.reduce(0, hidden, kb.f32(0.0),
-                      [&](Value c, Value acc) {
-                        return kb.add(acc, kb.mul(kb.load(x, {t, c}),
-                                                  w.load(kb, at(j, c))));
-                      }),
-            actType);
-      };
-      Value g = kb.min(dot(gate), kb.f32(limit));
-      Value u = kb.max(kb.min(dot(up), kb.f32(limit)), kb.f32(-limit));
-      Value a = kb.round(kb.mul(kb.round(kb.silu(g), actType), u), actType);
-      memref::StoreOp::create(kb.builder(), kb.getLoc(), a, act, j);
-    });
-  }
-
-  /// acc[o] += weight * round(W_down act)[o].
-  void accumulateDown(KernelBuilder &kb, ValueRange lead, Value act,
-                      Value weight, Value acc) const {
-    kb.loop(0, hidden, [&](Value o) {
-      Value dot = kb.reduce(0, inter, kb.f32(0.0), [&](Value j, Value a) {
-        SmallVector<Value> index(lead);
-        index.push_back(o);
-        index.push_back(j);
-        return kb.add(a, kb.mul(kb.load(act, j), down.load(kb, index)));
-      });
-      Value e = kb.round(dot, actType);
-      if (weight)
-        e = kb.round(kb.mul(weight, e), actType);
-      kb.store(kb.add(kb.load(acc, o), e), acc, o);
-    });
+    Value g = kb.min(dot(gate), kb.f32(limit));
+    Value u = kb.max(kb.min(dot(up), kb.f32(limit)), kb.f32(-limit));
+    return kb.round(kb.mul(kb.round(kb.silu(g), actType), u), actType);
   }
 };
+
+/// round(W_down a)[o] for the activation row `actRow` (indices of `act`
+/// before its last dimension) of width `inter`.
+Value downProjection(KernelBuilder &kb, const WeightView &down,
+                     ValueRange lead, Value act, ValueRange actRow, Value o,
+                     int64_t inter, Type actType) {
+  SmallVector<Value> wIndex(lead), aIndex(actRow);
+  wIndex.push_back(o);
+  wIndex.push_back(Value());
+  aIndex.push_back(Value());
+  Value dot = kb.reduce(0, inter, kb.f32(0.0), [&](Value j, Value acc) {
+    wIndex.back() = j;
+    aIndex.back() = j;
+    return kb.add(acc, kb.mul(kb.load(act, aIndex), down.load(kb, wIndex)));
+  });
+  return kb.round(dot, actType);
+}
+
+/// Emits the SwiGLU up kernel `name` over the dense weights gate/up:
+/// parallel (token, i), result [T, inter] of `actType`.
+FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
+                             Operation *op, StringRef name, Value x,
+                             Value gateOrig, Value gateConv, Value upOrig,
+                             Value upConv, int64_t hidden, double limit,
+                             Type actType) {
+  Location loc = op->getLoc();
+  KernelCall call;
+  call.addInput(x);
+  FailureOr<unsigned> g = call.addWeight(rewriter, loc, gateOrig, gateConv);
+  FailureOr<unsigned> u = call.addWeight(rewriter, loc, upOrig, upConv);
+  if (failed(g) || failed(u))
+    return failure();
+  Type gt = gateOrig.getType(), ut = upOrig.getType();
+  int64_t inter = weightDim(gt, 0);
+  unsigned out = call.addResult(
+      MemRefType::get({ShapedType::kDynamic, inter}, actType),
+      {getDimValue(rewriter, loc, x, 0)});
+  return call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
+    Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden, limit,
+                  actType};
+    kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[0], 0), kb.idx(inter)},
+                [&](ValueRange ti) {
+      kb.store(swiglu.activation(kb, args[0], ti[0], {}, ti[1]), args[out],
+               ti);
+    });
+  })[0];
+}
 
 struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -84,46 +137,39 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
   matchAndRewrite(llm::SwigluMlpOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    KernelCall call;
-    call.addInput(adaptor.getInput());
-    FailureOr<unsigned> g =
-        call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
-    FailureOr<unsigned> u =
-        call.addWeight(rewriter, loc, op.getUp(), adaptor.getUp());
-    FailureOr<unsigned> dn =
-        call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
-    if (failed(g) || failed(u) || failed(dn))
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    int64_t hidden = resultType.getDimSize(1);
+    double limit = op.getSwigluLimit().convertToFloat();
+    Type actType = op.getType().getElementType();
+    FailureOr<Value> act = emitDenseUp(
+        rewriter, op, "swiglu_up", adaptor.getInput(), op.getGate(),
+        adaptor.getGate(), op.getUp(), adaptor.getUp(), hidden, limit,
+        actType);
+    if (failed(act))
       return rewriter.notifyMatchFailure(
           op, "fp8 weight does not come from llm.weight");
-    MemRefType resultType = getKernelMemRefType(op.getType());
+
+    KernelCall call;
+    unsigned a = call.addInput(*act);
+    FailureOr<unsigned> dn =
+        call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+    if (failed(dn))
+      return rewriter.notifyMatchFailure(
+          op, "fp8 weight does not come from llm.weight");
     unsigned out = call.addResult(
         resultType,
         dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType));
-    Type gt = op.getGate().getType(), ut = op.getUp().getType(),
-         dt = op.getDown().getType();
-    int64_t hidden = resultType.getDimSize(1);
-    int64_t inter = cast<MemRefType>(getWeightArgTypes(gt).front()).getDimSize(0);
-    double limit = op.getSwigluLimit().convertToFloat();
-    Type actType = op.getType().getElementType();
-    auto results = call.emit(rewriter, op, "swiglu_mlp",
+    Type dt = op.getDown().getType();
+    int64_t inter = weightDim(dt, 1);
+    auto results = call.emit(rewriter, op, "swiglu_down",
                              [&](KernelBuilder &kb, ValueRange args) {
-      SwigluBody body{makeWeightView(gt, args.slice(*g, *u - *g)),
-                      makeWeightView(ut, args.slice(*u, *dn - *u)),
-                      makeWeightView(dt, args.slice(*dn, out - *dn)),
-                      inter, hidden, limit, actType};
-      Value act = kb.scratch({inter});
-      Value acc = kb.scratch({hidden});
-      kb.loop(kb.idx(0), kb.dim(args[0], 0), [&](Value t) {
-        body.intermediate(kb, args[0], t, {}, act);
-        kb.loop(0, hidden,
-                [&](Value o) { kb.store(kb.f32(0.0), acc, o); });
-        body.accumulateDown(kb, {}, act, Value(), acc);
-        kb.loop(0, hidden, [&](Value o) {
-          kb.store(kb.load(acc, o), args[out], {t, o});
-        });
+      WeightView down = viewAt(dt, args, *dn);
+      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
+                  [&](ValueRange to) {
+        kb.store(downProjection(kb, down, {}, args[a], to[0], to[1], inter,
+                                actType),
+                 args[out], to);
       });
-      kb.dealloc(act);
-      kb.dealloc(acc);
     });
     rewriter.replaceOp(op, results);
     return success();
@@ -136,30 +182,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
   matchAndRewrite(llm::MoeFfnOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    KernelCall call;
-    call.addInput(adaptor.getInput());
-    SmallVector<unsigned> first;
-    SmallVector<Type> types;
-    for (auto [orig, conv] :
-         llvm::zip_equal(op->getOperands().drop_front(),
-                         adaptor.getOperands().drop_front())) {
-      if (orig == op.getCorrectionBias()) {
-        first.push_back(call.addInput(conv));
-        types.push_back(orig.getType());
-        continue;
-      }
-      FailureOr<unsigned> arg = call.addWeight(rewriter, loc, orig, conv);
-      if (failed(arg))
-        return rewriter.notifyMatchFailure(
-            op, "fp8 weight does not come from llm.weight");
-      first.push_back(*arg);
-      types.push_back(orig.getType());
-    }
+    Value x = adaptor.getInput();
     MemRefType resultType = getKernelMemRefType(op.getType());
-    unsigned out = call.addResult(
-        resultType,
-        dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType));
-    first.push_back(out);
     int64_t hidden = resultType.getDimSize(1);
     int64_t experts = op.getNumExperts(), topK = op.getTopK();
     int64_t groups = op.getNGroup(), topkGroup = op.getTopkGroup();
@@ -169,113 +193,223 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     double scaling = op.getRoutedScalingFactor().convertToFloat();
     double limit = op.getSwigluLimit().convertToFloat();
     Type actType = op.getType().getElementType();
-    auto dimOf = [](Type weight, unsigned d) {
-      return cast<MemRefType>(getWeightArgTypes(weight).front()).getDimSize(d);
+    Type f32 = rewriter.getF32Type();
+    constexpr int64_t dyn = ShapedType::kDynamic;
+    SmallVector<Value> tokens = {getDimValue(rewriter, loc, x, 0)};
+    auto noFp8Source = [&] {
+      return rewriter.notifyMatchFailure(
+          op, "fp8 weight does not come from llm.weight");
     };
-    int64_t inter = dimOf(types[2], 1);
-    int64_t sharedInter = dimOf(types[5], 0);
-    auto results = call.emit(rewriter, op, "moe_ffn",
-                             [&](KernelBuilder &kb, ValueRange args) {
-      auto view = [&](unsigned k) {
-        return makeWeightView(types[k],
-                              args.slice(first[k], first[k + 1] - first[k]));
-      };
-      WeightView router = view(0);
-      Value bias = args[first[1]];
-      SwigluBody routed{view(2), view(3), view(4), inter, hidden, limit,
-                        actType};
-      SwigluBody shared{view(5), view(6), view(7), sharedInter, hidden, limit,
-                        actType};
-      Value x = args[0];
-      OpBuilder &b = kb.builder();
-      Location l = kb.getLoc();
-      Value scores = kb.scratch({experts});
-      Value choice = kb.scratch({experts});
-      Value groupScore = kb.scratch({groups});
-      Value kept = kb.scratch({groups});
-      auto chosenType = MemRefType::get({topK}, b.getIndexType());
-      Value chosen = memref::AllocOp::create(b, l, chosenType);
-      Value act = kb.scratch({std::max(inter, sharedInter)});
-      Value acc = kb.scratch({hidden});
-      Value negInf = kb.f32(-INFINITY);
-      // Arg-max of buf[lo, hi) (first index on ties).
-      auto argmax = [&](Value buf, Value lo, Value hi) {
-        SmallVector<Value> best = kb.loopCarry(
-            lo, hi, ValueRange{negInf, lo},
-            [&](Value e, ValueRange c) -> SmallVector<Value> {
-              Value v = kb.load(buf, e);
-              Value better = kb.gt(v, c[0]);
-              return {kb.select(better, v, c[0]), kb.select(better, e, c[1])};
-            });
-        return best[1];
-      };
-      kb.loop(kb.idx(0), kb.dim(x, 0), [&](Value t) {
-        kb.loop(0, experts, [&](Value e) {
-          Value logit = kb.reduce(0, hidden, kb.f32(0.0),
-                                  [&](Value c, Value a) {
-                                    return kb.add(a, kb.mul(kb.load(x, {t, c}),
-                                                            router.load(kb, {e, c})));
-                                  });
-          Value s = kb.sigmoid(logit);
-          kb.store(s, scores, e);
-          kb.store(kb.add(s, kb.load(bias, e)), choice, e);
+
+    // Router logits, fp32: one dot per (token, expert).
+    Value logits;
+    {
+      KernelCall call;
+      call.addInput(x);
+      FailureOr<unsigned> r = call.addWeight(rewriter, loc, op.getRouter(),
+                                        adaptor.getRouter());
+      if (failed(r))
+        return noFp8Source();
+      unsigned out = call.addResult(MemRefType::get({dyn, experts}, f32),
+                                    tokens);
+      Type rt = op.getRouter().getType();
+      logits = call.emit(rewriter, op, "moe_router",
+                         [&](KernelBuilder &kb, ValueRange args) {
+        WeightView router = viewAt(rt, args, *r);
+        kb.parallel({kb.idx(0), kb.idx(0)},
+                    {kb.dim(args[0], 0), kb.idx(experts)}, [&](ValueRange te) {
+          Value t = te[0], e = te[1];
+          kb.store(kb.reduce(0, hidden, kb.f32(0.0),
+                             [&](Value c, Value a) {
+                               return kb.add(a, kb.mul(kb.load(args[0], {t, c}),
+                                                       router.load(kb, {e, c})));
+                             }),
+                   args[out], te);
         });
-        if (groups > 1) {
-          // Group score: sum of the two largest biased scores of the group.
-          kb.loop(0, groups, [&](Value gi) {
-            Value lo = kb.imul(gi, kb.idx(perGroup));
-            Value hi = kb.iadd(lo, kb.idx(perGroup));
-            SmallVector<Value> top2 = kb.loopCarry(
-                lo, hi, ValueRange{negInf, negInf},
-                [&](Value e, ValueRange c) -> SmallVector<Value> {
-                  Value v = kb.load(choice, e);
-                  Value first = kb.gt(v, c[0]);
-                  Value second = kb.gt(v, c[1]);
-                  return {kb.select(first, v, c[0]),
-                          kb.select(first, c[0], kb.select(second, v, c[1]))};
-                });
-            kb.store(kb.add(top2[0], top2[1]), groupScore, gi);
-          });
-          // Keep the topk_group best groups (kept[g] = 1; a kept group
-          // leaves the race at -inf), then mask the experts of the others.
-          kb.loop(0, groups, [&](Value gi) { kb.store(kb.f32(0.0), kept, gi); });
-          kb.loop(0, topkGroup, [&](Value) {
-            Value best = argmax(groupScore, kb.idx(0), kb.idx(groups));
-            kb.store(negInf, groupScore, best);
-            kb.store(kb.f32(1.0), kept, best);
-          });
+      })[0];
+    }
+
+    // Selection: per token, the top-k experts and their weights.
+    Value chosen, weights;
+    {
+      KernelCall call;
+      unsigned l = call.addInput(logits);
+      unsigned bias = call.addInput(adaptor.getCorrectionBias());
+      unsigned chosenOut = call.addResult(
+          MemRefType::get({dyn, topK}, rewriter.getI32Type()), tokens);
+      unsigned weightOut =
+          call.addResult(MemRefType::get({dyn, topK}, f32), tokens);
+      auto results = call.emit(rewriter, op, "moe_select",
+                               [&](KernelBuilder &kb, ValueRange args) {
+        Value scores = kb.scratch({experts});
+        Value choice = kb.scratch({experts});
+        Value groupScore = kb.scratch({groups});
+        Value kept = kb.scratch({groups});
+        Value negInf = kb.f32(-INFINITY);
+        // Arg-max of buf[lo, hi) (first index on ties).
+        auto argmax = [&](Value buf, Value lo, Value hi) {
+          SmallVector<Value> best = kb.loopCarry(
+              lo, hi, ValueRange{negInf, lo},
+              [&](Value e, ValueRange c) -> SmallVector<Value> {
+                Value v = kb.load(buf, e);
+                Value better = kb.gt(v, c[0]);
+                return {kb.select(better, v, c[0]),
+                        kb.select(better, e, c[1])};
+              });
+          return best[1];
+        };
+        kb.loop(kb.idx(0), kb.dim(args[l], 0), [&](Value t) {
           kb.loop(0, experts, [&](Value e) {
-            Value gi = kb.idiv(e, kb.idx(perGroup));
-            Value isKept = kb.gt(kb.load(kept, gi), kb.f32(0.5));
-            kb.store(kb.select(isKept, kb.load(choice, e), negInf), choice, e);
+            Value s = kb.sigmoid(kb.load(args[l], {t, e}));
+            kb.store(s, scores, e);
+            kb.store(kb.add(s, kb.load(args[bias], e)), choice, e);
           });
-        }
-        // Top-k by repeated arg-max; chosen experts leave the race.
-        Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value a) {
-          Value best = argmax(choice, kb.idx(0), kb.idx(experts));
-          memref::StoreOp::create(b, l, best, chosen, k);
-          kb.store(negInf, choice, best);
-          return kb.add(a, kb.load(scores, best));
+          if (groups > 1) {
+            // Group score: sum of the two largest biased scores of the group.
+            kb.loop(0, groups, [&](Value gi) {
+              Value lo = kb.imul(gi, kb.idx(perGroup));
+              Value hi = kb.iadd(lo, kb.idx(perGroup));
+              SmallVector<Value> top2 = kb.loopCarry(
+                  lo, hi, ValueRange{negInf, negInf},
+                  [&](Value e, ValueRange c) -> SmallVector<Value> {
+                    Value v = kb.load(choice, e);
+                    Value first = kb.gt(v, c[0]);
+                    Value second = kb.gt(v, c[1]);
+                    return {kb.select(first, v, c[0]),
+                            kb.select(first, c[0],
+                                      kb.select(second, v, c[1]))};
+                  });
+              kb.store(kb.add(top2[0], top2[1]), groupScore, gi);
+            });
+            // Keep the topk_group best groups (kept[g] = 1; a kept group
+            // leaves the race at -inf), then mask the experts of the others.
+            kb.loop(0, groups,
+                    [&](Value gi) { kb.store(kb.f32(0.0), kept, gi); });
+            kb.loop(0, topkGroup, [&](Value) {
+              Value best = argmax(groupScore, kb.idx(0), kb.idx(groups));
+              kb.store(negInf, groupScore, best);
+              kb.store(kb.f32(1.0), kept, best);
+            });
+            kb.loop(0, experts, [&](Value e) {
+              Value gi = kb.idiv(e, kb.idx(perGroup));
+              Value isKept = kb.gt(kb.load(kept, gi), kb.f32(0.5));
+              kb.store(kb.select(isKept, kb.load(choice, e), negInf), choice,
+                       e);
+            });
+          }
+          // Top-k by repeated arg-max; chosen experts leave the race.
+          Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value a) {
+            Value best = argmax(choice, kb.idx(0), kb.idx(experts));
+            kb.storeIndex(best, args[chosenOut], {t, k});
+            kb.store(negInf, choice, best);
+            return kb.add(a, kb.load(scores, best));
+          });
+          Value denom = kb.add(sum, kb.f32(renormEps));
+          kb.loop(0, topK, [&](Value k) {
+            Value w = kb.load(scores, kb.loadIndex(args[chosenOut], {t, k}));
+            if (normalize)
+              w = kb.div(w, denom);
+            kb.store(kb.mul(w, kb.f32(scaling)), args[weightOut], {t, k});
+          });
         });
-        Value denom = kb.add(sum, kb.f32(renormEps));
-        kb.loop(0, hidden, [&](Value o) { kb.store(kb.f32(0.0), acc, o); });
-        kb.loop(0, topK, [&](Value k) {
-          Value e = memref::LoadOp::create(b, l, chosen, k);
-          Value w = kb.load(scores, e);
-          if (normalize)
-            w = kb.div(w, denom);
-          w = kb.mul(w, kb.f32(scaling));
-          routed.intermediate(kb, x, t, e, act);
-          routed.accumulateDown(kb, e, act, w, acc);
-        });
-        shared.intermediate(kb, x, t, {}, act);
-        shared.accumulateDown(kb, {}, act, Value(), acc);
-        kb.loop(0, hidden, [&](Value o) {
-          kb.store(kb.load(acc, o), args[out], {t, o});
-        });
+        for (Value m : {scores, choice, groupScore, kept})
+          kb.dealloc(m);
       });
-      for (Value m : {scores, choice, groupScore, kept, chosen, act, acc})
-        kb.dealloc(m);
+      chosen = results[0];
+      weights = results[1];
+    }
+
+    // Routed experts' SwiGLU: one activation per (token, slot, i).
+    Type gt = op.getGate().getType(), ut = op.getUp().getType(),
+         dt = op.getDown().getType();
+    int64_t inter = weightDim(gt, 1);
+    Value act;
+    {
+      KernelCall call;
+      call.addInput(x);
+      unsigned c = call.addInput(chosen);
+      FailureOr<unsigned> g =
+          call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
+      FailureOr<unsigned> u =
+          call.addWeight(rewriter, loc, op.getUp(), adaptor.getUp());
+      if (failed(g) || failed(u))
+        return noFp8Source();
+      unsigned out = call.addResult(
+          MemRefType::get({dyn, topK, inter}, actType), tokens);
+      act = call.emit(rewriter, op, "moe_up",
+                      [&](KernelBuilder &kb, ValueRange args) {
+        Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
+                      limit, actType};
+        kb.parallel({kb.idx(0), kb.idx(0), kb.idx(0)},
+                    {kb.dim(args[0], 0), kb.idx(topK), kb.idx(inter)},
+                    [&](ValueRange tki) {
+          Value e = kb.loadIndex(args[c], {tki[0], tki[1]});
+          kb.store(swiglu.activation(kb, args[0], tki[0], e, tki[2]),
+                   args[out], tki);
+        });
+      })[0];
+    }
+
+    // Routed experts' down projections, weighted: y = round(w * E_slot).
+    Value routed;
+    {
+      KernelCall call;
+      unsigned a = call.addInput(act);
+      unsigned c = call.addInput(chosen);
+      unsigned w = call.addInput(weights);
+      FailureOr<unsigned> dn =
+          call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+      if (failed(dn))
+        return noFp8Source();
+      unsigned out = call.addResult(
+          MemRefType::get({dyn, topK, hidden}, actType), tokens);
+      routed = call.emit(rewriter, op, "moe_down",
+                         [&](KernelBuilder &kb, ValueRange args) {
+        WeightView down = viewAt(dt, args, *dn);
+        kb.parallel({kb.idx(0), kb.idx(0), kb.idx(0)},
+                    {kb.dim(args[a], 0), kb.idx(topK), kb.idx(hidden)},
+                    [&](ValueRange tko) {
+          Value t = tko[0], k = tko[1];
+          Value e = kb.loadIndex(args[c], {t, k});
+          Value y = downProjection(kb, down, e, args[a], {t, k}, tko[2],
+                                   inter, actType);
+          kb.store(kb.round(kb.mul(kb.load(args[w], {t, k}), y), actType),
+                   args[out], tko);
+        });
+      })[0];
+    }
+
+    // The shared expert, then the sum in slot order.
+    FailureOr<Value> sharedAct = emitDenseUp(
+        rewriter, op, "moe_shared_up", x, op.getSharedGate(),
+        adaptor.getSharedGate(), op.getSharedUp(), adaptor.getSharedUp(),
+        hidden, limit, actType);
+    if (failed(sharedAct))
+      return noFp8Source();
+    KernelCall call;
+    unsigned a = call.addInput(*sharedAct);
+    unsigned y = call.addInput(routed);
+    FailureOr<unsigned> dn = call.addWeight(rewriter, loc, op.getSharedDown(),
+                                       adaptor.getSharedDown());
+    if (failed(dn))
+      return noFp8Source();
+    unsigned out = call.addResult(resultType, dynamicSizesLike(
+                                                  rewriter, loc, x, resultType));
+    Type sdt = op.getSharedDown().getType();
+    int64_t sharedInter = weightDim(sdt, 1);
+    auto results = call.emit(rewriter, op, "moe_shared_down",
+                             [&](KernelBuilder &kb, ValueRange args) {
+      WeightView down = viewAt(sdt, args, *dn);
+      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
+                  [&](ValueRange to) {
+        Value t = to[0], o = to[1];
+        Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {
+          return kb.add(acc, kb.load(args[y], {t, k, o}));
+        });
+        Value shared = downProjection(kb, down, {}, args[a], t, o,
+                                      sharedInter, actType);
+        kb.store(kb.add(sum, shared), args[out], to);
+      });
     });
     rewriter.replaceOp(op, results);
     return success();

@@ -329,7 +329,9 @@ func::FuncOp mlir::strata::getOrCreateKernel(
       os << " " << op->getDiscardableAttrDictionary();
     os << " (";
     llvm::interleaveComma(argTypes, os);
-    os << ")";
+    // One op may lower to several kernels (moe_ffn's router, selection,
+    // experts...): the kernel's name tells them apart.
+    os << ") " << name;
   }
   for (auto func : module.getOps<func::FuncOp>())
     if (auto attr = func->getAttrOfType<StringAttr>(kKernelAttrName))

@@ -5,8 +5,8 @@
 // What every op group of convert-llm-to-kernel shares:
 //  * the memref form of llm values (tensors, caches) as kernel arguments;
 //  * outlining: getOrCreateKernel() builds one kernel func per distinct
-//    (op name, attributes, types), replaceWithKernelCall() allocates the
-//    results and calls it;
+//    (op name, attributes, types, kernel name), replaceWithKernelCall()
+//    allocates the results and calls it;
 //  * KernelBuilder, a thin layer over OpBuilder for kernel bodies: scf.for
 //    loops with lambdas, loads that widen to f32 (bf16 extension, fp8 e4m3
 //    decoding), stores that round to the destination element type.
@@ -146,8 +146,8 @@ MemRefType getKernelMemRefType(Type type);
 void populateKernelTypeConversions(TypeConverter &converter);
 
 /// Returns the kernel func for `op` with arguments `argTypes` (inputs then
-/// outputs), building it with `body` the first time a (name, attributes,
-/// types) key is seen in the module. `name` is the kernel's base name.
+/// outputs), building it with `body` the first time an (op name, attributes,
+/// types, name) key is seen in the module. `name` is the kernel's base name.
 func::FuncOp getOrCreateKernel(
     RewriterBase &rewriter, Operation *op, StringRef name,
     TypeRange argTypes,

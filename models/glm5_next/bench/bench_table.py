@@ -4,7 +4,8 @@
   bench_table.py --strata STRATA.json --baselines BASE.json [--step decode] [--out TABLE.md]
 
 Rows are kernel families: a strata kernel name without its trailing `_<n>` (linear_0 .. linear_6 ->
-linear), its time per step summed over its kernels. A baseline op names the family it stands for
+linear), the kernels one op lowers to under the op's name (moe_router .. moe_shared_down -> moe_ffn,
+swiglu_up/down -> swiglu_mlp), its time per step summed over its kernels. A baseline op names the family it stands for
 (`strata`) and how often it runs per step of the benched plan (`per_step`); its time per step is
 seconds x per_step, summed over the family's ops of the same `step` (decode / prefill). Columns:
 
@@ -25,8 +26,17 @@ import re
 import sys
 
 
+# Kernels of ops that lower to several (lib/Conversion/LLMToKernel/FfnOps.cpp), by op.
+OP_OF_KERNEL = {
+    "moe_router": "moe_ffn", "moe_select": "moe_ffn", "moe_up": "moe_ffn", "moe_down": "moe_ffn",
+    "moe_shared_up": "moe_ffn", "moe_shared_down": "moe_ffn",
+    "swiglu_up": "swiglu_mlp", "swiglu_down": "swiglu_mlp",
+}
+
+
 def family(name):
-    return re.sub(r"_\d+$", "", name)
+    kernel = re.sub(r"_\d+$", "", name)
+    return OP_OF_KERNEL.get(kernel, kernel)
 
 
 def fmt_us(s):

@@ -1,14 +1,35 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
 // Tests that the MoE FFN binds stacked fp8 experts as data + scale globals
-// (named by the expert pattern) and keeps the routing in one kernel.
+// (named by the expert pattern) and becomes six kernels: router logits per
+// (token, expert), the top-k selection per token (i32 expert ids and fp32
+// weights), the routed experts' SwiGLU per (token, slot, i) and down
+// projection per (token, slot, o), the shared expert's SwiGLU, and its down
+// projection summed with the routed slots.
 // CHECK-LABEL: func.func @moe
+// CHECK: %[[LOGITS:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
+// CHECK: call @moe_router_0(%{{.*}}, %{{.*}}, %[[LOGITS]])
+// CHECK: %[[CHOSEN:.*]] = memref.alloc(%{{.*}}) : memref<?x2xi32>
+// CHECK: %[[WEIGHTS:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
+// CHECK: call @moe_select_0(%[[LOGITS]], %{{.*}}, %[[CHOSEN]], %[[WEIGHTS]])
 // CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight" : memref<8x256x128xf8E4M3FN>
 // CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight_scale_inv" : memref<8x2x1xf32>
-// CHECK: call @moe_ffn_0
-// CHECK: func.func @moe_ffn_0
-// CHECK: memref.alloc() : memref<2xindex>
+// CHECK: %[[ACT:.*]] = memref.alloc(%{{.*}}) : memref<?x2x256xbf16>
+// CHECK: call @moe_up_0(%{{.*}}, %[[CHOSEN]], {{.*}}, %[[ACT]])
+// CHECK: %[[ROUTED:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128xbf16>
+// CHECK: call @moe_down_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], {{.*}}, %[[ROUTED]])
+// CHECK: %[[SHARED:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
+// CHECK: call @moe_shared_up_0(
+// CHECK: call @moe_shared_down_0(%[[SHARED]], %[[ROUTED]],
+// CHECK: func.func @moe_router_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0{{.*}}) to (%{{.*}}, %c8)
+// CHECK: func.func @moe_select_0
 // CHECK: arith.cmpf ogt
+// CHECK: arith.index_cast %{{.*}} : index to i32
+// CHECK: func.func @moe_up_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2, %c256)
+// CHECK: func.func @moe_down_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2, %c128)
 func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
   %r = llm.weight "gate.weight" : tensor<8x128xf32>
   %b = llm.weight "gate.e_score_correction_bias" : tensor<8xf32>
@@ -35,11 +56,16 @@ func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// Tests that the dense SwiGLU MLP clamps the gate from above only.
+// Tests that the dense SwiGLU MLP is two kernels, parallel over (token, i)
+// and (token, o), and clamps the gate from above only.
 // CHECK-LABEL: func.func @mlp
-// CHECK: call @swiglu_mlp_0
-// CHECK: func.func @swiglu_mlp_0
+// CHECK: call @swiglu_up_0
+// CHECK: call @swiglu_down_0
+// CHECK: func.func @swiglu_up_0
+// CHECK: scf.parallel
 // CHECK: arith.minimumf %{{.*}}, %cst
+// CHECK: func.func @swiglu_down_0
+// CHECK: scf.parallel
 func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
   %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>
   %u = llm.weight "mlp.up_proj.weight" : tensor<64x32xbf16>
