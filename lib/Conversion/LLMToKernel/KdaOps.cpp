@@ -2,14 +2,17 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.kda_attention becomes one kernel that walks the requests of the batch
-// (seq_starts) and, inside each request, the tokens in order: the short
+// llm.kda_attention becomes one kernel whose rows are the (request, head)
+// pairs of the batch (seq_starts; heads are independent: on the GPU a grid
+// of requests x heads, the threads of a block sharing one pair's loops) and
+// that walks, inside each row, the request's tokens in order: the short
 // causal depthwise conv + SiLU of q, k and v (history from the conv state,
 // zero at position 0), per-head L2 normalisation, decay and write strength,
-// the delta-rule update of an fp32 [heads, d_k, d_v] scratch state, the
+// the delta-rule update of the head's fp32 [d_k, d_v] scratch state, the
 // read-out and the gated output RMSNorm. The final state and the last K-1
-// pre-conv inputs go to slot dst_slots[r]; state and conv state are updated
-// in place (the op's cache results are the operands' buffers).
+// pre-conv inputs (the head's q, k and v channels) go to slot dst_slots[r];
+// state and conv state are updated in place (the op's cache results are the
+// operands' buffers).
 //
 // `recurrent` mode updates the state token by token. `chunked` mode walks
 // chunks of `chunk_size` tokens per head in the WY form (coefficients of the
@@ -56,7 +59,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value dtBias = a[10], oNorm = a[11], state = a[12], conv = a[13];
       Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
       Value o = a[out];
-      Value s = kb.scratch({heads, d, d});
+      Value s = kb.scratch({d, d});
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
       Value alpha = kb.scratch({d}), ov = kb.scratch({d});
       // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
@@ -68,24 +71,25 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value cbeta = kb.scratch({cRows});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
-      kb.loop(kb.idx(0), numRequests, [&](Value r) {
+      Operation *rows = kb.parallel({kb.idx(0), kb.idx(0)},
+                                    {numRequests, kb.idx(heads)},
+                                    [&](ValueRange rh) {
+        Value r = rh[0], h = rh[1];
+        Value base = kb.imul(h, kb.idx(d));
         Value t0 = kb.loadIndex(starts, r);
         Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
         Value srcSlot = kb.loadIndex(src, r);
         Value dstSlot = kb.loadIndex(dst, r);
         Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
         // Initial state: zero at position 0, else the source slot.
-        kb.loop(0, heads, [&](Value h) {
-          kb.loop(0, d, [&](Value i) {
-            kb.loop(0, d, [&](Value j) {
-              Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
-                                    [&] { return zero; },
-                                    [&] {
-                                      return kb.load(state,
-                                                     {srcSlot, h, i, j});
-                                    });
-              kb.store(old, s, {h, i, j});
-            });
+        kb.loop(0, d, [&](Value i) {
+          kb.loop(0, d, [&](Value j) {
+            Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
+                                  [&] { return zero; },
+                                  [&] {
+                                    return kb.load(state, {srcSlot, h, i, j});
+                                  });
+            kb.store(old, s, {i, j});
           });
         });
         // Pre-conv input of channel `c` (of 3P, [q|k|v]) at token offset
@@ -146,63 +150,60 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         auto recurrentBody = [&] {
         kb.loop(kb.idx(0), kb.isub(t1, t0), [&](Value i) {
           Value t = kb.iadd(t0, i);
-          kb.loop(0, heads, [&](Value h) {
-            Value base = kb.imul(h, kb.idx(d));
-            // Conv + SiLU, then L2 norms.
-            kb.loop(0, d, [&](Value c) {
-              Value ch = kb.iadd(base, c);
-              kb.store(convolve(qConv, 0, i, ch), qv, c);
-              kb.store(convolve(kConv, 1, i, ch), kv, c);
-              kb.store(convolve(vConv, 2, i, ch), vv, c);
-            });
-            auto l2 = [&](Value vec, double scale) {
-              Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                Value x = kb.load(vec, c);
-                return kb.add(acc, kb.mul(x, x));
-              });
-              Value factor =
-                  kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
-              kb.loop(0, d, [&](Value c) {
-                kb.store(kb.mul(kb.load(vec, c), factor), vec, c);
-              });
-            };
-            l2(qv, qScale);
-            l2(kv, 1.0);
-            // Decay and write strength.
-            Value rate = kb.exp(kb.load(aLog, h));
-            kb.loop(0, d, [&](Value c) {
-              Value ch = kb.iadd(base, c);
-              Value g = kb.mul(
-                  kb.f32(lower),
-                  kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
-                                                 kb.load(dtBias, ch)))));
-              kb.store(kb.exp(g), alpha, c);
-            });
-            Value beta = kb.sigmoid(kb.load(b, {t, h}));
-            // S' = diag(alpha) S.
-            kb.loop(0, d, [&](Value ii) {
-              Value al = kb.load(alpha, ii);
-              kb.loop(0, d, [&](Value j) {
-                kb.store(kb.mul(al, kb.load(s, {h, ii, j})), s, {h, ii, j});
-              });
-            });
-            // delta = beta (v - S'^T k); S += k delta^T; o = S^T q.
-            kb.loop(0, d, [&](Value j) {
-              Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-                return kb.add(acc, kb.mul(kb.load(s, {h, ii, j}),
-                                          kb.load(kv, ii)));
-              });
-              Value delta = kb.mul(beta, kb.sub(kb.load(vv, j), pred));
-              Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-                Value updated =
-                    kb.add(kb.load(s, {h, ii, j}), kb.mul(kb.load(kv, ii), delta));
-                kb.store(updated, s, {h, ii, j});
-                return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
-              });
-              kb.store(out, ov, j);
-            });
-            gatedNorm(t, base);
+          // Conv + SiLU, then L2 norms.
+          kb.loop(0, d, [&](Value c) {
+            Value ch = kb.iadd(base, c);
+            kb.store(convolve(qConv, 0, i, ch), qv, c);
+            kb.store(convolve(kConv, 1, i, ch), kv, c);
+            kb.store(convolve(vConv, 2, i, ch), vv, c);
           });
+          auto l2 = [&](Value vec, double scale) {
+            Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+              Value x = kb.load(vec, c);
+              return kb.add(acc, kb.mul(x, x));
+            });
+            Value factor =
+                kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+            kb.loop(0, d, [&](Value c) {
+              kb.store(kb.mul(kb.load(vec, c), factor), vec, c);
+            });
+          };
+          l2(qv, qScale);
+          l2(kv, 1.0);
+          // Decay and write strength.
+          Value rate = kb.exp(kb.load(aLog, h));
+          kb.loop(0, d, [&](Value c) {
+            Value ch = kb.iadd(base, c);
+            Value g = kb.mul(
+                kb.f32(lower),
+                kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
+                                               kb.load(dtBias, ch)))));
+            kb.store(kb.exp(g), alpha, c);
+          });
+          Value beta = kb.sigmoid(kb.load(b, {t, h}));
+          // S' = diag(alpha) S.
+          kb.loop(0, d, [&](Value ii) {
+            Value al = kb.load(alpha, ii);
+            kb.loop(0, d, [&](Value j) {
+              kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
+            });
+          });
+          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q.
+          kb.loop(0, d, [&](Value j) {
+            Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+              return kb.add(acc, kb.mul(kb.load(s, {ii, j}),
+                                        kb.load(kv, ii)));
+            });
+            Value delta = kb.mul(beta, kb.sub(kb.load(vv, j), pred));
+            Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+              Value updated =
+                  kb.add(kb.load(s, {ii, j}), kb.mul(kb.load(kv, ii), delta));
+              kb.store(updated, s, {ii, j});
+              return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
+            });
+            kb.store(out, ov, j);
+          });
+          gatedNorm(t, base);
         });
         };
 
@@ -214,8 +215,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         //   S_end    = diag(exp(B[C-1])) S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
         auto chunkedBody = [&] {
           Value n = kb.isub(t1, t0);
-          kb.loop(0, heads, [&](Value h) {
-            Value base = kb.imul(h, kb.idx(d));
+          {
             Value rate = kb.exp(kb.load(aLog, h));
             scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
                                                    kb.idx(0), n, kb.idx(chunk));
@@ -273,7 +273,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               Value beta = kb.load(cbeta, i);
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                  return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.mul(kb.load(ck, {i, c}),
                                                    kb.exp(kb.load(cb, {i, c})))));
                 });
@@ -294,7 +294,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               });
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                  return kb.add(acc, kb.mul(kb.load(s, {h, c, e}),
+                  return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.mul(kb.load(cq, {i, c}),
                                                    kb.exp(kb.load(cb, {i, c})))));
                 });
@@ -317,31 +317,32 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                   return kb.add(acc, kb.mul(kb.mul(w, kb.load(ck, {j, c})),
                                             kb.load(cd, {j, e})));
                 });
-                kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {h, c, e})), upd),
-                         s, {h, c, e});
+                kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
+                         s, {c, e});
               });
             });
-          });
+          }
         };
         if (chunkedMode)
           chunkedBody();
         else
           recurrentBody();
         // Final state to the destination slot.
-        kb.loop(0, heads, [&](Value h) {
-          kb.loop(0, d, [&](Value i) {
-            kb.loop(0, d, [&](Value j) {
-              kb.store(kb.load(s, {h, i, j}), state, {dstSlot, h, i, j});
-            });
+        kb.loop(0, d, [&](Value i) {
+          kb.loop(0, d, [&](Value j) {
+            kb.store(kb.load(s, {i, j}), state, {dstSlot, h, i, j});
           });
         });
-        // Conv state row w = token offset n - (K-1) + w; rows are written in
-        // ascending order, which only reads higher (older-unwritten) rows
-        // when src == dst.
+        // Conv state row w = token offset n - (K-1) + w, the head's q, k and
+        // v channels; rows are written in ascending order, which only reads
+        // higher (older-unwritten) rows when src == dst.
         Value n = kb.isub(t1, t0);
         kb.loop(0, kTaps - 1, [&](Value w) {
           Value off = kb.iadd(kb.isub(n, kb.idx(kTaps - 1)), w);
-          kb.loop(0, 3 * p, [&](Value c) {
+          kb.loop(0, 3 * d, [&](Value qkvj) {
+            Value which = kb.idiv(qkvj, kb.idx(d));
+            Value c = kb.iadd(kb.imul(which, kb.idx(p)),
+                              kb.iadd(base, kb.irem(qkvj, kb.idx(d))));
             Value x = kb.ifElse(
                 kb.ige(off, kb.idx(0)), kb.builder().getF32Type(),
                 [&] { return input(off, c); },
@@ -357,6 +358,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
+      rows->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
       for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta})
         kb.dealloc(m);
     });

@@ -50,13 +50,14 @@ void KernelBuilder::loop(Value lb, Value ub,
   body(forOp.getInductionVar());
 }
 
-void KernelBuilder::parallel(ValueRange lbs, ValueRange ubs,
-                             llvm::function_ref<void(ValueRange)> body) {
+Operation *KernelBuilder::parallel(ValueRange lbs, ValueRange ubs,
+                                   llvm::function_ref<void(ValueRange)> body) {
   SmallVector<Value> steps(lbs.size(), idx(1));
   auto par = scf::ParallelOp::create(b, loc, lbs, ubs, steps);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(par.getBody()->getTerminator());
   body(par.getInductionVars());
+  return par;
 }
 
 SmallVector<Value> KernelBuilder::loopCarry(
@@ -493,21 +494,37 @@ void mlir::strata::forEachToken(KernelBuilder &kb, Value seqStarts,
   });
 }
 
+/// The request of token `t`: requests are contiguous runs of tokens in
+/// order, so it is the last one that starts at or before t (empty requests
+/// before it are skipped).
+static Value requestOfToken(KernelBuilder &kb, Value seqStarts, Value t) {
+  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
+  SmallVector<Value> r = kb.loopCarry(
+      kb.idx(1), numRequests, ValueRange{kb.idx(0)},
+      [&](Value i, ValueRange c) -> SmallVector<Value> {
+        Value started = kb.ige(t, kb.loadIndex(seqStarts, i));
+        return {kb.select(started, i, c[0])};
+      });
+  return r[0];
+}
+
 void mlir::strata::forEachTokenRow(
     KernelBuilder &kb, Value seqStarts, Value tokens,
     llvm::function_ref<void(Value, Value)> body) {
-  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
   kb.loop(kb.idx(0), kb.dim(tokens, 0), [&](Value t) {
-    // Requests are contiguous runs of tokens in order: r is the last one
-    // that starts at or before t (empty requests before it are skipped).
-    SmallVector<Value> r = kb.loopCarry(
-        kb.idx(1), numRequests, ValueRange{kb.idx(0)},
-        [&](Value i, ValueRange c) -> SmallVector<Value> {
-          Value started = kb.ige(t, kb.loadIndex(seqStarts, i));
-          return {kb.select(started, i, c[0])};
-        });
-    body(r[0], t);
+    body(requestOfToken(kb, seqStarts, t), t);
   });
+}
+
+void mlir::strata::forEachTokenHeadRow(
+    KernelBuilder &kb, Value seqStarts, Value tokens, int64_t perToken,
+    llvm::function_ref<void(Value, Value, Value)> body) {
+  Operation *loop = kb.parallel(
+      {kb.idx(0), kb.idx(0)}, {kb.dim(tokens, 0), kb.idx(perToken)},
+      [&](ValueRange th) {
+        body(requestOfToken(kb, seqStarts, th[0]), th[0], th[1]);
+      });
+  loop->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
 }
 
 std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,

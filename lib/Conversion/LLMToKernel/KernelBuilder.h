@@ -30,6 +30,12 @@ namespace mlir::strata {
 
 /// Attribute marking an outlined kernel func; its value is the dedup key.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
+/// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
+/// iteration is one GPU row (grid dimensions) whose inner loops the threads
+/// of a block share, as for a one-dimensional row loop; without it the
+/// threads take the innermost row dimension (docs/GPULowering.md).
+inline constexpr llvm::StringLiteral kThreadsWithinRowAttrName =
+    "llm.threads_within_row";
 /// On a kernel function taking an fp8 block-scaled weight: the block shape
 /// [rows, cols] of its scales (the kernel arguments carry only the data and
 /// scale memrefs; GPU targets read it to build matrix-unit kernels).
@@ -59,8 +65,9 @@ public:
   /// `scf.parallel (ivs) in [lbs, ubs)`: independent iterations. On the GPU
   /// a kernel whose body is such a loop gets one grid dimension per loop
   /// dimension (up to 3), the threads of a block sharing the innermost one.
-  void parallel(ValueRange lbs, ValueRange ubs,
-                llvm::function_ref<void(ValueRange)> body);
+  /// Returns the scf.parallel op.
+  Operation *parallel(ValueRange lbs, ValueRange ubs,
+                      llvm::function_ref<void(ValueRange)> body);
   /// `for iv in [lb, ub)` carrying `inits`; the body returns the new values.
   SmallVector<Value>
   loopCarry(Value lb, Value ub, ValueRange inits,
@@ -258,6 +265,14 @@ void forEachToken(KernelBuilder &kb, Value seqStarts,
 /// indexer), not for recurrences.
 void forEachTokenRow(KernelBuilder &kb, Value seqStarts, Value tokens,
                      llvm::function_ref<void(Value, Value)> body);
+
+/// Like forEachTokenRow with one row per (token, h), h in [0, perToken):
+/// `body(r, t, h)`. One scf.parallel (kThreadsWithinRowAttrName): on the GPU
+/// the tokens and h are two grid dimensions, a block's threads sharing the
+/// loops of one (token, h); for ops whose heads are independent (attention).
+void forEachTokenHeadRow(KernelBuilder &kb, Value seqStarts, Value tokens,
+                         int64_t perToken,
+                         llvm::function_ref<void(Value, Value, Value)> body);
 
 /// `(page, row)` of the row `index` of request `r` in a paged pool with
 /// `rowsPerPage` rows per page: page = block_table[r][index / rowsPerPage].

@@ -2,7 +2,9 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.mla_attention becomes one kernel: per token and head, the absorbed
+// llm.mla_attention becomes one kernel whose rows are the (token, head)
+// pairs (forEachTokenHeadRow: on the GPU a grid of tokens x heads, the
+// threads of a block sharing one pair's loops). Per row: the absorbed
 // query qa = W_UK^h^T q (fp32 scratch [R]), scores against the latent rows
 // of the selected positions read straight from the paged latent pool
 // (first R lanes; pad lanes never read; fp8 pools dequantised per lane,
@@ -59,50 +61,48 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       Value qa = kb.scratch({rank}), oh = kb.scratch({rank});
       Value prob = kb.scratch({ShapedType::kDynamic},
                               ValueRange{kb.dim(sel, 1)});
-      forEachTokenRow(kb, starts, q, [&](Value r, Value t) {
+      forEachTokenHeadRow(kb, starts, q, heads, [&](Value r, Value t, Value h) {
         Value count = kb.loadIndex(counts, t);
         auto latent = [&](Value j, Value c) {
           auto [page, row] =
               pagedRow(kb, bt, r, kb.loadIndex(sel, {t, j}), pageSize);
           return cache.load(kb, page, row, c);
         };
-        kb.loop(0, heads, [&](Value h) {
-          Value rowUK = kb.imul(h, kb.idx(dq + dv));
-          Value rowUV = kb.iadd(rowUK, kb.idx(dq));
-          kb.loop(0, rank, [&](Value c) {
-            Value v = kb.reduce(0, dq, zero, [&](Value i, Value acc) {
-              return kb.add(acc, kb.mul(kvB.load(kb, {kb.iadd(rowUK, i), c}),
-                                        kb.load(q, {t, h, i})));
-            });
-            kb.store(v, qa, c);
+        Value rowUK = kb.imul(h, kb.idx(dq + dv));
+        Value rowUV = kb.iadd(rowUK, kb.idx(dq));
+        kb.loop(0, rank, [&](Value c) {
+          Value v = kb.reduce(0, dq, zero, [&](Value i, Value acc) {
+            return kb.add(acc, kb.mul(kvB.load(kb, {kb.iadd(rowUK, i), c}),
+                                      kb.load(q, {t, h, i})));
           });
-          Value mx = kb.reduce(kb.idx(0), count, kb.f32(-INFINITY),
-                               [&](Value j, Value acc) {
-            Value dot = kb.reduce(0, rank, zero, [&](Value c, Value s) {
-              return kb.add(s, kb.mul(kb.load(qa, c), latent(j, c)));
-            });
-            Value score = kb.mul(dot, kb.f32(scale));
-            kb.store(score, prob, j);
-            return kb.max(acc, score);
+          kb.store(v, qa, c);
+        });
+        Value mx = kb.reduce(kb.idx(0), count, kb.f32(-INFINITY),
+                             [&](Value j, Value acc) {
+          Value dot = kb.reduce(0, rank, zero, [&](Value c, Value s) {
+            return kb.add(s, kb.mul(kb.load(qa, c), latent(j, c)));
           });
-          Value sum = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
-            Value e = kb.exp(kb.sub(kb.load(prob, j), mx));
-            kb.store(e, prob, j);
-            return kb.add(s, e);
+          Value score = kb.mul(dot, kb.f32(scale));
+          kb.store(score, prob, j);
+          return kb.max(acc, score);
+        });
+        Value sum = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+          Value e = kb.exp(kb.sub(kb.load(prob, j), mx));
+          kb.store(e, prob, j);
+          return kb.add(s, e);
+        });
+        kb.loop(0, rank, [&](Value c) {
+          Value v = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+            return kb.add(s, kb.mul(kb.load(prob, j), latent(j, c)));
           });
-          kb.loop(0, rank, [&](Value c) {
-            Value v = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
-              return kb.add(s, kb.mul(kb.load(prob, j), latent(j, c)));
-            });
-            kb.store(kb.div(v, sum), oh, c);
+          kb.store(kb.div(v, sum), oh, c);
+        });
+        kb.loop(0, dv, [&](Value e) {
+          Value v = kb.reduce(0, rank, zero, [&](Value c, Value s) {
+            return kb.add(s, kb.mul(kvB.load(kb, {kb.iadd(rowUV, e), c}),
+                                    kb.load(oh, c)));
           });
-          kb.loop(0, dv, [&](Value e) {
-            Value v = kb.reduce(0, rank, zero, [&](Value c, Value s) {
-              return kb.add(s, kb.mul(kvB.load(kb, {kb.iadd(rowUV, e), c}),
-                                      kb.load(oh, c)));
-            });
-            kb.store(v, o, {t, h, e});
-          });
+          kb.store(v, o, {t, h, e});
         });
       });
       for (Value m : {qa, oh, prob})

@@ -5,8 +5,9 @@
 // result is broadcast through workgroup memory, barriers between the phases,
 // the state copy as one flattened loop, the shared scratch in workgroup
 // memory), a 2-D elementwise row loop whose columns go to the threads, rows
-// over the threads when the row has nothing to distribute, and a loop that
-// writes one element of shared scratch (not independent: thread 0).
+// over the threads when the row has nothing to distribute, a loop that
+// writes one element of shared scratch (not independent: thread 0), and a
+// (token, head) row loop whose threads stay within the row.
 // RUN: strata-opt %s --convert-kernels-to-gpu='chip=sm_90' | FileCheck %s
 // RUN: strata-opt %s --convert-kernels-to-gpu='chip=gfx942' | FileCheck %s --check-prefix=AMD
 // RUN: strata-opt %s --convert-kernels-to-gpu | FileCheck %s --check-prefix=ONE
@@ -335,5 +336,60 @@ func.func @softmax(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attributes {llm
     }
   }
   memref.dealloc %s : memref<256xf32>
+  return
+}
+
+// A 2-D parallel row loop marked llm.threads_within_row (attention: one row
+// per (token, head)): both dimensions go to the grid (x = tokens, y = 4
+// heads, not divided by the threads) and the threads share the row's loop
+// over the 256 columns; the same loop unmarked gives its innermost dimension
+// (the heads) to the threads and keeps the columns serial.
+// CHECK-LABEL: gpu.func @head_rows(
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 4>, array<i64: -1, 1>]
+// CHECK: %[[HTID:.*]] = gpu.thread_id x
+// CHECK: gpu.block_id x
+// CHECK: gpu.block_id y
+// CHECK-NOT: gpu.thread_id
+// CHECK: scf.parallel
+// CHECK: arith.muli %[[HTID]], %c1
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c256 step
+// CHECK: gpu.return
+// CHECK-LABEL: gpu.func @head_columns(
+// CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 1>, array<i64: -1, 1>]
+// CHECK: gpu.block_id y
+// CHECK: arith.muli %{{.*}}, %c128
+// CHECK: scf.parallel
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c256 step %c1
+// CHECK: gpu.return
+func.func @head_rows(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = "heads"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %tokens = memref.dim %x, %c0 : memref<?x4x256xf32>
+  scf.parallel (%t, %h) = (%c0, %c0) to (%tokens, %c4) step (%c1, %c1) {
+    scf.for %c = %c0 to %c256 step %c1 {
+      %v = memref.load %x[%t, %h, %c] : memref<?x4x256xf32>
+      %e = math.exp %v : f32
+      memref.store %e, %y[%t, %h, %c] : memref<?x4x256xf32>
+    }
+    scf.reduce
+  } {llm.threads_within_row}
+  return
+}
+func.func @head_columns(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = "heads"} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c256 = arith.constant 256 : index
+  %tokens = memref.dim %x, %c0 : memref<?x4x256xf32>
+  scf.parallel (%t, %h) = (%c0, %c0) to (%tokens, %c4) step (%c1, %c1) {
+    scf.for %c = %c0 to %c256 step %c1 {
+      %v = memref.load %x[%t, %h, %c] : memref<?x4x256xf32>
+      %e = math.exp %v : f32
+      memref.store %e, %y[%t, %h, %c] : memref<?x4x256xf32>
+    }
+    scf.reduce
+  }
   return
 }

@@ -2,7 +2,9 @@
 
 // Tests that llm.kda_attention becomes one kernel whose state and conv state
 // are the cache buffers (function arguments converted to memrefs), updated in
-// place, and that only the output is allocated.
+// place, and that only the output is allocated; its rows are (request, head)
+// pairs (an scf.parallel marked llm.threads_within_row), each with its own
+// [d_k, d_v] state scratch.
 // CHECK-LABEL: func.func @kda
 // CHECK-SAME: %[[STATE:[^:]*]]: memref<?x2x8x8xf32>
 // CHECK-SAME: %[[CONV:[^:]*]]: memref<?x3x48xbf16>
@@ -10,7 +12,9 @@
 // CHECK: call @kda_attention_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[O]])
 // CHECK: return %{{.*}}, %[[STATE]], %[[CONV]]
 // CHECK: func.func @kda_attention_0
-// CHECK: memref.alloc() : memref<2x8x8xf32>
+// CHECK: memref.alloc() : memref<8x8xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2)
+// CHECK: } {llm.threads_within_row}
 func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,
                %w: tensor<16x1x4xbf16>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xbf16>,
                %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
