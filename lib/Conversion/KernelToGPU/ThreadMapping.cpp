@@ -422,8 +422,8 @@ int BlockThreads::rowLoopThreadDim() {
   auto par = dyn_cast<scf::ParallelOp>(rowLoop);
   int dims = par ? std::min<int>(3, par.getNumLoops()) : 1;
   Block *body = loopBody(rowLoop);
-  if ((dims < 2 || rowLoop->hasAttr(kThreadsWithinRowAttrName)) &&
-      hasWork(*body))
+  if (rowLoop->hasAttr(kThreadsWithinRowAttrName) ||
+      (dims < 2 && hasWork(*body)))
     return threadDim;
   // Threads then run different rows: every scratch buffer the row loop
   // touches must be private to its iteration, i.e. touched nowhere else.

@@ -51,10 +51,12 @@ Value bufferOf(Value value);
 ///   touches becomes workgroup memory; scratch touched only inside one
 ///   distributed loop (a per-iteration temporary) stays private.
 ///
-/// When the row loop's body has no loop to distribute, or the row loop is a
-/// multi-dimensional scf.parallel without kThreadsWithinRowAttrName, the
-/// threads go into the row loop itself (its innermost grid dimension)
-/// instead, provided the kernel's scratch is private to an iteration.
+/// A row loop marked kThreadsWithinRowAttrName always keeps the threads
+/// within the row (its reductions become block reductions). Otherwise, when
+/// the row loop's body has no loop to distribute, or the row loop is a
+/// multi-dimensional scf.parallel, the threads go into the row loop itself
+/// (its innermost grid dimension) instead, provided the kernel's scratch is
+/// private to an iteration.
 class BlockThreads {
 public:
   BlockThreads(gpu::GPUFuncOp kernel, Operation *rowLoop, int64_t threads,

@@ -2,11 +2,12 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.hc_expand / llm.hc_collapse are copy / mean loops. llm.mhc_pre is one
-// kernel per batch: per token an fp32 mixing projection of the normalised
-// flattened streams into a scratch vector, the pre/post sigmoids, the
-// Sinkhorn iterations done in place in the comb output, and the pre-weighted
-// stream collapse. llm.mhc_post writes the sub-layer output back into the
+// llm.hc_expand / llm.hc_collapse are copy / mean loops. llm.mhc_pre is two
+// kernels: mhc_mix, one row per (token, mixing output) (on the GPU a grid of
+// tokens x outputs whose blocks reduce one [h * d] dot product each), the
+// fp32 mixing projection of the normalised flattened streams; then mhc_pre
+// per token: the pre/post sigmoids, the Sinkhorn iterations done in place in
+// the comb output, and the pre-weighted stream collapse. llm.mhc_post writes the sub-layer output back into the
 // streams. Everything is fp32 with one rounding at each activation store.
 //
 //===----------------------------------------------------------------------===//
@@ -81,9 +82,49 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
   matchAndRewrite(llm::MhcPreOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
+    int64_t h = op.getHcMult();
+    int64_t d = op.getResidual().getType().getDimSize(2);
+    int64_t mix = (2 + h) * h;
+    double normEps = op.getNormEps().convertToFloat();
+    // m[t, j] = (fn[j] . r[t]) * rsqrt(mean(r[t]^2) + norm_eps).
+    Value mixed;
+    {
+      KernelCall call;
+      call.addInput(adaptor.getResidual());
+      call.addInput(adaptor.getFn());
+      unsigned out = call.addResult(
+          MemRefType::get({ShapedType::kDynamic, mix}, rewriter.getF32Type()),
+          {getDimValue(rewriter, loc, adaptor.getResidual(), 0)});
+      mixed = call.emit(rewriter, op, "mhc_mix",
+                        [&](KernelBuilder &kb, ValueRange args) {
+        Value r = args[0], fn = args[1];
+        Operation *rows = kb.parallel({kb.idx(0), kb.idx(0)},
+                                      {kb.dim(r, 0), kb.idx(mix)},
+                                      [&](ValueRange tj) {
+          Value t = tj[0], j = tj[1];
+          // Flat loops over the h * d stream values: one reduction each,
+          // which a GPU block shares.
+          auto stream = [&](Value i) {
+            return kb.load(r, {t, kb.idiv(i, kb.idx(d)), kb.irem(i, kb.idx(d))});
+          };
+          Value ss = kb.reduce(0, h * d, kb.f32(0.0), [&](Value i, Value a) {
+            Value v = stream(i);
+            return kb.add(a, kb.mul(v, v));
+          });
+          Value inv = kb.rsqrt(
+              kb.add(kb.div(ss, kb.f32(static_cast<double>(h * d))),
+                     kb.f32(normEps)));
+          Value dot = kb.reduce(0, h * d, kb.f32(0.0), [&](Value i, Value a) {
+            return kb.add(a, kb.mul(kb.load(fn, {j, i}), stream(i)));
+          });
+          kb.store(kb.mul(dot, inv), args[out], tj);
+        });
+        rows->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
+      })[0];
+    }
     KernelCall call;
     call.addInput(adaptor.getResidual());
-    call.addInput(adaptor.getFn());
+    call.addInput(mixed);
     call.addInput(adaptor.getBase());
     call.addInput(adaptor.getScale());
     for (Value result : op->getResults()) {
@@ -91,18 +132,13 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       call.addResult(type, dynamicSizesLike(rewriter, loc,
                                             adaptor.getResidual(), type));
     }
-    int64_t h = op.getHcMult();
-    int64_t d = op.getResidual().getType().getDimSize(2);
-    int64_t mix = (2 + h) * h;
     int64_t iters = op.getSinkhornIters();
     double hcEps = op.getHcEps().convertToFloat();
-    double normEps = op.getNormEps().convertToFloat();
     double postMult = op.getPostMult().convertToFloat();
     auto results = call.emit(rewriter, op, "mhc_pre",
                              [&](KernelBuilder &kb, ValueRange args) {
-      Value r = args[0], fn = args[1], base = args[2], scale = args[3];
+      Value r = args[0], mixed = args[1], base = args[2], scale = args[3];
       Value x = args[4], post = args[5], comb = args[6];
-      Value m = kb.scratch({mix});
       Value pre = kb.scratch({h});
       Value eps = kb.f32(hcEps);
       Value scale0 = kb.load(scale, kb.idx(0));
@@ -132,39 +168,19 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
         });
       };
       kb.loop(kb.idx(0), kb.dim(r, 0), [&](Value t) {
-        // rsqrt(mean(r^2) + norm_eps) over the flattened streams.
-        Value ss = kb.reduce(0, h, kb.f32(0.0), [&](Value s, Value acc) {
-          return kb.add(acc, kb.reduce(0, d, kb.f32(0.0),
-                                       [&](Value c, Value a) {
-                                         Value v = kb.load(r, {t, s, c});
-                                         return kb.add(a, kb.mul(v, v));
-                                       }));
-        });
-        Value inv = kb.rsqrt(kb.add(
-            kb.div(ss, kb.f32(static_cast<double>(h * d))), kb.f32(normEps)));
-        // m = (fn . r) * inv.
-        kb.loop(0, mix, [&](Value j) {
-          Value dot = kb.reduce(0, h, kb.f32(0.0), [&](Value s, Value acc) {
-            Value row = kb.imul(s, kb.idx(d));
-            return kb.reduce(kb.idx(0), kb.idx(d), acc, [&](Value c, Value a) {
-              return kb.add(a, kb.mul(kb.load(fn, {j, kb.iadd(row, c)}),
-                                      kb.load(r, {t, s, c})));
-            });
-          });
-          kb.store(kb.mul(dot, inv), m, j);
-        });
+        auto m = [&](Value j) { return kb.load(mixed, {t, j}); };
         kb.loop(0, h, [&](Value s) {
-          Value p = kb.add(kb.mul(kb.load(m, s), scale0), kb.load(base, s));
+          Value p = kb.add(kb.mul(m(s), scale0), kb.load(base, s));
           kb.store(kb.add(kb.sigmoid(p), eps), pre, s);
           Value hs = kb.iadd(s, kb.idx(h));
-          Value q = kb.add(kb.mul(kb.load(m, hs), scale1), kb.load(base, hs));
+          Value q = kb.add(kb.mul(m(hs), scale1), kb.load(base, hs));
           kb.store(kb.mul(kb.f32(postMult), kb.sigmoid(q)), post, {t, s});
         });
         // comb = softmax_j(C0) + eps, then Sinkhorn.
         kb.loop(0, h, [&](Value i) {
           auto logit = [&](Value j) {
             Value k = kb.iadd(kb.idx(2 * h), kb.iadd(kb.imul(i, kb.idx(h)), j));
-            return kb.add(kb.mul(kb.load(m, k), scale2), kb.load(base, k));
+            return kb.add(kb.mul(m(k), scale2), kb.load(base, k));
           };
           Value mx = kb.reduce(0, h, kb.f32(-INFINITY),
                                [&](Value j, Value acc) {
@@ -193,7 +209,6 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           kb.store(sum, x, {t, c});
         });
       });
-      kb.dealloc(m);
       kb.dealloc(pre);
     });
     rewriter.replaceOp(op, results);

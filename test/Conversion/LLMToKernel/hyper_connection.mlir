@@ -1,14 +1,22 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
-// Tests that llm.mhc_pre becomes one kernel with three destinations (x, post,
-// comb) and an fp32 scratch for the mixing vector.
+// Tests that llm.mhc_pre becomes two kernels: the fp32 mixing projection
+// [T, 24], one (token, output) row each (marked llm.threads_within_row: a GPU
+// block reduces one dot product), then the per-token kernel with three
+// destinations (x, post, comb).
 // CHECK-LABEL: func.func @mhc_pre
+// CHECK: %[[MIX:.*]] = memref.alloc(%{{.*}}) : memref<?x24xf32>
+// CHECK: call @mhc_mix_0(%{{.*}}, %{{.*}}, %[[MIX]])
 // CHECK: %[[X:.*]] = memref.alloc(%{{.*}}) : memref<?x32xbf16>
 // CHECK: %[[POST:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
 // CHECK: %[[COMB:.*]] = memref.alloc(%{{.*}}) : memref<?x4x4xf32>
-// CHECK: call @mhc_pre_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[X]], %[[POST]], %[[COMB]])
+// CHECK: call @mhc_pre_0(%{{.*}}, %[[MIX]], %{{.*}}, %{{.*}}, %[[X]], %[[POST]], %[[COMB]])
+// CHECK: func.func @mhc_mix_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c24)
+// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c128
+// CHECK: } {llm.threads_within_row}
 // CHECK: func.func @mhc_pre_0
-// CHECK: memref.alloc() : memref<24xf32>
+// CHECK: memref.alloc() : memref<4xf32>
 // CHECK: math.exp
 func.func @mhc_pre(%r: tensor<?x4x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) {
   %fn = llm.weight "hc_attn_fn" : tensor<24x128xf32>
