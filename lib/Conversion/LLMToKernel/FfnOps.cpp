@@ -123,7 +123,7 @@ FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
   return call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
     Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden, limit,
                   actType};
-    kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[0], 0), kb.idx(inter)},
+    kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[0], 0), kb.idx(inter)},
                 [&](ValueRange ti) {
       kb.store(swiglu.activation(kb, args[0], ti[0], {}, ti[1]), args[out],
                ti);
@@ -164,7 +164,7 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     auto results = call.emit(rewriter, op, "swiglu_down",
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView down = viewAt(dt, args, *dn);
-      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
+      kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
                   [&](ValueRange to) {
         kb.store(downProjection(kb, down, {}, args[a], to[0], to[1], inter,
                                 actType),
@@ -216,7 +216,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       logits = call.emit(rewriter, op, "moe_router",
                          [&](KernelBuilder &kb, ValueRange args) {
         WeightView router = viewAt(rt, args, *r);
-        kb.parallel({kb.idx(0), kb.idx(0)},
+        kb.parallelRows({kb.idx(0), kb.idx(0)},
                     {kb.dim(args[0], 0), kb.idx(experts)}, [&](ValueRange te) {
           Value t = te[0], e = te[1];
           kb.store(kb.reduce(0, hidden, kb.f32(0.0),
@@ -340,7 +340,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                       [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
                       limit, actType};
-        kb.parallel({kb.idx(0), kb.idx(0), kb.idx(0)},
+        kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
                     {kb.dim(args[0], 0), kb.idx(topK), kb.idx(inter)},
                     [&](ValueRange tki) {
           Value e = kb.loadIndex(args[c], {tki[0], tki[1]});
@@ -366,7 +366,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       routed = call.emit(rewriter, op, "moe_down",
                          [&](KernelBuilder &kb, ValueRange args) {
         WeightView down = viewAt(dt, args, *dn);
-        kb.parallel({kb.idx(0), kb.idx(0), kb.idx(0)},
+        kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
                     {kb.dim(args[a], 0), kb.idx(topK), kb.idx(hidden)},
                     [&](ValueRange tko) {
           Value t = tko[0], k = tko[1];
@@ -400,7 +400,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     auto results = call.emit(rewriter, op, "moe_shared_down",
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView down = viewAt(sdt, args, *dn);
-      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
+      kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
                   [&](ValueRange to) {
         Value t = to[0], o = to[1];
         Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {

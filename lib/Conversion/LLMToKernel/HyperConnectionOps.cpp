@@ -98,9 +98,8 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       mixed = call.emit(rewriter, op, "mhc_mix",
                         [&](KernelBuilder &kb, ValueRange args) {
         Value r = args[0], fn = args[1];
-        Operation *rows = kb.parallel({kb.idx(0), kb.idx(0)},
-                                      {kb.dim(r, 0), kb.idx(mix)},
-                                      [&](ValueRange tj) {
+        kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(r, 0), kb.idx(mix)},
+                        [&](ValueRange tj) {
           Value t = tj[0], j = tj[1];
           // Flat loops over the h * d stream values: one reduction each,
           // which a GPU block shares.
@@ -119,7 +118,6 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           });
           kb.store(kb.mul(dot, inv), args[out], tj);
         });
-        rows->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
       })[0];
     }
     KernelCall call;

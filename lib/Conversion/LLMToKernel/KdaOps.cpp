@@ -71,9 +71,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value cbeta = kb.scratch({cRows});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
-      Operation *rows = kb.parallel({kb.idx(0), kb.idx(0)},
-                                    {numRequests, kb.idx(heads)},
-                                    [&](ValueRange rh) {
+      kb.parallelRows({kb.idx(0), kb.idx(0)}, {numRequests, kb.idx(heads)},
+                      [&](ValueRange rh) {
         Value r = rh[0], h = rh[1];
         Value base = kb.imul(h, kb.idx(d));
         Value t0 = kb.loadIndex(starts, r);
@@ -358,7 +357,6 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      rows->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
       for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta})
         kb.dealloc(m);
     });

@@ -60,6 +60,12 @@ Operation *KernelBuilder::parallel(ValueRange lbs, ValueRange ubs,
   return par;
 }
 
+void KernelBuilder::parallelRows(ValueRange lbs, ValueRange ubs,
+                                 llvm::function_ref<void(ValueRange)> body) {
+  parallel(lbs, ubs, body)->setAttr(kThreadsWithinRowAttrName,
+                                    b.getUnitAttr());
+}
+
 SmallVector<Value> KernelBuilder::loopCarry(
     Value lb, Value ub, ValueRange inits,
     llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
@@ -519,12 +525,10 @@ void mlir::strata::forEachTokenRow(
 void mlir::strata::forEachTokenHeadRow(
     KernelBuilder &kb, Value seqStarts, Value tokens, int64_t perToken,
     llvm::function_ref<void(Value, Value, Value)> body) {
-  Operation *loop = kb.parallel(
-      {kb.idx(0), kb.idx(0)}, {kb.dim(tokens, 0), kb.idx(perToken)},
-      [&](ValueRange th) {
-        body(requestOfToken(kb, seqStarts, th[0]), th[0], th[1]);
-      });
-  loop->setAttr(kThreadsWithinRowAttrName, kb.builder().getUnitAttr());
+  kb.parallelRows({kb.idx(0), kb.idx(0)},
+                  {kb.dim(tokens, 0), kb.idx(perToken)}, [&](ValueRange th) {
+    body(requestOfToken(kb, seqStarts, th[0]), th[0], th[1]);
+  });
 }
 
 std::pair<Value, Value> mlir::strata::pagedRow(KernelBuilder &kb,

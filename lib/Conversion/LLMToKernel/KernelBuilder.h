@@ -68,6 +68,11 @@ public:
   /// Returns the scf.parallel op.
   Operation *parallel(ValueRange lbs, ValueRange ubs,
                       llvm::function_ref<void(ValueRange)> body);
+  /// parallel() marked kThreadsWithinRowAttrName: on the GPU every iteration
+  /// is one row of the grid whose loops the block's threads share (a dot
+  /// product becomes a block reduction over coalesced loads).
+  void parallelRows(ValueRange lbs, ValueRange ubs,
+                    llvm::function_ref<void(ValueRange)> body);
   /// `for iv in [lb, ub)` carrying `inits`; the body returns the new values.
   SmallVector<Value>
   loopCarry(Value lb, Value ub, ValueRange inits,

@@ -171,7 +171,7 @@ struct LmHeadToKernel : OpConversionPattern<llm::LmHeadOp> {
       // on the GPU the vocabulary is a grid dimension whose entries the
       // threads of a block share, so every block streams weight rows (one
       // block per row left a whole 154,880-row head to one multiprocessor).
-      kb.parallel({kb.idx(0), kb.idx(0)},
+      kb.parallelRows({kb.idx(0), kb.idx(0)},
                   {kb.dim(args[rowsArg], 0), kb.idx(vocab)},
                   [&](ValueRange nv) {
         Value n = nv[0], v = nv[1];
