@@ -11,13 +11,6 @@
 // x is right); the tail rows of M are clamped on load and skipped on store.
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
-// Decode steps (M <= kDecodeRows) take another path in the same kernel: the
-// block's tileN() columns are spread over its subgroups, one column at a
-// time per subgroup; the lanes stride K with 8-element vector loads of W (fp8
-// decoded and block-scaled) and of the M rows of x, and a butterfly of
-// gpu.shuffle xor sums the lanes (a memory-bound matrix-vector product: the
-// matrix units would idle on a 16-row tile holding one row).
-//
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
 // nvvm.mma.sync (bf16 packed in i32 pairs) on NVIDIA.
 //
@@ -179,8 +172,6 @@ private:
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
   void storeResults(ValueRange accs);
-  void buildTiles(Value bx);
-  void buildDecodeRows(Value by, Value tid);
 
   OpBuilder &b;
   Location loc;
@@ -190,7 +181,7 @@ private:
   const MatrixInstruction &mi;
   Type f32, bf16, fp8, mmaFp8;
   Value x, w, scales, y;
-  Value lane, lastRow, numRows, subgroupRowBase;
+  Value lane, lastRow, numRows;
   SmallVector<Value> rowBases, colBases; // per fragment
   LaneCoords aLane, bLane, cLane;
 };
@@ -390,38 +381,18 @@ void MatmulKernelBuilder::build(ValueRange args) {
   Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
-  // The branch depends on M only: uniform over the grid (M = 0 takes the
-  // tiles, which then run none).
-  Value decode = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, numRows,
-                            idx(kDecodeRows)),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, numRows,
-                            idx(0)));
-  auto branch = scf::IfOp::create(b, loc, decode, /*withElseRegion=*/true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(branch.thenBlock());
-    buildDecodeRows(by, tid);
-    b.setInsertionPointToStart(branch.elseBlock());
-    Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-    Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
-    Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
-    Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
-    for (int64_t j = 0; j < t.fragsN; ++j)
-      colBases.push_back(add(colBase, j * mi.n));
-    aLane = coords(mi.a);
-    bLane = coords(mi.b);
-    cLane = coords(mi.c);
-    subgroupRowBase = mul(sgM, t.fragsM * mi.m);
-    buildTiles(bx);
-  }
-  gpu::ReturnOp::create(b, loc);
-}
+  Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
+  for (int64_t j = 0; j < t.fragsN; ++j)
+    colBases.push_back(add(colBase, j * mi.n));
+  aLane = coords(mi.a);
+  bLane = coords(mi.b);
+  cLane = coords(mi.c);
 
-void MatmulKernelBuilder::buildTiles(Value bx) {
   // Row tiles over the grid with a grid stride: any grid x covers all M
   // rows (one launch geometry serves dispatches of different M), and M = 0
   // runs no tile. The trip count depends on the block only, so the
@@ -433,7 +404,7 @@ void MatmulKernelBuilder::buildTiles(Value bx) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();
-  Value rowBase = add(mul(tile, t.tileM()), subgroupRowBase);
+  Value rowBase = add(mul(tile, t.tileM()), mul(sgM, t.fragsM * mi.m));
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
@@ -448,78 +419,8 @@ void MatmulKernelBuilder::buildTiles(Value bx) {
         scf::YieldOp::create(b, loc, next);
       });
   storeResults(loop.getResults());
-}
-
-void MatmulKernelBuilder::buildDecodeRows(Value by, Value tid) {
-  constexpr int64_t kVec = 8;
-  int64_t subgroups = t.threads() / t.subgroupSize;
-  VectorType wType = VectorType::get({kVec}, types.weight);
-  VectorType xType = VectorType::get({kVec}, types.x);
-  VectorType vf32 = VectorType::get({kVec}, f32);
-  VectorType accType = VectorType::get({kDecodeRows}, f32);
-  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value firstCol = mul(by, t.tileN());
-  // The columns of this block's tile, one per subgroup at a time; all lanes
-  // of a subgroup run the same iterations (the shuffles need them all).
-  auto colLoop =
-      scf::ForOp::create(b, loc, sg, idx(t.tileN()), idx(subgroups));
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(colLoop.getBody()->getTerminator());
-  Value col = add(firstCol, colLoop.getInductionVar());
-  auto kLoop = scf::ForOp::create(
-      b, loc, mul(lane, kVec), idx(p.k), idx(t.subgroupSize * kVec),
-      ValueRange{zeros(accType)},
-      [&](OpBuilder &nb, Location, Value k, ValueRange iterArgs) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value wv =
-            vector::LoadOp::create(b, loc, wType, w, ValueRange{col, k});
-        if (p.fp8Weight) {
-          // 8 consecutive K values lie in one scale block (its K extent is
-          // a multiple of 8).
-          wv = arith::MulFOp::create(
-              b, loc, arith::ExtFOp::create(b, loc, vf32, decodeFp8(wv)),
-              splat(loadWeightScale(col, k), kVec));
-        } else if (types.weight != f32) {
-          wv = arith::ExtFOp::create(b, loc, vf32, wv);
-        }
-        Value acc = iterArgs[0];
-        for (int64_t m = 0; m < kDecodeRows; ++m) {
-          Value row = arith::MinUIOp::create(b, loc, idx(m), lastRow);
-          Value xv =
-              vector::LoadOp::create(b, loc, xType, x, ValueRange{row, k});
-          if (types.x != f32)
-            xv = arith::ExtFOp::create(b, loc, vf32, xv);
-          Value dot = vector::ReductionOp::create(
-              b, loc, vector::CombiningKind::ADD,
-              arith::MulFOp::create(b, loc, xv, wv));
-          Value old = vector::ExtractOp::create(b, loc, acc, m);
-          acc = vector::InsertOp::create(
-              b, loc, arith::AddFOp::create(b, loc, old, dot), acc, m);
-        }
-        scf::YieldOp::create(b, loc, acc);
-      });
-  Value acc = kLoop.getResult(0);
-  Value isLaneZero =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0));
-  Value width = ci32(t.subgroupSize);
-  for (int64_t m = 0; m < kDecodeRows; ++m) {
-    Value v = vector::ExtractOp::create(b, loc, acc, m);
-    for (int64_t off = t.subgroupSize / 2; off > 0; off /= 2)
-      v = gpu::ShuffleOp::create(b, loc, v, ci32(off), width,
-                                 gpu::ShuffleMode::XOR)
-              .getShuffleResult();
-    Value store = arith::AndIOp::create(
-        b, loc, isLaneZero,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, idx(m),
-                              numRows));
-    auto storeIf = scf::IfOp::create(b, loc, store, false);
-    OpBuilder::InsertionGuard storeGuard(b);
-    b.setInsertionPointToStart(storeIf.thenBlock());
-    if (types.y != f32)
-      v = arith::TruncFOp::create(b, loc, types.y, v);
-    memref::StoreOp::create(b, loc, v, y, ValueRange{idx(m), col});
-  }
+  b.setInsertionPointAfter(tileLoop);
+  gpu::ReturnOp::create(b, loc);
 }
 
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(

@@ -46,10 +46,6 @@ struct MatmulProblem {
   int64_t scaleBlockN = 0, scaleBlockK = 0;
 };
 
-/// Rows of x up to which the matmul kernel runs its matrix-vector path
-/// (decode steps) instead of the matrix-unit tiles (MatmulKernel.cpp).
-inline constexpr int64_t kDecodeRows = 4;
-
 /// The tiling of one matmul kernel. A workgroup of subgroupsM x subgroupsN
 /// subgroups computes a tileM() x tileN() block of y; each subgroup a
 /// fragsM x fragsN grid of instruction tiles (mma.m x mma.n), accumulating
