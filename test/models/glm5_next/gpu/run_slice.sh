@@ -12,6 +12,8 @@
 #   OUT    results (few files: summary.txt, log.txt, bench.md, results.tgz)
 # Env: SLICE_CONFIG (glm5-slice-fp8), SLICE_BUDGET (seconds for everything,
 #   default 560), SLICE_WORK (scratch, default /tmp/strata-slice: ~25 GB),
+#   SLICE_PREFILL=1 adds a strata-bench prefill step (1 request x 2048 tokens) and its
+#   table against the baselines' prefill ops (bench-prefill.md),
 #   SLICE_LONG=1 adds the 2304-token strata fp32 case (selection active; run last, with the time left
 #   far beyond the budget with today's one-thread-per-block kernels),
 #   SLICE_WAIT_FOR (a file: the timed steps, baselines and bench, wait until
@@ -120,6 +122,15 @@ if [ -e "$WORK/bench-decode.json" ] && [ -e "$WORK/baselines.json" ]; then
   $PY "$REPO/models/glm5_next/bench/bench_table.py" --strata "$WORK/bench-decode.json" \
     --baselines "$WORK/baselines.json" --out "$OUT/bench.md" >/dev/null && say "table: bench.md"
 fi
+if [ "${SLICE_PREFILL:-0}" = 1 ]; then
+  # One request of 2048 tokens in one step, against the baselines' prefill ops (same T).
+  step bench_prefill 200 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
+    --target sm_90 --step prefill --requests 1 --tokens 2048 --repeat 1 --json "$WORK/bench-prefill.json"
+  if [ -e "$WORK/bench-prefill.json" ] && [ -e "$WORK/baselines.json" ]; then
+    $PY "$REPO/models/glm5_next/bench/bench_table.py" --strata "$WORK/bench-prefill.json" --step prefill \
+      --baselines "$WORK/baselines.json" --out "$OUT/bench-prefill.md" >/dev/null && say "table: bench-prefill.md"
+  fi
+fi
 if [ -e "$WORK/goldens/slice_goldens.json" ]; then
   # bf16: teacher-forced top-1 vs transformers bf16 >= min(0.94, a - 0.05), a = transformers'
   # own bf16-vs-fp32 top-1 on this prompt (two bf16 implementations cannot be held closer to
@@ -138,7 +149,8 @@ if [ -e "$WORK/goldens/slice_goldens.json" ]; then
   fi
 fi
 # Small files back in one tarball (the big checkpoint, goldens and dumps stay in $WORK).
-( cd "$WORK" && tar czf "$OUT/results.tgz" logs goldens/slice_goldens.json baselines.json bench-decode.json 2>/dev/null )
+( cd "$WORK" && tar czf "$OUT/results.tgz" logs goldens/slice_goldens.json baselines.json bench-decode.json \
+  bench-prefill.json 2>/dev/null )
 say "total $(( $(date +%s) - START ))s"
 say "== overall: $([ $status = 0 ] && echo PASS || echo FAIL)"
 exit $status
