@@ -577,9 +577,13 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       if (static_cast<size_t>(dim.dim) >= binding.shape.size())
         continue;
       SizeExpression extent = binding.shape[dim.dim];
+      if (dim.multiplier > 1)
+        extent = std::move(extent) * SizeExpression::constant(dim.multiplier);
       if (dim.divisor > 1)
         extent = SizeExpression::ceilDiv(
             std::move(extent), SizeExpression::constant(dim.divisor));
+      if (dim.addend > 0)
+        extent = std::move(extent) + SizeExpression::constant(dim.addend);
       launch.grid[d] =
           SizeExpression::max(std::move(extent), SizeExpression::constant(1));
     }

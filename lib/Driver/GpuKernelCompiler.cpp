@@ -66,10 +66,13 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   // become matrix-unit kernels of the same name and arguments; the others
   // (f32 activations, shapes that do not tile) stay for the generic path.
   llvm::StringMap<LinearMatmulKernel> matmuls;
+  // Likewise the MoE's routed-expert kernels (moe_up, moe_down) become
+  // grouped matmuls over each expert's slots where the target allows.
+  llvm::StringMap<GroupedExpertMatmulKernel> groupedMatmuls;
   for (auto func :
        llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
     if (!codegen.matrixUnits || func.isExternal() ||
-        !isLinearKernelFunction(func))
+        !(isLinearKernelFunction(func) || isGroupedExpertKernelFunction(func)))
       continue;
     auto gpuModule =
         lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
@@ -82,6 +85,15 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                           b.getUnitAttr());
     }
     std::string why;
+    if (isGroupedExpertKernelFunction(func)) {
+      FailureOr<GroupedExpertMatmulKernel> grouped =
+          buildGroupedExpertMatmulKernel(b, gpuModule, func, *target, why);
+      if (failed(grouped))
+        continue;
+      groupedMatmuls[func.getSymName()] = *grouped;
+      func.erase();
+      continue;
+    }
     FailureOr<LinearMatmulKernel> matmul =
         buildLinearMatmulKernel(b, gpuModule, func, *target, why);
     if (failed(matmul))
@@ -117,6 +129,19 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       const MatmulTiling &tiling = matmul->second.tiling;
       dims[0] = {0, 0, 1, tiling.tileM()};
       dims[1].blocks = matmul->second.problem.n / tiling.tileN();
+      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
+      library.grids.push_back(dims);
+      library.scratch.emplace_back();
+      continue;
+    }
+    auto grouped = groupedMatmuls.find(kernel.name);
+    if (grouped != groupedMatmuls.end()) {
+      // (ceil(T * topK / tileM) + experts, N / tileN, 1): every expert may
+      // end in a partial tile; T = rows of argument 0.
+      const MatmulTiling &tiling = grouped->second.tiling;
+      const GroupedExperts &experts = grouped->second.experts;
+      dims[0] = {0, 0, 1, tiling.tileM(), experts.topK, experts.experts};
+      dims[1].blocks = grouped->second.problem.n / tiling.tileN();
       kernel.launch->matrixInstruction = tiling.mma.mnemonic;
       library.grids.push_back(dims);
       library.scratch.emplace_back();

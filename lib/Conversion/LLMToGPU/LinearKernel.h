@@ -46,6 +46,32 @@ buildLinearMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                         func::FuncOp kernel, const TargetInfo &target,
                         std::string &why);
 
+/// A moe_up / moe_down kernel function rebuilt as a grouped matmul.
+struct GroupedExpertMatmulKernel {
+  gpu::GPUFuncOp func;
+  MatmulTiling tiling;
+  MatmulProblem problem;
+  GroupedExperts experts;
+};
+
+/// True when `kernel` carries kGroupedExpertsAttrName (moe_up / moe_down).
+bool isGroupedExpertKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, the grouped matmul of a
+/// moe_up kernel function (x memref<?xDxbf16>, chosen, order, starts
+/// memref<?xkxi32>, memref<?xkxi32>, memref<E+1xi32>, gate and up
+/// memref<ExIxDxT> [with scales memref<ExI/bnxD/bkxf32> each], act
+/// memref<?xkxIxbf16>) or moe_down kernel function (act, chosen, weights
+/// memref<?xkxf32>, order, starts, down memref<ExDxIxT> [scales], routed
+/// memref<?xkxDxbf16>), the same arguments in the same order. Fails with
+/// `why` (and builds nothing) for another signature, activations other than
+/// bf16, shapes that do not tile, or fp8 experts on a target whose fp8 path
+/// quantises the activations (AMD: those keep the generic kernels).
+FailureOr<GroupedExpertMatmulKernel>
+buildGroupedExpertMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
+                               func::FuncOp kernel, const TargetInfo &target,
+                               std::string &why);
+
 } // namespace mlir::strata
 
 #endif // STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H

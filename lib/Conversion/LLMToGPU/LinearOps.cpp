@@ -202,3 +202,100 @@ FailureOr<LinearMatmulKernel> mlir::strata::buildLinearMatmulKernel(
                         *tiling, problem, types);
   return LinearMatmulKernel{func, *tiling, problem};
 }
+
+bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kGroupedExpertsAttrName);
+}
+
+FailureOr<GroupedExpertMatmulKernel>
+mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
+                                             gpu::GPUModuleOp module,
+                                             func::FuncOp kernel,
+                                             const TargetInfo &target,
+                                             std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kGroupedExpertsAttrName);
+  auto kind = info ? info.getAs<StringAttr>("kind") : nullptr;
+  auto topK = info ? info.getAs<IntegerAttr>("top_k") : nullptr;
+  auto experts = info ? info.getAs<IntegerAttr>("experts") : nullptr;
+  auto limit = info ? info.getAs<FloatAttr>("swiglu_limit") : nullptr;
+  if (!kind || !topK || !experts || !limit) {
+    why = "not a grouped-expert kernel function";
+    return failure();
+  }
+  GroupedExperts grouped;
+  grouped.up = kind.getValue() == "up";
+  grouped.topK = topK.getInt();
+  grouped.experts = experts.getInt();
+  grouped.limit = limit.getValueAsDouble();
+  FunctionType type = kernel.getFunctionType();
+  if (type.getNumResults() != 0 ||
+      !llvm::all_of(type.getInputs(), [](Type t) {
+        auto m = dyn_cast<MemRefType>(t);
+        return m && m.getLayout().isIdentity();
+      })) {
+    why = "unexpected grouped-expert kernel signature";
+    return failure();
+  }
+  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  unsigned numInputs = type.getNumInputs();
+  // moe_up: x, chosen, order, starts, gate[, s], up[, s], act;
+  // moe_down: act, chosen, weights, order, starts, down[, s], routed.
+  unsigned firstWeight = grouped.up ? 4 : 5;
+  if (numInputs <= firstWeight) {
+    why = "unexpected grouped-expert kernel signature";
+    return failure();
+  }
+  MemRefType weight = arg(firstWeight);
+  bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
+  unsigned perWeight = fp8 ? 2 : 1;
+  unsigned expected = firstWeight + perWeight * (grouped.up ? 2 : 1) + 1;
+  MemRefType x = arg(0), y = arg(numInputs - 1);
+  if (numInputs != expected || weight.getRank() != 3 ||
+      weight.getDimSize(0) != grouped.experts || x.getRank() < 2 ||
+      y.getRank() != 3 || !x.getElementType().isBF16() ||
+      !y.getElementType().isBF16() ||
+      !(fp8 || weight.getElementType().isBF16())) {
+    why = "grouped experts take bf16 activations and bf16 or fp8 "
+          "[experts, N, K] weights";
+    return failure();
+  }
+  MatmulProblem problem;
+  problem.n = weight.getDimSize(1);
+  problem.k = weight.getDimSize(2);
+  problem.fp8Weight = fp8;
+  if (fp8) {
+    MemRefType scales = arg(firstWeight + 1);
+    if (scales.getRank() != 3 || !scales.getElementType().isF32() ||
+        problem.n % scales.getDimSize(1) || problem.k % scales.getDimSize(2)) {
+      why = "unexpected fp8 expert scale shape";
+      return failure();
+    }
+    problem.scaleBlockN = problem.n / scales.getDimSize(1);
+    problem.scaleBlockK = problem.k / scales.getDimSize(2);
+  }
+  MatmulTypes types;
+  types.x = x.getElementType();
+  types.weight = weight.getElementType();
+  types.y = y.getElementType();
+  FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
+  if (failed(tiling))
+    return failure();
+  if (tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
+    why = "grouped experts decode fp8 weights; this target quantises "
+          "activations instead";
+    return failure();
+  }
+  builder.getContext()
+      ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
+                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  if (module.lookupSymbol(kernel.getSymName())) {
+    why = "the GPU module already has a kernel of that name";
+    return failure();
+  }
+  gpu::GPUFuncOp func = buildGroupedExpertKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
+      *tiling, problem, types, grouped);
+  return GroupedExpertMatmulKernel{func, *tiling, problem, grouped};
+}

@@ -14,6 +14,15 @@
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
 // nvvm.mma.sync (bf16 packed in i32 pairs) on NVIDIA.
 //
+// buildGroupedExpertKernel: the same tiles over the routed slots of an MoE,
+// grouped by expert (moe_group's order / starts): a block takes one tile of
+// one expert's slots (the expert found by walking starts), gathers the
+// slots' rows of x (or of the routed activations), multiplies them by that
+// expert's weights and writes each row back to its slot through the
+// epilogue: SwiGLU of the gate and up accumulators (moe_up: two weights
+// against the same A fragments) or the routing weight (moe_down), with the
+// rounding points of FfnOps.cpp.
+//
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
@@ -95,11 +104,24 @@ private:
     Value frag;
     for (auto [i, piece] : llvm::enumerate(l.pieces)) {
       Value row = add(add(outerBase, c.outer), piece[0]);
-      if (clamp)
-        row = arith::MinUIOp::create(b, loc, row, lastRow);
       Value col = add(add(innerBase, c.inner), piece[1]);
-      Value v = vector::LoadOp::create(b, loc, pieceType, mem,
-                                       ValueRange{row, col});
+      SmallVector<Value> indices;
+      if (grouped && clamp) {
+        // A row of a grouped tile: the slot at that position of the
+        // expert's range (the range's last slot past its end).
+        Value last = arith::SubIOp::create(b, loc, rowEnd, idx(1));
+        Value pos =
+            arith::MinUIOp::create(b, loc, add(rowStart, row), last);
+        indices = aRowIndices(slotAt(pos));
+        indices.push_back(col);
+      } else if (grouped) {
+        indices = {expert, row, col};
+      } else {
+        if (clamp)
+          row = arith::MinUIOp::create(b, loc, row, lastRow);
+        indices = {row, col};
+      }
+      Value v = vector::LoadOp::create(b, loc, pieceType, mem, indices);
       if (l.pieces.size() == 1)
         return v;
       if (!frag)
@@ -166,12 +188,60 @@ private:
 
   Value emitMma(Value a, Value bv, Value acc);
   Value loadWeightScale(Value colBase, Value kb) {
+    return loadWeightScale(scales, colBase, kb);
+  }
+  Value loadWeightScale(Value from, Value colBase, Value kb) {
     Value row = arith::DivUIOp::create(b, loc, colBase, idx(t.scaleBlockN));
     Value col = arith::DivUIOp::create(b, loc, kb, idx(t.scaleBlockK));
-    return memref::LoadOp::create(b, loc, scales, ValueRange{row, col});
+    SmallVector<Value> indices = {row, col};
+    if (grouped)
+      indices.insert(indices.begin(), expert);
+    return memref::LoadOp::create(b, loc, from, indices);
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
   void storeResults(ValueRange accs);
+
+public:
+  /// The grouped-expert form (buildGroupedExpertKernel).
+  struct Grouped {
+    bool up = true;
+    int64_t topK = 0, experts = 0;
+    double limit = 0;
+    Value order, starts, routeWeights;
+    /// moe_up's second weight (up) and its scales.
+    Value w2, scales2;
+  };
+  /// The grouped kernel's body from its arguments (buildGroupedExpertKernel).
+  void buildGroupedKernel(ValueRange args, const GroupedExperts &e);
+
+private:
+  void buildGrouped(Grouped g);
+  /// Slot id (t * k + j) at flat position `pos` of moe_group's order.
+  Value slotAt(Value pos) {
+    Value k = idx(grouped->topK);
+    Value v = memref::LoadOp::create(
+        b, loc, grouped->order,
+        ValueRange{arith::DivUIOp::create(b, loc, pos, k),
+                   arith::RemUIOp::create(b, loc, pos, k)});
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  /// Leading indices of a slot's row of A: (t) of x for moe_up, (t, j) of
+  /// the routed activations for moe_down.
+  SmallVector<Value> aRowIndices(Value slot) {
+    Value k = idx(grouped->topK);
+    Value tok = arith::DivUIOp::create(b, loc, slot, k);
+    if (grouped->up)
+      return {tok};
+    return {tok, arith::RemUIOp::create(b, loc, slot, k)};
+  }
+  Value roundTo(Value v, Type type) {
+    Value rounded = arith::TruncFOp::create(b, loc, type, v);
+    return arith::ExtFOp::create(b, loc, f32, rounded);
+  }
+  void storeGroupedResults(ValueRange accs);
+
+  std::optional<Grouped> grouped;
+  Value expert, rowStart, rowEnd;
 
   OpBuilder &b;
   Location loc;
@@ -239,19 +309,57 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   SmallVector<Value> out(accs.begin(), accs.end());
   auto at = [&](int64_t i, int64_t j) { return i * t.fragsN + j; };
 
+  // Weights multiplied by the same A fragments: W, and moe_up's W_up
+  // (its accumulators follow W's in `accs`).
+  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
+  if (grouped && grouped->up)
+    weights.push_back({grouped->w2, grouped->scales2});
+  int64_t perWeight = t.fragsM * t.fragsN;
+  auto atW = [&](size_t wi, int64_t i, int64_t j) {
+    return wi * perWeight + at(i, j);
+  };
+
   if (t.fp8Mode == Fp8Mode::None) {
     for (int64_t s = 0; s < steps; ++s) {
       Value k = add(kb, s * mi.k);
-      SmallVector<Value> a, bv;
+      SmallVector<Value> a;
       for (int64_t i = 0; i < t.fragsM; ++i)
         a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
-      for (int64_t j = 0; j < t.fragsN; ++j)
-        bv.push_back(
-            loadFragment(w, bf16, mi.b, bLane, colBases[j], k, false));
-      for (int64_t i = 0; i < t.fragsM; ++i)
-        for (int64_t j = 0; j < t.fragsN; ++j)
-          out[at(i, j)] = emitMma(a[i], bv[j], out[at(i, j)]);
+      for (auto [wi, weight] : llvm::enumerate(weights))
+        for (int64_t j = 0; j < t.fragsN; ++j) {
+          Value bv = loadFragment(weight.first, bf16, mi.b, bLane,
+                                  colBases[j], k, false);
+          for (int64_t i = 0; i < t.fragsM; ++i)
+            out[atW(wi, i, j)] = emitMma(a[i], bv, out[atW(wi, i, j)]);
+        }
     }
+    return out;
+  }
+  if (grouped) {
+    // fp8 experts, weights decoded to bf16: per weight a block accumulator
+    // scaled into the running sum (as below).
+    SmallVector<Value> blk(weights.size() * perWeight, zeros(accType));
+    for (int64_t s = 0; s < steps; ++s) {
+      Value k = add(kb, s * mi.k);
+      SmallVector<Value> a;
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
+      for (auto [wi, weight] : llvm::enumerate(weights))
+        for (int64_t j = 0; j < t.fragsN; ++j) {
+          Value bv = decodeFp8(loadFragment(weight.first, fp8, mi.b, bLane,
+                                            colBases[j], k, false));
+          for (int64_t i = 0; i < t.fragsM; ++i)
+            blk[atW(wi, i, j)] = emitMma(a[i], bv, blk[atW(wi, i, j)]);
+        }
+    }
+    for (auto [wi, weight] : llvm::enumerate(weights))
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        Value wsv = splat(loadWeightScale(weight.second, colBases[j], kb),
+                          mi.c.size());
+        for (int64_t i = 0; i < t.fragsM; ++i)
+          out[atW(wi, i, j)] = math::FmaOp::create(
+              b, loc, blk[atW(wi, i, j)], wsv, out[atW(wi, i, j)]);
+      }
     return out;
   }
 
@@ -454,5 +562,199 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   builder.setInsertionPointToStart(&func.getBody().front());
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
   kb.build(func.getArguments());
+  return func;
+}
+
+void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
+                                             const GroupedExperts &e) {
+  Grouped g;
+  g.up = e.up;
+  g.topK = e.topK;
+  g.experts = e.experts;
+  g.limit = e.limit;
+  // moe_up: (x, chosen, order, starts, gate[, scales], up[, scales], act);
+  // moe_down: (act, chosen, weights, order, starts, down[, scales], routed).
+  unsigned n = 0;
+  x = args[n++];
+  ++n; // chosen: the grouping already holds it
+  if (!e.up)
+    g.routeWeights = args[n++];
+  g.order = args[n++];
+  g.starts = args[n++];
+  w = args[n++];
+  if (p.fp8Weight)
+    scales = args[n++];
+  if (e.up) {
+    g.w2 = args[n++];
+    if (p.fp8Weight)
+      g.scales2 = args[n++];
+  }
+  y = args[n++];
+  buildGrouped(g);
+  gpu::ReturnOp::create(b, loc);
+}
+
+void MatmulKernelBuilder::buildGrouped(Grouped g) {
+  grouped = g;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
+  for (int64_t j = 0; j < t.fragsN; ++j)
+    colBases.push_back(add(colBase, j * mi.n));
+  aLane = coords(mi.a);
+  bLane = coords(mi.b);
+  cLane = coords(mi.c);
+  Value rowBase = mul(sgM, t.fragsM * mi.m);
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowBases.push_back(add(rowBase, i * mi.m));
+
+  // Tiles: at most ceil(slots / tileM) + experts (one partial tile per
+  // expert), over the grid with a grid stride.
+  Value slots = mul(memref::DimOp::create(b, loc, x, 0), g.topK);
+  Value numTiles =
+      add(arith::CeilDivUIOp::create(b, loc, slots, idx(t.tileM())),
+          g.experts);
+  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(tileLoop.getBody()->getTerminator());
+  Value tile = tileLoop.getInductionVar();
+  auto start = [&](Value e) {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, g.starts, e));
+  };
+  // The expert of this tile: walk the experts' tile counts.
+  auto search = scf::ForOp::create(
+      b, loc, idx(0), idx(g.experts), idx(1),
+      ValueRange{idx(g.experts), idx(0), idx(0)},
+      [&](OpBuilder &nb, Location, Value e, ValueRange c) {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value count = arith::SubIOp::create(b, loc, start(add(e, 1)),
+                                            start(e));
+        Value tiles = arith::CeilDivUIOp::create(b, loc, count, idx(t.tileM()));
+        Value next = arith::AddIOp::create(b, loc, c[2], tiles);
+        Value hit = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile,
+                                  c[2]),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tile,
+                                  next));
+        Value found = arith::SelectOp::create(b, loc, hit, e, c[0]);
+        Value local = arith::SelectOp::create(
+            b, loc, hit, arith::SubIOp::create(b, loc, tile, c[2]), c[1]);
+        scf::YieldOp::create(b, loc, ValueRange{found, local, next});
+      });
+  Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                      search.getResult(0), idx(g.experts));
+  auto ifValid = scf::IfOp::create(b, loc, valid, false);
+  b.setInsertionPointToStart(ifValid.thenBlock());
+  expert = search.getResult(0);
+  rowStart = add(start(expert), mul(search.getResult(1), t.tileM()));
+  rowEnd = start(add(expert, 1));
+
+  int64_t weightsCount = g.up ? 2 : 1;
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> inits(weightsCount * t.fragsM * t.fragsN,
+                           zeros(accType));
+  auto loop = scf::ForOp::create(
+      b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
+      [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        SmallVector<Value> next = buildKBlock(kb, iterArgs);
+        scf::YieldOp::create(b, loc, next);
+      });
+  storeGroupedResults(loop.getResults());
+}
+
+void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
+  int64_t perWeight = t.fragsM * t.fragsN;
+  Type act = types.y;
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      int64_t e = 0;
+      for (auto piece : mi.c.pieces) {
+        Value pos = add(rowStart, add(add(rowBases[i], cLane.outer), piece[0]));
+        Value inRange = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::ult, pos, rowEnd);
+        auto ifOp = scf::IfOp::create(b, loc, inRange, false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value slot = slotAt(pos);
+        Value k = idx(grouped->topK);
+        Value tok = arith::DivUIOp::create(b, loc, slot, k);
+        Value slotInToken = arith::RemUIOp::create(b, loc, slot, k);
+        Value routeWeight;
+        if (!grouped->up)
+          routeWeight = memref::LoadOp::create(b, loc, grouped->routeWeights,
+                                               ValueRange{tok, slotInToken});
+        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+          Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
+          Value v;
+          if (grouped->up) {
+            // a = round(silu(min(round(g), L))) * clamp(round(u), -L, L)),
+            // silu(x) = x * 1 / (1 + exp(-x)) as in KernelBuilder.
+            Value limit = cf32(grouped->limit);
+            Value gate = roundTo(
+                vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e),
+                act);
+            gate = arith::MinimumFOp::create(b, loc, gate, limit);
+            Value up = roundTo(vector::ExtractOp::create(
+                                   b, loc, accs[perWeight + i * t.fragsN + j],
+                                   e),
+                               act);
+            up = arith::MaximumFOp::create(
+                b, loc, arith::MinimumFOp::create(b, loc, up, limit),
+                cf32(-grouped->limit));
+            Value sig = arith::DivFOp::create(
+                b, loc, cf32(1.0),
+                arith::AddFOp::create(
+                    b, loc, cf32(1.0),
+                    math::ExpOp::create(
+                        b, loc, arith::NegFOp::create(b, loc, gate))));
+            Value silu = roundTo(arith::MulFOp::create(b, loc, gate, sig), act);
+            v = arith::MulFOp::create(b, loc, silu, up);
+          } else {
+            // round(w * round(acc)).
+            Value y = roundTo(
+                vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e),
+                act);
+            v = arith::MulFOp::create(b, loc, routeWeight, y);
+          }
+          v = arith::TruncFOp::create(b, loc, act, v);
+          memref::StoreOp::create(b, loc, v, y,
+                                  ValueRange{tok, slotInToken, col});
+        }
+      }
+    }
+}
+
+gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types,
+    const GroupedExperts &experts) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
+  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
+                                   {tiling.tileM(), tiling.tileN()}));
+  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+  kb.buildGroupedKernel(func.getArguments(), experts);
   return func;
 }

@@ -103,6 +103,26 @@ gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
                                  const MatmulProblem &problem,
                                  const MatmulTypes &types);
 
+/// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
+struct GroupedExperts {
+  /// moe_up (gate and up weights, SwiGLU epilogue) or moe_down (routing
+  /// weight epilogue).
+  bool up = true;
+  int64_t topK = 0, experts = 0;
+  /// swiglu_limit (moe_up).
+  double limit = 0;
+};
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of the moe_up /
+/// moe_down kernel function: the tiled matmul over each expert's routed
+/// slots (MatmulKernel.cpp); `problem` is one expert's matrix (N, K).
+/// Grid (ceil(T * topK / tileM) + experts, N / tileN, 1).
+gpu::GPUFuncOp buildGroupedExpertKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types,
+    const GroupedExperts &experts);
+
 } // namespace mlir::strata
 
 #endif // STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H

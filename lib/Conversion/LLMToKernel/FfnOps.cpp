@@ -16,6 +16,9 @@
 //                swiglu_down  (token, o) -> out [T, D]
 //   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E]
 //                moe_select   token      -> chosen [T, k] i32, weight [T, k]
+//                moe_group    one row    -> the slots grouped by expert: order
+//                             [T, k] (flat slot ids t * k + j, expert by
+//                             expert, token order within), starts [E + 1]
 //                moe_up       (token, slot, i) -> a [T, k, I]
 //                moe_down     (token, slot, o) -> y = round(w * E_slot) [T, k, D]
 //                moe_shared_up    (token, i) -> a_s [T, Is]
@@ -27,6 +30,10 @@
 // unbiased scores. The weighted routed experts are summed in slot order in
 // fp32, then the shared expert, and the sum is rounded once: the same
 // operations in the same order as a token loop over the experts.
+//
+// moe_up and moe_down take the grouping too, which their bodies here do not
+// read: a GPU target with matrix units replaces them by grouped matmuls over
+// the expert's slots (LLMToGPU/GroupedExperts.h), the same arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -319,6 +326,70 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       weights = results[1];
     }
 
+    // The slots grouped by expert (a counting sort on one row).
+    Value order, starts;
+    {
+      KernelCall call;
+      unsigned c = call.addInput(chosen);
+      unsigned orderOut = call.addResult(
+          MemRefType::get({dyn, topK}, rewriter.getI32Type()), tokens);
+      unsigned startsOut = call.addResult(
+          MemRefType::get({experts + 1}, rewriter.getI32Type()));
+      auto results = call.emit(rewriter, op, "moe_group",
+                               [&](KernelBuilder &kb, ValueRange args) {
+        OpBuilder &b = kb.builder();
+        Location l = kb.getLoc();
+        Value cursor = memref::AllocOp::create(
+            b, l, MemRefType::get({experts}, b.getIndexType()));
+        Value st = args[startsOut];
+        kb.loop(0, 1, [&](Value) {
+          Value numTokens = kb.dim(args[c], 0);
+          kb.loop(0, experts + 1,
+                  [&](Value e) { kb.storeIndex(kb.idx(0), st, e); });
+          kb.loop(kb.idx(0), numTokens, [&](Value t) {
+            kb.loop(0, topK, [&](Value j) {
+              Value e1 = kb.iadd(kb.loadIndex(args[c], {t, j}), kb.idx(1));
+              kb.storeIndex(kb.iadd(kb.loadIndex(st, e1), kb.idx(1)), st, e1);
+            });
+          });
+          kb.loop(1, experts + 1, [&](Value e) {
+            Value prev = kb.loadIndex(st, kb.isub(e, kb.idx(1)));
+            kb.storeIndex(kb.iadd(kb.loadIndex(st, e), prev), st, e);
+          });
+          kb.loop(0, experts, [&](Value e) {
+            memref::StoreOp::create(b, l, kb.loadIndex(st, e), cursor, e);
+          });
+          kb.loop(kb.idx(0), numTokens, [&](Value t) {
+            kb.loop(0, topK, [&](Value j) {
+              Value e = kb.loadIndex(args[c], {t, j});
+              Value pos = memref::LoadOp::create(b, l, cursor, e);
+              Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
+              kb.storeIndex(slot, args[orderOut],
+                            {kb.idiv(pos, kb.idx(topK)),
+                             kb.irem(pos, kb.idx(topK))});
+              memref::StoreOp::create(b, l, kb.iadd(pos, kb.idx(1)), cursor,
+                                      e);
+            });
+          });
+        });
+        kb.dealloc(cursor);
+      });
+      order = results[0];
+      starts = results[1];
+    }
+
+    auto groupedAttr = [&](StringRef kind) {
+      return NamedAttribute(
+          rewriter.getStringAttr(kGroupedExpertsAttrName),
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("kind", rewriter.getStringAttr(kind)),
+               rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)),
+               rewriter.getNamedAttr("experts",
+                                     rewriter.getI64IntegerAttr(experts)),
+               rewriter.getNamedAttr("swiglu_limit",
+                                     rewriter.getF64FloatAttr(limit))}));
+    };
+
     // Routed experts' SwiGLU: one activation per (token, slot, i).
     Type gt = op.getGate().getType(), ut = op.getUp().getType(),
          dt = op.getDown().getType();
@@ -328,6 +399,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       KernelCall call;
       call.addInput(x);
       unsigned c = call.addInput(chosen);
+      call.addInput(order);
+      call.addInput(starts);
       FailureOr<unsigned> g =
           call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
       FailureOr<unsigned> u =
@@ -336,6 +409,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         return noFp8Source();
       unsigned out = call.addResult(
           MemRefType::get({dyn, topK, inter}, actType), tokens);
+      call.attributes.push_back(groupedAttr("up"));
       act = call.emit(rewriter, op, "moe_up",
                       [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
@@ -357,12 +431,15 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       unsigned a = call.addInput(act);
       unsigned c = call.addInput(chosen);
       unsigned w = call.addInput(weights);
+      call.addInput(order);
+      call.addInput(starts);
       FailureOr<unsigned> dn =
           call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
       if (failed(dn))
         return noFp8Source();
       unsigned out = call.addResult(
           MemRefType::get({dyn, topK, hidden}, actType), tokens);
+      call.attributes.push_back(groupedAttr("down"));
       routed = call.emit(rewriter, op, "moe_down",
                          [&](KernelBuilder &kb, ValueRange args) {
         WeightView down = viewAt(dt, args, *dn);
