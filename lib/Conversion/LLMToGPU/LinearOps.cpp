@@ -218,7 +218,8 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   auto topK = info ? info.getAs<IntegerAttr>("top_k") : nullptr;
   auto experts = info ? info.getAs<IntegerAttr>("experts") : nullptr;
   auto limit = info ? info.getAs<FloatAttr>("swiglu_limit") : nullptr;
-  if (!kind || !topK || !experts || !limit) {
+  auto minSlots = info ? info.getAs<IntegerAttr>("min_slots") : nullptr;
+  if (!kind || !topK || !experts || !limit || !minSlots) {
     why = "not a grouped-expert kernel function";
     return failure();
   }
@@ -226,6 +227,7 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   grouped.up = kind.getValue() == "up";
   grouped.topK = topK.getInt();
   grouped.experts = experts.getInt();
+  grouped.minSlots = minSlots.getInt();
   grouped.limit = limit.getValueAsDouble();
   FunctionType type = kernel.getFunctionType();
   if (type.getNumResults() != 0 ||

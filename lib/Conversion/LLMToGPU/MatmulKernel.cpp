@@ -205,7 +205,7 @@ public:
   /// The grouped-expert form (buildGroupedExpertKernel).
   struct Grouped {
     bool up = true;
-    int64_t topK = 0, experts = 0;
+    int64_t topK = 0, experts = 0, minSlots = 0;
     double limit = 0;
     Value order, starts, routeWeights;
     /// moe_up's second weight (up) and its scales.
@@ -571,6 +571,7 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
   g.up = e.up;
   g.topK = e.topK;
   g.experts = e.experts;
+  g.minSlots = e.minSlots;
   g.limit = e.limit;
   // moe_up: (x, chosen, order, starts, gate[, scales], up[, scales], act);
   // moe_down: (act, chosen, weights, order, starts, down[, scales], routed).
@@ -619,6 +620,12 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   Value numTiles =
       add(arith::CeilDivUIOp::create(b, loc, slots, idx(t.tileM())),
           g.experts);
+  // Below minSlots the op's `*_rows` kernel does the work: no tile here.
+  numTiles = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, slots,
+                            idx(g.minSlots)),
+      numTiles, idx(0));
   Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
   OpBuilder::InsertionGuard guard(b);

@@ -109,6 +109,9 @@ struct GroupedExperts {
   /// weight epilogue).
   bool up = true;
   int64_t topK = 0, experts = 0;
+  /// The kernel works only when the step has at least this many slots
+  /// (T * topK); below, the `*_rows` kernel of the same op does.
+  int64_t minSlots = 0;
   /// swiglu_limit (moe_up).
   double limit = 0;
 };

@@ -378,6 +378,21 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       starts = results[1];
     }
 
+    // The routed experts: each projection is two kernels writing the same
+    // buffer, each doing the work only in its range of slots (T * k), so
+    // that the choice follows the step's size at run time: `*_rows` below
+    // kGroupedMinSlots (decode: one block per output on the GPU), the
+    // grouped one from it on (a grouped matmul on GPU targets with matrix
+    // units; here the same loops). Outside its range a kernel's token loop
+    // is empty.
+    constexpr int64_t kGroupedMinSlots = 64;
+    auto activeTokens = [&](KernelBuilder &kb, Value numTokens,
+                            bool grouped) {
+      Value isGrouped = kb.ige(kb.imul(numTokens, kb.idx(topK)),
+                               kb.idx(kGroupedMinSlots));
+      return grouped ? kb.select(isGrouped, numTokens, kb.idx(0))
+                     : kb.select(isGrouped, kb.idx(0), numTokens);
+    };
     auto groupedAttr = [&](StringRef kind) {
       return NamedAttribute(
           rewriter.getStringAttr(kGroupedExpertsAttrName),
@@ -386,6 +401,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)),
                rewriter.getNamedAttr("experts",
                                      rewriter.getI64IntegerAttr(experts)),
+               rewriter.getNamedAttr("min_slots",
+                                     rewriter.getI64IntegerAttr(kGroupedMinSlots)),
                rewriter.getNamedAttr("swiglu_limit",
                                      rewriter.getF64FloatAttr(limit))}));
     };
@@ -395,65 +412,82 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
          dt = op.getDown().getType();
     int64_t inter = weightDim(gt, 1);
     Value act;
-    {
+    for (bool grouped : {false, true}) {
       KernelCall call;
       call.addInput(x);
       unsigned c = call.addInput(chosen);
-      call.addInput(order);
-      call.addInput(starts);
+      if (grouped) {
+        call.addInput(order);
+        call.addInput(starts);
+      }
       FailureOr<unsigned> g =
           call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
       FailureOr<unsigned> u =
           call.addWeight(rewriter, loc, op.getUp(), adaptor.getUp());
       if (failed(g) || failed(u))
         return noFp8Source();
-      unsigned out = call.addResult(
-          MemRefType::get({dyn, topK, inter}, actType), tokens);
-      call.attributes.push_back(groupedAttr("up"));
-      act = call.emit(rewriter, op, "moe_up",
-                      [&](KernelBuilder &kb, ValueRange args) {
+      MemRefType actType3 = MemRefType::get({dyn, topK, inter}, actType);
+      unsigned out = grouped ? call.addInput(act)
+                             : call.addResult(actType3, tokens);
+      if (grouped)
+        call.attributes.push_back(groupedAttr("up"));
+      auto results = call.emit(rewriter, op, grouped ? "moe_up" : "moe_up_rows",
+                               [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
                       limit, actType};
-        kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
-                    {kb.dim(args[0], 0), kb.idx(topK), kb.idx(inter)},
-                    [&](ValueRange tki) {
-          Value e = kb.loadIndex(args[c], {tki[0], tki[1]});
-          kb.store(swiglu.activation(kb, args[0], tki[0], e, tki[2]),
-                   args[out], tki);
-        });
-      })[0];
+        kb.parallelRows(
+            {kb.idx(0), kb.idx(0), kb.idx(0)},
+            {activeTokens(kb, kb.dim(args[0], 0), grouped), kb.idx(topK),
+             kb.idx(inter)},
+            [&](ValueRange tki) {
+              Value e = kb.loadIndex(args[c], {tki[0], tki[1]});
+              kb.store(swiglu.activation(kb, args[0], tki[0], e, tki[2]),
+                       args[out], tki);
+            });
+      });
+      if (!grouped)
+        act = results[0];
     }
 
     // Routed experts' down projections, weighted: y = round(w * E_slot).
     Value routed;
-    {
+    for (bool grouped : {false, true}) {
       KernelCall call;
       unsigned a = call.addInput(act);
       unsigned c = call.addInput(chosen);
       unsigned w = call.addInput(weights);
-      call.addInput(order);
-      call.addInput(starts);
+      if (grouped) {
+        call.addInput(order);
+        call.addInput(starts);
+      }
       FailureOr<unsigned> dn =
           call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
       if (failed(dn))
         return noFp8Source();
-      unsigned out = call.addResult(
-          MemRefType::get({dyn, topK, hidden}, actType), tokens);
-      call.attributes.push_back(groupedAttr("down"));
-      routed = call.emit(rewriter, op, "moe_down",
-                         [&](KernelBuilder &kb, ValueRange args) {
+      MemRefType routedType = MemRefType::get({dyn, topK, hidden}, actType);
+      unsigned out = grouped ? call.addInput(routed)
+                             : call.addResult(routedType, tokens);
+      if (grouped)
+        call.attributes.push_back(groupedAttr("down"));
+      auto results = call.emit(
+          rewriter, op, grouped ? "moe_down" : "moe_down_rows",
+          [&](KernelBuilder &kb, ValueRange args) {
         WeightView down = viewAt(dt, args, *dn);
-        kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
-                    {kb.dim(args[a], 0), kb.idx(topK), kb.idx(hidden)},
-                    [&](ValueRange tko) {
-          Value t = tko[0], k = tko[1];
-          Value e = kb.loadIndex(args[c], {t, k});
-          Value y = downProjection(kb, down, e, args[a], {t, k}, tko[2],
-                                   inter, actType);
-          kb.store(kb.round(kb.mul(kb.load(args[w], {t, k}), y), actType),
-                   args[out], tko);
-        });
-      })[0];
+        kb.parallelRows(
+            {kb.idx(0), kb.idx(0), kb.idx(0)},
+            {activeTokens(kb, kb.dim(args[a], 0), grouped), kb.idx(topK),
+             kb.idx(hidden)},
+            [&](ValueRange tko) {
+              Value t = tko[0], k = tko[1];
+              Value e = kb.loadIndex(args[c], {t, k});
+              Value y = downProjection(kb, down, e, args[a], {t, k}, tko[2],
+                                       inter, actType);
+              kb.store(kb.round(kb.mul(kb.load(args[w], {t, k}), y), actType),
+                       args[out], tko);
+            });
+      });
+      if (!grouped)
+        routed = results[0];
     }
 
     // The shared expert, then the sum in slot order.

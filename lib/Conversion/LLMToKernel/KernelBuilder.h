@@ -31,8 +31,10 @@ namespace mlir::strata {
 /// Attribute marking an outlined kernel func; its value is the dedup key.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
 /// On moe_up / moe_down kernel functions: {kind = "up" | "down", top_k,
-/// experts, swiglu_limit}, what a GPU target needs to build them as grouped
-/// matmuls over the expert's slots (LLMToGPU buildGroupedExpertMatmulKernel).
+/// experts, min_slots, swiglu_limit}, what a GPU target needs to build them
+/// as grouped matmuls over the expert's slots (LLMToGPU
+/// buildGroupedExpertMatmulKernel); they work only for steps of at least
+/// min_slots slots.
 inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
     "llm.grouped_experts";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every

@@ -28,7 +28,8 @@ import sys
 
 # Kernels of ops that lower to several (lib/Conversion/LLMToKernel/FfnOps.cpp), by op.
 OP_OF_KERNEL = {
-    "moe_router": "moe_ffn", "moe_select": "moe_ffn", "moe_up": "moe_ffn", "moe_down": "moe_ffn",
+    "moe_router": "moe_ffn", "moe_select": "moe_ffn", "moe_group": "moe_ffn", "moe_up": "moe_ffn",
+    "moe_up_rows": "moe_ffn", "moe_down": "moe_ffn", "moe_down_rows": "moe_ffn",
     "moe_shared_up": "moe_ffn", "moe_shared_down": "moe_ffn",
     "swiglu_up": "swiglu_mlp", "swiglu_down": "swiglu_mlp",
 }

@@ -1,23 +1,31 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
 // Tests that the MoE FFN binds stacked fp8 experts as data + scale globals
-// (named by the expert pattern) and becomes six kernels: router logits per
+// (named by the expert pattern) and becomes its kernels: router logits per
 // (token, expert), the top-k selection per token (i32 expert ids and fp32
-// weights), the routed experts' SwiGLU per (token, slot, i) and down
-// projection per (token, slot, o), the shared expert's SwiGLU, and its down
-// projection summed with the routed slots.
+// weights), the slots grouped by expert (moe_group: order and starts), the
+// routed experts' SwiGLU and down projection each as a `_rows` kernel that
+// allocates the result and a grouped kernel (llm.grouped_experts, for
+// matrix-unit targets) that writes the same buffer, each working only in its
+// range of slots (T * k below / from 64), then the shared expert's SwiGLU
+// and its down projection summed with the routed slots.
 // CHECK-LABEL: func.func @moe
 // CHECK: %[[LOGITS:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
 // CHECK: call @moe_router_0(%{{.*}}, %{{.*}}, %[[LOGITS]])
 // CHECK: %[[CHOSEN:.*]] = memref.alloc(%{{.*}}) : memref<?x2xi32>
 // CHECK: %[[WEIGHTS:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
 // CHECK: call @moe_select_0(%[[LOGITS]], %{{.*}}, %[[CHOSEN]], %[[WEIGHTS]])
+// CHECK: %[[ORDER:.*]] = memref.alloc(%{{.*}}) : memref<?x2xi32>
+// CHECK: %[[STARTS:.*]] = memref.alloc() : memref<9xi32>
+// CHECK: call @moe_group_0(%[[CHOSEN]], %[[ORDER]], %[[STARTS]])
 // CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight" : memref<8x256x128xf8E4M3FN>
 // CHECK-DAG: memref.get_global @"experts.{e}.gate_proj.weight_scale_inv" : memref<8x2x1xf32>
 // CHECK: %[[ACT:.*]] = memref.alloc(%{{.*}}) : memref<?x2x256xbf16>
-// CHECK: call @moe_up_0(%{{.*}}, %[[CHOSEN]], {{.*}}, %[[ACT]])
+// CHECK: call @moe_up_rows_0(%{{.*}}, %[[CHOSEN]], {{.*}}, %[[ACT]])
+// CHECK: call @moe_up_0(%{{.*}}, %[[CHOSEN]], %[[ORDER]], %[[STARTS]], {{.*}}, %[[ACT]])
 // CHECK: %[[ROUTED:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128xbf16>
-// CHECK: call @moe_down_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], {{.*}}, %[[ROUTED]])
+// CHECK: call @moe_down_rows_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], {{.*}}, %[[ROUTED]])
+// CHECK: call @moe_down_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], %[[ORDER]], %[[STARTS]], {{.*}}, %[[ROUTED]])
 // CHECK: %[[SHARED:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
 // CHECK: call @moe_shared_up_0(
 // CHECK: call @moe_shared_down_0(%[[SHARED]], %[[ROUTED]],
@@ -26,10 +34,14 @@
 // CHECK: func.func @moe_select_0
 // CHECK: arith.cmpf ogt
 // CHECK: arith.index_cast %{{.*}} : index to i32
-// CHECK: func.func @moe_up_0
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2, %c256)
-// CHECK: func.func @moe_down_0
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2, %c128)
+// CHECK: func.func @moe_group_0
+// CHECK: func.func @moe_up_rows_0
+// CHECK: arith.cmpi sge, %{{.*}}, %c64
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %c256)
+// CHECK: func.func @moe_up_0({{.*}}) attributes {llm.grouped_experts = {experts = 8 : i64, kind = "up", min_slots = 64 : i64, swiglu_limit = 1.000000e+01 : f64, top_k = 2 : i64}
+// CHECK: func.func @moe_down_rows_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %c128)
+// CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = {experts = 8 : i64, kind = "down"
 func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
   %r = llm.weight "gate.weight" : tensor<8x128xf32>
   %b = llm.weight "gate.e_score_correction_bias" : tensor<8xf32>
