@@ -31,9 +31,10 @@
 // fp32, then the shared expert, and the sum is rounded once: the same
 // operations in the same order as a token loop over the experts.
 //
-// moe_up and moe_down take the grouping too, which their bodies here do not
-// read: a GPU target with matrix units replaces them by grouped matmuls over
-// the expert's slots (LLMToGPU/GroupedExperts.h), the same arguments.
+// moe_up and moe_down take the grouping too and walk the slots in its order
+// (so the CPU checks the grouping); a GPU target with matrix units replaces
+// them by grouped matmuls over each expert's slots (LLMToGPU
+// buildGroupedExpertMatmulKernel), the same arguments.
 //
 //===----------------------------------------------------------------------===//
 
@@ -407,6 +408,18 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                      rewriter.getF64FloatAttr(limit))}));
     };
 
+    // The slot (token, j) a routed kernel's row (p, q) works on: itself for
+    // the `_rows` kernels; for the grouped ones the slot at flat position
+    // p * k + q of moe_group's order (`orderArg`), so that their loops here
+    // use the grouping the matrix-unit form relies on.
+    auto slotOf = [&](KernelBuilder &kb, std::optional<Value> orderArg,
+                      Value p, Value q) -> std::pair<Value, Value> {
+      if (!orderArg)
+        return {p, q};
+      Value slot = kb.loadIndex(*orderArg, {p, q});
+      return {kb.idiv(slot, kb.idx(topK)), kb.irem(slot, kb.idx(topK))};
+    };
+
     // Routed experts' SwiGLU: one activation per (token, slot, i).
     Type gt = op.getGate().getType(), ut = op.getUp().getType(),
          dt = op.getDown().getType();
@@ -416,8 +429,9 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       KernelCall call;
       call.addInput(x);
       unsigned c = call.addInput(chosen);
+      std::optional<unsigned> o;
       if (grouped) {
-        call.addInput(order);
+        o = call.addInput(order);
         call.addInput(starts);
       }
       FailureOr<unsigned> g =
@@ -439,10 +453,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {kb.idx(0), kb.idx(0), kb.idx(0)},
             {activeTokens(kb, kb.dim(args[0], 0), grouped), kb.idx(topK),
              kb.idx(inter)},
-            [&](ValueRange tki) {
-              Value e = kb.loadIndex(args[c], {tki[0], tki[1]});
-              kb.store(swiglu.activation(kb, args[0], tki[0], e, tki[2]),
-                       args[out], tki);
+            [&](ValueRange pi) {
+              auto [t, j] = slotOf(
+                  kb, o ? std::optional<Value>(args[*o]) : std::nullopt,
+                  pi[0], pi[1]);
+              Value e = kb.loadIndex(args[c], {t, j});
+              kb.store(swiglu.activation(kb, args[0], t, e, pi[2]),
+                       args[out], {t, j, pi[2]});
             });
       });
       if (!grouped)
@@ -456,8 +473,9 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       unsigned a = call.addInput(act);
       unsigned c = call.addInput(chosen);
       unsigned w = call.addInput(weights);
+      std::optional<unsigned> o;
       if (grouped) {
-        call.addInput(order);
+        o = call.addInput(order);
         call.addInput(starts);
       }
       FailureOr<unsigned> dn =
@@ -477,13 +495,15 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {kb.idx(0), kb.idx(0), kb.idx(0)},
             {activeTokens(kb, kb.dim(args[a], 0), grouped), kb.idx(topK),
              kb.idx(hidden)},
-            [&](ValueRange tko) {
-              Value t = tko[0], k = tko[1];
+            [&](ValueRange po) {
+              auto [t, k] = slotOf(
+                  kb, o ? std::optional<Value>(args[*o]) : std::nullopt,
+                  po[0], po[1]);
               Value e = kb.loadIndex(args[c], {t, k});
-              Value y = downProjection(kb, down, e, args[a], {t, k}, tko[2],
+              Value y = downProjection(kb, down, e, args[a], {t, k}, po[2],
                                        inter, actType);
               kb.store(kb.round(kb.mul(kb.load(args[w], {t, k}), y), actType),
-                       args[out], tko);
+                       args[out], {t, k, po[2]});
             });
       });
       if (!grouped)

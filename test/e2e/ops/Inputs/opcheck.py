@@ -502,9 +502,9 @@ def swiglu_mlp_fp8():
     return _swiglu("bf16", "fp8")
 
 
-def _moe(dt, wk, groups, topk_group, norm=True):
+def _moe(dt, wk, groups, topk_group, norm=True, T=5):
     p = Program(10)
-    T, D, E, I, Is, K, L, sf = 5, 32, 8, 16, 24, 3, 2.0, 2.5
+    D, E, I, Is, K, L, sf = 32, 8, 16, 24, 3, 2.0, 2.5
     x = p.rand((T, D), dt, -2, 2)
     vx = p.input(x, dt)
     router = p.rand((E, D), "f32", -0.5, 0.5)
@@ -559,6 +559,13 @@ def moe_ffn_f32_grouped():
 @case
 def moe_ffn_fp8():
     return _moe("bf16", "fp8", 2, 1)
+
+
+@case
+def moe_ffn_grouped_slots():
+    # 24 tokens x top-3 = 72 slots >= 64: the routed experts run in the
+    # grouped kernels (walking moe_group's order), not the _rows kernels.
+    return _moe("bf16", "fp8", 1, 1, T=24)
 
 
 def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv,
