@@ -134,6 +134,26 @@ void mlir::strata::populateLinearToGPUPatterns(const TargetInfo &target,
   patterns.add<LinearToGPU>(patterns.getContext(), target);
 }
 
+/// Loads the dialects of a matmul kernel body (convert-llm-to-gpu's
+/// dependent dialects; on this path no pass loads them) and fails when
+/// `module` already has a function of the kernel function's name (the
+/// builders would reuse it; kernel function names are unique).
+static LogicalResult prepareMatmulModule(OpBuilder &builder,
+                                         gpu::GPUModuleOp module,
+                                         func::FuncOp kernel,
+                                         std::string &why) {
+  builder.getContext()
+      ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
+                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
+                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    vector::VectorDialect>();
+  if (module.lookupSymbol(kernel.getSymName())) {
+    why = "the GPU module already has a kernel of that name";
+    return failure();
+  }
+  return success();
+}
+
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
   auto key = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
   return key && key.getValue().starts_with(
@@ -184,19 +204,8 @@ FailureOr<LinearMatmulKernel> mlir::strata::buildLinearMatmulKernel(
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
-  // The dialects of the kernel body (convert-llm-to-gpu's dependent
-  // dialects; here no pass loads them).
-  builder.getContext()
-      ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
-                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
-                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                    vector::VectorDialect>();
-  // buildMatmulKernel reuses a function of the same name: the kernel
-  // function's name is unique in the module.
-  if (module.lookupSymbol(kernel.getSymName())) {
-    why = "the GPU module already has a kernel of that name";
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
-  }
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types);
@@ -287,15 +296,8 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
           "activations instead";
     return failure();
   }
-  builder.getContext()
-      ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
-                    gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
-                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
-                    vector::VectorDialect>();
-  if (module.lookupSymbol(kernel.getSymName())) {
-    why = "the GPU module already has a kernel of that name";
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
-  }
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);

@@ -200,6 +200,25 @@ private:
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
   void storeResults(ValueRange accs);
+  /// This thread's place in the tile: sets `lane`, the fragment column
+  /// bases and lane coordinates; returns blockIdx.x and the subgroup's first
+  /// row within a tile.
+  std::pair<Value, Value> placeSubgroup() {
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+    Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+    Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
+    Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
+    Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
+    for (int64_t j = 0; j < t.fragsN; ++j)
+      colBases.push_back(add(colBase, j * mi.n));
+    aLane = coords(mi.a);
+    bLane = coords(mi.b);
+    cLane = coords(mi.c);
+    return {bx, mul(sgM, t.fragsM * mi.m)};
+  }
 
 public:
   /// The grouped-expert form (buildGroupedExpertKernel).
@@ -485,21 +504,9 @@ void MatmulKernelBuilder::build(ValueRange args) {
     scales = args[2];
   y = args.back();
 
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
-  Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
+  auto [bx, subgroupRow] = placeSubgroup();
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
-  Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
-  for (int64_t j = 0; j < t.fragsN; ++j)
-    colBases.push_back(add(colBase, j * mi.n));
-  aLane = coords(mi.a);
-  bLane = coords(mi.b);
-  cLane = coords(mi.c);
 
   // Row tiles over the grid with a grid stride: any grid x covers all M
   // rows (one launch geometry serves dispatches of different M), and M = 0
@@ -512,7 +519,7 @@ void MatmulKernelBuilder::build(ValueRange args) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();
-  Value rowBase = add(mul(tile, t.tileM()), mul(sgM, t.fragsM * mi.m));
+  Value rowBase = add(mul(tile, t.tileM()), subgroupRow);
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
@@ -531,6 +538,26 @@ void MatmulKernelBuilder::build(ValueRange args) {
   gpu::ReturnOp::create(b, loc);
 }
 
+/// `gpu.func @name(argTypes)` at the end of `module`, a kernel with the
+/// tiling's block size and launch attributes (rows and columns per
+/// workgroup, the instruction); the builder is left at its body's start.
+static gpu::GPUFuncOp createMatmulFunc(OpBuilder &builder, Location loc,
+                                       gpu::GPUModuleOp module, StringRef name,
+                                       TypeRange argTypes,
+                                       const MatmulTiling &tiling) {
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
+  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
+                                   {tiling.tileM(), tiling.tileN()}));
+  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}
+
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
@@ -538,7 +565,6 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<Type> argTypes = {
       MemRefType::get({dyn, problem.k}, types.x),
@@ -549,17 +575,8 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
          llvm::divideCeilSigned(problem.k, problem.scaleBlockK)},
         builder.getF32Type()));
   argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
-  // Launch geometry for the runtime / artifact: rows and columns per
-  // workgroup (grid = (ceil(M / tile[0]), N / tile[1], 1)).
-  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
-                                   {tiling.tileM(), tiling.tileN()}));
-  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  // Grid (ceil(M / tileM), N / tileN, 1).
+  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
   kb.build(func.getArguments());
   return func;
@@ -597,20 +614,7 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
 
 void MatmulKernelBuilder::buildGrouped(Grouped g) {
   grouped = g;
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
-  Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
-  Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
-  for (int64_t j = 0; j < t.fragsN; ++j)
-    colBases.push_back(add(colBase, j * mi.n));
-  aLane = coords(mi.a);
-  bLane = coords(mi.b);
-  cLane = coords(mi.c);
-  Value rowBase = mul(sgM, t.fragsM * mi.m);
+  auto [bx, rowBase] = placeSubgroup();
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
@@ -751,16 +755,7 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
   if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
-  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
-                                   {tiling.tileM(), tiling.tileN()}));
-  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
   kb.buildGroupedKernel(func.getArguments(), experts);
   return func;
