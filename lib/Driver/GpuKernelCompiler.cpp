@@ -65,10 +65,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   // Linear kernel functions whose shapes and types the tiled matmul takes
   // become matrix-unit kernels of the same name and arguments; the others
   // (f32 activations, shapes that do not tile) stay for the generic path.
-  llvm::StringMap<LinearMatmulKernel> matmuls;
   // Likewise the MoE's routed-expert kernels (moe_up, moe_down) become
   // grouped matmuls over each expert's slots where the target allows.
-  llvm::StringMap<GroupedExpertMatmulKernel> groupedMatmuls;
+  llvm::StringMap<MatmulKernelFunction> matmuls;
   for (auto func :
        llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
     if (!codegen.matrixUnits || func.isExternal() ||
@@ -85,17 +84,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                           b.getUnitAttr());
     }
     std::string why;
-    if (isGroupedExpertKernelFunction(func)) {
-      FailureOr<GroupedExpertMatmulKernel> grouped =
-          buildGroupedExpertMatmulKernel(b, gpuModule, func, *target, why);
-      if (failed(grouped))
-        continue;
-      groupedMatmuls[func.getSymName()] = *grouped;
-      func.erase();
-      continue;
-    }
-    FailureOr<LinearMatmulKernel> matmul =
-        buildLinearMatmulKernel(b, gpuModule, func, *target, why);
+    FailureOr<MatmulKernelFunction> matmul =
+        buildMatmulKernelFunction(b, gpuModule, func, *target, why);
     if (failed(matmul))
       continue;
     matmuls[func.getSymName()] = *matmul;
@@ -125,23 +115,16 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     std::array<GpuGridDim, 3> dims;
     auto matmul = matmuls.find(kernel.name);
     if (matmul != matmuls.end()) {
-      // (ceil(M / tileM), N / tileN, 1) with M the rows of x (argument 0).
+      // (ceil(M / tileM), N / tileN, 1) with M the rows of x (argument 0);
+      // grouped experts: (ceil(T * topK / tileM) + experts, ...), every
+      // expert may end in a partial tile.
       const MatmulTiling &tiling = matmul->second.tiling;
       dims[0] = {0, 0, 1, tiling.tileM()};
+      if (const std::optional<GroupedExperts> &e = matmul->second.experts) {
+        dims[0].multiplier = e->topK;
+        dims[0].addend = e->experts;
+      }
       dims[1].blocks = matmul->second.problem.n / tiling.tileN();
-      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
-      library.grids.push_back(dims);
-      library.scratch.emplace_back();
-      continue;
-    }
-    auto grouped = groupedMatmuls.find(kernel.name);
-    if (grouped != groupedMatmuls.end()) {
-      // (ceil(T * topK / tileM) + experts, N / tileN, 1): every expert may
-      // end in a partial tile; T = rows of argument 0.
-      const MatmulTiling &tiling = grouped->second.tiling;
-      const GroupedExperts &experts = grouped->second.experts;
-      dims[0] = {0, 0, 1, tiling.tileM(), experts.topK, experts.experts};
-      dims[1].blocks = grouped->second.problem.n / tiling.tileN();
       kernel.launch->matrixInstruction = tiling.mma.mnemonic;
       library.grids.push_back(dims);
       library.scratch.emplace_back();

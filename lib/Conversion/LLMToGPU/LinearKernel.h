@@ -15,6 +15,7 @@
 #ifndef STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
 #define STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
 
+#include <optional>
 #include <string>
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -24,11 +25,13 @@
 
 namespace mlir::strata {
 
-/// A linear kernel function rebuilt on the matrix units.
-struct LinearMatmulKernel {
+/// A kernel function rebuilt on the matrix units: a linear, or with
+/// `experts` a moe_up / moe_down grouped matmul.
+struct MatmulKernelFunction {
   gpu::GPUFuncOp func;
   MatmulTiling tiling;
   MatmulProblem problem;
+  std::optional<GroupedExperts> experts;
 };
 
 /// True when `kernel` is the kernel function of an `llm.linear`.
@@ -41,18 +44,10 @@ bool isLinearKernelFunction(func::FuncOp kernel);
 /// scales memref<ceil(N/bn)xceil(K/bk)xf32>, y): the same arguments in the
 /// same order. Fails with `why` (and builds nothing) when the signature has
 /// another form or the shape does not tile on `target`.
-FailureOr<LinearMatmulKernel>
+FailureOr<MatmulKernelFunction>
 buildLinearMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                         func::FuncOp kernel, const TargetInfo &target,
                         std::string &why);
-
-/// A moe_up / moe_down kernel function rebuilt as a grouped matmul.
-struct GroupedExpertMatmulKernel {
-  gpu::GPUFuncOp func;
-  MatmulTiling tiling;
-  MatmulProblem problem;
-  GroupedExperts experts;
-};
 
 /// True when `kernel` carries kGroupedExpertsAttrName (moe_up / moe_down).
 bool isGroupedExpertKernelFunction(func::FuncOp kernel);
@@ -67,10 +62,18 @@ bool isGroupedExpertKernelFunction(func::FuncOp kernel);
 /// `why` (and builds nothing) for another signature, activations other than
 /// bf16, shapes that do not tile, or fp8 experts on a target whose fp8 path
 /// quantises the activations (AMD: those keep the generic kernels).
-FailureOr<GroupedExpertMatmulKernel>
+FailureOr<MatmulKernelFunction>
 buildGroupedExpertMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
+
+/// The matrix-unit form of `kernel` (buildLinearMatmulKernel or
+/// buildGroupedExpertMatmulKernel by its kind); fails with `why` for kernel
+/// functions of other ops and where those builders fail.
+FailureOr<MatmulKernelFunction>
+buildMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                          func::FuncOp kernel, const TargetInfo &target,
+                          std::string &why);
 
 } // namespace mlir::strata
 

@@ -160,7 +160,7 @@ bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
                     (llm::LinearOp::getOperationName() + " ").str());
 }
 
-FailureOr<LinearMatmulKernel> mlir::strata::buildLinearMatmulKernel(
+FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   if (!isLinearKernelFunction(kernel)) {
@@ -209,14 +209,14 @@ FailureOr<LinearMatmulKernel> mlir::strata::buildLinearMatmulKernel(
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types);
-  return LinearMatmulKernel{func, *tiling, problem};
+  return MatmulKernelFunction{func, *tiling, problem, std::nullopt};
 }
 
 bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kGroupedExpertsAttrName);
 }
 
-FailureOr<GroupedExpertMatmulKernel>
+FailureOr<MatmulKernelFunction>
 mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
                                              gpu::GPUModuleOp module,
                                              func::FuncOp kernel,
@@ -301,5 +301,14 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
-  return GroupedExpertMatmulKernel{func, *tiling, problem, grouped};
+  return MatmulKernelFunction{func, *tiling, problem, grouped};
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  if (isGroupedExpertKernelFunction(kernel))
+    return buildGroupedExpertMatmulKernel(builder, module, kernel, target,
+                                          why);
+  return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }
