@@ -187,9 +187,8 @@ private:
   double fnuzScaleFactor() const { return mmaFp8 == fp8 ? 1.0 : 2.0; }
 
   Value emitMma(Value a, Value bv, Value acc);
-  Value loadWeightScale(Value colBase, Value kb) {
-    return loadWeightScale(scales, colBase, kb);
-  }
+  /// The block scale in `from` (W's or W_up's scales) of column `colBase`
+  /// and K block `kb`.
   Value loadWeightScale(Value from, Value colBase, Value kb) {
     Value row = arith::DivUIOp::create(b, loc, colBase, idx(t.scaleBlockN));
     Value col = arith::DivUIOp::create(b, loc, kb, idx(t.scaleBlockK));
@@ -199,6 +198,21 @@ private:
     return memref::LoadOp::create(b, loc, from, indices);
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
+  /// The K loop of one tile: fragsM x fragsN fp32 accumulators per weight
+  /// (`weights` of them, W's first), built by buildKBlock.
+  SmallVector<Value> accumulate(int64_t weights) {
+    VectorType accType = VectorType::get({mi.c.size()}, f32);
+    SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
+    auto loop = scf::ForOp::create(
+        b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
+        [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          SmallVector<Value> next = buildKBlock(kb, iterArgs);
+          scf::YieldOp::create(b, loc, next);
+        });
+    return SmallVector<Value>(loop.getResults());
+  }
   void storeResults(ValueRange accs);
   /// This thread's place in the tile: sets `lane`, the fragment column
   /// bases and lane coordinates; returns blockIdx.x and the subgroup's first
@@ -338,7 +352,13 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
     return wi * perWeight + at(i, j);
   };
 
-  if (t.fp8Mode == Fp8Mode::None) {
+  // bf16 weights accumulate into the running sums; fp8 ones into a block
+  // accumulator per tile, scaled into the running sum below.
+  bool blockScaled = t.fp8Mode != Fp8Mode::None;
+  SmallVector<Value> blk =
+      blockScaled ? SmallVector<Value>(out.size(), zeros(accType)) : out;
+  SmallVector<Value> rowScale(t.fragsM); // per C element, for Quantize
+  if (t.fp8Mode != Fp8Mode::QuantizeActivations) {
     for (int64_t s = 0; s < steps; ++s) {
       Value k = add(kb, s * mi.k);
       SmallVector<Value> a;
@@ -346,58 +366,17 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
         a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
       for (auto [wi, weight] : llvm::enumerate(weights))
         for (int64_t j = 0; j < t.fragsN; ++j) {
-          Value bv = loadFragment(weight.first, bf16, mi.b, bLane,
-                                  colBases[j], k, false);
-          for (int64_t i = 0; i < t.fragsM; ++i)
-            out[atW(wi, i, j)] = emitMma(a[i], bv, out[atW(wi, i, j)]);
-        }
-    }
-    return out;
-  }
-  if (grouped) {
-    // fp8 experts, weights decoded to bf16: per weight a block accumulator
-    // scaled into the running sum (as below).
-    SmallVector<Value> blk(weights.size() * perWeight, zeros(accType));
-    for (int64_t s = 0; s < steps; ++s) {
-      Value k = add(kb, s * mi.k);
-      SmallVector<Value> a;
-      for (int64_t i = 0; i < t.fragsM; ++i)
-        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
-      for (auto [wi, weight] : llvm::enumerate(weights))
-        for (int64_t j = 0; j < t.fragsN; ++j) {
-          Value bv = decodeFp8(loadFragment(weight.first, fp8, mi.b, bLane,
-                                            colBases[j], k, false));
+          Value bv = blockScaled
+                         ? decodeFp8(loadFragment(weight.first, fp8, mi.b,
+                                                  bLane, colBases[j], k, false))
+                         : loadFragment(weight.first, bf16, mi.b, bLane,
+                                        colBases[j], k, false);
           for (int64_t i = 0; i < t.fragsM; ++i)
             blk[atW(wi, i, j)] = emitMma(a[i], bv, blk[atW(wi, i, j)]);
         }
     }
-    for (auto [wi, weight] : llvm::enumerate(weights))
-      for (int64_t j = 0; j < t.fragsN; ++j) {
-        Value wsv = splat(loadWeightScale(weight.second, colBases[j], kb),
-                          mi.c.size());
-        for (int64_t i = 0; i < t.fragsM; ++i)
-          out[atW(wi, i, j)] = math::FmaOp::create(
-              b, loc, blk[atW(wi, i, j)], wsv, out[atW(wi, i, j)]);
-      }
-    return out;
-  }
-
-  // fp8: a block accumulator per tile, scaled into the running sum.
-  SmallVector<Value> blk(t.fragsM * t.fragsN, zeros(accType));
-  SmallVector<Value> rowScale(t.fragsM); // per C element, for Quantize
-  if (t.fp8Mode == Fp8Mode::DecodeWeights) {
-    for (int64_t s = 0; s < steps; ++s) {
-      Value k = add(kb, s * mi.k);
-      SmallVector<Value> a, bv;
-      for (int64_t i = 0; i < t.fragsM; ++i)
-        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
-      for (int64_t j = 0; j < t.fragsN; ++j)
-        bv.push_back(decodeFp8(
-            loadFragment(w, fp8, mi.b, bLane, colBases[j], k, false)));
-      for (int64_t i = 0; i < t.fragsM; ++i)
-        for (int64_t j = 0; j < t.fragsN; ++j)
-          blk[at(i, j)] = emitMma(a[i], bv[j], blk[at(i, j)]);
-    }
+    if (!blockScaled)
+      return blk;
   } else {
     // Quantise x: each lane holds `steps` fragments of its row; the row's
     // amax over the K block is reduced across the inner lane groups.
@@ -458,19 +437,21 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       }
     }
   }
-  for (int64_t j = 0; j < t.fragsN; ++j) {
-    Value ws = loadWeightScale(colBases[j], kb);
-    if (fnuzScaleFactor() != 1.0 && t.fp8Mode == Fp8Mode::QuantizeActivations)
-      ws = arith::MulFOp::create(b, loc, ws, cf32(fnuzScaleFactor()));
-    Value wsv = splat(ws, mi.c.size());
-    for (int64_t i = 0; i < t.fragsM; ++i) {
-      Value scale = wsv;
-      if (t.fp8Mode == Fp8Mode::QuantizeActivations)
-        scale = arith::MulFOp::create(b, loc, rowScale[i], wsv);
-      out[at(i, j)] =
-          math::FmaOp::create(b, loc, blk[at(i, j)], scale, out[at(i, j)]);
+  for (auto [wi, weight] : llvm::enumerate(weights))
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      Value ws = loadWeightScale(weight.second, colBases[j], kb);
+      if (fnuzScaleFactor() != 1.0 &&
+          t.fp8Mode == Fp8Mode::QuantizeActivations)
+        ws = arith::MulFOp::create(b, loc, ws, cf32(fnuzScaleFactor()));
+      Value wsv = splat(ws, mi.c.size());
+      for (int64_t i = 0; i < t.fragsM; ++i) {
+        Value scale = wsv;
+        if (t.fp8Mode == Fp8Mode::QuantizeActivations)
+          scale = arith::MulFOp::create(b, loc, rowScale[i], wsv);
+        out[atW(wi, i, j)] = math::FmaOp::create(b, loc, blk[atW(wi, i, j)],
+                                                 scale, out[atW(wi, i, j)]);
+      }
     }
-  }
   return out;
 }
 
@@ -523,17 +504,7 @@ void MatmulKernelBuilder::build(ValueRange args) {
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
-  VectorType accType = VectorType::get({mi.c.size()}, f32);
-  SmallVector<Value> inits(t.fragsM * t.fragsN, zeros(accType));
-  auto loop = scf::ForOp::create(
-      b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
-      [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        SmallVector<Value> next = buildKBlock(kb, iterArgs);
-        scf::YieldOp::create(b, loc, next);
-      });
-  storeResults(loop.getResults());
+  storeResults(accumulate(1));
   b.setInsertionPointAfter(tileLoop);
   gpu::ReturnOp::create(b, loc);
 }
@@ -670,19 +641,7 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   rowStart = add(start(expert), mul(search.getResult(1), t.tileM()));
   rowEnd = start(add(expert, 1));
 
-  int64_t weightsCount = g.up ? 2 : 1;
-  VectorType accType = VectorType::get({mi.c.size()}, f32);
-  SmallVector<Value> inits(weightsCount * t.fragsM * t.fragsN,
-                           zeros(accType));
-  auto loop = scf::ForOp::create(
-      b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
-      [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        SmallVector<Value> next = buildKBlock(kb, iterArgs);
-        scf::YieldOp::create(b, loc, next);
-      });
-  storeGroupedResults(loop.getResults());
+  storeGroupedResults(accumulate(g.up ? 2 : 1));
 }
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
