@@ -19,8 +19,9 @@
 //                moe_group    one row    -> the slots grouped by expert: order
 //                             [T, k] (flat slot ids t * k + j, expert by
 //                             expert, token order within), starts [E + 1]
-//                moe_up       (token, slot, i) -> a [T, k, I]
-//                moe_down     (token, slot, o) -> y = round(w * E_slot) [T, k, D]
+//                moe_up_rows, moe_up     (token, slot, i) -> a [T, k, I]
+//                moe_down_rows, moe_down (token, slot, o)
+//                                        -> y = round(w * E_slot) [T, k, D]
 //                moe_shared_up    (token, i) -> a_s [T, Is]
 //                moe_shared_down  (token, o) -> out = round(sum_slot y +
 //                                                 E_shared) [T, D]
@@ -131,8 +132,8 @@ FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
   return call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
     Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden, limit,
                   actType};
-    kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[0], 0), kb.idx(inter)},
-                [&](ValueRange ti) {
+    kb.parallelRows({kb.idx(0), kb.idx(0)},
+                    {kb.dim(args[0], 0), kb.idx(inter)}, [&](ValueRange ti) {
       kb.store(swiglu.activation(kb, args[0], ti[0], {}, ti[1]), args[out],
                ti);
     });
@@ -172,8 +173,8 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     auto results = call.emit(rewriter, op, "swiglu_down",
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView down = viewAt(dt, args, *dn);
-      kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
-                  [&](ValueRange to) {
+      kb.parallelRows({kb.idx(0), kb.idx(0)},
+                      {kb.dim(args[a], 0), kb.idx(hidden)}, [&](ValueRange to) {
         kb.store(downProjection(kb, down, {}, args[a], to[0], to[1], inter,
                                 actType),
                  args[out], to);
@@ -225,7 +226,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                          [&](KernelBuilder &kb, ValueRange args) {
         WeightView router = viewAt(rt, args, *r);
         kb.parallelRows({kb.idx(0), kb.idx(0)},
-                    {kb.dim(args[0], 0), kb.idx(experts)}, [&](ValueRange te) {
+                        {kb.dim(args[0], 0), kb.idx(experts)},
+                        [&](ValueRange te) {
           Value t = te[0], e = te[1];
           kb.store(kb.reduce(0, hidden, kb.f32(0.0),
                              [&](Value c, Value a) {
@@ -343,34 +345,34 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         Value cursor = memref::AllocOp::create(
             b, l, MemRefType::get({experts}, b.getIndexType()));
         Value st = args[startsOut];
-        kb.loop(0, 1, [&](Value) {
-          Value numTokens = kb.dim(args[c], 0);
-          kb.loop(0, experts + 1,
-                  [&](Value e) { kb.storeIndex(kb.idx(0), st, e); });
-          kb.loop(kb.idx(0), numTokens, [&](Value t) {
-            kb.loop(0, topK, [&](Value j) {
-              Value e1 = kb.iadd(kb.loadIndex(args[c], {t, j}), kb.idx(1));
-              kb.storeIndex(kb.iadd(kb.loadIndex(st, e1), kb.idx(1)), st, e1);
-            });
+        // No row loop: the loops write `starts` from the first on, so the
+        // GPU runs the kernel on one block (the counting sort is serial).
+        Value numTokens = kb.dim(args[c], 0);
+        kb.loop(0, experts + 1,
+                [&](Value e) { kb.storeIndex(kb.idx(0), st, e); });
+        kb.loop(kb.idx(0), numTokens, [&](Value t) {
+          kb.loop(0, topK, [&](Value j) {
+            Value e1 = kb.iadd(kb.loadIndex(args[c], {t, j}), kb.idx(1));
+            kb.storeIndex(kb.iadd(kb.loadIndex(st, e1), kb.idx(1)), st, e1);
           });
-          kb.loop(1, experts + 1, [&](Value e) {
-            Value prev = kb.loadIndex(st, kb.isub(e, kb.idx(1)));
-            kb.storeIndex(kb.iadd(kb.loadIndex(st, e), prev), st, e);
-          });
-          kb.loop(0, experts, [&](Value e) {
-            memref::StoreOp::create(b, l, kb.loadIndex(st, e), cursor, e);
-          });
-          kb.loop(kb.idx(0), numTokens, [&](Value t) {
-            kb.loop(0, topK, [&](Value j) {
-              Value e = kb.loadIndex(args[c], {t, j});
-              Value pos = memref::LoadOp::create(b, l, cursor, e);
-              Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
-              kb.storeIndex(slot, args[orderOut],
-                            {kb.idiv(pos, kb.idx(topK)),
-                             kb.irem(pos, kb.idx(topK))});
-              memref::StoreOp::create(b, l, kb.iadd(pos, kb.idx(1)), cursor,
-                                      e);
-            });
+        });
+        kb.loop(1, experts + 1, [&](Value e) {
+          Value prev = kb.loadIndex(st, kb.isub(e, kb.idx(1)));
+          kb.storeIndex(kb.iadd(kb.loadIndex(st, e), prev), st, e);
+        });
+        kb.loop(0, experts, [&](Value e) {
+          memref::StoreOp::create(b, l, kb.loadIndex(st, e), cursor, e);
+        });
+        kb.loop(kb.idx(0), numTokens, [&](Value t) {
+          kb.loop(0, topK, [&](Value j) {
+            Value e = kb.loadIndex(args[c], {t, j});
+            Value pos = memref::LoadOp::create(b, l, cursor, e);
+            Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
+            kb.storeIndex(slot, args[orderOut],
+                          {kb.idiv(pos, kb.idx(topK)),
+                           kb.irem(pos, kb.idx(topK))});
+            memref::StoreOp::create(b, l, kb.iadd(pos, kb.idx(1)), cursor,
+                                    e);
           });
         });
         kb.dealloc(cursor);
@@ -408,15 +410,36 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                      rewriter.getF64FloatAttr(limit))}));
     };
 
+    // The grouped kernels' extra arguments, order and starts; returns
+    // order's position (none for the `_rows` kernels).
+    auto addGrouping = [&](KernelCall &call,
+                           bool grouped) -> std::optional<unsigned> {
+      if (!grouped)
+        return std::nullopt;
+      unsigned o = call.addInput(order);
+      call.addInput(starts);
+      return o;
+    };
+    // The buffer a routed kernel writes: the `_rows` kernel allocates it
+    // (`buffer` is set from its result after the call), the grouped one
+    // takes it as its last argument and carries kGroupedExpertsAttrName.
+    auto addRoutedOutput = [&](KernelCall &call, bool grouped, Value buffer,
+                               MemRefType type, StringRef kind) {
+      if (!grouped)
+        return call.addResult(type, tokens);
+      call.attributes.push_back(groupedAttr(kind));
+      return call.addInput(buffer);
+    };
     // The slot (token, j) a routed kernel's row (p, q) works on: itself for
     // the `_rows` kernels; for the grouped ones the slot at flat position
-    // p * k + q of moe_group's order (`orderArg`), so that their loops here
-    // use the grouping the matrix-unit form relies on.
-    auto slotOf = [&](KernelBuilder &kb, std::optional<Value> orderArg,
-                      Value p, Value q) -> std::pair<Value, Value> {
-      if (!orderArg)
+    // p * k + q of moe_group's order (argument `o`), so that their loops
+    // here use the grouping the matrix-unit form relies on.
+    auto slotOf = [&](KernelBuilder &kb, ValueRange args,
+                      std::optional<unsigned> o, Value p,
+                      Value q) -> std::pair<Value, Value> {
+      if (!o)
         return {p, q};
-      Value slot = kb.loadIndex(*orderArg, {p, q});
+      Value slot = kb.loadIndex(args[*o], {p, q});
       return {kb.idiv(slot, kb.idx(topK)), kb.irem(slot, kb.idx(topK))};
     };
 
@@ -429,22 +452,16 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       KernelCall call;
       call.addInput(x);
       unsigned c = call.addInput(chosen);
-      std::optional<unsigned> o;
-      if (grouped) {
-        o = call.addInput(order);
-        call.addInput(starts);
-      }
+      std::optional<unsigned> o = addGrouping(call, grouped);
       FailureOr<unsigned> g =
           call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
       FailureOr<unsigned> u =
           call.addWeight(rewriter, loc, op.getUp(), adaptor.getUp());
       if (failed(g) || failed(u))
         return noFp8Source();
-      MemRefType actType3 = MemRefType::get({dyn, topK, inter}, actType);
-      unsigned out = grouped ? call.addInput(act)
-                             : call.addResult(actType3, tokens);
-      if (grouped)
-        call.attributes.push_back(groupedAttr("up"));
+      unsigned out = addRoutedOutput(
+          call, grouped, act, MemRefType::get({dyn, topK, inter}, actType),
+          "up");
       auto results = call.emit(rewriter, op, grouped ? "moe_up" : "moe_up_rows",
                                [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
@@ -454,9 +471,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {activeTokens(kb, kb.dim(args[0], 0), grouped), kb.idx(topK),
              kb.idx(inter)},
             [&](ValueRange pi) {
-              auto [t, j] = slotOf(
-                  kb, o ? std::optional<Value>(args[*o]) : std::nullopt,
-                  pi[0], pi[1]);
+              auto [t, j] = slotOf(kb, args, o, pi[0], pi[1]);
               Value e = kb.loadIndex(args[c], {t, j});
               kb.store(swiglu.activation(kb, args[0], t, e, pi[2]),
                        args[out], {t, j, pi[2]});
@@ -473,20 +488,14 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       unsigned a = call.addInput(act);
       unsigned c = call.addInput(chosen);
       unsigned w = call.addInput(weights);
-      std::optional<unsigned> o;
-      if (grouped) {
-        o = call.addInput(order);
-        call.addInput(starts);
-      }
+      std::optional<unsigned> o = addGrouping(call, grouped);
       FailureOr<unsigned> dn =
           call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
       if (failed(dn))
         return noFp8Source();
-      MemRefType routedType = MemRefType::get({dyn, topK, hidden}, actType);
-      unsigned out = grouped ? call.addInput(routed)
-                             : call.addResult(routedType, tokens);
-      if (grouped)
-        call.attributes.push_back(groupedAttr("down"));
+      unsigned out = addRoutedOutput(
+          call, grouped, routed, MemRefType::get({dyn, topK, hidden}, actType),
+          "down");
       auto results = call.emit(
           rewriter, op, grouped ? "moe_down" : "moe_down_rows",
           [&](KernelBuilder &kb, ValueRange args) {
@@ -496,9 +505,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {activeTokens(kb, kb.dim(args[a], 0), grouped), kb.idx(topK),
              kb.idx(hidden)},
             [&](ValueRange po) {
-              auto [t, k] = slotOf(
-                  kb, o ? std::optional<Value>(args[*o]) : std::nullopt,
-                  po[0], po[1]);
+              auto [t, k] = slotOf(kb, args, o, po[0], po[1]);
               Value e = kb.loadIndex(args[c], {t, k});
               Value y = downProjection(kb, down, e, args[a], {t, k}, po[2],
                                        inter, actType);
@@ -531,8 +538,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     auto results = call.emit(rewriter, op, "moe_shared_down",
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView down = viewAt(sdt, args, *dn);
-      kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(args[a], 0), kb.idx(hidden)},
-                  [&](ValueRange to) {
+      kb.parallelRows({kb.idx(0), kb.idx(0)},
+                      {kb.dim(args[a], 0), kb.idx(hidden)}, [&](ValueRange to) {
         Value t = to[0], o = to[1];
         Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {
           return kb.add(acc, kb.load(args[y], {t, k, o}));
