@@ -66,12 +66,14 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   // become matrix-unit kernels of the same name and arguments; the others
   // (f32 activations, shapes that do not tile) stay for the generic path.
   // Likewise the MoE's routed-expert kernels (moe_up, moe_down) become
-  // grouped matmuls over each expert's slots where the target allows.
+  // grouped matmuls over each expert's slots, and the dense projections
+  // (swiglu_up/down, moe_shared_up/down) matmuls with their epilogues,
+  // where the target allows.
   llvm::StringMap<MatmulKernelFunction> matmuls;
   for (auto func :
        llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
     if (!codegen.matrixUnits || func.isExternal() ||
-        !(isLinearKernelFunction(func) || isGroupedExpertKernelFunction(func)))
+        !isMatmulKernelFunction(func))
       continue;
     auto gpuModule =
         lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);

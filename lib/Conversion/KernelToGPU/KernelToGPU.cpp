@@ -472,7 +472,15 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
   if (std::optional<int64_t> hi = getConstantIntValue(ub))
     return constant(((*hi - *lo + *st - 1) / *st + perBlock - 1) / perBlock);
   // ub = dim(arg, d) [- c]: the grid-stride loop tolerates a few idle blocks.
+  // ub = select(c, dim(arg, d), 0), a kernel that works only on steps of
+  // some size (FfnOps' matmul halves): the extent bounds it. (The opposite
+  // select, the `_rows` halves, stays at one block: they work on small steps
+  // only and would launch a block per row of every large one.)
   Value bound = ub;
+  if (auto select = bound.getDefiningOp<arith::SelectOp>();
+      select && getConstantIntValue(select.getFalseValue()) ==
+                    std::optional<int64_t>(0))
+    bound = select.getTrueValue();
   if (auto sub = bound.getDefiningOp<arith::SubIOp>();
       sub && getConstantIntValue(sub.getRhs()))
     bound = sub.getLhs();

@@ -25,13 +25,15 @@
 
 namespace mlir::strata {
 
-/// A kernel function rebuilt on the matrix units: a linear, or with
-/// `experts` a moe_up / moe_down grouped matmul.
+/// A kernel function rebuilt on the matrix units: a linear, with `experts`
+/// a moe_up / moe_down grouped matmul, with `dense` a dense projection
+/// (same grid as a linear).
 struct MatmulKernelFunction {
   gpu::GPUFuncOp func;
   MatmulTiling tiling;
   MatmulProblem problem;
   std::optional<GroupedExperts> experts;
+  std::optional<DenseMatmul> dense;
 };
 
 /// True when `kernel` is the kernel function of an `llm.linear`.
@@ -67,9 +69,31 @@ buildGroupedExpertMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
 
-/// The matrix-unit form of `kernel` (buildLinearMatmulKernel or
-/// buildGroupedExpertMatmulKernel by its kind); fails with `why` for kernel
-/// functions of other ops and where those builders fail.
+/// True when `kernel` carries kDenseMatmulAttrName (the matmul half of a
+/// dense projection pair: swiglu_up/down, moe_shared_up/down).
+bool isDenseMatmulKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, the tiled matmul of a
+/// dense projection kernel function with its epilogue (DenseMatmul): x
+/// memref<?xKxbf16>, [routed memref<?xtopKxNxbf16> (add_slot_sum),] W
+/// memref<NxKxT> [scales memref<N/bnxK/bkxf32>], [W_up, [scales] (swiglu),]
+/// y memref<?xNxbf16>, the same arguments in the same order. Fails with
+/// `why` (and builds nothing) for another signature, activations other than
+/// bf16, shapes that do not tile, or fp8 weights on a target whose fp8 path
+/// quantises the activations (AMD: those keep the generic kernels).
+FailureOr<MatmulKernelFunction>
+buildDenseMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                               func::FuncOp kernel, const TargetInfo &target,
+                               std::string &why);
+
+/// True when `kernel` has a matrix-unit form on targets with matrix units
+/// (a linear, grouped-expert or dense-projection kernel function).
+bool isMatmulKernelFunction(func::FuncOp kernel);
+
+/// The matrix-unit form of `kernel` (buildLinearMatmulKernel,
+/// buildGroupedExpertMatmulKernel or buildDenseMatmulKernelFunction by its
+/// kind); fails with `why` for kernel functions of other ops and where those
+/// builders fail.
 FailureOr<MatmulKernelFunction>
 buildMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,

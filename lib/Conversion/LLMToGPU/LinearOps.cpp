@@ -209,7 +209,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types);
-  return MatmulKernelFunction{func, *tiling, problem, std::nullopt};
+  return MatmulKernelFunction{func, *tiling, problem, std::nullopt,
+                              std::nullopt};
 }
 
 bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
@@ -301,7 +302,122 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
-  return MatmulKernelFunction{func, *tiling, problem, grouped};
+  return MatmulKernelFunction{func, *tiling, problem, grouped, std::nullopt};
+}
+
+bool mlir::strata::isDenseMatmulKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kDenseMatmulAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kDenseMatmulAttrName);
+  auto epilogue = info ? info.getAs<StringAttr>("epilogue") : nullptr;
+  auto minRows = info ? info.getAs<IntegerAttr>("min_rows") : nullptr;
+  if (!epilogue || !minRows) {
+    why = "not a dense matmul kernel function";
+    return failure();
+  }
+  DenseMatmul dense;
+  dense.minRows = minRows.getInt();
+  if (epilogue.getValue() == "store") {
+    dense.epilogue = MatmulEpilogue::Store;
+  } else if (epilogue.getValue() == "swiglu") {
+    auto limit = info.getAs<FloatAttr>("swiglu_limit");
+    if (!limit) {
+      why = "swiglu epilogue without swiglu_limit";
+      return failure();
+    }
+    dense.epilogue = MatmulEpilogue::Swiglu;
+    dense.limit = limit.getValueAsDouble();
+  } else if (epilogue.getValue() == "add_slot_sum") {
+    auto topK = info.getAs<IntegerAttr>("top_k");
+    if (!topK) {
+      why = "add_slot_sum epilogue without top_k";
+      return failure();
+    }
+    dense.epilogue = MatmulEpilogue::AddSlotSum;
+    dense.topK = topK.getInt();
+  } else {
+    why = "unknown dense matmul epilogue";
+    return failure();
+  }
+  FunctionType type = kernel.getFunctionType();
+  if (type.getNumResults() != 0 || type.getNumInputs() < 3 ||
+      !llvm::all_of(type.getInputs(), [](Type t) {
+        auto m = dyn_cast<MemRefType>(t);
+        return m && m.getLayout().isIdentity();
+      })) {
+    why = "unexpected dense matmul kernel signature";
+    return failure();
+  }
+  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  bool slotSum = dense.epilogue == MatmulEpilogue::AddSlotSum;
+  unsigned firstWeight = slotSum ? 2 : 1;
+  MemRefType x = arg(0), weight = arg(firstWeight);
+  MemRefType y = arg(type.getNumInputs() - 1);
+  bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
+  unsigned perWeight = fp8 ? 2 : 1;
+  unsigned numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
+  if (type.getNumInputs() != firstWeight + perWeight * numWeights + 1 ||
+      weight.getRank() != 2 || !x.getElementType().isBF16() ||
+      !y.getElementType().isBF16()) {
+    why = "dense matmuls take bf16 activations and bf16 or fp8 [N, K] "
+          "weights";
+    return failure();
+  }
+  int64_t blockN = 0, blockK = 0;
+  if (fp8) {
+    MemRefType scales = arg(firstWeight + 1);
+    if (scales.getRank() != 2 || !scales.getElementType().isF32() ||
+        weight.getDimSize(0) % scales.getDimSize(0) ||
+        weight.getDimSize(1) % scales.getDimSize(1)) {
+      why = "unexpected fp8 scale shape";
+      return failure();
+    }
+    blockN = weight.getDimSize(0) / scales.getDimSize(0);
+    blockK = weight.getDimSize(1) / scales.getDimSize(1);
+  }
+  MatmulProblem problem;
+  MatmulTypes types;
+  if (failed(describeLinearMatmul(x, weight, blockN, blockK, y, problem,
+                                  types, why)))
+    return failure();
+  for (unsigned i = 1; i < numWeights; ++i)
+    for (unsigned j = 0; j < perWeight; ++j)
+      if (arg(firstWeight + i * perWeight + j) != arg(firstWeight + j)) {
+        why = "the SwiGLU's gate and up weights differ in type";
+        return failure();
+      }
+  if (slotSum) {
+    MemRefType routed = arg(1);
+    if (routed.getRank() != 3 || routed.getDimSize(1) != dense.topK ||
+        routed.getDimSize(2) != problem.n || !routed.getElementType().isBF16()) {
+      why = "unexpected routed-slot buffer";
+      return failure();
+    }
+  }
+  FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
+  if (failed(tiling))
+    return failure();
+  if (fp8 && tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
+    why = "dense matmuls decode fp8 weights; this target quantises "
+          "activations instead";
+    return failure();
+  }
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  gpu::GPUFuncOp func = buildDenseMatmulKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
+      *tiling, problem, types, dense);
+  return MatmulKernelFunction{func, *tiling, problem, std::nullopt, dense};
+}
+
+bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
+  return isLinearKernelFunction(kernel) ||
+         isGroupedExpertKernelFunction(kernel) ||
+         isDenseMatmulKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -309,6 +425,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
     const TargetInfo &target, std::string &why) {
   if (isGroupedExpertKernelFunction(kernel))
     return buildGroupedExpertMatmulKernel(builder, module, kernel, target,
+                                          why);
+  if (isDenseMatmulKernelFunction(kernel))
+    return buildDenseMatmulKernelFunction(builder, module, kernel, target,
                                           why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

@@ -60,7 +60,9 @@ public:
       mmaFp8 = fp8;
   }
 
-  void build(ValueRange args);
+  /// The plain (linear) or dense-projection kernel's body from its
+  /// arguments (buildMatmulKernel, buildDenseMatmulKernel).
+  void build(ValueRange args, const DenseMatmul &dense);
 
 private:
   Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
@@ -241,8 +243,6 @@ public:
     int64_t topK = 0, experts = 0, minSlots = 0;
     double limit = 0;
     Value order, starts, routeWeights;
-    /// moe_up's second weight (up) and its scales.
-    Value w2, scales2;
   };
   /// The grouped kernel's body from its arguments (buildGroupedExpertKernel).
   void buildGroupedKernel(ValueRange args, const GroupedExperts &e);
@@ -271,10 +271,32 @@ private:
     Value rounded = arith::TruncFOp::create(b, loc, type, v);
     return arith::ExtFOp::create(b, loc, f32, rounded);
   }
+  /// round(silu(min(round(g), L))) * clamp(round(u), -L, L) in f32 (the
+  /// caller rounds), silu(x) = x * 1 / (1 + exp(-x)) as in KernelBuilder.
+  Value swiglu(Value gateAcc, Value upAcc, double limitValue) {
+    Type act = types.y;
+    Value limit = cf32(limitValue);
+    Value gate = arith::MinimumFOp::create(b, loc, roundTo(gateAcc, act), limit);
+    Value up = arith::MaximumFOp::create(
+        b, loc, arith::MinimumFOp::create(b, loc, roundTo(upAcc, act), limit),
+        cf32(-limitValue));
+    Value sig = arith::DivFOp::create(
+        b, loc, cf32(1.0),
+        arith::AddFOp::create(
+            b, loc, cf32(1.0),
+            math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, gate))));
+    Value silu = roundTo(arith::MulFOp::create(b, loc, gate, sig), act);
+    return arith::MulFOp::create(b, loc, silu, up);
+  }
   void storeGroupedResults(ValueRange accs);
 
   std::optional<Grouped> grouped;
   Value expert, rowStart, rowEnd;
+  /// The dense projection's epilogue (Store for linears).
+  DenseMatmul dense;
+  /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
+  /// slots.
+  Value w2, scales2, slotSum;
 
   OpBuilder &b;
   Location loc;
@@ -342,11 +364,11 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   SmallVector<Value> out(accs.begin(), accs.end());
   auto at = [&](int64_t i, int64_t j) { return i * t.fragsN + j; };
 
-  // Weights multiplied by the same A fragments: W, and moe_up's W_up
+  // Weights multiplied by the same A fragments: W, and the SwiGLU's W_up
   // (its accumulators follow W's in `accs`).
   SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
-  if (grouped && grouped->up)
-    weights.push_back({grouped->w2, grouped->scales2});
+  if (w2)
+    weights.push_back({w2, scales2});
   int64_t perWeight = t.fragsM * t.fragsN;
   auto atW = [&](size_t wi, int64_t i, int64_t j) {
     return wi * perWeight + at(i, j);
@@ -456,6 +478,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
 }
 
 void MatmulKernelBuilder::storeResults(ValueRange accs) {
+  int64_t perWeight = t.fragsM * t.fragsN;
   for (int64_t i = 0; i < t.fragsM; ++i)
     for (int64_t j = 0; j < t.fragsN; ++j) {
       Value acc = accs[i * t.fragsN + j];
@@ -470,6 +493,29 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
           Value v = vector::ExtractOp::create(b, loc, acc, e);
+          switch (dense.epilogue) {
+          case MatmulEpilogue::Store:
+            break;
+          case MatmulEpilogue::Swiglu:
+            v = swiglu(v,
+                       vector::ExtractOp::create(
+                           b, loc, accs[perWeight + i * t.fragsN + j], e),
+                       dense.limit);
+            break;
+          case MatmulEpilogue::AddSlotSum: {
+            // The routed slots summed in slot order, then the rounded
+            // projection (FfnOps' moe_shared_down).
+            Value sum = cf32(0.0);
+            for (int64_t k = 0; k < dense.topK; ++k) {
+              Value r = memref::LoadOp::create(b, loc, slotSum,
+                                               ValueRange{row, idx(k), col});
+              sum = arith::AddFOp::create(
+                  b, loc, sum, arith::ExtFOp::create(b, loc, f32, r));
+            }
+            v = arith::AddFOp::create(b, loc, sum, roundTo(v, types.y));
+            break;
+          }
+          }
           if (types.y != f32)
             v = arith::TruncFOp::create(b, loc, types.y, v);
           memref::StoreOp::create(b, loc, v, y, ValueRange{row, col});
@@ -478,12 +524,21 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
     }
 }
 
-void MatmulKernelBuilder::build(ValueRange args) {
-  x = args[0];
-  w = args[1];
+void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
+  dense = d;
+  unsigned n = 0;
+  x = args[n++];
+  if (dense.epilogue == MatmulEpilogue::AddSlotSum)
+    slotSum = args[n++];
+  w = args[n++];
   if (p.fp8Weight)
-    scales = args[2];
-  y = args.back();
+    scales = args[n++];
+  if (dense.epilogue == MatmulEpilogue::Swiglu) {
+    w2 = args[n++];
+    if (p.fp8Weight)
+      scales2 = args[n++];
+  }
+  y = args[n++];
 
   auto [bx, subgroupRow] = placeSubgroup();
   numRows = memref::DimOp::create(b, loc, x, 0);
@@ -495,6 +550,13 @@ void MatmulKernelBuilder::build(ValueRange args) {
   // subgroups of a block stay converged.
   Value numTiles =
       arith::CeilDivUIOp::create(b, loc, numRows, idx(t.tileM()));
+  // Below minRows the op's `*_rows` kernel does the work: no tile here.
+  if (dense.minRows > 0)
+    numTiles = arith::SelectOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, numRows,
+                              idx(dense.minRows)),
+        numTiles, idx(0));
   Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
   auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
   OpBuilder::InsertionGuard guard(b);
@@ -504,7 +566,8 @@ void MatmulKernelBuilder::build(ValueRange args) {
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
-  storeResults(accumulate(1));
+  storeResults(
+      accumulate(dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1));
   b.setInsertionPointAfter(tileLoop);
   gpu::ReturnOp::create(b, loc);
 }
@@ -549,7 +612,21 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   // Grid (ceil(M / tileM), N / tileN, 1).
   auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  kb.build(func.getArguments());
+  kb.build(func.getArguments(), DenseMatmul());
+  return func;
+}
+
+gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types,
+    const DenseMatmul &dense) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
+  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+  kb.build(func.getArguments(), dense);
   return func;
 }
 
@@ -574,9 +651,9 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
   if (p.fp8Weight)
     scales = args[n++];
   if (e.up) {
-    g.w2 = args[n++];
+    w2 = args[n++];
     if (p.fp8Weight)
-      g.scales2 = args[n++];
+      scales2 = args[n++];
   }
   y = args[n++];
   buildGrouped(g);
@@ -669,28 +746,11 @@ void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
           Value v;
           if (grouped->up) {
-            // a = round(silu(min(round(g), L))) * clamp(round(u), -L, L)),
-            // silu(x) = x * 1 / (1 + exp(-x)) as in KernelBuilder.
-            Value limit = cf32(grouped->limit);
-            Value gate = roundTo(
+            v = swiglu(
                 vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e),
-                act);
-            gate = arith::MinimumFOp::create(b, loc, gate, limit);
-            Value up = roundTo(vector::ExtractOp::create(
-                                   b, loc, accs[perWeight + i * t.fragsN + j],
-                                   e),
-                               act);
-            up = arith::MaximumFOp::create(
-                b, loc, arith::MinimumFOp::create(b, loc, up, limit),
-                cf32(-grouped->limit));
-            Value sig = arith::DivFOp::create(
-                b, loc, cf32(1.0),
-                arith::AddFOp::create(
-                    b, loc, cf32(1.0),
-                    math::ExpOp::create(
-                        b, loc, arith::NegFOp::create(b, loc, gate))));
-            Value silu = roundTo(arith::MulFOp::create(b, loc, gate, sig), act);
-            v = arith::MulFOp::create(b, loc, silu, up);
+                vector::ExtractOp::create(
+                    b, loc, accs[perWeight + i * t.fragsN + j], e),
+                grouped->limit);
           } else {
             // round(w * round(acc)).
             Value y = roundTo(

@@ -103,6 +103,43 @@ gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
                                  const MatmulProblem &problem,
                                  const MatmulTypes &types);
 
+/// What a dense projection kernel (FfnOps.cpp, kDenseMatmulAttrName) does
+/// with the matmul's rows.
+enum class MatmulEpilogue {
+  /// y = round(acc) (swiglu_down).
+  Store,
+  /// Two weights (gate, up) against the same x; y = SwiGLU of the rounded
+  /// accumulators (swiglu_up, moe_shared_up).
+  Swiglu,
+  /// y = round(sum over the row's topK routed slots + round(acc))
+  /// (moe_shared_down).
+  AddSlotSum,
+};
+
+struct DenseMatmul {
+  MatmulEpilogue epilogue = MatmulEpilogue::Store;
+  /// The kernel works only when the step has at least this many rows;
+  /// below, the `*_rows` kernel of the same op does.
+  int64_t minRows = 0;
+  /// AddSlotSum: slots per row of the routed buffer.
+  int64_t topK = 0;
+  /// Swiglu: swiglu_limit.
+  double limit = 0;
+};
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a dense
+/// projection kernel function: (x, W[, scales], y) for Store, (x, gate[,
+/// scales], up[, scales], y) for Swiglu, (x, routed memref<?xtopKxNxbf16>,
+/// W[, scales], y) for AddSlotSum; y memref<?xNxbf16> is written. Grid
+/// (ceil(M / tileM), N / tileN, 1) as for buildMatmulKernel.
+gpu::GPUFuncOp buildDenseMatmulKernel(OpBuilder &builder, Location loc,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      TypeRange argTypes,
+                                      const MatmulTiling &tiling,
+                                      const MatmulProblem &problem,
+                                      const MatmulTypes &types,
+                                      const DenseMatmul &dense);
+
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {
   /// moe_up (gate and up weights, SwiGLU epilogue) or moe_down (routing

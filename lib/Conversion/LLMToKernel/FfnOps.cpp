@@ -12,8 +12,8 @@
 // Each op becomes several kernels whose bodies are scf.parallel nests over
 // independent outputs, so that on a GPU a decode step (one token) still
 // spreads over the whole grid:
-//   swiglu_mlp:  swiglu_up    (token, i) -> a [T, I]
-//                swiglu_down  (token, o) -> out [T, D]
+//   swiglu_mlp:  swiglu_up_rows, swiglu_up      (token, i) -> a [T, I]
+//                swiglu_down_rows, swiglu_down  (token, o) -> out [T, D]
 //   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E]
 //                moe_select   token      -> chosen [T, k] i32, weight [T, k]
 //                moe_group    one row    -> the slots grouped by expert: order
@@ -22,8 +22,9 @@
 //                moe_up_rows, moe_up     (token, slot, i) -> a [T, k, I]
 //                moe_down_rows, moe_down (token, slot, o)
 //                                        -> y = round(w * E_slot) [T, k, D]
-//                moe_shared_up    (token, i) -> a_s [T, Is]
-//                moe_shared_down  (token, o) -> out = round(sum_slot y +
+//                moe_shared_up_rows, moe_shared_up  (token, i) -> a_s [T, Is]
+//                moe_shared_down_rows, moe_shared_down
+//                              (token, o) -> out = round(sum_slot y +
 //                                                 E_shared) [T, D]
 // Routing is fp32: sigmoid scores, optional group-limited selection (group
 // score = sum of the top-2 biased scores), top-k by repeated arg-max over
@@ -35,7 +36,11 @@
 // moe_up and moe_down take the grouping too and walk the slots in its order
 // (so the CPU checks the grouping); a GPU target with matrix units replaces
 // them by grouped matmuls over each expert's slots (LLMToGPU
-// buildGroupedExpertMatmulKernel), the same arguments.
+// buildGroupedExpertMatmulKernel), the same arguments. Each pair `X_rows` /
+// `X` splits the work by the step's size (the `_rows` kernel below 64 routed
+// slots or 64 rows, `X` from there), and `X` is the one a GPU target with
+// matrix units rebuilds as a matmul (grouped experts; the dense
+// projections: buildDenseMatmulKernelFunction).
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,34 +115,93 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
   return kb.round(dot, actType);
 }
 
-/// Emits the SwiGLU up kernel `name` over the dense weights gate/up:
-/// parallel (token, i), result [T, inter] of `actType`.
+/// The dense projections (SwiGLU up, down) come in pairs like the routed
+/// experts: `<name>_rows` does the work below kDenseMatmulMinRows rows (decode:
+/// one block per output on the GPU), `<name>` from it on; it carries
+/// kDenseMatmulAttrName, so a GPU target with matrix units replaces it by a
+/// tiled matmul with the same epilogue (LLMToGPU
+/// buildDenseMatmulKernelFunction). Outside its range a kernel's row loop is
+/// empty; both write the same buffer.
+constexpr int64_t kDenseMatmulMinRows = 64;
+
+/// The kernel pair `<name>_rows` / `<name>` of one dense projection:
+/// `addArgs` adds the inputs (x first) and weights to a call; `body` stores
+/// the outputs of rows [0, rows) into argument `out`. The result has type
+/// `type` and the dynamic sizes `sizes`; `epilogue` and `extra` describe the
+/// matmul form (kDenseMatmulAttrName).
+FailureOr<Value> emitDenseProjection(
+    ConversionPatternRewriter &rewriter, Operation *op, StringRef name,
+    MemRefType type, SmallVector<Value> sizes, StringRef epilogue,
+    ArrayRef<NamedAttribute> extra,
+    llvm::function_ref<LogicalResult(KernelCall &)> addArgs,
+    llvm::function_ref<void(KernelBuilder &, ValueRange, Value, unsigned)>
+        body) {
+  SmallVector<NamedAttribute> info = {
+      rewriter.getNamedAttr("epilogue", rewriter.getStringAttr(epilogue)),
+      rewriter.getNamedAttr("min_rows",
+                            rewriter.getI64IntegerAttr(kDenseMatmulMinRows))};
+  info.append(extra.begin(), extra.end());
+  Value result;
+  for (bool matmul : {false, true}) {
+    KernelCall call;
+    if (failed(addArgs(call)))
+      return failure();
+    unsigned out;
+    if (matmul) {
+      call.attributes.push_back(
+          NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName),
+                         rewriter.getDictionaryAttr(info)));
+      out = call.addInput(result);
+    } else {
+      out = call.addResult(type, sizes);
+    }
+    std::string kernelName = matmul ? name.str() : (name + "_rows").str();
+    auto results = call.emit(rewriter, op, kernelName,
+                             [&](KernelBuilder &kb, ValueRange args) {
+      Value rows = kb.dim(args[0], 0);
+      Value isMatmul = kb.ige(rows, kb.idx(kDenseMatmulMinRows));
+      body(kb, args,
+           matmul ? kb.select(isMatmul, rows, kb.idx(0))
+                  : kb.select(isMatmul, kb.idx(0), rows),
+           out);
+    });
+    if (!matmul)
+      result = results[0];
+  }
+  return result;
+}
+
+/// Emits the SwiGLU up kernels `name`(_rows) over the dense weights
+/// gate/up: parallel (token, i), result [T, inter] of `actType`.
 FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
                              Operation *op, StringRef name, Value x,
                              Value gateOrig, Value gateConv, Value upOrig,
                              Value upConv, int64_t hidden, double limit,
                              Type actType) {
   Location loc = op->getLoc();
-  KernelCall call;
-  call.addInput(x);
-  FailureOr<unsigned> g = call.addWeight(rewriter, loc, gateOrig, gateConv);
-  FailureOr<unsigned> u = call.addWeight(rewriter, loc, upOrig, upConv);
-  if (failed(g) || failed(u))
-    return failure();
   Type gt = gateOrig.getType(), ut = upOrig.getType();
   int64_t inter = weightDim(gt, 0);
-  unsigned out = call.addResult(
+  FailureOr<unsigned> g, u;
+  return emitDenseProjection(
+      rewriter, op, name,
       MemRefType::get({ShapedType::kDynamic, inter}, actType),
-      {getDimValue(rewriter, loc, x, 0)});
-  return call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
-    Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden, limit,
-                  actType};
-    kb.parallelRows({kb.idx(0), kb.idx(0)},
-                    {kb.dim(args[0], 0), kb.idx(inter)}, [&](ValueRange ti) {
-      kb.store(swiglu.activation(kb, args[0], ti[0], {}, ti[1]), args[out],
-               ti);
-    });
-  })[0];
+      {getDimValue(rewriter, loc, x, 0)}, "swiglu",
+      {rewriter.getNamedAttr("swiglu_limit", rewriter.getF64FloatAttr(limit))},
+      [&](KernelCall &call) {
+        call.addInput(x);
+        g = call.addWeight(rewriter, loc, gateOrig, gateConv);
+        u = call.addWeight(rewriter, loc, upOrig, upConv);
+        return success(succeeded(g) && succeeded(u));
+      },
+      [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
+        Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
+                      limit, actType};
+        kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(inter)},
+                        [&](ValueRange ti) {
+          kb.store(swiglu.activation(kb, args[0], ti[0], {}, ti[1]),
+                   args[out], ti);
+        });
+      });
 }
 
 struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
@@ -158,29 +222,31 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
       return rewriter.notifyMatchFailure(
           op, "fp8 weight does not come from llm.weight");
 
-    KernelCall call;
-    unsigned a = call.addInput(*act);
-    FailureOr<unsigned> dn =
-        call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
-    if (failed(dn))
-      return rewriter.notifyMatchFailure(
-          op, "fp8 weight does not come from llm.weight");
-    unsigned out = call.addResult(
-        resultType,
-        dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType));
     Type dt = op.getDown().getType();
     int64_t inter = weightDim(dt, 1);
-    auto results = call.emit(rewriter, op, "swiglu_down",
-                             [&](KernelBuilder &kb, ValueRange args) {
-      WeightView down = viewAt(dt, args, *dn);
-      kb.parallelRows({kb.idx(0), kb.idx(0)},
-                      {kb.dim(args[a], 0), kb.idx(hidden)}, [&](ValueRange to) {
-        kb.store(downProjection(kb, down, {}, args[a], to[0], to[1], inter,
-                                actType),
-                 args[out], to);
-      });
-    });
-    rewriter.replaceOp(op, results);
+    FailureOr<unsigned> dn;
+    FailureOr<Value> out = emitDenseProjection(
+        rewriter, op, "swiglu_down", resultType,
+        dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType),
+        "store", {},
+        [&](KernelCall &call) {
+          call.addInput(*act);
+          dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+          return success(succeeded(dn));
+        },
+        [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
+          WeightView down = viewAt(dt, args, *dn);
+          kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(hidden)},
+                          [&](ValueRange to) {
+            kb.store(downProjection(kb, down, {}, args[0], to[0], to[1],
+                                    inter, actType),
+                     args[out], to);
+          });
+        });
+    if (failed(out))
+      return rewriter.notifyMatchFailure(
+          op, "fp8 weight does not come from llm.weight");
+    rewriter.replaceOp(op, *out);
     return success();
   }
 };
@@ -524,32 +590,37 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         hidden, limit, actType);
     if (failed(sharedAct))
       return noFp8Source();
-    KernelCall call;
-    unsigned a = call.addInput(*sharedAct);
-    unsigned y = call.addInput(routed);
-    FailureOr<unsigned> dn = call.addWeight(rewriter, loc, op.getSharedDown(),
-                                       adaptor.getSharedDown());
-    if (failed(dn))
-      return noFp8Source();
-    unsigned out = call.addResult(resultType, dynamicSizesLike(
-                                                  rewriter, loc, x, resultType));
     Type sdt = op.getSharedDown().getType();
     int64_t sharedInter = weightDim(sdt, 1);
-    auto results = call.emit(rewriter, op, "moe_shared_down",
-                             [&](KernelBuilder &kb, ValueRange args) {
-      WeightView down = viewAt(sdt, args, *dn);
-      kb.parallelRows({kb.idx(0), kb.idx(0)},
-                      {kb.dim(args[a], 0), kb.idx(hidden)}, [&](ValueRange to) {
-        Value t = to[0], o = to[1];
-        Value sum = kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {
-          return kb.add(acc, kb.load(args[y], {t, k, o}));
+    FailureOr<unsigned> dn;
+    FailureOr<Value> out = emitDenseProjection(
+        rewriter, op, "moe_shared_down", resultType,
+        dynamicSizesLike(rewriter, loc, x, resultType), "add_slot_sum",
+        {rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK))},
+        [&](KernelCall &call) {
+          call.addInput(*sharedAct);
+          call.addInput(routed);
+          dn = call.addWeight(rewriter, loc, op.getSharedDown(),
+                              adaptor.getSharedDown());
+          return success(succeeded(dn));
+        },
+        [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
+          WeightView down = viewAt(sdt, args, *dn);
+          kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(hidden)},
+                          [&](ValueRange to) {
+            Value t = to[0], o = to[1];
+            Value sum =
+                kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {
+                  return kb.add(acc, kb.load(args[1], {t, k, o}));
+                });
+            Value shared = downProjection(kb, down, {}, args[0], t, o,
+                                          sharedInter, actType);
+            kb.store(kb.add(sum, shared), args[out], to);
+          });
         });
-        Value shared = downProjection(kb, down, {}, args[a], t, o,
-                                      sharedInter, actType);
-        kb.store(kb.add(sum, shared), args[out], to);
-      });
-    });
-    rewriter.replaceOp(op, results);
+    if (failed(out))
+      return noFp8Source();
+    rewriter.replaceOp(op, *out);
     return success();
   }
 };

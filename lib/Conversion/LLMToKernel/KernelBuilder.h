@@ -37,6 +37,13 @@ inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
 /// min_slots slots.
 inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
     "llm.grouped_experts";
+/// On the matrix-unit half of a dense projection pair (FfnOps.cpp: swiglu_up,
+/// swiglu_down, moe_shared_up, moe_shared_down): {epilogue = "store" |
+/// "swiglu" | "add_slot_sum", min_rows, [swiglu_limit], [top_k]}, what a GPU
+/// target needs to build it as a tiled matmul (LLMToGPU
+/// buildDenseMatmulKernelFunction); it works only for steps of at least
+/// min_rows rows.
+inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
 /// iteration is one GPU row (grid dimensions) whose inner loops the threads
 /// of a block share, as for a one-dimensional row loop; without it the

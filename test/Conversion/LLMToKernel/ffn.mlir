@@ -8,7 +8,9 @@
 // allocates the result and a grouped kernel (llm.grouped_experts, for
 // matrix-unit targets) that writes the same buffer, each working only in its
 // range of slots (T * k below / from 64), then the shared expert's SwiGLU
-// and its down projection summed with the routed slots.
+// and its down projection summed with the routed slots, each a `_rows`
+// kernel (below 64 rows) and one marked llm.dense_matmul (from 64 rows)
+// writing the same buffer.
 // CHECK-LABEL: func.func @moe
 // CHECK: %[[LOGITS:.*]] = memref.alloc(%{{.*}}) : memref<?x8xf32>
 // CHECK: call @moe_router_0(%{{.*}}, %{{.*}}, %[[LOGITS]])
@@ -27,8 +29,11 @@
 // CHECK: call @moe_down_rows_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], {{.*}}, %[[ROUTED]])
 // CHECK: call @moe_down_0(%[[ACT]], %[[CHOSEN]], %[[WEIGHTS]], %[[ORDER]], %[[STARTS]], {{.*}}, %[[ROUTED]])
 // CHECK: %[[SHARED:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
-// CHECK: call @moe_shared_up_0(
-// CHECK: call @moe_shared_down_0(%[[SHARED]], %[[ROUTED]],
+// CHECK: call @moe_shared_up_rows_0({{.*}}, %[[SHARED]])
+// CHECK: call @moe_shared_up_0({{.*}}, %[[SHARED]])
+// CHECK: %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x128xbf16>
+// CHECK: call @moe_shared_down_rows_0(%[[SHARED]], %[[ROUTED]], {{.*}}, %[[OUT]])
+// CHECK: call @moe_shared_down_0(%[[SHARED]], %[[ROUTED]], {{.*}}, %[[OUT]])
 // CHECK: func.func @moe_router_0
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0, %c0{{.*}}) to (%{{.*}}, %c8)
 // CHECK: func.func @moe_select_0
@@ -42,6 +47,13 @@
 // CHECK: func.func @moe_down_rows_0
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %c128)
 // CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = {experts = 8 : i64, kind = "down"
+// CHECK: func.func @moe_shared_up_rows_0
+// CHECK: arith.cmpi sge, %{{.*}}, %c64
+// CHECK: arith.select %{{.*}}, %c0{{.*}}, %{{.*}} : index
+// CHECK: func.func @moe_shared_up_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}
+// CHECK: arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
+// CHECK: func.func @moe_shared_down_rows_0
+// CHECK: func.func @moe_shared_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "add_slot_sum", min_rows = 64 : i64, top_k = 2 : i64}
 func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
   %r = llm.weight "gate.weight" : tensor<8x128xf32>
   %b = llm.weight "gate.e_score_correction_bias" : tensor<8xf32>
@@ -68,15 +80,26 @@ func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// Tests that the dense SwiGLU MLP is two kernels, parallel over (token, i)
-// and (token, o), and clamps the gate from above only.
+// Tests that the dense SwiGLU MLP is two pairs of kernels, parallel over
+// (token, i) and (token, o), and clamps the gate from above only; in each
+// pair the `_rows` kernel allocates the result, and the llm.dense_matmul one
+// writes it too.
 // CHECK-LABEL: func.func @mlp
-// CHECK: call @swiglu_up_0
-// CHECK: call @swiglu_down_0
-// CHECK: func.func @swiglu_up_0
+// CHECK: %[[A:.*]] = memref.alloc(%{{.*}}) : memref<?x64xbf16>
+// CHECK: call @swiglu_up_rows_0(%{{.*}}, %{{.*}}, %{{.*}}, %[[A]])
+// CHECK: call @swiglu_up_0(%{{.*}}, %{{.*}}, %{{.*}}, %[[A]])
+// CHECK: %[[Y:.*]] = memref.alloc(%{{.*}}) : memref<?x32xbf16>
+// CHECK: call @swiglu_down_rows_0(%[[A]], %{{.*}}, %[[Y]])
+// CHECK: call @swiglu_down_0(%[[A]], %{{.*}}, %[[Y]])
+// CHECK: func.func @swiglu_up_rows_0
 // CHECK: scf.parallel
 // CHECK: arith.minimumf %{{.*}}, %cst
-// CHECK: func.func @swiglu_down_0
+// CHECK: func.func @swiglu_up_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}
+// CHECK: scf.parallel
+// CHECK: arith.minimumf %{{.*}}, %cst
+// CHECK: func.func @swiglu_down_rows_0
+// CHECK: scf.parallel
+// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "store", min_rows = 64 : i64}
 // CHECK: scf.parallel
 func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
   %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>

@@ -472,9 +472,9 @@ def _weight(p, name, shape, kind, scale=0.3):
     return p.weight(name, w, kind), ttype(shape, kind), w.astype(np.float64)
 
 
-def _swiglu(dt, wk):
+def _swiglu(dt, wk, T=4):
     p = Program(9)
-    T, D, I, L = 4, 32, 48, 1.0
+    D, I, L = 32, 48, 1.0
     x = p.rand((T, D), dt, -2, 2)
     vx = p.input(x, dt)
     vg, tg, wg = _weight(p, "mlp.gate_proj.weight", (I, D), wk)
@@ -500,6 +500,13 @@ def swiglu_mlp_f32():
 @case
 def swiglu_mlp_fp8():
     return _swiglu("bf16", "fp8")
+
+
+@case
+def swiglu_mlp_matmul_rows():
+    # 70 rows >= 64: the projections run in the kernels that GPU targets
+    # build as matmuls (llm.dense_matmul), not the _rows kernels.
+    return _swiglu("bf16", "fp8", T=70)
 
 
 def _moe(dt, wk, groups, topk_group, norm=True, T=5):
@@ -566,6 +573,13 @@ def moe_ffn_grouped_slots():
     # 24 tokens x top-3 = 72 slots >= 64: the routed experts run in the
     # grouped kernels (walking moe_group's order), not the _rows kernels.
     return _moe("bf16", "fp8", 1, 1, T=24)
+
+
+@case
+def moe_ffn_matmul_rows():
+    # 70 rows: the shared expert's projections and the slot sum run in the
+    # llm.dense_matmul kernels too.
+    return _moe("bf16", "bf16", 2, 1, T=70)
 
 
 def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv,
