@@ -30,8 +30,10 @@ import sys
 OP_OF_KERNEL = {
     "moe_router": "moe_ffn", "moe_select": "moe_ffn", "moe_group": "moe_ffn", "moe_up": "moe_ffn",
     "moe_up_rows": "moe_ffn", "moe_down": "moe_ffn", "moe_down_rows": "moe_ffn",
-    "moe_shared_up": "moe_ffn", "moe_shared_down": "moe_ffn",
-    "swiglu_up": "swiglu_mlp", "swiglu_down": "swiglu_mlp",
+    "moe_shared_up": "moe_ffn", "moe_shared_up_rows": "moe_ffn",
+    "moe_shared_down": "moe_ffn", "moe_shared_down_rows": "moe_ffn",
+    "swiglu_up": "swiglu_mlp", "swiglu_up_rows": "swiglu_mlp",
+    "swiglu_down": "swiglu_mlp", "swiglu_down_rows": "swiglu_mlp",
 }
 
 
