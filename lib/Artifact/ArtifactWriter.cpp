@@ -66,6 +66,10 @@ SizeExpression SizeExpression::max(SizeExpression a, const SizeExpression &b) {
   return binary(std::move(a), b, fb::SizeOpcode::max);
 }
 
+SizeExpression SizeExpression::min(SizeExpression a, const SizeExpression &b) {
+  return binary(std::move(a), b, fb::SizeOpcode::min);
+}
+
 //===----------------------------------------------------------------------===//
 // BindingDesc
 //===----------------------------------------------------------------------===//

@@ -47,6 +47,7 @@ public:
   static SizeExpression ceilDiv(SizeExpression a, const SizeExpression &b);
   static SizeExpression alignUp(SizeExpression a, const SizeExpression &b);
   static SizeExpression max(SizeExpression a, const SizeExpression &b);
+  static SizeExpression min(SizeExpression a, const SizeExpression &b);
 
   bool empty() const { return ops.empty(); }
 

@@ -584,6 +584,9 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
             std::move(extent), SizeExpression::constant(dim.divisor));
       if (dim.addend > 0)
         extent = std::move(extent) + SizeExpression::constant(dim.addend);
+      if (dim.cap > 0)
+        extent = SizeExpression::min(std::move(extent),
+                                     SizeExpression::constant(dim.cap));
       launch.grid[d] =
           SizeExpression::max(std::move(extent), SizeExpression::constant(1));
     }

@@ -142,6 +142,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         dims[d].blocks = entry[1];
       else
         dims[d] = {entry[0], entry[1], 1};
+      if (entry.size() > 2)
+        dims[d].cap = entry[2];
     }
     library.grids.push_back(dims);
     // Global scratch: the trailing `memref<?xi8>` argument the pass added.

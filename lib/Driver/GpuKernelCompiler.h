@@ -38,10 +38,12 @@ struct GpuGridDim {
   int64_t argument = -1;
   int64_t dim = 0;
   int64_t blocks = 1;
-  /// With an argument: ceil(extent * multiplier / divisor) + addend blocks.
+  /// With an argument: ceil(extent * multiplier / divisor) + addend blocks,
+  /// at most `cap` when it is > 0.
   int64_t divisor = 1;
   int64_t multiplier = 1;
   int64_t addend = 0;
+  int64_t cap = 0;
 };
 
 /// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):

@@ -39,6 +39,7 @@ Status validateSizeExpr(const artifact::SizeExpr *expr,
     case static_cast<uint8_t>(SizeOpcode::ceil_div):
     case static_cast<uint8_t>(SizeOpcode::align_up):
     case static_cast<uint8_t>(SizeOpcode::max):
+    case static_cast<uint8_t>(SizeOpcode::min):
       if (op->operand() != 0)
         return invalidArgument("{}: op {}: operand {} on a binary op", where,
                                index, op->operand());
@@ -100,6 +101,9 @@ StatusOr<uint64_t> evaluateSizeExpr(const artifact::SizeExpr *expr,
     case SizeOpcode::max:
       result = a > b ? a : b;
       break;
+    case SizeOpcode::min:
+      result = a < b ? a : b;
+      break;
     default:
       return internalError("unvalidated size expression");
     }
@@ -136,6 +140,9 @@ std::string formatSizeExpr(const artifact::SizeExpr *expr) {
       break;
     case SizeOpcode::align_up:
       stack.back() = "align_up(" + a + ", " + b + ")";
+      break;
+    case SizeOpcode::min:
+      stack.back() = "min(" + a + ", " + b + ")";
       break;
     default:
       stack.back() = "max(" + a + ", " + b + ")";

@@ -47,6 +47,15 @@ TEST(SizeExpr, EvaluatesAndFormats) {
   EXPECT_EQ(formatSizeExpr(e.get()),
             "align_up(((ceil_div(num_tokens, 4) * 4096) + max(max_selected, "
             "7)), 256)");
+  // min(num_tokens, 63), min(max_selected, 7)
+  Expr lo({s(SizeSymbol::num_tokens), c(63), op(SizeOpcode::min)});
+  Expr hi({s(SizeSymbol::max_selected), c(7), op(SizeOpcode::min)});
+  ASSERT_TRUE(validateSizeExpr(lo.get(), "lo").ok());
+  EXPECT_EQ(*evaluateSizeExpr(lo.get(), sizes), 10u);
+  EXPECT_EQ(*evaluateSizeExpr(hi.get(), sizes), 3u);
+  sizes[SizeSymbol::num_tokens] = 2048;
+  EXPECT_EQ(*evaluateSizeExpr(lo.get(), sizes), 63u);
+  EXPECT_EQ(formatSizeExpr(lo.get()), "min(num_tokens, 63)");
 }
 
 // Tests that overflow and division by zero are errors, not wraparound.

@@ -472,15 +472,39 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
   if (std::optional<int64_t> hi = getConstantIntValue(ub))
     return constant(((*hi - *lo + *st - 1) / *st + perBlock - 1) / perBlock);
   // ub = dim(arg, d) [- c]: the grid-stride loop tolerates a few idle blocks.
-  // ub = select(c, dim(arg, d), 0), a kernel that works only on steps of
-  // some size (FfnOps' matmul halves): the extent bounds it. (The opposite
-  // select, the `_rows` halves, stays at one block: they work on small steps
-  // only and would launch a block per row of every large one.)
+  // Kernels that work only on steps of some size (the pairs of FfnOps and
+  // MlaOps): ub = select(c, dim(arg, d), 0) is bounded by the extent;
+  // ub = select(dim(arg, d) [* m] >= K, 0, dim(arg, d)) by the extent and by
+  // ceil(K / m) - 1 (entry [arg, d, cap]), so a large step launches no
+  // idle block per row.
   Value bound = ub;
-  if (auto select = bound.getDefiningOp<arith::SelectOp>();
-      select && getConstantIntValue(select.getFalseValue()) ==
-                    std::optional<int64_t>(0))
-    bound = select.getTrueValue();
+  int64_t cap = 0;
+  if (auto select = bound.getDefiningOp<arith::SelectOp>()) {
+    auto isZero = [](Value v) {
+      return getConstantIntValue(v) == std::optional<int64_t>(0);
+    };
+    auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
+    if (isZero(select.getFalseValue())) {
+      bound = select.getTrueValue();
+    } else if (isZero(select.getTrueValue()) && cmp &&
+               (cmp.getPredicate() == arith::CmpIPredicate::sge ||
+                cmp.getPredicate() == arith::CmpIPredicate::uge)) {
+      std::optional<int64_t> k = getConstantIntValue(cmp.getRhs());
+      Value extent = select.getFalseValue();
+      int64_t m = 0;
+      if (cmp.getLhs() == extent) {
+        m = 1;
+      } else if (auto mul = cmp.getLhs().getDefiningOp<arith::MulIOp>()) {
+        std::optional<int64_t> f = getConstantIntValue(mul.getRhs());
+        if (mul.getLhs() == extent && f && *f > 0)
+          m = *f;
+      }
+      if (k && *k > 0 && m > 0) {
+        bound = extent;
+        cap = std::max<int64_t>(1, (*k + m - 1) / m - 1);
+      }
+    }
+  }
   if (auto sub = bound.getDefiningOp<arith::SubIOp>();
       sub && getConstantIntValue(sub.getRhs()))
     bound = sub.getLhs();
@@ -488,8 +512,11 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
     if (auto d = bound.getDefiningOp<memref::DimOp>()) {
       auto arg = dyn_cast<BlockArgument>(d.getSource());
       std::optional<int64_t> index = d.getConstantIndex();
-      if (arg && index && isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp()))
+      if (arg && index && isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())) {
+        if (cap > 0)
+          return b.getDenseI64ArrayAttr({arg.getArgNumber(), *index, cap});
         return b.getDenseI64ArrayAttr({arg.getArgNumber(), *index});
+      }
     }
   }
   return constant(1);

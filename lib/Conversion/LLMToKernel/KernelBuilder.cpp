@@ -524,9 +524,11 @@ void mlir::strata::forEachTokenRow(
 
 void mlir::strata::forEachTokenHeadRow(
     KernelBuilder &kb, Value seqStarts, Value tokens, int64_t perToken,
-    llvm::function_ref<void(Value, Value, Value)> body) {
+    llvm::function_ref<void(Value, Value, Value)> body, Value numTokens) {
+  if (!numTokens)
+    numTokens = kb.dim(tokens, 0);
   kb.parallelRows({kb.idx(0), kb.idx(0)},
-                  {kb.dim(tokens, 0), kb.idx(perToken)}, [&](ValueRange th) {
+                  {numTokens, kb.idx(perToken)}, [&](ValueRange th) {
     body(requestOfToken(kb, seqStarts, th[0]), th[0], th[1]);
   });
 }

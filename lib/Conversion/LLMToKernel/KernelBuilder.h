@@ -44,6 +44,11 @@ inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
 /// buildDenseMatmulKernelFunction); it works only for steps of at least
 /// min_rows rows.
 inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
+/// On mla_attend (MlaOps.cpp): {min_tokens, softmax_scale}, what a GPU
+/// target needs to rebuild it with the heads of a block sharing the latent
+/// rows on the matrix units (LLMToGPU buildMlaAttendKernelFunction); it
+/// works only for steps of at least min_tokens tokens.
+inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
 /// iteration is one GPU row (grid dimensions) whose inner loops the threads
 /// of a block share, as for a one-dimensional row loop; without it the
@@ -289,9 +294,12 @@ void forEachTokenRow(KernelBuilder &kb, Value seqStarts, Value tokens,
 /// `body(r, t, h)`. One scf.parallel (kThreadsWithinRowAttrName): on the GPU
 /// the tokens and h are two grid dimensions, a block's threads sharing the
 /// loops of one (token, h); for ops whose heads are independent (attention).
+/// `numTokens` bounds the tokens (default: all of `tokens`' first
+/// dimension).
 void forEachTokenHeadRow(KernelBuilder &kb, Value seqStarts, Value tokens,
                          int64_t perToken,
-                         llvm::function_ref<void(Value, Value, Value)> body);
+                         llvm::function_ref<void(Value, Value, Value)> body,
+                         Value numTokens = Value());
 
 /// `(page, row)` of the row `index` of request `r` in a paged pool with
 /// `rowsPerPage` rows per page: page = block_table[r][index / rowsPerPage].

@@ -2,15 +2,27 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.mla_attention becomes one kernel whose rows are the (token, head)
-// pairs (forEachTokenHeadRow: on the GPU a grid of tokens x heads, the
-// threads of a block sharing one pair's loops). Per row: the absorbed
-// query qa = W_UK^h^T q (fp32 scratch [R]), scores against the latent rows
-// of the selected positions read straight from the paged latent pool
-// (first R lanes; pad lanes never read; fp8 pools dequantised per lane,
-// PagedPoolAccess), a max-subtracted softmax, the
-// latent-space output sum and the W_UV^h projection. fp32 throughout with
-// one rounding at the store; the selection order does not matter.
+// llm.mla_attention computes, per (token, head): the absorbed query
+// qa = W_UK^h^T q, scores against the latent rows of the selected positions
+// read straight from the paged latent pool (first R lanes; pad lanes never
+// read; fp8 pools dequantised per lane, PagedPoolAccess), a max-subtracted
+// softmax, the latent-space output sum oh and the W_UV^h projection. fp32
+// throughout with one rounding at the store; the selection order does not
+// matter.
+//
+// Like the FFN's projections it is split by the step's size (the kernels
+// outside their range do no work, all write the same result):
+//   mla_attention  (token, head) rows, steps below kMlaSplitMinTokens: the
+//                  whole computation in one kernel (qa and oh in [R]
+//                  scratch), so a decode token still spreads over the grid;
+//   mla_absorb     (token, head) -> qa [T, H, R] f32,
+//   mla_attend     (token, head) -> oh [T, H, R] f32 (scores, softmax, sum),
+//   mla_project    (token, head) -> the result,
+//                  from kMlaSplitMinTokens tokens on. mla_attend carries
+//                  kMlaAttendAttrName: a GPU target with matrix units
+//                  replaces it by a kernel in which the 16 heads of a block
+//                  share each latent row (LLMToGPU buildMlaAttendKernel).
+// The same operations in the same order in both forms.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +36,95 @@ using namespace mlir::strata;
 
 namespace {
 
+/// Tokens from which a step takes the three-kernel form.
+constexpr int64_t kMlaSplitMinTokens = 64;
+
+/// One MLA head's math on kernel arguments; `at(buffer, t, h)` addresses
+/// a per-(token, head) vector of R values (a [R] scratch or a [T, H, R]
+/// buffer).
+struct MlaHead {
+  int64_t heads, dq, dv, rank, pageSize;
+  double scale;
+  WeightView kvB;
+
+  Value rowUK(KernelBuilder &kb, Value h) const {
+    return kb.imul(h, kb.idx(dq + dv));
+  }
+
+  /// qa[c] = sum_i W_UK^h[i, c] q[t, h, i], stored through `store(c, v)`.
+  void absorb(KernelBuilder &kb, Value q, Value t, Value h,
+              llvm::function_ref<void(Value, Value)> store) const {
+    Value uk = rowUK(kb, h);
+    kb.loop(0, rank, [&](Value c) {
+      Value v = kb.reduce(0, dq, kb.f32(0.0), [&](Value i, Value acc) {
+        return kb.add(acc, kb.mul(kvB.load(kb, {kb.iadd(uk, i), c}),
+                                  kb.load(q, {t, h, i})));
+      });
+      store(c, v);
+    });
+  }
+
+  /// The softmax over the selected latent rows of token t (request r) of
+  /// the scores qa . latent * scale, and oh[c] = sum_j p_j latent_j[c]
+  /// (stored through `store`); `prob` is a [width of sel] f32 scratch.
+  void attend(KernelBuilder &kb, const PagedPoolAccess &cache, Value sel,
+              Value counts, Value bt, Value prob, Value r, Value t,
+              llvm::function_ref<Value(Value)> qaAt,
+              llvm::function_ref<void(Value, Value)> store) const {
+    Value zero = kb.f32(0.0);
+    Value count = kb.loadIndex(counts, t);
+    auto latent = [&](Value j, Value c) {
+      auto [page, row] =
+          pagedRow(kb, bt, r, kb.loadIndex(sel, {t, j}), pageSize);
+      return cache.load(kb, page, row, c);
+    };
+    Value mx = kb.reduce(kb.idx(0), count, kb.f32(-INFINITY),
+                         [&](Value j, Value acc) {
+      Value dot = kb.reduce(0, rank, zero, [&](Value c, Value s) {
+        return kb.add(s, kb.mul(qaAt(c), latent(j, c)));
+      });
+      Value score = kb.mul(dot, kb.f32(scale));
+      kb.store(score, prob, j);
+      return kb.max(acc, score);
+    });
+    Value sum = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+      Value e = kb.exp(kb.sub(kb.load(prob, j), mx));
+      kb.store(e, prob, j);
+      return kb.add(s, e);
+    });
+    kb.loop(0, rank, [&](Value c) {
+      Value v = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+        return kb.add(s, kb.mul(kb.load(prob, j), latent(j, c)));
+      });
+      store(c, kb.div(v, sum));
+    });
+  }
+
+  /// out[t, h, e] = sum_c W_UV^h[e, c] oh[c].
+  void project(KernelBuilder &kb, Value out, Value t, Value h,
+               llvm::function_ref<Value(Value)> ohAt) const {
+    Value uv = kb.iadd(rowUK(kb, h), kb.idx(dq));
+    kb.loop(0, dv, [&](Value e) {
+      Value v = kb.reduce(0, rank, kb.f32(0.0), [&](Value c, Value s) {
+        return kb.add(s, kb.mul(kvB.load(kb, {kb.iadd(uv, e), c}), ohAt(c)));
+      });
+      kb.store(v, out, {t, h, e});
+    });
+  }
+};
+
+/// The (token, head) rows of tokens [0, T) when `split` matches whether the
+/// step has at least kMlaSplitMinTokens tokens, none otherwise.
+void forEachActiveRow(KernelBuilder &kb, Value starts, Value tokens,
+                      int64_t heads, bool split,
+                      llvm::function_ref<void(Value, Value, Value)> body) {
+  Value numTokens = kb.dim(tokens, 0);
+  Value isSplit = kb.ige(numTokens, kb.idx(kMlaSplitMinTokens));
+  Value bound = split ? kb.select(isSplit, numTokens, kb.idx(0))
+                      : kb.select(isSplit, kb.idx(0), numTokens);
+  forEachTokenHeadRow(kb, starts, tokens, heads, body, bound);
+}
+
 struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -31,84 +132,145 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto pool = cast<llm::LatentPoolType>(op.getCache().getType());
-    KernelCall call;
-    call.addInput(adaptor.getQ());
-    FailureOr<unsigned> kvb =
-        call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
-    if (failed(kvb))
+    int64_t heads = op.getHeads(), rank = op.getKvLoraRank();
+    Type kvbType = op.getKvB().getType();
+    auto noFp8Source = [&] {
       return rewriter.notifyMatchFailure(
           op, "fp8 weight does not come from llm.weight");
-    unsigned cacheArg = call.addInput(adaptor.getCache());
-    for (Value v : {adaptor.getSelection(), adaptor.getCounts(),
-                    adaptor.getSeqStarts(), adaptor.getBlockTable()})
-      call.addInput(v);
+    };
+    auto head = [&](ValueRange args, unsigned kvb) {
+      return MlaHead{heads,
+                     int64_t(op.getQkHeadDim()),
+                     int64_t(op.getVHeadDim()),
+                     rank,
+                     pool.getPageSize(),
+                     op.getSoftmaxScale().convertToDouble(),
+                     makeWeightView(kvbType,
+                                    args.slice(kvb, getWeightArgTypes(kvbType)
+                                                        .size()))};
+    };
     MemRefType resultType = getKernelMemRefType(op.getType());
-    unsigned out = call.addResult(
-        resultType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType));
-    int64_t heads = op.getHeads(), dq = op.getQkHeadDim();
-    int64_t dv = op.getVHeadDim(), rank = op.getKvLoraRank();
-    int64_t pageSize = pool.getPageSize();
-    double scale = op.getSoftmaxScale().convertToFloat();
-    Type kvbType = op.getKvB().getType();
-    auto results = call.emit(rewriter, op, "mla_attention",
-                             [&](KernelBuilder &kb, ValueRange a) {
-      Value q = a[0], sel = a[cacheArg + 1];
-      PagedPoolAccess cache(a[cacheArg], pool);
-      Value counts = a[cacheArg + 2], starts = a[cacheArg + 3];
-      Value bt = a[cacheArg + 4], o = a[out];
-      WeightView kvB = makeWeightView(kvbType, a.slice(*kvb, cacheArg - *kvb));
-      Value zero = kb.f32(0.0);
-      Value qa = kb.scratch({rank}), oh = kb.scratch({rank});
-      Value prob = kb.scratch({ShapedType::kDynamic},
-                              ValueRange{kb.dim(sel, 1)});
-      forEachTokenHeadRow(kb, starts, q, heads, [&](Value r, Value t, Value h) {
-        Value count = kb.loadIndex(counts, t);
-        auto latent = [&](Value j, Value c) {
-          auto [page, row] =
-              pagedRow(kb, bt, r, kb.loadIndex(sel, {t, j}), pageSize);
-          return cache.load(kb, page, row, c);
-        };
-        Value rowUK = kb.imul(h, kb.idx(dq + dv));
-        Value rowUV = kb.iadd(rowUK, kb.idx(dq));
-        kb.loop(0, rank, [&](Value c) {
-          Value v = kb.reduce(0, dq, zero, [&](Value i, Value acc) {
-            return kb.add(acc, kb.mul(kvB.load(kb, {kb.iadd(rowUK, i), c}),
-                                      kb.load(q, {t, h, i})));
+    SmallVector<Value> resultSizes =
+        dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType);
+    // The selection, counts, sequence starts and block table, after the
+    // cache; returns the cache's argument.
+    auto addCacheArgs = [&](KernelCall &call) {
+      unsigned cacheArg = call.addInput(adaptor.getCache());
+      for (Value v : {adaptor.getSelection(), adaptor.getCounts(),
+                      adaptor.getSeqStarts(), adaptor.getBlockTable()})
+        call.addInput(v);
+      return cacheArg;
+    };
+
+    // Small steps: one kernel.
+    Value out;
+    {
+      KernelCall call;
+      call.addInput(adaptor.getQ());
+      FailureOr<unsigned> kvb =
+          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
+      if (failed(kvb))
+        return noFp8Source();
+      unsigned cacheArg = addCacheArgs(call);
+      unsigned o = call.addResult(resultType, resultSizes);
+      out = call.emit(rewriter, op, "mla_attention",
+                      [&](KernelBuilder &kb, ValueRange a) {
+        MlaHead mla = head(a, *kvb);
+        Value q = a[0], sel = a[cacheArg + 1];
+        PagedPoolAccess cache(a[cacheArg], pool);
+        Value qa = kb.scratch({rank}), oh = kb.scratch({rank});
+        Value prob = kb.scratch({ShapedType::kDynamic},
+                                ValueRange{kb.dim(sel, 1)});
+        forEachActiveRow(kb, a[cacheArg + 3], q, heads, /*split=*/false,
+                         [&](Value r, Value t, Value h) {
+          mla.absorb(kb, q, t, h, [&](Value c, Value v) {
+            kb.store(v, qa, c);
           });
-          kb.store(v, qa, c);
+          mla.attend(kb, cache, sel, a[cacheArg + 2], a[cacheArg + 4], prob,
+                     r, t, [&](Value c) { return kb.load(qa, c); },
+                     [&](Value c, Value v) { kb.store(v, oh, c); });
+          mla.project(kb, a.back(), t, h,
+                      [&](Value c) { return kb.load(oh, c); });
         });
-        Value mx = kb.reduce(kb.idx(0), count, kb.f32(-INFINITY),
-                             [&](Value j, Value acc) {
-          Value dot = kb.reduce(0, rank, zero, [&](Value c, Value s) {
-            return kb.add(s, kb.mul(kb.load(qa, c), latent(j, c)));
+        for (Value m : {qa, oh, prob})
+          kb.dealloc(m);
+      })[0];
+    }
+
+    // Large steps: absorb, attend, project.
+    auto perHead = MemRefType::get({ShapedType::kDynamic, heads, rank},
+                                   rewriter.getF32Type());
+    SmallVector<Value> tokens = {getDimValue(rewriter, loc, adaptor.getQ(), 0)};
+    Value qaAll;
+    {
+      KernelCall call;
+      call.addInput(adaptor.getQ());
+      FailureOr<unsigned> kvb =
+          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
+      if (failed(kvb))
+        return noFp8Source();
+      unsigned starts = call.addInput(adaptor.getSeqStarts());
+      unsigned o = call.addResult(perHead, tokens);
+      qaAll = call.emit(rewriter, op, "mla_absorb",
+                        [&](KernelBuilder &kb, ValueRange a) {
+        MlaHead mla = head(a, *kvb);
+        forEachActiveRow(kb, a[starts], a[0], heads, /*split=*/true,
+                         [&](Value, Value t, Value h) {
+          mla.absorb(kb, a[0], t, h, [&](Value c, Value v) {
+            kb.store(v, a[o], {t, h, c});
           });
-          Value score = kb.mul(dot, kb.f32(scale));
-          kb.store(score, prob, j);
-          return kb.max(acc, score);
         });
-        Value sum = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
-          Value e = kb.exp(kb.sub(kb.load(prob, j), mx));
-          kb.store(e, prob, j);
-          return kb.add(s, e);
+      })[0];
+    }
+    Value ohAll;
+    {
+      KernelCall call;
+      call.addInput(qaAll);
+      unsigned cacheArg = addCacheArgs(call);
+      unsigned o = call.addResult(perHead, tokens);
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kMlaAttendAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("min_tokens", rewriter.getI64IntegerAttr(
+                                                       kMlaSplitMinTokens)),
+               rewriter.getNamedAttr("softmax_scale",
+                                     op.getSoftmaxScaleAttr())})));
+      ohAll = call.emit(rewriter, op, "mla_attend",
+                        [&](KernelBuilder &kb, ValueRange a) {
+        MlaHead mla = head(a, 0);
+        Value sel = a[cacheArg + 1];
+        PagedPoolAccess cache(a[cacheArg], pool);
+        Value prob = kb.scratch({ShapedType::kDynamic},
+                                ValueRange{kb.dim(sel, 1)});
+        forEachActiveRow(kb, a[cacheArg + 3], a[0], heads, /*split=*/true,
+                         [&](Value r, Value t, Value h) {
+          mla.attend(kb, cache, sel, a[cacheArg + 2], a[cacheArg + 4], prob,
+                     r, t, [&](Value c) { return kb.load(a[0], {t, h, c}); },
+                     [&](Value c, Value v) { kb.store(v, a[o], {t, h, c}); });
         });
-        kb.loop(0, rank, [&](Value c) {
-          Value v = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
-            return kb.add(s, kb.mul(kb.load(prob, j), latent(j, c)));
-          });
-          kb.store(kb.div(v, sum), oh, c);
-        });
-        kb.loop(0, dv, [&](Value e) {
-          Value v = kb.reduce(0, rank, zero, [&](Value c, Value s) {
-            return kb.add(s, kb.mul(kvB.load(kb, {kb.iadd(rowUV, e), c}),
-                                    kb.load(oh, c)));
-          });
-          kb.store(v, o, {t, h, e});
+        kb.dealloc(prob);
+      })[0];
+    }
+    {
+      KernelCall call;
+      unsigned oh = call.addInput(ohAll);
+      FailureOr<unsigned> kvb =
+          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
+      if (failed(kvb))
+        return noFp8Source();
+      unsigned starts = call.addInput(adaptor.getSeqStarts());
+      call.addInput(out);
+      call.emit(rewriter, op, "mla_project",
+                [&](KernelBuilder &kb, ValueRange a) {
+        MlaHead mla = head(a, *kvb);
+        forEachActiveRow(kb, a[starts], a[oh], heads, /*split=*/true,
+                         [&](Value, Value t, Value h) {
+          mla.project(kb, a.back(), t, h,
+                      [&](Value c) { return kb.load(a[oh], {t, h, c}); });
         });
       });
-      for (Value m : {qa, oh, prob})
-        kb.dealloc(m);
-    });
-    rewriter.replaceOp(op, results);
+    }
+    rewriter.replaceOp(op, out);
     return success();
   }
 };
