@@ -121,6 +121,15 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       // grouped experts: (ceil(T * topK / tileM) + experts, ...), every
       // expert may end in a partial tile.
       const MatmulTiling &tiling = matmul->second.tiling;
+      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
+      if (const std::optional<MlaAttend> &mla = matmul->second.mla) {
+        // mla_attend: (tokens, ceil(heads / m), 1).
+        dims[0] = {0, 0, 1};
+        dims[1].blocks = llvm::divideCeilSigned(mla->heads, tiling.mma.m);
+        library.grids.push_back(dims);
+        library.scratch.emplace_back();
+        continue;
+      }
       dims[0] = {0, 0, 1, tiling.tileM()};
       if (const std::optional<GroupedExperts> &e = matmul->second.experts) {
         dims[0].multiplier = e->topK;

@@ -27,13 +27,15 @@ namespace mlir::strata {
 
 /// A kernel function rebuilt on the matrix units: a linear, with `experts`
 /// a moe_up / moe_down grouped matmul, with `dense` a dense projection
-/// (same grid as a linear).
+/// (same grid as a linear), with `mla` an mla_attend kernel (grid (tokens,
+/// ceil(heads / m), 1); only `tiling.mma` is set).
 struct MatmulKernelFunction {
   gpu::GPUFuncOp func;
   MatmulTiling tiling;
   MatmulProblem problem;
   std::optional<GroupedExperts> experts;
   std::optional<DenseMatmul> dense;
+  std::optional<MlaAttend> mla;
 };
 
 /// True when `kernel` is the kernel function of an `llm.linear`.
@@ -86,8 +88,23 @@ buildDenseMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
 
+/// True when `kernel` carries kMlaAttendAttrName.
+bool isMlaAttendKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMlaAttendKernel for
+/// an mla_attend kernel function (qa memref<?xHxRxf32>, latent pool
+/// memref<?xPxWxbf16>, selection, counts, sequence starts, block table,
+/// oh memref<?xHxRxf32>), the same arguments in the same order. Fails with
+/// `why` (and builds nothing) for another signature, fp8 or f32 pools (they
+/// keep the generic kernel) or a latent width that does not tile.
+FailureOr<MatmulKernelFunction>
+buildMlaAttendKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                             func::FuncOp kernel, const TargetInfo &target,
+                             std::string &why);
+
 /// True when `kernel` has a matrix-unit form on targets with matrix units
-/// (a linear, grouped-expert or dense-projection kernel function).
+/// (a linear, grouped-expert, dense-projection or mla_attend kernel
+/// function).
 bool isMatmulKernelFunction(func::FuncOp kernel);
 
 /// The matrix-unit form of `kernel` (buildLinearMatmulKernel,

@@ -414,10 +414,70 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   return MatmulKernelFunction{func, *tiling, problem, std::nullopt, dense};
 }
 
+bool mlir::strata::isMlaAttendKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMlaAttendAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kMlaAttendAttrName);
+  auto minTokens = info ? info.getAs<IntegerAttr>("min_tokens") : nullptr;
+  auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
+  FunctionType type = kernel.getFunctionType();
+  auto memref = [&](unsigned i) {
+    auto m = dyn_cast<MemRefType>(type.getInput(i));
+    return m && m.getLayout().isIdentity() ? m : MemRefType();
+  };
+  if (!minTokens || !scale || type.getNumInputs() != 7 ||
+      type.getNumResults() != 0) {
+    why = "not an mla_attend kernel function";
+    return failure();
+  }
+  MemRefType qa = memref(0), cache = memref(1), oh = memref(6);
+  auto isI32Vector = [&](unsigned i, int64_t rank) {
+    MemRefType m = memref(i);
+    return m && m.getRank() == rank && m.getElementType().isInteger(32);
+  };
+  if (!qa || !cache || !oh || qa.getRank() != 3 || qa != oh ||
+      !qa.getElementType().isF32() || cache.getRank() != 3 ||
+      !isI32Vector(2, 2) || !isI32Vector(3, 1) || !isI32Vector(4, 1) ||
+      !isI32Vector(5, 2) || ShapedType::isDynamic(qa.getDimSize(1)) ||
+      ShapedType::isDynamic(qa.getDimSize(2))) {
+    why = "unexpected mla_attend kernel signature";
+    return failure();
+  }
+  if (!cache.getElementType().isBF16() ||
+      cache.getDimSize(2) < qa.getDimSize(2)) {
+    why = "the matrix-unit mla_attend reads bf16 latent pools";
+    return failure();
+  }
+  MlaAttend shape;
+  shape.heads = qa.getDimSize(1);
+  shape.rank = qa.getDimSize(2);
+  shape.pageSize = cache.getDimSize(1);
+  shape.scale = scale.getValueAsDouble();
+  shape.minTokens = minTokens.getInt();
+  FailureOr<const MatrixInstruction *> mi =
+      chooseMlaAttendInstruction(target, shape, why);
+  if (failed(mi))
+    return failure();
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildMlaAttendKernel(builder, kernel.getLoc(), module,
+                                     kernel.getSymName(), type.getInputs(),
+                                     shape, **mi, target.getSubgroupSize());
+  result.tiling.mma = **mi;
+  result.mla = shape;
+  return result;
+}
+
 bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
   return isLinearKernelFunction(kernel) ||
          isGroupedExpertKernelFunction(kernel) ||
-         isDenseMatmulKernelFunction(kernel);
+         isDenseMatmulKernelFunction(kernel) ||
+         isMlaAttendKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -429,5 +489,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
   if (isDenseMatmulKernelFunction(kernel))
     return buildDenseMatmulKernelFunction(builder, module, kernel, target,
                                           why);
+  if (isMlaAttendKernelFunction(kernel))
+    return buildMlaAttendKernelFunction(builder, module, kernel, target, why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

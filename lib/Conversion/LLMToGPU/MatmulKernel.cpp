@@ -313,7 +313,9 @@ private:
 
 } // namespace
 
-Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
+Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
+                                         const MatrixInstruction &mi, Value a,
+                                         Value bv, Value acc) {
   auto accType = cast<VectorType>(acc.getType());
   switch (mi.family) {
   case MatrixFamily::Mfma:
@@ -336,7 +338,7 @@ Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
     SmallVector<Value> c;
     for (int64_t i = 0; i < accType.getNumElements(); ++i)
       c.push_back(vector::ExtractOp::create(b, loc, acc, i));
-    SmallVector<Type> fields(c.size(), f32);
+    SmallVector<Type> fields(c.size(), b.getF32Type());
     auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
     Value d = NVVM::MmaOp::create(
         b, loc, structType, asI32(a), asI32(bv), c, {mi.m, mi.n, mi.k},
@@ -355,6 +357,10 @@ Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
     break;
   }
   llvm_unreachable("matrix family without a register lowering");
+}
+
+Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
+  return emitMatrixInstruction(b, loc, mi, a, bv, acc);
 }
 
 SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,

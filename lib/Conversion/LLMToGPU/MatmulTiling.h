@@ -74,6 +74,13 @@ FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
                                            const MatmulProblem &problem,
                                            std::string &why);
 
+/// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
+/// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
+/// amdgpu.mfma on AMD, nvvm.mma.sync (bf16 pairs packed in i32) on NVIDIA.
+Value emitMatrixInstruction(OpBuilder &b, Location loc,
+                            const MatrixInstruction &mi, Value a, Value bv,
+                            Value acc);
+
 /// Element types of a matmul kernel's operands.
 struct MatmulTypes {
   Type x;      // bf16
@@ -139,6 +146,32 @@ gpu::GPUFuncOp buildDenseMatmulKernel(OpBuilder &builder, Location loc,
                                       const MatmulProblem &problem,
                                       const MatmulTypes &types,
                                       const DenseMatmul &dense);
+
+/// The shape of an mla_attend kernel function (MlaOps.cpp).
+struct MlaAttend {
+  int64_t heads = 0, rank = 0, pageSize = 0;
+  double scale = 1.0;
+  /// The kernel works only when the step has at least this many tokens.
+  int64_t minTokens = 0;
+};
+
+/// The bf16 instruction buildMlaAttendKernel uses on `target` (smallest m,
+/// then largest k); fails with `why` when there is none or the latent width
+/// does not tile into 4 subgroup slices of it.
+FailureOr<const MatrixInstruction *>
+chooseMlaAttendInstruction(const TargetInfo &target, const MlaAttend &shape,
+                           std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of an mla_attend
+/// kernel function (qa memref<?xHxRxf32>, the bf16 latent pool
+/// memref<?xPxWxbf16>, selection memref<?xSxi32>, counts, sequence starts,
+/// block table, oh memref<?xHxRxf32>): one token and m heads per block
+/// (grid (tokens, ceil(H / m), 1)), 4 subgroups (MlaAttendKernel.cpp).
+gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module, StringRef name,
+                                    TypeRange argTypes, const MlaAttend &shape,
+                                    const MatrixInstruction &mi,
+                                    int64_t subgroupSize);
 
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {

@@ -1,0 +1,486 @@
+//===- MlaAttendKernel.cpp - sparse MLA attention on the matrix units -----===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// buildMlaAttendKernel: the GPU form of MlaOps.cpp's mla_attend, oh[t, h] =
+// softmax_j(scale * qa[t, h] . L_j) . L over the selected latent rows L_j of
+// token t, with the heads of a block sharing every latent row it reads.
+//
+// A block takes one token (grid x, grid-stride) and 16 heads (the
+// instruction's m; grid y; heads past H are clamped on load and never
+// stored). Its 4 subgroups split the latent width R: subgroup w owns columns
+// [w R/4, (w + 1) R/4). Per chunk of 64 selected positions:
+//   1. each subgroup multiplies its qa columns (rounded to bf16, held in
+//      registers for the whole token) by the same columns of the 64 latent
+//      rows (B fragments read straight from the paged pool: rows gathered
+//      through the selection and the block table, contiguous along R) and
+//      stores its partial 16 x 64 scores in workgroup memory;
+//   2. after a barrier every subgroup sums the 4 partials (lane pairs /
+//      quads own a head row), masks positions past the token's count, and
+//      runs the online softmax update (running max and sum in registers,
+//      shuffles across the lanes of a row); p = exp(s - max) goes to its
+//      own 16 x 64 bf16 tile and the rescale factor to a 16-entry row;
+//   3. after a barrier it rescales its output accumulators and adds
+//      P (A fragments from its tile) times its latent columns (B fragments
+//      gathered element by element: positions run along K).
+// At the end oh = acc / sum, stored f32. Rounding points beyond the generic
+// kernel's fp32: qa and p enter the matrix unit as bf16 (as in a bf16
+// flash attention); the max, sums and accumulators are fp32.
+//
+// Only what FragmentLayout describes depends on the target, so the same
+// builder serves mma.sync (subgroups of 32: two lanes per head row) and
+// MFMA (64: four lanes per row).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Positions per chunk of the online softmax.
+constexpr int64_t kChunk = 64;
+/// Subgroups per block; each owns R / kSubgroups latent columns.
+constexpr int64_t kSubgroups = 4;
+
+class MlaAttendBuilder {
+public:
+  MlaAttendBuilder(OpBuilder &b, Location loc, const MlaAttend &shape,
+                   const MatrixInstruction &mi, int64_t subgroupSize)
+      : b(b), loc(loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+    f32 = b.getF32Type();
+    bf16 = b.getBF16Type();
+    slice = s.rank / kSubgroups;
+  }
+
+  void build(gpu::GPUFuncOp func);
+
+private:
+  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value cf32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value ci32(int64_t v) {
+    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
+  }
+  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+  Value add(Value a, int64_t c) { return c ? add(a, idx(c)) : a; }
+  Value mul(Value a, int64_t c) {
+    return c == 1 ? a : arith::MulIOp::create(b, loc, a, idx(c));
+  }
+  Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value laneMap(const LaneMap &m) {
+    Value v = lane;
+    if (m.div != 1)
+      v = arith::DivUIOp::create(b, loc, v, idx(m.div));
+    v = arith::RemUIOp::create(b, loc, v, idx(m.mod));
+    return mul(v, m.mul);
+  }
+  Value zeros(int64_t n) {
+    auto type = VectorType::get({n}, f32);
+    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+  }
+  /// `v` combined over the `lanesPerRow` lanes of a head row.
+  Value rowReduce(Value v, bool max) {
+    for (int64_t g = 1; g < lanesPerRow; g *= 2) {
+      auto shuffle = gpu::ShuffleOp::create(b, loc, v, ci32(g),
+                                            ci32(subgroupSize),
+                                            gpu::ShuffleMode::XOR);
+      Value o = shuffle.getShuffleResult();
+      v = max ? arith::MaximumFOp::create(b, loc, v, o).getResult()
+              : arith::AddFOp::create(b, loc, v, o).getResult();
+    }
+    return v;
+  }
+  /// (page, row in page) of the latent row of selected position `p`.
+  std::pair<Value, Value> latentRow(Value p) {
+    Value row = toIndex(memref::LoadOp::create(b, loc, sel, ValueRange{t, p}));
+    Value rows = idx(s.pageSize);
+    Value page = toIndex(memref::LoadOp::create(
+        b, loc, blockTable,
+        ValueRange{request, arith::DivUIOp::create(b, loc, row, rows)}));
+    return {page, arith::RemUIOp::create(b, loc, row, rows)};
+  }
+  /// Position j0 + offset, clamped to the token's last selected one (masked
+  /// positions read a written row, so no NaN reaches the products).
+  Value position(Value j0, Value offset) {
+    return minu(add(j0, offset), lastPos);
+  }
+
+  void buildToken();
+  SmallVector<Value> buildChunk(Value j0, ValueRange carried);
+
+  OpBuilder &b;
+  Location loc;
+  const MlaAttend &s;
+  const MatrixInstruction &mi;
+  int64_t subgroupSize, slice;
+  int64_t lanesPerRow = 0, colsPerLane = 0;
+  Type f32, bf16;
+  // Arguments.
+  Value qa, cache, sel, counts, starts, blockTable, oh;
+  // Workgroup buffers: partial scores [4, m, 64] f32, p [4, m, 64] bf16,
+  // per-row factors [4, m] f32.
+  Value partial, probs, factors;
+  // Per thread.
+  Value lane, warp, sliceBase, headBase, softRow, softCol;
+  // Per token.
+  Value t, request, count, lastPos;
+  SmallVector<Value> qaFrags;
+};
+
+} // namespace
+
+void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
+  ValueRange args = func.getArguments();
+  qa = args[0];
+  cache = args[1];
+  sel = args[2];
+  counts = args[3];
+  starts = args[4];
+  blockTable = args[5];
+  oh = args[6];
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto shared = [&](ArrayRef<int64_t> shape, Type elem) {
+    Value v = func.addWorkgroupAttribution(
+        MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space), loc);
+    func.setWorkgroupAttributionAttr(
+        func.getNumWorkgroupAttributions() - 1,
+        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    return v;
+  };
+  partial = shared({kSubgroups, mi.m, kChunk}, f32);
+  probs = shared({kSubgroups, mi.m, kChunk}, bf16);
+  factors = shared({kSubgroups, mi.m}, f32);
+
+  lanesPerRow = subgroupSize / mi.m;
+  colsPerLane = kChunk / lanesPerRow;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
+  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
+  sliceBase = mul(warp, slice);
+  headBase = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), mi.m);
+  softRow = arith::DivUIOp::create(b, loc, lane, idx(lanesPerRow));
+  softCol = mul(arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)),
+                colsPerLane);
+
+  // Tokens over grid x with a grid stride; none below min_tokens (the
+  // op's one-kernel form does those steps).
+  Value numTokens = memref::DimOp::create(b, loc, qa, 0);
+  Value active = arith::SelectOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, numTokens,
+                            idx(s.minTokens)),
+      numTokens, idx(0));
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto tokenLoop = scf::ForOp::create(b, loc, bx, active, gx);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(tokenLoop.getBody()->getTerminator());
+    t = tokenLoop.getInductionVar();
+    buildToken();
+  }
+  gpu::ReturnOp::create(b, loc);
+}
+
+void MlaAttendBuilder::buildToken() {
+  // The request of token t: the last one starting at or before it.
+  Value numRequests =
+      arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, starts, 0),
+                            idx(1));
+  auto scan = scf::ForOp::create(
+      b, loc, idx(1), numRequests, idx(1), ValueRange{idx(0)},
+      [&](OpBuilder &nb, Location, Value r, ValueRange c) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value begins = toIndex(memref::LoadOp::create(b, loc, starts, r));
+        Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                         begins, t);
+        scf::YieldOp::create(
+            b, loc, ValueRange{arith::SelectOp::create(b, loc, in, r, c[0])});
+      });
+  request = scan.getResult(0);
+  count = toIndex(memref::LoadOp::create(b, loc, counts, t));
+  lastPos = arith::SubIOp::create(
+      b, loc, arith::MaxUIOp::create(b, loc, count, idx(1)), idx(1));
+
+  // qa's A fragments for this subgroup's columns, bf16, for every chunk.
+  Value lastHead = idx(s.heads - 1);
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  qaFrags.clear();
+  for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
+    SmallVector<Value> parts;
+    for (auto piece : mi.a.pieces) {
+      Value h = minu(add(add(headBase, aOuter), piece[0]), lastHead);
+      Value c = add(add(add(sliceBase, ks * mi.k), aInner), piece[1]);
+      Value v = vector::LoadOp::create(
+          b, loc, VectorType::get({mi.a.count}, f32), qa, ValueRange{t, h, c});
+      parts.push_back(arith::TruncFOp::create(
+          b, loc, VectorType::get({mi.a.count}, bf16), v));
+    }
+    Value frag = parts.front();
+    if (parts.size() > 1) {
+      frag = arith::ConstantOp::create(
+          b, loc, b.getZeroAttr(VectorType::get({mi.a.size()}, bf16)));
+      for (auto [i, p] : llvm::enumerate(parts))
+        frag = vector::InsertStridedSliceOp::create(
+            b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * mi.a.count},
+            ArrayRef<int64_t>{1});
+    }
+    qaFrags.push_back(frag);
+  }
+
+  // Chunks: carried running max and sum (of this lane's head row) and the
+  // output accumulators.
+  SmallVector<Value> init = {cf32(-INFINITY), cf32(0.0)};
+  for (int64_t nf = 0; nf < slice / mi.n; ++nf)
+    init.push_back(zeros(mi.c.size()));
+  auto chunks = scf::ForOp::create(
+      b, loc, idx(0), count, idx(kChunk), init,
+      [&](OpBuilder &nb, Location, Value j0, ValueRange c) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        scf::YieldOp::create(b, loc, buildChunk(j0, c));
+      });
+
+  // oh = acc / sum: the sums from the row owners through workgroup memory
+  // (after the last chunk's reads of `factors`).
+  gpu::BarrierOp::create(b, loc);
+  Value isOwner = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)), idx(0));
+  {
+    auto ifOwner = scf::IfOp::create(b, loc, isOwner, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOwner.thenBlock());
+    memref::StoreOp::create(b, loc, chunks.getResult(1), factors,
+                            ValueRange{warp, softRow});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
+  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+    Value acc = chunks.getResult(2 + nf);
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces) {
+      Value row = add(cOuter, piece[0]);
+      Value h = add(headBase, row);
+      Value sum = memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
+      auto inHeads = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
+                                idx(s.heads)),
+          false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inHeads.thenBlock());
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+        Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
+        Value v = arith::DivFOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
+        memref::StoreOp::create(b, loc, v, oh, ValueRange{t, h, col});
+      }
+    }
+  }
+  // The next token rewrites `factors`.
+  gpu::BarrierOp::create(b, loc);
+}
+
+SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
+  // 1. Partial scores of this subgroup's columns: 16 heads x 64 positions.
+  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
+  Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
+  for (int64_t nf = 0; nf < kChunk / mi.n; ++nf) {
+    SmallVector<std::pair<Value, Value>> rows;
+    for (auto piece : mi.b.pieces)
+      rows.push_back(
+          latentRow(position(j0, add(add(bOuter, nf * mi.n), piece[0]))));
+    Value acc = zeros(mi.c.size());
+    for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
+      SmallVector<Value> parts;
+      for (auto [i, piece] : llvm::enumerate(mi.b.pieces)) {
+        Value c = add(add(add(sliceBase, ks * mi.k), bInner), piece[1]);
+        parts.push_back(vector::LoadOp::create(
+            b, loc, VectorType::get({mi.b.count}, bf16), cache,
+            ValueRange{rows[i].first, rows[i].second, c}));
+      }
+      Value frag = parts.front();
+      if (parts.size() > 1) {
+        frag = arith::ConstantOp::create(
+            b, loc, b.getZeroAttr(VectorType::get({mi.b.size()}, bf16)));
+        for (auto [i, p] : llvm::enumerate(parts))
+          frag = vector::InsertStridedSliceOp::create(
+              b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * mi.b.count},
+              ArrayRef<int64_t>{1});
+      }
+      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], frag, acc);
+    }
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces)
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e)
+        memref::StoreOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc, e), partial,
+            ValueRange{warp, add(cOuter, piece[0]),
+                       add(add(cInner, nf * mi.n), piece[1] + c)});
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  // 2. Online softmax: this lane's row, colsPerLane positions.
+  Value runMax = carried[0], runSum = carried[1];
+  SmallVector<Value> scores;
+  Value chunkMax = cf32(-INFINITY);
+  for (int64_t i = 0; i < colsPerLane; ++i) {
+    Value col = add(softCol, i);
+    Value sum = cf32(0.0);
+    for (int64_t w = 0; w < kSubgroups; ++w)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          memref::LoadOp::create(b, loc, partial,
+                                 ValueRange{idx(w), softRow, col}));
+    Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
+    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                        add(j0, col), count);
+    score = arith::SelectOp::create(b, loc, valid, score, cf32(-INFINITY));
+    scores.push_back(score);
+    chunkMax = arith::MaximumFOp::create(b, loc, chunkMax, score);
+  }
+  chunkMax = rowReduce(chunkMax, /*max=*/true);
+  Value newMax = arith::MaximumFOp::create(b, loc, runMax, chunkMax);
+  Value factor = math::ExpOp::create(
+      b, loc, arith::SubFOp::create(b, loc, runMax, newMax));
+  Value chunkSum = cf32(0.0);
+  for (int64_t i = 0; i < colsPerLane; ++i) {
+    Value p = math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, scores[i], newMax));
+    chunkSum = arith::AddFOp::create(b, loc, chunkSum, p);
+    memref::StoreOp::create(b, loc, arith::TruncFOp::create(b, loc, bf16, p),
+                            probs, ValueRange{warp, softRow, add(softCol, i)});
+  }
+  chunkSum = rowReduce(chunkSum, /*max=*/false);
+  Value newSum = arith::AddFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, runSum, factor), chunkSum);
+  Value isOwner = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        softCol, idx(0));
+  {
+    auto ifOwner = scf::IfOp::create(b, loc, isOwner, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOwner.thenBlock());
+    memref::StoreOp::create(b, loc, factor, factors,
+                            ValueRange{warp, softRow});
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  // 3. Rescale the accumulators, add P x latent columns.
+  SmallVector<Value> accs;
+  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+    Value acc = carried[2 + nf];
+    SmallVector<Value> perElement;
+    for (auto piece : mi.c.pieces) {
+      Value f = memref::LoadOp::create(
+          b, loc, factors, ValueRange{warp, add(cOuter, piece[0])});
+      for (int64_t c = 0; c < mi.c.count; ++c)
+        perElement.push_back(f);
+    }
+    Value scale = vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.c.size()}, f32), perElement);
+    accs.push_back(arith::MulFOp::create(b, loc, acc, scale));
+  }
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
+    // Scalar workgroup loads (vector ops on workgroup memrefs do not lower
+    // before the GPU conversion).
+    SmallVector<Value> pElems;
+    for (auto piece : mi.a.pieces)
+      for (int64_t e = 0; e < mi.a.count; ++e)
+        pElems.push_back(memref::LoadOp::create(
+            b, loc, probs,
+            ValueRange{warp, add(aOuter, piece[0]),
+                       add(add(aInner, ks * mi.k), piece[1] + e)}));
+    Value pFrag = vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.a.size()}, bf16), pElems);
+    // B (k = position, n = latent column): the rows of this lane's
+    // positions, each element its own load.
+    SmallVector<std::pair<Value, Value>> rows;
+    for (auto piece : mi.b.pieces)
+      for (int64_t e = 0; e < mi.b.count; ++e)
+        rows.push_back(latentRow(
+            position(j0, add(add(bInner, ks * mi.k), piece[1] + e))));
+    for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+      SmallVector<Value> elems;
+      int64_t r = 0;
+      for (auto piece : mi.b.pieces) {
+        Value col = add(add(add(sliceBase, nf * mi.n), bOuter), piece[0]);
+        for (int64_t e = 0; e < mi.b.count; ++e, ++r)
+          elems.push_back(memref::LoadOp::create(
+              b, loc, cache,
+              ValueRange{rows[r].first, rows[r].second, col}));
+      }
+      Value vFrag = vector::FromElementsOp::create(
+          b, loc, VectorType::get({mi.b.size()}, bf16), elems);
+      accs[nf] = emitMatrixInstruction(b, loc, mi, pFrag, vFrag, accs[nf]);
+    }
+  }
+
+  SmallVector<Value> next = {newMax, newSum};
+  next.append(accs);
+  return next;
+}
+
+gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MlaAttend &shape, const MatrixInstruction &mi,
+    int64_t subgroupSize) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(
+      ArrayRef<int32_t>{int32_t(kSubgroups * subgroupSize), 1, 1});
+  func->setAttr("strata.mma", builder.getStringAttr(mi.mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  MlaAttendBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+  return func;
+}
+
+FailureOr<const MatrixInstruction *>
+mlir::strata::chooseMlaAttendInstruction(const TargetInfo &target,
+                                         const MlaAttend &shape,
+                                         std::string &why) {
+  const MatrixInstruction *best = nullptr;
+  for (const MatrixInstruction &mi : target.getMatrixInstructions()) {
+    if (mi.subgroups != 1 || mi.operands != MatrixElement::BF16 ||
+        mi.a.pieces.empty() || mi.b.pieces.empty() || mi.c.pieces.empty())
+      continue;
+    if (!best || mi.m < best->m || (mi.m == best->m && mi.k > best->k))
+      best = &mi;
+  }
+  if (!best) {
+    why = "the target has no bf16 matrix instruction";
+    return failure();
+  }
+  int64_t subgroupSize = target.getSubgroupSize();
+  int64_t slice = shape.rank / kSubgroups;
+  if (shape.rank % kSubgroups || slice % best->k || slice % best->n ||
+      kChunk % best->n || kChunk % best->k || subgroupSize % best->m ||
+      kChunk % (subgroupSize / best->m)) {
+    why = "the latent width does not tile";
+    return failure();
+  }
+  return best;
+}
