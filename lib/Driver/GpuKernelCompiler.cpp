@@ -136,6 +136,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         dims[0].addend = e->experts;
       }
       dims[1].blocks = matmul->second.problem.n / tiling.tileN();
+      if (const std::optional<DenseMatmul> &d = matmul->second.dense;
+          d && d->heads)
+        dims[2].blocks = d->heads;
       kernel.launch->matrixInstruction = tiling.mma.mnemonic;
       library.grids.push_back(dims);
       library.scratch.emplace_back();

@@ -209,8 +209,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types);
-  return MatmulKernelFunction{func, *tiling, problem, std::nullopt,
-                              std::nullopt};
+  return MatmulKernelFunction{func,         *tiling,      problem,
+                              std::nullopt, std::nullopt, std::nullopt};
 }
 
 bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
@@ -302,7 +302,8 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
-  return MatmulKernelFunction{func, *tiling, problem, grouped, std::nullopt};
+  return MatmulKernelFunction{func,    *tiling,      problem,
+                              grouped, std::nullopt, std::nullopt};
 }
 
 bool mlir::strata::isDenseMatmulKernelFunction(func::FuncOp kernel) {
@@ -353,6 +354,48 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     return failure();
   }
   auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  if (auto heads = info.getAs<IntegerAttr>("heads")) {
+    // Batched over heads: (x memref<?xHxKx{bf16|f32}>, W memref<RowsxKxbf16>,
+    // y memref<?xHxNxbf16>), store epilogue.
+    auto offset = info.getAs<IntegerAttr>("weight_row_offset");
+    auto stride = info.getAs<IntegerAttr>("weight_row_stride");
+    if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
+        type.getNumInputs() != 3) {
+      why = "unexpected head-batched matmul kernel function";
+      return failure();
+    }
+    dense.heads = heads.getInt();
+    dense.weightRowOffset = offset.getInt();
+    dense.weightRowStride = stride.getInt();
+    MemRefType x = arg(0), weight = arg(1), y = arg(2);
+    if (x.getRank() != 3 || y.getRank() != 3 || weight.getRank() != 2 ||
+        !(x.getElementType().isBF16() || x.getElementType().isF32()) ||
+        !weight.getElementType().isBF16() || !y.getElementType().isBF16() ||
+        x.getDimSize(1) != dense.heads || y.getDimSize(1) != dense.heads ||
+        x.getDimSize(2) != weight.getDimSize(1) ||
+        ShapedType::isDynamic(y.getDimSize(2)) ||
+        (dense.heads - 1) * dense.weightRowStride + dense.weightRowOffset +
+                y.getDimSize(2) >
+            weight.getDimSize(0)) {
+      why = "head-batched matmuls take [T, H, K] inputs, a bf16 weight "
+            "holding every head's rows and a bf16 [T, H, N] result";
+      return failure();
+    }
+    MatmulProblem problem;
+    problem.n = y.getDimSize(2);
+    problem.k = x.getDimSize(2);
+    MatmulTypes types{builder.getBF16Type(), weight.getElementType(),
+                      y.getElementType()};
+    FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
+    if (failed(tiling) ||
+        failed(prepareMatmulModule(builder, module, kernel, why)))
+      return failure();
+    gpu::GPUFuncOp func = buildDenseMatmulKernel(
+        builder, kernel.getLoc(), module, kernel.getSymName(),
+        type.getInputs(), *tiling, problem, types, dense);
+    return MatmulKernelFunction{func,  *tiling, problem, std::nullopt, dense,
+                                std::nullopt};
+  }
   bool slotSum = dense.epilogue == MatmulEpilogue::AddSlotSum;
   unsigned firstWeight = slotSum ? 2 : 1;
   MemRefType x = arg(0), weight = arg(firstWeight);
@@ -411,7 +454,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   gpu::GPUFuncOp func = buildDenseMatmulKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, dense);
-  return MatmulKernelFunction{func, *tiling, problem, std::nullopt, dense};
+  return MatmulKernelFunction{func,  *tiling, problem, std::nullopt, dense,
+                              std::nullopt};
 }
 
 bool mlir::strata::isMlaAttendKernelFunction(func::FuncOp kernel) {

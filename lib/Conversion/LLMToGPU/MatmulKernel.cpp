@@ -118,12 +118,28 @@ private:
         indices.push_back(col);
       } else if (grouped) {
         indices = {expert, row, col};
+      } else if (dense.heads && clamp) {
+        indices = {arith::MinUIOp::create(b, loc, row, lastRow), head, col};
+      } else if (dense.heads) {
+        indices = {add(add(mul(head, dense.weightRowStride),
+                           dense.weightRowOffset),
+                       row),
+                   col};
       } else {
         if (clamp)
           row = arith::MinUIOp::create(b, loc, row, lastRow);
         indices = {row, col};
       }
-      Value v = vector::LoadOp::create(b, loc, pieceType, mem, indices);
+      Type stored = cast<MemRefType>(mem.getType()).getElementType();
+      Value v;
+      if (stored != elem && stored.isF32()) {
+        // f32 activations (MLA's oh) enter the matrix unit rounded.
+        v = vector::LoadOp::create(b, loc, VectorType::get({l.count}, stored),
+                                   mem, indices);
+        v = arith::TruncFOp::create(b, loc, pieceType, v);
+      } else {
+        v = vector::LoadOp::create(b, loc, pieceType, mem, indices);
+      }
       if (l.pieces.size() == 1)
         return v;
       if (!frag)
@@ -307,6 +323,8 @@ private:
   Type f32, bf16, fp8, mmaFp8;
   Value x, w, scales, y;
   Value lane, lastRow, numRows;
+  /// Batched over heads: blockIdx.z.
+  Value head;
   SmallVector<Value> rowBases, colBases; // per fragment
   LaneCoords aLane, bLane, cLane;
 };
@@ -524,7 +542,10 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
           }
           if (types.y != f32)
             v = arith::TruncFOp::create(b, loc, types.y, v);
-          memref::StoreOp::create(b, loc, v, y, ValueRange{row, col});
+          SmallVector<Value> at = {row, col};
+          if (dense.heads)
+            at.insert(at.begin() + 1, head);
+          memref::StoreOp::create(b, loc, v, y, at);
         }
       }
     }
@@ -547,6 +568,8 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   y = args[n++];
 
   auto [bx, subgroupRow] = placeSubgroup();
+  if (dense.heads)
+    head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
 

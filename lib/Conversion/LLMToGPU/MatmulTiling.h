@@ -132,6 +132,12 @@ struct DenseMatmul {
   int64_t topK = 0;
   /// Swiglu: swiglu_limit.
   double limit = 0;
+  /// With `heads` > 0 the matmul is batched over heads (grid z): x
+  /// memref<?xheadsxK>, y memref<?xheadsxN>, and head h multiplies the rows
+  /// [h * weightRowStride + weightRowOffset, + N) of W (MLA's per-head W_UV
+  /// inside kv_b).
+  int64_t heads = 0;
+  int64_t weightRowStride = 0, weightRowOffset = 0;
 };
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of a dense

@@ -21,7 +21,10 @@
 //                  from kMlaSplitMinTokens tokens on. mla_attend carries
 //                  kMlaAttendAttrName: a GPU target with matrix units
 //                  replaces it by a kernel in which the 16 heads of a block
-//                  share each latent row (LLMToGPU buildMlaAttendKernel).
+//                  share each latent row (LLMToGPU buildMlaAttendKernel);
+//                  mla_project carries kDenseMatmulAttrName with `heads`:
+//                  there a matmul per head against W_UV^h (oh rounded to
+//                  bf16 on the way in).
 // The same operations in the same order in both forms.
 //
 //===----------------------------------------------------------------------===//
@@ -113,16 +116,21 @@ struct MlaHead {
   }
 };
 
-/// The (token, head) rows of tokens [0, T) when `split` matches whether the
-/// step has at least kMlaSplitMinTokens tokens, none otherwise.
+/// T (the first extent of `tokens`) when `split` matches whether the step
+/// has at least kMlaSplitMinTokens tokens, 0 otherwise.
+Value activeTokens(KernelBuilder &kb, Value tokens, bool split) {
+  Value numTokens = kb.dim(tokens, 0);
+  Value isSplit = kb.ige(numTokens, kb.idx(kMlaSplitMinTokens));
+  return split ? kb.select(isSplit, numTokens, kb.idx(0))
+               : kb.select(isSplit, kb.idx(0), numTokens);
+}
+
+/// The (request, token, head) rows of the active tokens (activeTokens).
 void forEachActiveRow(KernelBuilder &kb, Value starts, Value tokens,
                       int64_t heads, bool split,
                       llvm::function_ref<void(Value, Value, Value)> body) {
-  Value numTokens = kb.dim(tokens, 0);
-  Value isSplit = kb.ige(numTokens, kb.idx(kMlaSplitMinTokens));
-  Value bound = split ? kb.select(isSplit, numTokens, kb.idx(0))
-                      : kb.select(isSplit, kb.idx(0), numTokens);
-  forEachTokenHeadRow(kb, starts, tokens, heads, body, bound);
+  forEachTokenHeadRow(kb, starts, tokens, heads, body,
+                      activeTokens(kb, tokens, split));
 }
 
 struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
@@ -209,15 +217,16 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
           call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
       if (failed(kvb))
         return noFp8Source();
-      unsigned starts = call.addInput(adaptor.getSeqStarts());
       unsigned o = call.addResult(perHead, tokens);
       qaAll = call.emit(rewriter, op, "mla_absorb",
                         [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
-        forEachActiveRow(kb, a[starts], a[0], heads, /*split=*/true,
-                         [&](Value, Value t, Value h) {
-          mla.absorb(kb, a[0], t, h, [&](Value c, Value v) {
-            kb.store(v, a[o], {t, h, c});
+        kb.parallelRows({kb.idx(0), kb.idx(0)},
+                        {activeTokens(kb, a[0], /*split=*/true),
+                         kb.idx(heads)},
+                        [&](ValueRange th) {
+          mla.absorb(kb, a[0], th[0], th[1], [&](Value c, Value v) {
+            kb.store(v, a[o], {th[0], th[1], c});
           });
         });
       })[0];
@@ -252,21 +261,40 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       })[0];
     }
     {
+      // Marked as a head-batched matmul (W_UV^h: the rows [h (dq + dv) + dq,
+      // + dv) of kv_b) for matrix-unit targets (LLMToGPU
+      // buildDenseMatmulKernelFunction).
       KernelCall call;
       unsigned oh = call.addInput(ohAll);
       FailureOr<unsigned> kvb =
           call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
       if (failed(kvb))
         return noFp8Source();
-      unsigned starts = call.addInput(adaptor.getSeqStarts());
       call.addInput(out);
+      int64_t dq = op.getQkHeadDim(), dv = op.getVHeadDim();
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kDenseMatmulAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("epilogue",
+                                     rewriter.getStringAttr("store")),
+               rewriter.getNamedAttr("min_rows", rewriter.getI64IntegerAttr(
+                                                     kMlaSplitMinTokens)),
+               rewriter.getNamedAttr("heads",
+                                     rewriter.getI64IntegerAttr(heads)),
+               rewriter.getNamedAttr("weight_row_offset",
+                                     rewriter.getI64IntegerAttr(dq)),
+               rewriter.getNamedAttr("weight_row_stride",
+                                     rewriter.getI64IntegerAttr(dq + dv))})));
       call.emit(rewriter, op, "mla_project",
                 [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
-        forEachActiveRow(kb, a[starts], a[oh], heads, /*split=*/true,
-                         [&](Value, Value t, Value h) {
-          mla.project(kb, a.back(), t, h,
-                      [&](Value c) { return kb.load(a[oh], {t, h, c}); });
+        kb.parallelRows({kb.idx(0), kb.idx(0)},
+                        {activeTokens(kb, a[oh], /*split=*/true),
+                         kb.idx(heads)},
+                        [&](ValueRange th) {
+          mla.project(kb, a.back(), th[0], th[1], [&](Value c) {
+            return kb.load(a[oh], {th[0], th[1], c});
+          });
         });
       });
     }

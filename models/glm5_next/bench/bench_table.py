@@ -34,6 +34,8 @@ OP_OF_KERNEL = {
     "moe_shared_down": "moe_ffn", "moe_shared_down_rows": "moe_ffn",
     "swiglu_up": "swiglu_mlp", "swiglu_up_rows": "swiglu_mlp",
     "swiglu_down": "swiglu_mlp", "swiglu_down_rows": "swiglu_mlp",
+    "mla_absorb": "mla_attention", "mla_attend": "mla_attention",
+    "mla_project": "mla_attention",
 }
 
 
