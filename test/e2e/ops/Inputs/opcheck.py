@@ -789,11 +789,25 @@ def index_cache_and_tail_ring():
 
 @case
 def mla_attention():
+    return _mla(*_batch())
+
+
+@case
+def mla_attention_split():
+    # 70 tokens >= 64: the three-kernel form (mla_absorb, mla_attend,
+    # mla_project) does the work, not mla_attention.
+    pos = np.concatenate([np.arange(40), np.arange(30, 60)]).astype(np.int32)
+    starts = np.array([0, 40, 70], dtype=np.int32)
+    bt = np.arange(32, dtype=np.int32)[::-1].reshape(2, 16).copy()
+    owner = np.array([0] * 40 + [1] * 30)
+    return _mla(pos, starts, bt, owner)
+
+
+def _mla(pos, starts, bt, owner):
     p = Program(14)
     PS, R, H, DQ, DV, S, dt = 4, 16, 2, 8, 6, 10, "bf16"
-    pos, starts, bt, owner = _batch()
     T = len(pos)
-    pool = p.rand((6, PS, R), dt, -2, 2)
+    pool = p.rand((int(bt.max()) + 1, PS, R), dt, -2, 2)
     q = p.rand((T, H, DQ), dt, -2, 2)
     kvb = p.rand((H * (DQ + DV), R), dt, -0.5, 0.5)
     sel = np.full((T, S), -1, dtype=np.int32)
@@ -810,8 +824,8 @@ def mla_attention():
     p.op(f"{o} = llm.mla_attention {vq}, {vk}, {vc}, {vsel}, {vcnt}, {vs}, {vb} "
          f"{{heads = {H} : i64, qk_head_dim = {DQ} : i64, v_head_dim = {DV} : i64, kv_lora_rank = {R} : i64, "
          f"softmax_scale = 0.35355339 : f32}} : ({ttype((T, H, DQ), dt, True)}, {ttype(kvb.shape, dt)}, {ty}, "
-         f"{ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, "
-         f"{ttype((2, 3), 'i32', True)}) -> {ttype((T, H, DV), dt, True)}")
+         f"{ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)}, {ttype(starts.shape, 'i32', True)}, "
+         f"{ttype(bt.shape, 'i32', True)}) -> {ttype((T, H, DV), dt, True)}")
     p.print_tensor(o, (T, H, DV), dt)
     ref = np.zeros((T, H, DV))
     W = kvb.astype(np.float64)
