@@ -378,14 +378,24 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   } else {
     if (capture) {
       // Capture this shape's step, then replay it for this step too. A
-      // device that cannot capture the plan turns decode graphs off and the
+      // device that cannot capture the plan (no stream, no capture, a
+      // failed recording or instantiation) turns decode graphs off and the
       // step runs dispatch by dispatch below.
-      STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Stream> stream,
-                              device_->createStream());
-      STRATA_RETURN_IF_ERROR(stream->beginCapture());
-      Status recorded = program_->run(step, sizes, *buffers, resources,
-                                      stream.get());
-      StatusOr<std::unique_ptr<Graph>> made = stream->endCapture();
+      StatusOr<std::unique_ptr<Stream>> created = device_->createStream();
+      std::unique_ptr<Stream> stream;
+      Status recorded = created.status();
+      StatusOr<std::unique_ptr<Graph>> made = created.status();
+      if (created.ok()) {
+        stream = std::move(*created);
+        recorded = stream->beginCapture();
+        if (recorded.ok()) {
+          recorded = program_->run(step, sizes, *buffers, resources,
+                                   stream.get());
+          made = stream->endCapture();
+        } else {
+          made = recorded;
+        }
+      }
       if (recorded.ok() && made.ok()) {
         STRATA_RETURN_IF_ERROR(stream->launchGraph(**made));
         STRATA_RETURN_IF_ERROR(stream->synchronize());

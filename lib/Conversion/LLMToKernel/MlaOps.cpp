@@ -180,7 +180,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       if (failed(kvb))
         return noFp8Source();
       unsigned cacheArg = addCacheArgs(call);
-      unsigned o = call.addResult(resultType, resultSizes);
+      call.addResult(resultType, resultSizes);
       out = call.emit(rewriter, op, "mla_attention",
                       [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
