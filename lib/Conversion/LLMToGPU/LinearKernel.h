@@ -79,10 +79,13 @@ bool isDenseMatmulKernelFunction(func::FuncOp kernel);
 /// dense projection kernel function with its epilogue (DenseMatmul): x
 /// memref<?xKxbf16>, [routed memref<?xtopKxNxbf16> (add_slot_sum),] W
 /// memref<NxKxT> [scales memref<N/bnxK/bkxf32>], [W_up, [scales] (swiglu),]
-/// y memref<?xNxbf16>, the same arguments in the same order. Fails with
-/// `why` (and builds nothing) for another signature, activations other than
-/// bf16, shapes that do not tile, or fp8 weights on a target whose fp8 path
-/// quantises the activations (AMD: those keep the generic kernels).
+/// y memref<?xNxbf16>, the same arguments in the same order; with `heads`
+/// (MLA's mla_absorb / mla_project) x memref<?xHxK>, a bf16 W holding every
+/// head's block (transposed with `weight_transposed`), y memref<?xHxN>, one
+/// of x and y bf16. Fails with `why` (and builds nothing) for another
+/// signature, f32 activations, shapes that do not tile, or fp8 weights on a
+/// target whose fp8 path quantises the activations (AMD: those keep the
+/// generic kernels).
 FailureOr<MatmulKernelFunction>
 buildDenseMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,

@@ -355,8 +355,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   }
   auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
   if (auto heads = info.getAs<IntegerAttr>("heads")) {
-    // Batched over heads: (x memref<?xHxKx{bf16|f32}>, W memref<RowsxKxbf16>,
-    // y memref<?xHxNxbf16>), store epilogue.
+    // Batched over heads: (x memref<?xHxKx{bf16|f32}>, W memref<RowsxKxbf16>
+    // (or its transpose), y memref<?xHxNx{bf16|f32}>, not both f32), store
+    // epilogue.
     auto offset = info.getAs<IntegerAttr>("weight_row_offset");
     auto stride = info.getAs<IntegerAttr>("weight_row_stride");
     if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
@@ -367,23 +368,32 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     dense.heads = heads.getInt();
     dense.weightRowOffset = offset.getInt();
     dense.weightRowStride = stride.getInt();
+    auto transposed = info.getAs<BoolAttr>("weight_transposed");
+    dense.transposedWeight = transposed && transposed.getValue();
     MemRefType x = arg(0), weight = arg(1), y = arg(2);
+    // Head h's block of W: [N, K] rows, or [K, N] rows when transposed.
+    int64_t k = x.getRank() == 3 ? x.getDimSize(2) : 0;
+    int64_t n = y.getRank() == 3 ? y.getDimSize(2) : 0;
+    int64_t blockRows = dense.transposedWeight ? k : n;
+    int64_t blockCols = dense.transposedWeight ? n : k;
     if (x.getRank() != 3 || y.getRank() != 3 || weight.getRank() != 2 ||
         !(x.getElementType().isBF16() || x.getElementType().isF32()) ||
-        !weight.getElementType().isBF16() || !y.getElementType().isBF16() ||
+        !weight.getElementType().isBF16() ||
+        !(y.getElementType().isBF16() || y.getElementType().isF32()) ||
+        // f32 in and out: an f32-activation artifact, which keeps fp32.
+        (x.getElementType().isF32() && y.getElementType().isF32()) ||
         x.getDimSize(1) != dense.heads || y.getDimSize(1) != dense.heads ||
-        x.getDimSize(2) != weight.getDimSize(1) ||
-        ShapedType::isDynamic(y.getDimSize(2)) ||
+        ShapedType::isDynamic(n) || weight.getDimSize(1) != blockCols ||
         (dense.heads - 1) * dense.weightRowStride + dense.weightRowOffset +
-                y.getDimSize(2) >
+                blockRows >
             weight.getDimSize(0)) {
       why = "head-batched matmuls take [T, H, K] inputs, a bf16 weight "
-            "holding every head's rows and a bf16 [T, H, N] result";
+            "holding every head's block and a [T, H, N] result";
       return failure();
     }
     MatmulProblem problem;
-    problem.n = y.getDimSize(2);
-    problem.k = x.getDimSize(2);
+    problem.n = n;
+    problem.k = k;
     MatmulTypes types{builder.getBF16Type(), weight.getElementType(),
                       y.getElementType()};
     FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);

@@ -120,6 +120,23 @@ private:
         indices = {expert, row, col};
       } else if (dense.heads && clamp) {
         indices = {arith::MinUIOp::create(b, loc, row, lastRow), head, col};
+      } else if (dense.heads && dense.transposedWeight) {
+        // W^T: the fragment's K run lies down a column; one load each.
+        Value base = add(mul(head, dense.weightRowStride),
+                         dense.weightRowOffset);
+        SmallVector<Value> elems;
+        for (int64_t e = 0; e < l.count; ++e)
+          elems.push_back(memref::LoadOp::create(
+              b, loc, mem, ValueRange{add(add(base, col), e), row}));
+        Value v = vector::FromElementsOp::create(b, loc, pieceType, elems);
+        if (l.pieces.size() == 1)
+          return v;
+        if (!frag)
+          frag = zeros(fragType);
+        frag = vector::InsertStridedSliceOp::create(
+            b, loc, v, frag, ArrayRef<int64_t>{int64_t(i) * l.count},
+            ArrayRef<int64_t>{1});
+        continue;
       } else if (dense.heads) {
         indices = {add(add(mul(head, dense.weightRowStride),
                            dense.weightRowOffset),

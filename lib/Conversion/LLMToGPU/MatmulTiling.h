@@ -138,6 +138,9 @@ struct DenseMatmul {
   /// inside kv_b).
   int64_t heads = 0;
   int64_t weightRowStride = 0, weightRowOffset = 0;
+  /// Batched over heads with W^T: head h's [K, N] block is the rows
+  /// [h * weightRowStride + weightRowOffset, + K) (MLA's W_UK^h: qa = q W_UK).
+  bool transposedWeight = false;
 };
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of a dense

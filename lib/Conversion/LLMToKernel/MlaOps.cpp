@@ -22,9 +22,10 @@
 //                  kMlaAttendAttrName: a GPU target with matrix units
 //                  replaces it by a kernel in which the 16 heads of a block
 //                  share each latent row (LLMToGPU buildMlaAttendKernel);
-//                  mla_project carries kDenseMatmulAttrName with `heads`:
-//                  there a matmul per head against W_UV^h (oh rounded to
-//                  bf16 on the way in).
+//                  mla_absorb and mla_project carry kDenseMatmulAttrName
+//                  with `heads`: there a matmul per head against W_UK^h
+//                  (read transposed; qa stays f32) and W_UV^h (oh rounded
+//                  to bf16 on the way in).
 // The same operations in the same order in both forms.
 //
 //===----------------------------------------------------------------------===//
@@ -218,6 +219,25 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       if (failed(kvb))
         return noFp8Source();
       unsigned o = call.addResult(perHead, tokens);
+      // A head-batched matmul with W_UK^h = rows [h (dq + dv), + dq) of
+      // kv_b as W^T, for matrix-unit targets.
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kDenseMatmulAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("epilogue",
+                                     rewriter.getStringAttr("store")),
+               rewriter.getNamedAttr("min_rows", rewriter.getI64IntegerAttr(
+                                                     kMlaSplitMinTokens)),
+               rewriter.getNamedAttr("heads",
+                                     rewriter.getI64IntegerAttr(heads)),
+               rewriter.getNamedAttr("weight_row_offset",
+                                     rewriter.getI64IntegerAttr(0)),
+               rewriter.getNamedAttr(
+                   "weight_row_stride",
+                   rewriter.getI64IntegerAttr(op.getQkHeadDim() +
+                                              op.getVHeadDim())),
+               rewriter.getNamedAttr("weight_transposed",
+                                     rewriter.getBoolAttr(true))})));
       qaAll = call.emit(rewriter, op, "mla_absorb",
                         [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
