@@ -63,12 +63,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
       Value alpha = kb.scratch({d}), ov = kb.scratch({d});
       // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
-      // the [C, C] coefficients and beta.
+      // the [C, C] coefficients and beta; the decayed rows q exp(B) and
+      // k exp(B) (the latter reused for k exp(B_last - B)), each computed
+      // once per chunk instead of once per output column.
       int64_t cRows = chunkedMode ? chunk : 1;
       Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
       Value cv = kb.scratch({cRows, d}), cb = kb.scratch({cRows, d});
       Value cd = kb.scratch({cRows, d}), ca = kb.scratch({cRows, cRows});
       Value cbeta = kb.scratch({cRows});
+      Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
       kb.parallelRows({kb.idx(0), kb.idx(0)}, {numRequests, kb.idx(heads)},
@@ -255,6 +258,11 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               l2Row(cq, qScale);
               l2Row(ck, 1.0);
               kb.store(kb.sigmoid(kb.load(b, {t, h})), cbeta, i);
+              kb.loop(0, d, [&](Value c) {
+                Value decay = kb.exp(kb.load(cb, {i, c}));
+                kb.store(kb.mul(kb.load(cq, {i, c}), decay), cqe, {i, c});
+                kb.store(kb.mul(kb.load(ck, {i, c}), decay), cke, {i, c});
+              });
             });
             auto decayDot = [&](Value i, Value j, Value other, Value row) {
               // sum_c other[row, c] K[j, c] exp(B[i, c] - B[j, c])
@@ -273,8 +281,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                            kb.mul(kb.load(ck, {i, c}),
-                                                   kb.exp(kb.load(cb, {i, c})))));
+                                            kb.load(cke, {i, c})));
                 });
                 Value rhs = kb.reduce(kb.idx(0), i,
                                       kb.sub(kb.load(cv, {i, e}), fromState),
@@ -294,8 +301,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                            kb.mul(kb.load(cq, {i, c}),
-                                                   kb.exp(kb.load(cb, {i, c})))));
+                                            kb.load(cqe, {i, c})));
                 });
                 Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
                                       [&](Value j, Value acc) {
@@ -306,14 +312,21 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               });
               gatedNorm(t, base);
             });
-            // State at the end of the chunk.
+            // State at the end of the chunk: k exp(B_last - B) into cke
+            // (k exp(B) is no longer read), then the update.
             Value last = kb.isub(len, kb.idx(1));
+            kb.loop(kb.idx(0), len, [&](Value j) {
+              kb.loop(0, d, [&](Value c) {
+                Value w = kb.exp(kb.sub(kb.load(cb, {last, c}),
+                                        kb.load(cb, {j, c})));
+                kb.store(kb.mul(w, kb.load(ck, {j, c})), cke, {j, c});
+              });
+            });
             kb.loop(0, d, [&](Value c) {
               Value bl = kb.load(cb, {last, c});
               kb.loop(0, d, [&](Value e) {
                 Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
-                  Value w = kb.exp(kb.sub(bl, kb.load(cb, {j, c})));
-                  return kb.add(acc, kb.mul(kb.mul(w, kb.load(ck, {j, c})),
+                  return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
                                             kb.load(cd, {j, e})));
                 });
                 kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
@@ -357,7 +370,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta})
+      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta,
+                      cqe, cke})
         kb.dealloc(m);
     });
     // o, then the caches (updated in place).
