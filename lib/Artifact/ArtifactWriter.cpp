@@ -70,6 +70,11 @@ SizeExpression SizeExpression::min(SizeExpression a, const SizeExpression &b) {
   return binary(std::move(a), b, fb::SizeOpcode::min);
 }
 
+SizeExpression SizeExpression::less(SizeExpression a,
+                                    const SizeExpression &b) {
+  return binary(std::move(a), b, fb::SizeOpcode::less);
+}
+
 //===----------------------------------------------------------------------===//
 // BindingDesc
 //===----------------------------------------------------------------------===//

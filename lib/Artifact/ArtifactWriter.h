@@ -48,6 +48,8 @@ public:
   static SizeExpression alignUp(SizeExpression a, const SizeExpression &b);
   static SizeExpression max(SizeExpression a, const SizeExpression &b);
   static SizeExpression min(SizeExpression a, const SizeExpression &b);
+  /// 1 if a < b, else 0.
+  static SizeExpression less(SizeExpression a, const SizeExpression &b);
 
   bool empty() const { return ops.empty(); }
 

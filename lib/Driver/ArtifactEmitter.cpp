@@ -584,9 +584,15 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
             std::move(extent), SizeExpression::constant(dim.divisor));
       if (dim.addend > 0)
         extent = std::move(extent) + SizeExpression::constant(dim.addend);
-      if (dim.cap > 0)
+      if (dim.cap > 0) {
+        // At most `cap` blocks, and none (one, below) when the extent is
+        // past the cap: the kernel then does no work.
+        SizeExpression small = SizeExpression::less(
+            extent, SizeExpression::constant(dim.cap + 1));
         extent = SizeExpression::min(std::move(extent),
-                                     SizeExpression::constant(dim.cap));
+                                     SizeExpression::constant(dim.cap)) *
+                 small;
+      }
       launch.grid[d] =
           SizeExpression::max(std::move(extent), SizeExpression::constant(1));
     }

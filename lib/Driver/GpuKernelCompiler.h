@@ -38,8 +38,9 @@ struct GpuGridDim {
   int64_t argument = -1;
   int64_t dim = 0;
   int64_t blocks = 1;
-  /// With an argument: ceil(extent * multiplier / divisor) + addend blocks,
-  /// at most `cap` when it is > 0.
+  /// With an argument: ceil(extent * multiplier / divisor) + addend blocks;
+  /// with `cap` > 0 at most cap, and one when that is past cap (the kernel
+  /// works only up to cap rows).
   int64_t divisor = 1;
   int64_t multiplier = 1;
   int64_t addend = 0;

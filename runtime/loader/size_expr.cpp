@@ -40,6 +40,7 @@ Status validateSizeExpr(const artifact::SizeExpr *expr,
     case static_cast<uint8_t>(SizeOpcode::align_up):
     case static_cast<uint8_t>(SizeOpcode::max):
     case static_cast<uint8_t>(SizeOpcode::min):
+    case static_cast<uint8_t>(SizeOpcode::less):
       if (op->operand() != 0)
         return invalidArgument("{}: op {}: operand {} on a binary op", where,
                                index, op->operand());
@@ -104,6 +105,9 @@ StatusOr<uint64_t> evaluateSizeExpr(const artifact::SizeExpr *expr,
     case SizeOpcode::min:
       result = a < b ? a : b;
       break;
+    case SizeOpcode::less:
+      result = a < b ? 1 : 0;
+      break;
     default:
       return internalError("unvalidated size expression");
     }
@@ -143,6 +147,9 @@ std::string formatSizeExpr(const artifact::SizeExpr *expr) {
       break;
     case SizeOpcode::min:
       stack.back() = "min(" + a + ", " + b + ")";
+      break;
+    case SizeOpcode::less:
+      stack.back() = "(" + a + " < " + b + ")";
       break;
     default:
       stack.back() = "max(" + a + ", " + b + ")";

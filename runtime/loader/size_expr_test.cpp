@@ -56,6 +56,18 @@ TEST(SizeExpr, EvaluatesAndFormats) {
   sizes[SizeSymbol::num_tokens] = 2048;
   EXPECT_EQ(*evaluateSizeExpr(lo.get(), sizes), 63u);
   EXPECT_EQ(formatSizeExpr(lo.get()), "min(num_tokens, 63)");
+  // min(num_tokens, 63) * (num_tokens < 64): 0 from 64 tokens on.
+  Expr capped({s(SizeSymbol::num_tokens), c(63), op(SizeOpcode::min),
+               s(SizeSymbol::num_tokens), c(64), op(SizeOpcode::less),
+               op(SizeOpcode::mul)});
+  ASSERT_TRUE(validateSizeExpr(capped.get(), "capped").ok());
+  EXPECT_EQ(*evaluateSizeExpr(capped.get(), sizes), 0u); // 2048 tokens
+  sizes[SizeSymbol::num_tokens] = 63;
+  EXPECT_EQ(*evaluateSizeExpr(capped.get(), sizes), 63u);
+  sizes[SizeSymbol::num_tokens] = 5;
+  EXPECT_EQ(*evaluateSizeExpr(capped.get(), sizes), 5u);
+  EXPECT_EQ(formatSizeExpr(capped.get()),
+            "(min(num_tokens, 63) * (num_tokens < 64))");
 }
 
 // Tests that overflow and division by zero are errors, not wraparound.
