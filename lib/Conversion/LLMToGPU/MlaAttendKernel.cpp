@@ -104,6 +104,18 @@ private:
     }
     return v;
   }
+  /// The operand of `layout` from its pieces (one vector<count> each).
+  Value concat(ArrayRef<Value> parts, const FragmentLayout &layout) {
+    if (parts.size() == 1)
+      return parts.front();
+    Value frag = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(VectorType::get({layout.size()}, bf16)));
+    for (auto [i, p] : llvm::enumerate(parts))
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
+          ArrayRef<int64_t>{1});
+    return frag;
+  }
   /// (page, row in page) of the latent row of selected position `p`.
   std::pair<Value, Value> latentRow(Value p) {
     Value row = toIndex(memref::LoadOp::create(b, loc, sel, ValueRange{t, p}));
@@ -232,16 +244,7 @@ void MlaAttendBuilder::buildToken() {
       parts.push_back(arith::TruncFOp::create(
           b, loc, VectorType::get({mi.a.count}, bf16), v));
     }
-    Value frag = parts.front();
-    if (parts.size() > 1) {
-      frag = arith::ConstantOp::create(
-          b, loc, b.getZeroAttr(VectorType::get({mi.a.size()}, bf16)));
-      for (auto [i, p] : llvm::enumerate(parts))
-        frag = vector::InsertStridedSliceOp::create(
-            b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * mi.a.count},
-            ArrayRef<int64_t>{1});
-    }
-    qaFrags.push_back(frag);
+    qaFrags.push_back(concat(parts, mi.a));
   }
 
   // Chunks: carried running max and sum (of this lane's head row) and the
@@ -316,16 +319,8 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
             b, loc, VectorType::get({mi.b.count}, bf16), cache,
             ValueRange{rows[i].first, rows[i].second, c}));
       }
-      Value frag = parts.front();
-      if (parts.size() > 1) {
-        frag = arith::ConstantOp::create(
-            b, loc, b.getZeroAttr(VectorType::get({mi.b.size()}, bf16)));
-        for (auto [i, p] : llvm::enumerate(parts))
-          frag = vector::InsertStridedSliceOp::create(
-              b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * mi.b.count},
-              ArrayRef<int64_t>{1});
-      }
-      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], frag, acc);
+      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], concat(parts, mi.b),
+                                  acc);
     }
     int64_t e = 0;
     for (auto piece : mi.c.pieces)
