@@ -662,18 +662,31 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   return func;
 }
 
-gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
+/// `gpu.func @name(argTypes)` (the existing one if `module` has it) whose
+/// body `build` fills with a MatmulKernelBuilder.
+static gpu::GPUFuncOp buildMatmulFunc(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
-    const DenseMatmul &dense) {
+    llvm::function_ref<void(MatmulKernelBuilder &, ValueRange)> build) {
   if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(builder);
   auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  kb.build(func.getArguments(), dense);
+  build(kb, func.getArguments());
   return func;
+}
+
+gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types,
+    const DenseMatmul &dense) {
+  return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
+                         types, [&](MatmulKernelBuilder &kb, ValueRange args) {
+                           kb.build(args, dense);
+                         });
 }
 
 void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
@@ -817,11 +830,8 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const GroupedExperts &experts) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
-  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  kb.buildGroupedKernel(func.getArguments(), experts);
-  return func;
+  return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
+                         types, [&](MatmulKernelBuilder &kb, ValueRange args) {
+                           kb.buildGroupedKernel(args, experts);
+                         });
 }

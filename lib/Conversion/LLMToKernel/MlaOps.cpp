@@ -117,6 +117,23 @@ struct MlaHead {
   }
 };
 
+/// kDenseMatmulAttrName of a head-batched matmul (mla_absorb, mla_project):
+/// head h's block of kv_b starts at row h * stride + offset (transposed:
+/// [K, N] rows).
+NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
+                                 int64_t stride, bool transposed) {
+  return b.getNamedAttr(
+      kDenseMatmulAttrName,
+      b.getDictionaryAttr(
+          {b.getNamedAttr("epilogue", b.getStringAttr("store")),
+           b.getNamedAttr("min_rows",
+                          b.getI64IntegerAttr(kMlaSplitMinTokens)),
+           b.getNamedAttr("heads", b.getI64IntegerAttr(heads)),
+           b.getNamedAttr("weight_row_offset", b.getI64IntegerAttr(offset)),
+           b.getNamedAttr("weight_row_stride", b.getI64IntegerAttr(stride)),
+           b.getNamedAttr("weight_transposed", b.getBoolAttr(transposed))}));
+}
+
 /// T (the first extent of `tokens`) when `split` matches whether the step
 /// has at least kMlaSplitMinTokens tokens, 0 otherwise.
 Value activeTokens(KernelBuilder &kb, Value tokens, bool split) {
@@ -221,23 +238,9 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       unsigned o = call.addResult(perHead, tokens);
       // A head-batched matmul with W_UK^h = rows [h (dq + dv), + dq) of
       // kv_b as W^T, for matrix-unit targets.
-      call.attributes.push_back(rewriter.getNamedAttr(
-          kDenseMatmulAttrName,
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("epilogue",
-                                     rewriter.getStringAttr("store")),
-               rewriter.getNamedAttr("min_rows", rewriter.getI64IntegerAttr(
-                                                     kMlaSplitMinTokens)),
-               rewriter.getNamedAttr("heads",
-                                     rewriter.getI64IntegerAttr(heads)),
-               rewriter.getNamedAttr("weight_row_offset",
-                                     rewriter.getI64IntegerAttr(0)),
-               rewriter.getNamedAttr(
-                   "weight_row_stride",
-                   rewriter.getI64IntegerAttr(op.getQkHeadDim() +
-                                              op.getVHeadDim())),
-               rewriter.getNamedAttr("weight_transposed",
-                                     rewriter.getBoolAttr(true))})));
+      call.attributes.push_back(headBatchedMatmul(
+          rewriter, heads, 0, op.getQkHeadDim() + op.getVHeadDim(),
+          /*transposed=*/true));
       qaAll = call.emit(rewriter, op, "mla_absorb",
                         [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
@@ -292,19 +295,8 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
         return noFp8Source();
       call.addInput(out);
       int64_t dq = op.getQkHeadDim(), dv = op.getVHeadDim();
-      call.attributes.push_back(rewriter.getNamedAttr(
-          kDenseMatmulAttrName,
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("epilogue",
-                                     rewriter.getStringAttr("store")),
-               rewriter.getNamedAttr("min_rows", rewriter.getI64IntegerAttr(
-                                                     kMlaSplitMinTokens)),
-               rewriter.getNamedAttr("heads",
-                                     rewriter.getI64IntegerAttr(heads)),
-               rewriter.getNamedAttr("weight_row_offset",
-                                     rewriter.getI64IntegerAttr(dq)),
-               rewriter.getNamedAttr("weight_row_stride",
-                                     rewriter.getI64IntegerAttr(dq + dv))})));
+      call.attributes.push_back(
+          headBatchedMatmul(rewriter, heads, dq, dq + dv, /*transposed=*/false));
       call.emit(rewriter, op, "mla_project",
                 [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
