@@ -110,15 +110,18 @@ RocdlTargetInfo::buildBinaryPipeline(OpPassManager &pm,
   // rocdl-attach-target: the chip, COV5 (abi=500) and -O3 for the backend.
   // Inside each gpu.module: fp8 truncations to amdgpu.packed_trunc_2xfp8
   // (convert-arith-to-amdgpu), the remaining arith expansions, structured
-  // control flow to branches, vector ops (strided inserts of fp8 fragments)
-  // to LLVM before the GPU conversion, which also lowers amdgpu.mfma to
-  // rocdl intrinsics. gpu-module-to-binary then runs the AMDGPU backend and
+  // control flow to branches, the GPU conversion (it also lowers amdgpu.mfma
+  // to rocdl intrinsics and maps the workgroup address space, so vector
+  // accesses to workgroup memory lower here), then the remaining vector ops
+  // (strided inserts of fp8 fragments) to LLVM (same AMD assembly as in the
+  // opposite order, which reported errors for workgroup vector accesses).
+  // gpu-module-to-binary then runs the AMDGPU backend and
   // links with <toolkit>/llvm/bin/ld.lld (format=bin).
   std::string pipeline = llvm::formatv(
       "rocdl-attach-target{{chip={0} abi=500 O=3},"
       "gpu.module(convert-arith-to-amdgpu{{chipset={0}},arith-expand,"
-      "convert-scf-to-cf,convert-vector-to-llvm,"
-      "convert-gpu-to-rocdl{{chipset={0}},reconcile-unrealized-casts),"
+      "convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={0}},"
+      "convert-vector-to-llvm,reconcile-unrealized-casts),"
       "gpu-module-to-binary{{format={1} toolkit={2}}",
       chip.chip, options.format, options.toolkit);
   return parsePassPipeline(pipeline, pm);
