@@ -394,8 +394,9 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
   }
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
   for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
-    // Scalar workgroup loads (vector ops on workgroup memrefs do not lower
-    // before the GPU conversion).
+    // Scalar workgroup loads (as run on the H200; vector loads from
+    // workgroup memory lower too since the binary pipelines convert the GPU
+    // dialect first).
     SmallVector<Value> pElems;
     for (auto piece : mi.a.pieces)
       for (int64_t e = 0; e < mi.a.count; ++e)
