@@ -159,11 +159,8 @@ FailureOr<Value> emitDenseProjection(
     auto results = call.emit(rewriter, op, kernelName,
                              [&](KernelBuilder &kb, ValueRange args) {
       Value rows = kb.dim(args[0], 0);
-      Value isMatmul = kb.ige(rows, kb.idx(kDenseMatmulMinRows));
       body(kb, args,
-           matmul ? kb.select(isMatmul, rows, kb.idx(0))
-                  : kb.select(isMatmul, kb.idx(0), rows),
-           out);
+           kb.rowsIfStepSize(rows, rows, kDenseMatmulMinRows, matmul), out);
     });
     if (!matmul)
       result = results[0];
@@ -457,10 +454,9 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     constexpr int64_t kGroupedMinSlots = 64;
     auto activeTokens = [&](KernelBuilder &kb, Value numTokens,
                             bool grouped) {
-      Value isGrouped = kb.ige(kb.imul(numTokens, kb.idx(topK)),
-                               kb.idx(kGroupedMinSlots));
-      return grouped ? kb.select(isGrouped, numTokens, kb.idx(0))
-                     : kb.select(isGrouped, kb.idx(0), numTokens);
+      return kb.rowsIfStepSize(numTokens,
+                               kb.imul(numTokens, kb.idx(topK)),
+                               kGroupedMinSlots, grouped);
     };
     auto groupedAttr = [&](StringRef kind) {
       return NamedAttribute(

@@ -233,6 +233,12 @@ Value KernelBuilder::ilt(Value a, Value c) {
 Value KernelBuilder::ige(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, a, c);
 }
+Value KernelBuilder::rowsIfStepSize(Value rows, Value size, int64_t threshold,
+                                    bool atLeast) {
+  Value reached = ige(size, idx(threshold));
+  return atLeast ? select(reached, rows, idx(0))
+                 : select(reached, idx(0), rows);
+}
 Value KernelBuilder::andi(Value a, Value c) {
   return arith::AndIOp::create(b, loc, a, c);
 }

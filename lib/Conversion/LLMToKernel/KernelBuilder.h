@@ -155,6 +155,13 @@ public:
   Value ilt(Value a, Value c);
   Value ige(Value a, Value c);
   Value andi(Value a, Value c);
+  /// The row bound of one half of a kernel pair split by the step's size:
+  /// `rows` when `size` >= `threshold` matches `atLeast`, else 0, as
+  /// select(size >= threshold, rows | 0, 0 | rows): the form whose grid
+  /// convert-kernels-to-gpu derives from `rows` (gridEntry), `size` being
+  /// `rows` or `rows * m`.
+  Value rowsIfStepSize(Value rows, Value size, int64_t threshold,
+                       bool atLeast);
   Value toF32(Value indexValue);
 
   /// A zero-initialised f32 scratch buffer (memref.alloc + linalg.fill);

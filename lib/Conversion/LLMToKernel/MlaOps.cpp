@@ -138,9 +138,7 @@ NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
 /// has at least kMlaSplitMinTokens tokens, 0 otherwise.
 Value activeTokens(KernelBuilder &kb, Value tokens, bool split) {
   Value numTokens = kb.dim(tokens, 0);
-  Value isSplit = kb.ige(numTokens, kb.idx(kMlaSplitMinTokens));
-  return split ? kb.select(isSplit, numTokens, kb.idx(0))
-               : kb.select(isSplit, kb.idx(0), numTokens);
+  return kb.rowsIfStepSize(numTokens, numTokens, kMlaSplitMinTokens, split);
 }
 
 /// The (request, token, head) rows of the active tokens (activeTokens).
