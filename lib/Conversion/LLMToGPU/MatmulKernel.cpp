@@ -34,6 +34,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
@@ -46,11 +47,11 @@ struct LaneCoords {
   Value outer, inner;
 };
 
-class MatmulKernelBuilder {
+class MatmulKernelBuilder : LaneArith {
 public:
   MatmulKernelBuilder(OpBuilder &b, Location loc, const MatmulTiling &t,
                       const MatmulProblem &p, const MatmulTypes &types)
-      : b(b), loc(loc), t(t), p(p), types(types), mi(t.mma) {
+      : LaneArith(b, loc), t(t), p(p), types(types), mi(t.mma) {
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
     fp8 = b.getType<Float8E4M3FNType>();
@@ -65,18 +66,6 @@ public:
   void build(ValueRange args, const DenseMatmul &dense);
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value cf32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value ci32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
-  Value add(Value a, int64_t c) { return c ? add(a, idx(c)) : a; }
-  Value mul(Value a, int64_t c) {
-    return c == 1 ? a : arith::MulIOp::create(b, loc, a, idx(c));
-  }
   Value zeros(VectorType type) {
     return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   }
@@ -85,13 +74,6 @@ private:
                                        scalar);
   }
 
-  Value laneMap(const LaneMap &m) {
-    Value v = lane;
-    if (m.div != 1)
-      v = arith::DivUIOp::create(b, loc, v, idx(m.div));
-    v = arith::RemUIOp::create(b, loc, v, idx(m.mod));
-    return mul(v, m.mul);
-  }
   LaneCoords coords(const FragmentLayout &l) {
     return {laneMap(l.outer), laneMap(l.inner)};
   }
@@ -249,6 +231,20 @@ private:
     return SmallVector<Value>(loop.getResults());
   }
   void storeResults(ValueRange accs);
+  /// The grid-stride loop over `numTiles` tiles from block `bx`; none when
+  /// `count` (rows or slots) is below `minCount` > 0, since the op's `*_rows`
+  /// kernel does those steps.
+  scf::ForOp createTileLoop(Value bx, Value numTiles, Value count,
+                            int64_t minCount) {
+    if (minCount > 0)
+      numTiles = arith::SelectOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, count,
+                                idx(minCount)),
+          numTiles, idx(0));
+    Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    return scf::ForOp::create(b, loc, bx, numTiles, gx);
+  }
   /// This thread's place in the tile: sets `lane`, the fragment column
   /// bases and lane coordinates; returns blockIdx.x and the subgroup's first
   /// row within a tile.
@@ -331,15 +327,13 @@ private:
   /// slots.
   Value w2, scales2, slotSum;
 
-  OpBuilder &b;
-  Location loc;
   const MatmulTiling &t;
   const MatmulProblem &p;
   const MatmulTypes &types;
   const MatrixInstruction &mi;
   Type f32, bf16, fp8, mmaFp8;
   Value x, w, scales, y;
-  Value lane, lastRow, numRows;
+  Value lastRow, numRows;
   /// Batched over heads: blockIdx.z.
   Value head;
   SmallVector<Value> rowBases, colBases; // per fragment
@@ -594,17 +588,9 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   // rows (one launch geometry serves dispatches of different M), and M = 0
   // runs no tile. The trip count depends on the block only, so the
   // subgroups of a block stay converged.
-  Value numTiles =
-      arith::CeilDivUIOp::create(b, loc, numRows, idx(t.tileM()));
-  // Below minRows the op's `*_rows` kernel does the work: no tile here.
-  if (dense.minRows > 0)
-    numTiles = arith::SelectOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, numRows,
-                              idx(dense.minRows)),
-        numTiles, idx(0));
-  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
+  scf::ForOp tileLoop = createTileLoop(
+      bx, arith::CeilDivUIOp::create(b, loc, numRows, idx(t.tileM())),
+      numRows, dense.minRows);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();
@@ -728,17 +714,11 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   // Tiles: at most ceil(slots / tileM) + experts (one partial tile per
   // expert), over the grid with a grid stride.
   Value slots = mul(memref::DimOp::create(b, loc, x, 0), g.topK);
-  Value numTiles =
+  scf::ForOp tileLoop = createTileLoop(
+      bx,
       add(arith::CeilDivUIOp::create(b, loc, slots, idx(t.tileM())),
-          g.experts);
-  // Below minSlots the op's `*_rows` kernel does the work: no tile here.
-  numTiles = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, slots,
-                            idx(g.minSlots)),
-      numTiles, idx(0));
-  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tileLoop = scf::ForOp::create(b, loc, bx, numTiles, gx);
+          g.experts),
+      slots, g.minSlots);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();

@@ -40,6 +40,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
@@ -52,11 +53,11 @@ constexpr int64_t kChunk = 64;
 /// Subgroups per block; each owns R / kSubgroups latent columns.
 constexpr int64_t kSubgroups = 4;
 
-class MlaAttendBuilder {
+class MlaAttendBuilder : LaneArith {
 public:
   MlaAttendBuilder(OpBuilder &b, Location loc, const MlaAttend &shape,
                    const MatrixInstruction &mi, int64_t subgroupSize)
-      : b(b), loc(loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
     slice = s.rank / kSubgroups;
@@ -65,28 +66,9 @@ public:
   void build(gpu::GPUFuncOp func);
 
 private:
-  Value idx(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value cf32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value ci32(int64_t v) {
-    return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
-  }
-  Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
-  Value add(Value a, int64_t c) { return c ? add(a, idx(c)) : a; }
-  Value mul(Value a, int64_t c) {
-    return c == 1 ? a : arith::MulIOp::create(b, loc, a, idx(c));
-  }
   Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
   Value toIndex(Value v) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
-  Value laneMap(const LaneMap &m) {
-    Value v = lane;
-    if (m.div != 1)
-      v = arith::DivUIOp::create(b, loc, v, idx(m.div));
-    v = arith::RemUIOp::create(b, loc, v, idx(m.mod));
-    return mul(v, m.mul);
   }
   Value zeros(int64_t n) {
     auto type = VectorType::get({n}, f32);
@@ -134,8 +116,6 @@ private:
   void buildToken();
   SmallVector<Value> buildChunk(Value j0, ValueRange carried);
 
-  OpBuilder &b;
-  Location loc;
   const MlaAttend &s;
   const MatrixInstruction &mi;
   int64_t subgroupSize, slice;
@@ -147,7 +127,7 @@ private:
   // per-row factors [4, m] f32.
   Value partial, probs, factors;
   // Per thread.
-  Value lane, warp, sliceBase, headBase, softRow, softCol;
+  Value warp, sliceBase, headBase, softRow, softCol;
   // Per token.
   Value t, request, count, lastPos;
   SmallVector<Value> qaFrags;
