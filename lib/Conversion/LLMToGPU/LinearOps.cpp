@@ -354,10 +354,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     return failure();
   }
   auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  MatmulProblem problem;
+  MatmulTypes types;
   if (auto heads = info.getAs<IntegerAttr>("heads")) {
     // Batched over heads: (x memref<?xHxKx{bf16|f32}>, W memref<RowsxKxbf16>
     // (or its transpose), y memref<?xHxNx{bf16|f32}>, not both f32), store
-    // epilogue.
+    // epilogue. Otherwise (x, [routed,] W[, s][, W_up[, s]], y).
     auto offset = info.getAs<IntegerAttr>("weight_row_offset");
     auto stride = info.getAs<IntegerAttr>("weight_row_stride");
     if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
@@ -391,70 +393,60 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
             "holding every head's block and a [T, H, N] result";
       return failure();
     }
-    MatmulProblem problem;
     problem.n = n;
     problem.k = k;
-    MatmulTypes types{builder.getBF16Type(), weight.getElementType(),
-                      y.getElementType()};
-    FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
-    if (failed(tiling) ||
-        failed(prepareMatmulModule(builder, module, kernel, why)))
-      return failure();
-    gpu::GPUFuncOp func = buildDenseMatmulKernel(
-        builder, kernel.getLoc(), module, kernel.getSymName(),
-        type.getInputs(), *tiling, problem, types, dense);
-    return MatmulKernelFunction{func,  *tiling, problem, std::nullopt, dense,
-                                std::nullopt};
-  }
-  bool slotSum = dense.epilogue == MatmulEpilogue::AddSlotSum;
-  unsigned firstWeight = slotSum ? 2 : 1;
-  MemRefType x = arg(0), weight = arg(firstWeight);
-  MemRefType y = arg(type.getNumInputs() - 1);
-  bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
-  unsigned perWeight = fp8 ? 2 : 1;
-  unsigned numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
-  if (type.getNumInputs() != firstWeight + perWeight * numWeights + 1 ||
-      weight.getRank() != 2 || !x.getElementType().isBF16() ||
-      !y.getElementType().isBF16()) {
-    why = "dense matmuls take bf16 activations and bf16 or fp8 [N, K] "
-          "weights";
-    return failure();
-  }
-  int64_t blockN = 0, blockK = 0;
-  if (fp8) {
-    MemRefType scales = arg(firstWeight + 1);
-    if (scales.getRank() != 2 || !scales.getElementType().isF32() ||
-        weight.getDimSize(0) % scales.getDimSize(0) ||
-        weight.getDimSize(1) % scales.getDimSize(1)) {
-      why = "unexpected fp8 scale shape";
+    types = {builder.getBF16Type(), weight.getElementType(),
+             y.getElementType()};
+  } else {
+    bool slotSum = dense.epilogue == MatmulEpilogue::AddSlotSum;
+    unsigned firstWeight = slotSum ? 2 : 1;
+    MemRefType x = arg(0), weight = arg(firstWeight);
+    MemRefType y = arg(type.getNumInputs() - 1);
+    bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
+    unsigned perWeight = fp8 ? 2 : 1;
+    unsigned numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
+    if (type.getNumInputs() != firstWeight + perWeight * numWeights + 1 ||
+        weight.getRank() != 2 || !x.getElementType().isBF16() ||
+        !y.getElementType().isBF16()) {
+      why = "dense matmuls take bf16 activations and bf16 or fp8 [N, K] "
+            "weights";
       return failure();
     }
-    blockN = weight.getDimSize(0) / scales.getDimSize(0);
-    blockK = weight.getDimSize(1) / scales.getDimSize(1);
-  }
-  MatmulProblem problem;
-  MatmulTypes types;
-  if (failed(describeLinearMatmul(x, weight, blockN, blockK, y, problem,
-                                  types, why)))
-    return failure();
-  for (unsigned i = 1; i < numWeights; ++i)
-    for (unsigned j = 0; j < perWeight; ++j)
-      if (arg(firstWeight + i * perWeight + j) != arg(firstWeight + j)) {
-        why = "the SwiGLU's gate and up weights differ in type";
+    int64_t blockN = 0, blockK = 0;
+    if (fp8) {
+      MemRefType scales = arg(firstWeight + 1);
+      if (scales.getRank() != 2 || !scales.getElementType().isF32() ||
+          weight.getDimSize(0) % scales.getDimSize(0) ||
+          weight.getDimSize(1) % scales.getDimSize(1)) {
+        why = "unexpected fp8 scale shape";
         return failure();
       }
-  if (slotSum) {
-    MemRefType routed = arg(1);
-    if (routed.getRank() != 3 || routed.getDimSize(1) != dense.topK ||
-        routed.getDimSize(2) != problem.n || !routed.getElementType().isBF16()) {
-      why = "unexpected routed-slot buffer";
+      blockN = weight.getDimSize(0) / scales.getDimSize(0);
+      blockK = weight.getDimSize(1) / scales.getDimSize(1);
+    }
+    if (failed(describeLinearMatmul(x, weight, blockN, blockK, y, problem,
+                                    types, why)))
       return failure();
+    for (unsigned i = 1; i < numWeights; ++i)
+      for (unsigned j = 0; j < perWeight; ++j)
+        if (arg(firstWeight + i * perWeight + j) != arg(firstWeight + j)) {
+          why = "the SwiGLU's gate and up weights differ in type";
+          return failure();
+        }
+    if (slotSum) {
+      MemRefType routed = arg(1);
+      if (routed.getRank() != 3 || routed.getDimSize(1) != dense.topK ||
+          routed.getDimSize(2) != problem.n ||
+          !routed.getElementType().isBF16()) {
+        why = "unexpected routed-slot buffer";
+        return failure();
+      }
     }
   }
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
-  if (fp8 && tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
+  if (problem.fp8Weight && tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
     why = "dense matmuls decode fp8 weights; this target quantises "
           "activations instead";
     return failure();
