@@ -29,8 +29,8 @@ static bool supportsRowShuffles(const MatrixInstruction &mi) {
 
 /// The usable instruction for operands `wantFp8` with the smallest m, then
 /// the largest k; null when there is none.
-static const MatrixInstruction *pickInstruction(const TargetInfo &target,
-                                                bool wantFp8) {
+const MatrixInstruction *
+mlir::strata::pickMatrixInstruction(const TargetInfo &target, bool wantFp8) {
   const MatrixInstruction *best = nullptr;
   for (const MatrixInstruction &mi : target.getMatrixInstructions()) {
     if (mi.subgroups != 1 || mi.a.pieces.empty() || mi.b.pieces.empty() ||
@@ -52,14 +52,14 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
   MatmulTiling t;
   const MatrixInstruction *mi = nullptr;
   if (problem.fp8Weight) {
-    mi = pickInstruction(target, /*wantFp8=*/true);
+    mi = pickMatrixInstruction(target, /*wantFp8=*/true);
     t.fp8Mode = Fp8Mode::QuantizeActivations;
     if (!mi) {
-      mi = pickInstruction(target, /*wantFp8=*/false);
+      mi = pickMatrixInstruction(target, /*wantFp8=*/false);
       t.fp8Mode = Fp8Mode::DecodeWeights;
     }
   } else {
-    mi = pickInstruction(target, /*wantFp8=*/false);
+    mi = pickMatrixInstruction(target, /*wantFp8=*/false);
   }
   if (!mi) {
     why = llvm::formatv("target {0} has no matrix instruction for this matmul",

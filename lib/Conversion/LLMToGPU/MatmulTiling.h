@@ -64,6 +64,12 @@ struct MatmulTiling {
   int64_t threads() const { return subgroupsM * subgroupsN * subgroupSize; }
 };
 
+/// The register-layout instruction of `target` for bf16 operands (or, with
+/// `wantFp8`, fp8 ones whose A rows lanes can shuffle), the smallest m and
+/// then the largest k; null when there is none.
+const MatrixInstruction *pickMatrixInstruction(const TargetInfo &target,
+                                               bool wantFp8);
+
 /// Chooses the tiling of `problem` on `target`: the register-layout
 /// instruction for the operand type (fp8 if the target has one for fp8
 /// weights, else bf16) with the smallest m (decode steps have few rows) and

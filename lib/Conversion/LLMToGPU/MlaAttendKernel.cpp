@@ -438,14 +438,8 @@ FailureOr<const MatrixInstruction *>
 mlir::strata::chooseMlaAttendInstruction(const TargetInfo &target,
                                          const MlaAttend &shape,
                                          std::string &why) {
-  const MatrixInstruction *best = nullptr;
-  for (const MatrixInstruction &mi : target.getMatrixInstructions()) {
-    if (mi.subgroups != 1 || mi.operands != MatrixElement::BF16 ||
-        mi.a.pieces.empty() || mi.b.pieces.empty() || mi.c.pieces.empty())
-      continue;
-    if (!best || mi.m < best->m || (mi.m == best->m && mi.k > best->k))
-      best = &mi;
-  }
+  const MatrixInstruction *best =
+      pickMatrixInstruction(target, /*wantFp8=*/false);
   if (!best) {
     why = "the target has no bf16 matrix instruction";
     return failure();
