@@ -78,8 +78,58 @@ private:
     return {laneMap(l.outer), laneMap(l.inner)};
   }
 
+  /// Indices of element (row, col) of `mem` ([rows, K] in this kernel's
+  /// form: grouped slots, head-batched or plain). `clamp` keeps rows of A
+  /// below M (the tail of the last tile re-reads the last row).
+  SmallVector<Value> elementIndices(Value row, Value col, bool clamp) {
+    SmallVector<Value> indices;
+    if (grouped && clamp) {
+      // A row of a grouped tile: the slot at that position of the expert's
+      // range (the range's last slot past its end).
+      Value last = arith::SubIOp::create(b, loc, rowEnd, idx(1));
+      Value pos = arith::MinUIOp::create(b, loc, add(rowStart, row), last);
+      indices = aRowIndices(slotAt(pos));
+      indices.push_back(col);
+    } else if (grouped) {
+      indices = {expert, row, col};
+    } else if (dense.heads && clamp) {
+      indices = {arith::MinUIOp::create(b, loc, row, lastRow), head, col};
+    } else if (dense.heads) {
+      indices = {add(add(mul(head, dense.weightRowStride),
+                         dense.weightRowOffset),
+                     row),
+                 col};
+    } else {
+      if (clamp)
+        row = arith::MinUIOp::create(b, loc, row, lastRow);
+      indices = {row, col};
+    }
+    return indices;
+  }
+
+  /// `n` consecutive elements of `mem` from `indices` as a vector of
+  /// `elem`, aligned to their size (rows hold a multiple of the instruction
+  /// k elements and runs start at a multiple of their length, so the vector
+  /// load is one or a few wide loads instead of one load per element); f32
+  /// activations (MLA's oh) enter the matrix unit rounded.
+  Value loadRun(Value mem, Type elem, int64_t n, ValueRange indices) {
+    Type stored = cast<MemRefType>(mem.getType()).getElementType();
+    int64_t bytes = n * stored.getIntOrFloatBitWidth() / 8;
+    auto load = [&](Type type) {
+      auto op = vector::LoadOp::create(b, loc, VectorType::get({n}, type),
+                                       mem, indices);
+      op.setAlignment(uint64_t(std::min<int64_t>(bytes, 16)));
+      return op.getResult();
+    };
+    if (stored != elem && stored.isF32())
+      return arith::TruncFOp::create(b, loc, VectorType::get({n}, elem),
+                                     load(stored));
+    return load(elem);
+  }
+
   /// The fragment of `mem` ([rows, K]) for the tile at (outerBase,
-  /// innerBase), as one vector<size x elem>. `clamp` keeps rows < M.
+  /// innerBase), as one vector<size x elem>, in the instruction's own K
+  /// order. `clamp` keeps rows < M.
   Value loadFragment(Value mem, Type elem, const FragmentLayout &l,
                      const LaneCoords &c, Value outerBase, Value innerBase,
                      bool clamp) {
@@ -89,20 +139,8 @@ private:
     for (auto [i, piece] : llvm::enumerate(l.pieces)) {
       Value row = add(add(outerBase, c.outer), piece[0]);
       Value col = add(add(innerBase, c.inner), piece[1]);
-      SmallVector<Value> indices;
-      if (grouped && clamp) {
-        // A row of a grouped tile: the slot at that position of the
-        // expert's range (the range's last slot past its end).
-        Value last = arith::SubIOp::create(b, loc, rowEnd, idx(1));
-        Value pos =
-            arith::MinUIOp::create(b, loc, add(rowStart, row), last);
-        indices = aRowIndices(slotAt(pos));
-        indices.push_back(col);
-      } else if (grouped) {
-        indices = {expert, row, col};
-      } else if (dense.heads && clamp) {
-        indices = {arith::MinUIOp::create(b, loc, row, lastRow), head, col};
-      } else if (dense.heads && dense.transposedWeight) {
+      Value v;
+      if (dense.heads && dense.transposedWeight && !clamp) {
         // W^T: the fragment's K run lies down a column; one load each.
         Value base = add(mul(head, dense.weightRowStride),
                          dense.weightRowOffset);
@@ -110,34 +148,9 @@ private:
         for (int64_t e = 0; e < l.count; ++e)
           elems.push_back(memref::LoadOp::create(
               b, loc, mem, ValueRange{add(add(base, col), e), row}));
-        Value v = vector::FromElementsOp::create(b, loc, pieceType, elems);
-        if (l.pieces.size() == 1)
-          return v;
-        if (!frag)
-          frag = zeros(fragType);
-        frag = vector::InsertStridedSliceOp::create(
-            b, loc, v, frag, ArrayRef<int64_t>{int64_t(i) * l.count},
-            ArrayRef<int64_t>{1});
-        continue;
-      } else if (dense.heads) {
-        indices = {add(add(mul(head, dense.weightRowStride),
-                           dense.weightRowOffset),
-                       row),
-                   col};
+        v = vector::FromElementsOp::create(b, loc, pieceType, elems);
       } else {
-        if (clamp)
-          row = arith::MinUIOp::create(b, loc, row, lastRow);
-        indices = {row, col};
-      }
-      Type stored = cast<MemRefType>(mem.getType()).getElementType();
-      Value v;
-      if (stored != elem && stored.isF32()) {
-        // f32 activations (MLA's oh) enter the matrix unit rounded.
-        v = vector::LoadOp::create(b, loc, VectorType::get({l.count}, stored),
-                                   mem, indices);
-        v = arith::TruncFOp::create(b, loc, pieceType, v);
-      } else {
-        v = vector::LoadOp::create(b, loc, pieceType, mem, indices);
+        v = loadRun(mem, elem, l.count, elementIndices(row, col, clamp));
       }
       if (l.pieces.size() == 1)
         return v;
@@ -148,6 +161,48 @@ private:
           ArrayRef<int64_t>{1});
     }
     return frag;
+  }
+
+  /// The fragments of the K block at `kb` (one per instruction step) of
+  /// the tile at `outerBase`. With K runs (MatmulTiling::kRuns) the block's
+  /// K positions are permuted the same way for A and B: the lane that holds
+  /// inner group q of the instruction takes, for each of its rows, the
+  /// contiguous run [kb + q * run, kb + (q + 1) * run) of the block
+  /// (run = the lane's elements per row and step x steps) and feeds step s
+  /// with the run's s-th slice. Every product of the block is still formed
+  /// once with matching A and B elements; only which instruction step adds
+  /// it changes. Without, each step loads the instruction's own K order.
+  SmallVector<Value> loadKBlock(Value mem, Type elem, const FragmentLayout &l,
+                                const LaneCoords &c, Value outerBase, Value kb,
+                                bool clamp) {
+    int64_t steps = t.blockK / mi.k;
+    SmallVector<Value> frags;
+    if (!kRuns) {
+      for (int64_t s = 0; s < steps; ++s)
+        frags.push_back(
+            loadFragment(mem, elem, l, c, outerBase, add(kb, s * mi.k), clamp));
+      return frags;
+    }
+    KRunGroups g = getKRunGroups(l);
+    int64_t run = g.perStep * steps;
+    Value q = laneMap({l.inner.div, l.inner.mod, 1});
+    Value col = add(kb, mul(q, run));
+    SmallVector<Value> runs;
+    for (int64_t outer : g.outer)
+      runs.push_back(loadRun(mem, elem, run,
+                             elementIndices(add(add(outerBase, c.outer), outer),
+                                            col, clamp)));
+    Value second = runs.size() > 1 ? runs[1] : runs[0];
+    for (int64_t s = 0; s < steps; ++s) {
+      SmallVector<int64_t> mask;
+      for (auto [pi, piece] : llvm::enumerate(l.pieces))
+        for (int64_t e = 0; e < l.count; ++e)
+          mask.push_back(g.group[pi] * run + s * g.perStep +
+                         g.rank[pi] * l.count + e);
+      frags.push_back(
+          vector::ShuffleOp::create(b, loc, runs[0], second, mask));
+    }
+    return frags;
   }
 
   /// Decodes OCP e4m3fn values to bf16 exactly (integer code: normal
@@ -261,6 +316,7 @@ private:
       colBases.push_back(add(colBase, j * mi.n));
     aLane = coords(mi.a);
     bLane = coords(mi.b);
+    kRuns = t.kRuns && !(dense.heads && dense.transposedWeight);
     cLane = coords(mi.c);
     return {bx, mul(sgM, t.fragsM * mi.m)};
   }
@@ -338,6 +394,9 @@ private:
   Value head;
   SmallVector<Value> rowBases, colBases; // per fragment
   LaneCoords aLane, bLane, cLane;
+  /// The tiling's K runs, unless a weight is read transposed (one element
+  /// per load: no run to widen, and A must follow B's K order).
+  bool kRuns = false;
 };
 
 } // namespace
@@ -416,22 +475,20 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       blockScaled ? SmallVector<Value>(out.size(), zeros(accType)) : out;
   SmallVector<Value> rowScale(t.fragsM); // per C element, for Quantize
   if (t.fp8Mode != Fp8Mode::QuantizeActivations) {
-    for (int64_t s = 0; s < steps; ++s) {
-      Value k = add(kb, s * mi.k);
-      SmallVector<Value> a;
-      for (int64_t i = 0; i < t.fragsM; ++i)
-        a.push_back(loadFragment(x, bf16, mi.a, aLane, rowBases[i], k, true));
-      for (auto [wi, weight] : llvm::enumerate(weights))
-        for (int64_t j = 0; j < t.fragsN; ++j) {
-          Value bv = blockScaled
-                         ? decodeFp8(loadFragment(weight.first, fp8, mi.b,
-                                                  bLane, colBases[j], k, false))
-                         : loadFragment(weight.first, bf16, mi.b, bLane,
-                                        colBases[j], k, false);
+    SmallVector<SmallVector<Value>> a; // [i][step]
+    for (int64_t i = 0; i < t.fragsM; ++i)
+      a.push_back(loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true));
+    for (auto [wi, weight] : llvm::enumerate(weights))
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        SmallVector<Value> bvs =
+            loadKBlock(weight.first, blockScaled ? fp8 : bf16, mi.b, bLane,
+                       colBases[j], kb, false);
+        for (int64_t s = 0; s < steps; ++s) {
+          Value bv = blockScaled ? decodeFp8(bvs[s]) : bvs[s];
           for (int64_t i = 0; i < t.fragsM; ++i)
-            blk[atW(wi, i, j)] = emitMma(a[i], bv, blk[atW(wi, i, j)]);
+            blk[atW(wi, i, j)] = emitMma(a[i][s], bv, blk[atW(wi, i, j)]);
         }
-    }
+      }
     if (!blockScaled)
       return blk;
   } else {
@@ -443,9 +500,8 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
     for (int64_t i = 0; i < t.fragsM; ++i) {
       SmallVector<Value> vals;
       Value amax = cf32(0.0);
-      for (int64_t s = 0; s < steps; ++s) {
-        Value a = loadFragment(x, bf16, mi.a, aLane, rowBases[i],
-                               add(kb, s * mi.k), true);
+      for (Value a :
+           loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true)) {
         Value v =
             arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), a);
         vals.push_back(v);
@@ -484,11 +540,11 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
         }
       rowScale[i] = vector::FromElementsOp::create(b, loc, accType, perElement);
     }
-    for (int64_t s = 0; s < steps; ++s) {
-      Value k = add(kb, s * mi.k);
-      for (int64_t j = 0; j < t.fragsN; ++j) {
-        Value bv = toMmaFp8(
-            loadFragment(w, fp8, mi.b, bLane, colBases[j], k, false));
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      SmallVector<Value> bvs =
+          loadKBlock(w, fp8, mi.b, bLane, colBases[j], kb, false);
+      for (int64_t s = 0; s < steps; ++s) {
+        Value bv = toMmaFp8(bvs[s]);
         for (int64_t i = 0; i < t.fragsM; ++i)
           blk[at(i, j)] = emitMma(q[i][s], bv, blk[at(i, j)]);
       }

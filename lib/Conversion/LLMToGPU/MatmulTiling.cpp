@@ -9,6 +9,7 @@
 
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -25,6 +26,62 @@ static bool supportsRowShuffles(const MatrixInstruction &mi) {
   const FragmentLayout &a = mi.a;
   return a.pieces.size() == 1 && a.outer.div == 1 && a.outer.mul == 1 &&
          a.inner.div == a.outer.mod;
+}
+
+KRunGroups mlir::strata::getKRunGroups(const FragmentLayout &l) {
+  KRunGroups g;
+  SmallVector<int64_t> sizes;
+  for (const auto &piece : l.pieces) {
+    auto it = llvm::find(g.outer, piece[0]);
+    int64_t group = it - g.outer.begin();
+    if (it == g.outer.end()) {
+      g.outer.push_back(piece[0]);
+      sizes.push_back(0);
+    }
+    g.group.push_back(group);
+    g.rank.push_back(sizes[group]++);
+  }
+  g.perStep = sizes.empty() ? 0 : sizes[0] * l.count;
+  return g;
+}
+
+/// For k in [0, mi.k): (inner lane group, place in the lane's row) of
+/// layout `l`'s first row group; empty when some k is held twice or never.
+static SmallVector<std::pair<int64_t, int64_t>>
+kPlaces(const FragmentLayout &l, int64_t k) {
+  KRunGroups g = getKRunGroups(l);
+  SmallVector<std::pair<int64_t, int64_t>> at(k, {-1, -1});
+  for (int64_t q = 0; q < l.inner.mod; ++q)
+    for (auto [pi, piece] : llvm::enumerate(l.pieces)) {
+      if (g.group[pi] != 0)
+        continue;
+      for (int64_t e = 0; e < l.count; ++e) {
+        int64_t pos = q * l.inner.mul + piece[1] + e;
+        if (pos < 0 || pos >= k || at[pos].first != -1)
+          return {};
+        at[pos] = {q, g.rank[pi] * l.count + e};
+      }
+    }
+  if (llvm::any_of(at, [](auto p) { return p.first == -1; }))
+    return {};
+  return at;
+}
+
+bool mlir::strata::supportsKRuns(const MatrixInstruction &mi) {
+  for (const FragmentLayout *l : {&mi.a, &mi.b}) {
+    KRunGroups g = getKRunGroups(*l);
+    if (g.outer.empty() || g.outer.size() > 2 ||
+        l->inner.mod * g.perStep != mi.k)
+      return false;
+    // Each row group repeats the first one's K positions, rank by rank.
+    for (size_t i = 0; i < l->pieces.size(); ++i)
+      for (size_t j = 0; j < l->pieces.size(); ++j)
+        if (g.group[j] == 0 && g.rank[j] == g.rank[i] &&
+            l->pieces[j][1] != l->pieces[i][1])
+          return false;
+  }
+  SmallVector<std::pair<int64_t, int64_t>> a = kPlaces(mi.a, mi.k);
+  return !a.empty() && a == kPlaces(mi.b, mi.k);
 }
 
 /// The usable instruction for operands `wantFp8` with the smallest m, then
@@ -68,6 +125,7 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
     return failure();
   }
   t.mma = *mi;
+  t.kRuns = supportsKRuns(*mi);
   t.subgroupSize = target.getSubgroupSize();
   // 64 rows per workgroup: 2 subgroups along M.
   t.subgroupsM = 2;

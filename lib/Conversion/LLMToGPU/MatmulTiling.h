@@ -58,6 +58,11 @@ struct MatmulTiling {
   int64_t fragsM = 0, fragsN = 0;
   int64_t blockK = 0;
   int64_t scaleBlockN = 0, scaleBlockK = 0;
+  /// Each lane reads, per row of its A and B fragments, one contiguous run
+  /// of the K block (wide loads) instead of the instruction's own K order;
+  /// A and B are permuted alike (supportsKRuns), so every product is the
+  /// same, only the instruction step that adds it differs.
+  bool kRuns = false;
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
@@ -69,6 +74,24 @@ struct MatmulTiling {
 /// then the largest k; null when there is none.
 const MatrixInstruction *pickMatrixInstruction(const TargetInfo &target,
                                                bool wantFp8);
+
+/// A layout's K positions in K-run order (MatmulTiling::kRuns): the
+/// distinct row offsets (piece[0]) of its pieces in order of appearance,
+/// each piece's row group and rank within the group, and the elements of
+/// one row a lane holds per instruction step.
+struct KRunGroups {
+  llvm::SmallVector<int64_t, 2> outer;
+  llvm::SmallVector<int64_t, 4> group, rank;
+  int64_t perStep = 0;
+};
+KRunGroups getKRunGroups(const FragmentLayout &l);
+
+/// True when A and B of `mi` can be read in K runs: at most two row groups
+/// of equal size per lane, the lanes of a row together hold the
+/// instruction's k positions once, and A and B assign every k position to
+/// the same (inner lane group, place in the lane's row) so that permuting
+/// K the same way for both keeps each product's operands paired.
+bool supportsKRuns(const MatrixInstruction &mi);
 
 /// Chooses the tiling of `problem` on `target`: the register-layout
 /// instruction for the operand type (fp8 if the target has one for fp8

@@ -27,6 +27,17 @@
 // CHECK: %[[GRIDX:.*]] = gpu.grid_dim x
 // CHECK: scf.for %{{.*}} = %[[BX]] to %[[TILES]] step %[[GRIDX]]
 // CHECK: scf.for
+// K runs: a lane reads its part of the K block's row in one aligned vector
+// load and feeds each instruction step a slice of it, A and B alike
+// (sm_90: rows g and g + 8 of A, 4 elements per row and step, 4 steps).
+// GFX942: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<16xbf16>
+// GFX942: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3] : vector<16xbf16>, vector<16xbf16>
+// GFX950: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<32xbf16>
+// SM90: %[[A0:.*]] = vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<16xbf16>
+// SM90: %[[A1:.*]] = vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<16xbf16>
+// SM90: vector.shuffle %[[A0]], %[[A1]] [0, 1, 16, 17, 2, 3, 18, 19] : vector<16xbf16>, vector<16xbf16>
+// SM90: %[[B:.*]] = vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<128x256xbf16>, vector<16xbf16>
+// SM90: vector.shuffle %[[B]], %[[B]] [0, 1, 2, 3] : vector<16xbf16>, vector<16xbf16>
 // GFX942: amdgpu.mfma 16x16x16 {{.*}} : vector<4xbf16>, vector<4xbf16>, vector<4xf32>
 // GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xbf16>, vector<8xbf16>, vector<4xf32>
 // SM90: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {{{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>{{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>}
@@ -68,7 +79,7 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 // GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FN>, vector<8xf8E4M3FN>, vector<4xf32>
 // GFX950: math.fma
 // SM90-NOT: gpu.shuffle
-// SM90: vector.load %{{.*}} : memref<128x256xf8E4M3FN>, vector<2xf8E4M3FN>
+// SM90: vector.load %{{.*}} {alignment = 16 : i64} : memref<128x256xf8E4M3FN>, vector<32xf8E4M3FN>
 // SM90: arith.uitofp
 // SM90: nvvm.mma.sync
 // SM90: memref.load %{{.*}} : memref<1x2xf32>
