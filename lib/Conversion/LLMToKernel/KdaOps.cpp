@@ -63,13 +63,14 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
       Value alpha = kb.scratch({d}), ov = kb.scratch({d});
       // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
-      // the [C, C] coefficients and beta; the decayed rows q exp(B) and
+      // the [C, C] key and query coefficients and beta; the decayed rows q exp(B) and
       // k exp(B) (the latter reused for k exp(B_last - B)), each computed
       // once per chunk instead of once per output column.
       int64_t cRows = chunkedMode ? chunk : 1;
       Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
       Value cv = kb.scratch({cRows, d}), cb = kb.scratch({cRows, d});
       Value cd = kb.scratch({cRows, d}), ca = kb.scratch({cRows, cRows});
+      Value caq = kb.scratch({cRows, cRows});
       Value cbeta = kb.scratch({cRows});
       Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
       Value zero = kb.f32(0.0);
@@ -264,19 +265,34 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 kb.store(kb.mul(kb.load(ck, {i, c}), decay), cke, {i, c});
               });
             });
-            auto decayDot = [&](Value i, Value j, Value other, Value row) {
-              // sum_c other[row, c] K[j, c] exp(B[i, c] - B[j, c])
-              return kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                Value w = kb.exp(kb.sub(kb.load(cb, {i, c}), kb.load(cb, {j, c})));
-                return kb.add(acc, kb.mul(kb.mul(kb.load(other, {row, c}),
-                                                 kb.load(ck, {j, c})), w));
+            // The chunk's key and query coefficients of every pair at once
+            // (they do not depend on D, so all (i, j) are independent):
+            // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
+            // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
+            // pair's decay factors.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              kb.loop(kb.idx(0), len, [&](Value j) {
+                kb.ifThen(kb.ige(i, j), [&] {
+                  SmallVector<Value> sums = kb.loopCarry(
+                      kb.idx(0), kb.idx(d), {zero, zero},
+                      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                        Value w = kb.exp(kb.sub(kb.load(cb, {i, c}),
+                                                kb.load(cb, {j, c})));
+                        Value kj = kb.load(ck, {j, c});
+                        return {
+                            kb.add(acc[0],
+                                   kb.mul(kb.mul(kb.load(ck, {i, c}), kj), w)),
+                            kb.add(acc[1],
+                                   kb.mul(kb.mul(kb.load(cq, {i, c}), kj), w))};
+                      });
+                  kb.ifThen(kb.ilt(j, i),
+                            [&] { kb.store(sums[0], ca, {i, j}); });
+                  kb.store(sums[1], caq, {i, j});
+                });
               });
-            };
+            });
             // D rows by forward substitution.
             kb.loop(kb.idx(0), len, [&](Value i) {
-              kb.loop(kb.idx(0), i, [&](Value j) {
-                kb.store(decayDot(i, j, ck, i), ca, {i, j});
-              });
               Value beta = kb.load(cbeta, i);
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
@@ -295,9 +311,6 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             // Outputs and the gated norm.
             kb.loop(kb.idx(0), len, [&](Value i) {
               Value t = kb.iadd(t0, kb.iadd(cs, i));
-              kb.loop(kb.idx(0), kb.iadd(i, kb.idx(1)), [&](Value j) {
-                kb.store(decayDot(i, j, cq, i), ca, {i, j});
-              });
               kb.loop(0, d, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
@@ -305,7 +318,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 });
                 Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
                                       [&](Value j, Value acc) {
-                                        return kb.add(acc, kb.mul(kb.load(ca, {i, j}),
+                                        return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
                                                                   kb.load(cd, {j, e})));
                                       });
                 kb.store(out, ov, e);
@@ -370,7 +383,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, cbeta,
+      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, caq, cbeta,
                       cqe, cke})
         kb.dealloc(m);
     });
