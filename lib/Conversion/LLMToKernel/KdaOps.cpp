@@ -9,9 +9,16 @@
 // causal depthwise conv + SiLU of q, k and v (history from the conv state,
 // zero at position 0), per-head L2 normalisation, decay and write strength,
 // the delta-rule update of the head's fp32 [d_k, d_v] scratch state, the
-// read-out and the gated output RMSNorm. The final state and the last K-1
-// pre-conv inputs (the head's q, k and v channels) go to slot dst_slots[r];
-// state and conv state are updated in place (the op's cache results are the
+// read-out. The delta rule updates every value column of the state on its
+// own, so a head's d_v columns are split over `parts` blocks (rows
+// (request, head, part)); each block repeats the key side (conv, norms,
+// decay, a chunk's coefficients) and writes its columns of the f32 read-out
+// and of the final state (slot dst_slots[r]). A second kernel, `kda_output`,
+// one row per (token, head), applies the gated output RMSNorm (it needs all
+// of a head's columns) and, in the row of a request's last token, writes the
+// last K-1 pre-conv inputs of the head's q, k and v channels to the conv
+// state (after every block of the first kernel has read the old ones).
+// State and conv state are updated in place (the op's cache results are the
 // operands' buffers).
 //
 // `recurrent` mode updates the state token by token. `chunked` mode walks
@@ -32,6 +39,41 @@ using namespace mlir::strata;
 
 namespace {
 
+/// The pre-conv inputs of one request: channel `c` (of 3P, [q|k|v]) at
+/// token offset `off` (index, may be negative: then the conv state row of
+/// slot `srcSlot`, zero for a request at position 0).
+struct PreConvInputs {
+  Value q, k, v, conv, t0, srcSlot, fresh;
+  int64_t p, kTaps;
+
+  Value at(KernelBuilder &kb, Value off, Value c) const {
+    Type f32 = kb.builder().getF32Type();
+    Value zero = kb.f32(0.0);
+    return kb.ifElse(
+        kb.ige(off, kb.idx(0)), f32,
+        [&] {
+          Value t = kb.iadd(t0, off);
+          Value which = kb.idiv(c, kb.idx(p));
+          Value ch = kb.irem(c, kb.idx(p));
+          return kb.ifElse(
+              kb.ieq(which, kb.idx(0)), f32, [&] { return kb.load(q, {t, ch}); },
+              [&] {
+                return kb.ifElse(
+                    kb.ieq(which, kb.idx(1)), f32,
+                    [&] { return kb.load(k, {t, ch}); },
+                    [&] { return kb.load(v, {t, ch}); });
+              });
+        },
+        [&] {
+          return kb.ifElse(fresh, f32, [&] { return zero; },
+                           [&] {
+                             Value row = kb.iadd(kb.idx(kTaps - 1), off);
+                             return kb.load(conv, {srcSlot, row, c});
+                           });
+        });
+  }
+};
+
 struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -41,11 +83,14 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     KernelCall call;
     for (Value v : adaptor.getOperands())
       call.addInput(v);
-    MemRefType resultType = getKernelMemRefType(op.getResult().getType());
-    unsigned out = call.addResult(
-        resultType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType));
     int64_t heads = op.getHeads(), d = op.getHeadDim();
     int64_t p = heads * d, kTaps = op.getConvKernel();
+    // Value columns per block of the first kernel.
+    int64_t parts = d % 32 == 0 ? d / 32 : 1, dp = d / parts;
+    MemRefType rawType =
+        MemRefType::get({ShapedType::kDynamic, p}, rewriter.getF32Type());
+    unsigned out = call.addResult(
+        rawType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), rawType));
     double lower = op.getGateLowerBound().convertToFloat();
     double l2Eps = op.getL2Eps().convertToFloat();
     double qScale = op.getQScale().convertToFloat();
@@ -54,14 +99,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     int64_t chunk = op.getChunkSize();
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4], gate = a[5];
+      // a[5] (gate) and a[11] (o_norm) are the output kernel's.
+      Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4];
       Value qConv = a[6], kConv = a[7], vConv = a[8], aLog = a[9];
-      Value dtBias = a[10], oNorm = a[11], state = a[12], conv = a[13];
+      Value dtBias = a[10], state = a[12], conv = a[13];
       Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
-      Value o = a[out];
+      Value raw = a[out];
       Value s = kb.scratch({d, d});
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
-      Value alpha = kb.scratch({d}), ov = kb.scratch({d});
+      Value alpha = kb.scratch({d});
       // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
       // the [C, C] key and query coefficients and beta; the decayed rows q exp(B) and
       // k exp(B) (the latter reused for k exp(B_last - B)), each computed
@@ -75,9 +121,12 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
-      kb.parallelRows({kb.idx(0), kb.idx(0)}, {numRequests, kb.idx(heads)},
-                      [&](ValueRange rh) {
-        Value r = rh[0], h = rh[1];
+      kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
+                      {numRequests, kb.idx(heads), kb.idx(parts)},
+                      [&](ValueRange rhp) {
+        Value r = rhp[0], h = rhp[1];
+        // This block's value columns [lo, hi) of the head.
+        Value lo = kb.imul(rhp[2], kb.idx(dp)), hi = kb.iadd(lo, kb.idx(dp));
         Value base = kb.imul(h, kb.idx(d));
         Value t0 = kb.loadIndex(starts, r);
         Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
@@ -86,7 +135,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
         // Initial state: zero at position 0, else the source slot.
         kb.loop(0, d, [&](Value i) {
-          kb.loop(0, d, [&](Value j) {
+          kb.loop(lo, hi, [&](Value j) {
             Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
                                   [&] { return zero; },
                                   [&] {
@@ -95,60 +144,16 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             kb.store(old, s, {i, j});
           });
         });
-        // Pre-conv input of channel `c` (of 3P, [q|k|v]) at token offset
-        // `off` (index, may be negative) of this request.
-        auto input = [&](Value off, Value c) -> Value {
-          Value inBatch = kb.ige(off, kb.idx(0));
-          return kb.ifElse(
-              inBatch, kb.builder().getF32Type(),
-              [&] {
-                Value t = kb.iadd(t0, off);
-                Value which = kb.idiv(c, kb.idx(p));
-                Value ch = kb.irem(c, kb.idx(p));
-                return kb.ifElse(
-                    kb.ieq(which, kb.idx(0)), kb.builder().getF32Type(),
-                    [&] { return kb.load(q, {t, ch}); },
-                    [&] {
-                      return kb.ifElse(
-                          kb.ieq(which, kb.idx(1)), kb.builder().getF32Type(),
-                          [&] { return kb.load(k, {t, ch}); },
-                          [&] { return kb.load(v, {t, ch}); });
-                    });
-              },
-              [&] {
-                return kb.ifElse(fresh, kb.builder().getF32Type(),
-                                 [&] { return zero; },
-                                 [&] {
-                                   Value row = kb.iadd(kb.idx(kTaps - 1), off);
-                                   return kb.load(conv, {srcSlot, row, c});
-                                 });
-              });
-        };
+        PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
         // silu(sum_j w[c, 0, j] * z_{i-K+1+j}[c]) for channel ch of `which`.
         auto convolve = [&](Value weights, int64_t which, Value i, Value ch) {
           Value c = kb.iadd(kb.idx(which * p), ch);
           Value sum = kb.reduce(0, kTaps, zero, [&](Value j, Value acc) {
             Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
             return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
-                                      input(off, c)));
+                                      inputs.at(kb, off, c)));
           });
           return kb.silu(sum);
-        };
-        // o[t, head at base] = rmsnorm(ov) * o_norm * sigmoid(gate).
-        auto gatedNorm = [&](Value t, Value base) {
-          Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
-            Value x = kb.load(ov, j);
-            return kb.add(acc, kb.mul(x, x));
-          });
-          Value inv = kb.rsqrt(kb.add(
-              kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
-          kb.loop(0, d, [&](Value j) {
-            Value ch = kb.iadd(base, j);
-            Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
-                                    kb.load(oNorm, j)),
-                             kb.sigmoid(kb.load(gate, {t, ch})));
-            kb.store(y, o, {t, ch});
-          });
         };
         auto recurrentBody = [&] {
         kb.loop(kb.idx(0), kb.isub(t1, t0), [&](Value i) {
@@ -184,15 +189,18 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             kb.store(kb.exp(g), alpha, c);
           });
           Value beta = kb.sigmoid(kb.load(b, {t, h}));
-          // S' = diag(alpha) S.
+          // S' = diag(alpha) S (this block's columns).
           kb.loop(0, d, [&](Value ii) {
             Value al = kb.load(alpha, ii);
-            kb.loop(0, d, [&](Value j) {
+            kb.loop(lo, hi, [&](Value j) {
               kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
             });
           });
-          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q.
-          kb.loop(0, d, [&](Value j) {
+          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q. The loop
+          // runs over the output column (so that its store index is the
+          // loop's own: the GPU threads share it), j its place in the head.
+          kb.loop(kb.iadd(base, lo), kb.iadd(base, hi), [&](Value ch) {
+            Value j = kb.isub(ch, base);
             Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
               return kb.add(acc, kb.mul(kb.load(s, {ii, j}),
                                         kb.load(kv, ii)));
@@ -204,9 +212,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               kb.store(updated, s, {ii, j});
               return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
             });
-            kb.store(out, ov, j);
+            kb.store(out, raw, {t, ch});
           });
-          gatedNorm(t, base);
         });
         };
 
@@ -294,7 +301,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             // D rows by forward substitution.
             kb.loop(kb.idx(0), len, [&](Value i) {
               Value beta = kb.load(cbeta, i);
-              kb.loop(0, d, [&](Value e) {
+              kb.loop(lo, hi, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.load(cke, {i, c})));
@@ -308,10 +315,12 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 kb.store(kb.mul(beta, rhs), cd, {i, e});
               });
             });
-            // Outputs and the gated norm.
+            // Outputs (this block's columns, over the output column as in
+            // the recurrent form).
             kb.loop(kb.idx(0), len, [&](Value i) {
               Value t = kb.iadd(t0, kb.iadd(cs, i));
-              kb.loop(0, d, [&](Value e) {
+              kb.loop(kb.iadd(base, lo), kb.iadd(base, hi), [&](Value ch) {
+                Value e = kb.isub(ch, base);
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.load(cqe, {i, c})));
@@ -321,9 +330,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                                         return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
                                                                   kb.load(cd, {j, e})));
                                       });
-                kb.store(out, ov, e);
+                kb.store(out, raw, {t, ch});
               });
-              gatedNorm(t, base);
             });
             // State at the end of the chunk: k exp(B_last - B) into cke
             // (k exp(B) is no longer read), then the update.
@@ -337,7 +345,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             });
             kb.loop(0, d, [&](Value c) {
               Value bl = kb.load(cb, {last, c});
-              kb.loop(0, d, [&](Value e) {
+              kb.loop(lo, hi, [&](Value e) {
                 Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
                                             kb.load(cd, {j, e})));
@@ -352,43 +360,89 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           chunkedBody();
         else
           recurrentBody();
-        // Final state to the destination slot.
+        // Final state (this block's columns) to the destination slot.
         kb.loop(0, d, [&](Value i) {
-          kb.loop(0, d, [&](Value j) {
+          kb.loop(lo, hi, [&](Value j) {
             kb.store(kb.load(s, {i, j}), state, {dstSlot, h, i, j});
           });
         });
-        // Conv state row w = token offset n - (K-1) + w, the head's q, k and
-        // v channels; rows are written in ascending order, which only reads
-        // higher (older-unwritten) rows when src == dst.
-        Value n = kb.isub(t1, t0);
-        kb.loop(0, kTaps - 1, [&](Value w) {
-          Value off = kb.iadd(kb.isub(n, kb.idx(kTaps - 1)), w);
-          kb.loop(0, 3 * d, [&](Value qkvj) {
-            Value which = kb.idiv(qkvj, kb.idx(d));
-            Value c = kb.iadd(kb.imul(which, kb.idx(p)),
-                              kb.iadd(base, kb.irem(qkvj, kb.idx(d))));
-            Value x = kb.ifElse(
-                kb.ige(off, kb.idx(0)), kb.builder().getF32Type(),
-                [&] { return input(off, c); },
-                [&] {
-                  return kb.ifElse(fresh, kb.builder().getF32Type(),
-                                   [&] { return zero; },
-                                   [&] {
-                                     return kb.load(conv,
-                                                    {srcSlot, kb.iadd(w, n), c});
-                                   });
-                });
-            kb.store(x, conv, {dstSlot, w, c});
-          });
-        });
       });
-      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, caq, cbeta,
+      for (Value m : {s, qv, kv, vv, alpha, cq, ck, cv, cb, cd, ca, caq, cbeta,
                       cqe, cke})
         kb.dealloc(m);
     });
+    // kda_output: the gated norm per (token, head), then the conv state.
+    MemRefType resultType = getKernelMemRefType(op.getResult().getType());
+    ValueRange operands = adaptor.getOperands();
+    KernelCall output;
+    for (Value v : {results[0], operands[5], operands[11], operands[0],
+                    operands[1], operands[2], operands[13], operands[14],
+                    operands[15], operands[16], operands[17]})
+      output.addInput(v);
+    unsigned o = output.addResult(
+        resultType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType));
+    auto normed = output.emit(rewriter, op, "kda_output",
+                              [&](KernelBuilder &kb, ValueRange a) {
+      Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];
+      Value v = a[5], conv = a[6], positions = a[7], starts = a[8];
+      Value src = a[9], dst = a[10];
+      Value zero = kb.f32(0.0);
+      forEachTokenHeadRow(kb, starts, raw, heads,
+                          [&](Value r, Value t, Value h) {
+        Value base = kb.imul(h, kb.idx(d));
+        // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
+        Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
+          Value x = kb.load(raw, {t, kb.iadd(base, j)});
+          return kb.add(acc, kb.mul(x, x));
+        });
+        Value inv = kb.rsqrt(kb.add(
+            kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
+        kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+          Value j = kb.isub(ch, base);
+          Value y = kb.mul(kb.mul(kb.mul(kb.load(raw, {t, ch}), inv),
+                                  kb.load(oNorm, j)),
+                           kb.sigmoid(kb.load(gate, {t, ch})));
+          kb.store(y, a[o], {t, ch});
+        });
+        // The request's last token: conv state row w = token offset
+        // n - (K-1) + w, the head's q, k and v channels; rows are written in
+        // ascending order, which only reads higher (older-unwritten) rows
+        // when src == dst.
+        Value t0 = kb.loadIndex(starts, r);
+        Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+        kb.ifThen(kb.ieq(kb.iadd(t, kb.idx(1)), t1), [&] {
+          Value srcSlot = kb.loadIndex(src, r);
+          Value dstSlot = kb.loadIndex(dst, r);
+          Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+          PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
+          Value n = kb.isub(t1, t0);
+          kb.loop(0, kTaps - 1, [&](Value w) {
+            Value off = kb.iadd(kb.isub(n, kb.idx(kTaps - 1)), w);
+            // The q, k and v channels of the head, each a loop over the
+            // channel itself (threads share it on the GPU).
+            for (int64_t which = 0; which < 3; ++which) {
+              Value c0 = kb.iadd(kb.idx(which * p), base);
+              kb.loop(c0, kb.iadd(c0, kb.idx(d)), [&](Value c) {
+                Value x = kb.ifElse(
+                    kb.ige(off, kb.idx(0)), kb.builder().getF32Type(),
+                    [&] { return inputs.at(kb, off, c); },
+                    [&] {
+                      return kb.ifElse(fresh, kb.builder().getF32Type(),
+                                       [&] { return zero; },
+                                       [&] {
+                                         return kb.load(
+                                             conv, {srcSlot, kb.iadd(w, n), c});
+                                       });
+                    });
+                kb.store(x, conv, {dstSlot, w, c});
+              });
+            }
+          });
+        });
+      });
+    });
     // o, then the caches (updated in place).
-    rewriter.replaceOp(op, {results[0], adaptor.getState(),
+    rewriter.replaceOp(op, {normed[0], adaptor.getState(),
                             adaptor.getConvState()});
     return success();
   }

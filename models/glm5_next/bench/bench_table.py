@@ -26,7 +26,7 @@ import re
 import sys
 
 
-# Kernels of ops that lower to several (lib/Conversion/LLMToKernel/FfnOps.cpp), by op.
+# Kernels of ops that lower to several (lib/Conversion/LLMToKernel/{FfnOps,MlaOps,KdaOps}.cpp), by op.
 OP_OF_KERNEL = {
     "moe_router": "moe_ffn", "moe_select": "moe_ffn", "moe_group": "moe_ffn", "moe_up": "moe_ffn",
     "moe_up_rows": "moe_ffn", "moe_down": "moe_ffn", "moe_down_rows": "moe_ffn",
@@ -35,7 +35,7 @@ OP_OF_KERNEL = {
     "swiglu_up": "swiglu_mlp", "swiglu_up_rows": "swiglu_mlp",
     "swiglu_down": "swiglu_mlp", "swiglu_down_rows": "swiglu_mlp",
     "mla_absorb": "mla_attention", "mla_attend": "mla_attention",
-    "mla_project": "mla_attention",
+    "mla_project": "mla_attention", "kda_output": "kda_attention",
 }
 
 
