@@ -1,18 +1,25 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
-// Tests that llm.kda_attention becomes one kernel whose state and conv state
+// Tests that llm.kda_attention becomes two kernels whose state and conv state
 // are the cache buffers (function arguments converted to memrefs), updated in
-// place, and that only the output is allocated; its rows are (request, head)
-// pairs (an scf.parallel marked llm.threads_within_row), each with its own
-// [d_k, d_v] state scratch.
+// place, and that only the f32 read-out and the output are allocated:
+// kda_attention's rows are (request, head, part) (an scf.parallel marked
+// llm.threads_within_row; d_v = 8 is one part), each with its own [d_k, d_v]
+// state scratch; kda_output's rows are (token, head) (the gated norm, then the
+// conv state in a request's last token).
 // CHECK-LABEL: func.func @kda
 // CHECK-SAME: %[[STATE:[^:]*]]: memref<?x2x8x8xf32>
 // CHECK-SAME: %[[CONV:[^:]*]]: memref<?x3x48xbf16>
+// CHECK: %[[RAW:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: call @kda_attention_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[RAW]])
 // CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xbf16>
-// CHECK: call @kda_attention_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[O]])
+// CHECK: call @kda_output_0(%[[RAW]], {{.*}}, %[[CONV]], {{.*}}, %[[O]])
 // CHECK: return %{{.*}}, %[[STATE]], %[[CONV]]
 // CHECK: func.func @kda_attention_0
 // CHECK: memref.alloc() : memref<8x8xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2, %c1{{.*}})
+// CHECK: } {llm.threads_within_row}
+// CHECK: func.func @kda_output_0
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2)
 // CHECK: } {llm.threads_within_row}
 func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,
@@ -67,4 +74,35 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
       -> (tensor<?x16xf32>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
           !llm.conv_state<channels = 48, width = 3, f32>)
   return %o : tensor<?x16xf32>
+}
+
+// -----
+
+// Tests that a head of 64 value columns is split into 2 parts of 32 (z of
+// the row loop), each part's output loop over its own columns of the head.
+// CHECK-LABEL: func.func @kda_parts
+// CHECK: func.func @kda_attention_0
+// CHECK: memref.alloc() : memref<64x64xf32>
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %[[PART:.*]]) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c1{{.*}}, %c2{{.*}})
+// CHECK: %[[LO:.*]] = arith.muli %[[PART]], %c32
+// CHECK: arith.addi %[[LO]], %c32
+func.func @kda_parts(%q: tensor<?x64xf32>, %b: tensor<?x1xf32>,
+               %w: tensor<64x1x4xf32>, %alog: tensor<1xf32>, %dtb: tensor<64xf32>, %on: tensor<64xf32>,
+               %s0: !llm.kda_state<heads = 1, key_dim = 64, value_dim = 64, f32>,
+               %c0: !llm.conv_state<channels = 192, width = 3, f32>,
+               %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>) -> tensor<?x64xf32> {
+  %o, %s1, %c1 = llm.kda_attention %q, %q, %q, %q, %b, %q, %w, %w, %w, %alog, %dtb, %on,
+      %s0, %c0, %pos, %starts, %slots, %slots
+      {heads = 1 : i64, head_dim = 64 : i64, conv_kernel = 4 : i64,
+       gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.125 : f32,
+       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<recurrent>, chunk_size = 16 : i64}
+      : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
+         tensor<?x1xf32>, tensor<?x64xf32>, tensor<64x1x4xf32>, tensor<64x1x4xf32>,
+         tensor<64x1x4xf32>, tensor<1xf32>, tensor<64xf32>, tensor<64xf32>,
+         !llm.kda_state<heads = 1, key_dim = 64, value_dim = 64, f32>,
+         !llm.conv_state<channels = 192, width = 3, f32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x64xf32>, !llm.kda_state<heads = 1, key_dim = 64, value_dim = 64, f32>,
+          !llm.conv_state<channels = 192, width = 3, f32>)
+  return %o : tensor<?x64xf32>
 }

@@ -620,9 +620,9 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
     return o, new_state, new_conv
 
 
-def _kda(dt, src_dst, mode="recurrent", chunk=64):
+def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8):
     p = Program(11)
-    H, d, K = 2, 8, 4
+    H, K = 2, 4
     P = H * d
     pos = np.array([0, 1, 2, 7, 8, 0], dtype=np.int32)
     starts = np.array([0, 3, 5, 6], dtype=np.int32)
@@ -687,6 +687,17 @@ def kda_chunked_f32_fork():
 @case
 def kda_chunked_f32_one_chunk():
     return _kda("f32", ([0, 2, 3], [0, 2, 3]), "chunked", 64)
+
+
+@case
+def kda_recurrent_f32_fork_parts():
+    # d_v = 64: two blocks of 32 value columns per (request, head).
+    return _kda("f32", ([1, 2, 3], [0, 1, 3]), "recurrent", 64, d=64)
+
+
+@case
+def kda_chunked_f32_fork_parts():
+    return _kda("f32", ([1, 2, 3], [0, 1, 3]), "chunked", 2, d=64)
 
 
 def _batch():
