@@ -4,8 +4,10 @@
 //
 // buildMatmulKernel: y[M, N] = x[M, K] * W[N, K]^T on the matrix units, from
 // a MatmulTiling. Operand fragments are read straight from global memory
-// into registers following the instruction's FragmentLayout (contiguous
-// runs along K, so vector loads); the K loop is an scf.for carrying the
+// into registers: with K runs (MatmulTiling::kRuns) each lane reads its rows
+// of a K block as one contiguous run (wide aligned vector loads) and feeds
+// each instruction step a slice, A and B permuted alike; else in the
+// instruction's FragmentLayout order. The K loop is an scf.for carrying the
 // fp32 accumulators; block scales (fp8) are applied to a per-K-block
 // accumulator; the 64-row tiles of M are walked with a grid stride (any grid
 // x is right); the tail rows of M are clamped on load and skipped on store.

@@ -298,16 +298,25 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 });
               });
             });
-            // D rows by forward substitution.
+            // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
+            // for all (i, e) at once (it does not depend on D) into cd, whose
+            // row i the substitution then overwrites with D[i].
             kb.loop(kb.idx(0), len, [&](Value i) {
-              Value beta = kb.load(cbeta, i);
               kb.loop(lo, hi, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.load(cke, {i, c})));
                 });
+                kb.store(fromState, cd, {i, e});
+              });
+            });
+            // D rows by forward substitution.
+            kb.loop(kb.idx(0), len, [&](Value i) {
+              Value beta = kb.load(cbeta, i);
+              kb.loop(lo, hi, [&](Value e) {
                 Value rhs = kb.reduce(kb.idx(0), i,
-                                      kb.sub(kb.load(cv, {i, e}), fromState),
+                                      kb.sub(kb.load(cv, {i, e}),
+                                             kb.load(cd, {i, e})),
                                       [&](Value j, Value acc) {
                                         return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
                                                                   kb.load(cd, {j, e})));
@@ -315,11 +324,14 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 kb.store(kb.mul(beta, rhs), cd, {i, e});
               });
             });
-            // Outputs (this block's columns, over the output column as in
-            // the recurrent form).
-            kb.loop(kb.idx(0), len, [&](Value i) {
-              Value t = kb.iadd(t0, kb.iadd(cs, i));
-              kb.loop(kb.iadd(base, lo), kb.iadd(base, hi), [&](Value ch) {
+            // Outputs of every (token, column) of the chunk at once, over the
+            // stored token and output column (the loops' own indices, so the
+            // GPU threads share the whole nest).
+            Value tc = kb.iadd(t0, cs);
+            Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
+            kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
+              kb.loop(chLo, chHi, [&](Value ch) {
+                Value i = kb.isub(t, tc);
                 Value e = kb.isub(ch, base);
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
