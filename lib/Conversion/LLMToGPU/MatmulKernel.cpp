@@ -64,8 +64,15 @@ public:
   }
 
   /// The plain (linear) or dense-projection kernel's body from its
-  /// arguments (buildMatmulKernel, buildDenseMatmulKernel).
+  /// arguments (buildMatmulKernel, buildDenseMatmulKernel), without the
+  /// return.
   void build(ValueRange args, const DenseMatmul &dense);
+  /// A plain linear's body for steps of at most mma.m rows (decode): built
+  /// with the split tiling (decodeSplitK), subgroup s of the block's
+  /// `splits` accumulates the rows' columns of the block over the s-th K
+  /// range, the partial sums meet in workgroup memory of `func` and are
+  /// added in subgroup order, then rounded once into y.
+  void buildSplitK(ValueRange args, gpu::GPUFuncOp func, int64_t splits);
 
 private:
   Value zeros(VectorType type) {
@@ -274,11 +281,13 @@ private:
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
   /// The K loop of one tile: fragsM x fragsN fp32 accumulators per weight
   /// (`weights` of them, W's first), built by buildKBlock.
-  SmallVector<Value> accumulate(int64_t weights) {
+  SmallVector<Value> accumulate(int64_t weights, Value kBegin = {},
+                                Value kEnd = {}) {
     VectorType accType = VectorType::get({mi.c.size()}, f32);
     SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
     auto loop = scf::ForOp::create(
-        b, loc, idx(0), idx(p.k), idx(t.blockK), inits,
+        b, loc, kBegin ? kBegin : idx(0), kEnd ? kEnd : idx(p.k),
+        idx(t.blockK), inits,
         [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
@@ -659,7 +668,83 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   storeResults(
       accumulate(dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1));
   b.setInsertionPointAfter(tileLoop);
-  gpu::ReturnOp::create(b, loc);
+}
+
+void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
+                                      int64_t splits) {
+  x = args[0];
+  w = args[1];
+  if (p.fp8Weight)
+    scales = args[2];
+  y = args.back();
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value colBase = mul(by, t.tileN());
+  for (int64_t j = 0; j < t.fragsN; ++j)
+    colBases.push_back(add(colBase, j * mi.n));
+  aLane = coords(mi.a);
+  bLane = coords(mi.b);
+  cLane = coords(mi.c);
+  kRuns = t.kRuns;
+  numRows = memref::DimOp::create(b, loc, x, 0);
+  lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
+  rowBases.push_back(idx(0));
+
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value partial = func.addWorkgroupAttribution(
+      MemRefType::get({splits, mi.m, t.tileN()}, f32,
+                      MemRefLayoutAttrInterface(), space),
+      loc);
+
+  // Every block of the grid's first row tile (the rows fit one tile).
+  auto first = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bx, idx(0)),
+      false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(first.thenBlock()->getTerminator());
+  int64_t range = p.k / splits;
+  Value kBegin = mul(sg, range);
+  SmallVector<Value> accs = accumulate(1, kBegin, add(kBegin, range));
+  for (int64_t j = 0; j < t.fragsN; ++j) {
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces)
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+        Value row = add(cLane.outer, piece[0]);
+        Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+        memref::StoreOp::create(b, loc,
+                                vector::ExtractOp::create(b, loc, accs[j], e),
+                                partial, ValueRange{sg, row, col});
+      }
+  }
+  gpu::BarrierOp::create(b, loc);
+  // Each thread adds up some of the tile's elements, subgroup by subgroup.
+  int64_t threads = splits * t.subgroupSize;
+  for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
+    Value at = add(tid, i * threads);
+    Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+    Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+    auto inBounds = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, numRows),
+        false);
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPoint(inBounds.thenBlock()->getTerminator());
+    Value sum = memref::LoadOp::create(b, loc, partial,
+                                       ValueRange{idx(0), row, col});
+    for (int64_t s2 = 1; s2 < splits; ++s2)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          memref::LoadOp::create(b, loc, partial,
+                                 ValueRange{idx(s2), row, col}));
+    if (types.y != f32)
+      sum = arith::TruncFOp::create(b, loc, types.y, sum);
+    memref::StoreOp::create(b, loc, sum, y, ValueRange{row, add(colBase, col)});
+  }
 }
 
 /// `gpu.func @name(argTypes)` at the end of `module`, a kernel with the
@@ -702,7 +787,30 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   // Grid (ceil(M / tileM), N / tileN, 1).
   auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
   MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+  int64_t splits = 0;
+  std::optional<MatmulTiling> split =
+      chooseDecodeSplitK(tiling, problem, splits);
+  if (!split) {
+    kb.build(func.getArguments(), DenseMatmul());
+    gpu::ReturnOp::create(builder, loc);
+    return func;
+  }
+  // Steps of at most one instruction's rows (decode) split K over the
+  // block's subgroups; larger ones take the row tiles.
+  Value rows = memref::DimOp::create(builder, loc, func.getArgument(0), 0);
+  auto small = scf::IfOp::create(
+      builder, loc,
+      arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::ule, rows,
+          arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
+      /*withElseRegion=*/true);
+  builder.setInsertionPoint(small.thenBlock()->getTerminator());
+  MatmulKernelBuilder decode(builder, loc, *split, problem, types);
+  decode.buildSplitK(func.getArguments(), func, splits);
+  builder.setInsertionPoint(small.elseBlock()->getTerminator());
   kb.build(func.getArguments(), DenseMatmul());
+  builder.setInsertionPointAfter(small);
+  gpu::ReturnOp::create(builder, loc);
   return func;
 }
 
@@ -730,6 +838,7 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
   return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
                          types, [&](MatmulKernelBuilder &kb, ValueRange args) {
                            kb.build(args, dense);
+                           gpu::ReturnOp::create(builder, loc);
                          });
 }
 

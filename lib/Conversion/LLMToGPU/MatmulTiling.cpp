@@ -174,6 +174,23 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
   return t;
 }
 
+std::optional<MatmulTiling>
+mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
+                                 const MatmulProblem &problem,
+                                 int64_t &splits) {
+  splits = tiling.subgroupsM * tiling.subgroupsN;
+  if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
+      (problem.k / tiling.blockK) % splits != 0 ||
+      (tiling.mma.m * tiling.tileN()) % tiling.threads() != 0)
+    return std::nullopt;
+  MatmulTiling split = tiling;
+  split.fragsN = tiling.fragsN * tiling.subgroupsN;
+  split.subgroupsN = 1;
+  split.fragsM = 1;
+  split.subgroupsM = 1;
+  return split;
+}
+
 LogicalResult mlir::strata::describeLinearMatmul(
     ShapedType x, ShapedType weight, int64_t blockN, int64_t blockK,
     ShapedType y, MatmulProblem &problem, MatmulTypes &types,

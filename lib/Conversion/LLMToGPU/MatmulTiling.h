@@ -14,6 +14,7 @@
 #ifndef STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H
 #define STRATA_LIB_CONVERSION_LLMTOGPU_MATMULTILING_H
 
+#include <optional>
 #include <string>
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -102,6 +103,16 @@ bool supportsKRuns(const MatrixInstruction &mi);
 FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
                                            const MatmulProblem &problem,
                                            std::string &why);
+
+/// The tiling of a plain linear's decode form (MatmulKernelBuilder::
+/// buildSplitK): one row of instruction tiles (mma.m rows) across the
+/// workgroup tile's columns per subgroup, the K loop split over `splits` =
+/// the workgroup's subgroups. None for fp8 with activation quantisation (its
+/// row scales assume the tiled layout) or when K does not split into whole
+/// K blocks.
+std::optional<MatmulTiling> chooseDecodeSplitK(const MatmulTiling &tiling,
+                                               const MatmulProblem &problem,
+                                               int64_t &splits);
 
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
