@@ -11,6 +11,9 @@
 // fp32 accumulators; block scales (fp8) are applied to a per-K-block
 // accumulator; the 64-row tiles of M are walked with a grid stride (any grid
 // x is right); the tail rows of M are clamped on load and skipped on store.
+// A plain linear's kernel also has a decode form, taken when M is at most one
+// instruction's rows: the subgroups split K and add their partial tiles in
+// workgroup memory in subgroup order (buildSplitK).
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
