@@ -71,7 +71,7 @@ public:
   /// return.
   void build(ValueRange args, const DenseMatmul &dense);
   /// A plain linear's body for steps of at most mma.m rows (decode): built
-  /// with the split tiling (decodeSplitK), subgroup s of the block's
+  /// with the split tiling (chooseDecodeSplitK), subgroup s of the block's
   /// `splits` accumulates the rows' columns of the block over the s-th K
   /// range, the partial sums meet in workgroup memory of `func` and are
   /// added in subgroup order, then rounded once into y.
