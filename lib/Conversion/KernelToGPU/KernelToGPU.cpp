@@ -572,7 +572,9 @@ SmallVector<Attribute> mapRowLoop(OpBuilder &b, Operation *loop,
   return grid;
 }
 
-/// Step 4: small static scratch to private memory.
+/// Step 4: small static scratch to private memory: the kernel-scope static
+/// allocations in program order, each that still fits the budget (a kernel
+/// puts the buffers it wants close first: KDA's state columns).
 void placeScratch(gpu::GPUFuncOp kernel) {
   SmallVector<memref::AllocOp> allocs;
   int64_t bytes = 0;
@@ -582,11 +584,12 @@ void placeScratch(gpu::GPUFuncOp kernel) {
     if (!type.hasStaticShape() || !element.isIntOrIndexOrFloat())
       continue;
     int64_t bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
-    bytes += type.getNumElements() * ((bits + 7) / 8);
+    int64_t size = type.getNumElements() * ((bits + 7) / 8);
+    if (bytes + size > kPrivateScratchBytes)
+      continue;
+    bytes += size;
     allocs.push_back(alloc);
   }
-  if (bytes > kPrivateScratchBytes)
-    return;
   // In the private address space (what AMDGPU requires of a stack
   // object), cast to the generic one the kernel body indexes.
   auto space = gpu::AddressSpaceAttr::get(kernel.getContext(),

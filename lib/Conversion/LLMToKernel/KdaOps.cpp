@@ -105,17 +105,21 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value dtBias = a[10], state = a[12], conv = a[13];
       Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
       Value raw = a[out];
-      Value s = kb.scratch({d, d});
+      // The block's columns of the state and (chunked mode) of the chunk's v
+      // and D rows, [., dp], first: on the GPU the first scratch buffers
+      // that fit the private budget go to workgroup memory.
+      int64_t cRows = chunkedMode ? chunk : 1;
+      Value s = kb.scratch({d, dp});
+      Value cv = kb.scratch({cRows, dp}), cd = kb.scratch({cRows, dp});
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
       Value alpha = kb.scratch({d});
-      // Chunk scratch (chunked mode): q, k, v, cumulative log-decay, D rows,
-      // the [C, C] key and query coefficients and beta; the decayed rows q exp(B) and
+      // Chunk scratch (chunked mode): q, k, cumulative log-decay, the [C, C]
+      // key and query coefficients and beta; the decayed rows q exp(B) and
       // k exp(B) (the latter reused for k exp(B_last - B)), each computed
       // once per chunk instead of once per output column.
-      int64_t cRows = chunkedMode ? chunk : 1;
       Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
-      Value cv = kb.scratch({cRows, d}), cb = kb.scratch({cRows, d});
-      Value cd = kb.scratch({cRows, d}), ca = kb.scratch({cRows, cRows});
+      Value cb = kb.scratch({cRows, d});
+      Value ca = kb.scratch({cRows, cRows});
       Value caq = kb.scratch({cRows, cRows});
       Value cbeta = kb.scratch({cRows});
       Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
@@ -133,13 +137,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         Value srcSlot = kb.loadIndex(src, r);
         Value dstSlot = kb.loadIndex(dst, r);
         Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
-        // Initial state: zero at position 0, else the source slot.
+        // Initial state: zero at position 0, else the source slot (s holds
+        // the block's columns: s[i, j] is column lo + j of the head).
         kb.loop(0, d, [&](Value i) {
-          kb.loop(lo, hi, [&](Value j) {
+          kb.loop(0, dp, [&](Value j) {
             Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
                                   [&] { return zero; },
                                   [&] {
-                                    return kb.load(state, {srcSlot, h, i, j});
+                                    return kb.load(state, {srcSlot, h, i,
+                                                           kb.iadd(lo, j)});
                                   });
             kb.store(old, s, {i, j});
           });
@@ -192,7 +198,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           // S' = diag(alpha) S (this block's columns).
           kb.loop(0, d, [&](Value ii) {
             Value al = kb.load(alpha, ii);
-            kb.loop(lo, hi, [&](Value j) {
+            kb.loop(0, dp, [&](Value j) {
               kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
             });
           });
@@ -201,15 +207,16 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           // loop's own: the GPU threads share it), j its place in the head.
           kb.loop(kb.iadd(base, lo), kb.iadd(base, hi), [&](Value ch) {
             Value j = kb.isub(ch, base);
+            Value jl = kb.isub(j, lo);
             Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-              return kb.add(acc, kb.mul(kb.load(s, {ii, j}),
+              return kb.add(acc, kb.mul(kb.load(s, {ii, jl}),
                                         kb.load(kv, ii)));
             });
             Value delta = kb.mul(beta, kb.sub(kb.load(vv, j), pred));
             Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
               Value updated =
-                  kb.add(kb.load(s, {ii, j}), kb.mul(kb.load(kv, ii), delta));
-              kb.store(updated, s, {ii, j});
+                  kb.add(kb.load(s, {ii, jl}), kb.mul(kb.load(kv, ii), delta));
+              kb.store(updated, s, {ii, jl});
               return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
             });
             kb.store(out, raw, {t, ch});
@@ -241,7 +248,6 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 Value ch = kb.iadd(base, c);
                 kb.store(convolve(qConv, 0, ti, ch), cq, {i, c});
                 kb.store(convolve(kConv, 1, ti, ch), ck, {i, c});
-                kb.store(convolve(vConv, 2, ti, ch), cv, {i, c});
                 Value g = kb.mul(
                     kb.f32(lower),
                     kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
@@ -251,6 +257,11 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     [&] { return zero; },
                     [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
                 kb.store(kb.add(prev, g), cb, {i, c});
+              });
+              // v: the block's columns only.
+              kb.loop(0, dp, [&](Value c) {
+                Value ch = kb.iadd(base, kb.iadd(lo, c));
+                kb.store(convolve(vConv, 2, ti, ch), cv, {i, c});
               });
               auto l2Row = [&](Value m, double scale) {
                 Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
@@ -302,7 +313,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             // for all (i, e) at once (it does not depend on D) into cd, whose
             // row i the substitution then overwrites with D[i].
             kb.loop(kb.idx(0), len, [&](Value i) {
-              kb.loop(lo, hi, [&](Value e) {
+              kb.loop(0, dp, [&](Value e) {
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.load(cke, {i, c})));
@@ -313,7 +324,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             // D rows by forward substitution.
             kb.loop(kb.idx(0), len, [&](Value i) {
               Value beta = kb.load(cbeta, i);
-              kb.loop(lo, hi, [&](Value e) {
+              kb.loop(0, dp, [&](Value e) {
                 Value rhs = kb.reduce(kb.idx(0), i,
                                       kb.sub(kb.load(cv, {i, e}),
                                              kb.load(cd, {i, e})),
@@ -332,7 +343,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
               kb.loop(chLo, chHi, [&](Value ch) {
                 Value i = kb.isub(t, tc);
-                Value e = kb.isub(ch, base);
+                Value e = kb.isub(ch, chLo);
                 Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                             kb.load(cqe, {i, c})));
@@ -357,7 +368,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             });
             kb.loop(0, d, [&](Value c) {
               Value bl = kb.load(cb, {last, c});
-              kb.loop(lo, hi, [&](Value e) {
+              kb.loop(0, dp, [&](Value e) {
                 Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
                   return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
                                             kb.load(cd, {j, e})));
@@ -375,7 +386,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         // Final state (this block's columns) to the destination slot.
         kb.loop(0, d, [&](Value i) {
           kb.loop(lo, hi, [&](Value j) {
-            kb.store(kb.load(s, {i, j}), state, {dstSlot, h, i, j});
+            kb.store(kb.load(s, {i, kb.isub(j, lo)}), state,
+                     {dstSlot, h, i, j});
           });
         });
       });

@@ -1,15 +1,16 @@
 // Tests scratch left in memref.alloc (over the 32 KiB private budget) with
 // threads: the kernel gets 128 threads, the shared table becomes the block's
 // slice of the global scratch argument (made after the thread mapping, shared
-// by the block's threads), and the per-iteration temporary, touched only
-// inside one distributed loop, becomes private memory.
+// by the block's threads), and the per-iteration temporary, which fits the
+// private budget on its own (step 4 places each buffer that still fits) and
+// is touched only inside one distributed loop, is private memory.
 // RUN: strata-opt %s --convert-kernels-to-gpu='chip=sm_90' | FileCheck %s
 
 // CHECK-LABEL: gpu.func @private_temp(
 // CHECK-SAME: known_block_size = array<i32: 128, 1, 1>
 // CHECK: %[[TID:.*]] = gpu.thread_id x
-// CHECK: memref.view %arg2[%{{.*}}][] : memref<?xi8> to memref<16384xf32>
 // CHECK: %[[T:.*]] = memref.alloca() : memref<1xf32, #gpu.address_space<private>>
+// CHECK: memref.view %arg2[%{{.*}}][] : memref<?xi8> to memref<16384xf32>
 // CHECK: %[[TG:.*]] = memref.memory_space_cast %[[T]]
 // CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c16384) step
 // CHECK: gpu.barrier

@@ -79,10 +79,13 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
 // -----
 
 // Tests that a head of 64 value columns is split into 2 parts of 32 (z of
-// the row loop), each part's output loop over its own columns of the head.
+// the row loop), each part holding its 32 columns of the state ([d_k, 32],
+// the first scratch buffer) and of the v and D rows (one row: recurrent).
 // CHECK-LABEL: func.func @kda_parts
 // CHECK: func.func @kda_attention_0
-// CHECK: memref.alloc() : memref<64x64xf32>
+// CHECK: memref.alloc() : memref<64x32xf32>
+// CHECK: memref.alloc() : memref<1x32xf32>
+// CHECK: memref.alloc() : memref<1x32xf32>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %[[PART:.*]]) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c1{{.*}}, %c2{{.*}})
 // CHECK: %[[LO:.*]] = arith.muli %[[PART]], %c32
 // CHECK: arith.addi %[[LO]], %c32
