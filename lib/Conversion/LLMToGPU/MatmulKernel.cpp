@@ -343,7 +343,8 @@ public:
     double limit = 0;
     Value order, starts, routeWeights;
   };
-  /// The grouped kernel's body from its arguments (buildGroupedExpertKernel).
+  /// The grouped kernel's body from its arguments (buildGroupedExpertKernel),
+  /// without the return.
   void buildGroupedKernel(ValueRange args, const GroupedExperts &e);
 
 private:
@@ -770,13 +771,27 @@ static gpu::GPUFuncOp createMatmulFunc(OpBuilder &builder, Location loc,
   return func;
 }
 
+/// `gpu.func @name(argTypes)` (the existing one if `module` has it) whose
+/// body `build` fills with a MatmulKernelBuilder, then the return.
+static gpu::GPUFuncOp buildMatmulFunc(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types,
+    llvm::function_ref<void(MatmulKernelBuilder &, gpu::GPUFuncOp)> build) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
+  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+  build(kb, func);
+  gpu::ReturnOp::create(builder, loc);
+  return func;
+}
+
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
     const MatmulTypes &types) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<Type> argTypes = {
       MemRefType::get({dyn, problem.k}, types.x),
@@ -788,49 +803,33 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         builder.getF32Type()));
   argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
   // Grid (ceil(M / tileM), N / tileN, 1).
-  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
-  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  int64_t splits = 0;
-  std::optional<MatmulTiling> split =
-      chooseDecodeSplitK(tiling, problem, splits);
-  if (!split) {
-    kb.build(func.getArguments(), DenseMatmul());
-    gpu::ReturnOp::create(builder, loc);
-    return func;
-  }
-  // Steps of at most one instruction's rows (decode) split K over the
-  // block's subgroups; larger ones take the row tiles.
-  Value rows = memref::DimOp::create(builder, loc, func.getArgument(0), 0);
-  auto small = scf::IfOp::create(
-      builder, loc,
-      arith::CmpIOp::create(
-          builder, loc, arith::CmpIPredicate::ule, rows,
-          arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
-      /*withElseRegion=*/true);
-  builder.setInsertionPoint(small.thenBlock()->getTerminator());
-  MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-  decode.buildSplitK(func.getArguments(), func, splits);
-  builder.setInsertionPoint(small.elseBlock()->getTerminator());
-  kb.build(func.getArguments(), DenseMatmul());
-  builder.setInsertionPointAfter(small);
-  gpu::ReturnOp::create(builder, loc);
-  return func;
-}
-
-/// `gpu.func @name(argTypes)` (the existing one if `module` has it) whose
-/// body `build` fills with a MatmulKernelBuilder.
-static gpu::GPUFuncOp buildMatmulFunc(
-    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MatmulTiling &tiling,
-    const MatmulProblem &problem, const MatmulTypes &types,
-    llvm::function_ref<void(MatmulKernelBuilder &, ValueRange)> build) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
-  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  build(kb, func.getArguments());
-  return func;
+  return buildMatmulFunc(
+      builder, loc, module, name, argTypes, tiling, problem, types,
+      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+        int64_t splits = 0;
+        std::optional<MatmulTiling> split =
+            chooseDecodeSplitK(tiling, problem, splits);
+        if (!split) {
+          kb.build(func.getArguments(), DenseMatmul());
+          return;
+        }
+        // Steps of at most one instruction's rows (decode) split K over the
+        // block's subgroups; larger ones take the row tiles.
+        Value rows =
+            memref::DimOp::create(builder, loc, func.getArgument(0), 0);
+        auto small = scf::IfOp::create(
+            builder, loc,
+            arith::CmpIOp::create(
+                builder, loc, arith::CmpIPredicate::ule, rows,
+                arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
+            /*withElseRegion=*/true);
+        builder.setInsertionPoint(small.thenBlock()->getTerminator());
+        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
+        decode.buildSplitK(func.getArguments(), func, splits);
+        builder.setInsertionPoint(small.elseBlock()->getTerminator());
+        kb.build(func.getArguments(), DenseMatmul());
+        builder.setInsertionPointAfter(small);
+      });
 }
 
 gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
@@ -839,9 +838,9 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
   return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
-                         types, [&](MatmulKernelBuilder &kb, ValueRange args) {
-                           kb.build(args, dense);
-                           gpu::ReturnOp::create(builder, loc);
+                         types, [&](MatmulKernelBuilder &kb,
+                                    gpu::GPUFuncOp func) {
+                           kb.build(func.getArguments(), dense);
                          });
 }
 
@@ -872,7 +871,6 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
   }
   y = args[n++];
   buildGrouped(g);
-  gpu::ReturnOp::create(b, loc);
 }
 
 void MatmulKernelBuilder::buildGrouped(Grouped g) {
@@ -981,7 +979,8 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     const MatmulProblem &problem, const MatmulTypes &types,
     const GroupedExperts &experts) {
   return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
-                         types, [&](MatmulKernelBuilder &kb, ValueRange args) {
-                           kb.buildGroupedKernel(args, experts);
+                         types, [&](MatmulKernelBuilder &kb,
+                                    gpu::GPUFuncOp func) {
+                           kb.buildGroupedKernel(func.getArguments(), experts);
                          });
 }
