@@ -112,7 +112,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value s = kb.scratch({d, dp});
       Value cv = kb.scratch({cRows, dp}), cd = kb.scratch({cRows, dp});
       Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
-      Value alpha = kb.scratch({d});
+      Value alpha = kb.scratch({d}), ov = kb.scratch({dp});
       // Chunk scratch (chunked mode): q, k, cumulative log-decay, the [C, C]
       // key and query coefficients and beta; the decayed rows q exp(B) and
       // k exp(B) (the latter reused for k exp(B_last - B)), each computed
@@ -202,24 +202,27 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
             });
           });
-          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q. The loop
-          // runs over the output column (so that its store index is the
-          // loop's own: the GPU threads share it), j its place in the head.
-          kb.loop(kb.iadd(base, lo), kb.iadd(base, hi), [&](Value ch) {
-            Value j = kb.isub(ch, base);
-            Value jl = kb.isub(j, lo);
+          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q, per column
+          // j of the block (the loop's own index for S and ov, so the GPU
+          // threads share it), then ov to the head's output columns.
+          kb.loop(0, dp, [&](Value j) {
             Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-              return kb.add(acc, kb.mul(kb.load(s, {ii, jl}),
+              return kb.add(acc, kb.mul(kb.load(s, {ii, j}),
                                         kb.load(kv, ii)));
             });
-            Value delta = kb.mul(beta, kb.sub(kb.load(vv, j), pred));
+            Value delta = kb.mul(
+                beta, kb.sub(kb.load(vv, kb.iadd(lo, j)), pred));
             Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
               Value updated =
-                  kb.add(kb.load(s, {ii, jl}), kb.mul(kb.load(kv, ii), delta));
-              kb.store(updated, s, {ii, jl});
+                  kb.add(kb.load(s, {ii, j}), kb.mul(kb.load(kv, ii), delta));
+              kb.store(updated, s, {ii, j});
               return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
             });
-            kb.store(out, raw, {t, ch});
+            kb.store(out, ov, j);
+          });
+          Value chLo = kb.iadd(base, lo);
+          kb.loop(chLo, kb.iadd(chLo, kb.idx(dp)), [&](Value ch) {
+            kb.store(kb.load(ov, kb.isub(ch, chLo)), raw, {t, ch});
           });
         });
         };
@@ -391,7 +394,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      for (Value m : {s, qv, kv, vv, alpha, cq, ck, cv, cb, cd, ca, caq, cbeta,
+      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, caq, cbeta,
                       cqe, cke})
         kb.dealloc(m);
     });
