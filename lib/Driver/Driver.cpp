@@ -119,6 +119,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   PipelineOptions pipelineOptions;
   pipelineOptions.target = "cpu";
   pipelineOptions.activationType = options.activationType;
+  pipelineOptions.fuseHyperConnections = options.fuseHyperConnections;
   PassManager pm(&context);
   if (failed(buildFusedPipeline(pm, pipelineOptions)))
     return mlir::emitError(UnknownLoc::get(&context))
@@ -261,6 +262,12 @@ int mlir::strata::compileMain(int argc, char **argv) {
       cl::desc("GPU targets: linears that tile run on mma.sync / MFMA "
                "(default); =false keeps them generic kernels"),
       cl::init(true));
+  static cl::opt<bool> fuseHyperConnections(
+      "fuse-hyper-connections",
+      cl::desc("Fold each sub-layer's input RMSNorm into its mhc_pre and its "
+               "output projection into its mhc_post (default); =false keeps "
+               "them separate kernels (same logits on the CPU)"),
+      cl::init(true));
   static cl::opt<std::string> activationType(
       "activation-type",
       cl::desc("Element type of activations and caches: bf16 (as the model "
@@ -309,6 +316,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
       options.rocmToolkit = std::string(dir);
   }
   options.activationType = activationType;
+  options.fuseHyperConnections = fuseHyperConnections;
   options.kvCacheDtype = kvCacheDtype;
   // `-o model.strata` without --compile-to means the artifact.
   if (phase.getNumOccurrences() == 0 &&

@@ -55,6 +55,9 @@ struct CompileOptions {
   /// kernels). Both on by default; off is for bisecting device results.
   bool gpuBlockThreads = true;
   bool gpuMatrixUnits = true;
+  /// llm-fuse-hyper-connections in the fused phase (false: the unfused
+  /// graph, for bisecting and for checking that fusion changes no logits).
+  bool fuseHyperConnections = true;
   /// Element type of activations and caches: "bf16" or "f32".
   std::string activationType = "bf16";
   /// Element type of the MLA latent cache: "bf16" or "fp8" (e4m3 with one

@@ -38,6 +38,10 @@ LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
   // Merges repeated llm.weight reads and identical subgraphs: one kernel
   // call and one weight binding each.
   pm.addPass(createCSEPass());
+  // After CSE, so that a norm or projection another value also reads is
+  // seen with all its uses (the fusions apply to single-use values only).
+  if (options.fuseHyperConnections)
+    pm.addPass(llm::createLLMFuseHyperConnectionsPass());
   return success();
 }
 

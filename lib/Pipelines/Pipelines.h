@@ -36,6 +36,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("element type of activations and caches: bf16 (as the "
                      "model is written) or f32 (llm-promote-activations)"),
       llvm::cl::init("bf16")};
+  Option<bool> fuseHyperConnections{
+      *this, "fuse-hyper-connections",
+      llvm::cl::desc("fold each sub-layer's input norm into its llm.mhc_pre "
+                     "and its output projection into its llm.mhc_post "
+                     "(llm-fuse-hyper-connections)"),
+      llvm::cl::init(true)};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("GPU toolkit folder (ROCm-like: llvm/bin/ld.lld, "

@@ -316,6 +316,14 @@ LogicalResult MhcPreOp::verify() {
       failed(checkShape(*this, "post", getPost(), {t, h})) ||
       failed(checkShape(*this, "comb", getComb(), {t, h, h})))
     return failure();
+  if (bool(getXNormWeight()) != getXNormEps().has_value())
+    return emitOpError()
+           << "expected x_norm weight and x_norm_eps together or neither";
+  if (getXNormWeight() &&
+      (failed(checkShape(*this, "x_norm weight", getXNormWeight(), {d})) ||
+       failed(checkPositive(*this, "x_norm_eps",
+                            getXNormEps()->convertToFloat()))))
+    return failure();
   return success();
 }
 
@@ -325,7 +333,18 @@ LogicalResult MhcPostOp::verify() {
     return failure();
   auto r = getResidual().getType().getShape();
   int64_t t = r[0];
-  if (failed(checkShape(*this, "input", getInput(), {t, r[2]})) ||
+  int64_t in = r[2];
+  if (Value projection = getProjection()) {
+    // y = round(input . W^T): W is [D, K], the input [T, K].
+    if (failed(checkRank(*this, "projection weight [out, in]", projection, 2)))
+      return failure();
+    auto w = weightShape(projection.getType());
+    if (!sizesAgree(w[0], r[2]))
+      return emitOpError() << "expected projection weight out " << r[2]
+                           << " (stream width), got " << w[0];
+    in = w[1];
+  }
+  if (failed(checkShape(*this, "input", getInput(), {t, in})) ||
       failed(checkShape(*this, "post", getPost(), {t, h})) ||
       failed(checkShape(*this, "comb", getComb(), {t, h, h})))
     return failure();

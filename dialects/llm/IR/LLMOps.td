@@ -289,8 +289,15 @@ def LLM_MhcPreOp : LLM_Op<"mhc_pre", [Pure]> {
           C = C / (sum_j C[i,j] + hc_eps);  C = C / (sum_i C[i,j] + hc_eps)
         x[t] = sum_s pre_s * R[t, s]
 
+    With `x_norm(w)` (and `x_norm_eps`) the sub-layer's input RMSNorm is part
+    of the op (llm-fuse-hyper-connections makes this form from an
+    `llm.rms_norm` of `x`), with the rounding points of the two ops:
+
+        x[t] = round(round(n) * w),  n = round(x0) * rsqrt(mean(round(x0)^2) + x_norm_eps),
+        x0   = sum_s pre_s * R[t, s]
+
     Operands: `R : [T, H, D]`, `fn : [(2+H)*H, H*D]` f32, `base : [(2+H)*H]`
-    f32, `scale : [3]` f32. Results: `x : [T, D]` (element type of `R`),
+    f32, `scale : [3]` f32, optional `w : [D]`. Results: `x : [T, D]` (element type of `R`),
     `post : [T, H]` f32, `comb : [T, H, H]` f32 (`comb[t, i, j]` is the
     weight from source stream `i` to destination stream `j`). GLM-5.3-Flash:
     `hc_mult = 4`, `hc_eps = 1e-6`, `norm_eps = 1e-5` (rms_norm_eps, not
@@ -302,17 +309,24 @@ def LLM_MhcPreOp : LLM_Op<"mhc_pre", [Pure]> {
          sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32}
         : (tensor<?x4x4096xbf16>, tensor<24x16384xf32>, tensor<24xf32>, tensor<3xf32>)
         -> (tensor<?x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %xn, %post2, %comb2 = llm.mhc_pre %r, %fn, %base, %scale x_norm(%w)
+        {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32,
+         sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32, x_norm_eps = 1.0e-05 : f32}
+        : (tensor<?x4x4096xbf16>, tensor<24x16384xf32>, tensor<24xf32>, tensor<3xf32>, tensor<4096xbf16>)
+        -> (tensor<?x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
     ```
   }];
   let arguments = (ins LLM_ActTensor:$residual, LLM_F32Tensor:$fn,
                        LLM_F32Tensor:$base, LLM_F32Tensor:$scale,
+                       Optional<LLM_ActTensor>:$x_norm_weight,
                        I64Attr:$hc_mult, F32Attr:$hc_eps, F32Attr:$norm_eps,
-                       I64Attr:$sinkhorn_iters, F32Attr:$post_mult);
+                       I64Attr:$sinkhorn_iters, F32Attr:$post_mult,
+                       OptionalAttr<F32Attr>:$x_norm_eps);
   let results = (outs LLM_ActTensor:$result, LLM_F32Tensor:$post,
                       LLM_F32Tensor:$comb);
   let assemblyFormat = [{
-    $residual `,` $fn `,` $base `,` $scale attr-dict `:`
-    functional-type(operands, results)
+    $residual `,` $fn `,` $base `,` $scale (`x_norm` `(` $x_norm_weight^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -326,18 +340,28 @@ def LLM_MhcPostOp : LLM_Op<"mhc_post", [Pure]> {
     [T, D]`, `R : [T, H, D]`, `post : [T, H]` f32, `comb : [T, H, H]` f32 from
     the matching `llm.mhc_pre`. Result: `[T, H, D]`.
 
+    With `projection(W)` the sub-layer's output projection is part of the op
+    (llm-fuse-hyper-connections makes this form from an `llm.linear` whose
+    only use is `y`): `input : [T, K]`, `W : [D, K]` bf16/f32 or
+    `!llm.fp8_weight`, and `y = round(input . W^T)` (fp32 accumulation, the
+    rounding of `llm.linear`) before the residual write. A GPU target runs it
+    as the projection's matmul kernel with this write as its epilogue.
+
     ```mlir
     %r2 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64}
         : (tensor<?x4096xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4096xbf16>
+    %r3 = llm.mhc_post %o, %r, %post, %comb projection(%wo) {hc_mult = 4 : i64}
+        : (tensor<?x8192xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<4096x8192xbf16>) -> tensor<?x4x4096xbf16>
     ```
   }];
   let arguments = (ins LLM_ActTensor:$input, LLM_ActTensor:$residual,
                        LLM_F32Tensor:$post, LLM_F32Tensor:$comb,
+                       Optional<LLM_AnyWeight>:$projection,
                        I64Attr:$hc_mult);
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = [{
-    $input `,` $residual `,` $post `,` $comb attr-dict `:`
-    functional-type(operands, results)
+    $input `,` $residual `,` $post `,` $comb (`projection` `(` $projection^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

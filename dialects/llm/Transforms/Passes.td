@@ -40,4 +40,44 @@ def LLMPromoteActivationsPass : Pass<"llm-promote-activations", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LLMFuseHyperConnectionsPass
+    : Pass<"llm-fuse-hyper-connections", "ModuleOp"> {
+  let summary = "fuse mHC pre and post with the sub-layer's norm and output projection";
+  let description = [{
+    Every sub-layer of an mHC model sits between `llm.mhc_pre` (collapse of
+    the residual streams), an input RMSNorm and, at its end, an output
+    projection (`llm.linear`) whose result only `llm.mhc_post` reads. This
+    pass folds the two ends into the mHC ops, so each becomes one kernel:
+
+    * `llm.rms_norm(x, w)` of an `llm.mhc_pre` result `x` used nowhere else
+      becomes the `x_norm(w)` form of the `llm.mhc_pre` (the collapse and
+      the norm of a token in one kernel; the norm's output feeds several
+      projections, so it is computed once rather than in each of their
+      prologues);
+    * `llm.mhc_post(llm.linear(o, W), R, post, comb)` with the linear's
+      result used only there becomes `llm.mhc_post(o, R, post, comb)
+      projection(W)`: GPU targets run it as the projection's matmul kernel
+      with the residual write as its epilogue.
+
+    Both forms keep every rounding point of the unfused ops, so a CPU
+    artifact computes bit-identical logits with and without the pass
+    (`strata-compile --fuse-hyper-connections=false`).
+
+    Before:
+    ```mlir
+    %x, %post, %comb = llm.mhc_pre %r, %fn, %base, %scale {...}
+    %xn = llm.rms_norm %x weight(%w) {eps = 1.0e-05 : f32}
+    %o = ...
+    %y = llm.linear %o, %wo
+    %r2 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64}
+    ```
+    After:
+    ```mlir
+    %xn, %post, %comb = llm.mhc_pre %r, %fn, %base, %scale x_norm(%w) {..., x_norm_eps = 1.0e-05 : f32}
+    %o = ...
+    %r2 = llm.mhc_post %o, %r, %post, %comb projection(%wo) {hc_mult = 4 : i64}
+    ```
+  }];
+}
+
 #endif // STRATA_DIALECTS_LLM_TRANSFORMS_PASSES_TD

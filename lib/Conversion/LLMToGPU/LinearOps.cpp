@@ -155,6 +155,8 @@ static LogicalResult prepareMatmulModule(OpBuilder &builder,
 }
 
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
+  if (kernel->hasAttr(kLinearEpilogueAttrName))
+    return true;
   auto key = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
   return key && key.getValue().starts_with(
                     (llm::LinearOp::getOperationName() + " ").str());
@@ -170,7 +172,20 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   FunctionType type = kernel.getFunctionType();
   auto block = kernel->getAttrOfType<DenseI64ArrayAttr>(kWeightBlockAttrName);
   bool fp8 = block && block.size() == 2;
-  size_t numArgs = fp8 ? 4 : 3;
+  // With an epilogue (mhc_post_linear): R, post and comb after the weight.
+  int64_t hcMult = 0;
+  if (auto info =
+          kernel->getAttrOfType<DictionaryAttr>(kLinearEpilogueAttrName)) {
+    auto epilogue = info.getAs<StringAttr>("epilogue");
+    auto hc = info.getAs<IntegerAttr>("hc_mult");
+    if (!epilogue || epilogue.getValue() != "mhc_post" || !hc ||
+        hc.getInt() <= 0) {
+      why = "unknown linear epilogue";
+      return failure();
+    }
+    hcMult = hc.getInt();
+  }
+  size_t numArgs = (fp8 ? 4 : 3) + (hcMult ? 3 : 0);
   if (type.getNumInputs() != numArgs || type.getNumResults() != 0 ||
       !llvm::all_of(type.getInputs(), llvm::IsaPred<MemRefType>)) {
     why = "unexpected linear kernel signature";
@@ -183,6 +198,22 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
       why = "expected identity-layout memrefs";
       return failure();
     }
+  }
+  if (hcMult) {
+    // y [T, H, N] and R like it, post [T, H], comb [T, H, H] f32.
+    unsigned r = fp8 ? 3 : 2;
+    int64_t n = weight.getRank() == 2 ? weight.getDimSize(0) : -1;
+    SmallVector<int64_t> streamShape = {ShapedType::kDynamic, hcMult, n};
+    Type f32 = builder.getF32Type();
+    if (y.getShape() != ArrayRef<int64_t>(streamShape) || arg(r) != y ||
+        arg(r + 1) != MemRefType::get({ShapedType::kDynamic, hcMult}, f32) ||
+        arg(r + 2) != MemRefType::get({ShapedType::kDynamic, hcMult, hcMult},
+                                      f32)) {
+      why = "unexpected mhc_post_linear signature";
+      return failure();
+    }
+    // The matmul's own result: [T, N] of the stream type.
+    y = MemRefType::get({ShapedType::kDynamic, n}, y.getElementType());
   }
   MatmulProblem problem;
   MatmulTypes types;
@@ -208,7 +239,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     return failure();
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
-                        *tiling, problem, types);
+                        *tiling, problem, types, hcMult);
   return MatmulKernelFunction{func,         *tiling,      problem,
                               std::nullopt, std::nullopt, std::nullopt};
 }

@@ -75,7 +75,8 @@ public:
   /// `splits` accumulates the rows' columns of the block over the s-th K
   /// range, the partial sums meet in workgroup memory of `func` and are
   /// added in subgroup order, then rounded once into y.
-  void buildSplitK(ValueRange args, gpu::GPUFuncOp func, int64_t splits);
+  void buildSplitK(ValueRange args, gpu::GPUFuncOp func, int64_t splits,
+                   const DenseMatmul &dense);
 
 private:
   Value zeros(VectorType type) {
@@ -389,6 +390,8 @@ private:
     return arith::MulFOp::create(b, loc, silu, up);
   }
   void storeGroupedResults(ValueRange accs);
+  /// The MhcPost epilogue of element (row, col) with fp32 sum `acc`.
+  void storeStreams(Value acc, Value row, Value col);
 
   std::optional<Grouped> grouped;
   Value expert, rowStart, rowEnd;
@@ -397,6 +400,8 @@ private:
   /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
   /// slots.
   Value w2, scales2, slotSum;
+  /// MhcPost's residual streams, post weights and comb matrices.
+  Value streams, streamPost, streamComb;
 
   const MatmulTiling &t;
   const MatmulProblem &p;
@@ -621,6 +626,9 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
             v = arith::AddFOp::create(b, loc, sum, roundTo(v, types.y));
             break;
           }
+          case MatmulEpilogue::MhcPost:
+            storeStreams(v, row, col);
+            continue;
           }
           if (types.y != f32)
             v = arith::TruncFOp::create(b, loc, types.y, v);
@@ -646,6 +654,11 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
     w2 = args[n++];
     if (p.fp8Weight)
       scales2 = args[n++];
+  }
+  if (dense.epilogue == MatmulEpilogue::MhcPost) {
+    streams = args[n++];
+    streamPost = args[n++];
+    streamComb = args[n++];
   }
   y = args[n++];
 
@@ -675,12 +688,19 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
 }
 
 void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
-                                      int64_t splits) {
-  x = args[0];
-  w = args[1];
+                                      int64_t splits, const DenseMatmul &d) {
+  dense = d;
+  unsigned n = 0;
+  x = args[n++];
+  w = args[n++];
   if (p.fp8Weight)
-    scales = args[2];
-  y = args.back();
+    scales = args[n++];
+  if (dense.epilogue == MatmulEpilogue::MhcPost) {
+    streams = args[n++];
+    streamPost = args[n++];
+    streamComb = args[n++];
+  }
+  y = args[n++];
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
@@ -745,9 +765,45 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
           b, loc, sum,
           memref::LoadOp::create(b, loc, partial,
                                  ValueRange{idx(s2), row, col}));
+    if (dense.epilogue == MatmulEpilogue::MhcPost) {
+      storeStreams(sum, row, add(colBase, col));
+      continue;
+    }
     if (types.y != f32)
       sum = arith::TruncFOp::create(b, loc, types.y, sum);
     memref::StoreOp::create(b, loc, sum, y, ValueRange{row, add(colBase, col)});
+  }
+}
+
+void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col) {
+  // The rounding and summation order of HyperConnectionOps' mhc_post:
+  // post * y first, then the source streams in order.
+  Value yv = roundTo(acc, types.y);
+  int64_t h = dense.hcMult;
+  SmallVector<Value> sources;
+  for (int64_t i = 0; i < h; ++i) {
+    Value r = memref::LoadOp::create(b, loc, streams,
+                                     ValueRange{row, idx(i), col});
+    sources.push_back(r.getType() == f32
+                          ? r
+                          : arith::ExtFOp::create(b, loc, f32, r).getResult());
+  }
+  for (int64_t j = 0; j < h; ++j) {
+    Value sum = arith::MulFOp::create(
+        b, loc,
+        memref::LoadOp::create(b, loc, streamPost, ValueRange{row, idx(j)}),
+        yv);
+    for (int64_t i = 0; i < h; ++i)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          arith::MulFOp::create(
+              b, loc,
+              memref::LoadOp::create(b, loc, streamComb,
+                                     ValueRange{row, idx(i), idx(j)}),
+              sources[i]));
+    if (types.y != f32)
+      sum = arith::TruncFOp::create(b, loc, types.y, sum);
+    memref::StoreOp::create(b, loc, sum, y, ValueRange{row, idx(j), col});
   }
 }
 
@@ -791,7 +847,7 @@ static gpu::GPUFuncOp buildMatmulFunc(
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
-    const MatmulTypes &types) {
+    const MatmulTypes &types, int64_t hcMult) {
   int64_t dyn = ShapedType::kDynamic;
   SmallVector<Type> argTypes = {
       MemRefType::get({dyn, problem.k}, types.x),
@@ -801,7 +857,18 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         {llvm::divideCeilSigned(problem.n, problem.scaleBlockN),
          llvm::divideCeilSigned(problem.k, problem.scaleBlockK)},
         builder.getF32Type()));
-  argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
+  DenseMatmul epilogue;
+  if (hcMult > 0) {
+    epilogue.epilogue = MatmulEpilogue::MhcPost;
+    epilogue.hcMult = hcMult;
+    Type f32 = builder.getF32Type();
+    argTypes.push_back(MemRefType::get({dyn, hcMult, problem.n}, types.y));
+    argTypes.push_back(MemRefType::get({dyn, hcMult}, f32));
+    argTypes.push_back(MemRefType::get({dyn, hcMult, hcMult}, f32));
+    argTypes.push_back(MemRefType::get({dyn, hcMult, problem.n}, types.y));
+  } else {
+    argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
+  }
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
@@ -810,7 +877,7 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
         if (!split) {
-          kb.build(func.getArguments(), DenseMatmul());
+          kb.build(func.getArguments(), epilogue);
           return;
         }
         // Steps of at most one instruction's rows (decode) split K over the
@@ -825,9 +892,9 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
             /*withElseRegion=*/true);
         builder.setInsertionPoint(small.thenBlock()->getTerminator());
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        decode.buildSplitK(func.getArguments(), func, splits);
+        decode.buildSplitK(func.getArguments(), func, splits, epilogue);
         builder.setInsertionPoint(small.elseBlock()->getTerminator());
-        kb.build(func.getArguments(), DenseMatmul());
+        kb.build(func.getArguments(), epilogue);
         builder.setInsertionPointAfter(small);
       });
 }

@@ -142,13 +142,16 @@ LogicalResult describeLinearMatmul(ShapedType x, ShapedType weight,
 /// Builds `gpu.func @name` in `module`: arguments x memref<?xKxbf16>,
 /// W memref<NxKxT>, [scales memref<ceil(N/bn)xceil(K/bk)xf32>,]
 /// y memref<?xNxTy>; grid (ceil(M / tileM), N / tileN, 1), block
-/// (threads, 1, 1) (`known_block_size`). Returns the existing function
-/// when `module` already has one of that name.
+/// (threads, 1, 1) (`known_block_size`). With `hcMult` > 0 the result is
+/// written through the MhcPost epilogue: (x, W[, scales], R, post, comb,
+/// y memref<?xhcMultxNxTy>). Returns the existing function when `module`
+/// already has one of that name.
 gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
                                  const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
-                                 const MatmulTypes &types);
+                                 const MatmulTypes &types,
+                                 int64_t hcMult = 0);
 
 /// What a dense projection kernel (FfnOps.cpp, kDenseMatmulAttrName) does
 /// with the matmul's rows.
@@ -161,6 +164,12 @@ enum class MatmulEpilogue {
   /// y = round(sum over the row's topK routed slots + round(acc))
   /// (moe_shared_down).
   AddSlotSum,
+  /// The residual write of mHC (mhc_post_linear, llm.mhc_post with a
+  /// projection): with y = round(acc), every stream j of the row gets
+  /// round(post[row, j] * y + sum_i comb[row, i, j] * R[row, i, col]);
+  /// arguments R memref<?xHxNxT>, post memref<?xHxf32>, comb
+  /// memref<?xHxHxf32> follow the weights, the result is memref<?xHxNxT>.
+  MhcPost,
 };
 
 struct DenseMatmul {
@@ -172,6 +181,8 @@ struct DenseMatmul {
   int64_t topK = 0;
   /// Swiglu: swiglu_limit.
   double limit = 0;
+  /// MhcPost: the stream count.
+  int64_t hcMult = 0;
   /// With `heads` > 0 the matmul is batched over heads (grid z): x
   /// memref<?xheadsxK>, y memref<?xheadsxN>, and head h multiplies the rows
   /// [h * weightRowStride + weightRowOffset, + N) of W (MLA's per-head W_UV

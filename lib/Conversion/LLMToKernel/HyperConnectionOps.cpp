@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/llm/IR/LLMOps.h"
+#include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
 
@@ -125,6 +126,9 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     call.addInput(mixed);
     call.addInput(adaptor.getBase());
     call.addInput(adaptor.getScale());
+    int normArg = -1;
+    if (adaptor.getXNormWeight())
+      normArg = call.addInput(adaptor.getXNormWeight());
     for (Value result : op->getResults()) {
       MemRefType type = getKernelMemRefType(result.getType());
       call.addResult(type, dynamicSizesLike(rewriter, loc,
@@ -133,10 +137,14 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     int64_t iters = op.getSinkhornIters();
     double hcEps = op.getHcEps().convertToFloat();
     double postMult = op.getPostMult().convertToFloat();
+    double xNormEps = op.getXNormEps() ? op.getXNormEps()->convertToFloat() : 0;
+    Type xElement = op.getResult().getType().getElementType();
     auto results = call.emit(rewriter, op, "mhc_pre",
                              [&](KernelBuilder &kb, ValueRange args) {
       Value r = args[0], mixed = args[1], base = args[2], scale = args[3];
-      Value x = args[4], post = args[5], comb = args[6];
+      unsigned firstResult = normArg >= 0 ? 5 : 4;
+      Value x = args[firstResult], post = args[firstResult + 1],
+            comb = args[firstResult + 2];
       Value pre = kb.scratch({h});
       Value eps = kb.f32(hcEps);
       Value scale0 = kb.load(scale, kb.idx(0));
@@ -206,6 +214,21 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           });
           kb.store(sum, x, {t, c});
         });
+        if (normArg >= 0) {
+          // The sub-layer's input RMSNorm on the rounded x, in place: the
+          // steps of llm.rms_norm (ElementwiseOps.cpp).
+          Value ss = kb.reduce(0, d, kb.f32(0.0), [&](Value c, Value acc) {
+            Value v = kb.load(x, {t, c});
+            return kb.add(acc, kb.mul(v, v));
+          });
+          Value inv = kb.rsqrt(kb.add(kb.div(ss, kb.f32(double(d))),
+                                      kb.f32(xNormEps)));
+          kb.loop(0, d, [&](Value c) {
+            Value n = kb.mul(kb.load(x, {t, c}), inv);
+            kb.store(kb.mul(kb.round(n, xElement), kb.load(args[normArg], c)),
+                     x, {t, c});
+          });
+        }
       });
       kb.dealloc(pre);
     });
@@ -219,6 +242,8 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
   LogicalResult
   matchAndRewrite(llm::MhcPostOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
+    if (op.getProjection())
+      return emitProjected(op, adaptor, rewriter);
     KernelCall call;
     call.addInput(adaptor.getInput());
     call.addInput(adaptor.getResidual());
@@ -244,6 +269,75 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
                                   });
             kb.store(acc, args[4], {t, j, c});
           });
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  /// The projection form: kernel `mhc_post_linear` (x, W[, scales], R,
+  /// post, comb, R'), one independent iteration per (token, column): the
+  /// column's dot product in k order from 0 (llm.linear's sum), rounded to
+  /// the stream type, then the residual write of that column into every
+  /// stream (the unfused mhc_post's sum). GPU targets with matrix units
+  /// replace it by the projection's matmul with this write as epilogue
+  /// (kLinearEpilogueAttrName).
+  LogicalResult emitProjected(llm::MhcPostOp op, OpAdaptor adaptor,
+                              ConversionPatternRewriter &rewriter) const {
+    Location loc = op.getLoc();
+    KernelCall call;
+    call.addInput(adaptor.getInput());
+    FailureOr<unsigned> weightArg = call.addWeight(
+        rewriter, loc, op.getProjection(), adaptor.getProjection());
+    if (failed(weightArg))
+      return rewriter.notifyMatchFailure(
+          op, "fp8 projection does not come from llm.weight");
+    unsigned residualArg = call.addInput(adaptor.getResidual());
+    call.addInput(adaptor.getPost());
+    call.addInput(adaptor.getComb());
+    MemRefType resultType = getKernelMemRefType(op.getType());
+    unsigned out = call.addResult(
+        resultType,
+        dynamicSizesLike(rewriter, loc, adaptor.getResidual(), resultType));
+    Type weightType = op.getProjection().getType();
+    if (auto fp8 = dyn_cast<llm::Fp8WeightType>(weightType))
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kWeightBlockAttrName,
+          rewriter.getDenseI64ArrayAttr(
+              {fp8.getBlockRows(), fp8.getBlockCols()})));
+    int64_t h = op.getHcMult(), d = resultType.getDimSize(2);
+    int64_t k = op.getInput().getType().getDimSize(1);
+    call.attributes.push_back(rewriter.getNamedAttr(
+        kLinearEpilogueAttrName,
+        rewriter.getDictionaryAttr(
+            {rewriter.getNamedAttr("epilogue",
+                                   rewriter.getStringAttr("mhc_post")),
+             rewriter.getNamedAttr("hc_mult",
+                                   rewriter.getI64IntegerAttr(h))})));
+    Type act = resultType.getElementType();
+    auto results = call.emit(rewriter, op, "mhc_post_linear",
+                             [&](KernelBuilder &kb, ValueRange args) {
+      WeightView weight = makeWeightView(
+          weightType, args.slice(*weightArg, residualArg - *weightArg));
+      Value x = args[0], r = args[residualArg], post = args[residualArg + 1];
+      Value comb = args[residualArg + 2];
+      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(x, 0), kb.idx(d)},
+                  [&](ValueRange tc) {
+        Value t = tc[0], c = tc[1];
+        Value dot = kb.reduce(0, k, kb.f32(0.0), [&](Value i, Value acc) {
+          return kb.add(acc, kb.mul(kb.load(x, {t, i}),
+                                    weight.load(kb, {c, i})));
+        });
+        Value y = kb.round(dot, act);
+        kb.loop(0, h, [&](Value j) {
+          Value acc = kb.reduce(0, h, kb.mul(kb.load(post, {t, j}), y),
+                                [&](Value i, Value a) {
+                                  return kb.add(
+                                      a, kb.mul(kb.load(comb, {t, i, j}),
+                                                kb.load(r, {t, i, c})));
+                                });
+          kb.store(acc, args[out], {t, j, c});
         });
       });
     });

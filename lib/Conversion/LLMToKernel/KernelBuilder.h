@@ -44,6 +44,13 @@ inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
 /// buildDenseMatmulKernelFunction); it works only for steps of at least
 /// min_rows rows.
 inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
+/// On a kernel function that is a linear with an epilogue (HyperConnectionOps'
+/// mhc_post_linear: x, W[, scales], R, post, comb, R'): {epilogue =
+/// "mhc_post", hc_mult}, what a GPU target needs to build it as the linear's
+/// matmul kernel (both its forms) with the residual write as the epilogue
+/// (LLMToGPU buildLinearMatmulKernel).
+inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =
+    "llm.linear_epilogue";
 /// On mla_attend (MlaOps.cpp): {min_tokens, softmax_scale}, what a GPU
 /// target needs to rebuild it with the heads of a block sharing the latent
 /// rows on the matrix units (LLMToGPU buildMlaAttendKernelFunction); it

@@ -590,10 +590,64 @@ func.func @mhc_pre_comb(%r: tensor<?x4x8xbf16>, %fn: tensor<24x32xf32>, %base: t
 
 // -----
 
+// Tests that the verifier rejects an x_norm weight without x_norm_eps.
+func.func @mhc_pre_x_norm_without_eps(%r: tensor<?x4x8xbf16>, %fn: tensor<24x32xf32>, %base: tensor<24xf32>, %s: tensor<3xf32>, %w: tensor<8xbf16>) {
+  // expected-error@+1 {{expected x_norm weight and x_norm_eps together or neither}}
+  %x, %p, %cb = llm.mhc_pre %r, %fn, %base, %s x_norm(%w) {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32, sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32} : (tensor<?x4x8xbf16>, tensor<24x32xf32>, tensor<24xf32>, tensor<3xf32>, tensor<8xbf16>) -> (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects an x_norm weight that is not [D].
+func.func @mhc_pre_x_norm_weight(%r: tensor<?x4x8xbf16>, %fn: tensor<24x32xf32>, %base: tensor<24xf32>, %s: tensor<3xf32>, %w: tensor<9xbf16>) {
+  // expected-error@+1 {{expected x_norm weight shape 8, got 9}}
+  %x, %p, %cb = llm.mhc_pre %r, %fn, %base, %s x_norm(%w) {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32, sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32, x_norm_eps = 1.0e-05 : f32} : (tensor<?x4x8xbf16>, tensor<24x32xf32>, tensor<24xf32>, tensor<3xf32>, tensor<9xbf16>) -> (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects a zero x_norm_eps.
+func.func @mhc_pre_x_norm_eps(%r: tensor<?x4x8xbf16>, %fn: tensor<24x32xf32>, %base: tensor<24xf32>, %s: tensor<3xf32>, %w: tensor<8xbf16>) {
+  // expected-error@+1 {{expected x_norm_eps > 0, got 0}}
+  %x, %p, %cb = llm.mhc_pre %r, %fn, %base, %s x_norm(%w) {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32, sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32, x_norm_eps = 0.0 : f32} : (tensor<?x4x8xbf16>, tensor<24x32xf32>, tensor<24xf32>, tensor<3xf32>, tensor<8xbf16>) -> (tensor<?x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects a sub-layer output whose width differs from the streams.
 func.func @mhc_post_input(%y: tensor<?x9xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xf32>, %cb: tensor<?x4x4xf32>) {
   // expected-error@+1 {{expected input shape ?x8, got ?x9}}
   %r2 = llm.mhc_post %y, %r, %p, %cb {hc_mult = 4 : i64} : (tensor<?x9xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects a projection weight that is not rank 2.
+func.func @mhc_post_projection_rank(%o: tensor<?x16xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xf32>, %cb: tensor<?x4x4xf32>, %w: tensor<8x16x1xbf16>) {
+  // expected-error@+1 {{expected projection weight [out, in] rank 2, got 3}}
+  %r2 = llm.mhc_post %o, %r, %p, %cb projection(%w) {hc_mult = 4 : i64} : (tensor<?x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<8x16x1xbf16>) -> tensor<?x4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects a projection whose output width is not the streams'.
+func.func @mhc_post_projection_out(%o: tensor<?x16xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xf32>, %cb: tensor<?x4x4xf32>, %w: tensor<9x16xbf16>) {
+  // expected-error@+1 {{expected projection weight out 8 (stream width), got 9}}
+  %r2 = llm.mhc_post %o, %r, %p, %cb projection(%w) {hc_mult = 4 : i64} : (tensor<?x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<9x16xbf16>) -> tensor<?x4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects a projected input whose width is not the weight's in.
+func.func @mhc_post_projection_input(%o: tensor<?x12xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xf32>, %cb: tensor<?x4x4xf32>, %w: tensor<8x16xbf16>) {
+  // expected-error@+1 {{expected input shape ?x16, got ?x12}}
+  %r2 = llm.mhc_post %o, %r, %p, %cb projection(%w) {hc_mult = 4 : i64} : (tensor<?x12xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<8x16xbf16>) -> tensor<?x4x8xbf16>
   return
 }
 

@@ -136,6 +136,34 @@ func.func @mhc(%r: tensor<?x4x4096xbf16>, %fn: tensor<24x16384xf32>, %base: tens
 
 // -----
 
+// Tests that the fused forms round-trip: mhc_pre with the sub-layer's input
+// norm (x_norm) and mhc_post with its output projection (bf16 and fp8).
+// CHECK-LABEL: @mhc_fused
+func.func @mhc_fused(%r: tensor<?x4x4096xbf16>, %fn: tensor<24x16384xf32>, %base: tensor<24xf32>,
+                     %scale: tensor<3xf32>, %w: tensor<4096xbf16>, %o: tensor<?x8192xbf16>,
+                     %wo: tensor<4096x8192xbf16>,
+                     %wq: !llm.fp8_weight<tensor<4096x8192xf8E4M3FN>, tensor<32x64xf32>, block = [128, 128]>)
+    -> (tensor<?x4096xbf16>, tensor<?x4x4096xbf16>, tensor<?x4x4096xbf16>) {
+  // CHECK: llm.mhc_pre %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} x_norm(%{{[a-z0-9_]+}})
+  // CHECK-SAME: x_norm_eps = 9.99999974E-6 : f32
+  %x, %post, %comb = llm.mhc_pre %r, %fn, %base, %scale x_norm(%w)
+      {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32,
+       sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32, x_norm_eps = 1.0e-05 : f32}
+      : (tensor<?x4x4096xbf16>, tensor<24x16384xf32>, tensor<24xf32>, tensor<3xf32>, tensor<4096xbf16>)
+      -> (tensor<?x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  // CHECK: llm.mhc_post %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} projection(%{{[a-z0-9_]+}}) {hc_mult = 4 : i64}
+  %r2 = llm.mhc_post %o, %r, %post, %comb projection(%wo) {hc_mult = 4 : i64}
+      : (tensor<?x8192xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<4096x8192xbf16>) -> tensor<?x4x4096xbf16>
+  // CHECK: llm.mhc_post {{.*}} projection(%{{[a-z0-9_]+}}) {hc_mult = 4 : i64}
+  // CHECK-SAME: !llm.fp8_weight
+  %r3 = llm.mhc_post %o, %r2, %post, %comb projection(%wq) {hc_mult = 4 : i64}
+      : (tensor<?x8192xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>,
+         !llm.fp8_weight<tensor<4096x8192xf8E4M3FN>, tensor<32x64xf32>, block = [128, 128]>) -> tensor<?x4x4096xbf16>
+  return %x, %r2, %r3 : tensor<?x4096xbf16>, tensor<?x4x4096xbf16>, tensor<?x4x4096xbf16>
+}
+
+// -----
+
 // Tests that llm.kda_attention round-trips in both modes with its state types.
 // CHECK-LABEL: @kda_attention
 func.func @kda_attention(%q: tensor<?x8192xbf16>, %k: tensor<?x8192xbf16>, %v: tensor<?x8192xbf16>,
