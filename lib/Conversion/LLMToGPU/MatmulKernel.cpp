@@ -390,8 +390,11 @@ private:
     return arith::MulFOp::create(b, loc, silu, up);
   }
   void storeGroupedResults(ValueRange accs);
+  /// MhcPost's per-row weights: post[row, :] then comb[row, :, :], loaded
+  /// once for the elements of a row.
+  SmallVector<Value> loadStreamWeights(Value row);
   /// The MhcPost epilogue of element (row, col) with fp32 sum `acc`.
-  void storeStreams(Value acc, Value row, Value col);
+  void storeStreams(Value acc, Value row, Value col, ArrayRef<Value> weights);
 
   std::optional<Grouped> grouped;
   Value expert, rowStart, rowEnd;
@@ -601,6 +604,9 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
         auto ifOp = scf::IfOp::create(b, loc, inBounds, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
+        SmallVector<Value> streamWeights;
+        if (dense.epilogue == MatmulEpilogue::MhcPost)
+          streamWeights = loadStreamWeights(row);
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
           Value v = vector::ExtractOp::create(b, loc, acc, e);
@@ -627,7 +633,7 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
             break;
           }
           case MatmulEpilogue::MhcPost:
-            storeStreams(v, row, col);
+            storeStreams(v, row, col, streamWeights);
             continue;
           }
           if (types.y != f32)
@@ -766,7 +772,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
           memref::LoadOp::create(b, loc, partial,
                                  ValueRange{idx(s2), row, col}));
     if (dense.epilogue == MatmulEpilogue::MhcPost) {
-      storeStreams(sum, row, add(colBase, col));
+      storeStreams(sum, row, add(colBase, col), loadStreamWeights(row));
       continue;
     }
     if (types.y != f32)
@@ -775,7 +781,22 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   }
 }
 
-void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col) {
+SmallVector<Value> MatmulKernelBuilder::loadStreamWeights(Value row) {
+  // post[row, 0..h) then comb[row, i, j] row-major.
+  int64_t h = dense.hcMult;
+  SmallVector<Value> weights;
+  for (int64_t j = 0; j < h; ++j)
+    weights.push_back(
+        memref::LoadOp::create(b, loc, streamPost, ValueRange{row, idx(j)}));
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = 0; j < h; ++j)
+      weights.push_back(memref::LoadOp::create(
+          b, loc, streamComb, ValueRange{row, idx(i), idx(j)}));
+  return weights;
+}
+
+void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col,
+                                       ArrayRef<Value> weights) {
   // The rounding and summation order of HyperConnectionOps' mhc_post:
   // post * y first, then the source streams in order.
   Value yv = roundTo(acc, types.y);
@@ -789,18 +810,11 @@ void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col) {
                           : arith::ExtFOp::create(b, loc, f32, r).getResult());
   }
   for (int64_t j = 0; j < h; ++j) {
-    Value sum = arith::MulFOp::create(
-        b, loc,
-        memref::LoadOp::create(b, loc, streamPost, ValueRange{row, idx(j)}),
-        yv);
+    Value sum = arith::MulFOp::create(b, loc, weights[j], yv);
     for (int64_t i = 0; i < h; ++i)
       sum = arith::AddFOp::create(
           b, loc, sum,
-          arith::MulFOp::create(
-              b, loc,
-              memref::LoadOp::create(b, loc, streamComb,
-                                     ValueRange{row, idx(i), idx(j)}),
-              sources[i]));
+          arith::MulFOp::create(b, loc, weights[h + i * h + j], sources[i]));
     if (types.y != f32)
       sum = arith::TruncFOp::create(b, loc, types.y, sum);
     memref::StoreOp::create(b, loc, sum, y, ValueRange{row, idx(j), col});

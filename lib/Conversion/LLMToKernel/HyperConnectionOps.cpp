@@ -22,6 +22,26 @@ using namespace mlir::strata;
 
 namespace {
 
+/// mhc_post's residual write of column c of token t: every destination
+/// stream j gets post[t, j] * y + sum_i comb[t, i, j] * R[t, i, c] (fp32, in
+/// that order), rounded on the store. One independent (t, c) iteration per
+/// column, so on the GPU the columns spread over the grid and the threads.
+struct StreamWrite {
+  Value streams, post, comb, out;
+  int64_t h;
+  void emit(KernelBuilder &kb, Value t, Value c, Value y) const {
+    kb.loop(0, h, [&](Value j) {
+      Value acc = kb.reduce(0, h, kb.mul(kb.load(post, {t, j}), y),
+                            [&](Value i, Value a) {
+                              return kb.add(a, kb.mul(kb.load(comb, {t, i, j}),
+                                                      kb.load(streams,
+                                                              {t, i, c})));
+                            });
+      kb.store(acc, out, {t, j, c});
+    });
+  }
+};
+
 struct HcExpandToKernel : OpConversionPattern<llm::HcExpandOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -146,30 +166,34 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       Value x = args[firstResult], post = args[firstResult + 1],
             comb = args[firstResult + 2];
       Value pre = kb.scratch({h});
+      // The comb matrix of the token is built in scratch (workgroup memory
+      // on the GPU: Sinkhorn's 2 * sinkhorn_iters dependent passes stay off
+      // global memory) and copied out once.
+      Value cs = kb.scratch({h, h});
       Value eps = kb.f32(hcEps);
       Value scale0 = kb.load(scale, kb.idx(0));
       Value scale1 = kb.load(scale, kb.idx(1));
       Value scale2 = kb.load(scale, kb.idx(2));
       // Column normalisation of comb[t]: C[:, j] /= sum_i C[i, j] + eps.
-      auto normalizeColumns = [&](Value t) {
+      auto normalizeColumns = [&]() {
         kb.loop(0, h, [&](Value j) {
           Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value i, Value acc) {
-            return kb.add(acc, kb.load(comb, {t, i, j}));
+            return kb.add(acc, kb.load(cs, {i, j}));
           });
           Value denom = kb.add(sum, eps);
           kb.loop(0, h, [&](Value i) {
-            kb.store(kb.div(kb.load(comb, {t, i, j}), denom), comb, {t, i, j});
+            kb.store(kb.div(kb.load(cs, {i, j}), denom), cs, {i, j});
           });
         });
       };
-      auto normalizeRows = [&](Value t) {
+      auto normalizeRows = [&]() {
         kb.loop(0, h, [&](Value i) {
           Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value j, Value acc) {
-            return kb.add(acc, kb.load(comb, {t, i, j}));
+            return kb.add(acc, kb.load(cs, {i, j}));
           });
           Value denom = kb.add(sum, eps);
           kb.loop(0, h, [&](Value j) {
-            kb.store(kb.div(kb.load(comb, {t, i, j}), denom), comb, {t, i, j});
+            kb.store(kb.div(kb.load(cs, {i, j}), denom), cs, {i, j});
           });
         });
       };
@@ -194,18 +218,22 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
                                });
           Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value j, Value acc) {
             Value e = kb.exp(kb.sub(logit(j), mx));
-            kb.store(e, comb, {t, i, j});
+            kb.store(e, cs, {i, j});
             return kb.add(acc, e);
           });
           kb.loop(0, h, [&](Value j) {
-            kb.store(kb.add(kb.div(kb.load(comb, {t, i, j}), sum), eps), comb,
-                     {t, i, j});
+            kb.store(kb.add(kb.div(kb.load(cs, {i, j}), sum), eps), cs, {i, j});
           });
         });
-        normalizeColumns(t);
+        normalizeColumns();
         kb.loop(1, iters, [&](Value) {
-          normalizeRows(t);
-          normalizeColumns(t);
+          normalizeRows();
+          normalizeColumns();
+        });
+        kb.loop(0, h, [&](Value i) {
+          kb.loop(0, h, [&](Value j) {
+            kb.store(kb.load(cs, {i, j}), comb, {t, i, j});
+          });
         });
         // x = sum_s pre_s * R[t, s].
         kb.loop(0, d, [&](Value c) {
@@ -216,7 +244,9 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
         });
         if (normArg >= 0) {
           // The sub-layer's input RMSNorm on the rounded x, in place: the
-          // steps of llm.rms_norm (ElementwiseOps.cpp).
+          // steps of llm.rms_norm (ElementwiseOps.cpp). (A sum of squares
+          // taken inside the collapse loop would make the GPU mapping run
+          // the collapse twice: once storing, once reducing.)
           Value ss = kb.reduce(0, d, kb.f32(0.0), [&](Value c, Value acc) {
             Value v = kb.load(x, {t, c});
             return kb.add(acc, kb.mul(v, v));
@@ -230,6 +260,7 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           });
         }
       });
+      kb.dealloc(cs);
       kb.dealloc(pre);
     });
     rewriter.replaceOp(op, results);
@@ -256,20 +287,11 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
     int64_t h = op.getHcMult(), d = resultType.getDimSize(2);
     auto results = call.emit(rewriter, op, "mhc_post",
                              [&](KernelBuilder &kb, ValueRange args) {
-      Value y = args[0], r = args[1], post = args[2], comb = args[3];
-      kb.loop(kb.idx(0), kb.dim(r, 0), [&](Value t) {
-        kb.loop(0, h, [&](Value j) {
-          Value pj = kb.load(post, {t, j});
-          kb.loop(0, d, [&](Value c) {
-            Value acc = kb.reduce(0, h, kb.mul(pj, kb.load(y, {t, c})),
-                                  [&](Value i, Value a) {
-                                    return kb.add(
-                                        a, kb.mul(kb.load(comb, {t, i, j}),
-                                                  kb.load(r, {t, i, c})));
-                                  });
-            kb.store(acc, args[4], {t, j, c});
-          });
-        });
+      Value y = args[0];
+      StreamWrite write{args[1], args[2], args[3], args[4], h};
+      kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(y, 0), kb.idx(d)},
+                  [&](ValueRange tc) {
+        write.emit(kb, tc[0], tc[1], kb.load(y, tc));
       });
     });
     rewriter.replaceOp(op, results);
@@ -320,8 +342,9 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
                              [&](KernelBuilder &kb, ValueRange args) {
       WeightView weight = makeWeightView(
           weightType, args.slice(*weightArg, residualArg - *weightArg));
-      Value x = args[0], r = args[residualArg], post = args[residualArg + 1];
-      Value comb = args[residualArg + 2];
+      Value x = args[0];
+      StreamWrite write{args[residualArg], args[residualArg + 1],
+                        args[residualArg + 2], args[out], h};
       kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(x, 0), kb.idx(d)},
                   [&](ValueRange tc) {
         Value t = tc[0], c = tc[1];
@@ -329,16 +352,7 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
           return kb.add(acc, kb.mul(kb.load(x, {t, i}),
                                     weight.load(kb, {c, i})));
         });
-        Value y = kb.round(dot, act);
-        kb.loop(0, h, [&](Value j) {
-          Value acc = kb.reduce(0, h, kb.mul(kb.load(post, {t, j}), y),
-                                [&](Value i, Value a) {
-                                  return kb.add(
-                                      a, kb.mul(kb.load(comb, {t, i, j}),
-                                                kb.load(r, {t, i, c})));
-                                });
-          kb.store(acc, args[out], {t, j, c});
-        });
+        write.emit(kb, t, c, kb.round(dot, act));
       });
     });
     rewriter.replaceOp(op, results);
