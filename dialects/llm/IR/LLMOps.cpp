@@ -592,6 +592,31 @@ static LogicalResult checkSwiglu(Operation *op, StringRef prefix, Value gate,
   return success();
 }
 
+/// The result of an FFN op of input `x : [T, D]`: `[T, D]`, or with
+/// `streams` (R, post, comb) the residual streams `[T, H, D]` of R.
+static LogicalResult checkFfnResult(Operation *op, ArrayRef<int64_t> x,
+                                    ValueRange streams, Value result) {
+  if (streams.empty())
+    return checkShape(op, "result", result, x);
+  if (streams.size() != 3)
+    return op->emitOpError()
+           << "expected streams (residual, post, comb), got "
+           << streams.size() << " values";
+  Value r = streams[0];
+  if (failed(checkRank(op, "residual streams", r, 3)))
+    return failure();
+  auto rs = weightShape(r.getType());
+  int64_t h = rs[1];
+  if (!cast<ShapedType>(streams[1].getType()).getElementType().isF32() ||
+      !cast<ShapedType>(streams[2].getType()).getElementType().isF32())
+    return op->emitOpError() << "expected f32 post and comb";
+  if (failed(checkShape(op, "residual streams", r, {x[0], h, x[1]})) ||
+      failed(checkShape(op, "post", streams[1], {x[0], h})) ||
+      failed(checkShape(op, "comb", streams[2], {x[0], h, h})))
+    return failure();
+  return checkShape(op, "result", result, rs);
+}
+
 LogicalResult SwigluMlpOp::verify() {
   if (failed(checkPositive(*this, "swiglu_limit",
                            getSwigluLimit().convertToFloat())) ||
@@ -600,7 +625,7 @@ LogicalResult SwigluMlpOp::verify() {
   auto x = getInput().getType().getShape();
   if (failed(checkSwiglu(*this, "", getGate(), getUp(), getDown(), {}, x[1])))
     return failure();
-  return checkShape(*this, "result", getResult(), x);
+  return checkFfnResult(*this, x, getStreams(), getResult());
 }
 
 LogicalResult MoeFfnOp::verify() {
@@ -634,5 +659,5 @@ LogicalResult MoeFfnOp::verify() {
       failed(checkSwiglu(*this, "shared_", getSharedGate(), getSharedUp(),
                          getSharedDown(), {}, x[1])))
     return failure();
-  return checkShape(*this, "result", getResult(), x);
+  return checkFfnResult(*this, x, getStreams(), getResult());
 }

@@ -787,6 +787,12 @@ def LLM_SwigluMlpOp : LLM_Op<"swiglu_mlp", [Pure]> {
     : [I, D]`, `down : [D, I]`, each a bf16 tensor or `!llm.fp8_weight`.
     Result `[T, D]`.
 
+    With `streams(R, post, comb)` the op ends in mHC's residual write (an
+    `llm.mhc_post` of its result, which llm-fuse-hyper-connections folds in):
+    the result is `R'[t, j] = round(post[t, j] * y[t] + sum_i comb[t, i, j] *
+    R[t, i])`, `[T, H, D]` like `R`, with `post : [T, H]` and `comb : [T, H,
+    H]` f32 (the sums of `llm.mhc_post`); `y` keeps its own rounding.
+
     ```mlir
     %y = llm.swiglu_mlp %x, %wg, %wu, %wd {swiglu_limit = 10.0 : f32}
         : (tensor<?x4096xbf16>, tensor<12288x4096xbf16>, tensor<12288x4096xbf16>, tensor<4096x12288xbf16>)
@@ -795,11 +801,12 @@ def LLM_SwigluMlpOp : LLM_Op<"swiglu_mlp", [Pure]> {
   }];
   let arguments = (ins LLM_ActTensor:$input, LLM_AnyWeight:$gate,
                        LLM_AnyWeight:$up, LLM_AnyWeight:$down,
+                       Variadic<AnyRankedTensor>:$streams,
                        F32Attr:$swiglu_limit);
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = [{
-    $input `,` $gate `,` $up `,` $down attr-dict `:`
-    functional-type(operands, results)
+    $input `,` $gate `,` $up `,` $down (`streams` `(` $streams^ `)`)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -822,6 +829,8 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
     [E, D]`; `correction_bias : [E]` f32; `gate, up : [E, I, D]`; `down : [E,
     D, I]` (stacked experts, bf16 or `!llm.fp8_weight`); `shared_gate,
     shared_up : [Is, D]`; `shared_down : [D, Is]`. Result `[T, D]`.
+    `streams(R, post, comb)`: the residual write of `llm.swiglu_mlp`'s
+    `streams`, result `[T, H, D]`.
 
     ```mlir
     %y = llm.moe_ffn %x, %router, %bias, %eg, %eu, %ed, %sg, %su, %sd
@@ -838,6 +847,7 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
                        LLM_AnyWeight:$gate, LLM_AnyWeight:$up,
                        LLM_AnyWeight:$down, LLM_AnyWeight:$shared_gate,
                        LLM_AnyWeight:$shared_up, LLM_AnyWeight:$shared_down,
+                       Variadic<AnyRankedTensor>:$streams,
                        I64Attr:$num_experts, I64Attr:$top_k, I64Attr:$n_group,
                        I64Attr:$topk_group, BoolAttr:$norm_topk_prob,
                        F32Attr:$renorm_eps, F32Attr:$routed_scaling_factor,
@@ -845,7 +855,8 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = [{
     $input `,` $router `,` $correction_bias `,` $gate `,` $up `,` $down `,`
-    $shared_gate `,` $shared_up `,` $shared_down attr-dict `:`
+    $shared_gate `,` $shared_up `,` $shared_down
+    (`streams` `(` $streams^ `)`)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

@@ -2,11 +2,12 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm-fuse-hyper-connections: see Passes.td. Two rewrite patterns, applied
-// greedily: the input RMSNorm of a sub-layer into its llm.mhc_pre
-// (x_norm form), the output projection into its llm.mhc_post (projection
-// form). Each applies only where the intermediate value has no other use,
-// so no work is repeated.
+// llm-fuse-hyper-connections: see Passes.td. Three rewrite patterns,
+// applied greedily: the input RMSNorm of a sub-layer into its llm.mhc_pre
+// (x_norm form), an attention sub-layer's output projection into its
+// llm.mhc_post (projection form), an FFN sub-layer's llm.mhc_post into the
+// FFN op (streams form). Each applies only where the intermediate value has
+// no other use, so no work is repeated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,12 +92,46 @@ struct FuseOutputProjection : OpRewritePattern<llm::MhcPostOp> {
   }
 };
 
+/// mhc_post(ffn(x, ...), R, post, comb) -> ffn(x, ...) streams(R, post,
+/// comb) for llm.swiglu_mlp and llm.moe_ffn: the FFN's last kernel writes
+/// the streams.
+struct FuseFfnResidualWrite : OpRewritePattern<llm::MhcPostOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(llm::MhcPostOp post,
+                                PatternRewriter &rewriter) const override {
+    if (post.getProjection())
+      return rewriter.notifyMatchFailure(post, "already projects");
+    Operation *ffn = post.getInput().getDefiningOp();
+    if (!ffn || !isa<llm::SwigluMlpOp, llm::MoeFfnOp>(ffn) ||
+        !ffn->getResult(0).hasOneUse())
+      return rewriter.notifyMatchFailure(
+          post, "input is not an FFN result used only here");
+    auto streams = isa<llm::SwigluMlpOp>(ffn)
+                       ? cast<llm::SwigluMlpOp>(ffn).getStreams()
+                       : cast<llm::MoeFfnOp>(ffn).getStreams();
+    if (!streams.empty())
+      return rewriter.notifyMatchFailure(post, "the FFN writes streams");
+    OperationState state(ffn->getLoc(), ffn->getName());
+    state.addOperands(ffn->getOperands());
+    state.addOperands({post.getResidual(), post.getPost(), post.getComb()});
+    state.addAttributes(ffn->getAttrs());
+    state.addTypes(post.getType());
+    // At the mhc_post: every operand of both ops is defined before it.
+    rewriter.setInsertionPoint(post);
+    Operation *fused = rewriter.create(state);
+    rewriter.replaceOp(post, fused->getResults());
+    rewriter.eraseOp(ffn);
+    return success();
+  }
+};
+
 struct LLMFuseHyperConnectionsPass
     : public llm::impl::LLMFuseHyperConnectionsPassBase<
           LLMFuseHyperConnectionsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseInputNorm, FuseOutputProjection>(&getContext());
+    patterns.add<FuseInputNorm, FuseOutputProjection, FuseFfnResidualWrite>(
+        &getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -55,9 +55,14 @@ def LLMFuseHyperConnectionsPass
       projections, so it is computed once rather than in each of their
       prologues);
     * `llm.mhc_post(llm.linear(o, W), R, post, comb)` with the linear's
-      result used only there becomes `llm.mhc_post(o, R, post, comb)
-      projection(W)`: GPU targets run it as the projection's matmul kernel
-      with the residual write as its epilogue.
+      result used only there (an attention sub-layer's o_proj) becomes
+      `llm.mhc_post(o, R, post, comb) projection(W)`: GPU targets run it as
+      the projection's matmul kernel with the residual write as its
+      epilogue;
+    * `llm.mhc_post(ffn, R, post, comb)` of an `llm.swiglu_mlp` or
+      `llm.moe_ffn` result used only there becomes the FFN op's `streams(R,
+      post, comb)` form: its last kernels (swiglu_down, moe_shared_down, their
+      `_rows` halves and matmul forms) write the streams.
 
     Both forms keep every rounding point of the unfused ops, so a CPU
     artifact computes bit-identical logits with and without the pass

@@ -375,6 +375,13 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     why = "unknown dense matmul epilogue";
     return failure();
   }
+  if (auto hc = info.getAs<IntegerAttr>("hc_mult")) {
+    if (hc.getInt() <= 0) {
+      why = "hc_mult must be positive";
+      return failure();
+    }
+    dense.hcMult = hc.getInt();
+  }
   FunctionType type = kernel.getFunctionType();
   if (type.getNumResults() != 0 || type.getNumInputs() < 3 ||
       !llvm::all_of(type.getInputs(), [](Type t) {
@@ -394,7 +401,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     auto offset = info.getAs<IntegerAttr>("weight_row_offset");
     auto stride = info.getAs<IntegerAttr>("weight_row_stride");
     if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
-        type.getNumInputs() != 3) {
+        dense.hcMult || type.getNumInputs() != 3) {
       why = "unexpected head-batched matmul kernel function";
       return failure();
     }
@@ -436,12 +443,29 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
     unsigned perWeight = fp8 ? 2 : 1;
     unsigned numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
-    if (type.getNumInputs() != firstWeight + perWeight * numWeights + 1 ||
+    unsigned streamArgs = dense.hcMult ? 3 : 0;
+    if (type.getNumInputs() !=
+            firstWeight + perWeight * numWeights + streamArgs + 1 ||
         weight.getRank() != 2 || !x.getElementType().isBF16() ||
         !y.getElementType().isBF16()) {
       why = "dense matmuls take bf16 activations and bf16 or fp8 [N, K] "
             "weights";
       return failure();
+    }
+    if (dense.hcMult) {
+      // R and the result [T, H, N], post [T, H], comb [T, H, H] f32.
+      unsigned r = type.getNumInputs() - 4;
+      int64_t n = weight.getDimSize(0), h = dense.hcMult;
+      int64_t dyn = ShapedType::kDynamic;
+      Type f32 = builder.getF32Type();
+      if (y.getShape() != ArrayRef<int64_t>({dyn, h, n}) || arg(r) != y ||
+          arg(r + 1) != MemRefType::get({dyn, h}, f32) ||
+          arg(r + 2) != MemRefType::get({dyn, h, h}, f32)) {
+        why = "unexpected residual-write arguments";
+        return failure();
+      }
+      // The projection's own result: [T, N].
+      y = MemRefType::get({dyn, n}, y.getElementType());
     }
     int64_t blockN = 0, blockK = 0;
     if (fp8) {

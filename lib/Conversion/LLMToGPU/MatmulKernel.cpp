@@ -390,10 +390,12 @@ private:
     return arith::MulFOp::create(b, loc, silu, up);
   }
   void storeGroupedResults(ValueRange accs);
-  /// MhcPost's per-row weights: post[row, :] then comb[row, :, :], loaded
+  /// The residual write's per-row weights (DenseMatmul::hcMult): post[row, :]
+  /// then comb[row, :, :], loaded
   /// once for the elements of a row.
   SmallVector<Value> loadStreamWeights(Value row);
-  /// The MhcPost epilogue of element (row, col) with fp32 sum `acc`.
+  /// The residual write of element (row, col) whose value before rounding
+  /// is `acc`.
   void storeStreams(Value acc, Value row, Value col, ArrayRef<Value> weights);
 
   std::optional<Grouped> grouped;
@@ -403,7 +405,7 @@ private:
   /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
   /// slots.
   Value w2, scales2, slotSum;
-  /// MhcPost's residual streams, post weights and comb matrices.
+  /// The residual write's streams, post weights and comb matrices.
   Value streams, streamPost, streamComb;
 
   const MatmulTiling &t;
@@ -605,7 +607,7 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
         SmallVector<Value> streamWeights;
-        if (dense.epilogue == MatmulEpilogue::MhcPost)
+        if (dense.hcMult)
           streamWeights = loadStreamWeights(row);
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
@@ -632,7 +634,8 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
             v = arith::AddFOp::create(b, loc, sum, roundTo(v, types.y));
             break;
           }
-          case MatmulEpilogue::MhcPost:
+          }
+          if (dense.hcMult) {
             storeStreams(v, row, col, streamWeights);
             continue;
           }
@@ -661,7 +664,7 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
     if (p.fp8Weight)
       scales2 = args[n++];
   }
-  if (dense.epilogue == MatmulEpilogue::MhcPost) {
+  if (dense.hcMult) {
     streams = args[n++];
     streamPost = args[n++];
     streamComb = args[n++];
@@ -701,7 +704,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   w = args[n++];
   if (p.fp8Weight)
     scales = args[n++];
-  if (dense.epilogue == MatmulEpilogue::MhcPost) {
+  if (dense.hcMult) {
     streams = args[n++];
     streamPost = args[n++];
     streamComb = args[n++];
@@ -771,7 +774,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
           b, loc, sum,
           memref::LoadOp::create(b, loc, partial,
                                  ValueRange{idx(s2), row, col}));
-    if (dense.epilogue == MatmulEpilogue::MhcPost) {
+    if (dense.hcMult) {
       storeStreams(sum, row, add(colBase, col), loadStreamWeights(row));
       continue;
     }
@@ -873,7 +876,6 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         builder.getF32Type()));
   DenseMatmul epilogue;
   if (hcMult > 0) {
-    epilogue.epilogue = MatmulEpilogue::MhcPost;
     epilogue.hcMult = hcMult;
     Type f32 = builder.getF32Type();
     argTypes.push_back(MemRefType::get({dyn, hcMult, problem.n}, types.y));

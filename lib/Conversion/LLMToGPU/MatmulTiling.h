@@ -143,8 +143,8 @@ LogicalResult describeLinearMatmul(ShapedType x, ShapedType weight,
 /// W memref<NxKxT>, [scales memref<ceil(N/bn)xceil(K/bk)xf32>,]
 /// y memref<?xNxTy>; grid (ceil(M / tileM), N / tileN, 1), block
 /// (threads, 1, 1) (`known_block_size`). With `hcMult` > 0 the result is
-/// written through the MhcPost epilogue: (x, W[, scales], R, post, comb,
-/// y memref<?xhcMultxNxTy>). Returns the existing function when `module`
+/// mHC's residual write (DenseMatmul::hcMult): (x, W[, scales], R, post,
+/// comb, y memref<?xhcMultxNxTy>). Returns the existing function when `module`
 /// already has one of that name.
 gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
@@ -164,12 +164,6 @@ enum class MatmulEpilogue {
   /// y = round(sum over the row's topK routed slots + round(acc))
   /// (moe_shared_down).
   AddSlotSum,
-  /// The residual write of mHC (mhc_post_linear, llm.mhc_post with a
-  /// projection): with y = round(acc), every stream j of the row gets
-  /// round(post[row, j] * y + sum_i comb[row, i, j] * R[row, i, col]);
-  /// arguments R memref<?xHxNxT>, post memref<?xHxf32>, comb
-  /// memref<?xHxHxf32> follow the weights, the result is memref<?xHxNxT>.
-  MhcPost,
 };
 
 struct DenseMatmul {
@@ -181,7 +175,13 @@ struct DenseMatmul {
   int64_t topK = 0;
   /// Swiglu: swiglu_limit.
   double limit = 0;
-  /// MhcPost: the stream count.
+  /// With hcMult > 0 the epilogue's value y (rounded) goes through mHC's
+  /// residual write instead of a plain store: every stream j of the row gets
+  /// round(post[row, j] * y + sum_i comb[row, i, j] * R[row, i, col]);
+  /// arguments R memref<?xhcMultxNxT>, post memref<?xhcMultxf32>, comb
+  /// memref<?xhcMultxhcMultxf32> follow the weights and the result is
+  /// memref<?xhcMultxNxT> (mhc_post_linear; swiglu_down / moe_shared_down of
+  /// an FFN in streams form).
   int64_t hcMult = 0;
   /// With `heads` > 0 the matmul is batched over heads (grid z): x
   /// memref<?xheadsxK>, y memref<?xheadsxN>, and head h multiplies the rows
@@ -197,7 +197,8 @@ struct DenseMatmul {
 /// Builds `gpu.func @name` with the arguments `argTypes` of a dense
 /// projection kernel function: (x, W[, scales], y) for Store, (x, gate[,
 /// scales], up[, scales], y) for Swiglu, (x, routed memref<?xtopKxNxbf16>,
-/// W[, scales], y) for AddSlotSum; y memref<?xNxbf16> is written. Grid
+/// W[, scales], y) for AddSlotSum; y memref<?xNxbf16> is written (with
+/// hcMult, R, post and comb before y and y the streams). Grid
 /// (ceil(M / tileM), N / tileN, 1) as for buildMatmulKernel.
 gpu::GPUFuncOp buildDenseMatmulKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,

@@ -115,6 +115,47 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
   return kb.round(dot, actType);
 }
 
+/// The end of an FFN op: y[t, o] stored into the [T, D] result, or with
+/// `streams` (R, post, comb) mHC's residual write into the [T, H, D] result
+/// (StreamWrite). The matmul form learns `hc_mult` from info().
+struct ResidualWrite {
+  ResidualWrite(OpBuilder &b, ValueRange streams, MemRefType result)
+      : streams(streams) {
+    if (!streams.empty())
+      hcMult = result.getDimSize(1);
+    if (hcMult)
+      hcMultAttr = b.getNamedAttr("hc_mult", b.getI64IntegerAttr(hcMult));
+  }
+  /// The dense-matmul info entries (kDenseMatmulAttrName) of the form.
+  SmallVector<NamedAttribute> info() const {
+    if (!hcMult)
+      return {};
+    return {*hcMultAttr};
+  }
+  /// Adds R, post and comb after the kernel's other inputs.
+  void addArgs(KernelCall &call) {
+    first = call.argTypes.size();
+    for (Value v : streams)
+      call.addInput(v);
+  }
+  /// Stores y (f32, rounded) of (t, o) into `args[out]`.
+  void store(KernelBuilder &kb, ValueRange args, unsigned out, Value t,
+             Value o, Value y) const {
+    if (!hcMult) {
+      kb.store(y, args[out], {t, o});
+      return;
+    }
+    StreamWrite{args[first], args[first + 1], args[first + 2], args[out],
+                hcMult}
+        .emit(kb, t, o, y);
+  }
+
+  ValueRange streams;
+  int64_t hcMult = 0;
+  std::optional<NamedAttribute> hcMultAttr;
+  unsigned first = 0;
+};
+
 /// The dense projections (SwiGLU up, down) come in pairs like the routed
 /// experts: `<name>_rows` does the work below kDenseMatmulMinRows rows (decode:
 /// one block per output on the GPU), `<name>` from it on; it carries
@@ -208,7 +249,7 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     MemRefType resultType = getKernelMemRefType(op.getType());
-    int64_t hidden = resultType.getDimSize(1);
+    int64_t hidden = resultType.getDimSize(resultType.getRank() - 1);
     double limit = op.getSwigluLimit().convertToFloat();
     Type actType = op.getType().getElementType();
     FailureOr<Value> act = emitDenseUp(
@@ -222,22 +263,24 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     Type dt = op.getDown().getType();
     int64_t inter = weightDim(dt, 1);
     FailureOr<unsigned> dn;
+    ResidualWrite residual(rewriter, adaptor.getStreams(), resultType);
     FailureOr<Value> out = emitDenseProjection(
         rewriter, op, "swiglu_down", resultType,
         dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType),
-        "store", {},
+        "store", residual.info(),
         [&](KernelCall &call) {
           call.addInput(*act);
           dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+          residual.addArgs(call);
           return success(succeeded(dn));
         },
         [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
           WeightView down = viewAt(dt, args, *dn);
           kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(hidden)},
                           [&](ValueRange to) {
-            kb.store(downProjection(kb, down, {}, args[0], to[0], to[1],
-                                    inter, actType),
-                     args[out], to);
+            residual.store(kb, args, out, to[0], to[1],
+                           downProjection(kb, down, {}, args[0], to[0], to[1],
+                                          inter, actType));
           });
         });
     if (failed(out))
@@ -256,7 +299,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Location loc = op.getLoc();
     Value x = adaptor.getInput();
     MemRefType resultType = getKernelMemRefType(op.getType());
-    int64_t hidden = resultType.getDimSize(1);
+    int64_t hidden = resultType.getDimSize(resultType.getRank() - 1);
     int64_t experts = op.getNumExperts(), topK = op.getTopK();
     int64_t groups = op.getNGroup(), topkGroup = op.getTopkGroup();
     int64_t perGroup = experts / groups;
@@ -589,15 +632,19 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Type sdt = op.getSharedDown().getType();
     int64_t sharedInter = weightDim(sdt, 1);
     FailureOr<unsigned> dn;
+    ResidualWrite residual(rewriter, adaptor.getStreams(), resultType);
+    SmallVector<NamedAttribute> info = residual.info();
+    info.push_back(
+        rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)));
     FailureOr<Value> out = emitDenseProjection(
         rewriter, op, "moe_shared_down", resultType,
-        dynamicSizesLike(rewriter, loc, x, resultType), "add_slot_sum",
-        {rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK))},
+        dynamicSizesLike(rewriter, loc, x, resultType), "add_slot_sum", info,
         [&](KernelCall &call) {
           call.addInput(*sharedAct);
           call.addInput(routed);
           dn = call.addWeight(rewriter, loc, op.getSharedDown(),
                               adaptor.getSharedDown());
+          residual.addArgs(call);
           return success(succeeded(dn));
         },
         [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
@@ -611,7 +658,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                 });
             Value shared = downProjection(kb, down, {}, args[0], t, o,
                                           sharedInter, actType);
-            kb.store(kb.add(sum, shared), args[out], to);
+            residual.store(kb, args, out, t, o,
+                           kb.round(kb.add(sum, shared), actType));
           });
         });
     if (failed(out))

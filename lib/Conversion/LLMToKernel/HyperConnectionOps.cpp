@@ -22,26 +22,6 @@ using namespace mlir::strata;
 
 namespace {
 
-/// mhc_post's residual write of column c of token t: every destination
-/// stream j gets post[t, j] * y + sum_i comb[t, i, j] * R[t, i, c] (fp32, in
-/// that order), rounded on the store. One independent (t, c) iteration per
-/// column, so on the GPU the columns spread over the grid and the threads.
-struct StreamWrite {
-  Value streams, post, comb, out;
-  int64_t h;
-  void emit(KernelBuilder &kb, Value t, Value c, Value y) const {
-    kb.loop(0, h, [&](Value j) {
-      Value acc = kb.reduce(0, h, kb.mul(kb.load(post, {t, j}), y),
-                            [&](Value i, Value a) {
-                              return kb.add(a, kb.mul(kb.load(comb, {t, i, j}),
-                                                      kb.load(streams,
-                                                              {t, i, c})));
-                            });
-      kb.store(acc, out, {t, j, c});
-    });
-  }
-};
-
 struct HcExpandToKernel : OpConversionPattern<llm::HcExpandOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult

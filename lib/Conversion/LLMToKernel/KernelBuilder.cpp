@@ -468,6 +468,18 @@ Value WeightView::load(KernelBuilder &kb, ValueRange indices) const {
   return kb.mul(w, kb.load(scales, scaleIndices));
 }
 
+void StreamWrite::emit(KernelBuilder &kb, Value t, Value c, Value y) const {
+  kb.loop(0, hcMult, [&](Value j) {
+    Value acc = kb.reduce(0, hcMult, kb.mul(kb.load(post, {t, j}), y),
+                          [&](Value i, Value a) {
+                            return kb.add(a, kb.mul(kb.load(comb, {t, i, j}),
+                                                    kb.load(streams,
+                                                            {t, i, c})));
+                          });
+    kb.store(acc, out, {t, j, c});
+  });
+}
+
 void mlir::strata::forEachRow(
     KernelBuilder &kb, Value m, unsigned numDims,
     llvm::function_ref<void(SmallVector<Value>)> body) {

@@ -286,6 +286,17 @@ struct KernelCall {
   }
 };
 
+/// mHC's residual write (llm.mhc_post) of column c of token t, from the
+/// sub-layer output y (f32, already rounded): every destination stream j
+/// gets post[t, j] * y + sum_i comb[t, i, j] * streams[t, i, c] (fp32, in
+/// that order), rounded on the store into out[t, j, c]. The mhc_post kernels
+/// and the FFN kernels that end in it (streams form) share it.
+struct StreamWrite {
+  Value streams, post, comb, out;
+  int64_t hcMult;
+  void emit(KernelBuilder &kb, Value t, Value c, Value y) const;
+};
+
 /// Runs `body(lead)` for every combination of the leading `numDims` indices
 /// of memref `m` (a row loop nest).
 void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,

@@ -59,3 +59,24 @@ func.func @fp8_projection(%o: tensor<?x256xbf16>, %r: tensor<?x4x128xbf16>, %pos
   %r2 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64} : (tensor<?x128xbf16>, tensor<?x4x128xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x128xbf16>
   return %r2 : tensor<?x4x128xbf16>
 }
+
+// -----
+
+// Tests that an FFN sub-layer's mhc_post folds into the FFN op (streams form,
+// result the new streams), for the dense MLP and the MoE.
+// CHECK-LABEL: @ffn_sub_layers
+// CHECK: %[[R1:.+]] = llm.swiglu_mlp %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} streams(%{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}}) {swiglu_limit = 1.000000e+01 : f32}
+// CHECK-SAME: -> tensor<?x4x8xbf16>
+// CHECK: llm.moe_ffn {{.*}} streams(%[[R1]], %{{[a-z0-9_]+}}, %{{[a-z0-9_]+}})
+// CHECK-SAME: -> tensor<?x4x8xbf16>
+// CHECK-NOT: llm.mhc_post
+func.func @ffn_sub_layers(%r: tensor<?x4x8xbf16>, %x: tensor<?x8xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>,
+                          %wg: tensor<16x8xbf16>, %wu: tensor<16x8xbf16>, %wd: tensor<8x16xbf16>,
+                          %router: tensor<4x8xf32>, %bias: tensor<4xf32>, %eg: tensor<4x16x8xbf16>, %eu: tensor<4x16x8xbf16>,
+                          %ed: tensor<4x8x16xbf16>) -> tensor<?x4x8xbf16> {
+  %y = llm.swiglu_mlp %x, %wg, %wu, %wd {swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16x8xbf16>, tensor<8x16xbf16>) -> tensor<?x8xbf16>
+  %r1 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64} : (tensor<?x8xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  %m = llm.moe_ffn %x, %router, %bias, %eg, %eu, %ed, %wg, %wu, %wd {num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32, swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<4x8xf32>, tensor<4xf32>, tensor<4x16x8xbf16>, tensor<4x16x8xbf16>, tensor<4x8x16xbf16>, tensor<16x8xbf16>, tensor<16x8xbf16>, tensor<8x16xbf16>) -> tensor<?x8xbf16>
+  %r2 = llm.mhc_post %m, %r1, %post, %comb {hc_mult = 4 : i64} : (tensor<?x8xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  return %r2 : tensor<?x4x8xbf16>
+}

@@ -653,6 +653,33 @@ func.func @mhc_post_projection_input(%o: tensor<?x12xbf16>, %r: tensor<?x4x8xbf1
 
 // -----
 
+// Tests that the verifier rejects a residual write without comb.
+func.func @swiglu_streams_count(%x: tensor<?x8xbf16>, %wg: tensor<16x8xbf16>, %wu: tensor<16x8xbf16>, %wd: tensor<8x16xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xf32>) {
+  // expected-error@+1 {{expected streams (residual, post, comb), got 2 values}}
+  %y = llm.swiglu_mlp %x, %wg, %wu, %wd streams(%r, %p) {swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16x8xbf16>, tensor<8x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>) -> tensor<?x4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects bf16 post weights of a residual write.
+func.func @swiglu_streams_f32(%x: tensor<?x8xbf16>, %wg: tensor<16x8xbf16>, %wu: tensor<16x8xbf16>, %wd: tensor<8x16xbf16>, %r: tensor<?x4x8xbf16>, %p: tensor<?x4xbf16>, %cb: tensor<?x4x4xf32>) {
+  // expected-error@+1 {{expected f32 post and comb}}
+  %y = llm.swiglu_mlp %x, %wg, %wu, %wd streams(%r, %p, %cb) {swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16x8xbf16>, tensor<8x16xbf16>, tensor<?x4x8xbf16>, tensor<?x4xbf16>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects residual streams of another width.
+func.func @swiglu_streams_width(%x: tensor<?x8xbf16>, %wg: tensor<16x8xbf16>, %wu: tensor<16x8xbf16>, %wd: tensor<8x16xbf16>, %r: tensor<?x4x9xbf16>, %p: tensor<?x4xf32>, %cb: tensor<?x4x4xf32>) {
+  // expected-error@+1 {{expected residual streams shape ?x4x8, got ?x4x9}}
+  %y = llm.swiglu_mlp %x, %wg, %wu, %wd streams(%r, %p, %cb) {swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<16x8xbf16>, tensor<16x8xbf16>, tensor<8x16xbf16>, tensor<?x4x9xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x9xbf16>
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects zero heads.
 func.func @kda_heads(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %v: tensor<?x8xbf16>, %f: tensor<?x8xbf16>, %b: tensor<?x2xbf16>, %g: tensor<?x8xbf16>, %qc: tensor<8x1x4xbf16>, %kc: tensor<8x1x4xbf16>, %vc: tensor<8x1x4xbf16>, %al: tensor<2xf32>, %dt: tensor<8xf32>, %on: tensor<4xbf16>, %s: !llm.kda_state<heads = 2, key_dim = 4, value_dim = 4, f32>, %cs: !llm.conv_state<channels = 24, width = 3, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %sl: tensor<?xi32>, %dsl: tensor<?xi32>) {
   // expected-error@+1 {{expected heads > 0, got 0}}
