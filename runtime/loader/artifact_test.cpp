@@ -259,6 +259,23 @@ TEST(Artifact, GpuLaunchInfo) {
                               "info");
 }
 
+// Tests that an operand of a matrix-unit kernel (16-byte vector loads) must
+// start at a constant multiple of 16 bytes into its buffer.
+TEST(Artifact, MatrixOperandOffset) {
+  TestArtifactKnobs knobs;
+  knobs.gpu_target = true;
+  knobs.gpu_matrix_instruction = "v_mfma_f32_16x16x16_bf16";
+  knobs.gpu_input_offset = 32;
+  auto artifact = Artifact::fromBytes(buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  knobs.gpu_input_offset = 4;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: targets[1] (gfx942): plans[0] (prefill): "
+            "dispatches[0]: bindings[0]: offset 4 into an operand of "
+            "matrix-unit kernel 'scale' (v_mfma_f32_16x16x16_bf16), which "
+            "reads 16-byte runs; expected a constant multiple of 16 bytes");
+}
+
 // Tests that a target kind this runtime does not know is refused.
 TEST(Artifact, UnknownTargetKind) {
   TestArtifactKnobs knobs;

@@ -443,6 +443,30 @@ Status validateBinding(const ArtifactDef &def, const ExecutionPlan &plan,
   return okStatus();
 }
 
+/// A matrix-unit kernel (launch.matrix_instruction set) reads its operands
+/// in runs of up to 16 bytes with aligned vector loads (docs/GPULowering.md
+/// "K runs"); device allocations are 256-byte aligned, so a bound region must
+/// start at a constant multiple of 16 bytes into its object.
+Status validateMatrixOperandOffset(const Kernel &kernel,
+                                   const Binding &binding,
+                                   const std::string &where) {
+  const LaunchInfo *launch = kernel.launch();
+  if (!launch || !launch->matrix_instruction() ||
+      launch->matrix_instruction()->size() == 0 || !binding.offset_bytes())
+    return okStatus();
+  const SizeExpr *offset = binding.offset_bytes();
+  bool constant = count(offset->ops()) == 1 &&
+                  offset->ops()->Get(0)->opcode() ==
+                      static_cast<uint8_t>(SizeOpcode::constant);
+  if (constant && offset->ops()->Get(0)->operand() % 16 == 0)
+    return okStatus();
+  return invalidArgument(
+      "{}: offset {} into an operand of matrix-unit kernel '{}' ({}), which "
+      "reads 16-byte runs; expected a constant multiple of 16 bytes",
+      where, formatSizeExpr(offset), str(kernel.name()),
+      str(launch->matrix_instruction()));
+}
+
 Status validatePlan(const ArtifactDef &def, const TargetDef &target,
                     const ExecutionPlan &plan, const std::string &where) {
   std::set<std::string> names;
@@ -471,10 +495,15 @@ Status validatePlan(const ArtifactDef &def, const TargetDef &target,
                              "arguments",
                              at, count(dispatch->bindings()),
                              str(kernel->name()), count(kernel->args()));
-    for (size_t b = 0; b < count(dispatch->bindings()); ++b)
-      STRATA_RETURN_IF_ERROR(validateBinding(
-          def, plan, *kernel->args()->Get(b), *dispatch->bindings()->Get(b),
-          fmt::format("{}: bindings[{}]", at, b)));
+    for (size_t b = 0; b < count(dispatch->bindings()); ++b) {
+      std::string binding_at = fmt::format("{}: bindings[{}]", at, b);
+      STRATA_RETURN_IF_ERROR(validateBinding(def, plan,
+                                             *kernel->args()->Get(b),
+                                             *dispatch->bindings()->Get(b),
+                                             binding_at));
+      STRATA_RETURN_IF_ERROR(validateMatrixOperandOffset(
+          *kernel, *dispatch->bindings()->Get(b), binding_at));
+    }
   }
   return okStatus();
 }

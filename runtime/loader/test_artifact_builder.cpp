@@ -147,11 +147,34 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
         expr(b, {constant(1)}), expr(b, {constant(1)})};
     Offset<fb::LaunchInfo> launch;
     if (!k.gpu_without_launch)
-      launch = fb::CreateLaunchInfoDirect(b, &block, &grid, 0);
+      launch = fb::CreateLaunchInfoDirect(
+          b, &block, &grid, 0,
+          k.gpu_matrix_instruction.empty()
+              ? nullptr
+              : k.gpu_matrix_instruction.c_str());
     std::vector<Offset<fb::Kernel>> gpu_kernels = {fb::CreateKernelDirect(
         b, "scale", fb::TargetKind::gfx942, "gfx942", 0, "scale",
         fb::KernelAbi::gpu_memref_descriptor, &args, launch)};
     std::vector<Offset<fb::ExecutionPlan>> gpu_plans;
+    if (!k.gpu_matrix_instruction.empty()) {
+      std::vector<Offset<fb::BufferDef>> gpu_buffers = {
+          fb::CreateBufferDefDirect(
+              b, "in", fb::BufferKind::input,
+              expr(b, {tokens(), constant(4), op(fb::SizeOpcode::mul),
+                       constant(k.gpu_input_offset), op(fb::SizeOpcode::add)})),
+          fb::CreateBufferDefDirect(
+              b, "out", fb::BufferKind::output,
+              expr(b, {tokens(), constant(4), op(fb::SizeOpcode::mul)}))};
+      std::vector<Offset<fb::Binding>> gpu_bindings = {
+          bufferBinding(b, fb::BindingKind::buffer, 0, k.gpu_input_offset,
+                        {tokens()}),
+          bufferBinding(b, fb::BindingKind::buffer, 1, 0, {tokens()}),
+          floatBinding(b, 1.5)};
+      std::vector<Offset<fb::Dispatch>> gpu_dispatches = {
+          fb::CreateDispatchDirect(b, 0, &gpu_bindings, "matrix")};
+      gpu_plans.push_back(fb::CreateExecutionPlanDirect(
+          b, fb::StepKind::prefill, &gpu_buffers, &gpu_dispatches));
+    }
     if (k.scratch) {
       std::vector<uint32_t> one = {1, 1, 1};
       std::vector<Offset<fb::SizeExpr>> probe_grid = {

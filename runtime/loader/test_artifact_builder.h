@@ -62,6 +62,11 @@ struct TestArtifactKnobs {
   bool gpu_target = false;
   /// Leaves out the gfx942 kernel's launch info.
   bool gpu_without_launch = false;
+  /// With gpu_target: the gfx942 kernel `scale` records this matrix
+  /// instruction, and a prefill plan dispatches it with its input bound
+  /// `gpu_input_offset` bytes into buffer `in`.
+  std::string gpu_matrix_instruction;
+  int64_t gpu_input_offset = 0;
   /// Adds a kernel `scratch_probe(scratch: memref<?xu8>, out: memref<?xf32>)`
   /// (kernel 1) and a decode plan dispatching it with a scratch binding of
   /// num_tokens x 16 bytes per block and an 8-byte output `out`; with
