@@ -64,8 +64,10 @@ bool isGroupedExpertKernelFunction(func::FuncOp kernel);
 /// memref<?xkxf32>, order, starts, down memref<ExDxIxT> [scales], routed
 /// memref<?xkxDxbf16>), the same arguments in the same order. Fails with
 /// `why` (and builds nothing) for another signature, activations other than
-/// bf16, shapes that do not tile, or fp8 experts on a target whose fp8 path
-/// quantises the activations (AMD: those keep the generic kernels).
+/// bf16 or shapes that do not tile. fp8 experts take the target's fp8 mode:
+/// weights decoded to bf16 (sm_90) or the slots' rows quantised per K block
+/// against fp8 MFMA (gfx942, gfx950), both weights of moe_up against the
+/// same quantised rows.
 FailureOr<MatmulKernelFunction>
 buildGroupedExpertMatmulKernel(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
@@ -83,9 +85,10 @@ bool isDenseMatmulKernelFunction(func::FuncOp kernel);
 /// (MLA's mla_absorb / mla_project) x memref<?xHxK>, a bf16 W holding every
 /// head's block (transposed with `weight_transposed`), y memref<?xHxN>, one
 /// of x and y bf16. Fails with `why` (and builds nothing) for another
-/// signature, f32 activations, shapes that do not tile, or fp8 weights on a
-/// target whose fp8 path quantises the activations (AMD: those keep the
-/// generic kernels).
+/// signature, f32 activations or shapes that do not tile; fp8 weights take
+/// the target's fp8 mode as for the grouped experts. With `hc_mult` in the
+/// info, R, post and comb precede y and y is the new streams
+/// (DenseMatmul::hcMult).
 FailureOr<MatmulKernelFunction>
 buildDenseMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,

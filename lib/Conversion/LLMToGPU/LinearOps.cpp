@@ -323,11 +323,6 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
-  if (tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
-    why = "grouped experts decode fp8 weights; this target quantises "
-          "activations instead";
-    return failure();
-  }
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
@@ -501,11 +496,6 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
-  if (problem.fp8Weight && tiling->fp8Mode == Fp8Mode::QuantizeActivations) {
-    why = "dense matmuls decode fp8 weights; this target quantises "
-          "activations instead";
-    return failure();
-  }
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   gpu::GPUFuncOp func = buildDenseMatmulKernel(

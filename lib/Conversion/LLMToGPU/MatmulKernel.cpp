@@ -565,15 +565,17 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
         }
       rowScale[i] = vector::FromElementsOp::create(b, loc, accType, perElement);
     }
-    for (int64_t j = 0; j < t.fragsN; ++j) {
-      SmallVector<Value> bvs =
-          loadKBlock(w, fp8, mi.b, bLane, colBases[j], kb, false);
-      for (int64_t s = 0; s < steps; ++s) {
-        Value bv = toMmaFp8(bvs[s]);
-        for (int64_t i = 0; i < t.fragsM; ++i)
-          blk[at(i, j)] = emitMma(q[i][s], bv, blk[at(i, j)]);
+    // Every weight (the SwiGLU's W_up too) against the same quantised A.
+    for (auto [wi, weight] : llvm::enumerate(weights))
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        SmallVector<Value> bvs =
+            loadKBlock(weight.first, fp8, mi.b, bLane, colBases[j], kb, false);
+        for (int64_t s = 0; s < steps; ++s) {
+          Value bv = toMmaFp8(bvs[s]);
+          for (int64_t i = 0; i < t.fragsM; ++i)
+            blk[atW(wi, i, j)] = emitMma(q[i][s], bv, blk[atW(wi, i, j)]);
+        }
       }
-    }
   }
   for (auto [wi, weight] : llvm::enumerate(weights))
     for (int64_t j = 0; j < t.fragsN; ++j) {
