@@ -6,9 +6,13 @@
 // kernels: mhc_mix, one row per (token, mixing output) (on the GPU a grid of
 // tokens x outputs whose blocks reduce one [h * d] dot product each), the
 // fp32 mixing projection of the normalised flattened streams; then mhc_pre
-// per token: the pre/post sigmoids, the Sinkhorn iterations done in place in
-// the comb output, and the pre-weighted stream collapse. llm.mhc_post writes the sub-layer output back into the
-// streams. Everything is fp32 with one rounding at each activation store.
+// per token: the pre/post sigmoids and the softmax + Sinkhorn iterations on
+// values (the h x h comb matrix in registers), the pre-weighted stream
+// collapse and, in the x_norm form, the sub-layer's input RMSNorm.
+// llm.mhc_post writes the sub-layer output back into the streams, one
+// (token, column) per iteration; its projection form (mhc_post_linear) first
+// computes that column of the sub-layer's output projection. Everything is
+// fp32 with one rounding at each activation store.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,103 +149,93 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       unsigned firstResult = normArg >= 0 ? 5 : 4;
       Value x = args[firstResult], post = args[firstResult + 1],
             comb = args[firstResult + 2];
-      Value pre = kb.scratch({h});
-      // The comb matrix of the token is built in scratch (workgroup memory
-      // on the GPU: Sinkhorn's 2 * sinkhorn_iters dependent passes stay off
-      // global memory) and copied out once.
-      Value cs = kb.scratch({h, h});
       Value eps = kb.f32(hcEps);
       Value scale0 = kb.load(scale, kb.idx(0));
       Value scale1 = kb.load(scale, kb.idx(1));
       Value scale2 = kb.load(scale, kb.idx(2));
-      // Column normalisation of comb[t]: C[:, j] /= sum_i C[i, j] + eps.
-      auto normalizeColumns = [&]() {
-        kb.loop(0, h, [&](Value j) {
-          Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value i, Value acc) {
-            return kb.add(acc, kb.load(cs, {i, j}));
-          });
-          Value denom = kb.add(sum, eps);
-          kb.loop(0, h, [&](Value i) {
-            kb.store(kb.div(kb.load(cs, {i, j}), denom), cs, {i, j});
-          });
-        });
-      };
-      auto normalizeRows = [&]() {
-        kb.loop(0, h, [&](Value i) {
-          Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value j, Value acc) {
-            return kb.add(acc, kb.load(cs, {i, j}));
-          });
-          Value denom = kb.add(sum, eps);
-          kb.loop(0, h, [&](Value j) {
-            kb.store(kb.div(kb.load(cs, {i, j}), denom), cs, {i, j});
-          });
-        });
-      };
       kb.loop(kb.idx(0), kb.dim(r, 0), [&](Value t) {
-        auto m = [&](Value j) { return kb.load(mixed, {t, j}); };
-        kb.loop(0, h, [&](Value s) {
-          Value p = kb.add(kb.mul(m(s), scale0), kb.load(base, s));
-          kb.store(kb.add(kb.sigmoid(p), eps), pre, s);
-          Value hs = kb.iadd(s, kb.idx(h));
-          Value q = kb.add(kb.mul(m(hs), scale1), kb.load(base, hs));
-          kb.store(kb.mul(kb.f32(postMult), kb.sigmoid(q)), post, {t, s});
-        });
-        // comb = softmax_j(C0) + eps, then Sinkhorn.
-        kb.loop(0, h, [&](Value i) {
-          auto logit = [&](Value j) {
-            Value k = kb.iadd(kb.idx(2 * h), kb.iadd(kb.imul(i, kb.idx(h)), j));
-            return kb.add(kb.mul(m(k), scale2), kb.load(base, k));
-          };
-          Value mx = kb.reduce(0, h, kb.f32(-INFINITY),
-                               [&](Value j, Value acc) {
-                                 return kb.max(acc, logit(j));
-                               });
-          Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value j, Value acc) {
-            Value e = kb.exp(kb.sub(logit(j), mx));
-            kb.store(e, cs, {i, j});
-            return kb.add(acc, e);
-          });
-          kb.loop(0, h, [&](Value j) {
-            kb.store(kb.add(kb.div(kb.load(cs, {i, j}), sum), eps), cs, {i, j});
-          });
-        });
-        normalizeColumns();
-        kb.loop(1, iters, [&](Value) {
-          normalizeRows();
-          normalizeColumns();
-        });
-        kb.loop(0, h, [&](Value i) {
-          kb.loop(0, h, [&](Value j) {
-            kb.store(kb.load(cs, {i, j}), comb, {t, i, j});
-          });
-        });
+        // The token's (2 + h) h mixing values, its pre weights and its comb
+        // matrix live in values (registers), not memory: on the GPU every
+        // thread of the block computes them alike, with no barrier between
+        // Sinkhorn's 2 * sinkhorn_iters dependent passes. Same operations in
+        // the same order as loops over memory.
+        auto m = [&](int64_t k) { return kb.load(mixed, {t, kb.idx(k)}); };
+        auto baseAt = [&](int64_t k) { return kb.load(base, kb.idx(k)); };
+        SmallVector<Value> pre;
+        for (int64_t s = 0; s < h; ++s)
+          pre.push_back(kb.add(
+              kb.sigmoid(kb.add(kb.mul(m(s), scale0), baseAt(s))), eps));
+        // comb = softmax_j(C0) + eps (row-major c[i * h + j]), then Sinkhorn.
+        SmallVector<Value> c(h * h);
+        for (int64_t i = 0; i < h; ++i) {
+          SmallVector<Value> logit;
+          for (int64_t j = 0; j < h; ++j) {
+            int64_t k = 2 * h + i * h + j;
+            logit.push_back(kb.add(kb.mul(m(k), scale2), baseAt(k)));
+          }
+          Value mx = kb.f32(-INFINITY);
+          for (int64_t j = 0; j < h; ++j)
+            mx = kb.max(mx, logit[j]);
+          Value sum = kb.f32(0.0);
+          for (int64_t j = 0; j < h; ++j) {
+            c[i * h + j] = kb.exp(kb.sub(logit[j], mx));
+            sum = kb.add(sum, c[i * h + j]);
+          }
+          for (int64_t j = 0; j < h; ++j)
+            c[i * h + j] = kb.add(kb.div(c[i * h + j], sum), eps);
+        }
+        // C[:, j] /= sum_i C[i, j] + eps; rows likewise.
+        auto normalize = [&](SmallVector<Value> v, bool rows) {
+          for (int64_t a = 0; a < h; ++a) {
+            auto at = [&](int64_t b) { return rows ? a * h + b : b * h + a; };
+            Value sum = kb.f32(0.0);
+            for (int64_t b = 0; b < h; ++b)
+              sum = kb.add(sum, v[at(b)]);
+            Value denom = kb.add(sum, eps);
+            for (int64_t b = 0; b < h; ++b)
+              v[at(b)] = kb.div(v[at(b)], denom);
+          }
+          return v;
+        };
+        c = normalize(c, /*rows=*/false);
+        c = kb.loopCarry(kb.idx(1), kb.idx(iters), c,
+                         [&](Value, ValueRange v) {
+                           return normalize(
+                               normalize(SmallVector<Value>(v), true), false);
+                         });
+        for (int64_t s = 0; s < h; ++s) {
+          Value q = kb.add(kb.mul(m(h + s), scale1), baseAt(h + s));
+          kb.store(kb.mul(kb.f32(postMult), kb.sigmoid(q)), post,
+                   {t, kb.idx(s)});
+        }
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < h; ++j)
+            kb.store(c[i * h + j], comb, {t, kb.idx(i), kb.idx(j)});
         // x = sum_s pre_s * R[t, s].
-        kb.loop(0, d, [&](Value c) {
-          Value sum = kb.reduce(0, h, kb.f32(0.0), [&](Value s, Value acc) {
-            return kb.add(acc, kb.mul(kb.load(pre, s), kb.load(r, {t, s, c})));
-          });
-          kb.store(sum, x, {t, c});
+        kb.loop(0, d, [&](Value col) {
+          Value sum = kb.f32(0.0);
+          for (int64_t s = 0; s < h; ++s)
+            sum = kb.add(sum, kb.mul(pre[s], kb.load(r, {t, kb.idx(s), col})));
+          kb.store(sum, x, {t, col});
         });
         if (normArg >= 0) {
           // The sub-layer's input RMSNorm on the rounded x, in place: the
           // steps of llm.rms_norm (ElementwiseOps.cpp). (A sum of squares
           // taken inside the collapse loop would make the GPU mapping run
           // the collapse twice: once storing, once reducing.)
-          Value ss = kb.reduce(0, d, kb.f32(0.0), [&](Value c, Value acc) {
-            Value v = kb.load(x, {t, c});
+          Value ss = kb.reduce(0, d, kb.f32(0.0), [&](Value col, Value acc) {
+            Value v = kb.load(x, {t, col});
             return kb.add(acc, kb.mul(v, v));
           });
           Value inv = kb.rsqrt(kb.add(kb.div(ss, kb.f32(double(d))),
                                       kb.f32(xNormEps)));
-          kb.loop(0, d, [&](Value c) {
-            Value n = kb.mul(kb.load(x, {t, c}), inv);
-            kb.store(kb.mul(kb.round(n, xElement), kb.load(args[normArg], c)),
-                     x, {t, c});
+          kb.loop(0, d, [&](Value col) {
+            Value n = kb.mul(kb.load(x, {t, col}), inv);
+            kb.store(kb.mul(kb.round(n, xElement), kb.load(args[normArg], col)),
+                     x, {t, col});
           });
         }
       });
-      kb.dealloc(cs);
-      kb.dealloc(pre);
     });
     rewriter.replaceOp(op, results);
     return success();
