@@ -2,12 +2,12 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm-fuse-hyper-connections: see Passes.td. Three rewrite patterns,
-// applied greedily: the input RMSNorm of a sub-layer into its llm.mhc_pre
-// (x_norm form), an attention sub-layer's output projection into its
-// llm.mhc_post (projection form), an FFN sub-layer's llm.mhc_post into the
-// FFN op (streams form). Each applies only where the intermediate value has
-// no other use, so no work is repeated.
+// llm-fuse-hyper-connections: see Passes.td. Two rewrite patterns, applied
+// greedily: the input RMSNorm of a sub-layer into its llm.mhc_pre (x_norm
+// form); at the sub-layer's end, an output projection into its
+// llm.mhc_post (projection form) or its llm.mhc_post into the FFN op
+// (streams form). Each applies only where the intermediate value has no
+// other use, so no work is repeated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 #include "dialects/llm/IR/LLMOps.h"
@@ -69,58 +70,48 @@ struct FuseInputNorm : OpRewritePattern<llm::RmsNormOp> {
   }
 };
 
-/// mhc_post(linear(o, W), R, post, comb) -> mhc_post(o, R, post, comb)
-/// projection(W).
-struct FuseOutputProjection : OpRewritePattern<llm::MhcPostOp> {
+/// An mhc_post whose input only it reads takes in the op producing it:
+///   mhc_post(linear(o, W), R, post, comb)
+///       -> mhc_post(o, R, post, comb) projection(W)     (rank-2 o)
+///   mhc_post(ffn(x, ...), R, post, comb)
+///       -> ffn(x, ...) streams(R, post, comb)          (swiglu_mlp, moe_ffn)
+struct FuseResidualWrite : OpRewritePattern<llm::MhcPostOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(llm::MhcPostOp post,
                                 PatternRewriter &rewriter) const override {
-    if (post.getProjection())
-      return rewriter.notifyMatchFailure(post, "already projects");
-    auto linear = post.getInput().getDefiningOp<llm::LinearOp>();
-    if (!linear || !linear.getResult().hasOneUse())
+    Operation *producer = post.getInput().getDefiningOp();
+    if (post.getProjection() || !producer ||
+        !post.getInput().hasOneUse())
       return rewriter.notifyMatchFailure(
-          post, "input is not a linear used only here");
-    if (linear.getInput().getType().getRank() != 2)
-      return rewriter.notifyMatchFailure(post, "linear input is not [T, K]");
-    rewriter.replaceOpWithNewOp<llm::MhcPostOp>(
-        post, post.getType(), linear.getInput(), post.getResidual(),
-        post.getPost(), post.getComb(), linear.getWeight(),
-        post.getHcMultAttr());
-    rewriter.eraseOp(linear);
-    return success();
-  }
-};
-
-/// mhc_post(ffn(x, ...), R, post, comb) -> ffn(x, ...) streams(R, post,
-/// comb) for llm.swiglu_mlp and llm.moe_ffn: the FFN's last kernel writes
-/// the streams.
-struct FuseFfnResidualWrite : OpRewritePattern<llm::MhcPostOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(llm::MhcPostOp post,
-                                PatternRewriter &rewriter) const override {
-    if (post.getProjection())
-      return rewriter.notifyMatchFailure(post, "already projects");
-    Operation *ffn = post.getInput().getDefiningOp();
-    if (!ffn || !isa<llm::SwigluMlpOp, llm::MoeFfnOp>(ffn) ||
-        !ffn->getResult(0).hasOneUse())
+          post, "already projects, or the input has other uses");
+    if (auto linear = dyn_cast<llm::LinearOp>(producer)) {
+      if (linear.getInput().getType().getRank() != 2)
+        return rewriter.notifyMatchFailure(post, "linear input is not [T, K]");
+      rewriter.replaceOpWithNewOp<llm::MhcPostOp>(
+          post, post.getType(), linear.getInput(), post.getResidual(),
+          post.getPost(), post.getComb(), linear.getWeight(),
+          post.getHcMultAttr());
+      rewriter.eraseOp(linear);
+      return success();
+    }
+    auto streams = llvm::TypeSwitch<Operation *, std::optional<ValueRange>>(
+                       producer)
+                       .Case<llm::SwigluMlpOp, llm::MoeFfnOp>(
+                           [](auto ffn) { return ValueRange(ffn.getStreams()); })
+                       .Default([](Operation *) { return std::nullopt; });
+    if (!streams || !streams->empty())
       return rewriter.notifyMatchFailure(
-          post, "input is not an FFN result used only here");
-    auto streams = isa<llm::SwigluMlpOp>(ffn)
-                       ? cast<llm::SwigluMlpOp>(ffn).getStreams()
-                       : cast<llm::MoeFfnOp>(ffn).getStreams();
-    if (!streams.empty())
-      return rewriter.notifyMatchFailure(post, "the FFN writes streams");
-    OperationState state(ffn->getLoc(), ffn->getName());
-    state.addOperands(ffn->getOperands());
+          post, "input is not a linear or an FFN without streams");
+    OperationState state(producer->getLoc(), producer->getName());
+    state.addOperands(producer->getOperands());
     state.addOperands({post.getResidual(), post.getPost(), post.getComb()});
-    state.addAttributes(ffn->getAttrs());
+    state.addAttributes(producer->getAttrs());
     state.addTypes(post.getType());
     // At the mhc_post: every operand of both ops is defined before it.
     rewriter.setInsertionPoint(post);
     Operation *fused = rewriter.create(state);
     rewriter.replaceOp(post, fused->getResults());
-    rewriter.eraseOp(ffn);
+    rewriter.eraseOp(producer);
     return success();
   }
 };
@@ -130,8 +121,7 @@ struct LLMFuseHyperConnectionsPass
           LLMFuseHyperConnectionsPass> {
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseInputNorm, FuseOutputProjection, FuseFfnResidualWrite>(
-        &getContext());
+    patterns.add<FuseInputNorm, FuseResidualWrite>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

@@ -17,7 +17,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "dialects/llm/IR/LLMOps.h"
-#include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
 
@@ -284,7 +283,7 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
     Location loc = op.getLoc();
     KernelCall call;
     call.addInput(adaptor.getInput());
-    FailureOr<unsigned> weightArg = call.addWeight(
+    FailureOr<unsigned> weightArg = call.addMatmulWeight(
         rewriter, loc, op.getProjection(), adaptor.getProjection());
     if (failed(weightArg))
       return rewriter.notifyMatchFailure(
@@ -297,11 +296,6 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
         resultType,
         dynamicSizesLike(rewriter, loc, adaptor.getResidual(), resultType));
     Type weightType = op.getProjection().getType();
-    if (auto fp8 = dyn_cast<llm::Fp8WeightType>(weightType))
-      call.attributes.push_back(rewriter.getNamedAttr(
-          kWeightBlockAttrName,
-          rewriter.getDenseI64ArrayAttr(
-              {fp8.getBlockRows(), fp8.getBlockCols()})));
     int64_t h = op.getHcMult(), d = resultType.getDimSize(2);
     int64_t k = op.getInput().getType().getDimSize(1);
     call.attributes.push_back(rewriter.getNamedAttr(

@@ -468,6 +468,19 @@ Value WeightView::load(KernelBuilder &kb, ValueRange indices) const {
   return kb.mul(w, kb.load(scales, scaleIndices));
 }
 
+FailureOr<unsigned> KernelCall::addMatmulWeight(RewriterBase &rewriter,
+                                                Location loc, Value original,
+                                                Value converted) {
+  FailureOr<unsigned> first = addWeight(rewriter, loc, original, converted);
+  if (succeeded(first))
+    if (auto fp8 = dyn_cast<llm::Fp8WeightType>(original.getType()))
+      attributes.push_back(rewriter.getNamedAttr(
+          kWeightBlockAttrName,
+          rewriter.getDenseI64ArrayAttr(
+              {fp8.getBlockRows(), fp8.getBlockCols()})));
+  return first;
+}
+
 void StreamWrite::emit(KernelBuilder &kb, Value t, Value c, Value y) const {
   kb.loop(0, hcMult, [&](Value j) {
     Value acc = kb.reduce(0, hcMult, kb.mul(kb.load(post, {t, j}), y),

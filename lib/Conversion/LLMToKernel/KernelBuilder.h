@@ -266,6 +266,11 @@ struct KernelCall {
       addInput(v);
     return first;
   }
+  /// A matmul's weight (addWeight) that a GPU target may rebuild on the
+  /// matrix units: for an !llm.fp8_weight also kWeightBlockAttrName on the
+  /// kernel (its arguments carry only the data and scale memrefs).
+  FailureOr<unsigned> addMatmulWeight(RewriterBase &rewriter, Location loc,
+                                      Value original, Value converted);
   /// A result memref with dynamic extents `sizes`.
   unsigned addResult(MemRefType type, SmallVector<Value> sizes = {}) {
     argTypes.push_back(type);

@@ -93,7 +93,7 @@ struct LinearToKernel : OpConversionPattern<llm::LinearOp> {
     Location loc = op.getLoc();
     KernelCall call;
     call.addInput(adaptor.getInput());
-    FailureOr<unsigned> weightArg = call.addWeight(
+    FailureOr<unsigned> weightArg = call.addMatmulWeight(
         rewriter, loc, op.getWeight(), adaptor.getWeight());
     if (failed(weightArg))
       return rewriter.notifyMatchFailure(
@@ -106,11 +106,6 @@ struct LinearToKernel : OpConversionPattern<llm::LinearOp> {
     int64_t rank = resultType.getRank();
     int64_t outDim = resultType.getDimSize(rank - 1);
     int64_t inDim = op.getInput().getType().getShape().back();
-    if (auto fp8 = dyn_cast<llm::Fp8WeightType>(weightType))
-      call.attributes.push_back(rewriter.getNamedAttr(
-          kWeightBlockAttrName,
-          rewriter.getDenseI64ArrayAttr(
-              {fp8.getBlockRows(), fp8.getBlockCols()})));
     auto results = call.emit(rewriter, op, "linear",
                              [&](KernelBuilder &kb, ValueRange args) {
       OpBuilder &b = kb.builder();
