@@ -105,22 +105,24 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
         kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(r, 0), kb.idx(mix)},
                         [&](ValueRange tj) {
           Value t = tj[0], j = tj[1];
-          // Flat loops over the h * d stream values: one reduction each,
-          // which a GPU block shares.
+          // A flat loop over the h * d stream values, which a GPU block
+          // shares.
           auto stream = [&](Value i) {
             return kb.load(r, {t, kb.idiv(i, kb.idx(d)), kb.irem(i, kb.idx(d))});
           };
-          Value ss = kb.reduce(0, h * d, kb.f32(0.0), [&](Value i, Value a) {
-            Value v = stream(i);
-            return kb.add(a, kb.mul(v, v));
-          });
+          // The sum of squares and the dot product in one pass over the
+          // streams (two block reductions on the GPU).
+          SmallVector<Value> sums = kb.loopCarry(
+              kb.idx(0), kb.idx(h * d), ValueRange{kb.f32(0.0), kb.f32(0.0)},
+              [&](Value i, ValueRange a) -> SmallVector<Value> {
+                Value v = stream(i);
+                return {kb.add(a[0], kb.mul(v, v)),
+                        kb.add(a[1], kb.mul(kb.load(fn, {j, i}), v))};
+              });
           Value inv = kb.rsqrt(
-              kb.add(kb.div(ss, kb.f32(static_cast<double>(h * d))),
+              kb.add(kb.div(sums[0], kb.f32(static_cast<double>(h * d))),
                      kb.f32(normEps)));
-          Value dot = kb.reduce(0, h * d, kb.f32(0.0), [&](Value i, Value a) {
-            return kb.add(a, kb.mul(kb.load(fn, {j, i}), stream(i)));
-          });
-          kb.store(kb.mul(dot, inv), args[out], tj);
+          kb.store(kb.mul(sums[1], inv), args[out], tj);
         });
       })[0];
     }
