@@ -13,7 +13,9 @@
 // x is right); the tail rows of M are clamped on load and skipped on store.
 // A plain linear's kernel also has a decode form, taken when M is at most one
 // instruction's rows: the subgroups split K and add their partial tiles in
-// workgroup memory in subgroup order (buildSplitK).
+// workgroup memory in subgroup order (buildSplitK). With DenseMatmul::hcMult
+// either form ends in mHC's residual write instead of a store of y
+// (storeStreams: an attention o_proj, an FFN's last projection).
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
@@ -391,8 +393,7 @@ private:
   }
   void storeGroupedResults(ValueRange accs);
   /// The residual write's per-row weights (DenseMatmul::hcMult): post[row, :]
-  /// then comb[row, :, :], loaded
-  /// once for the elements of a row.
+  /// then comb[row, :, :], loaded once for the elements of a row.
   SmallVector<Value> loadStreamWeights(Value row);
   /// The residual write of element (row, col) whose value before rounding
   /// is `acc`.
