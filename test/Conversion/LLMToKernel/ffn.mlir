@@ -109,3 +109,25 @@ func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
       : (tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>) -> tensor<?x32xbf16>
   return %y : tensor<?x32xbf16>
 }
+
+// -----
+
+// Tests the streams form (an FFN sub-layer's mhc_post folded in by
+// llm-fuse-hyper-connections): the down projection's kernels take R, post and
+// comb after the weight and write the [T, 4, D] streams; the matmul half's
+// info carries hc_mult.
+// CHECK-LABEL: func.func @mlp_streams
+// CHECK: %[[OUT:.*]] = memref.alloc(%{{.*}}) : memref<?x4x32xbf16>
+// CHECK: call @swiglu_down_rows_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
+// CHECK: call @swiglu_down_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
+// CHECK: func.func @swiglu_down_rows_0({{.*}}: memref<?x64xbf16>, {{.*}}: memref<32x64xbf16>, {{.*}}: memref<?x4x32xbf16>, {{.*}}: memref<?x4xf32>, {{.*}}: memref<?x4x4xf32>, {{.*}}: memref<?x4x32xbf16>)
+// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "store", hc_mult = 4 : i64, min_rows = 64 : i64}
+func.func @mlp_streams(%x: tensor<?x32xbf16>, %r: tensor<?x4x32xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) -> tensor<?x4x32xbf16> {
+  %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>
+  %u = llm.weight "mlp.up_proj.weight" : tensor<64x32xbf16>
+  %d = llm.weight "mlp.down_proj.weight" : tensor<32x64xbf16>
+  %y = llm.swiglu_mlp %x, %g, %u, %d streams(%r, %post, %comb) {swiglu_limit = 10.0 : f32}
+      : (tensor<?x32xbf16>, tensor<64x32xbf16>, tensor<64x32xbf16>, tensor<32x64xbf16>,
+         tensor<?x4x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x32xbf16>
+  return %y : tensor<?x4x32xbf16>
+}

@@ -15,9 +15,16 @@
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c24)
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c128
 // CHECK: } {llm.threads_within_row}
+// The per-token kernel keeps the mixing values, pre weights and comb matrix
+// in values: no scratch, Sinkhorn's further 19 iterations one scf.for
+// carrying the 16 comb entries.
 // CHECK: func.func @mhc_pre_0
-// CHECK: memref.alloc() : memref<4xf32>
+// CHECK-NOT: memref.alloc
 // CHECK: math.exp
+// CHECK-NOT: memref.alloc
+// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-NOT: memref.alloc
+// CHECK: return
 func.func @mhc_pre(%r: tensor<?x4x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) {
   %fn = llm.weight "hc_attn_fn" : tensor<24x128xf32>
   %base = llm.weight "hc_attn_base" : tensor<24xf32>
@@ -44,4 +51,36 @@ func.func @streams(%e: tensor<?x32xbf16>, %y: tensor<?x32xbf16>, %post: tensor<?
       : (tensor<?x32xbf16>, tensor<?x4x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x32xbf16>
   %h = llm.hc_collapse %r2 {hc_mult = 4 : i64} : (tensor<?x4x32xbf16>) -> tensor<?x32xbf16>
   return %h : tensor<?x32xbf16>
+}
+
+// -----
+
+// Tests the fused forms of llm-fuse-hyper-connections: mhc_pre with the input
+// norm takes the norm weight and ends in the norm (1 / sqrt of the mean square);
+// mhc_post with a projection calls mhc_post_linear, marked as a linear with
+// the residual write as its epilogue (and, fp8, with its weight block).
+// CHECK-LABEL: func.func @fused
+// CHECK: call @mhc_pre_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: call @mhc_post_linear_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: func.func @mhc_pre_0(%{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x24xf32>, %{{.*}}: memref<24xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<32xbf16>, %{{.*}}: memref<?x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>)
+// CHECK: math.sqrt
+// CHECK: func.func @mhc_post_linear_0(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<32x256xf8E4M3FN>, %{{.*}}: memref<1x2xf32>, %{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>, %{{.*}}: memref<?x4x32xbf16>)
+// CHECK-SAME: llm.linear_epilogue = {epilogue = "mhc_post", hc_mult = 4 : i64}
+// CHECK-SAME: llm.weight_block = array<i64: 128, 128>
+// CHECK: scf.parallel
+func.func @fused(%r: tensor<?x4x32xbf16>, %o: tensor<?x256xbf16>) -> tensor<?x4x32xbf16> {
+  %fn = llm.weight "hc_attn_fn" : tensor<24x128xf32>
+  %base = llm.weight "hc_attn_base" : tensor<24xf32>
+  %scale = llm.weight "hc_attn_scale" : tensor<3xf32>
+  %w = llm.weight "n.weight" : tensor<32xbf16>
+  %wo = llm.weight "o.weight" : !llm.fp8_weight<tensor<32x256xf8E4M3FN>, tensor<1x2xf32>, block = [128, 128]>
+  %x, %post, %comb = llm.mhc_pre %r, %fn, %base, %scale x_norm(%w)
+      {hc_mult = 4 : i64, hc_eps = 1.0e-06 : f32, norm_eps = 1.0e-05 : f32,
+       sinkhorn_iters = 20 : i64, post_mult = 2.0 : f32, x_norm_eps = 1.0e-05 : f32}
+      : (tensor<?x4x32xbf16>, tensor<24x128xf32>, tensor<24xf32>, tensor<3xf32>, tensor<32xbf16>)
+      -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+  %r2 = llm.mhc_post %o, %r, %post, %comb projection(%wo) {hc_mult = 4 : i64}
+      : (tensor<?x256xbf16>, tensor<?x4x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>,
+         !llm.fp8_weight<tensor<32x256xf8E4M3FN>, tensor<1x2xf32>, block = [128, 128]>) -> tensor<?x4x32xbf16>
+  return %r2 : tensor<?x4x32xbf16>
 }
