@@ -8,13 +8,15 @@
 // llm.kpool_indexer: per token, fp32 scores of the visible complete pools
 // (sum_h w_h relu(q_h . K_p) * scale) into a scratch of the visible count,
 // top-(min(topk/kpool, |V|)) by repeated arg-max (descending score, ties to
-// the lowest pool), expansion to kpool positions per pool, then the open
+// the lowest pool; each arg-max over 128 strided slices, then their bests),
+// expansion to kpool positions per pool, then the open
 // tail, then -1 padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
 // queries are rotated in fp32 (not quantised): scores equal the bf16-pool
 // scores up to the key's fp8 rounding.
 //
 //===----------------------------------------------------------------------===//
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "dialects/llm/IR/LLMOps.h"
@@ -26,6 +28,10 @@ using namespace mlir;
 using namespace mlir::strata;
 
 namespace {
+
+/// Strided slices of the visible pools per arg-max of the indexer's top-k
+/// (a GPU block's 128 threads take one each).
+constexpr int64_t kTopkChunks = 128;
 
 struct KpoolCompressToKernel : OpConversionPattern<llm::KpoolCompressOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -139,6 +145,10 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
           ValueRange{kb.imax(kb.imul(kb.dim(bt, 1), kb.idx(rowsPerPage)),
                              kb.idx(1))});
+      // The per-slice bests of the two-level arg-max (pool ids as f32:
+      // exact below 2^24).
+      Value chunkScore = kb.scratch({kTopkChunks});
+      Value chunkPool = kb.scratch({kTopkChunks});
       forEachTokenRow(kb, starts, q, [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
         Value len = kb.iadd(x, kb.idx(1));
@@ -171,19 +181,58 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           });
           kb.store(kb.mul(s, kb.f32(scale)), scores, p);
         });
-        // Top pools by repeated arg-max, expanded to positions.
+        // Top pools by repeated arg-max (descending score, ties to the
+        // lowest pool), expanded to positions. Each arg-max is two-level:
+        // the best of each of `chunks` strided slices of the visible pools
+        // (independent iterations: a GPU block's threads share them), then
+        // the best of those (ties again to the lowest pool), so a selection
+        // costs visible / chunks + chunks steps on a thread instead of
+        // visible. The same pools in the same order as one scan.
+        // (At least 1: with no visible pool nothing is selected, but the
+        // slice length below is computed.)
+        Value chunks =
+            kb.imax(kb.imin(visible, kb.idx(kTopkChunks)), kb.idx(1));
+        // Slice length, out of the slice loop (a division there would make
+        // its iterations look unsafe to spread).
+        Value rounds = kb.idiv(kb.iadd(visible, kb.isub(chunks, kb.idx(1))),
+                               chunks);
+        Value lastPool = kb.isub(visible, kb.idx(1));
         kb.loop(kb.idx(0), numSel, [&](Value n) {
+          kb.loop(kb.idx(0), chunks, [&](Value q) {
+            SmallVector<Value> best = kb.loopCarry(
+                kb.idx(0), rounds, ValueRange{negInf, q},
+                [&](Value m, ValueRange c) -> SmallVector<Value> {
+                  Value p = kb.iadd(q, kb.imul(m, chunks));
+                  Value v = kb.load(scores, kb.imin(p, lastPool));
+                  Value better = arith::AndIOp::create(b, l, kb.ilt(p, visible),
+                                                       kb.gt(v, c[0]));
+                  return {kb.select(better, v, c[0]),
+                          kb.select(better, p, c[1])};
+                });
+            kb.store(best[0], chunkScore, q);
+            kb.store(kb.toF32(best[1]), chunkPool, q);
+          });
           SmallVector<Value> best = kb.loopCarry(
-              kb.idx(0), visible, ValueRange{negInf, kb.idx(0)},
-              [&](Value p, ValueRange c) -> SmallVector<Value> {
-                Value v = kb.load(scores, p);
-                Value better = kb.gt(v, c[0]);
+              kb.idx(0), chunks, ValueRange{negInf, kb.f32(0.0)},
+              [&](Value q, ValueRange c) -> SmallVector<Value> {
+                Value v = kb.load(chunkScore, q);
+                Value pool = kb.load(chunkPool, q);
+                Value tie = arith::AndIOp::create(
+                    b, l,
+                    arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v,
+                                          c[0]),
+                    kb.lt(pool, c[1]));
+                Value better =
+                    arith::OrIOp::create(b, l, kb.gt(v, c[0]), tie);
                 return {kb.select(better, v, c[0]),
-                        kb.select(better, p, c[1])};
+                        kb.select(better, pool, c[1])};
               });
-          kb.store(negInf, scores, best[1]);
+          Value bestPool = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              arith::FPToSIOp::create(b, l, b.getI64Type(), best[1]));
+          kb.store(negInf, scores, bestPool);
           kb.loop(0, kpool, [&](Value s) {
-            kb.storeIndex(kb.iadd(kb.imul(best[1], kb.idx(kpool)), s), sel,
+            kb.storeIndex(kb.iadd(kb.imul(bestPool, kb.idx(kpool)), s), sel,
                           {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
           });
         });
@@ -200,6 +249,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         kb.storeIndex(count, counts, t);
       });
       memref::DeallocOp::create(b, l, scores);
+      kb.dealloc(chunkScore);
+      kb.dealloc(chunkPool);
       if (cache.fp8)
         for (Value m : {qRot, qVec, qOut})
           kb.dealloc(m);
