@@ -154,6 +154,26 @@ static LogicalResult prepareMatmulModule(OpBuilder &builder,
   return success();
 }
 
+/// The residual-write arguments of a matmul kernel function (hcMult > 0):
+/// R, post and comb at `first`, the result `y` [T, hcMult, n] like R, post
+/// [T, hcMult] and comb [T, hcMult, hcMult] f32. Returns the projection's
+/// own result type [T, n] (what describeLinearMatmul takes) or fails with
+/// `why`.
+static FailureOr<MemRefType>
+checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
+                       int64_t n, MemRefType y, std::string &why) {
+  int64_t dyn = ShapedType::kDynamic;
+  Type f32 = Float32Type::get(type.getContext());
+  auto arg = [&](unsigned i) { return type.getInput(i); };
+  if (y.getShape() != ArrayRef<int64_t>({dyn, hcMult, n}) || arg(first) != y ||
+      arg(first + 1) != MemRefType::get({dyn, hcMult}, f32) ||
+      arg(first + 2) != MemRefType::get({dyn, hcMult, hcMult}, f32)) {
+    why = "unexpected residual-write arguments";
+    return failure();
+  }
+  return MemRefType::get({dyn, n}, y.getElementType());
+}
+
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
   if (kernel->hasAttr(kLinearEpilogueAttrName))
     return true;
@@ -200,20 +220,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     }
   }
   if (hcMult) {
-    // y [T, H, N] and R like it, post [T, H], comb [T, H, H] f32.
-    unsigned r = fp8 ? 3 : 2;
-    int64_t n = weight.getRank() == 2 ? weight.getDimSize(0) : -1;
-    SmallVector<int64_t> streamShape = {ShapedType::kDynamic, hcMult, n};
-    Type f32 = builder.getF32Type();
-    if (y.getShape() != ArrayRef<int64_t>(streamShape) || arg(r) != y ||
-        arg(r + 1) != MemRefType::get({ShapedType::kDynamic, hcMult}, f32) ||
-        arg(r + 2) != MemRefType::get({ShapedType::kDynamic, hcMult, hcMult},
-                                      f32)) {
-      why = "unexpected mhc_post_linear signature";
+    FailureOr<MemRefType> projected = checkResidualWriteArgs(
+        type, fp8 ? 3 : 2, hcMult,
+        weight.getRank() == 2 ? weight.getDimSize(0) : -1, y, why);
+    if (failed(projected))
       return failure();
-    }
-    // The matmul's own result: [T, N] of the stream type.
-    y = MemRefType::get({ShapedType::kDynamic, n}, y.getElementType());
+    y = *projected;
   }
   MatmulProblem problem;
   MatmulTypes types;
@@ -448,19 +460,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
       return failure();
     }
     if (dense.hcMult) {
-      // R and the result [T, H, N], post [T, H], comb [T, H, H] f32.
-      unsigned r = type.getNumInputs() - 4;
-      int64_t n = weight.getDimSize(0), h = dense.hcMult;
-      int64_t dyn = ShapedType::kDynamic;
-      Type f32 = builder.getF32Type();
-      if (y.getShape() != ArrayRef<int64_t>({dyn, h, n}) || arg(r) != y ||
-          arg(r + 1) != MemRefType::get({dyn, h}, f32) ||
-          arg(r + 2) != MemRefType::get({dyn, h, h}, f32)) {
-        why = "unexpected residual-write arguments";
+      FailureOr<MemRefType> projected =
+          checkResidualWriteArgs(type, type.getNumInputs() - 4, dense.hcMult,
+                                 weight.getDimSize(0), y, why);
+      if (failed(projected))
         return failure();
-      }
-      // The projection's own result: [T, N].
-      y = MemRefType::get({dyn, n}, y.getElementType());
+      y = *projected;
     }
     int64_t blockN = 0, blockK = 0;
     if (fp8) {

@@ -81,6 +81,11 @@ public:
                    const DenseMatmul &dense);
 
 private:
+  /// Binds x, [slotSum,] w[, scales][, w2[, scales2]][, streams, streamPost,
+  /// streamComb], y from a plain or dense kernel's arguments (`d`'s
+  /// epilogue and hcMult say which are there).
+  void bindArgs(ValueRange args, const DenseMatmul &d);
+
   Value zeros(VectorType type) {
     return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
   }
@@ -653,7 +658,7 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
     }
 }
 
-void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
+void MatmulKernelBuilder::bindArgs(ValueRange args, const DenseMatmul &d) {
   dense = d;
   unsigned n = 0;
   x = args[n++];
@@ -673,7 +678,10 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
     streamComb = args[n++];
   }
   y = args[n++];
+}
 
+void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
+  bindArgs(args, d);
   auto [bx, subgroupRow] = placeSubgroup();
   if (dense.heads)
     head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
@@ -701,18 +709,7 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
 
 void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
                                       int64_t splits, const DenseMatmul &d) {
-  dense = d;
-  unsigned n = 0;
-  x = args[n++];
-  w = args[n++];
-  if (p.fp8Weight)
-    scales = args[n++];
-  if (dense.hcMult) {
-    streams = args[n++];
-    streamPost = args[n++];
-    streamComb = args[n++];
-  }
-  y = args[n++];
+  bindArgs(args, d);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);

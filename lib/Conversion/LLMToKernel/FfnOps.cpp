@@ -117,20 +117,14 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
 
 /// The end of an FFN op: y[t, o] stored into the [T, D] result, or with
 /// `streams` (R, post, comb) mHC's residual write into the [T, H, D] result
-/// (StreamWrite). The matmul form learns `hc_mult` from info().
+/// (StreamWrite). The matmul form learns `hc_mult` from `info`.
 struct ResidualWrite {
   ResidualWrite(OpBuilder &b, ValueRange streams, MemRefType result)
       : streams(streams) {
-    if (!streams.empty())
-      hcMult = result.getDimSize(1);
-    if (hcMult)
-      hcMultAttr = b.getNamedAttr("hc_mult", b.getI64IntegerAttr(hcMult));
-  }
-  /// The dense-matmul info entries (kDenseMatmulAttrName) of the form.
-  SmallVector<NamedAttribute> info() const {
-    if (!hcMult)
-      return {};
-    return {*hcMultAttr};
+    if (streams.empty())
+      return;
+    hcMult = result.getDimSize(1);
+    info.push_back(b.getNamedAttr("hc_mult", b.getI64IntegerAttr(hcMult)));
   }
   /// Adds R, post and comb after the kernel's other inputs.
   void addArgs(KernelCall &call) {
@@ -152,7 +146,8 @@ struct ResidualWrite {
 
   ValueRange streams;
   int64_t hcMult = 0;
-  std::optional<NamedAttribute> hcMultAttr;
+  /// The dense-matmul info entries (kDenseMatmulAttrName) of the form.
+  SmallVector<NamedAttribute> info;
   unsigned first = 0;
 };
 
@@ -267,7 +262,7 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     FailureOr<Value> out = emitDenseProjection(
         rewriter, op, "swiglu_down", resultType,
         dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType),
-        "store", residual.info(),
+        "store", residual.info,
         [&](KernelCall &call) {
           call.addInput(*act);
           dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
@@ -633,7 +628,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     int64_t sharedInter = weightDim(sdt, 1);
     FailureOr<unsigned> dn;
     ResidualWrite residual(rewriter, adaptor.getStreams(), resultType);
-    SmallVector<NamedAttribute> info = residual.info();
+    SmallVector<NamedAttribute> info = residual.info;
     info.push_back(
         rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)));
     FailureOr<Value> out = emitDenseProjection(
