@@ -122,6 +122,16 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       // expert may end in a partial tile.
       const MatmulTiling &tiling = matmul->second.tiling;
       kernel.launch->matrixInstruction = tiling.mma.mnemonic;
+      if (const std::optional<KdaChunk> &kda = matmul->second.kda) {
+        // kda_attention: (seq_starts entries, heads, parts); the block of
+        // the last entry has no request.
+        dims[0] = {7, 0, 1};
+        dims[1].blocks = kda->heads;
+        dims[2].blocks = kda->parts;
+        library.grids.push_back(dims);
+        library.scratch.emplace_back();
+        continue;
+      }
       if (const std::optional<MlaAttend> &mla = matmul->second.mla) {
         // mla_attend: (tokens, ceil(heads / m), 1).
         dims[0] = {0, 0, 1};

@@ -36,6 +36,7 @@ struct MatmulKernelFunction {
   std::optional<GroupedExperts> experts;
   std::optional<DenseMatmul> dense;
   std::optional<MlaAttend> mla;
+  std::optional<KdaChunk> kda;
 };
 
 /// True when `kernel` is the kernel function of an `llm.linear`.
@@ -93,6 +94,18 @@ FailureOr<MatmulKernelFunction>
 buildDenseMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
+
+/// True when `kernel` carries kKdaChunkAttrName.
+bool isKdaChunkKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKdaChunkKernel for a
+/// chunked kda_attention kernel function, the same arguments in the same
+/// order. Fails with `why` (and builds nothing) for another signature or a
+/// target without f32 matrix instructions.
+FailureOr<MatmulKernelFunction>
+buildKdaChunkKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                            func::FuncOp kernel, const TargetInfo &target,
+                            std::string &why);
 
 /// True when `kernel` carries kMlaAttendAttrName.
 bool isMlaAttendKernelFunction(func::FuncOp kernel);

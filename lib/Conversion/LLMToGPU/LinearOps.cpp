@@ -569,11 +569,73 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   return result;
 }
 
+bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKdaChunkAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  FunctionType type = kernel.getFunctionType();
+  auto memref = [&](unsigned i) {
+    auto m = dyn_cast<MemRefType>(type.getInput(i));
+    return m && m.getLayout().isIdentity() ? m : MemRefType();
+  };
+  if (type.getNumInputs() != 11 || type.getNumResults() != 0) {
+    why = "not a kda_attention kernel function";
+    return failure();
+  }
+  auto isF32 = [&](unsigned i, int64_t rank) {
+    MemRefType m = memref(i);
+    return m && m.getRank() == rank && m.getElementType().isF32();
+  };
+  auto isI32Vector = [&](unsigned i) {
+    MemRefType m = memref(i);
+    return m && m.getRank() == 1 && m.getElementType().isInteger(32);
+  };
+  MemRefType state = memref(5), q = memref(0), beta = memref(4);
+  bool rows = isF32(0, 2) && isF32(1, 2) && isF32(2, 2) && isF32(3, 2) &&
+              isF32(10, 2) && isF32(4, 2);
+  if (!rows || !isF32(5, 4) || !isI32Vector(6) || !isI32Vector(7) ||
+      !isI32Vector(8) || !isI32Vector(9) || state.isDynamicDim(1) ||
+      state.isDynamicDim(2) || state.getDimSize(2) != state.getDimSize(3) ||
+      q.isDynamicDim(1) || beta.isDynamicDim(1)) {
+    why = "unexpected kda_attention kernel signature";
+    return failure();
+  }
+  KdaChunk shape;
+  shape.heads = state.getDimSize(1);
+  shape.headDim = state.getDimSize(2);
+  shape.parts = shape.headDim % 32 == 0 ? shape.headDim / 32 : 1;
+  for (unsigned i : {0u, 1u, 2u, 3u, 10u})
+    if (memref(i).getDimSize(1) != shape.heads * shape.headDim) {
+      why = "unexpected kda_attention kernel signature";
+      return failure();
+    }
+  if (beta.getDimSize(1) != shape.heads) {
+    why = "unexpected kda_attention kernel signature";
+    return failure();
+  }
+  FailureOr<const MatrixInstruction *> mi =
+      chooseKdaChunkInstruction(target, shape, why);
+  if (failed(mi))
+    return failure();
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKdaChunkKernel(builder, kernel.getLoc(), module,
+                                    kernel.getSymName(), type.getInputs(),
+                                    shape, **mi, target.getSubgroupSize());
+  result.tiling.mma = **mi;
+  result.kda = shape;
+  return result;
+}
+
 bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
   return isLinearKernelFunction(kernel) ||
          isGroupedExpertKernelFunction(kernel) ||
          isDenseMatmulKernelFunction(kernel) ||
-         isMlaAttendKernelFunction(kernel);
+         isMlaAttendKernelFunction(kernel) || isKdaChunkKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -587,5 +649,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
                                           why);
   if (isMlaAttendKernelFunction(kernel))
     return buildMlaAttendKernelFunction(builder, module, kernel, target, why);
+  if (isKdaChunkKernelFunction(kernel))
+    return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

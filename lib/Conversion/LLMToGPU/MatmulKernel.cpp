@@ -432,18 +432,76 @@ private:
 
 } // namespace
 
+/// acc + a * bv for f32 fragments on tf32 mma.sync: each operand split into
+/// x_hi (its top 19 bits, a tf32 value) and x_lo = x - x_hi (exact, then
+/// also cut to tf32), and acc + a_lo b_hi + a_hi b_lo + a_hi b_hi (the small
+/// terms first): relative error about 2^-20 per product instead of tf32's
+/// 2^-11 (a_lo b_lo is dropped).
+static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
+                        Value a, Value bv, Value acc) {
+  auto accType = cast<VectorType>(acc.getType());
+  Type i32 = b.getI32Type();
+  Value mask = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(
+                                                     int32_t(0xffffe000u)));
+  // (hi, lo) registers of a fragment, in fragment order.
+  auto split = [&](Value v) {
+    int64_t n = cast<VectorType>(v.getType()).getNumElements();
+    SmallVector<Value> hi, lo;
+    for (int64_t i = 0; i < n; ++i) {
+      Value x = vector::ExtractOp::create(b, loc, v, i);
+      Value bits = arith::BitcastOp::create(b, loc, i32, x);
+      Value h = arith::AndIOp::create(b, loc, bits, mask);
+      Value rest = arith::SubFOp::create(
+          b, loc, x, arith::BitcastOp::create(b, loc, b.getF32Type(), h));
+      hi.push_back(h);
+      lo.push_back(arith::AndIOp::create(
+          b, loc, arith::BitcastOp::create(b, loc, i32, rest), mask));
+    }
+    return std::make_pair(hi, lo);
+  };
+  auto [aHi, aLo] = split(a);
+  auto [bHi, bLo] = split(bv);
+  SmallVector<Value> c;
+  for (int64_t i = 0; i < accType.getNumElements(); ++i)
+    c.push_back(vector::ExtractOp::create(b, loc, acc, i));
+  SmallVector<Type> fields(c.size(), b.getF32Type());
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  auto mma = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
+    Value d = NVVM::MmaOp::create(
+        b, loc, structType, x, y, c, {mi.m, mi.n, mi.k}, std::nullopt,
+        std::nullopt,
+        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32,
+                                      NVVM::MMATypes::tf32},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    for (int64_t i = 0; i < accType.getNumElements(); ++i)
+      c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+  };
+  mma(aLo, bHi);
+  mma(aHi, bLo);
+  mma(aHi, bHi);
+  return vector::FromElementsOp::create(b, loc, accType, c);
+}
+
 Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
                                          const MatrixInstruction &mi, Value a,
                                          Value bv, Value acc) {
   auto accType = cast<VectorType>(acc.getType());
   switch (mi.family) {
   case MatrixFamily::Mfma:
+    // One f32 per lane is a scalar operand.
+    if (mi.operands == MatrixElement::F32 && mi.a.size() == 1) {
+      a = vector::ExtractOp::create(b, loc, a, 0);
+      bv = vector::ExtractOp::create(b, loc, bv, 0);
+    }
     return amdgpu::MFMAOp::create(
         b, loc, accType, b.getI32IntegerAttr(mi.m), b.getI32IntegerAttr(mi.n),
         b.getI32IntegerAttr(mi.k), b.getI32IntegerAttr(1), a, bv, acc,
         b.getI32IntegerAttr(0), b.getI32IntegerAttr(0),
         amdgpu::MFMAPermBAttr::get(b.getContext(), amdgpu::MFMAPermB::none));
   case MatrixFamily::MmaSync: {
+    if (mi.operands == MatrixElement::F32)
+      return emitTf32x3(b, loc, mi, a, bv, acc);
     // bf16 pairs packed into i32 registers, in fragment order.
     auto asI32 = [&](Value v) {
       int64_t n = cast<VectorType>(v.getType()).getNumElements() / 2;

@@ -234,6 +234,31 @@ gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
                                     const MatrixInstruction &mi,
                                     int64_t subgroupSize);
 
+/// The shape of a chunked kda_attention kernel function (KdaOps.cpp):
+/// `heads` heads of `headDim` key and value channels, the value columns
+/// split over `parts` blocks.
+struct KdaChunk {
+  int64_t heads = 0, headDim = 0, parts = 0;
+};
+
+/// The f32 instruction buildKdaChunkKernel uses on `target` (smallest m);
+/// fails with `why` when there is none or the head does not tile.
+FailureOr<const MatrixInstruction *>
+chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
+                          std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a chunked
+/// kda_attention kernel function (q, k, v, g memref<?xPxf32>, beta
+/// memref<?xHxf32>, state memref<?xHxdxdxf32>, positions, sequence starts,
+/// source and destination slots, read-out memref<?xPxf32>): one (request,
+/// head, part) per block (grid (requests + 1, H, parts)), 4 subgroups
+/// (KdaChunkKernel.cpp).
+gpu::GPUFuncOp buildKdaChunkKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module, StringRef name,
+                                   TypeRange argTypes, const KdaChunk &shape,
+                                   const MatrixInstruction &mi,
+                                   int64_t subgroupSize);
+
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {
   /// moe_up (gate and up weights, SwiGLU epilogue) or moe_down (routing

@@ -2,29 +2,29 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.kda_attention becomes one kernel whose rows are the (request, head)
-// pairs of the batch (seq_starts; heads are independent: on the GPU a grid
-// of requests x heads, the threads of a block sharing one pair's loops) and
-// that walks, inside each row, the request's tokens in order: the short
-// causal depthwise conv + SiLU of q, k and v (history from the conv state,
-// zero at position 0), per-head L2 normalisation, decay and write strength,
-// the delta-rule update of the head's fp32 [d_k, d_v] scratch state, the
-// read-out. The delta rule updates every value column of the state on its
-// own, so a head's d_v columns are split over `parts` blocks (rows
-// (request, head, part)); each block repeats the key side (conv, norms,
-// decay, a chunk's coefficients) and writes its columns of the f32 read-out
-// and of the final state (slot dst_slots[r]). A second kernel, `kda_output`,
-// one row per (token, head), applies the gated output RMSNorm (it needs all
-// of a head's columns) and, in the row of a request's last token, writes the
-// last K-1 pre-conv inputs of the head's q, k and v channels to the conv
-// state (after every block of the first kernel has read the old ones).
-// State and conv state are updated in place (the op's cache results are the
-// operands' buffers).
+// llm.kda_attention becomes three kernels. `kda_prepare`, one row per
+// (token, head): the short causal depthwise conv + SiLU of q, k and v
+// (history from the conv state, zero at position 0), per-head L2
+// normalisation, log-decay g and write strength beta, into f32 [T, H*d]
+// (beta [T, H]) buffers. `kda_attention`, rows (request, head, part): walks
+// the request's tokens in order, the delta-rule update of the head's fp32
+// [d_k, d_v] scratch state and the read-out. The delta rule updates every
+// value column of the state on its own, so a head's d_v columns are split
+// over `parts` blocks, each reading the prepared key side and writing its
+// columns of the f32 read-out and of the final state (slot dst_slots[r]).
+// `kda_output`, one row per (token, head), applies the gated output RMSNorm
+// (it needs all of a head's columns) and, in the row of a request's last
+// token, writes the last K-1 pre-conv inputs of the head's q, k and v
+// channels to the conv state (after kda_prepare has read the old ones).
+// State and conv state are updated in place (the op's cache results are
+// the operands' buffers).
 //
 // `recurrent` mode updates the state token by token. `chunked` mode walks
 // chunks of `chunk_size` tokens per head in the WY form (coefficients of the
 // chunk's keys, forward substitution for the delta rows, outputs and the
-// end-of-chunk state from the chunk start state), the prefill algorithm.
+// end-of-chunk state from the chunk start state), the prefill algorithm;
+// its kernel carries kKdaChunkAttrName, with which a GPU target rebuilds it
+// on the matrix units (LLMToGPU/KdaChunkKernel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,48 +80,122 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
   matchAndRewrite(llm::KdaAttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    KernelCall call;
-    for (Value v : adaptor.getOperands())
-      call.addInput(v);
     int64_t heads = op.getHeads(), d = op.getHeadDim();
     int64_t p = heads * d, kTaps = op.getConvKernel();
-    // Value columns per block of the first kernel.
+    // Value columns per block of the attention kernel.
     int64_t parts = d % 32 == 0 ? d / 32 : 1, dp = d / parts;
-    MemRefType rawType =
-        MemRefType::get({ShapedType::kDynamic, p}, rewriter.getF32Type());
-    unsigned out = call.addResult(
-        rawType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), rawType));
+    Type f32 = rewriter.getF32Type();
+    MemRefType rawType = MemRefType::get({ShapedType::kDynamic, p}, f32);
+    MemRefType betaType = MemRefType::get({ShapedType::kDynamic, heads}, f32);
     double lower = op.getGateLowerBound().convertToFloat();
     double l2Eps = op.getL2Eps().convertToFloat();
     double qScale = op.getQScale().convertToFloat();
     double normEps = op.getNormEps().convertToFloat();
     bool chunkedMode = op.getMode() == llm::KdaMode::Chunked;
     int64_t chunk = op.getChunkSize();
+    ValueRange operands = adaptor.getOperands();
+    auto tokenSizes = [&](MemRefType type) {
+      return dynamicSizesLike(rewriter, loc, adaptor.getQ(), type);
+    };
+
+    // kda_prepare, one row per (token, head): the key side of every token
+    // (conv + SiLU, L2 norms, log-decay g and write strength beta), which
+    // the attention kernel's blocks of a head share.
+    KernelCall prepare;
+    for (unsigned i : {0u, 1u, 2u, 3u, 4u, 6u, 7u, 8u, 9u, 10u, 13u, 14u, 15u,
+                       16u})
+      prepare.addInput(operands[i]);
+    unsigned qOut = prepare.addResult(rawType, tokenSizes(rawType));
+    prepare.addResult(rawType, tokenSizes(rawType));
+    prepare.addResult(rawType, tokenSizes(rawType));
+    prepare.addResult(rawType, tokenSizes(rawType));
+    prepare.addResult(betaType, tokenSizes(betaType));
+    auto prepared = prepare.emit(rewriter, op, "kda_prepare",
+                                 [&](KernelBuilder &kb, ValueRange a) {
+      Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4];
+      Value qConv = a[5], kConv = a[6], vConv = a[7], aLog = a[8];
+      Value dtBias = a[9], conv = a[10], positions = a[11], starts = a[12];
+      Value src = a[13];
+      Value qn = a[qOut], kn = a[qOut + 1], vn = a[qOut + 2];
+      Value gl = a[qOut + 3], betaOut = a[qOut + 4];
+      Value zero = kb.f32(0.0);
+      forEachTokenHeadRow(kb, starts, q, heads, [&](Value r, Value t, Value h) {
+        Value base = kb.imul(h, kb.idx(d));
+        Value t0 = kb.loadIndex(starts, r);
+        Value srcSlot = kb.loadIndex(src, r);
+        Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+        PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
+        Value i = kb.isub(t, t0);
+        // silu(sum_j w[c, 0, j] * z_{i-K+1+j}[c]) for channel ch of `which`.
+        auto convolve = [&](Value weights, int64_t which, Value ch) {
+          Value c = kb.iadd(kb.idx(which * p), ch);
+          Value sum = kb.reduce(0, kTaps, zero, [&](Value j, Value acc) {
+            Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
+            return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
+                                      inputs.at(kb, off, c)));
+          });
+          return kb.silu(sum);
+        };
+        Value rate = kb.exp(kb.load(aLog, h));
+        kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+          kb.store(convolve(qConv, 0, ch), qn, {t, ch});
+          kb.store(convolve(kConv, 1, ch), kn, {t, ch});
+          kb.store(convolve(vConv, 2, ch), vn, {t, ch});
+          Value g = kb.mul(
+              kb.f32(lower),
+              kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
+                                             kb.load(dtBias, ch)))));
+          kb.store(g, gl, {t, ch});
+        });
+        auto l2 = [&](Value m, double scale) {
+          Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+            Value x = kb.load(m, {t, kb.iadd(base, c)});
+            return kb.add(acc, kb.mul(x, x));
+          });
+          Value factor =
+              kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+          kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+            kb.store(kb.mul(kb.load(m, {t, ch}), factor), m, {t, ch});
+          });
+        };
+        l2(qn, qScale);
+        l2(kn, 1.0);
+        kb.store(kb.sigmoid(kb.load(b, {t, h})), betaOut, {t, h});
+      });
+    });
+
+    KernelCall call;
+    for (Value v : prepared)
+      call.addInput(v);
+    for (unsigned i : {12u, 14u, 15u, 16u, 17u})
+      call.addInput(operands[i]);
+    unsigned out = call.addResult(rawType, tokenSizes(rawType));
+    if (chunkedMode)
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kKdaChunkAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("chunk_size",
+                                     rewriter.getI64IntegerAttr(chunk))})));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
-      // a[5] (gate) and a[11] (o_norm) are the output kernel's.
-      Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4];
-      Value qConv = a[6], kConv = a[7], vConv = a[8], aLog = a[9];
-      Value dtBias = a[10], state = a[12], conv = a[13];
-      Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
+      Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];
+      Value state = a[5], positions = a[6], starts = a[7], src = a[8];
+      Value dst = a[9];
       Value raw = a[out];
-      // The block's columns of the state and (chunked mode) of the chunk's v
-      // and D rows, [., dp], first: on the GPU the first scratch buffers
-      // that fit the private budget go to workgroup memory.
+      // The block's columns of the state and (chunked mode) of the chunk's D
+      // rows, [., dp], first: on the GPU the first scratch buffers that fit
+      // the private budget go to workgroup memory.
       int64_t cRows = chunkedMode ? chunk : 1;
       Value s = kb.scratch({d, dp});
-      Value cv = kb.scratch({cRows, dp}), cd = kb.scratch({cRows, dp});
-      Value qv = kb.scratch({d}), kv = kb.scratch({d}), vv = kb.scratch({d});
-      Value alpha = kb.scratch({d}), ov = kb.scratch({dp});
-      // Chunk scratch (chunked mode): q, k, cumulative log-decay, the [C, C]
-      // key and query coefficients and beta; the decayed rows q exp(B) and
-      // k exp(B) (the latter reused for k exp(B_last - B)), each computed
-      // once per chunk instead of once per output column.
-      Value cq = kb.scratch({cRows, d}), ck = kb.scratch({cRows, d});
+      Value cd = kb.scratch({cRows, dp});
+      Value ov = kb.scratch({dp});
+      // Chunk scratch (chunked mode): the cumulative log-decay, the [C, C]
+      // key and query coefficients; the decayed rows q exp(B) and k exp(B)
+      // (the latter reused for k exp(B_last - B)), each computed once per
+      // chunk instead of once per output column.
       Value cb = kb.scratch({cRows, d});
       Value ca = kb.scratch({cRows, cRows});
       Value caq = kb.scratch({cRows, cRows});
-      Value cbeta = kb.scratch({cRows});
       Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
@@ -150,54 +224,16 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
             kb.store(old, s, {i, j});
           });
         });
-        PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
-        // silu(sum_j w[c, 0, j] * z_{i-K+1+j}[c]) for channel ch of `which`.
-        auto convolve = [&](Value weights, int64_t which, Value i, Value ch) {
-          Value c = kb.iadd(kb.idx(which * p), ch);
-          Value sum = kb.reduce(0, kTaps, zero, [&](Value j, Value acc) {
-            Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
-            return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
-                                      inputs.at(kb, off, c)));
-          });
-          return kb.silu(sum);
+        // The prepared rows of the head: channel c of token t.
+        auto at = [&](Value m, Value t, Value c) {
+          return kb.load(m, {t, kb.iadd(base, c)});
         };
         auto recurrentBody = [&] {
-        kb.loop(kb.idx(0), kb.isub(t1, t0), [&](Value i) {
-          Value t = kb.iadd(t0, i);
-          // Conv + SiLU, then L2 norms.
-          kb.loop(0, d, [&](Value c) {
-            Value ch = kb.iadd(base, c);
-            kb.store(convolve(qConv, 0, i, ch), qv, c);
-            kb.store(convolve(kConv, 1, i, ch), kv, c);
-            kb.store(convolve(vConv, 2, i, ch), vv, c);
-          });
-          auto l2 = [&](Value vec, double scale) {
-            Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-              Value x = kb.load(vec, c);
-              return kb.add(acc, kb.mul(x, x));
-            });
-            Value factor =
-                kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
-            kb.loop(0, d, [&](Value c) {
-              kb.store(kb.mul(kb.load(vec, c), factor), vec, c);
-            });
-          };
-          l2(qv, qScale);
-          l2(kv, 1.0);
-          // Decay and write strength.
-          Value rate = kb.exp(kb.load(aLog, h));
-          kb.loop(0, d, [&](Value c) {
-            Value ch = kb.iadd(base, c);
-            Value g = kb.mul(
-                kb.f32(lower),
-                kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
-                                               kb.load(dtBias, ch)))));
-            kb.store(kb.exp(g), alpha, c);
-          });
-          Value beta = kb.sigmoid(kb.load(b, {t, h}));
-          // S' = diag(alpha) S (this block's columns).
+        kb.loop(t0, t1, [&](Value t) {
+          Value beta = kb.load(betas, {t, h});
+          // S' = diag(alpha) S (this block's columns), alpha = exp(g).
           kb.loop(0, d, [&](Value ii) {
-            Value al = kb.load(alpha, ii);
+            Value al = kb.exp(at(gl, t, ii));
             kb.loop(0, dp, [&](Value j) {
               kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
             });
@@ -207,16 +243,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           // threads share it), then ov to the head's output columns.
           kb.loop(0, dp, [&](Value j) {
             Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-              return kb.add(acc, kb.mul(kb.load(s, {ii, j}),
-                                        kb.load(kv, ii)));
+              return kb.add(acc, kb.mul(kb.load(s, {ii, j}), at(kn, t, ii)));
             });
             Value delta = kb.mul(
-                beta, kb.sub(kb.load(vv, kb.iadd(lo, j)), pred));
+                beta, kb.sub(at(vn, t, kb.iadd(lo, j)), pred));
             Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
               Value updated =
-                  kb.add(kb.load(s, {ii, j}), kb.mul(kb.load(kv, ii), delta));
+                  kb.add(kb.load(s, {ii, j}), kb.mul(at(kn, t, ii), delta));
               kb.store(updated, s, {ii, j});
-              return kb.add(acc, kb.mul(updated, kb.load(qv, ii)));
+              return kb.add(acc, kb.mul(updated, at(qn, t, ii)));
             });
             kb.store(out, ov, j);
           });
@@ -235,152 +270,122 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         //   S_end    = diag(exp(B[C-1])) S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
         auto chunkedBody = [&] {
           Value n = kb.isub(t1, t0);
-          {
-            Value rate = kb.exp(kb.load(aLog, h));
-            scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
-                                                   kb.idx(0), n, kb.idx(chunk));
-            OpBuilder::InsertionGuard guard(kb.builder());
-            kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
-            Value cs = chunks.getInductionVar();
-            Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
-            // Per-token q, k, v (conv, SiLU, L2), cumulative decay, beta.
-            kb.loop(kb.idx(0), len, [&](Value i) {
-              Value ti = kb.iadd(cs, i);
-              Value t = kb.iadd(t0, ti);
-              kb.loop(0, d, [&](Value c) {
-                Value ch = kb.iadd(base, c);
-                kb.store(convolve(qConv, 0, ti, ch), cq, {i, c});
-                kb.store(convolve(kConv, 1, ti, ch), ck, {i, c});
-                Value g = kb.mul(
-                    kb.f32(lower),
-                    kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
-                                                   kb.load(dtBias, ch)))));
-                Value prev = kb.ifElse(
-                    kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
-                    [&] { return zero; },
-                    [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
-                kb.store(kb.add(prev, g), cb, {i, c});
-              });
-              // v: the block's columns only.
-              kb.loop(0, dp, [&](Value c) {
-                Value ch = kb.iadd(base, kb.iadd(lo, c));
-                kb.store(convolve(vConv, 2, ti, ch), cv, {i, c});
-              });
-              auto l2Row = [&](Value m, double scale) {
-                Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                  Value x = kb.load(m, {i, c});
-                  return kb.add(acc, kb.mul(x, x));
-                });
-                Value factor =
-                    kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
-                kb.loop(0, d, [&](Value c) {
-                  kb.store(kb.mul(kb.load(m, {i, c}), factor), m, {i, c});
-                });
-              };
-              l2Row(cq, qScale);
-              l2Row(ck, 1.0);
-              kb.store(kb.sigmoid(kb.load(b, {t, h})), cbeta, i);
-              kb.loop(0, d, [&](Value c) {
-                Value decay = kb.exp(kb.load(cb, {i, c}));
-                kb.store(kb.mul(kb.load(cq, {i, c}), decay), cqe, {i, c});
-                kb.store(kb.mul(kb.load(ck, {i, c}), decay), cke, {i, c});
-              });
-            });
-            // The chunk's key and query coefficients of every pair at once
-            // (they do not depend on D, so all (i, j) are independent):
-            // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
-            // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
-            // pair's decay factors.
-            kb.loop(kb.idx(0), len, [&](Value i) {
-              kb.loop(kb.idx(0), len, [&](Value j) {
-                kb.ifThen(kb.ige(i, j), [&] {
-                  SmallVector<Value> sums = kb.loopCarry(
-                      kb.idx(0), kb.idx(d), {zero, zero},
-                      [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                        Value w = kb.exp(kb.sub(kb.load(cb, {i, c}),
-                                                kb.load(cb, {j, c})));
-                        Value kj = kb.load(ck, {j, c});
-                        return {
-                            kb.add(acc[0],
-                                   kb.mul(kb.mul(kb.load(ck, {i, c}), kj), w)),
-                            kb.add(acc[1],
-                                   kb.mul(kb.mul(kb.load(cq, {i, c}), kj), w))};
-                      });
-                  kb.ifThen(kb.ilt(j, i),
-                            [&] { kb.store(sums[0], ca, {i, j}); });
-                  kb.store(sums[1], caq, {i, j});
-                });
-              });
-            });
-            // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
-            // for all (i, e) at once (it does not depend on D) into cd, whose
-            // row i the substitution then overwrites with D[i].
-            kb.loop(kb.idx(0), len, [&](Value i) {
-              kb.loop(0, dp, [&](Value e) {
-                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                  return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                            kb.load(cke, {i, c})));
-                });
-                kb.store(fromState, cd, {i, e});
-              });
-            });
-            // D rows by forward substitution.
-            kb.loop(kb.idx(0), len, [&](Value i) {
-              Value beta = kb.load(cbeta, i);
-              kb.loop(0, dp, [&](Value e) {
-                Value rhs = kb.reduce(kb.idx(0), i,
-                                      kb.sub(kb.load(cv, {i, e}),
-                                             kb.load(cd, {i, e})),
-                                      [&](Value j, Value acc) {
-                                        return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
-                                                                  kb.load(cd, {j, e})));
-                                      });
-                kb.store(kb.mul(beta, rhs), cd, {i, e});
-              });
-            });
-            // Outputs of every (token, column) of the chunk at once, over the
-            // stored token and output column (the loops' own indices, so the
-            // GPU threads share the whole nest).
-            Value tc = kb.iadd(t0, cs);
-            Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
-            kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
-              kb.loop(chLo, chHi, [&](Value ch) {
-                Value i = kb.isub(t, tc);
-                Value e = kb.isub(ch, chLo);
-                Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                  return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                            kb.load(cqe, {i, c})));
-                });
-                Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
-                                      [&](Value j, Value acc) {
-                                        return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
-                                                                  kb.load(cd, {j, e})));
-                                      });
-                kb.store(out, raw, {t, ch});
-              });
-            });
-            // State at the end of the chunk: k exp(B_last - B) into cke
-            // (k exp(B) is no longer read), then the update.
-            Value last = kb.isub(len, kb.idx(1));
-            kb.loop(kb.idx(0), len, [&](Value j) {
-              kb.loop(0, d, [&](Value c) {
-                Value w = kb.exp(kb.sub(kb.load(cb, {last, c}),
-                                        kb.load(cb, {j, c})));
-                kb.store(kb.mul(w, kb.load(ck, {j, c})), cke, {j, c});
-              });
+          scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
+                                                 kb.idx(0), n, kb.idx(chunk));
+          OpBuilder::InsertionGuard guard(kb.builder());
+          kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
+          Value cs = chunks.getInductionVar();
+          Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
+          Value tc = kb.iadd(t0, cs);
+          // Row i of the chunk: token tc + i.
+          auto Q = [&](Value i, Value c) { return at(qn, kb.iadd(tc, i), c); };
+          auto K = [&](Value i, Value c) { return at(kn, kb.iadd(tc, i), c); };
+          // Cumulative decay, then the decayed rows.
+          kb.loop(kb.idx(0), len, [&](Value i) {
+            kb.loop(0, d, [&](Value c) {
+              Value g = at(gl, kb.iadd(tc, i), c);
+              Value prev = kb.ifElse(
+                  kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
+                  [&] { return zero; },
+                  [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
+              kb.store(kb.add(prev, g), cb, {i, c});
             });
             kb.loop(0, d, [&](Value c) {
-              Value bl = kb.load(cb, {last, c});
-              kb.loop(0, dp, [&](Value e) {
-                Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
-                  return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
-                                            kb.load(cd, {j, e})));
-                });
-                kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
-                         s, {c, e});
+              Value decay = kb.exp(kb.load(cb, {i, c}));
+              kb.store(kb.mul(Q(i, c), decay), cqe, {i, c});
+              kb.store(kb.mul(K(i, c), decay), cke, {i, c});
+            });
+          });
+          // The chunk's key and query coefficients of every pair at once
+          // (they do not depend on D, so all (i, j) are independent):
+          // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
+          // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
+          // pair's decay factors.
+          kb.loop(kb.idx(0), len, [&](Value i) {
+            kb.loop(kb.idx(0), len, [&](Value j) {
+              kb.ifThen(kb.ige(i, j), [&] {
+                SmallVector<Value> sums = kb.loopCarry(
+                    kb.idx(0), kb.idx(d), {zero, zero},
+                    [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                      Value w = kb.exp(kb.sub(kb.load(cb, {i, c}),
+                                              kb.load(cb, {j, c})));
+                      Value kj = K(j, c);
+                      return {kb.add(acc[0], kb.mul(kb.mul(K(i, c), kj), w)),
+                              kb.add(acc[1], kb.mul(kb.mul(Q(i, c), kj), w))};
+                    });
+                kb.ifThen(kb.ilt(j, i), [&] { kb.store(sums[0], ca, {i, j}); });
+                kb.store(sums[1], caq, {i, j});
               });
             });
-          }
+          });
+          // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
+          // for all (i, e) at once (it does not depend on D) into cd, whose
+          // row i the substitution then overwrites with D[i].
+          kb.loop(kb.idx(0), len, [&](Value i) {
+            kb.loop(0, dp, [&](Value e) {
+              Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                return kb.add(acc, kb.mul(kb.load(s, {c, e}),
+                                          kb.load(cke, {i, c})));
+              });
+              kb.store(fromState, cd, {i, e});
+            });
+          });
+          // D rows by forward substitution.
+          kb.loop(kb.idx(0), len, [&](Value i) {
+            Value t = kb.iadd(tc, i);
+            Value beta = kb.load(betas, {t, h});
+            kb.loop(0, dp, [&](Value e) {
+              Value rhs = kb.reduce(
+                  kb.idx(0), i,
+                  kb.sub(at(vn, t, kb.iadd(lo, e)), kb.load(cd, {i, e})),
+                  [&](Value j, Value acc) {
+                    return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
+                                              kb.load(cd, {j, e})));
+                  });
+              kb.store(kb.mul(beta, rhs), cd, {i, e});
+            });
+          });
+          // Outputs of every (token, column) of the chunk at once, over the
+          // stored token and output column (the loops' own indices, so the
+          // GPU threads share the whole nest).
+          Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
+          kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
+            kb.loop(chLo, chHi, [&](Value ch) {
+              Value i = kb.isub(t, tc);
+              Value e = kb.isub(ch, chLo);
+              Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                return kb.add(acc, kb.mul(kb.load(s, {c, e}),
+                                          kb.load(cqe, {i, c})));
+              });
+              Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
+                                    [&](Value j, Value acc) {
+                                      return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
+                                                                kb.load(cd, {j, e})));
+                                    });
+              kb.store(out, raw, {t, ch});
+            });
+          });
+          // State at the end of the chunk: k exp(B_last - B) into cke
+          // (k exp(B) is no longer read), then the update.
+          Value last = kb.isub(len, kb.idx(1));
+          kb.loop(kb.idx(0), len, [&](Value j) {
+            kb.loop(0, d, [&](Value c) {
+              Value w = kb.exp(kb.sub(kb.load(cb, {last, c}),
+                                      kb.load(cb, {j, c})));
+              kb.store(kb.mul(w, K(j, c)), cke, {j, c});
+            });
+          });
+          kb.loop(0, d, [&](Value c) {
+            Value bl = kb.load(cb, {last, c});
+            kb.loop(0, dp, [&](Value e) {
+              Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
+                return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
+                                          kb.load(cd, {j, e})));
+              });
+              kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
+                       s, {c, e});
+            });
+          });
         };
         if (chunkedMode)
           chunkedBody();
@@ -394,13 +399,11 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           });
         });
       });
-      for (Value m : {s, qv, kv, vv, alpha, ov, cq, ck, cv, cb, cd, ca, caq, cbeta,
-                      cqe, cke})
+      for (Value m : {s, cd, ov, cb, ca, caq, cqe, cke})
         kb.dealloc(m);
     });
     // kda_output: the gated norm per (token, head), then the conv state.
     MemRefType resultType = getKernelMemRefType(op.getResult().getType());
-    ValueRange operands = adaptor.getOperands();
     KernelCall output;
     for (Value v : {results[0], operands[5], operands[11], operands[0],
                     operands[1], operands[2], operands[13], operands[14],

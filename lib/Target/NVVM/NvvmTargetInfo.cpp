@@ -57,6 +57,30 @@ static MatrixInstruction mmaSyncBf16(int64_t k) {
   return mi;
 }
 
+/// mma.sync m16n8k8 with tf32 operands: the f32 instruction of sm_90 (the
+/// kernels that need fp32 accuracy issue it three times on a hi / lo split
+/// of each operand, emitMatrixInstruction).
+static MatrixInstruction mmaSyncTf32() {
+  MatrixInstruction mi;
+  mi.family = MatrixFamily::MmaSync;
+  mi.m = 16;
+  mi.n = 8;
+  mi.k = 8;
+  mi.operands = MatrixElement::F32;
+  mi.mnemonic = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+  mi.a.outer = {4, 8, 1};
+  mi.a.inner = {1, 4, 1};
+  mi.a.pieces = {{0, 0}, {8, 0}, {0, 4}, {8, 4}};
+  mi.b.outer = {4, 8, 1};
+  mi.b.inner = {1, 4, 1};
+  mi.b.pieces = {{0, 0}, {0, 4}};
+  mi.c.outer = {4, 8, 1};
+  mi.c.inner = {1, 4, 2};
+  mi.c.count = 2;
+  mi.c.pieces = {{0, 0}, {8, 0}};
+  return mi;
+}
+
 /// A warpgroup wgmma (4 warps, operands from shared memory).
 static MatrixInstruction wgmma(StringRef mnemonic, int64_t k,
                                MatrixElement operands) {
@@ -72,7 +96,7 @@ static MatrixInstruction wgmma(StringRef mnemonic, int64_t k,
 }
 
 NvvmTargetInfo::NvvmTargetInfo(StringRef chip) : chip(chip.str()) {
-  matrixInstructions = {mmaSyncBf16(16), mmaSyncBf16(8)};
+  matrixInstructions = {mmaSyncBf16(16), mmaSyncBf16(8), mmaSyncTf32()};
   if (chip == "sm_90a") {
     matrixInstructions.push_back(
         wgmma("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", 16,

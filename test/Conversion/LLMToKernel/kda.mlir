@@ -1,21 +1,34 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
-// Tests that llm.kda_attention becomes two kernels whose state and conv state
-// are the cache buffers (function arguments converted to memrefs), updated in
-// place, and that only the f32 read-out and the output are allocated:
-// kda_attention's rows are (request, head, part) (an scf.parallel marked
-// llm.threads_within_row; d_v = 8 is one part), each with its own [d_k, d_v]
-// state scratch; kda_output's rows are (token, head) (the gated norm, then the
-// conv state in a request's last token).
+// Tests that llm.kda_attention becomes three kernels whose state and conv
+// state are the cache buffers (function arguments converted to memrefs),
+// updated in place, and that only the prepared f32 rows, the f32 read-out and
+// the output are allocated: kda_prepare's rows are (token, head) (conv, norms,
+// decay, beta into [T, H*d] f32 buffers, beta [T, H]); kda_attention's rows
+// are (request, head, part) (an scf.parallel marked llm.threads_within_row;
+// d_v = 8 is one part), each with its own [d_k, d_v] state scratch, reading
+// the prepared rows; kda_output's rows are (token, head) (the gated norm,
+// then the conv state in a request's last token). Recurrent mode: no
+// llm.kda_chunk attribute (the matrix-unit form is for chunked prefill).
 // CHECK-LABEL: func.func @kda
 // CHECK-SAME: %[[STATE:[^:]*]]: memref<?x2x8x8xf32>
 // CHECK-SAME: %[[CONV:[^:]*]]: memref<?x3x48xbf16>
+// CHECK: %[[QN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[KN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[VN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[GL:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: %[[BETA:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
+// CHECK: call @kda_prepare_0({{.*}}, %[[CONV]], {{.*}}, %[[QN]], %[[KN]], %[[VN]], %[[GL]], %[[BETA]])
 // CHECK: %[[RAW:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: call @kda_attention_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[RAW]])
+// CHECK: call @kda_attention_0(%[[QN]], %[[KN]], %[[VN]], %[[GL]], %[[BETA]], %[[STATE]], {{.*}}, %[[RAW]])
 // CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xbf16>
 // CHECK: call @kda_output_0(%[[RAW]], {{.*}}, %[[CONV]], {{.*}}, %[[O]])
 // CHECK: return %{{.*}}, %[[STATE]], %[[CONV]]
+// CHECK: func.func @kda_prepare_0
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2)
+// CHECK: } {llm.threads_within_row}
 // CHECK: func.func @kda_attention_0
+// CHECK-NOT: llm.kda_chunk
 // CHECK: memref.alloc() : memref<8x8xf32>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2, %c1{{.*}})
 // CHECK: } {llm.threads_within_row}
@@ -48,9 +61,11 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 
 // -----
 
-// Tests that chunked mode walks chunks of chunk_size tokens (the WY form).
+// Tests that chunked mode walks chunks of chunk_size tokens (the WY form) and
+// marks its kernel for the matrix-unit form (llm.kda_chunk).
 // CHECK-LABEL: func.func @kda_chunked
 // CHECK: func.func @kda_attention_0
+// CHECK-SAME: llm.kda_chunk = {chunk_size = 16 : i64}
 // CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: memref.alloc() : memref<16x16xf32>
 // CHECK: %[[C16:.*]] = arith.constant 16 : index
@@ -80,12 +95,13 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
 
 // Tests that a head of 64 value columns is split into 2 parts of 32 (z of
 // the row loop), each part holding its 32 columns of the state ([d_k, 32],
-// the first scratch buffer) and of the v and D rows (one row: recurrent).
+// the first scratch buffer), of the D rows (one row: recurrent) and of the
+// read-out.
 // CHECK-LABEL: func.func @kda_parts
 // CHECK: func.func @kda_attention_0
 // CHECK: memref.alloc() : memref<64x32xf32>
 // CHECK: memref.alloc() : memref<1x32xf32>
-// CHECK: memref.alloc() : memref<1x32xf32>
+// CHECK: memref.alloc() : memref<32xf32>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %[[PART:.*]]) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c1{{.*}}, %c2{{.*}})
 // CHECK: %[[LO:.*]] = arith.muli %[[PART]], %c32
 // CHECK: arith.addi %[[LO]], %c32

@@ -1,0 +1,514 @@
+//===- KdaChunkKernel.cpp - KDA chunked prefill on the matrix units -------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// buildKdaChunkKernel: the GPU form of KdaOps.cpp's chunked kda_attention,
+// the WY form of the delta rule with every chunk product on the matrix
+// units (f32 operands: on sm_90 each product as three tf32 mma.sync
+// (hi*hi + hi*lo + lo*hi, the "3xTF32" split, about fp32 accuracy), on
+// gfx942 / gfx950 v_mfma_f32_16x16x4_f32).
+//
+// A block takes one (request, head, part): 32 value columns of the head's
+// fp32 state, kept in workgroup memory, and walks the request's tokens in
+// chunks of kChunk = 32 rows (the op's chunk_size is the generic kernel's;
+// the chunked form is an exact re-association of the recurrence for any
+// chunk length, so only rounding differs). Per chunk, with B the in-chunk
+// cumulative log-decay (B[i] = sum_{t<=i} g_t), K, Q, V, g, beta the rows
+// kda_prepare wrote and S0 the state at the chunk start:
+//   0. B and beta into workgroup memory (thread c scans channel c);
+//   1. key / query coefficients A[i][j] = sum_c X[i,c] K[j,c] e^(B[i,c] -
+//      B[j,c]), X = K (j < i) and Q (j <= i), as matmuls of 16-row blocks:
+//      for the block of row i starting at r, e^(B_i - B_j) = e^(B_i - B_r) *
+//      e^(B_r - B_j), the first factor on the left operand, the second on
+//      the right (both bounded: |B_r - B_j| <= 5 * 15 for the entries kept,
+//      the exponent clamped at 80 for the masked ones);
+//   2. the state's part of the delta rows, (K e^B) S0, and of the outputs,
+//      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 to the
+//      read-out rows;
+//   3. the delta rows D[i] = beta_i (V[i] - (K e^B S0)[i] - sum_{j<i}
+//      A[i][j] D[j]) by forward substitution (one lane per value column);
+//   4. outputs o = (Q e^B) S0 + A_q D, added to the read-out rows;
+//   5. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
+// Rows past the request's last token are zero (g = 0 there, so B_last is
+// the last real row's).
+//
+// Only FragmentLayout and emitMatrixInstruction depend on the target.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "lib/Conversion/LLMToGPU/LaneArith.h"
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Chunk rows of the matrix-unit kernel.
+constexpr int64_t kChunk = 32;
+/// Subgroups per block.
+constexpr int64_t kSubgroups = 4;
+/// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
+/// entries kept have at most 5 * 15 (gate bound -5, 16-row blocks); the
+/// masked ones are clamped so that no product overflows.
+constexpr double kMaxRightExponent = 80.0;
+
+class KdaChunkBuilder : LaneArith {
+public:
+  KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
+                  const MatrixInstruction &mi, int64_t subgroupSize)
+      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+    f32 = b.getF32Type();
+    dp = s.headDim / s.parts;
+  }
+
+  void build(gpu::GPUFuncOp func);
+
+private:
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value load(Value m, ValueRange at) {
+    return memref::LoadOp::create(b, loc, m, at);
+  }
+  void store(Value v, Value m, ValueRange at) {
+    memref::StoreOp::create(b, loc, v, m, at);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ule(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value zeros(int64_t n) {
+    return arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(VectorType::get({n}, f32)));
+  }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Runs `body` in the threads for which `cond` holds.
+  void ifThen(Value cond, llvm::function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  }
+  /// A loop over [lo, hi) with step `step`, the body at the induction
+  /// variable.
+  void forLoop(Value lo, Value hi, Value step,
+               llvm::function_ref<void(Value)> body) {
+    auto loop = scf::ForOp::create(b, loc, lo, hi, step);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+
+  /// Accumulators `accs` carried through a loop over k0 = 0, step, ..,
+  /// < extent (an scf.for, so the compiler keeps one step's fragments live).
+  SmallVector<Value>
+  kLoop(int64_t extent, int64_t step, ValueRange accs,
+        llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b, loc, idx(0), idx(extent), idx(step),
+                                   accs);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(loop.getBody());
+      scf::YieldOp::create(
+          b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
+    }
+    return loop.getResults();
+  }
+  /// Operand fragment of `layout` whose element at (outer, inner) is
+  /// `elem(outer, inner)`, the tile's origin at (outerBase, innerBase).
+  Value fragment(const FragmentLayout &layout, Value outerBase,
+                 Value innerBase,
+                 llvm::function_ref<Value(Value, Value)> elem) {
+    Value o = add(laneMap(layout.outer), outerBase);
+    Value in = add(laneMap(layout.inner), innerBase);
+    SmallVector<Value> elems;
+    for (auto piece : layout.pieces)
+      for (int64_t e = 0; e < layout.count; ++e)
+        elems.push_back(elem(add(o, piece[0]), add(in, piece[1] + e)));
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({layout.size()}, f32), elems);
+  }
+  /// Calls `fn(row, col, element index)` for each element of a C fragment
+  /// whose tile starts at (rowBase, colBase).
+  void forEachC(Value rowBase, Value colBase,
+                llvm::function_ref<void(Value, Value, int64_t)> fn) {
+    Value o = add(laneMap(mi.c.outer), rowBase);
+    Value in = add(laneMap(mi.c.inner), colBase);
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces)
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e)
+        fn(add(o, piece[0]), add(in, piece[1] + c), e);
+  }
+  Value element(Value frag, int64_t e) {
+    return vector::ExtractOp::create(b, loc, frag, e);
+  }
+  Value mma(Value a, Value bv, Value acc) {
+    return emitMatrixInstruction(b, loc, mi, a, bv, acc);
+  }
+
+  /// Chunk row i of the request: (row i exists, its token clamped into the
+  /// request).
+  std::pair<Value, Value> chunkRow(Value i) {
+    Value valid = ult(i, len);
+    Value t = arith::MinUIOp::create(b, loc, add(tc, i), lastToken);
+    return {valid, t};
+  }
+  /// Channel c of prepared row i of the chunk (0 past the request).
+  Value prepared(Value m, Value i, Value c) {
+    auto [valid, t] = chunkRow(i);
+    Value v = load(m, ValueRange{t, add(base, c)});
+    return select(valid, v, cf32(0.0));
+  }
+
+  void buildBlock();
+  void buildChunk();
+
+  const KdaChunk &s;
+  const MatrixInstruction &mi;
+  int64_t subgroupSize, dp;
+  Type f32;
+  // Arguments.
+  Value qn, kn, vn, gl, betas, state, positions, starts, src, dst, raw;
+  // Workgroup buffers: the state part [d, dp], B [C, d], A_k and A_q
+  // [C, C], the delta rows [C, dp], beta [C].
+  Value ss, bs, akk, aqk, ds, betaS;
+  // Per thread / block.
+  Value tid, warp, request, head, lo, base, colBase;
+  // Per chunk.
+  Value tc, len, lastToken;
+};
+
+} // namespace
+
+void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
+  ValueRange args = func.getArguments();
+  qn = args[0];
+  kn = args[1];
+  vn = args[2];
+  gl = args[3];
+  betas = args[4];
+  state = args[5];
+  positions = args[6];
+  starts = args[7];
+  src = args[8];
+  dst = args[9];
+  raw = args[10];
+  auto space =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  auto shared = [&](ArrayRef<int64_t> shape) {
+    Value v = func.addWorkgroupAttribution(
+        MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), space), loc);
+    func.setWorkgroupAttributionAttr(
+        func.getNumWorkgroupAttributions() - 1,
+        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
+    return v;
+  };
+  int64_t d = s.headDim;
+  ss = shared({d, dp});
+  bs = shared({kChunk, d});
+  akk = shared({kChunk, kChunk});
+  aqk = shared({kChunk, kChunk});
+  ds = shared({kChunk, dp});
+  betaS = shared({kChunk});
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
+  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
+  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  lo = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), dp);
+  base = mul(head, d);
+  colBase = add(base, lo);
+  // The grid has one block per seq_starts entry; the last has no request.
+  Value numRequests = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, starts, 0), idx(1));
+  ifThen(ult(request, numRequests), [&] { buildBlock(); });
+  gpu::ReturnOp::create(b, loc);
+}
+
+void KdaChunkBuilder::buildBlock() {
+  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
+  Value t0 = toIndex(load(starts, request));
+  Value t1 = toIndex(load(starts, add(request, 1)));
+  Value srcSlot = toIndex(load(src, request));
+  Value dstSlot = toIndex(load(dst, request));
+  Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      toIndex(load(positions, t0)), idx(0));
+  lastToken = arith::SubIOp::create(b, loc, t1, idx(1));
+  // Initial state: zero at position 0, else the source slot's columns.
+  forLoop(tid, idx(d * dp), idx(threads), [&](Value e) {
+    Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
+    Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
+    auto pick = scf::IfOp::create(b, loc, TypeRange{f32}, fresh, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(pick.thenBlock());
+      scf::YieldOp::create(b, loc, ValueRange{cf32(0.0)});
+      b.setInsertionPointToStart(pick.elseBlock());
+      scf::YieldOp::create(
+          b, loc,
+          ValueRange{load(state, ValueRange{srcSlot, head, i, add(lo, j)})});
+    }
+    store(pick.getResult(0), ss, ValueRange{i, j});
+  });
+  barrier();
+  Value n = arith::SubIOp::create(b, loc, t1, t0);
+  forLoop(idx(0), n, idx(kChunk), [&](Value cs) {
+    tc = add(t0, cs);
+    len = arith::MinUIOp::create(b, loc, idx(kChunk),
+                                 arith::SubIOp::create(b, loc, n, cs));
+    buildChunk();
+  });
+  // Final state (this block's columns) to the destination slot.
+  forLoop(tid, idx(d * dp), idx(threads), [&](Value e) {
+    Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
+    Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
+    store(load(ss, ValueRange{i, j}), state,
+          ValueRange{dstSlot, head, i, add(lo, j)});
+  });
+}
+
+void KdaChunkBuilder::buildChunk() {
+  int64_t d = s.headDim;
+  // 0. B (thread c scans channel c; its loads are independent) and beta.
+  ifThen(ult(tid, idx(d)), [&] {
+    SmallVector<Value> g;
+    for (int64_t i = 0; i < kChunk; ++i)
+      g.push_back(prepared(gl, idx(i), tid));
+    Value sum = cf32(0.0);
+    for (int64_t i = 0; i < kChunk; ++i) {
+      sum = fadd(sum, g[i]);
+      store(sum, bs, ValueRange{idx(i), tid});
+    }
+  });
+  ifThen(ult(tid, idx(kChunk)), [&] {
+    auto [valid, t] = chunkRow(tid);
+    store(select(valid, load(betas, ValueRange{t, head}), cf32(0.0)), betaS,
+          ValueRange{tid});
+  });
+  barrier();
+
+  // Jobs of a phase: `count` tiles, tile w + 4 r to subgroup w in round r
+  // (every count here is a multiple of kSubgroups).
+  auto forEachJob = [&](int64_t count,
+                        llvm::function_ref<void(Value)> body) {
+    for (int64_t r = 0; r < count / kSubgroups; ++r)
+      body(add(warp, r * kSubgroups));
+  };
+  auto divmod = [&](Value job, int64_t by) {
+    return std::make_pair(arith::DivUIOp::create(b, loc, job, idx(by)),
+                          arith::RemUIOp::create(b, loc, job, idx(by)));
+  };
+
+  // 1. Coefficients: 16-row block I (reference row r = I m) against column
+  // tile J; all tiles of the [C, C] square, the masks zero what is not kept.
+  int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
+  forEachJob(rowTiles * colTiles, [&](Value job) {
+    auto [it, jt] = divmod(job, colTiles);
+    Value row0 = mul(it, mi.m), col0 = mul(jt, mi.n);
+    Value zero = zeros(mi.c.size());
+    SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
+                                                              ValueRange acc)
+                                                              -> SmallVector<Value> {
+      // e^(B_i - B_r), shared by the K and Q fragments.
+      SmallVector<Value> left;
+      Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+        Value w = fexp(fsub(load(bs, ValueRange{i, c}),
+                            load(bs, ValueRange{row0, c})));
+        left.push_back(w);
+        return fmul(prepared(kn, i, c), w);
+      });
+      int64_t at = 0;
+      Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+        return fmul(prepared(qn, i, c), left[at++]);
+      });
+      Value bK = fragment(mi.b, col0, kOff, [&](Value j, Value c) {
+        Value x = fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
+        x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
+        return fmul(prepared(kn, j, c), fexp(x));
+      });
+      return {mma(aK, bK, acc[0]), mma(aQ, bK, acc[1])};
+    });
+    Value accK = accs[0], accQ = accs[1];
+    forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
+      store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
+            ValueRange{i, j});
+      store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
+            ValueRange{i, j});
+    });
+  });
+
+  // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each.
+  int64_t outCols = dp / mi.n;
+  forEachJob(rowTiles * outCols, [&](Value job) {
+    auto [it, nt] = divmod(job, outCols);
+    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
+    Value zero = zeros(mi.c.size());
+    SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
+                                                              ValueRange acc)
+                                                              -> SmallVector<Value> {
+      SmallVector<Value> decay;
+      Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+        Value w = fexp(load(bs, ValueRange{i, c}));
+        decay.push_back(w);
+        return fmul(prepared(kn, i, c), w);
+      });
+      int64_t at = 0;
+      Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+        return fmul(prepared(qn, i, c), decay[at++]);
+      });
+      Value bS = fragment(mi.b, col0, kOff, [&](Value e, Value c) {
+        return load(ss, ValueRange{c, e});
+      });
+      return {mma(aK, bS, acc[0]), mma(aQ, bS, acc[1])};
+    });
+    Value accK = accs[0], accQ = accs[1];
+    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+      auto [valid, t] = chunkRow(i);
+      Value v = load(vn, ValueRange{t, add(colBase, e)});
+      store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
+            ValueRange{i, e});
+      ifThen(valid, [&] {
+        store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
+      });
+    });
+  });
+  barrier();
+
+  // 3. Forward substitution, one lane per value column, rows unrolled.
+  ifThen(ult(tid, idx(dp)), [&] {
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < kChunk; ++i) {
+      Value acc = load(ds, ValueRange{idx(i), tid});
+      for (int64_t j = 0; j < i; ++j)
+        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}), rows[j]));
+      Value di = fmul(load(betaS, ValueRange{idx(i)}), acc);
+      store(di, ds, ValueRange{idx(i), tid});
+      rows.push_back(di);
+    }
+  });
+  barrier();
+
+  // 4. Outputs: the read-out rows plus A_q D.
+  forEachJob(rowTiles * outCols, [&](Value job) {
+    auto [it, nt] = divmod(job, outCols);
+    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
+    Value acc = zeros(mi.c.size());
+    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+      Value kOff = idx(k0);
+      Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
+        return load(aqk, ValueRange{i, j});
+      });
+      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+        return load(ds, ValueRange{j, e});
+      });
+      acc = mma(a, bD, acc);
+    }
+    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+      auto [valid, t] = chunkRow(i);
+      ifThen(valid, [&] {
+        Value col = add(colBase, e);
+        store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
+              ValueRange{t, col});
+      });
+    });
+  });
+
+  // 5. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D; each
+  // lane reads and writes only its own elements of the state.
+  Value lastRow = idx(kChunk - 1);
+  int64_t stateRows = d / mi.m;
+  forEachJob(stateRows * outCols, [&](Value job) {
+    auto [it, nt] = divmod(job, outCols);
+    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
+    SmallVector<Value> init;
+    forEachC(row0, col0, [&](Value c, Value e, int64_t) {
+      init.push_back(fmul(fexp(load(bs, ValueRange{lastRow, c})),
+                          load(ss, ValueRange{c, e})));
+    });
+    Value acc = vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.c.size()}, f32), init);
+    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+      Value kOff = idx(k0);
+      Value a = fragment(mi.a, row0, kOff, [&](Value c, Value j) {
+        Value w = fexp(fsub(load(bs, ValueRange{lastRow, c}),
+                            load(bs, ValueRange{j, c})));
+        return fmul(prepared(kn, j, c), w);
+      });
+      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+        return load(ds, ValueRange{j, e});
+      });
+      acc = mma(a, bD, acc);
+    }
+    forEachC(row0, col0, [&](Value c, Value e, int64_t el) {
+      store(element(acc, el), ss, ValueRange{c, e});
+    });
+  });
+  // The next chunk rewrites B, beta and reads the state.
+  barrier();
+}
+
+gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const KdaChunk &shape, const MatrixInstruction &mi,
+    int64_t subgroupSize) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(
+      ArrayRef<int32_t>{int32_t(kSubgroups * subgroupSize), 1, 1});
+  func->setAttr("strata.mma", builder.getStringAttr(mi.mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  KdaChunkBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+  return func;
+}
+
+FailureOr<const MatrixInstruction *>
+mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
+                                        const KdaChunk &shape,
+                                        std::string &why) {
+  const MatrixInstruction *best = nullptr;
+  for (const MatrixInstruction &mi : target.getMatrixInstructions())
+    if (mi.operands == MatrixElement::F32 && mi.subgroups == 1 &&
+        !mi.a.pieces.empty() && (!best || mi.m < best->m))
+      best = &mi;
+  if (!best) {
+    why = "the target has no f32 matrix instruction";
+    return failure();
+  }
+  int64_t subgroupSize = target.getSubgroupSize();
+  int64_t d = shape.headDim, dp = shape.parts ? d / shape.parts : 0;
+  int64_t rowTiles = kChunk / best->m, colTiles = kChunk / best->n;
+  if (!dp || d % shape.parts || d % best->m || d % best->k || dp % best->n ||
+      kChunk % best->m || kChunk % best->n || kChunk % best->k ||
+      (rowTiles * colTiles) % kSubgroups ||
+      (rowTiles * (dp / best->n)) % kSubgroups ||
+      ((d / best->m) * (dp / best->n)) % kSubgroups ||
+      d > kSubgroups * subgroupSize || dp > subgroupSize) {
+    why = "the head does not tile";
+    return failure();
+  }
+  return best;
+}
