@@ -168,17 +168,26 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
             });
           });
         }
-        // Scores of the visible pools (in `scores`, see below).
+        // Scores of the visible pools (in `scores`, see below): every head's
+        // dot product carried through one walk over the key row, so each
+        // key element is loaded (and, fp8, decoded) once per pool, not once
+        // per head; then the heads' weighted ReLUs in head order.
         kb.loop(kb.idx(0), visible, [&](Value p) {
           auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
-          Value s = kb.reduce(0, heads, zero, [&](Value h, Value acc) {
-            Value dot = kb.reduce(0, headDim, zero, [&](Value c, Value d) {
-              return kb.add(d, kb.mul(query(h, c),
-                                      cache.load(kb, page, row, c)));
-            });
-            return kb.add(acc, kb.mul(kb.load(w, {t, h}),
-                                      kb.max(dot, zero)));
-          });
+          SmallVector<Value> dots = kb.loopCarry(
+              kb.idx(0), kb.idx(headDim), SmallVector<Value>(heads, zero),
+              [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                Value key = cache.load(kb, page, row, c);
+                SmallVector<Value> next;
+                for (int64_t h = 0; h < heads; ++h)
+                  next.push_back(
+                      kb.add(acc[h], kb.mul(query(kb.idx(h), c), key)));
+                return next;
+              });
+          Value s = zero;
+          for (int64_t h = 0; h < heads; ++h)
+            s = kb.add(s, kb.mul(kb.load(w, {t, kb.idx(h)}),
+                                 kb.max(dots[h], zero)));
           kb.store(kb.mul(s, kb.f32(scale)), scores, p);
         });
         // Top pools by repeated arg-max (descending score, ties to the
