@@ -566,10 +566,19 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
         firstDispatch[dispatch.kernelIndex] = &dispatch;
   for (auto [k, kernel] : llvm::enumerate(gpu.kernels)) {
     LaunchDesc &launch = *kernel.launch;
+    const DispatchDesc *dispatch = firstDispatch[k];
+    std::array<SizeExpression, 3> extents;
+    std::array<bool, 3> fromArgument = {false, false, false};
+    // 1 while the kernel has work at the dispatch's sizes, else 0: a kernel
+    // that works only up to `cap` or from `floor` rows launches one block
+    // (in every dimension) outside its range.
+    std::optional<SizeExpression> active;
+    auto restrictTo = [&](SizeExpression factor) {
+      active = active ? *active * factor : std::move(factor);
+    };
     for (int d = 0; d < 3; ++d) {
       const GpuGridDim &dim = library->grids[k][d];
-      launch.grid[d] = SizeExpression::constant(dim.blocks);
-      const DispatchDesc *dispatch = firstDispatch[k];
+      extents[d] = SizeExpression::constant(dim.blocks);
       if (dim.argument < 0 || !dispatch ||
           static_cast<size_t>(dim.argument) >= dispatch->bindings.size())
         continue;
@@ -579,23 +588,31 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       SizeExpression extent = binding.shape[dim.dim];
       if (dim.multiplier > 1)
         extent = std::move(extent) * SizeExpression::constant(dim.multiplier);
+      if (dim.floor > 0)
+        restrictTo(SizeExpression::less(
+            SizeExpression::constant(dim.floor - 1), extent));
       if (dim.divisor > 1)
         extent = SizeExpression::ceilDiv(
             std::move(extent), SizeExpression::constant(dim.divisor));
       if (dim.addend > 0)
         extent = std::move(extent) + SizeExpression::constant(dim.addend);
       if (dim.cap > 0) {
-        // At most `cap` blocks, and none (one, below) when the extent is
-        // past the cap: the kernel then does no work.
-        SizeExpression small = SizeExpression::less(
-            extent, SizeExpression::constant(dim.cap + 1));
+        // At most `cap` blocks.
+        restrictTo(SizeExpression::less(
+            extent, SizeExpression::constant(dim.cap + 1)));
         extent = SizeExpression::min(std::move(extent),
-                                     SizeExpression::constant(dim.cap)) *
-                 small;
+                                     SizeExpression::constant(dim.cap));
       }
-      launch.grid[d] =
-          SizeExpression::max(std::move(extent), SizeExpression::constant(1));
+      extents[d] = std::move(extent);
+      fromArgument[d] = true;
     }
+    for (int d = 0; d < 3; ++d)
+      launch.grid[d] =
+          !active && !fromArgument[d]
+              ? std::move(extents[d])
+              : SizeExpression::max(active ? std::move(extents[d]) * *active
+                                           : std::move(extents[d]),
+                                    SizeExpression::constant(1));
   }
   // Global scratch: each dispatch of a kernel with a scratch argument binds
   // grid blocks x its bytes per block (for that dispatch's extents) of the

@@ -144,7 +144,10 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       if (const std::optional<GroupedExperts> &e = matmul->second.experts) {
         dims[0].multiplier = e->topK;
         dims[0].addend = e->experts;
+        dims[0].floor = e->minSlots;
       }
+      if (const std::optional<DenseMatmul> &d = matmul->second.dense)
+        dims[0].floor = d->minRows;
       dims[1].blocks = matmul->second.problem.n / tiling.tileN();
       if (const std::optional<DenseMatmul> &d = matmul->second.dense;
           d && d->heads)

@@ -39,12 +39,15 @@ struct GpuGridDim {
   int64_t dim = 0;
   int64_t blocks = 1;
   /// With an argument: ceil(extent * multiplier / divisor) + addend blocks;
-  /// with `cap` > 0 at most cap, and one when that is past cap (the kernel
-  /// works only up to cap rows).
+  /// with `cap` > 0 at most cap, and one block in every dimension when that
+  /// is past cap (the kernel works only up to cap rows); with `floor` > 0
+  /// one block in every dimension while extent * multiplier is below floor
+  /// (the kernel works only from floor rows on).
   int64_t divisor = 1;
   int64_t multiplier = 1;
   int64_t addend = 0;
   int64_t cap = 0;
+  int64_t floor = 0;
 };
 
 /// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):
