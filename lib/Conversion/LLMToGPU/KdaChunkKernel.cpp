@@ -20,8 +20,9 @@
 //      B[j,c]), X = K (j < i) and Q (j <= i), as matmuls of 16-row blocks:
 //      for the block of row i starting at r, e^(B_i - B_j) = e^(B_i - B_r) *
 //      e^(B_r - B_j), the first factor on the left operand, the second on
-//      the right (both bounded: |B_r - B_j| <= 5 * 15 for the entries kept,
-//      the exponent clamped at 80 for the masked ones);
+//      the right (both bounded: |B_r - B_j| <= |gate bound| * 15 for the
+//      entries kept, at most 80: other bounds keep the generic kernel; the
+//      exponent clamped at 80 for the masked ones);
 //   2. the state's part of the delta rows, (K e^B) S0, and of the outputs,
 //      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 to the
 //      read-out rows;
@@ -56,8 +57,9 @@ constexpr int64_t kChunk = 32;
 /// Subgroups per block.
 constexpr int64_t kSubgroups = 4;
 /// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
-/// entries kept have at most 5 * 15 (gate bound -5, 16-row blocks); the
-/// masked ones are clamped so that no product overflows.
+/// entries kept have at most |gate bound| * (m - 1) (5 * 15 for GLM's -5 and
+/// 16-row blocks; chooseKdaChunkInstruction refuses bounds past this); the
+/// masked ones are clamped so that no product overflows fp32 (e^88).
 constexpr double kMaxRightExponent = 80.0;
 
 class KdaChunkBuilder : LaneArith {
@@ -508,6 +510,11 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
       ((d / best->m) * (dp / best->n)) % kSubgroups ||
       d > kSubgroups * subgroupSize || dp > subgroupSize) {
     why = "the head does not tile";
+    return failure();
+  }
+  if (!(shape.gateLowerBound < 0) ||
+      -shape.gateLowerBound * double(best->m - 1) > kMaxRightExponent) {
+    why = "the gate's lower bound lets a 16-row block's decay overflow fp32";
     return failure();
   }
   return best;

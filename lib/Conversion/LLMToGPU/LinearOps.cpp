@@ -581,7 +581,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     auto m = dyn_cast<MemRefType>(type.getInput(i));
     return m && m.getLayout().isIdentity() ? m : MemRefType();
   };
-  if (type.getNumInputs() != 11 || type.getNumResults() != 0) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kKdaChunkAttrName);
+  auto bound = info ? info.getAs<FloatAttr>("gate_lower_bound") : nullptr;
+  if (!bound || type.getNumInputs() != 11 || type.getNumResults() != 0) {
     why = "not a kda_attention kernel function";
     return failure();
   }
@@ -607,6 +609,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   shape.heads = state.getDimSize(1);
   shape.headDim = state.getDimSize(2);
   shape.parts = shape.headDim % 32 == 0 ? shape.headDim / 32 : 1;
+  shape.gateLowerBound = bound.getValueAsDouble();
   for (unsigned i : {0u, 1u, 2u, 3u, 10u})
     if (memref(i).getDimSize(1) != shape.heads * shape.headDim) {
       why = "unexpected kda_attention kernel signature";

@@ -239,10 +239,13 @@ gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
 /// split over `parts` blocks.
 struct KdaChunk {
   int64_t heads = 0, headDim = 0, parts = 0;
+  /// The log-decay's lower bound (g > gateLowerBound, negative).
+  double gateLowerBound = 0;
 };
 
 /// The f32 instruction buildKdaChunkKernel uses on `target` (smallest m);
-/// fails with `why` when there is none or the head does not tile.
+/// fails with `why` when there is none, the head does not tile or the gate
+/// bound lets a factored decay overflow fp32.
 FailureOr<const MatrixInstruction *>
 chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
                           std::string &why);

@@ -175,7 +175,9 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           kKdaChunkAttrName,
           rewriter.getDictionaryAttr(
               {rewriter.getNamedAttr("chunk_size",
-                                     rewriter.getI64IntegerAttr(chunk))})));
+                                     rewriter.getI64IntegerAttr(chunk)),
+               rewriter.getNamedAttr("gate_lower_bound",
+                                     op.getGateLowerBoundAttr())})));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];
