@@ -325,35 +325,38 @@ void KdaChunkBuilder::buildChunk() {
   forEachJob(rowTiles * colTiles, [&](Value job) {
     auto [it, jt] = divmod(job, colTiles);
     Value row0 = mul(it, mi.m), col0 = mul(jt, mi.n);
-    Value zero = zeros(mi.c.size());
-    SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
-                                                              ValueRange acc)
-                                                              -> SmallVector<Value> {
-      // e^(B_i - B_r), shared by the K and Q fragments.
-      SmallVector<Value> left;
-      Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-        Value w = fexp(fsub(load(bs, ValueRange{i, c}),
-                            load(bs, ValueRange{row0, c})));
-        left.push_back(w);
-        return fmul(prepared(kn, i, c), w);
+    // Rows past the request's end: nothing to compute (decode steps).
+    ifThen(ult(row0, len), [&] {
+      Value zero = zeros(mi.c.size());
+      SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
+                                                                ValueRange acc)
+                                                                -> SmallVector<Value> {
+        // e^(B_i - B_r), shared by the K and Q fragments.
+        SmallVector<Value> left;
+        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          Value w = fexp(fsub(load(bs, ValueRange{i, c}),
+                              load(bs, ValueRange{row0, c})));
+          left.push_back(w);
+          return fmul(prepared(kn, i, c), w);
+        });
+        int64_t at = 0;
+        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          return fmul(prepared(qn, i, c), left[at++]);
+        });
+        Value bK = fragment(mi.b, col0, kOff, [&](Value j, Value c) {
+          Value x = fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
+          x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
+          return fmul(prepared(kn, j, c), fexp(x));
+        });
+        return {mma(aK, bK, acc[0]), mma(aQ, bK, acc[1])};
       });
-      int64_t at = 0;
-      Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-        return fmul(prepared(qn, i, c), left[at++]);
+      Value accK = accs[0], accQ = accs[1];
+      forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
+        store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
+              ValueRange{i, j});
+        store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
+              ValueRange{i, j});
       });
-      Value bK = fragment(mi.b, col0, kOff, [&](Value j, Value c) {
-        Value x = fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
-        x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
-        return fmul(prepared(kn, j, c), fexp(x));
-      });
-      return {mma(aK, bK, acc[0]), mma(aQ, bK, acc[1])};
-    });
-    Value accK = accs[0], accQ = accs[1];
-    forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
-      store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
-            ValueRange{i, j});
-      store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
-            ValueRange{i, j});
     });
   });
 
@@ -362,33 +365,36 @@ void KdaChunkBuilder::buildChunk() {
   forEachJob(rowTiles * outCols, [&](Value job) {
     auto [it, nt] = divmod(job, outCols);
     Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
-    Value zero = zeros(mi.c.size());
-    SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
-                                                              ValueRange acc)
-                                                              -> SmallVector<Value> {
-      SmallVector<Value> decay;
-      Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-        Value w = fexp(load(bs, ValueRange{i, c}));
-        decay.push_back(w);
-        return fmul(prepared(kn, i, c), w);
+    // Rows past the request's end: nothing to compute (decode steps).
+    ifThen(ult(row0, len), [&] {
+      Value zero = zeros(mi.c.size());
+      SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
+                                                                ValueRange acc)
+                                                                -> SmallVector<Value> {
+        SmallVector<Value> decay;
+        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          Value w = fexp(load(bs, ValueRange{i, c}));
+          decay.push_back(w);
+          return fmul(prepared(kn, i, c), w);
+        });
+        int64_t at = 0;
+        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          return fmul(prepared(qn, i, c), decay[at++]);
+        });
+        Value bS = fragment(mi.b, col0, kOff, [&](Value e, Value c) {
+          return load(ss, ValueRange{c, e});
+        });
+        return {mma(aK, bS, acc[0]), mma(aQ, bS, acc[1])};
       });
-      int64_t at = 0;
-      Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-        return fmul(prepared(qn, i, c), decay[at++]);
-      });
-      Value bS = fragment(mi.b, col0, kOff, [&](Value e, Value c) {
-        return load(ss, ValueRange{c, e});
-      });
-      return {mma(aK, bS, acc[0]), mma(aQ, bS, acc[1])};
-    });
-    Value accK = accs[0], accQ = accs[1];
-    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-      auto [valid, t] = chunkRow(i);
-      Value v = load(vn, ValueRange{t, add(colBase, e)});
-      store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
-            ValueRange{i, e});
-      ifThen(valid, [&] {
-        store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
+      Value accK = accs[0], accQ = accs[1];
+      forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+        auto [valid, t] = chunkRow(i);
+        Value v = load(vn, ValueRange{t, add(colBase, e)});
+        store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
+              ValueRange{i, e});
+        ifThen(valid, [&] {
+          store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
+        });
       });
     });
   });
@@ -401,7 +407,10 @@ void KdaChunkBuilder::buildChunk() {
       Value acc = load(ds, ValueRange{idx(i), tid});
       for (int64_t j = 0; j < i; ++j)
         acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}), rows[j]));
-      Value di = fmul(load(betaS, ValueRange{idx(i)}), acc);
+      // Rows past the request's end are zero (their coefficients and v - KS
+      // rows may be stale: a select, not a product with beta = 0).
+      Value di = select(ult(idx(i), len),
+                        fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
       store(di, ds, ValueRange{idx(i), tid});
       rows.push_back(di);
     }
@@ -412,23 +421,26 @@ void KdaChunkBuilder::buildChunk() {
   forEachJob(rowTiles * outCols, [&](Value job) {
     auto [it, nt] = divmod(job, outCols);
     Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
-    Value acc = zeros(mi.c.size());
-    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
-      Value kOff = idx(k0);
-      Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
-        return load(aqk, ValueRange{i, j});
-      });
-      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
-        return load(ds, ValueRange{j, e});
-      });
-      acc = mma(a, bD, acc);
-    }
-    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-      auto [valid, t] = chunkRow(i);
-      ifThen(valid, [&] {
-        Value col = add(colBase, e);
-        store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
-              ValueRange{t, col});
+    // Rows past the request's end: nothing to compute (decode steps).
+    ifThen(ult(row0, len), [&] {
+      Value acc = zeros(mi.c.size());
+      for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+        Value kOff = idx(k0);
+        Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
+          return load(aqk, ValueRange{i, j});
+        });
+        Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+          return load(ds, ValueRange{j, e});
+        });
+        acc = mma(a, bD, acc);
+      }
+      forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+        auto [valid, t] = chunkRow(i);
+        ifThen(valid, [&] {
+          Value col = add(colBase, e);
+          store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
+                ValueRange{t, col});
+        });
       });
     });
   });
