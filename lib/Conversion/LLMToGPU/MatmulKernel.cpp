@@ -889,16 +889,10 @@ static gpu::GPUFuncOp createMatmulFunc(OpBuilder &builder, Location loc,
                                        gpu::GPUModuleOp module, StringRef name,
                                        TypeRange argTypes,
                                        const MatmulTiling &tiling) {
-  builder.setInsertionPointToEnd(module.getBody());
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(tiling.threads()), 1, 1});
+  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
+                                     tiling.threads(), tiling.mma.mnemonic);
   func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
                                    {tiling.tileM(), tiling.tileN()}));
-  func->setAttr("strata.mma", builder.getStringAttr(tiling.mma.mnemonic));
-  builder.setInsertionPointToStart(&func.getBody().front());
   return func;
 }
 

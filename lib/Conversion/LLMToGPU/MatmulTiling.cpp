@@ -228,3 +228,17 @@ LogicalResult mlir::strata::describeLinearMatmul(
   types = {x.getElementType(), w, result};
   return success();
 }
+
+gpu::GPUFuncOp mlir::strata::createMatrixKernelFunc(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, int64_t threads, StringRef mnemonic) {
+  builder.setInsertionPointToEnd(module.getBody());
+  auto func = gpu::GPUFuncOp::create(builder, loc, name,
+                                     builder.getFunctionType(argTypes, {}));
+  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
+                builder.getUnitAttr());
+  func.setKnownBlockSize(ArrayRef<int32_t>{int32_t(threads), 1, 1});
+  func->setAttr("strata.mma", builder.getStringAttr(mnemonic));
+  builder.setInsertionPointToStart(&func.getBody().front());
+  return func;
+}

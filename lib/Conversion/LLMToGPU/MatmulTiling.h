@@ -114,6 +114,15 @@ std::optional<MatmulTiling> chooseDecodeSplitK(const MatmulTiling &tiling,
                                                const MatmulProblem &problem,
                                                int64_t &splits);
 
+/// `gpu.func @name(argTypes)` at the end of `module`: a kernel of `threads`
+/// threads per block (known_block_size) tagged with the matrix instruction
+/// `mnemonic` (strata.mma); the builder is left at its body's start. Shared
+/// by the matrix-unit kernel generators.
+gpu::GPUFuncOp createMatrixKernelFunc(OpBuilder &builder, Location loc,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      TypeRange argTypes, int64_t threads,
+                                      StringRef mnemonic);
+
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
 /// amdgpu.mfma on AMD, nvvm.mma.sync (bf16 pairs packed in i32) on NVIDIA.

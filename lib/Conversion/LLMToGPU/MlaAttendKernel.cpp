@@ -421,15 +421,8 @@ gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
   if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(builder);
-  builder.setInsertionPointToEnd(module.getBody());
-  auto func = gpu::GPUFuncOp::create(builder, loc, name,
-                                     builder.getFunctionType(argTypes, {}));
-  func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
-                builder.getUnitAttr());
-  func.setKnownBlockSize(
-      ArrayRef<int32_t>{int32_t(kSubgroups * subgroupSize), 1, 1});
-  func->setAttr("strata.mma", builder.getStringAttr(mi.mnemonic));
-  builder.setInsertionPointToStart(&func.getBody().front());
+  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
+                                     kSubgroups * subgroupSize, mi.mnemonic);
   MlaAttendBuilder(builder, loc, shape, mi, subgroupSize).build(func);
   return func;
 }
