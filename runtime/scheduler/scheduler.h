@@ -182,7 +182,6 @@ private:
   uint32_t scratch_base_ = 0;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
-  uint64_t admissions_ = 0;
   MtpAcceptanceCounters mtp_counters_;
   SchedulerStats stats_;
 };
