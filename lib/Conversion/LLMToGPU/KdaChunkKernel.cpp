@@ -74,9 +74,6 @@ public:
   void build(gpu::GPUFuncOp func);
 
 private:
-  Value toIndex(Value v) {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
   Value load(Value m, ValueRange at) {
     return memref::LoadOp::create(b, loc, m, at);
   }
@@ -95,10 +92,6 @@ private:
   }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value zeros(int64_t n) {
-    return arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(VectorType::get({n}, f32)));
   }
   void barrier() { gpu::BarrierOp::create(b, loc); }
   /// Runs `body` in the threads for which `cond` holds.
@@ -169,16 +162,24 @@ private:
   /// request).
   std::pair<Value, Value> chunkRow(Value i) {
     Value valid = ult(i, len);
-    Value t = arith::MinUIOp::create(b, loc, add(tc, i), lastToken);
+    Value t = minu(add(tc, i), lastToken);
     return {valid, t};
   }
   /// Channel c of prepared row i of the chunk (0 past the request).
   Value prepared(Value m, Value i, Value c) {
-    auto [valid, t] = chunkRow(i);
+    std::pair<Value, Value> row = chunkRow(i);
+    Value valid = row.first, t = row.second;
     Value v = load(m, ValueRange{t, add(base, c)});
     return select(valid, v, cf32(0.0));
   }
 
+  /// The tile at (row0, col0) of (K_i e^x(i,c)) R and (Q_i e^x(i,c)) R over
+  /// the head's channels c: the A fragments are chunk rows i of K and Q times
+  /// e^exponent(i, c) (one exp for both), B's element (n, c) is right(n, c).
+  std::pair<Value, Value>
+  keyQueryProducts(Value row0, Value col0,
+                   llvm::function_ref<Value(Value, Value)> exponent,
+                   llvm::function_ref<Value(Value, Value)> right);
   void buildBlock();
   void buildChunk();
 
@@ -212,15 +213,8 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
   src = args[8];
   dst = args[9];
   raw = args[10];
-  auto space =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   auto shared = [&](ArrayRef<int64_t> shape) {
-    Value v = func.addWorkgroupAttribution(
-        MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), space), loc);
-    func.setWorkgroupAttributionAttr(
-        func.getNumWorkgroupAttributions() - 1,
-        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
-    return v;
+    return addWorkgroupBuffer(func, loc, shape, f32);
   };
   int64_t d = s.headDim;
   ss = shared({d, dp});
@@ -274,8 +268,7 @@ void KdaChunkBuilder::buildBlock() {
   Value n = arith::SubIOp::create(b, loc, t1, t0);
   forLoop(idx(0), n, idx(kChunk), [&](Value cs) {
     tc = add(t0, cs);
-    len = arith::MinUIOp::create(b, loc, idx(kChunk),
-                                 arith::SubIOp::create(b, loc, n, cs));
+    len = minu(idx(kChunk), arith::SubIOp::create(b, loc, n, cs));
     buildChunk();
   });
   // Final state (this block's columns) to the destination slot.
@@ -285,6 +278,29 @@ void KdaChunkBuilder::buildBlock() {
     store(load(ss, ValueRange{i, j}), state,
           ValueRange{dstSlot, head, i, add(lo, j)});
   });
+}
+
+std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
+    Value row0, Value col0, llvm::function_ref<Value(Value, Value)> exponent,
+    llvm::function_ref<Value(Value, Value)> right) {
+  Value zero = zeros(mi.c.size());
+  SmallVector<Value> accs = kLoop(
+      s.headDim, mi.k, {zero, zero},
+      [&](Value kOff, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value> weights;
+        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          Value w = fexp(exponent(i, c));
+          weights.push_back(w);
+          return fmul(prepared(kn, i, c), w);
+        });
+        int64_t at = 0;
+        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+          return fmul(prepared(qn, i, c), weights[at++]);
+        });
+        Value bv = fragment(mi.b, col0, kOff, right);
+        return {mma(aK, bv, acc[0]), mma(aQ, bv, acc[1])};
+      });
+  return {accs[0], accs[1]};
 }
 
 void KdaChunkBuilder::buildChunk() {
@@ -301,100 +317,74 @@ void KdaChunkBuilder::buildChunk() {
     }
   });
   ifThen(ult(tid, idx(kChunk)), [&] {
-    auto [valid, t] = chunkRow(tid);
+    std::pair<Value, Value> row = chunkRow(tid);
+    Value valid = row.first, t = row.second;
     store(select(valid, load(betas, ValueRange{t, head}), cf32(0.0)), betaS,
           ValueRange{tid});
   });
   barrier();
 
-  // Jobs of a phase: `count` tiles, tile w + 4 r to subgroup w in round r
-  // (every count here is a multiple of kSubgroups).
-  auto forEachJob = [&](int64_t count,
-                        llvm::function_ref<void(Value)> body) {
-    for (int64_t r = 0; r < count / kSubgroups; ++r)
-      body(add(warp, r * kSubgroups));
-  };
-  auto divmod = [&](Value job, int64_t by) {
-    return std::make_pair(arith::DivUIOp::create(b, loc, job, idx(by)),
-                          arith::RemUIOp::create(b, loc, job, idx(by)));
+  // The instruction tiles of a phase, `rows` x `cols` of m x n: tile w + 4 r
+  // (row-major) to subgroup w in round r (every count here is a multiple of
+  // kSubgroups); `body(row0, col0)` at the tile's origin. With `liveRows`
+  // a tile starting past the request's end is skipped (decode steps).
+  auto forEachTile = [&](int64_t rows, int64_t cols, bool liveRows,
+                         llvm::function_ref<void(Value, Value)> body) {
+    for (int64_t r = 0; r < rows * cols / kSubgroups; ++r) {
+      Value tile = add(warp, r * kSubgroups);
+      Value rowTile = arith::DivUIOp::create(b, loc, tile, idx(cols));
+      Value colTile = arith::RemUIOp::create(b, loc, tile, idx(cols));
+      Value row0 = mul(rowTile, mi.m), col0 = mul(colTile, mi.n);
+      if (liveRows)
+        ifThen(ult(row0, len), [&] { body(row0, col0); });
+      else
+        body(row0, col0);
+    }
   };
 
   // 1. Coefficients: 16-row block I (reference row r = I m) against column
   // tile J; all tiles of the [C, C] square, the masks zero what is not kept.
   int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
-  forEachJob(rowTiles * colTiles, [&](Value job) {
-    auto [it, jt] = divmod(job, colTiles);
-    Value row0 = mul(it, mi.m), col0 = mul(jt, mi.n);
-    // Rows past the request's end: nothing to compute (decode steps).
-    ifThen(ult(row0, len), [&] {
-      Value zero = zeros(mi.c.size());
-      SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
-                                                                ValueRange acc)
-                                                                -> SmallVector<Value> {
-        // e^(B_i - B_r), shared by the K and Q fragments.
-        SmallVector<Value> left;
-        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          Value w = fexp(fsub(load(bs, ValueRange{i, c}),
-                              load(bs, ValueRange{row0, c})));
-          left.push_back(w);
-          return fmul(prepared(kn, i, c), w);
-        });
-        int64_t at = 0;
-        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          return fmul(prepared(qn, i, c), left[at++]);
-        });
-        Value bK = fragment(mi.b, col0, kOff, [&](Value j, Value c) {
-          Value x = fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
+  forEachTile(rowTiles, colTiles, /*liveRows=*/true, [&](Value row0,
+                                                         Value col0) {
+    // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on K_j.
+    std::pair<Value, Value> products = keyQueryProducts(
+        row0, col0,
+        [&](Value i, Value c) {
+          return fsub(load(bs, ValueRange{i, c}), load(bs, ValueRange{row0, c}));
+        },
+        [&](Value j, Value c) {
+          Value x =
+              fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
           x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
           return fmul(prepared(kn, j, c), fexp(x));
         });
-        return {mma(aK, bK, acc[0]), mma(aQ, bK, acc[1])};
-      });
-      Value accK = accs[0], accQ = accs[1];
-      forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
-        store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
-              ValueRange{i, j});
-        store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
-              ValueRange{i, j});
-      });
+    Value accK = products.first, accQ = products.second;
+    forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
+      store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
+            ValueRange{i, j});
+      store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
+            ValueRange{i, j});
     });
   });
 
   // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each.
   int64_t outCols = dp / mi.n;
-  forEachJob(rowTiles * outCols, [&](Value job) {
-    auto [it, nt] = divmod(job, outCols);
-    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
-    // Rows past the request's end: nothing to compute (decode steps).
-    ifThen(ult(row0, len), [&] {
-      Value zero = zeros(mi.c.size());
-      SmallVector<Value> accs = kLoop(d, mi.k, {zero, zero}, [&](Value kOff,
-                                                                ValueRange acc)
-                                                                -> SmallVector<Value> {
-        SmallVector<Value> decay;
-        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          Value w = fexp(load(bs, ValueRange{i, c}));
-          decay.push_back(w);
-          return fmul(prepared(kn, i, c), w);
-        });
-        int64_t at = 0;
-        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          return fmul(prepared(qn, i, c), decay[at++]);
-        });
-        Value bS = fragment(mi.b, col0, kOff, [&](Value e, Value c) {
-          return load(ss, ValueRange{c, e});
-        });
-        return {mma(aK, bS, acc[0]), mma(aQ, bS, acc[1])};
-      });
-      Value accK = accs[0], accQ = accs[1];
-      forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-        auto [valid, t] = chunkRow(i);
-        Value v = load(vn, ValueRange{t, add(colBase, e)});
-        store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
-              ValueRange{i, e});
-        ifThen(valid, [&] {
-          store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
-        });
+  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](Value row0,
+                                                        Value col0) {
+    std::pair<Value, Value> products = keyQueryProducts(
+        row0, col0,
+        [&](Value i, Value c) { return load(bs, ValueRange{i, c}); },
+        [&](Value e, Value c) { return load(ss, ValueRange{c, e}); });
+    Value accK = products.first, accQ = products.second;
+    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+      std::pair<Value, Value> row = chunkRow(i);
+      Value valid = row.first, t = row.second;
+      Value v = load(vn, ValueRange{t, add(colBase, e)});
+      store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
+            ValueRange{i, e});
+      ifThen(valid, [&] {
+        store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
       });
     });
   });
@@ -418,29 +408,26 @@ void KdaChunkBuilder::buildChunk() {
   barrier();
 
   // 4. Outputs: the read-out rows plus A_q D.
-  forEachJob(rowTiles * outCols, [&](Value job) {
-    auto [it, nt] = divmod(job, outCols);
-    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
-    // Rows past the request's end: nothing to compute (decode steps).
-    ifThen(ult(row0, len), [&] {
-      Value acc = zeros(mi.c.size());
-      for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
-        Value kOff = idx(k0);
-        Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
-          return load(aqk, ValueRange{i, j});
-        });
-        Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
-          return load(ds, ValueRange{j, e});
-        });
-        acc = mma(a, bD, acc);
-      }
-      forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-        auto [valid, t] = chunkRow(i);
-        ifThen(valid, [&] {
-          Value col = add(colBase, e);
-          store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
-                ValueRange{t, col});
-        });
+  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](Value row0,
+                                                        Value col0) {
+    Value acc = zeros(mi.c.size());
+    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+      Value kOff = idx(k0);
+      Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
+        return load(aqk, ValueRange{i, j});
+      });
+      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+        return load(ds, ValueRange{j, e});
+      });
+      acc = mma(a, bD, acc);
+    }
+    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+      std::pair<Value, Value> row = chunkRow(i);
+      Value valid = row.first, t = row.second;
+      ifThen(valid, [&] {
+        Value col = add(colBase, e);
+        store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
+              ValueRange{t, col});
       });
     });
   });
@@ -449,9 +436,8 @@ void KdaChunkBuilder::buildChunk() {
   // lane reads and writes only its own elements of the state.
   Value lastRow = idx(kChunk - 1);
   int64_t stateRows = d / mi.m;
-  forEachJob(stateRows * outCols, [&](Value job) {
-    auto [it, nt] = divmod(job, outCols);
-    Value row0 = mul(it, mi.m), col0 = mul(nt, mi.n);
+  forEachTile(stateRows, outCols, /*liveRows=*/false, [&](Value row0,
+                                                          Value col0) {
     SmallVector<Value> init;
     forEachC(row0, col0, [&](Value c, Value e, int64_t) {
       init.push_back(fmul(fexp(load(bs, ValueRange{lastRow, c})),

@@ -3,7 +3,7 @@
 // Part of strata, under the Apache License v2.0.
 //
 // The small builders the matrix-unit kernel generators (MatmulKernel.cpp,
-// MlaAttendKernel.cpp) share: constants, index additions and products that
+// MlaAttendKernel.cpp, KdaChunkKernel.cpp) share: constants, index additions and products that
 // skip their identities, and this lane's coordinate under a LaneMap of
 // TargetInfo's fragment layouts.
 //
@@ -31,6 +31,15 @@ protected:
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   }
   Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+  Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
+  Value toIndex(Value v) {
+    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  /// A zero vector<n x f32> (an accumulator's start).
+  Value zeros(int64_t n) {
+    return arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(VectorType::get({n}, b.getF32Type())));
+  }
   Value add(Value a, int64_t c) { return c ? add(a, idx(c)) : a; }
   Value mul(Value a, int64_t c) {
     return c == 1 ? a : arith::MulIOp::create(b, loc, a, idx(c));

@@ -253,7 +253,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types, hcMult);
   return MatmulKernelFunction{func,         *tiling,      problem,
-                              std::nullopt, std::nullopt, std::nullopt};
+                              std::nullopt, std::nullopt, std::nullopt,
+                              std::nullopt};
 }
 
 bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
@@ -341,7 +342,8 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
   return MatmulKernelFunction{func,    *tiling,      problem,
-                              grouped, std::nullopt, std::nullopt};
+                              grouped, std::nullopt, std::nullopt,
+                              std::nullopt};
 }
 
 bool mlir::strata::isDenseMatmulKernelFunction(func::FuncOp kernel) {
@@ -507,7 +509,21 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, dense);
   return MatmulKernelFunction{func,  *tiling, problem, std::nullopt, dense,
-                              std::nullopt};
+                              std::nullopt, std::nullopt};
+}
+
+/// Input `i` of `type` as a memref with the identity layout, else null.
+static MemRefType identityMemRefInput(FunctionType type, unsigned i) {
+  auto m = dyn_cast<MemRefType>(type.getInput(i));
+  return m && m.getLayout().isIdentity() ? m : MemRefType();
+}
+
+/// True when input `i` of `type` is an identity-layout memref of `rank`
+/// whose elements are `elem`.
+static bool isMemRefInput(FunctionType type, unsigned i, int64_t rank,
+                          Type elem) {
+  MemRefType m = identityMemRefInput(type, i);
+  return m && m.getRank() == rank && m.getElementType() == elem;
 }
 
 bool mlir::strata::isMlaAttendKernelFunction(func::FuncOp kernel) {
@@ -521,19 +537,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   auto minTokens = info ? info.getAs<IntegerAttr>("min_tokens") : nullptr;
   auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
   FunctionType type = kernel.getFunctionType();
-  auto memref = [&](unsigned i) {
-    auto m = dyn_cast<MemRefType>(type.getInput(i));
-    return m && m.getLayout().isIdentity() ? m : MemRefType();
-  };
   if (!minTokens || !scale || type.getNumInputs() != 7 ||
       type.getNumResults() != 0) {
     why = "not an mla_attend kernel function";
     return failure();
   }
-  MemRefType qa = memref(0), cache = memref(1), oh = memref(6);
+  MemRefType qa = identityMemRefInput(type, 0);
+  MemRefType cache = identityMemRefInput(type, 1);
+  MemRefType oh = identityMemRefInput(type, 6);
+  Type i32 = builder.getI32Type();
   auto isI32Vector = [&](unsigned i, int64_t rank) {
-    MemRefType m = memref(i);
-    return m && m.getRank() == rank && m.getElementType().isInteger(32);
+    return isMemRefInput(type, i, rank, i32);
   };
   if (!qa || !cache || !oh || qa.getRank() != 3 || qa != oh ||
       !qa.getElementType().isF32() || cache.getRank() != 3 ||
@@ -577,31 +591,23 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   FunctionType type = kernel.getFunctionType();
-  auto memref = [&](unsigned i) {
-    auto m = dyn_cast<MemRefType>(type.getInput(i));
-    return m && m.getLayout().isIdentity() ? m : MemRefType();
-  };
   auto info = kernel->getAttrOfType<DictionaryAttr>(kKdaChunkAttrName);
   auto bound = info ? info.getAs<FloatAttr>("gate_lower_bound") : nullptr;
   if (!bound || type.getNumInputs() != 11 || type.getNumResults() != 0) {
     why = "not a kda_attention kernel function";
     return failure();
   }
-  auto isF32 = [&](unsigned i, int64_t rank) {
-    MemRefType m = memref(i);
-    return m && m.getRank() == rank && m.getElementType().isF32();
-  };
-  auto isI32Vector = [&](unsigned i) {
-    MemRefType m = memref(i);
-    return m && m.getRank() == 1 && m.getElementType().isInteger(32);
-  };
-  MemRefType state = memref(5), q = memref(0), beta = memref(4);
-  bool rows = isF32(0, 2) && isF32(1, 2) && isF32(2, 2) && isF32(3, 2) &&
-              isF32(10, 2) && isF32(4, 2);
-  if (!rows || !isF32(5, 4) || !isI32Vector(6) || !isI32Vector(7) ||
-      !isI32Vector(8) || !isI32Vector(9) || state.isDynamicDim(1) ||
-      state.isDynamicDim(2) || state.getDimSize(2) != state.getDimSize(3) ||
-      q.isDynamicDim(1) || beta.isDynamicDim(1)) {
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  // q, k, v, g, beta and the read-out [T, .] f32, the state [slots, H, d, d]
+  // f32, positions, starts and the two slot vectors i32.
+  bool types = isMemRefInput(type, 5, 4, f32);
+  for (unsigned i : {0u, 1u, 2u, 3u, 4u, 10u})
+    types = types && isMemRefInput(type, i, 2, f32);
+  for (unsigned i : {6u, 7u, 8u, 9u})
+    types = types && isMemRefInput(type, i, 1, i32);
+  MemRefType state = identityMemRefInput(type, 5);
+  if (!types || state.isDynamicDim(1) || state.isDynamicDim(2) ||
+      state.getDimSize(2) != state.getDimSize(3)) {
     why = "unexpected kda_attention kernel signature";
     return failure();
   }
@@ -610,12 +616,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   shape.headDim = state.getDimSize(2);
   shape.parts = shape.headDim % 32 == 0 ? shape.headDim / 32 : 1;
   shape.gateLowerBound = bound.getValueAsDouble();
+  // Row widths: H * d channels, H betas (static, so dynamic widths fail).
+  bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads;
   for (unsigned i : {0u, 1u, 2u, 3u, 10u})
-    if (memref(i).getDimSize(1) != shape.heads * shape.headDim) {
-      why = "unexpected kda_attention kernel signature";
-      return failure();
-    }
-  if (beta.getDimSize(1) != shape.heads) {
+    widths = widths && identityMemRefInput(type, i).getDimSize(1) ==
+                           shape.heads * shape.headDim;
+  if (!widths) {
     why = "unexpected kda_attention kernel signature";
     return failure();
   }

@@ -9,6 +9,8 @@
 
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -241,4 +243,17 @@ gpu::GPUFuncOp mlir::strata::createMatrixKernelFunc(
   func->setAttr("strata.mma", builder.getStringAttr(mnemonic));
   builder.setInsertionPointToStart(&func.getBody().front());
   return func;
+}
+
+Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
+                                       ArrayRef<int64_t> shape, Type elem) {
+  auto space = gpu::AddressSpaceAttr::get(func.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  Value v = func.addWorkgroupAttribution(
+      MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space), loc);
+  func.setWorkgroupAttributionAttr(
+      func.getNumWorkgroupAttributions() - 1,
+      LLVM::LLVMDialect::getAlignAttrName(),
+      IntegerAttr::get(IntegerType::get(func.getContext(), 64), 16));
+  return v;
 }

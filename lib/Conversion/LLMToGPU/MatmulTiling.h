@@ -123,6 +123,11 @@ gpu::GPUFuncOp createMatrixKernelFunc(OpBuilder &builder, Location loc,
                                       TypeRange argTypes, int64_t threads,
                                       StringRef mnemonic);
 
+/// A workgroup buffer memref<shape x elem> of `func`, 16-byte aligned (LLVM
+/// merges neighbouring accesses into 16-byte ones).
+Value addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
+                         ArrayRef<int64_t> shape, Type elem);
+
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
 /// amdgpu.mfma on AMD, nvvm.mma.sync (bf16 pairs packed in i32) on NVIDIA.

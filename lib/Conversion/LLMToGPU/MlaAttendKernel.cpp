@@ -66,14 +66,6 @@ public:
   void build(gpu::GPUFuncOp func);
 
 private:
-  Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
-  Value toIndex(Value v) {
-    return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
-  }
-  Value zeros(int64_t n) {
-    auto type = VectorType::get({n}, f32);
-    return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
-  }
   /// `v` combined over the `lanesPerRow` lanes of a head row.
   Value rowReduce(Value v, bool max) {
     for (int64_t g = 1; g < lanesPerRow; g *= 2) {
@@ -144,19 +136,9 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   starts = args[4];
   blockTable = args[5];
   oh = args[6];
-  auto space =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  auto shared = [&](ArrayRef<int64_t> shape, Type elem) {
-    Value v = func.addWorkgroupAttribution(
-        MemRefType::get(shape, elem, MemRefLayoutAttrInterface(), space), loc);
-    func.setWorkgroupAttributionAttr(
-        func.getNumWorkgroupAttributions() - 1,
-        LLVM::LLVMDialect::getAlignAttrName(), b.getI64IntegerAttr(16));
-    return v;
-  };
-  partial = shared({kSubgroups, mi.m, kChunk}, f32);
-  probs = shared({kSubgroups, mi.m, kChunk}, bf16);
-  factors = shared({kSubgroups, mi.m}, f32);
+  partial = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, f32);
+  probs = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, bf16);
+  factors = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m}, f32);
 
   lanesPerRow = subgroupSize / mi.m;
   colsPerLane = kChunk / lanesPerRow;

@@ -173,7 +173,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         // key element is loaded (and, fp8, decoded) once per pool, not once
         // per head; then the heads' weighted ReLUs in head order.
         kb.loop(kb.idx(0), visible, [&](Value p) {
-          auto [page, row] = pagedRow(kb, bt, r, p, rowsPerPage);
+          std::pair<Value, Value> pageRow = pagedRow(kb, bt, r, p, rowsPerPage);
+          Value page = pageRow.first, row = pageRow.second;
           SmallVector<Value> dots = kb.loopCarry(
               kb.idx(0), kb.idx(headDim), SmallVector<Value>(heads, zero),
               [&](Value c, ValueRange acc) -> SmallVector<Value> {

@@ -174,9 +174,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       call.attributes.push_back(rewriter.getNamedAttr(
           kKdaChunkAttrName,
           rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("chunk_size",
-                                     rewriter.getI64IntegerAttr(chunk)),
-               rewriter.getNamedAttr("gate_lower_bound",
+              {rewriter.getNamedAttr("gate_lower_bound",
                                      op.getGateLowerBoundAttr())})));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
@@ -191,14 +189,18 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value s = kb.scratch({d, dp});
       Value cd = kb.scratch({cRows, dp});
       Value ov = kb.scratch({dp});
-      // Chunk scratch (chunked mode): the cumulative log-decay, the [C, C]
-      // key and query coefficients; the decayed rows q exp(B) and k exp(B)
-      // (the latter reused for k exp(B_last - B)), each computed once per
-      // chunk instead of once per output column.
-      Value cb = kb.scratch({cRows, d});
-      Value ca = kb.scratch({cRows, cRows});
-      Value caq = kb.scratch({cRows, cRows});
-      Value cqe = kb.scratch({cRows, d}), cke = kb.scratch({cRows, d});
+      // Chunk scratch (chunked mode only): the cumulative log-decay, the
+      // [C, C] key and query coefficients; the decayed rows q exp(B) and
+      // k exp(B) (the latter reused for k exp(B_last - B)), each computed
+      // once per chunk instead of once per output column.
+      Value cb, ca, caq, cqe, cke;
+      if (chunkedMode) {
+        cb = kb.scratch({chunk, d});
+        ca = kb.scratch({chunk, chunk});
+        caq = kb.scratch({chunk, chunk});
+        cqe = kb.scratch({chunk, d});
+        cke = kb.scratch({chunk, d});
+      }
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
       kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
@@ -402,7 +404,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         });
       });
       for (Value m : {s, cd, ov, cb, ca, caq, cqe, cke})
-        kb.dealloc(m);
+        if (m)
+          kb.dealloc(m);
     });
     // kda_output: the gated norm per (token, head), then the conv state.
     MemRefType resultType = getKernelMemRefType(op.getResult().getType());

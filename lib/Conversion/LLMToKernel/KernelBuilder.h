@@ -56,11 +56,10 @@ inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =
 /// rows on the matrix units (LLMToGPU buildMlaAttendKernelFunction); it
 /// works only for steps of at least min_tokens tokens.
 inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
-/// On kda_attention in chunked mode (KdaOps.cpp): {chunk_size,
-/// gate_lower_bound}; a GPU target with f32 matrix instructions rebuilds it
-/// with the chunk products on the matrix units (LLMToGPU
-/// buildKdaChunkKernelFunction) where the bound keeps its factored decays
-/// finite.
+/// On kda_attention in chunked mode (KdaOps.cpp): {gate_lower_bound}; a GPU
+/// target with f32 matrix instructions rebuilds it with the chunk products
+/// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
+/// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
 /// iteration is one GPU row (grid dimensions) whose inner loops the threads

@@ -65,7 +65,7 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 // marks its kernel for the matrix-unit form (llm.kda_chunk).
 // CHECK-LABEL: func.func @kda_chunked
 // CHECK: func.func @kda_attention_0
-// CHECK-SAME: llm.kda_chunk = {chunk_size = 16 : i64, gate_lower_bound = -5.000000e+00 : f32}
+// CHECK-SAME: llm.kda_chunk = {gate_lower_bound = -5.000000e+00 : f32}
 // CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: memref.alloc() : memref<16x16xf32>
 // CHECK: %[[C16:.*]] = arith.constant 16 : index
