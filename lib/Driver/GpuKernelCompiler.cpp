@@ -126,6 +126,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         // kda_attention: (seq_starts entries, heads, parts); the block of
         // the last entry has no request.
         dims[0] = {7, 0, 1};
+        // Steps of at most decodeMaxTokens tokens are kda_decode's.
+        dims[0].floor = kda->decodeMaxTokens + 1;
+        dims[0].floorArgument = 0;
         dims[1].blocks = kda->heads;
         dims[2].blocks = kda->parts;
         library.grids.push_back(dims);
@@ -169,6 +172,11 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         dims[d] = {entry[0], entry[1], 1};
       if (entry.size() > 2)
         dims[d].cap = entry[2];
+      if (entry.size() > 5) {
+        dims[d].floorArgument = entry[3];
+        dims[d].floorDim = entry[4];
+        dims[d].floor = entry[5];
+      }
     }
     library.grids.push_back(dims);
     // Global scratch: the trailing `memref<?xi8>` argument the pass added.

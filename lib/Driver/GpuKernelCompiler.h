@@ -48,6 +48,10 @@ struct GpuGridDim {
   int64_t addend = 0;
   int64_t cap = 0;
   int64_t floor = 0;
+  /// With `floor`: the argument and dimension whose extent it bounds (-1:
+  /// `argument`'s extent times multiplier).
+  int64_t floorArgument = -1;
+  int64_t floorDim = 0;
 };
 
 /// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):

@@ -476,9 +476,21 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
   // MlaOps): ub = select(c, dim(arg, d), 0) is bounded by the extent;
   // ub = select(dim(arg, d) [* m] >= K, 0, dim(arg, d)) by the extent and by
   // ceil(K / m) - 1 (entry [arg, d, cap]), so a large step launches no
-  // idle block per row.
+  // idle block per row; ub = select(dim(arg', d') >= K, rows, 0) by the
+  // extent of rows with the floor K on dim(arg', d') (entry [arg, d, 0,
+  // arg', d', K]), so a small step launches one block.
   Value bound = ub;
   int64_t cap = 0;
+  SmallVector<int64_t, 3> floor;
+  auto argumentExtent =
+      [](Value v) -> std::optional<std::pair<int64_t, int64_t>> {
+    auto d = v.getDefiningOp<memref::DimOp>();
+    auto arg = d ? dyn_cast<BlockArgument>(d.getSource()) : nullptr;
+    std::optional<int64_t> index = d ? d.getConstantIndex() : std::nullopt;
+    if (!arg || !index || !isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp()))
+      return std::nullopt;
+    return std::make_pair(int64_t{arg.getArgNumber()}, *index);
+  };
   if (auto select = bound.getDefiningOp<arith::SelectOp>()) {
     auto isZero = [](Value v) {
       return getConstantIntValue(v) == std::optional<int64_t>(0);
@@ -486,6 +498,13 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
     auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
     if (isZero(select.getFalseValue())) {
       bound = select.getTrueValue();
+      std::optional<int64_t> k =
+          cmp ? getConstantIntValue(cmp.getRhs()) : std::nullopt;
+      auto size = cmp ? argumentExtent(cmp.getLhs()) : std::nullopt;
+      if (k && *k > 0 && size &&
+          (cmp.getPredicate() == arith::CmpIPredicate::sge ||
+           cmp.getPredicate() == arith::CmpIPredicate::uge))
+        floor = {size->first, size->second, *k};
     } else if (isZero(select.getTrueValue()) && cmp &&
                (cmp.getPredicate() == arith::CmpIPredicate::sge ||
                 cmp.getPredicate() == arith::CmpIPredicate::uge)) {
@@ -509,14 +528,12 @@ Attribute gridEntry(Builder &b, Value lb, Value ub, Value step, int dim,
       sub && getConstantIntValue(sub.getRhs()))
     bound = sub.getLhs();
   if (dim == 0 && *lo == 0 && *st == 1) {
-    if (auto d = bound.getDefiningOp<memref::DimOp>()) {
-      auto arg = dyn_cast<BlockArgument>(d.getSource());
-      std::optional<int64_t> index = d.getConstantIndex();
-      if (arg && index && isa<gpu::GPUFuncOp>(arg.getOwner()->getParentOp())) {
-        if (cap > 0)
-          return b.getDenseI64ArrayAttr({arg.getArgNumber(), *index, cap});
-        return b.getDenseI64ArrayAttr({arg.getArgNumber(), *index});
-      }
+    if (auto extent = argumentExtent(bound)) {
+      SmallVector<int64_t, 6> entry = {extent->first, extent->second};
+      if (cap > 0 || !floor.empty())
+        entry.push_back(cap);
+      entry.append(floor.begin(), floor.end());
+      return b.getDenseI64ArrayAttr(entry);
     }
   }
   return constant(1);

@@ -20,7 +20,9 @@ namespace mlir::strata {
 /// On each gpu.func made by convert-kernels-to-gpu: an array of 3
 /// DenseI64ArrayAttr, one per grid dimension x/y/z: [-1, n] for n blocks,
 /// [a, d] for extent d of kernel argument a, [a, d, cap] for that extent but
-/// at most cap blocks.
+/// at most cap blocks (cap 0: no cap), [a, d, cap, fa, fd, floor] for that
+/// extent while extent fd of argument fa is at least floor (the kernel
+/// works only in steps of that size; below, one block in every dimension).
 inline constexpr llvm::StringLiteral kGpuGridAttrName = "strata.grid";
 
 /// On a gpu.func whose scratch did not fit private memory: the bytes each

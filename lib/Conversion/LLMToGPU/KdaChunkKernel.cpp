@@ -180,7 +180,10 @@ private:
   keyQueryProducts(Value row0, Value col0,
                    llvm::function_ref<Value(Value, Value)> exponent,
                    llvm::function_ref<Value(Value, Value)> right);
+  /// The block's request, if it is the chunk path's (buildRequest).
   void buildBlock();
+  /// The block's part of the request of tokens [t0, t1).
+  void buildRequest(Value t0, Value t1);
   void buildChunk();
 
   const KdaChunk &s;
@@ -240,9 +243,15 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
 }
 
 void KdaChunkBuilder::buildBlock() {
-  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
   Value t0 = toIndex(load(starts, request));
   Value t1 = toIndex(load(starts, add(request, 1)));
+  // Requests of at most decodeMaxTokens tokens are kda_decode's.
+  Value n = arith::SubIOp::create(b, loc, t1, t0);
+  ifThen(ult(idx(s.decodeMaxTokens), n), [&] { buildRequest(t0, t1); });
+}
+
+void KdaChunkBuilder::buildRequest(Value t0, Value t1) {
+  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
   Value srcSlot = toIndex(load(src, request));
   Value dstSlot = toIndex(load(dst, request));
   Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,

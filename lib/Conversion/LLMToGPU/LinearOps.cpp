@@ -593,7 +593,10 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   FunctionType type = kernel.getFunctionType();
   auto info = kernel->getAttrOfType<DictionaryAttr>(kKdaChunkAttrName);
   auto bound = info ? info.getAs<FloatAttr>("gate_lower_bound") : nullptr;
-  if (!bound || type.getNumInputs() != 11 || type.getNumResults() != 0) {
+  auto decodeMax =
+      info ? info.getAs<IntegerAttr>("decode_max_tokens") : nullptr;
+  if (!bound || !decodeMax || type.getNumInputs() != 11 ||
+      type.getNumResults() != 0) {
     why = "not a kda_attention kernel function";
     return failure();
   }
@@ -616,6 +619,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   shape.headDim = state.getDimSize(2);
   shape.parts = shape.headDim % 32 == 0 ? shape.headDim / 32 : 1;
   shape.gateLowerBound = bound.getValueAsDouble();
+  shape.decodeMaxTokens = decodeMax.getInt();
   // Row widths: H * d channels, H betas (static, so dynamic widths fail).
   bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads;
   for (unsigned i : {0u, 1u, 2u, 3u, 10u})

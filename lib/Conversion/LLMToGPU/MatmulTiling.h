@@ -255,6 +255,8 @@ struct KdaChunk {
   int64_t heads = 0, headDim = 0, parts = 0;
   /// The log-decay's lower bound (g > gateLowerBound, negative).
   double gateLowerBound = 0;
+  /// Requests of at most this many tokens are left to kda_decode.
+  int64_t decodeMaxTokens = 0;
 };
 
 /// The f32 instruction buildKdaChunkKernel uses on `target` (smallest m);

@@ -2,29 +2,40 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.kda_attention becomes three kernels. `kda_prepare`, one row per
-// (token, head): the short causal depthwise conv + SiLU of q, k and v
-// (history from the conv state, zero at position 0), per-head L2
-// normalisation, log-decay g and write strength beta, into f32 [T, H*d]
-// (beta [T, H]) buffers. `kda_attention`, rows (request, head, part): walks
-// the request's tokens in order, the delta-rule update of the head's fp32
-// [d_k, d_v] scratch state and the read-out. The delta rule updates every
-// value column of the state on its own, so a head's d_v columns are split
-// over `parts` blocks, each reading the prepared key side and writing its
-// columns of the f32 read-out and of the final state (slot dst_slots[r]).
+// llm.kda_attention becomes one kernel for short requests and three for the
+// others.
+//
+// `kda_decode`, one row per (request, head), does all of a request of at
+// most kKdaDecodeMaxTokens tokens (decode steps, MTP verification; every
+// request in `recurrent` mode): token by token the short causal depthwise
+// conv + SiLU of the head's q, k and v channels (history from the conv
+// state, zero at position 0), per-head L2 norms, log-decay g and write
+// strength beta, the delta-rule update of the head's fp32 [d_k, d_v] state
+// in the cache (read from slot src_slots[r] for the first token, then
+// dst_slots[r]; a value column per thread on the GPU), the read-out and the
+// gated output RMSNorm; then the last K-1 pre-conv inputs of the head's
+// channels to the conv state.
+//
+// Longer requests (chunked mode): `kda_prepare`, one row per (token,
+// head): the conv + SiLU, L2 norms, g and beta into f32 [T, H*d] (beta
+// [T, H]) buffers. `kda_attention`, rows (request, head, part): walks the
+// request's tokens in chunks of `chunk_size` in the WY form (coefficients
+// of the chunk's keys, forward substitution for the delta rows, outputs and
+// the end-of-chunk state from the chunk start state), writing its value
+// columns of the f32 read-out and of the final state (slot dst_slots[r]):
+// the delta rule updates every value column of the state on its own, so a
+// head's d_v columns are split over `parts` blocks, each reading the
+// prepared key side. Its kernel carries kKdaChunkAttrName, with which a GPU
+// target rebuilds it on the matrix units (LLMToGPU/KdaChunkKernel.cpp).
 // `kda_output`, one row per (token, head), applies the gated output RMSNorm
 // (it needs all of a head's columns) and, in the row of a request's last
-// token, writes the last K-1 pre-conv inputs of the head's q, k and v
-// channels to the conv state (after kda_prepare has read the old ones).
-// State and conv state are updated in place (the op's cache results are
-// the operands' buffers).
+// token, writes the conv state (after kda_prepare has read the old one).
+// The three work only in steps of more than kKdaDecodeMaxTokens tokens
+// (outside, their row loops are empty and a GPU launches one block each)
+// and skip the requests kda_decode does.
 //
-// `recurrent` mode updates the state token by token. `chunked` mode walks
-// chunks of `chunk_size` tokens per head in the WY form (coefficients of the
-// chunk's keys, forward substitution for the delta rows, outputs and the
-// end-of-chunk state from the chunk start state), the prefill algorithm;
-// its kernel carries kKdaChunkAttrName, with which a GPU target rebuilds it
-// on the matrix units (LLMToGPU/KdaChunkKernel.cpp).
+// State and conv state are updated in place (the op's cache results are
+// the operands' buffers); every kernel writes the same o.
 //
 //===----------------------------------------------------------------------===//
 
@@ -72,7 +83,54 @@ struct PreConvInputs {
                            });
         });
   }
+
+  /// silu(sum_j w[ch, 0, j] * z_{i-K+1+j}[c]), c = which * P + ch: the conv
+  /// output of channel ch of q (which 0), k (1) or v (2) at token offset i.
+  Value convolve(KernelBuilder &kb, Value weights, int64_t which, Value ch,
+                 Value i) const {
+    Value c = kb.iadd(kb.idx(which * p), ch);
+    Value sum = kb.reduce(0, kTaps, kb.f32(0.0), [&](Value j, Value acc) {
+      Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
+      return kb.add(
+          acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}), at(kb, off, c)));
+    });
+    return kb.silu(sum);
+  }
 };
+
+/// Requests of at most this many tokens (decode steps, MTP verification of
+/// up to three draft tokens) run kda_decode in chunked mode; the recurrence
+/// then costs less than the chunk kernels' three dispatches.
+constexpr int64_t kKdaDecodeMaxTokens = 4;
+
+/// log-decay g = lower * sigmoid(rate * (f[t, ch] + dt_bias[ch])) of
+/// channel ch of token t, rate = exp(A_log[head]).
+Value logDecay(KernelBuilder &kb, double lower, Value rate, Value f,
+               Value dtBias, Value t, Value ch) {
+  return kb.mul(kb.f32(lower),
+                kb.sigmoid(kb.mul(
+                    rate, kb.add(kb.load(f, {t, ch}), kb.load(dtBias, ch)))));
+}
+
+/// Writes the conv state after a request's `n` tokens: row w of slot
+/// `dstSlot` is the pre-conv input at token offset n - (K-1) + w (the old
+/// conv state's row for offsets below 0), for the d channels from `base` of
+/// q, k and v each. Rows go in ascending order, which only reads higher
+/// (not yet written) rows when the source slot is `dstSlot`.
+void writeConvState(KernelBuilder &kb, const PreConvInputs &inputs,
+                    Value dstSlot, Value n, Value base, int64_t d) {
+  kb.loop(0, inputs.kTaps - 1, [&](Value w) {
+    Value off = kb.iadd(kb.isub(n, kb.idx(inputs.kTaps - 1)), w);
+    // The q, k and v channels of the head, each a loop over the channel
+    // itself (threads share it on the GPU).
+    for (int64_t which = 0; which < 3; ++which) {
+      Value c0 = kb.iadd(kb.idx(which * inputs.p), base);
+      kb.loop(c0, kb.iadd(c0, kb.idx(d)), [&](Value c) {
+        kb.store(inputs.at(kb, off, c), inputs.conv, {dstSlot, w, c});
+      });
+    }
+  });
+}
 
 struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -87,6 +145,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     Type f32 = rewriter.getF32Type();
     MemRefType rawType = MemRefType::get({ShapedType::kDynamic, p}, f32);
     MemRefType betaType = MemRefType::get({ShapedType::kDynamic, heads}, f32);
+    MemRefType resultType = getKernelMemRefType(op.getResult().getType());
     double lower = op.getGateLowerBound().convertToFloat();
     double l2Eps = op.getL2Eps().convertToFloat();
     double qScale = op.getQScale().convertToFloat();
@@ -97,10 +156,149 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     auto tokenSizes = [&](MemRefType type) {
       return dynamicSizesLike(rewriter, loc, adaptor.getQ(), type);
     };
+    // Whether a request of tokens [t0, t1) is left to the chunk path:
+    // more than kKdaDecodeMaxTokens tokens (chunked mode only).
+    auto isLong = [&](KernelBuilder &kb, Value t0, Value t1) {
+      return kb.ige(kb.isub(t1, t0), kb.idx(kKdaDecodeMaxTokens + 1));
+    };
+    // The row bound of a chunk-path kernel: `rows` in steps of more than
+    // kKdaDecodeMaxTokens tokens (`tokens` rows), else 0 (every request is
+    // then kda_decode's).
+    auto longStepRows = [&](KernelBuilder &kb, Value rows, Value tokens) {
+      Value size = kb.dim(tokens, 0);
+      return kb.rowsIfStepSize(rows, size, kKdaDecodeMaxTokens + 1, true);
+    };
 
-    // kda_prepare, one row per (token, head): the key side of every token
-    // (conv + SiLU, L2 norms, log-decay g and write strength beta), which
-    // the attention kernel's blocks of a head share.
+    // kda_decode, one row per (request, head) with the threads of a GPU
+    // block on the head's channels and value columns.
+    KernelCall decode;
+    for (Value v : operands)
+      decode.addInput(v);
+    unsigned o = decode.addResult(resultType, tokenSizes(resultType));
+    SmallVector<Value> decoded = decode.emit(
+        rewriter, op, "kda_decode", [&](KernelBuilder &kb, ValueRange a) {
+          Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4], gate = a[5];
+          Value qConv = a[6], kConv = a[7], vConv = a[8], aLog = a[9];
+          Value dtBias = a[10], oNorm = a[11], state = a[12], conv = a[13];
+          Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
+          Value out = a[o];
+          Value zero = kb.f32(0.0);
+          // One token's conv outputs (q and k L2-normalised), decays exp(g) and
+          // read-out, per channel or value column of the head.
+          Value qs = kb.scratch({d}), ks = kb.scratch({d}),
+                vs = kb.scratch({d});
+          Value alphas = kb.scratch({d}), ov = kb.scratch({d});
+          Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
+          kb.parallelRows(
+              {kb.idx(0), kb.idx(0)}, {numRequests, kb.idx(heads)},
+              [&](ValueRange rh) {
+                Value r = rh[0], h = rh[1];
+                Value base = kb.imul(h, kb.idx(d));
+                Value t0 = kb.loadIndex(starts, r);
+                Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+                auto request = [&] {
+                  Value srcSlot = kb.loadIndex(src, r);
+                  Value dstSlot = kb.loadIndex(dst, r);
+                  Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+                  PreConvInputs inputs{q,       k,     v, conv, t0,
+                                       srcSlot, fresh, p, kTaps};
+                  Value rate = kb.exp(kb.load(aLog, h));
+                  kb.loop(t0, t1, [&](Value t) {
+                    Value i = kb.isub(t, t0);
+                    kb.loop(0, d, [&](Value c) {
+                      Value ch = kb.iadd(base, c);
+                      kb.store(inputs.convolve(kb, qConv, 0, ch, i), qs, c);
+                      kb.store(inputs.convolve(kb, kConv, 1, ch, i), ks, c);
+                      kb.store(inputs.convolve(kb, vConv, 2, ch, i), vs, c);
+                      kb.store(
+                          kb.exp(logDecay(kb, lower, rate, f, dtBias, t, ch)),
+                          alphas, c);
+                    });
+                    auto l2 = [&](Value m, double scale) {
+                      Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                        Value x = kb.load(m, c);
+                        return kb.add(acc, kb.mul(x, x));
+                      });
+                      Value factor = kb.div(kb.f32(scale),
+                                            kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+                      kb.loop(0, d, [&](Value c) {
+                        kb.store(kb.mul(kb.load(m, c), factor), m, c);
+                      });
+                    };
+                    l2(qs, qScale);
+                    l2(ks, 1.0);
+                    Value beta = kb.sigmoid(kb.load(b, {t, h}));
+                    // The state before this token: slot src (zero at position
+                    // 0) for the request's first token, then dst, which the
+                    // previous token wrote.
+                    Value first = kb.ieq(t, t0);
+                    Value readSlot = kb.select(first, srcSlot, dstSlot);
+                    Value fromZero = kb.andi(first, fresh);
+                    // Per value column j: S' = diag(alpha) S, delta = beta (v -
+                    // S'^T k), S = S' + k delta^T into slot dst, o = S^T q.
+                    kb.loop(0, d, [&](Value j) {
+                      auto decayed = [&](Value ii) {
+                        Value old = kb.ifElse(
+                            fromZero, f32, [&] { return zero; },
+                            [&] {
+                              return kb.load(state, {readSlot, h, ii, j});
+                            });
+                        return kb.mul(kb.load(alphas, ii), old);
+                      };
+                      Value pred =
+                          kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+                            return kb.add(acc,
+                                          kb.mul(decayed(ii), kb.load(ks, ii)));
+                          });
+                      Value delta = kb.mul(beta, kb.sub(kb.load(vs, j), pred));
+                      Value read =
+                          kb.reduce(0, d, zero, [&](Value ii, Value acc) {
+                            Value updated = kb.add(
+                                decayed(ii), kb.mul(kb.load(ks, ii), delta));
+                            kb.store(updated, state, {dstSlot, h, ii, j});
+                            return kb.add(acc,
+                                          kb.mul(updated, kb.load(qs, ii)));
+                          });
+                      kb.store(read, ov, j);
+                    });
+                    // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
+                    Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
+                      Value x = kb.load(ov, j);
+                      return kb.add(acc, kb.mul(x, x));
+                    });
+                    Value inv = kb.rsqrt(
+                        kb.add(kb.div(ss, kb.f32(static_cast<double>(d))),
+                               kb.f32(normEps)));
+                    kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+                      Value j = kb.isub(ch, base);
+                      Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
+                                              kb.load(oNorm, j)),
+                                       kb.sigmoid(kb.load(gate, {t, ch})));
+                      kb.store(y, out, {t, ch});
+                    });
+                  });
+                  writeConvState(kb, inputs, dstSlot, kb.isub(t1, t0), base, d);
+                };
+                if (chunkedMode)
+                  kb.ifThen(
+                      kb.ilt(kb.isub(t1, t0), kb.idx(kKdaDecodeMaxTokens + 1)),
+                      request);
+                else
+                  request();
+              });
+          for (Value m : {qs, ks, vs, alphas, ov})
+            kb.dealloc(m);
+        });
+    Value result = decoded[0];
+    if (!chunkedMode) {
+      rewriter.replaceOp(op,
+                         {result, adaptor.getState(), adaptor.getConvState()});
+      return success();
+    }
+
+    // kda_prepare, one row per (token, head) of the long requests: the key
+    // side of every token (conv + SiLU, L2 norms, log-decay g and write
+    // strength beta), which the attention kernel's blocks of a head share.
     KernelCall prepare;
     for (unsigned i : {0u, 1u, 2u, 3u, 4u, 6u, 7u, 8u, 9u, 10u, 13u, 14u, 15u,
                        16u})
@@ -119,366 +317,316 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value qn = a[qOut], kn = a[qOut + 1], vn = a[qOut + 2];
       Value gl = a[qOut + 3], betaOut = a[qOut + 4];
       Value zero = kb.f32(0.0);
-      forEachTokenHeadRow(kb, starts, q, heads, [&](Value r, Value t, Value h) {
-        Value base = kb.imul(h, kb.idx(d));
+      auto row = [&](Value r, Value t, Value h) {
         Value t0 = kb.loadIndex(starts, r);
-        Value srcSlot = kb.loadIndex(src, r);
-        Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
-        PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
-        Value i = kb.isub(t, t0);
-        // silu(sum_j w[c, 0, j] * z_{i-K+1+j}[c]) for channel ch of `which`.
-        auto convolve = [&](Value weights, int64_t which, Value ch) {
-          Value c = kb.iadd(kb.idx(which * p), ch);
-          Value sum = kb.reduce(0, kTaps, zero, [&](Value j, Value acc) {
-            Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
-            return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
-                                      inputs.at(kb, off, c)));
-          });
-          return kb.silu(sum);
-        };
-        Value rate = kb.exp(kb.load(aLog, h));
-        kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-          kb.store(convolve(qConv, 0, ch), qn, {t, ch});
-          kb.store(convolve(kConv, 1, ch), kn, {t, ch});
-          kb.store(convolve(vConv, 2, ch), vn, {t, ch});
-          Value g = kb.mul(
-              kb.f32(lower),
-              kb.sigmoid(kb.mul(rate, kb.add(kb.load(f, {t, ch}),
-                                             kb.load(dtBias, ch)))));
-          kb.store(g, gl, {t, ch});
-        });
-        auto l2 = [&](Value m, double scale) {
-          Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-            Value x = kb.load(m, {t, kb.iadd(base, c)});
-            return kb.add(acc, kb.mul(x, x));
-          });
-          Value factor =
-              kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+        Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+        kb.ifThen(isLong(kb, t0, t1), [&] {
+          Value base = kb.imul(h, kb.idx(d));
+          Value srcSlot = kb.loadIndex(src, r);
+          Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+          PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
+          Value i = kb.isub(t, t0);
+          Value rate = kb.exp(kb.load(aLog, h));
           kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-            kb.store(kb.mul(kb.load(m, {t, ch}), factor), m, {t, ch});
+            kb.store(inputs.convolve(kb, qConv, 0, ch, i), qn, {t, ch});
+            kb.store(inputs.convolve(kb, kConv, 1, ch, i), kn, {t, ch});
+            kb.store(inputs.convolve(kb, vConv, 2, ch, i), vn, {t, ch});
+            kb.store(logDecay(kb, lower, rate, f, dtBias, t, ch), gl, {t, ch});
           });
-        };
-        l2(qn, qScale);
-        l2(kn, 1.0);
-        kb.store(kb.sigmoid(kb.load(b, {t, h})), betaOut, {t, h});
-      });
+          auto l2 = [&](Value m, double scale) {
+            Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
+              Value x = kb.load(m, {t, kb.iadd(base, c)});
+              return kb.add(acc, kb.mul(x, x));
+            });
+            Value factor =
+                kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
+            kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+              kb.store(kb.mul(kb.load(m, {t, ch}), factor), m, {t, ch});
+            });
+          };
+          l2(qn, qScale);
+          l2(kn, 1.0);
+          kb.store(kb.sigmoid(kb.load(b, {t, h})), betaOut, {t, h});
+        });
+      };
+      forEachTokenHeadRow(kb, starts, q, heads, row,
+                          longStepRows(kb, kb.dim(q, 0), q));
     });
 
+    // kda_attention, rows (request, head, part) of the long requests.
     KernelCall call;
     for (Value v : prepared)
       call.addInput(v);
     for (unsigned i : {12u, 14u, 15u, 16u, 17u})
       call.addInput(operands[i]);
     unsigned out = call.addResult(rawType, tokenSizes(rawType));
-    if (chunkedMode)
-      call.attributes.push_back(rewriter.getNamedAttr(
-          kKdaChunkAttrName,
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("gate_lower_bound",
-                                     op.getGateLowerBoundAttr())})));
+    call.attributes.push_back(rewriter.getNamedAttr(
+        kKdaChunkAttrName,
+        rewriter.getDictionaryAttr(
+            {rewriter.getNamedAttr("gate_lower_bound",
+                                   op.getGateLowerBoundAttr()),
+             rewriter.getNamedAttr(
+                 "decode_max_tokens",
+                 rewriter.getI64IntegerAttr(kKdaDecodeMaxTokens))})));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];
       Value state = a[5], positions = a[6], starts = a[7], src = a[8];
       Value dst = a[9];
       Value raw = a[out];
-      // The block's columns of the state and (chunked mode) of the chunk's D
-      // rows, [., dp], first: on the GPU the first scratch buffers that fit
-      // the private budget go to workgroup memory.
-      int64_t cRows = chunkedMode ? chunk : 1;
+      // The block's columns of the state and of the chunk's D rows, [., dp],
+      // first: on the GPU the first scratch buffers that fit the private
+      // budget go to workgroup memory.
       Value s = kb.scratch({d, dp});
-      Value cd = kb.scratch({cRows, dp});
-      Value ov = kb.scratch({dp});
-      // Chunk scratch (chunked mode only): the cumulative log-decay, the
-      // [C, C] key and query coefficients; the decayed rows q exp(B) and
-      // k exp(B) (the latter reused for k exp(B_last - B)), each computed
-      // once per chunk instead of once per output column.
-      Value cb, ca, caq, cqe, cke;
-      if (chunkedMode) {
-        cb = kb.scratch({chunk, d});
-        ca = kb.scratch({chunk, chunk});
-        caq = kb.scratch({chunk, chunk});
-        cqe = kb.scratch({chunk, d});
-        cke = kb.scratch({chunk, d});
-      }
+      Value cd = kb.scratch({chunk, dp});
+      // The cumulative log-decay, the [C, C] key and query coefficients;
+      // the decayed rows q exp(B) and k exp(B) (the latter reused for
+      // k exp(B_last - B)), each computed once per chunk instead of once per
+      // output column.
+      Value cb = kb.scratch({chunk, d});
+      Value ca = kb.scratch({chunk, chunk});
+      Value caq = kb.scratch({chunk, chunk});
+      Value cqe = kb.scratch({chunk, d});
+      Value cke = kb.scratch({chunk, d});
       Value zero = kb.f32(0.0);
       Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
-      kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
-                      {numRequests, kb.idx(heads), kb.idx(parts)},
-                      [&](ValueRange rhp) {
-        Value r = rhp[0], h = rhp[1];
-        // This block's value columns [lo, hi) of the head.
-        Value lo = kb.imul(rhp[2], kb.idx(dp)), hi = kb.iadd(lo, kb.idx(dp));
-        Value base = kb.imul(h, kb.idx(d));
-        Value t0 = kb.loadIndex(starts, r);
-        Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
-        Value srcSlot = kb.loadIndex(src, r);
-        Value dstSlot = kb.loadIndex(dst, r);
-        Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
-        // Initial state: zero at position 0, else the source slot (s holds
-        // the block's columns: s[i, j] is column lo + j of the head).
-        kb.loop(0, d, [&](Value i) {
-          kb.loop(0, dp, [&](Value j) {
-            Value old = kb.ifElse(fresh, kb.builder().getF32Type(),
-                                  [&] { return zero; },
-                                  [&] {
-                                    return kb.load(state, {srcSlot, h, i,
-                                                           kb.iadd(lo, j)});
-                                  });
-            kb.store(old, s, {i, j});
-          });
-        });
-        // The prepared rows of the head: channel c of token t.
-        auto at = [&](Value m, Value t, Value c) {
-          return kb.load(m, {t, kb.iadd(base, c)});
-        };
-        auto recurrentBody = [&] {
-        kb.loop(t0, t1, [&](Value t) {
-          Value beta = kb.load(betas, {t, h});
-          // S' = diag(alpha) S (this block's columns), alpha = exp(g).
-          kb.loop(0, d, [&](Value ii) {
-            Value al = kb.exp(at(gl, t, ii));
-            kb.loop(0, dp, [&](Value j) {
-              kb.store(kb.mul(al, kb.load(s, {ii, j})), s, {ii, j});
-            });
-          });
-          // delta = beta (v - S'^T k); S += k delta^T; o = S^T q, per column
-          // j of the block (the loop's own index for S and ov, so the GPU
-          // threads share it), then ov to the head's output columns.
-          kb.loop(0, dp, [&](Value j) {
-            Value pred = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-              return kb.add(acc, kb.mul(kb.load(s, {ii, j}), at(kn, t, ii)));
-            });
-            Value delta = kb.mul(
-                beta, kb.sub(at(vn, t, kb.iadd(lo, j)), pred));
-            Value out = kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-              Value updated =
-                  kb.add(kb.load(s, {ii, j}), kb.mul(at(kn, t, ii), delta));
-              kb.store(updated, s, {ii, j});
-              return kb.add(acc, kb.mul(updated, at(qn, t, ii)));
-            });
-            kb.store(out, ov, j);
-          });
-          Value chLo = kb.iadd(base, lo);
-          kb.loop(chLo, kb.iadd(chLo, kb.idx(dp)), [&](Value ch) {
-            kb.store(kb.load(ov, kb.isub(ch, chLo)), raw, {t, ch});
-          });
-        });
-        };
+      kb.parallelRows(
+          {kb.idx(0), kb.idx(0), kb.idx(0)},
+          {longStepRows(kb, numRequests, qn), kb.idx(heads), kb.idx(parts)},
+          [&](ValueRange rhp) {
+            Value r = rhp[0], h = rhp[1];
+            // This block's value columns [lo, hi) of the head.
+            Value lo = kb.imul(rhp[2], kb.idx(dp)),
+                  hi = kb.iadd(lo, kb.idx(dp));
+            Value base = kb.imul(h, kb.idx(d));
+            Value t0 = kb.loadIndex(starts, r);
+            Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+            // The prepared rows of the head: channel c of token t.
+            auto at = [&](Value m, Value t, Value c) {
+              return kb.load(m, {t, kb.iadd(base, c)});
+            };
 
-        // Chunked (WY) form, per head and chunk of C tokens with in-chunk
-        // cumulative log-decay B (B[i] = sum_{j<=i} g_j):
-        //   A[i][j]  = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c])       j < i
-        //   D[i]     = beta_i (V[i] - S0^T (exp(B[i]) K[i]) - sum_{j<i} A[i][j] D[j])
-        //   o[i]     = S0^T (exp(B[i]) Q[i]) + sum_{j<=i} D[j] (K[j] exp(B[i]-B[j]) . Q[i])
-        //   S_end    = diag(exp(B[C-1])) S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
-        auto chunkedBody = [&] {
-          Value n = kb.isub(t1, t0);
-          scf::ForOp chunks = scf::ForOp::create(kb.builder(), kb.getLoc(),
-                                                 kb.idx(0), n, kb.idx(chunk));
-          OpBuilder::InsertionGuard guard(kb.builder());
-          kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
-          Value cs = chunks.getInductionVar();
-          Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
-          Value tc = kb.iadd(t0, cs);
-          // Row i of the chunk: token tc + i.
-          auto Q = [&](Value i, Value c) { return at(qn, kb.iadd(tc, i), c); };
-          auto K = [&](Value i, Value c) { return at(kn, kb.iadd(tc, i), c); };
-          // Cumulative decay, then the decayed rows.
-          kb.loop(kb.idx(0), len, [&](Value i) {
-            kb.loop(0, d, [&](Value c) {
-              Value g = at(gl, kb.iadd(tc, i), c);
-              Value prev = kb.ifElse(
-                  kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
-                  [&] { return zero; },
-                  [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c}); });
-              kb.store(kb.add(prev, g), cb, {i, c});
-            });
-            kb.loop(0, d, [&](Value c) {
-              Value decay = kb.exp(kb.load(cb, {i, c}));
-              kb.store(kb.mul(Q(i, c), decay), cqe, {i, c});
-              kb.store(kb.mul(K(i, c), decay), cke, {i, c});
-            });
-          });
-          // The chunk's key and query coefficients of every pair at once
-          // (they do not depend on D, so all (i, j) are independent):
-          // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
-          // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
-          // pair's decay factors.
-          kb.loop(kb.idx(0), len, [&](Value i) {
-            kb.loop(kb.idx(0), len, [&](Value j) {
-              kb.ifThen(kb.ige(i, j), [&] {
-                SmallVector<Value> sums = kb.loopCarry(
-                    kb.idx(0), kb.idx(d), {zero, zero},
-                    [&](Value c, ValueRange acc) -> SmallVector<Value> {
-                      Value w = kb.exp(kb.sub(kb.load(cb, {i, c}),
-                                              kb.load(cb, {j, c})));
-                      Value kj = K(j, c);
-                      return {kb.add(acc[0], kb.mul(kb.mul(K(i, c), kj), w)),
+            // Chunked (WY) form, per head and chunk of C tokens with in-chunk
+            // cumulative log-decay B (B[i] = sum_{j<=i} g_j):
+            //   A[i][j]  = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c])       j < i
+            //   D[i]     = beta_i (V[i] - S0^T (exp(B[i]) K[i]) - sum_{j<i}
+            //   A[i][j] D[j]) o[i]     = S0^T (exp(B[i]) Q[i]) + sum_{j<=i}
+            //   D[j] (K[j] exp(B[i]-B[j]) . Q[i]) S_end    = diag(exp(B[C-1]))
+            //   S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
+            auto chunkedBody = [&] {
+              Value n = kb.isub(t1, t0);
+              scf::ForOp chunks = scf::ForOp::create(
+                  kb.builder(), kb.getLoc(), kb.idx(0), n, kb.idx(chunk));
+              OpBuilder::InsertionGuard guard(kb.builder());
+              kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
+              Value cs = chunks.getInductionVar();
+              Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
+              Value tc = kb.iadd(t0, cs);
+              // Row i of the chunk: token tc + i.
+              auto Q = [&](Value i, Value c) {
+                return at(qn, kb.iadd(tc, i), c);
+              };
+              auto K = [&](Value i, Value c) {
+                return at(kn, kb.iadd(tc, i), c);
+              };
+              // Cumulative decay, then the decayed rows.
+              kb.loop(kb.idx(0), len, [&](Value i) {
+                kb.loop(0, d, [&](Value c) {
+                  Value g = at(gl, kb.iadd(tc, i), c);
+                  Value prev = kb.ifElse(
+                      kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
+                      [&] { return zero; },
+                      [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c});
+                      });
+                  kb.store(kb.add(prev, g), cb, {i, c});
+                });
+                kb.loop(0, d, [&](Value c) {
+                  Value decay = kb.exp(kb.load(cb, {i, c}));
+                  kb.store(kb.mul(Q(i, c), decay), cqe, {i, c});
+                  kb.store(kb.mul(K(i, c), decay), cke, {i, c});
+                });
+              });
+              // The chunk's key and query coefficients of every pair at once
+              // (they do not depend on D, so all (i, j) are independent):
+              // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
+              // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
+              // pair's decay factors.
+              kb.loop(kb.idx(0), len, [&](Value i) {
+                kb.loop(kb.idx(0), len, [&](Value j) {
+                  kb.ifThen(kb.ige(i, j), [&] {
+                    SmallVector<Value> sums = kb.loopCarry(
+                        kb.idx(0), kb.idx(d), {zero, zero},
+                        [&](Value c, ValueRange acc) -> SmallVector<Value> {
+                          Value w = kb.exp(
+                              kb.sub(kb.load(cb, {i, c}), kb.load(cb, {j, c})));
+                          Value kj = K(j, c);
+                          return {
+                              kb.add(acc[0], kb.mul(kb.mul(K(i, c), kj), w)),
                               kb.add(acc[1], kb.mul(kb.mul(Q(i, c), kj), w))};
+                        });
+                    kb.ifThen(kb.ilt(j, i), [&] {
+                      kb.store(sums[0], ca, {i, j});
                     });
-                kb.ifThen(kb.ilt(j, i), [&] { kb.store(sums[0], ca, {i, j}); });
-                kb.store(sums[1], caq, {i, j});
-              });
-            });
-          });
-          // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
-          // for all (i, e) at once (it does not depend on D) into cd, whose
-          // row i the substitution then overwrites with D[i].
-          kb.loop(kb.idx(0), len, [&](Value i) {
-            kb.loop(0, dp, [&](Value e) {
-              Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                          kb.load(cke, {i, c})));
-              });
-              kb.store(fromState, cd, {i, e});
-            });
-          });
-          // D rows by forward substitution.
-          kb.loop(kb.idx(0), len, [&](Value i) {
-            Value t = kb.iadd(tc, i);
-            Value beta = kb.load(betas, {t, h});
-            kb.loop(0, dp, [&](Value e) {
-              Value rhs = kb.reduce(
-                  kb.idx(0), i,
-                  kb.sub(at(vn, t, kb.iadd(lo, e)), kb.load(cd, {i, e})),
-                  [&](Value j, Value acc) {
-                    return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
-                                              kb.load(cd, {j, e})));
+                    kb.store(sums[1], caq, {i, j});
                   });
-              kb.store(kb.mul(beta, rhs), cd, {i, e});
-            });
-          });
-          // Outputs of every (token, column) of the chunk at once, over the
-          // stored token and output column (the loops' own indices, so the
-          // GPU threads share the whole nest).
-          Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
-          kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
-            kb.loop(chLo, chHi, [&](Value ch) {
-              Value i = kb.isub(t, tc);
-              Value e = kb.isub(ch, chLo);
-              Value fromState = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                          kb.load(cqe, {i, c})));
+                });
               });
-              Value out = kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
+              // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
+              // for all (i, e) at once (it does not depend on D) into cd, whose
+              // row i the substitution then overwrites with D[i].
+              kb.loop(kb.idx(0), len, [&](Value i) {
+                kb.loop(0, dp, [&](Value e) {
+                  Value fromState =
+                      kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                        return kb.add(acc, kb.mul(kb.load(s, {c, e}),
+                                                  kb.load(cke, {i, c})));
+                      });
+                  kb.store(fromState, cd, {i, e});
+                });
+              });
+              // D rows by forward substitution.
+              kb.loop(kb.idx(0), len, [&](Value i) {
+                Value t = kb.iadd(tc, i);
+                Value beta = kb.load(betas, {t, h});
+                kb.loop(0, dp, [&](Value e) {
+                  Value rhs = kb.reduce(
+                      kb.idx(0), i,
+                      kb.sub(at(vn, t, kb.iadd(lo, e)), kb.load(cd, {i, e})),
+                      [&](Value j, Value acc) {
+                        return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
+                                                  kb.load(cd, {j, e})));
+                      });
+                  kb.store(kb.mul(beta, rhs), cd, {i, e});
+                });
+              });
+              // Outputs of every (token, column) of the chunk at once, over the
+              // stored token and output column (the loops' own indices, so the
+              // GPU threads share the whole nest).
+              Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
+              kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
+                kb.loop(
+                    chLo, chHi, [&](Value ch) {
+                      Value i = kb.isub(t, tc);
+                      Value e = kb.isub(ch, chLo);
+                      Value fromState =
+                          kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                            return kb.add(acc, kb.mul(kb.load(s, {c, e}),
+                                                      kb.load(cqe, {i, c})));
+                          });
+                      Value out =
+                          kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
                                     [&](Value j, Value acc) {
                                       return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
                                                                 kb.load(cd, {j, e})));
                                     });
-              kb.store(out, raw, {t, ch});
-            });
-          });
-          // State at the end of the chunk: k exp(B_last - B) into cke
-          // (k exp(B) is no longer read), then the update.
-          Value last = kb.isub(len, kb.idx(1));
-          kb.loop(kb.idx(0), len, [&](Value j) {
-            kb.loop(0, d, [&](Value c) {
-              Value w = kb.exp(kb.sub(kb.load(cb, {last, c}),
-                                      kb.load(cb, {j, c})));
-              kb.store(kb.mul(w, K(j, c)), cke, {j, c});
-            });
-          });
-          kb.loop(0, d, [&](Value c) {
-            Value bl = kb.load(cb, {last, c});
-            kb.loop(0, dp, [&](Value e) {
-              Value upd = kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
-                return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
-                                          kb.load(cd, {j, e})));
+                      kb.store(out, raw, {t, ch});
+                    });
               });
-              kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
-                       s, {c, e});
+              // State at the end of the chunk: k exp(B_last - B) into cke
+              // (k exp(B) is no longer read), then the update.
+              Value last = kb.isub(len, kb.idx(1));
+              kb.loop(kb.idx(0), len, [&](Value j) {
+                kb.loop(0, d, [&](Value c) {
+                  Value w = kb.exp(
+                      kb.sub(kb.load(cb, {last, c}), kb.load(cb, {j, c})));
+                  kb.store(kb.mul(w, K(j, c)), cke, {j, c});
+                });
+              });
+              kb.loop(0, d, [&](Value c) {
+                Value bl = kb.load(cb, {last, c});
+                kb.loop(0, dp, [&](Value e) {
+                  Value upd =
+                      kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
+                        return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
+                                                  kb.load(cd, {j, e})));
+                      });
+                  kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
+                           s, {c, e});
+                });
+              });
+            };
+            kb.ifThen(isLong(kb, t0, t1), [&] {
+              Value srcSlot = kb.loadIndex(src, r);
+              Value dstSlot = kb.loadIndex(dst, r);
+              Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+              // Initial state: zero at position 0, else the source slot (s
+              // holds the block's columns: s[i, j] is column lo + j of the
+              // head).
+              kb.loop(0, d, [&](Value i) {
+                kb.loop(0, dp, [&](Value j) {
+                  Value old = kb.ifElse(
+                      fresh, f32, [&] { return zero; },
+                      [&] {
+                        return kb.load(state, {srcSlot, h, i, kb.iadd(lo, j)});
+                      });
+                  kb.store(old, s, {i, j});
+                });
+              });
+              chunkedBody();
+              // Final state (this block's columns) to the destination slot.
+              kb.loop(0, d, [&](Value i) {
+                kb.loop(lo, hi, [&](Value j) {
+                  kb.store(kb.load(s, {i, kb.isub(j, lo)}), state,
+                           {dstSlot, h, i, j});
+                });
+              });
             });
           });
-        };
-        if (chunkedMode)
-          chunkedBody();
-        else
-          recurrentBody();
-        // Final state (this block's columns) to the destination slot.
-        kb.loop(0, d, [&](Value i) {
-          kb.loop(lo, hi, [&](Value j) {
-            kb.store(kb.load(s, {i, kb.isub(j, lo)}), state,
-                     {dstSlot, h, i, j});
-          });
-        });
-      });
-      for (Value m : {s, cd, ov, cb, ca, caq, cqe, cke})
-        if (m)
-          kb.dealloc(m);
+      for (Value m : {s, cd, cb, ca, caq, cqe, cke})
+        kb.dealloc(m);
     });
-    // kda_output: the gated norm per (token, head), then the conv state.
-    MemRefType resultType = getKernelMemRefType(op.getResult().getType());
+
+    // kda_output, one row per (token, head) of the long requests: the gated
+    // norm, then the conv state; into kda_decode's o.
     KernelCall output;
     for (Value v : {results[0], operands[5], operands[11], operands[0],
                     operands[1], operands[2], operands[13], operands[14],
-                    operands[15], operands[16], operands[17]})
+                    operands[15], operands[16], operands[17], result})
       output.addInput(v);
-    unsigned o = output.addResult(
-        resultType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), resultType));
-    auto normed = output.emit(rewriter, op, "kda_output",
-                              [&](KernelBuilder &kb, ValueRange a) {
-      Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];
-      Value v = a[5], conv = a[6], positions = a[7], starts = a[8];
-      Value src = a[9], dst = a[10];
-      Value zero = kb.f32(0.0);
-      forEachTokenHeadRow(kb, starts, raw, heads,
-                          [&](Value r, Value t, Value h) {
-        Value base = kb.imul(h, kb.idx(d));
-        // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
-        Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
-          Value x = kb.load(raw, {t, kb.iadd(base, j)});
-          return kb.add(acc, kb.mul(x, x));
-        });
-        Value inv = kb.rsqrt(kb.add(
-            kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
-        kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-          Value j = kb.isub(ch, base);
-          Value y = kb.mul(kb.mul(kb.mul(kb.load(raw, {t, ch}), inv),
-                                  kb.load(oNorm, j)),
-                           kb.sigmoid(kb.load(gate, {t, ch})));
-          kb.store(y, a[o], {t, ch});
-        });
-        // The request's last token: conv state row w = token offset
-        // n - (K-1) + w, the head's q, k and v channels; rows are written in
-        // ascending order, which only reads higher (older-unwritten) rows
-        // when src == dst.
-        Value t0 = kb.loadIndex(starts, r);
-        Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
-        kb.ifThen(kb.ieq(kb.iadd(t, kb.idx(1)), t1), [&] {
-          Value srcSlot = kb.loadIndex(src, r);
-          Value dstSlot = kb.loadIndex(dst, r);
-          Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
-          PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
-          Value n = kb.isub(t1, t0);
-          kb.loop(0, kTaps - 1, [&](Value w) {
-            Value off = kb.iadd(kb.isub(n, kb.idx(kTaps - 1)), w);
-            // The q, k and v channels of the head, each a loop over the
-            // channel itself (threads share it on the GPU).
-            for (int64_t which = 0; which < 3; ++which) {
-              Value c0 = kb.iadd(kb.idx(which * p), base);
-              kb.loop(c0, kb.iadd(c0, kb.idx(d)), [&](Value c) {
-                Value x = kb.ifElse(
-                    kb.ige(off, kb.idx(0)), kb.builder().getF32Type(),
-                    [&] { return inputs.at(kb, off, c); },
-                    [&] {
-                      return kb.ifElse(fresh, kb.builder().getF32Type(),
-                                       [&] { return zero; },
-                                       [&] {
-                                         return kb.load(
-                                             conv, {srcSlot, kb.iadd(w, n), c});
-                                       });
-                    });
-                kb.store(x, conv, {dstSlot, w, c});
+    output.emit(
+        rewriter, op, "kda_output", [&](KernelBuilder &kb, ValueRange a) {
+          Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];
+          Value v = a[5], conv = a[6], positions = a[7], starts = a[8];
+          Value src = a[9], dst = a[10], o = a[11];
+          Value zero = kb.f32(0.0);
+          auto row = [&](Value r, Value t, Value h) {
+            Value t0 = kb.loadIndex(starts, r);
+            Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+            Value isLongRequest = isLong(kb, t0, t1);
+            Value base = kb.imul(h, kb.idx(d));
+            kb.ifThen(isLongRequest, [&] {
+              // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
+              Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
+                Value x = kb.load(raw, {t, kb.iadd(base, j)});
+                return kb.add(acc, kb.mul(x, x));
               });
-            }
-          });
+              Value inv = kb.rsqrt(kb.add(
+                  kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
+              kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+                Value j = kb.isub(ch, base);
+                Value y = kb.mul(kb.mul(kb.mul(kb.load(raw, {t, ch}), inv),
+                                        kb.load(oNorm, j)),
+                                 kb.sigmoid(kb.load(gate, {t, ch})));
+                kb.store(y, o, {t, ch});
+              });
+            });
+            // The request's last token: the conv state.
+            kb.ifThen(
+                kb.andi(isLongRequest, kb.ieq(kb.iadd(t, kb.idx(1)), t1)), [&] {
+                  Value srcSlot = kb.loadIndex(src, r);
+                  Value dstSlot = kb.loadIndex(dst, r);
+                  Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+                  PreConvInputs inputs{q,       k,     v, conv, t0,
+                                       srcSlot, fresh, p, kTaps};
+                  writeConvState(kb, inputs, dstSlot, kb.isub(t1, t0), base, d);
+                });
+          };
+          forEachTokenHeadRow(kb, starts, raw, heads, row,
+                              longStepRows(kb, kb.dim(raw, 0), raw));
         });
-      });
-    });
     // o, then the caches (updated in place).
-    rewriter.replaceOp(op, {normed[0], adaptor.getState(),
-                            adaptor.getConvState()});
+    rewriter.replaceOp(op,
+                       {result, adaptor.getState(), adaptor.getConvState()});
     return success();
   }
 };

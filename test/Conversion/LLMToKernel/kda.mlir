@@ -1,40 +1,25 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
-// Tests that llm.kda_attention becomes three kernels whose state and conv
-// state are the cache buffers (function arguments converted to memrefs),
-// updated in place, and that only the prepared f32 rows, the f32 read-out and
-// the output are allocated: kda_prepare's rows are (token, head) (conv, norms,
-// decay, beta into [T, H*d] f32 buffers, beta [T, H]); kda_attention's rows
-// are (request, head, part) (an scf.parallel marked llm.threads_within_row;
-// d_v = 8 is one part), each with its own [d_k, d_v] state scratch, reading
-// the prepared rows; kda_output's rows are (token, head) (the gated norm,
-// then the conv state in a request's last token). Recurrent mode: no
-// llm.kda_chunk attribute (the matrix-unit form is for chunked prefill).
+// Tests that llm.kda_attention in recurrent mode becomes the one kernel
+// kda_decode, whose state and conv state are the cache buffers (function
+// arguments converted to memrefs), updated in place, and which allocates only
+// the output: rows (request, head) (an scf.parallel marked
+// llm.threads_within_row), one token after another, the token's conv outputs,
+// decays and read-out in [d] scratch rows; the state's value columns are the
+// loop the GPU threads share. No llm.kda_chunk attribute.
 // CHECK-LABEL: func.func @kda
 // CHECK-SAME: %[[STATE:[^:]*]]: memref<?x2x8x8xf32>
 // CHECK-SAME: %[[CONV:[^:]*]]: memref<?x3x48xbf16>
-// CHECK: %[[QN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: %[[KN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: %[[VN:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: %[[GL:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: %[[BETA:.*]] = memref.alloc(%{{.*}}) : memref<?x2xf32>
-// CHECK: call @kda_prepare_0({{.*}}, %[[CONV]], {{.*}}, %[[QN]], %[[KN]], %[[VN]], %[[GL]], %[[BETA]])
-// CHECK: %[[RAW:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: call @kda_attention_0(%[[QN]], %[[KN]], %[[VN]], %[[GL]], %[[BETA]], %[[STATE]], {{.*}}, %[[RAW]])
 // CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xbf16>
-// CHECK: call @kda_output_0(%[[RAW]], {{.*}}, %[[CONV]], {{.*}}, %[[O]])
+// CHECK: call @kda_decode_0({{.*}}, %[[STATE]], %[[CONV]], {{.*}}, %[[O]])
+// CHECK-NOT: call
 // CHECK: return %{{.*}}, %[[STATE]], %[[CONV]]
-// CHECK: func.func @kda_prepare_0
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2)
-// CHECK: } {llm.threads_within_row}
-// CHECK: func.func @kda_attention_0
+// CHECK: func.func @kda_decode_0
 // CHECK-NOT: llm.kda_chunk
-// CHECK: memref.alloc() : memref<8x8xf32>
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2, %c1{{.*}})
-// CHECK: } {llm.threads_within_row}
-// CHECK: func.func @kda_output_0
+// CHECK-COUNT-5: memref.alloc() : memref<8xf32>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}) = (%c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c2)
 // CHECK: } {llm.threads_within_row}
+// CHECK-NOT: func.func @kda_prepare
 func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,
                %w: tensor<16x1x4xbf16>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xbf16>,
                %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
@@ -61,15 +46,33 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 
 // -----
 
-// Tests that chunked mode walks chunks of chunk_size tokens (the WY form) and
-// marks its kernel for the matrix-unit form (llm.kda_chunk).
+// Tests that chunked mode leaves requests of at most 4 tokens to kda_decode
+// (which allocates the output) and the others to kda_prepare, kda_attention
+// and kda_output (which writes into kda_decode's output), the three with row
+// loops that are empty in steps of at most 4 tokens; kda_attention walks
+// chunks of chunk_size tokens (the WY form) and is marked for the
+// matrix-unit form (llm.kda_chunk).
 // CHECK-LABEL: func.func @kda_chunked
+// CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: call @kda_decode_0({{.*}}, %[[O]])
+// CHECK: call @kda_prepare_0(
+// CHECK: %[[RAW:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
+// CHECK: call @kda_attention_0({{.*}}, %[[RAW]])
+// CHECK: call @kda_output_0(%[[RAW]], {{.*}}, %[[O]])
+// CHECK: return
+// CHECK: func.func @kda_decode_0
+// CHECK: arith.cmpi slt, %{{.*}}, %c5
+// CHECK: func.func @kda_prepare_0
+// CHECK: %[[T:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[BIG:.*]] = arith.cmpi sge, %{{.*}}, %c5
+// CHECK: arith.select %[[BIG]], %[[T]], %c0
 // CHECK: func.func @kda_attention_0
-// CHECK-SAME: llm.kda_chunk = {gate_lower_bound = -5.000000e+00 : f32}
+// CHECK-SAME: llm.kda_chunk = {decode_max_tokens = 4 : i64, gate_lower_bound = -5.000000e+00 : f32}
 // CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: memref.alloc() : memref<16x16xf32>
 // CHECK: %[[C16:.*]] = arith.constant 16 : index
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C16]]
+// CHECK: func.func @kda_output_0
 func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
                %w: tensor<16x1x4xf32>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xf32>,
                %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
@@ -94,14 +97,13 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
 // -----
 
 // Tests that a head of 64 value columns is split into 2 parts of 32 (z of
-// the row loop), each part holding its 32 columns of the state ([d_k, 32],
-// the first scratch buffer), of the D rows (one row: recurrent) and of the
+// kda_attention's row loop), each part holding its 32 columns of the state
+// ([d_k, 32], the first scratch buffer), of the chunk's D rows and of the
 // read-out.
 // CHECK-LABEL: func.func @kda_parts
 // CHECK: func.func @kda_attention_0
 // CHECK: memref.alloc() : memref<64x32xf32>
-// CHECK: memref.alloc() : memref<1x32xf32>
-// CHECK: memref.alloc() : memref<32xf32>
+// CHECK: memref.alloc() : memref<16x32xf32>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %[[PART:.*]]) = (%c0{{.*}}, %c0{{.*}}, %c0{{.*}}) to (%{{.*}}, %c1{{.*}}, %c2{{.*}})
 // CHECK: %[[LO:.*]] = arith.muli %[[PART]], %c32
 // CHECK: arith.addi %[[LO]], %c32
@@ -114,7 +116,7 @@ func.func @kda_parts(%q: tensor<?x64xf32>, %b: tensor<?x1xf32>,
       %s0, %c0, %pos, %starts, %slots, %slots
       {heads = 1 : i64, head_dim = 64 : i64, conv_kernel = 4 : i64,
        gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.125 : f32,
-       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<recurrent>, chunk_size = 16 : i64}
+       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<chunked>, chunk_size = 16 : i64}
       : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>,
          tensor<?x1xf32>, tensor<?x64xf32>, tensor<64x1x4xf32>, tensor<64x1x4xf32>,
          tensor<64x1x4xf32>, tensor<1xf32>, tensor<64xf32>, tensor<64xf32>,

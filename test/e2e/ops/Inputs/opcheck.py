@@ -620,12 +620,20 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
     return o, new_state, new_conv
 
 
-def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8):
+def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False):
+    """Three requests: 6 tokens from position 0 (in chunked mode longer than
+    KdaOps.cpp's kKdaDecodeMaxTokens = 4, so the chunk kernels' request), 2
+    at positions 7 and 8 and 1 at position 0 (kda_decode's); `short`: 3, 2
+    and 1 tokens, a step without work for the chunk kernels."""
     p = Program(11)
     H, K = 2, 4
     P = H * d
-    pos = np.array([0, 1, 2, 7, 8, 0], dtype=np.int32)
-    starts = np.array([0, 3, 5, 6], dtype=np.int32)
+    if short:
+        pos = np.array([0, 1, 2, 7, 8, 0], dtype=np.int32)
+        starts = np.array([0, 3, 5, 6], dtype=np.int32)
+    else:
+        pos = np.array([0, 1, 2, 3, 4, 5, 7, 8, 0], dtype=np.int32)
+        starts = np.array([0, 6, 8, 9], dtype=np.int32)
     src = np.array(src_dst[0], dtype=np.int32)
     dst = np.array(src_dst[1], dtype=np.int32)
     T = len(pos)
@@ -687,6 +695,11 @@ def kda_chunked_f32_fork():
 @case
 def kda_chunked_f32_one_chunk():
     return _kda("f32", ([0, 2, 3], [0, 2, 3]), "chunked", 64)
+
+
+@case
+def kda_chunked_short():
+    return _kda("bf16", ([0, 2, 3], [0, 2, 3]), "chunked", 2, short=True)
 
 
 @case
