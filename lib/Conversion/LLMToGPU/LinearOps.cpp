@@ -356,12 +356,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   auto info = kernel->getAttrOfType<DictionaryAttr>(kDenseMatmulAttrName);
   auto epilogue = info ? info.getAs<StringAttr>("epilogue") : nullptr;
   auto minRows = info ? info.getAs<IntegerAttr>("min_rows") : nullptr;
-  if (!epilogue || !minRows) {
+  if (!epilogue) {
     why = "not a dense matmul kernel function";
     return failure();
   }
   DenseMatmul dense;
-  dense.minRows = minRows.getInt();
+  dense.minRows = minRows ? minRows.getInt() : 0;
   if (epilogue.getValue() == "store") {
     dense.epilogue = MatmulEpilogue::Store;
   } else if (epilogue.getValue() == "swiglu") {
@@ -534,10 +534,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   auto info = kernel->getAttrOfType<DictionaryAttr>(kMlaAttendAttrName);
-  auto minTokens = info ? info.getAs<IntegerAttr>("min_tokens") : nullptr;
   auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
   FunctionType type = kernel.getFunctionType();
-  if (!minTokens || !scale || type.getNumInputs() != 7 ||
+  if (!scale || type.getNumInputs() != 7 ||
       type.getNumResults() != 0) {
     why = "not an mla_attend kernel function";
     return failure();
@@ -567,7 +566,6 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   shape.rank = qa.getDimSize(2);
   shape.pageSize = cache.getDimSize(1);
   shape.scale = scale.getValueAsDouble();
-  shape.minTokens = minTokens.getInt();
   FailureOr<const MatrixInstruction *> mi =
       chooseMlaAttendInstruction(target, shape, why);
   if (failed(mi))

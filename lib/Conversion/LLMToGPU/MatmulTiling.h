@@ -226,8 +226,6 @@ gpu::GPUFuncOp buildDenseMatmulKernel(OpBuilder &builder, Location loc,
 struct MlaAttend {
   int64_t heads = 0, rank = 0, pageSize = 0;
   double scale = 1.0;
-  /// The kernel works only when the step has at least this many tokens.
-  int64_t minTokens = 0;
 };
 
 /// The bf16 instruction buildMlaAttendKernel uses on `target` (smallest m,

@@ -151,17 +151,11 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   softCol = mul(arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)),
                 colsPerLane);
 
-  // Tokens over grid x with a grid stride; none below min_tokens (the
-  // op's one-kernel form does those steps).
+  // Tokens over grid x with a grid stride.
   Value numTokens = memref::DimOp::create(b, loc, qa, 0);
-  Value active = arith::SelectOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, numTokens,
-                            idx(s.minTokens)),
-      numTokens, idx(0));
   Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tokenLoop = scf::ForOp::create(b, loc, bx, active, gx);
+  auto tokenLoop = scf::ForOp::create(b, loc, bx, numTokens, gx);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(tokenLoop.getBody()->getTerminator());

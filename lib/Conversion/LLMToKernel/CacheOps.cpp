@@ -60,9 +60,10 @@ void buildPagedGather(KernelBuilder &kb, Value ids, Value seqStarts,
     kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
       Value id = kb.loadIndex(ids, {t, i});
       kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
-        auto [page, row] = pagedRow(kb, blockTable, r, id, rowsPerPage);
+        std::pair<Value, Value> at =
+            pagedRow(kb, blockTable, r, id, rowsPerPage);
         kb.loop(0, width, [&](Value c) {
-          kb.store(loadElement(page, row, c), out, {t, i, c});
+          kb.store(loadElement(at.first, at.second, c), out, {t, i, c});
         });
       });
       kb.ifThen(kb.ilt(id, kb.idx(0)), [&] {

@@ -50,49 +50,38 @@ using namespace mlir::strata;
 
 namespace {
 
-/// The pre-conv inputs of one request: channel `c` (of 3P, [q|k|v]) at
-/// token offset `off` (index, may be negative: then the conv state row of
-/// slot `srcSlot`, zero for a request at position 0).
+/// The pre-conv inputs of one request: channel `ch` of q (which 0), k (1)
+/// or v (2) at token offset `off` (index, may be negative: then the conv
+/// state row of slot `srcSlot`, zero for a request at position 0).
 struct PreConvInputs {
   Value q, k, v, conv, t0, srcSlot, fresh;
   int64_t p, kTaps;
 
-  Value at(KernelBuilder &kb, Value off, Value c) const {
-    Type f32 = kb.builder().getF32Type();
-    Value zero = kb.f32(0.0);
-    return kb.ifElse(
-        kb.ige(off, kb.idx(0)), f32,
-        [&] {
-          Value t = kb.iadd(t0, off);
-          Value which = kb.idiv(c, kb.idx(p));
-          Value ch = kb.irem(c, kb.idx(p));
-          return kb.ifElse(
-              kb.ieq(which, kb.idx(0)), f32, [&] { return kb.load(q, {t, ch}); },
-              [&] {
-                return kb.ifElse(
-                    kb.ieq(which, kb.idx(1)), f32,
-                    [&] { return kb.load(k, {t, ch}); },
-                    [&] { return kb.load(v, {t, ch}); });
-              });
-        },
-        [&] {
-          return kb.ifElse(fresh, f32, [&] { return zero; },
-                           [&] {
-                             Value row = kb.iadd(kb.idx(kTaps - 1), off);
-                             return kb.load(conv, {srcSlot, row, c});
-                           });
-        });
+  /// Both candidates are loaded at clamped (in-range) indices and one is
+  /// selected, without branches, so that a GPU thread issues the loads of
+  /// several taps at once. Offsets run from -(K-1) to the request's last
+  /// token; slot srcSlot is always a valid slot.
+  Value at(KernelBuilder &kb, Value off, int64_t which, Value ch) const {
+    Value input = which == 0 ? q : which == 1 ? k : v;
+    Value fromInput =
+        kb.load(input, {kb.iadd(t0, kb.imax(off, kb.idx(0))), ch});
+    if (kTaps == 1)
+      return fromInput;
+    Value row = kb.imin(kb.iadd(kb.idx(kTaps - 1), off), kb.idx(kTaps - 2));
+    Value c = kb.iadd(kb.idx(which * p), ch);
+    Value history = kb.select(fresh, kb.f32(0.0),
+                              kb.load(conv, {srcSlot, row, c}));
+    return kb.select(kb.ige(off, kb.idx(0)), fromInput, history);
   }
 
   /// silu(sum_j w[ch, 0, j] * z_{i-K+1+j}[c]), c = which * P + ch: the conv
   /// output of channel ch of q (which 0), k (1) or v (2) at token offset i.
   Value convolve(KernelBuilder &kb, Value weights, int64_t which, Value ch,
                  Value i) const {
-    Value c = kb.iadd(kb.idx(which * p), ch);
     Value sum = kb.reduce(0, kTaps, kb.f32(0.0), [&](Value j, Value acc) {
       Value off = kb.iadd(kb.isub(i, kb.idx(kTaps - 1)), j);
-      return kb.add(
-          acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}), at(kb, off, c)));
+      return kb.add(acc, kb.mul(kb.load(weights, {ch, kb.idx(0), j}),
+                                at(kb, off, which, ch)));
     });
     return kb.silu(sum);
   }
@@ -126,7 +115,8 @@ void writeConvState(KernelBuilder &kb, const PreConvInputs &inputs,
     for (int64_t which = 0; which < 3; ++which) {
       Value c0 = kb.iadd(kb.idx(which * inputs.p), base);
       kb.loop(c0, kb.iadd(c0, kb.idx(d)), [&](Value c) {
-        kb.store(inputs.at(kb, off, c), inputs.conv, {dstSlot, w, c});
+        Value ch = kb.isub(c, kb.idx(which * inputs.p));
+        kb.store(inputs.at(kb, off, which, ch), inputs.conv, {dstSlot, w, c});
       });
     }
   });
@@ -236,28 +226,49 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     Value fromZero = kb.andi(first, fresh);
                     // Per value column j: S' = diag(alpha) S, delta = beta (v -
                     // S'^T k), S = S' + k delta^T into slot dst, o = S^T q.
+                    // The column is walked `unroll` rows at a time, their
+                    // loads first (unconditional: a zero state selects 0),
+                    // so that a GPU thread has them in flight together; the
+                    // sums stay in row order.
+                    int64_t unroll = d % 32 == 0 ? 32 : d % 8 == 0 ? 8 : 1;
                     kb.loop(0, d, [&](Value j) {
-                      auto decayed = [&](Value ii) {
-                        Value old = kb.ifElse(
-                            fromZero, f32, [&] { return zero; },
-                            [&] {
-                              return kb.load(state, {readSlot, h, ii, j});
-                            });
-                        return kb.mul(kb.load(alphas, ii), old);
+                      auto decayedRows = [&](Value i0) {
+                        SmallVector<Value> rows;
+                        for (int64_t u = 0; u < unroll; ++u)
+                          rows.push_back(kb.load(
+                              state,
+                              {readSlot, h, kb.iadd(i0, kb.idx(u)), j}));
+                        for (int64_t u = 0; u < unroll; ++u)
+                          rows[u] = kb.mul(
+                              kb.load(alphas, kb.iadd(i0, kb.idx(u))),
+                              kb.select(fromZero, zero, rows[u]));
+                        return rows;
                       };
-                      Value pred =
-                          kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-                            return kb.add(acc,
-                                          kb.mul(decayed(ii), kb.load(ks, ii)));
+                      Value pred = kb.reduce(
+                          0, d / unroll, zero, [&](Value block, Value acc) {
+                            Value i0 = kb.imul(block, kb.idx(unroll));
+                            SmallVector<Value> rows = decayedRows(i0);
+                            for (int64_t u = 0; u < unroll; ++u)
+                              acc = kb.add(
+                                  acc,
+                                  kb.mul(rows[u],
+                                         kb.load(ks, kb.iadd(i0, kb.idx(u)))));
+                            return acc;
                           });
                       Value delta = kb.mul(beta, kb.sub(kb.load(vs, j), pred));
-                      Value read =
-                          kb.reduce(0, d, zero, [&](Value ii, Value acc) {
-                            Value updated = kb.add(
-                                decayed(ii), kb.mul(kb.load(ks, ii), delta));
-                            kb.store(updated, state, {dstSlot, h, ii, j});
-                            return kb.add(acc,
-                                          kb.mul(updated, kb.load(qs, ii)));
+                      Value read = kb.reduce(
+                          0, d / unroll, zero, [&](Value block, Value acc) {
+                            Value i0 = kb.imul(block, kb.idx(unroll));
+                            SmallVector<Value> rows = decayedRows(i0);
+                            for (int64_t u = 0; u < unroll; ++u) {
+                              Value ii = kb.iadd(i0, kb.idx(u));
+                              Value updated = kb.add(
+                                  rows[u], kb.mul(kb.load(ks, ii), delta));
+                              kb.store(updated, state, {dstSlot, h, ii, j});
+                              acc = kb.add(acc,
+                                           kb.mul(updated, kb.load(qs, ii)));
+                            }
+                            return acc;
                           });
                       kb.store(read, ov, j);
                     });

@@ -39,10 +39,12 @@ inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
     "llm.grouped_experts";
 /// On the matrix-unit half of a dense projection pair (FfnOps.cpp: swiglu_up,
 /// swiglu_down, moe_shared_up, moe_shared_down): {epilogue = "store" |
-/// "swiglu" | "add_slot_sum", min_rows, [swiglu_limit], [top_k]}, what a GPU
+/// "swiglu" | "add_slot_sum", [min_rows], [swiglu_limit], [top_k], [heads,
+/// weight_row_offset, weight_row_stride, weight_transposed]}, what a GPU
 /// target needs to build it as a tiled matmul (LLMToGPU
-/// buildDenseMatmulKernelFunction); it works only for steps of at least
-/// min_rows rows.
+/// buildDenseMatmulKernelFunction); with min_rows it works only for steps of
+/// at least min_rows rows (the FFN pairs), without for every step (MLA's
+/// head-batched absorb and project).
 inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// On a kernel function that is a linear with an epilogue (HyperConnectionOps'
 /// mhc_post_linear: x, W[, scales], R, post, comb, R'): {epilogue =
@@ -51,10 +53,9 @@ inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =
     "llm.linear_epilogue";
-/// On mla_attend (MlaOps.cpp): {min_tokens, softmax_scale}, what a GPU
-/// target needs to rebuild it with the heads of a block sharing the latent
-/// rows on the matrix units (LLMToGPU buildMlaAttendKernelFunction); it
-/// works only for steps of at least min_tokens tokens.
+/// On mla_attend (MlaOps.cpp): {softmax_scale}, what a GPU target needs to
+/// rebuild it with the heads of a block sharing the latent rows on the
+/// matrix units (LLMToGPU buildMlaAttendKernelFunction).
 inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// On kda_attention in chunked mode (KdaOps.cpp): {gate_lower_bound}; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products

@@ -10,23 +10,18 @@
 // throughout with one rounding at the store; the selection order does not
 // matter.
 //
-// Like the FFN's projections it is split by the step's size (the kernels
-// outside their range do no work, all write the same result):
-//   mla_attention  (token, head) rows, steps below kMlaSplitMinTokens: the
-//                  whole computation in one kernel (qa and oh in [R]
-//                  scratch), so a decode token still spreads over the grid;
+// Three kernels, every step size (decode included):
 //   mla_absorb     (token, head) -> qa [T, H, R] f32,
 //   mla_attend     (token, head) -> oh [T, H, R] f32 (scores, softmax, sum),
-//   mla_project    (token, head) -> the result,
-//                  from kMlaSplitMinTokens tokens on. mla_attend carries
-//                  kMlaAttendAttrName: a GPU target with matrix units
-//                  replaces it by a kernel in which the 16 heads of a block
-//                  share each latent row (LLMToGPU buildMlaAttendKernel);
-//                  mla_absorb and mla_project carry kDenseMatmulAttrName
-//                  with `heads`: there a matmul per head against W_UK^h
-//                  (read transposed; qa stays f32) and W_UV^h (oh rounded
-//                  to bf16 on the way in).
-// The same operations in the same order in both forms.
+//   mla_project    (token, head) -> the result.
+// mla_attend carries kMlaAttendAttrName: a GPU target with matrix units
+// replaces it by a kernel in which the 16 heads of a block share each
+// latent row (LLMToGPU buildMlaAttendKernel); mla_absorb and mla_project
+// carry kDenseMatmulAttrName with `heads`: there a matmul per head against
+// W_UK^h (read transposed; qa stays f32) and W_UV^h (oh rounded to bf16 on
+// the way in). (Until session 10 steps below 64 tokens ran one kernel per
+// (token, head) doing all three; on the H200 the three-kernel form takes
+// the slice's decode MLA from 395 to 104 us.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,9 +34,6 @@ using namespace mlir;
 using namespace mlir::strata;
 
 namespace {
-
-/// Tokens from which a step takes the three-kernel form.
-constexpr int64_t kMlaSplitMinTokens = 64;
 
 /// One MLA head's math on kernel arguments; `at(buffer, t, h)` addresses
 /// a per-(token, head) vector of R values (a [R] scratch or a [T, H, R]
@@ -126,27 +118,10 @@ NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
       kDenseMatmulAttrName,
       b.getDictionaryAttr(
           {b.getNamedAttr("epilogue", b.getStringAttr("store")),
-           b.getNamedAttr("min_rows",
-                          b.getI64IntegerAttr(kMlaSplitMinTokens)),
            b.getNamedAttr("heads", b.getI64IntegerAttr(heads)),
            b.getNamedAttr("weight_row_offset", b.getI64IntegerAttr(offset)),
            b.getNamedAttr("weight_row_stride", b.getI64IntegerAttr(stride)),
            b.getNamedAttr("weight_transposed", b.getBoolAttr(transposed))}));
-}
-
-/// T (the first extent of `tokens`) when `split` matches whether the step
-/// has at least kMlaSplitMinTokens tokens, 0 otherwise.
-Value activeTokens(KernelBuilder &kb, Value tokens, bool split) {
-  Value numTokens = kb.dim(tokens, 0);
-  return kb.rowsIfStepSize(numTokens, numTokens, kMlaSplitMinTokens, split);
-}
-
-/// The (request, token, head) rows of the active tokens (activeTokens).
-void forEachActiveRow(KernelBuilder &kb, Value starts, Value tokens,
-                      int64_t heads, bool split,
-                      llvm::function_ref<void(Value, Value, Value)> body) {
-  forEachTokenHeadRow(kb, starts, tokens, heads, body,
-                      activeTokens(kb, tokens, split));
 }
 
 struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
@@ -186,42 +161,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       return cacheArg;
     };
 
-    // Small steps: one kernel.
     Value out;
-    {
-      KernelCall call;
-      call.addInput(adaptor.getQ());
-      FailureOr<unsigned> kvb =
-          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
-      if (failed(kvb))
-        return noFp8Source();
-      unsigned cacheArg = addCacheArgs(call);
-      call.addResult(resultType, resultSizes);
-      out = call.emit(rewriter, op, "mla_attention",
-                      [&](KernelBuilder &kb, ValueRange a) {
-        MlaHead mla = head(a, *kvb);
-        Value q = a[0], sel = a[cacheArg + 1];
-        PagedPoolAccess cache(a[cacheArg], pool);
-        Value qa = kb.scratch({rank}), oh = kb.scratch({rank});
-        Value prob = kb.scratch({ShapedType::kDynamic},
-                                ValueRange{kb.dim(sel, 1)});
-        forEachActiveRow(kb, a[cacheArg + 3], q, heads, /*split=*/false,
-                         [&](Value r, Value t, Value h) {
-          mla.absorb(kb, q, t, h, [&](Value c, Value v) {
-            kb.store(v, qa, c);
-          });
-          mla.attend(kb, cache, sel, a[cacheArg + 2], a[cacheArg + 4], prob,
-                     r, t, [&](Value c) { return kb.load(qa, c); },
-                     [&](Value c, Value v) { kb.store(v, oh, c); });
-          mla.project(kb, a.back(), t, h,
-                      [&](Value c) { return kb.load(oh, c); });
-        });
-        for (Value m : {qa, oh, prob})
-          kb.dealloc(m);
-      })[0];
-    }
-
-    // Large steps: absorb, attend, project.
     auto perHead = MemRefType::get({ShapedType::kDynamic, heads, rank},
                                    rewriter.getF32Type());
     SmallVector<Value> tokens = {getDimValue(rewriter, loc, adaptor.getQ(), 0)};
@@ -243,8 +183,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
                         [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
         kb.parallelRows({kb.idx(0), kb.idx(0)},
-                        {activeTokens(kb, a[0], /*split=*/true),
-                         kb.idx(heads)},
+                        {kb.dim(a[0], 0), kb.idx(heads)},
                         [&](ValueRange th) {
           mla.absorb(kb, a[0], th[0], th[1], [&](Value c, Value v) {
             kb.store(v, a[o], {th[0], th[1], c});
@@ -261,9 +200,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       call.attributes.push_back(rewriter.getNamedAttr(
           kMlaAttendAttrName,
           rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("min_tokens", rewriter.getI64IntegerAttr(
-                                                       kMlaSplitMinTokens)),
-               rewriter.getNamedAttr("softmax_scale",
+              {rewriter.getNamedAttr("softmax_scale",
                                      op.getSoftmaxScaleAttr())})));
       ohAll = call.emit(rewriter, op, "mla_attend",
                         [&](KernelBuilder &kb, ValueRange a) {
@@ -272,8 +209,8 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
         PagedPoolAccess cache(a[cacheArg], pool);
         Value prob = kb.scratch({ShapedType::kDynamic},
                                 ValueRange{kb.dim(sel, 1)});
-        forEachActiveRow(kb, a[cacheArg + 3], a[0], heads, /*split=*/true,
-                         [&](Value r, Value t, Value h) {
+        forEachTokenHeadRow(kb, a[cacheArg + 3], a[0], heads,
+                            [&](Value r, Value t, Value h) {
           mla.attend(kb, cache, sel, a[cacheArg + 2], a[cacheArg + 4], prob,
                      r, t, [&](Value c) { return kb.load(a[0], {t, h, c}); },
                      [&](Value c, Value v) { kb.store(v, a[o], {t, h, c}); });
@@ -291,22 +228,21 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
           call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
       if (failed(kvb))
         return noFp8Source();
-      call.addInput(out);
+      call.addResult(resultType, resultSizes);
       int64_t dq = op.getQkHeadDim(), dv = op.getVHeadDim();
       call.attributes.push_back(
           headBatchedMatmul(rewriter, heads, dq, dq + dv, /*transposed=*/false));
-      call.emit(rewriter, op, "mla_project",
-                [&](KernelBuilder &kb, ValueRange a) {
+      out = call.emit(rewriter, op, "mla_project",
+                      [&](KernelBuilder &kb, ValueRange a) {
         MlaHead mla = head(a, *kvb);
         kb.parallelRows({kb.idx(0), kb.idx(0)},
-                        {activeTokens(kb, a[oh], /*split=*/true),
-                         kb.idx(heads)},
+                        {kb.dim(a[oh], 0), kb.idx(heads)},
                         [&](ValueRange th) {
           mla.project(kb, a.back(), th[0], th[1], [&](Value c) {
             return kb.load(a[oh], {th[0], th[1], c});
           });
         });
-      });
+      })[0];
     }
     rewriter.replaceOp(op, out);
     return success();

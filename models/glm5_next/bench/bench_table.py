@@ -36,7 +36,7 @@ OP_OF_KERNEL = {
     "swiglu_down": "swiglu_mlp", "swiglu_down_rows": "swiglu_mlp",
     "mla_absorb": "mla_attention", "mla_attend": "mla_attention",
     "mla_project": "mla_attention", "kda_output": "kda_attention",
-    "kda_prepare": "kda_attention",
+    "kda_prepare": "kda_attention", "kda_decode": "kda_attention",
     # An attention o_proj with the mHC residual write as its epilogue.
     "mhc_post_linear": "linear",
 }

@@ -4,7 +4,9 @@
 # slice-art/ with the real-width slice artifacts slice-fp8.strata and
 # slice-fp8-f32.strata, slice-fp8-unfused.strata (--fuse-hyper-connections=
 # false, for AB="unfused new") and, when given, an older compiler's
-# artifact as slice-fp8-old.strata (for AB="old new"); xz-packed.
+# artifact as slice-fp8-old.strata (for AB="old new"); env EXTRA="NAME=PATH
+# ..." adds more artifacts as slice-fp8-NAME.strata (AB="old NAME new");
+# xz-packed.
 # Usage: make_device_pack.sh BUILD_BIN PACK.txz [OLD_SLICE_ARTIFACT]
 #   then: device run `sh test/models/glm5_next/gpu/run_device_call.sh PACK.txz $OUT`
 #   with the pack's folder carried.
@@ -31,6 +33,9 @@ slice slice-fp8-f32 --activation-type=f32
 slice slice-fp8-unfused --fuse-hyper-connections=false
 wait
 [ -n "$OLD" ] && cp "$OLD" "$ART/slice-fp8-old.strata"
+for extra in ${EXTRA:-}; do
+  cp "${extra#*=}" "$ART/slice-fp8-${extra%%=*}.strata"
+done
 mkdir -p "$(dirname "$PACK")"
 tar cJf "$PACK" -C "$WORK" gpu
 ls -la "$PACK" "$ART"
