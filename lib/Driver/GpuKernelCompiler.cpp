@@ -135,6 +135,13 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         library.scratch.emplace_back();
         continue;
       }
+      if (matmul->second.kpool) {
+        // kpool_scores: (tokens, 1, 1).
+        dims[0] = {0, 0, 1};
+        library.grids.push_back(dims);
+        library.scratch.emplace_back();
+        continue;
+      }
       if (const std::optional<MlaAttend> &mla = matmul->second.mla) {
         // mla_attend: (tokens, ceil(heads / m), 1).
         dims[0] = {0, 0, 1};

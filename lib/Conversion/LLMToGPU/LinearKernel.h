@@ -37,6 +37,7 @@ struct MatmulKernelFunction {
   std::optional<DenseMatmul> dense;
   std::optional<MlaAttend> mla;
   std::optional<KdaChunk> kda;
+  std::optional<KpoolScores> kpool;
 };
 
 /// True when `kernel` is the kernel function of an `llm.linear`.
@@ -120,6 +121,18 @@ FailureOr<MatmulKernelFunction>
 buildMlaAttendKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                              func::FuncOp kernel, const TargetInfo &target,
                              std::string &why);
+
+/// True when `kernel` carries kKpoolScoresAttrName.
+bool isKpoolScoresKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKpoolScoresKernel for
+/// a kpool_scores kernel function, the same arguments in the same order.
+/// Fails with `why` (and builds nothing) for another signature, f32 queries
+/// or an fp8 index pool (they keep the generic kernel).
+FailureOr<MatmulKernelFunction>
+buildKpoolScoresKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                               func::FuncOp kernel, const TargetInfo &target,
+                               std::string &why);
 
 /// True when `kernel` has a matrix-unit form on targets with matrix units
 /// (a linear, grouped-expert, dense-projection or mla_attend kernel

@@ -252,9 +252,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   gpu::GPUFuncOp func =
       buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
                         *tiling, problem, types, hcMult);
-  return MatmulKernelFunction{func,         *tiling,      problem,
-                              std::nullopt, std::nullopt, std::nullopt,
-                              std::nullopt};
+  MatmulKernelFunction result;
+  result.func = func;
+  result.tiling = *tiling;
+  result.problem = problem;
+  return result;
 }
 
 bool mlir::strata::isGroupedExpertKernelFunction(func::FuncOp kernel) {
@@ -341,9 +343,12 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
-  return MatmulKernelFunction{func,    *tiling,      problem,
-                              grouped, std::nullopt, std::nullopt,
-                              std::nullopt};
+  MatmulKernelFunction result;
+  result.func = func;
+  result.tiling = *tiling;
+  result.problem = problem;
+  result.experts = grouped;
+  return result;
 }
 
 bool mlir::strata::isDenseMatmulKernelFunction(func::FuncOp kernel) {
@@ -508,8 +513,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   gpu::GPUFuncOp func = buildDenseMatmulKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, dense);
-  return MatmulKernelFunction{func,  *tiling, problem, std::nullopt, dense,
-                              std::nullopt, std::nullopt};
+  MatmulKernelFunction result;
+  result.func = func;
+  result.tiling = *tiling;
+  result.problem = problem;
+  result.dense = dense;
+  return result;
 }
 
 /// Input `i` of `type` as a memref with the identity layout, else null.
@@ -642,11 +651,69 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   return result;
 }
 
+bool mlir::strata::isKpoolScoresKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKpoolScoresAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolScoresAttrName);
+  auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
+  auto scale = info ? info.getAs<FloatAttr>("scale") : nullptr;
+  FunctionType type = kernel.getFunctionType();
+  if (!kpool || !scale || type.getNumInputs() != 7 ||
+      type.getNumResults() != 0) {
+    why = "not a kpool_scores kernel function";
+    return failure();
+  }
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  MemRefType q = identityMemRefInput(type, 0);
+  MemRefType pool = identityMemRefInput(type, 2);
+  MemRefType scores = identityMemRefInput(type, 6);
+  bool types = q && pool && scores && q.getRank() == 3 &&
+               pool.getRank() == 3 && isMemRefInput(type, 1, 2, f32) &&
+               isMemRefInput(type, 6, 3, f32) && isMemRefInput(type, 3, 1, i32) &&
+               isMemRefInput(type, 4, 1, i32) && isMemRefInput(type, 5, 2, i32);
+  if (!types || q.isDynamicDim(1) || q.isDynamicDim(2) ||
+      pool.isDynamicDim(1) || pool.isDynamicDim(2) ||
+      scores.isDynamicDim(2) || scores.getDimSize(2) != pool.getDimSize(1)) {
+    why = "unexpected kpool_scores kernel signature";
+    return failure();
+  }
+  if (!q.getElementType().isBF16() || !pool.getElementType().isBF16() ||
+      pool.getDimSize(2) != q.getDimSize(2)) {
+    why = "the matrix-unit kpool_scores reads bf16 queries and a bf16 pool";
+    return failure();
+  }
+  KpoolScores shape;
+  shape.heads = q.getDimSize(1);
+  shape.headDim = q.getDimSize(2);
+  shape.kpool = kpool.getInt();
+  shape.rowsPerPage = pool.getDimSize(1);
+  shape.scale = scale.getValueAsDouble();
+  FailureOr<const MatrixInstruction *> mi =
+      chooseKpoolScoresInstruction(target, shape, why);
+  if (failed(mi))
+    return failure();
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKpoolScoresKernel(builder, kernel.getLoc(), module,
+                                       kernel.getSymName(), type.getInputs(),
+                                       shape, **mi, target.getSubgroupSize());
+  result.tiling.mma = **mi;
+  result.kpool = shape;
+  return result;
+}
+
 bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
   return isLinearKernelFunction(kernel) ||
          isGroupedExpertKernelFunction(kernel) ||
          isDenseMatmulKernelFunction(kernel) ||
-         isMlaAttendKernelFunction(kernel) || isKdaChunkKernelFunction(kernel);
+         isMlaAttendKernelFunction(kernel) ||
+         isKdaChunkKernelFunction(kernel) ||
+         isKpoolScoresKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -662,5 +729,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
     return buildMlaAttendKernelFunction(builder, module, kernel, target, why);
   if (isKdaChunkKernelFunction(kernel))
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
+  if (isKpoolScoresKernelFunction(kernel))
+    return buildKpoolScoresKernelFunction(builder, module, kernel, target,
+                                          why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

@@ -246,6 +246,32 @@ gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
                                     const MatrixInstruction &mi,
                                     int64_t subgroupSize);
 
+/// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
+/// query heads of `headDim`, pools of `kpool` tokens, index pool pages of
+/// `rowsPerPage` rows.
+struct KpoolScores {
+  int64_t heads = 0, headDim = 0, kpool = 0, rowsPerPage = 0;
+  double scale = 1.0;
+};
+
+/// The bf16 instruction buildKpoolScoresKernel uses on `target`; fails with
+/// `why` when there is none or the head dimension does not tile.
+FailureOr<const MatrixInstruction *>
+chooseKpoolScoresInstruction(const TargetInfo &target,
+                             const KpoolScores &shape, std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a kpool_scores
+/// kernel function (q memref<?xHxDxbf16>, weights memref<?xHxf32>, the bf16
+/// index pool memref<?xPxDxbf16>, positions, sequence starts, block table,
+/// scores memref<?x?xPxf32>): one token per block (grid (tokens, 1, 1)), its
+/// heads the instruction's rows, 4 subgroups (KpoolScoresKernel.cpp).
+gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      TypeRange argTypes,
+                                      const KpoolScores &shape,
+                                      const MatrixInstruction &mi,
+                                      int64_t subgroupSize);
+
 /// The shape of a chunked kda_attention kernel function (KdaOps.cpp):
 /// `heads` heads of `headDim` key and value channels, the value columns
 /// split over `parts` blocks.

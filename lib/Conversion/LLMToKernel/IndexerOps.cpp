@@ -109,51 +109,45 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     auto pool = cast<llm::IndexPoolType>(op.getPool().getType());
-    KernelCall call;
-    for (Value v : adaptor.getOperands())
-      call.addInput(v);
-    MemRefType selType = getKernelMemRefType(op.getSelection().getType());
-    MemRefType cntType = getKernelMemRefType(op.getCounts().getType());
-    unsigned selOut = call.addResult(
-        selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType));
-    unsigned cntOut = call.addResult(
-        cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
     int64_t topk = op.getTopk(), kpool = op.getKpool();
     int64_t heads = op.getHeads(), headDim = op.getHeadDim();
     int64_t rowsPerPage = pool.getRowsPerPage();
     double scale = op.getScale().convertToFloat();
-    auto results = call.emit(rewriter, op, "kpool_indexer",
-                             [&](KernelBuilder &kb, ValueRange a) {
-      Value q = a[0], w = a[1], positions = a[3];
+
+    // kpool_scores, one row per token: the scores of its visible pools into
+    // [T, block_table width, rows per page] f32 (pool p at [t, p / rows,
+    // p % rows]: a token sees at most every pool row its block table
+    // addresses). It carries kKpoolScoresAttrName, with which a GPU target
+    // rebuilds it on the matrix units (bf16 pools).
+    KernelCall scoring;
+    for (Value v : {adaptor.getQ(), adaptor.getWeights(), adaptor.getPool(),
+                    adaptor.getPositions(), adaptor.getSeqStarts(),
+                    adaptor.getBlockTable()})
+      scoring.addInput(v);
+    MemRefType scoresType = MemRefType::get(
+        {ShapedType::kDynamic, ShapedType::kDynamic, rowsPerPage},
+        rewriter.getF32Type());
+    unsigned scoresOut = scoring.addResult(
+        scoresType, {getDimValue(rewriter, loc, adaptor.getQ(), 0),
+                     getDimValue(rewriter, loc, adaptor.getBlockTable(), 1)});
+    scoring.attributes.push_back(rewriter.getNamedAttr(
+        kKpoolScoresAttrName,
+        rewriter.getDictionaryAttr(
+            {rewriter.getNamedAttr("kpool", rewriter.getI64IntegerAttr(kpool)),
+             rewriter.getNamedAttr("scale", op.getScaleAttr())})));
+    Value allScores = scoring.emit(rewriter, op, "kpool_scores",
+                                   [&](KernelBuilder &kb, ValueRange a) {
+      Value q = a[0], w = a[1], positions = a[3], starts = a[4], bt = a[5];
+      Value scores = a[scoresOut];
       PagedPoolAccess cache(a[2], pool);
       // fp8 pools hold Hadamard-rotated keys: rotate the queries too (fp32).
       Value qRot = cache.isFp8() ? kb.scratch({heads, headDim}) : Value();
       Value qVec = cache.isFp8() ? kb.scratch({headDim}) : Value();
       Value qOut = cache.isFp8() ? kb.scratch({headDim}) : Value();
-      Value starts = a[4], bt = a[5];
-      Value sel = a[selOut], counts = a[cntOut];
-      OpBuilder &b = kb.builder();
-      Location l = kb.getLoc();
-      Value zero = kb.f32(0.0), negInf = kb.f32(-INFINITY);
-      Value width = kb.dim(sel, 1);
-      // Scores of one token's visible pools, one buffer for the kernel: a
-      // token sees at most every pool row its block table addresses
-      // (block_table width x rows per page), so the size is an expression of
-      // argument extents, which the GPU path turns into a slice of the
-      // plan's scratch buffer (docs/GPULowering.md, step 4).
-      Value scores = memref::AllocOp::create(
-          b, l, MemRefType::get({ShapedType::kDynamic}, b.getF32Type()),
-          ValueRange{kb.imax(kb.imul(kb.dim(bt, 1), kb.idx(rowsPerPage)),
-                             kb.idx(1))});
-      // The per-slice bests of the two-level arg-max (pool ids as f32:
-      // exact below 2^24).
-      Value chunkScore = kb.scratch({kTopkChunks});
-      Value chunkPool = kb.scratch({kTopkChunks});
+      Value zero = kb.f32(0.0);
       forEachTokenRow(kb, starts, q, [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
-        Value len = kb.iadd(x, kb.idx(1));
-        Value visible = kb.idiv(len, kb.idx(kpool));
-        Value numSel = kb.imin(kb.idx(topk / kpool), visible);
+        Value visible = kb.idiv(kb.iadd(x, kb.idx(1)), kb.idx(kpool));
         auto query = [&](Value h, Value c) {
           return cache.isFp8() ? kb.load(qRot, {h, c}) : kb.load(q, {t, h, c});
         };
@@ -189,8 +183,49 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           for (int64_t h = 0; h < heads; ++h)
             s = kb.add(s, kb.mul(kb.load(w, {t, kb.idx(h)}),
                                  kb.max(dots[h], zero)));
-          kb.store(kb.mul(s, kb.f32(scale)), scores, p);
+          kb.store(kb.mul(s, kb.f32(scale)), scores,
+                   {t, kb.idiv(p, kb.idx(rowsPerPage)),
+                    kb.irem(p, kb.idx(rowsPerPage))});
         });
+      });
+      if (cache.fp8)
+        for (Value m : {qRot, qVec, qOut})
+          kb.dealloc(m);
+    })[0];
+
+    // kpool_indexer, one row per token: the top pools from its scores row
+    // (which it overwrites), expanded to positions, the open tail, padding.
+    KernelCall call;
+    for (Value v : {adaptor.getPositions(), adaptor.getSeqStarts(), allScores})
+      call.addInput(v);
+    MemRefType selType = getKernelMemRefType(op.getSelection().getType());
+    MemRefType cntType = getKernelMemRefType(op.getCounts().getType());
+    unsigned selOut = call.addResult(
+        selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType));
+    unsigned cntOut = call.addResult(
+        cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
+    auto results = call.emit(rewriter, op, "kpool_indexer",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value positions = a[0], starts = a[1], allScores = a[2];
+      Value sel = a[selOut], counts = a[cntOut];
+      OpBuilder &b = kb.builder();
+      Location l = kb.getLoc();
+      Value negInf = kb.f32(-INFINITY);
+      Value width = kb.dim(sel, 1);
+      // The per-slice bests of the two-level arg-max (pool ids as f32:
+      // exact below 2^24).
+      Value chunkScore = kb.scratch({kTopkChunks});
+      Value chunkPool = kb.scratch({kTopkChunks});
+      forEachTokenRow(kb, starts, allScores, [&](Value r, Value t) {
+        Value x = kb.loadIndex(positions, t);
+        Value len = kb.iadd(x, kb.idx(1));
+        Value visible = kb.idiv(len, kb.idx(kpool));
+        Value numSel = kb.imin(kb.idx(topk / kpool), visible);
+        // Pool p's score.
+        auto at = [&](Value p) -> SmallVector<Value> {
+          return {t, kb.idiv(p, kb.idx(rowsPerPage)),
+                  kb.irem(p, kb.idx(rowsPerPage))};
+        };
         // Top pools by repeated arg-max (descending score, ties to the
         // lowest pool), expanded to positions. Each arg-max is two-level:
         // the best of each of `chunks` strided slices of the visible pools
@@ -213,7 +248,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
                 kb.idx(0), rounds, ValueRange{negInf, q},
                 [&](Value m, ValueRange c) -> SmallVector<Value> {
                   Value p = kb.iadd(q, kb.imul(m, chunks));
-                  Value v = kb.load(scores, kb.imin(p, lastPool));
+                  Value v = kb.load(allScores, at(kb.imin(p, lastPool)));
                   Value better = arith::AndIOp::create(b, l, kb.ilt(p, visible),
                                                        kb.gt(v, c[0]));
                   return {kb.select(better, v, c[0]),
@@ -240,7 +275,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           Value bestPool = arith::IndexCastOp::create(
               b, l, b.getIndexType(),
               arith::FPToSIOp::create(b, l, b.getI64Type(), best[1]));
-          kb.store(negInf, scores, bestPool);
+          kb.store(negInf, allScores, at(bestPool));
           kb.loop(0, kpool, [&](Value s) {
             kb.storeIndex(kb.iadd(kb.imul(bestPool, kb.idx(kpool)), s), sel,
                           {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
@@ -258,12 +293,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         });
         kb.storeIndex(count, counts, t);
       });
-      memref::DeallocOp::create(b, l, scores);
       kb.dealloc(chunkScore);
       kb.dealloc(chunkPool);
-      if (cache.fp8)
-        for (Value m : {qRot, qVec, qOut})
-          kb.dealloc(m);
     });
     rewriter.replaceOp(op, results);
     return success();

@@ -62,6 +62,10 @@ inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// On kpool_scores (IndexerOps.cpp): {kpool, scale}, what a GPU target
+/// needs to rebuild it with the heads' dot products of a token on the matrix
+/// units (LLMToGPU buildKpoolScoresKernelFunction; bf16 queries and pool).
+inline constexpr llvm::StringLiteral kKpoolScoresAttrName = "llm.kpool_scores";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
 /// iteration is one GPU row (grid dimensions) whose inner loops the threads
 /// of a block share, as for a one-dimensional row loop; without it the

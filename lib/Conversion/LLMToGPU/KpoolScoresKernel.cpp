@@ -1,0 +1,287 @@
+//===- KpoolScoresKernel.cpp - indexer pool scores on the matrix units ----===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// buildKpoolScoresKernel: the GPU form of IndexerOps.cpp's kpool_scores,
+// score[t, p] = scale * sum_h w[t, h] relu(q[t, h] . K_p) over the visible
+// pools p of token t (bf16 queries and a bf16 index pool), with the token's
+// heads as the rows of the matrix instruction, so every key row it reads
+// serves all heads at once.
+//
+// A block takes one token (grid x, grid stride). Its heads are ceil(H / m)
+// row tiles of the instruction (heads past H clamped on load, weight 0);
+// their A fragments (q[t], bf16) stay in registers for the token. Per group
+// of 4 x n pools, subgroup w takes the n pools from (4 g + w) n: the
+// products q . K_p over the head dimension (B fragments read straight from
+// the paged index pool, the pool's row found through the block table,
+// contiguous along the head dimension; pools past the visible ones clamped
+// to the last), then w[t, h] relu(.) into workgroup memory [4, heads, n];
+// after a barrier thread i < 4 n sums its pool's heads in head order (the
+// generic kernel's order) and stores the score times scale; a barrier
+// before the next group rewrites the buffer. The dot products are fp32
+// accumulations of exact bf16 products in the instruction's order.
+//
+// Only what FragmentLayout describes depends on the target: mma.sync on
+// sm_90, MFMA on gfx942 / gfx950.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "lib/Conversion/LLMToGPU/LaneArith.h"
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+
+using namespace mlir;
+using namespace mlir::strata;
+
+namespace {
+
+/// Subgroups per block; each takes n pools of a group.
+constexpr int64_t kSubgroups = 4;
+
+class KpoolScoresBuilder : LaneArith {
+public:
+  KpoolScoresBuilder(OpBuilder &b, Location loc, const KpoolScores &shape,
+                     const MatrixInstruction &mi, int64_t subgroupSize)
+      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+    f32 = b.getF32Type();
+    bf16 = b.getBF16Type();
+    rowTiles = (s.heads + mi.m - 1) / mi.m;
+  }
+
+  void build(gpu::GPUFuncOp func);
+
+private:
+  /// The bf16 operand of `layout` from its pieces (one vector each).
+  Value concat(ArrayRef<Value> parts, const FragmentLayout &layout) {
+    if (parts.size() == 1)
+      return parts.front();
+    Value frag = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(VectorType::get({layout.size()}, bf16)));
+    for (auto [i, p] : llvm::enumerate(parts))
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
+          ArrayRef<int64_t>{1});
+    return frag;
+  }
+  /// (page, row in page) of index pool row `p` of the token's request.
+  std::pair<Value, Value> poolRow(Value p) {
+    Value rows = idx(s.rowsPerPage);
+    Value page = toIndex(memref::LoadOp::create(
+        b, loc, blockTable,
+        ValueRange{request, arith::DivUIOp::create(b, loc, p, rows)}));
+    return {page, arith::RemUIOp::create(b, loc, p, rows)};
+  }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  void ifThen(Value cond, llvm::function_ref<void()> then) {
+    auto op = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    then();
+  }
+
+  void buildToken();
+  void buildGroup(Value group);
+
+  const KpoolScores &s;
+  const MatrixInstruction &mi;
+  int64_t subgroupSize, rowTiles;
+  Type f32, bf16;
+  // Arguments.
+  Value q, weights, pool, positions, starts, blockTable, scores;
+  // Workgroup buffer: w relu(q . K) per [subgroup, head row, pool].
+  Value partial;
+  // Per thread.
+  Value tid, warp;
+  // Per token.
+  Value t, request, visible;
+  SmallVector<Value> qFrags;
+};
+
+} // namespace
+
+void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
+  ValueRange args = func.getArguments();
+  q = args[0];
+  weights = args[1];
+  pool = args[2];
+  positions = args[3];
+  starts = args[4];
+  blockTable = args[5];
+  scores = args[6];
+  partial =
+      addWorkgroupBuffer(func, loc, {kSubgroups, rowTiles * mi.m, mi.n}, f32);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
+  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
+
+  // Tokens over grid x with a grid stride.
+  Value numTokens = memref::DimOp::create(b, loc, q, 0);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  auto tokenLoop = scf::ForOp::create(b, loc, bx, numTokens, gx);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(tokenLoop.getBody()->getTerminator());
+    t = tokenLoop.getInductionVar();
+    buildToken();
+  }
+  gpu::ReturnOp::create(b, loc);
+}
+
+void KpoolScoresBuilder::buildToken() {
+  // The request of token t: the last one starting at or before it.
+  Value numRequests =
+      arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, starts, 0),
+                            idx(1));
+  auto scan = scf::ForOp::create(
+      b, loc, idx(1), numRequests, idx(1), ValueRange{idx(0)},
+      [&](OpBuilder &nb, Location, Value r, ValueRange c) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value begins = toIndex(memref::LoadOp::create(b, loc, starts, r));
+        Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                         begins, t);
+        scf::YieldOp::create(
+            b, loc, ValueRange{arith::SelectOp::create(b, loc, in, r, c[0])});
+      });
+  request = scan.getResult(0);
+  Value x = toIndex(memref::LoadOp::create(b, loc, positions, t));
+  visible = arith::DivUIOp::create(b, loc, add(x, 1), idx(s.kpool));
+
+  // q[t]'s A fragments, one per (row tile, k step), for the whole token.
+  Value lastHead = idx(s.heads - 1);
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  qFrags.clear();
+  for (int64_t mt = 0; mt < rowTiles; ++mt) {
+    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
+      SmallVector<Value> parts;
+      for (auto piece : mi.a.pieces) {
+        Value h = minu(add(aOuter, mt * mi.m + piece[0]), lastHead);
+        Value c = add(aInner, ks * mi.k + piece[1]);
+        parts.push_back(vector::LoadOp::create(
+            b, loc, VectorType::get({mi.a.count}, bf16), q,
+            ValueRange{t, h, c}));
+      }
+      qFrags.push_back(concat(parts, mi.a));
+    }
+  }
+
+  // Groups of kSubgroups x n pools; every thread runs the same trip count
+  // (the barriers inside are uniform).
+  int64_t perGroup = kSubgroups * mi.n;
+  Value groups = arith::CeilDivUIOp::create(b, loc, visible, idx(perGroup));
+  auto loop = scf::ForOp::create(b, loc, idx(0), groups, idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  buildGroup(loop.getInductionVar());
+}
+
+void KpoolScoresBuilder::buildGroup(Value group) {
+  // This subgroup's n pools start at p0; pools past the visible ones read
+  // the last visible pool's row (their scores are never stored).
+  Value p0 = mul(add(mul(group, kSubgroups), warp), mi.n);
+  Value lastPool = arith::SubIOp::create(b, loc, visible, idx(1));
+  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
+  Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
+  SmallVector<std::pair<Value, Value>> rows;
+  for (auto piece : mi.b.pieces)
+    rows.push_back(poolRow(minu(add(add(p0, bOuter), piece[0]), lastPool)));
+  SmallVector<Value> keyFrags;
+  for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
+    SmallVector<Value> parts;
+    for (auto [i, piece] : llvm::enumerate(mi.b.pieces))
+      parts.push_back(vector::LoadOp::create(
+          b, loc, VectorType::get({mi.b.count}, bf16), pool,
+          ValueRange{rows[i].first, rows[i].second,
+                     add(bInner, ks * mi.k + piece[1])}));
+    keyFrags.push_back(concat(parts, mi.b));
+  }
+  for (int64_t mt = 0; mt < rowTiles; ++mt) {
+    Value acc = zeros(mi.c.size());
+    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks)
+      acc = emitMatrixInstruction(
+          b, loc, mi, qFrags[mt * (s.headDim / mi.k) + ks], keyFrags[ks], acc);
+    // w[t, h] relu(q . K) per element (head rows past H weigh 0).
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces) {
+      Value h = add(cOuter, mt * mi.m + piece[0]);
+      Value w = memref::LoadOp::create(
+          b, loc, weights, ValueRange{t, minu(h, idx(s.heads - 1))});
+      w = arith::SelectOp::create(b, loc, ult(h, idx(s.heads)), w, cf32(0.0));
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+        Value dot = vector::ExtractOp::create(b, loc, acc, e);
+        Value v = arith::MulFOp::create(
+            b, loc, w, arith::MaximumFOp::create(b, loc, dot, cf32(0.0)));
+        memref::StoreOp::create(b, loc, v, partial,
+                                ValueRange{warp, h, add(cInner, piece[1] + c)});
+      }
+    }
+  }
+  gpu::BarrierOp::create(b, loc);
+
+  // Thread i < kSubgroups x n: pool (4 g + i / n) n + i % n, its heads
+  // summed in head order.
+  int64_t perGroup = kSubgroups * mi.n;
+  ifThen(ult(tid, idx(perGroup)), [&] {
+    Value sg = arith::DivUIOp::create(b, loc, tid, idx(mi.n));
+    Value col = arith::RemUIOp::create(b, loc, tid, idx(mi.n));
+    Value p = add(mul(group, perGroup), tid);
+    ifThen(ult(p, visible), [&] {
+      Value sum = cf32(0.0);
+      for (int64_t h = 0; h < s.heads; ++h)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(b, loc, partial,
+                                   ValueRange{sg, idx(h), col}));
+      Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
+      Value rows = idx(s.rowsPerPage);
+      memref::StoreOp::create(
+          b, loc, score, scores,
+          ValueRange{t, arith::DivUIOp::create(b, loc, p, rows),
+                     arith::RemUIOp::create(b, loc, p, rows)});
+    });
+  });
+  // The next group rewrites `partial`.
+  gpu::BarrierOp::create(b, loc);
+}
+
+gpu::GPUFuncOp mlir::strata::buildKpoolScoresKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const KpoolScores &shape, const MatrixInstruction &mi,
+    int64_t subgroupSize) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
+                                     kSubgroups * subgroupSize, mi.mnemonic);
+  KpoolScoresBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+  return func;
+}
+
+FailureOr<const MatrixInstruction *>
+mlir::strata::chooseKpoolScoresInstruction(const TargetInfo &target,
+                                           const KpoolScores &shape,
+                                           std::string &why) {
+  const MatrixInstruction *best =
+      pickMatrixInstruction(target, /*wantFp8=*/false);
+  if (!best) {
+    why = "the target has no bf16 matrix instruction";
+    return failure();
+  }
+  if (shape.headDim % best->k || shape.kpool <= 0) {
+    why = "the index head dimension does not tile";
+    return failure();
+  }
+  // The sums of a group take one thread each.
+  if (kSubgroups * best->n > kSubgroups * target.getSubgroupSize()) {
+    why = "too many pools per group";
+    return failure();
+  }
+  return best;
+}
