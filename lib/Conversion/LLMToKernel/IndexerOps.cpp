@@ -5,12 +5,15 @@
 // llm.kpool_compress: for each token that closes a pool, a per-dimension
 // softmax over the kpool slots of (gate + ape), slot tokens read from the
 // batch or, before the request's first batch position, from the tail ring.
-// llm.kpool_indexer: per token, fp32 scores of the visible complete pools
-// (sum_h w_h relu(q_h . K_p) * scale) into a scratch of the visible count,
-// top-(min(topk/kpool, |V|)) by repeated arg-max (descending score, ties to
-// the lowest pool; each arg-max over 128 strided slices, then their bests),
-// expansion to kpool positions per pool, then the open
-// tail, then -1 padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
+// llm.kpool_indexer: `kpool_scores`, per token, fp32 scores of the visible
+// complete pools (sum_h w_h relu(q_h . K_p) * scale) into a [T, block_table
+// width, rows per page] plan buffer (GPU targets: on the matrix units,
+// LLMToGPU/KpoolScoresKernel.cpp); `kpool_indexer`, per token, the
+// top-(min(topk/kpool, |V|)) pools by repeated arg-max (descending score,
+// ties to the lowest pool; each arg-max over 128 strided slices, then their
+// bests), or every visible pool in pool order when that is all of them,
+// expansion to kpool positions per pool, then the open tail, then -1
+// padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
 // queries are rotated in fp32 (not quantised): scores equal the bf16-pool
 // scores up to the key's fp8 rounding.
 //
@@ -242,7 +245,16 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         Value rounds = kb.idiv(kb.iadd(visible, kb.isub(chunks, kb.idx(1))),
                                chunks);
         Value lastPool = kb.isub(visible, kb.idx(1));
-        kb.loop(kb.idx(0), numSel, [&](Value n) {
+        // Every visible pool selected (short contexts): their positions in
+        // order, no arg-max (the order does not matter to the attention).
+        Value everyPool = kb.ige(numSel, visible);
+        kb.ifThen(everyPool, [&] {
+          kb.loop(kb.idx(0), kb.imul(visible, kb.idx(kpool)), [&](Value i) {
+            kb.storeIndex(i, sel, {t, i});
+          });
+        });
+        Value argMaxSteps = kb.select(everyPool, kb.idx(0), numSel);
+        kb.loop(kb.idx(0), argMaxSteps, [&](Value n) {
           kb.loop(kb.idx(0), chunks, [&](Value q) {
             SmallVector<Value> best = kb.loopCarry(
                 kb.idx(0), rounds, ValueRange{negInf, q},

@@ -938,7 +938,10 @@ def kpool_indexer():
         nv = L // KP
         K = np.array([pool[bt[r][pp // RPP], pp % RPP] for pp in range(nv)], np.float64).reshape(nv, W)
         sc = (w[t][:, None] * np.maximum(q[t].astype(np.float64) @ K.T, 0)).sum(0) * np.float32(scale)
-        chosen = np.argsort(-sc, kind="stable")[:min(TOPK // KP, nv)]
+        # Every visible pool selected: pool order (no arg-max), else
+        # descending score, ties to the lowest pool.
+        chosen = (range(nv) if TOPK // KP >= nv
+                  else np.argsort(-sc, kind="stable")[:TOPK // KP])
         lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
         rsel[t, :len(lst)] = lst
         rcnt[t] = len(lst)
@@ -1182,7 +1185,10 @@ def kpool_indexer_fp8():
         K = np.array([deq[bt[r][pp // RPP], pp % RPP] for pp in range(nv)]).reshape(nv, W)
         qr = q[t].astype(np.float64) @ Hm.T
         sc = (w[t][:, None] * np.maximum(qr @ K.T, 0)).sum(0)
-        chosen = np.argsort(-sc, kind="stable")[:min(TOPK // KP, nv)]
+        # Every visible pool selected: pool order (no arg-max), else
+        # descending score, ties to the lowest pool.
+        chosen = (range(nv) if TOPK // KP >= nv
+                  else np.argsort(-sc, kind="stable")[:TOPK // KP])
         lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
         rsel[t, :len(lst)] = lst
         rcnt[t] = len(lst)
