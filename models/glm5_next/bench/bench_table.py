@@ -37,6 +37,7 @@ OP_OF_KERNEL = {
     "mla_absorb": "mla_attention", "mla_attend": "mla_attention",
     "mla_project": "mla_attention", "kda_output": "kda_attention",
     "kda_prepare": "kda_attention", "kda_decode": "kda_attention",
+    "kpool_scores": "kpool_indexer",
     # An attention o_proj with the mHC residual write as its epilogue.
     "mhc_post_linear": "linear",
 }
