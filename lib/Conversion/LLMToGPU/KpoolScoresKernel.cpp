@@ -55,18 +55,6 @@ public:
   void build(gpu::GPUFuncOp func);
 
 private:
-  /// The bf16 operand of `layout` from its pieces (one vector each).
-  Value concat(ArrayRef<Value> parts, const FragmentLayout &layout) {
-    if (parts.size() == 1)
-      return parts.front();
-    Value frag = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(VectorType::get({layout.size()}, bf16)));
-    for (auto [i, p] : llvm::enumerate(parts))
-      frag = vector::InsertStridedSliceOp::create(
-          b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
-          ArrayRef<int64_t>{1});
-    return frag;
-  }
   /// (page, row in page) of index pool row `p` of the token's request.
   std::pair<Value, Value> poolRow(Value p) {
     Value rows = idx(s.rowsPerPage);
@@ -120,37 +108,15 @@ void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
 
-  // Tokens over grid x with a grid stride.
-  Value numTokens = memref::DimOp::create(b, loc, q, 0);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tokenLoop = scf::ForOp::create(b, loc, bx, numTokens, gx);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(tokenLoop.getBody()->getTerminator());
-    t = tokenLoop.getInductionVar();
+  forEachGridToken(memref::DimOp::create(b, loc, q, 0), [&](Value token) {
+    t = token;
     buildToken();
-  }
+  });
   gpu::ReturnOp::create(b, loc);
 }
 
 void KpoolScoresBuilder::buildToken() {
-  // The request of token t: the last one starting at or before it.
-  Value numRequests =
-      arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, starts, 0),
-                            idx(1));
-  auto scan = scf::ForOp::create(
-      b, loc, idx(1), numRequests, idx(1), ValueRange{idx(0)},
-      [&](OpBuilder &nb, Location, Value r, ValueRange c) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value begins = toIndex(memref::LoadOp::create(b, loc, starts, r));
-        Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                         begins, t);
-        scf::YieldOp::create(
-            b, loc, ValueRange{arith::SelectOp::create(b, loc, in, r, c[0])});
-      });
-  request = scan.getResult(0);
+  request = requestOfToken(starts, t);
   Value x = toIndex(memref::LoadOp::create(b, loc, positions, t));
   visible = arith::DivUIOp::create(b, loc, add(x, 1), idx(s.kpool));
 
@@ -168,7 +134,7 @@ void KpoolScoresBuilder::buildToken() {
             b, loc, VectorType::get({mi.a.count}, bf16), q,
             ValueRange{t, h, c}));
       }
-      qFrags.push_back(concat(parts, mi.a));
+      qFrags.push_back(concat(parts, mi.a, bf16));
     }
   }
 
@@ -200,7 +166,7 @@ void KpoolScoresBuilder::buildGroup(Value group) {
           b, loc, VectorType::get({mi.b.count}, bf16), pool,
           ValueRange{rows[i].first, rows[i].second,
                      add(bInner, ks * mi.k + piece[1])}));
-    keyFrags.push_back(concat(parts, mi.b));
+    keyFrags.push_back(concat(parts, mi.b, bf16));
   }
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
     Value acc = zeros(mi.c.size());

@@ -3,9 +3,10 @@
 // Part of strata, under the Apache License v2.0.
 //
 // The small builders the matrix-unit kernel generators (MatmulKernel.cpp,
-// MlaAttendKernel.cpp, KdaChunkKernel.cpp) share: constants, index additions and products that
-// skip their identities, and this lane's coordinate under a LaneMap of
-// TargetInfo's fragment layouts.
+// MlaAttendKernel.cpp, KdaChunkKernel.cpp, KpoolScoresKernel.cpp) share:
+// constants, index additions and products that skip their identities, this
+// lane's coordinate under a LaneMap of TargetInfo's fragment layouts, an
+// operand assembled from its pieces, and the per-token grid loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,10 @@
 #define STRATA_LIB_CONVERSION_LLMTOGPU_LANEARITH_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 
 #include "lib/Target/TargetInfo.h"
@@ -52,6 +57,49 @@ protected:
       v = arith::DivUIOp::create(b, loc, v, idx(m.div));
     v = arith::RemUIOp::create(b, loc, v, idx(m.mod));
     return mul(v, m.mul);
+  }
+
+  /// The operand of `layout` with `type` elements from its pieces (one
+  /// vector<count> each, in piece order).
+  Value concat(ArrayRef<Value> parts, const FragmentLayout &layout,
+               Type type) {
+    if (parts.size() == 1)
+      return parts.front();
+    Value frag = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(VectorType::get({layout.size()}, type)));
+    for (auto [i, p] : llvm::enumerate(parts))
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
+          ArrayRef<int64_t>{1});
+    return frag;
+  }
+  /// Tokens [0, numTokens) over grid x with a grid stride: `body(t)` for
+  /// each token of this block.
+  void forEachGridToken(Value numTokens, llvm::function_ref<void(Value)> body) {
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    auto loop = scf::ForOp::create(b, loc, bx, numTokens, gx);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    body(loop.getInductionVar());
+  }
+  /// The request of token `t`: the last r with seq_starts[r] <= t.
+  Value requestOfToken(Value starts, Value t) {
+    Value numRequests = arith::SubIOp::create(
+        b, loc, memref::DimOp::create(b, loc, starts, 0), idx(1));
+    auto scan = scf::ForOp::create(
+        b, loc, idx(1), numRequests, idx(1), ValueRange{idx(0)},
+        [&](OpBuilder &nb, Location, Value r, ValueRange c) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+          Value begins = toIndex(memref::LoadOp::create(b, loc, starts, r));
+          Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
+                                           begins, t);
+          scf::YieldOp::create(
+              b, loc,
+              ValueRange{arith::SelectOp::create(b, loc, in, r, c[0])});
+        });
+    return scan.getResult(0);
   }
 
   OpBuilder &b;

@@ -78,18 +78,6 @@ private:
     }
     return v;
   }
-  /// The operand of `layout` from its pieces (one vector<count> each).
-  Value concat(ArrayRef<Value> parts, const FragmentLayout &layout) {
-    if (parts.size() == 1)
-      return parts.front();
-    Value frag = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(VectorType::get({layout.size()}, bf16)));
-    for (auto [i, p] : llvm::enumerate(parts))
-      frag = vector::InsertStridedSliceOp::create(
-          b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
-          ArrayRef<int64_t>{1});
-    return frag;
-  }
   /// (page, row in page) of the latent row of selected position `p`.
   std::pair<Value, Value> latentRow(Value p) {
     Value row = toIndex(memref::LoadOp::create(b, loc, sel, ValueRange{t, p}));
@@ -151,37 +139,15 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   softCol = mul(arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)),
                 colsPerLane);
 
-  // Tokens over grid x with a grid stride.
-  Value numTokens = memref::DimOp::create(b, loc, qa, 0);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
-  auto tokenLoop = scf::ForOp::create(b, loc, bx, numTokens, gx);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(tokenLoop.getBody()->getTerminator());
-    t = tokenLoop.getInductionVar();
+  forEachGridToken(memref::DimOp::create(b, loc, qa, 0), [&](Value token) {
+    t = token;
     buildToken();
-  }
+  });
   gpu::ReturnOp::create(b, loc);
 }
 
 void MlaAttendBuilder::buildToken() {
-  // The request of token t: the last one starting at or before it.
-  Value numRequests =
-      arith::SubIOp::create(b, loc, memref::DimOp::create(b, loc, starts, 0),
-                            idx(1));
-  auto scan = scf::ForOp::create(
-      b, loc, idx(1), numRequests, idx(1), ValueRange{idx(0)},
-      [&](OpBuilder &nb, Location, Value r, ValueRange c) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value begins = toIndex(memref::LoadOp::create(b, loc, starts, r));
-        Value in = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
-                                         begins, t);
-        scf::YieldOp::create(
-            b, loc, ValueRange{arith::SelectOp::create(b, loc, in, r, c[0])});
-      });
-  request = scan.getResult(0);
+  request = requestOfToken(starts, t);
   count = toIndex(memref::LoadOp::create(b, loc, counts, t));
   lastPos = arith::SubIOp::create(
       b, loc, arith::MaxUIOp::create(b, loc, count, idx(1)), idx(1));
@@ -200,7 +166,7 @@ void MlaAttendBuilder::buildToken() {
       parts.push_back(arith::TruncFOp::create(
           b, loc, VectorType::get({mi.a.count}, bf16), v));
     }
-    qaFrags.push_back(concat(parts, mi.a));
+    qaFrags.push_back(concat(parts, mi.a, bf16));
   }
 
   // Chunks: carried running max and sum (of this lane's head row) and the
@@ -275,7 +241,7 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
             b, loc, VectorType::get({mi.b.count}, bf16), cache,
             ValueRange{rows[i].first, rows[i].second, c}));
       }
-      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], concat(parts, mi.b),
+      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], concat(parts, mi.b, bf16),
                                   acc);
     }
     int64_t e = 0;
