@@ -588,20 +588,20 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       SizeExpression extent = binding.shape[dim.dim];
       if (dim.multiplier > 1)
         extent = std::move(extent) * SizeExpression::constant(dim.multiplier);
-      if (dim.floor > 0 && dim.floorArgument < 0) {
+      if (dim.floor > 0) {
+        // The floor bounds this extent or another binding's.
+        const SizeExpression *floored = &extent;
+        if (dim.floorArgument >= 0) {
+          if (static_cast<size_t>(dim.floorArgument) >=
+                  dispatch->bindings.size() ||
+              static_cast<size_t>(dim.floorDim) >=
+                  dispatch->bindings[dim.floorArgument].shape.size())
+            return module.emitError("GPU kernel '")
+                   << kernel.name << "': grid floor on a missing binding";
+          floored = &dispatch->bindings[dim.floorArgument].shape[dim.floorDim];
+        }
         restrictTo(SizeExpression::less(
-            SizeExpression::constant(dim.floor - 1), extent));
-      } else if (dim.floor > 0) {
-        // The floor bounds another binding's extent.
-        if (static_cast<size_t>(dim.floorArgument) >=
-                dispatch->bindings.size() ||
-            static_cast<size_t>(dim.floorDim) >=
-                dispatch->bindings[dim.floorArgument].shape.size())
-          return module.emitError("GPU kernel '")
-                 << kernel.name << "': grid floor on a missing binding";
-        restrictTo(SizeExpression::less(
-            SizeExpression::constant(dim.floor - 1),
-            dispatch->bindings[dim.floorArgument].shape[dim.floorDim]));
+            SizeExpression::constant(dim.floor - 1), *floored));
       }
       if (dim.divisor > 1)
         extent = SizeExpression::ceilDiv(

@@ -221,13 +221,11 @@ gpu::GPUFuncOp mlir::strata::buildKpoolScoresKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const KpoolScores &shape, const MatrixInstruction &mi,
     int64_t subgroupSize) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
-                                     kSubgroups * subgroupSize, mi.mnemonic);
-  KpoolScoresBuilder(builder, loc, shape, mi, subgroupSize).build(func);
-  return func;
+  return getOrCreateMatrixKernel(
+      builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
+      mi.mnemonic, [&](gpu::GPUFuncOp func) {
+        KpoolScoresBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+      });
 }
 
 FailureOr<const MatrixInstruction *>
@@ -244,8 +242,8 @@ mlir::strata::chooseKpoolScoresInstruction(const TargetInfo &target,
     why = "the index head dimension does not tile";
     return failure();
   }
-  // The sums of a group take one thread each.
-  if (kSubgroups * best->n > kSubgroups * target.getSubgroupSize()) {
+  // The sums of a group (kSubgroups x n) take one thread each.
+  if (best->n > target.getSubgroupSize()) {
     why = "too many pools per group";
     return failure();
   }

@@ -882,35 +882,24 @@ void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col,
   }
 }
 
-/// `gpu.func @name(argTypes)` at the end of `module`, a kernel with the
-/// tiling's block size and launch attributes (rows and columns per
-/// workgroup, the instruction); the builder is left at its body's start.
-static gpu::GPUFuncOp createMatmulFunc(OpBuilder &builder, Location loc,
-                                       gpu::GPUModuleOp module, StringRef name,
-                                       TypeRange argTypes,
-                                       const MatmulTiling &tiling) {
-  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
-                                     tiling.threads(), tiling.mma.mnemonic);
-  func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
-                                   {tiling.tileM(), tiling.tileN()}));
-  return func;
-}
-
-/// `gpu.func @name(argTypes)` (the existing one if `module` has it) whose
-/// body `build` fills with a MatmulKernelBuilder, then the return.
+/// `gpu.func @name(argTypes)` (the existing one if `module` has it), a
+/// kernel with the tiling's block size and launch attributes (rows and
+/// columns per workgroup, the instruction) whose body `build` fills with a
+/// MatmulKernelBuilder, then the return.
 static gpu::GPUFuncOp buildMatmulFunc(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     llvm::function_ref<void(MatmulKernelBuilder &, gpu::GPUFuncOp)> build) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  auto func = createMatmulFunc(builder, loc, module, name, argTypes, tiling);
-  MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-  build(kb, func);
-  gpu::ReturnOp::create(builder, loc);
-  return func;
+  return getOrCreateMatrixKernel(
+      builder, loc, module, name, argTypes, tiling.threads(),
+      tiling.mma.mnemonic, [&](gpu::GPUFuncOp func) {
+        func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
+                                         {tiling.tileM(), tiling.tileN()}));
+        MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
+        build(kb, func);
+        gpu::ReturnOp::create(builder, loc);
+      });
 }
 
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(

@@ -245,6 +245,19 @@ gpu::GPUFuncOp mlir::strata::createMatrixKernelFunc(
   return func;
 }
 
+gpu::GPUFuncOp mlir::strata::getOrCreateMatrixKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, int64_t threads, StringRef mnemonic,
+    llvm::function_ref<void(gpu::GPUFuncOp)> build) {
+  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
+    return existing;
+  OpBuilder::InsertionGuard guard(builder);
+  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
+                                     threads, mnemonic);
+  build(func);
+  return func;
+}
+
 Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
                                        ArrayRef<int64_t> shape, Type elem) {
   auto space = gpu::AddressSpaceAttr::get(func.getContext(),

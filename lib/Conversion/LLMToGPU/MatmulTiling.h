@@ -123,6 +123,17 @@ gpu::GPUFuncOp createMatrixKernelFunc(OpBuilder &builder, Location loc,
                                       TypeRange argTypes, int64_t threads,
                                       StringRef mnemonic);
 
+/// The kernel `name` of `module` if it has one, else a new one
+/// (createMatrixKernelFunc) whose body `build` fills; the builder's
+/// insertion point is restored. Shared by the kernel generators' entry
+/// points.
+gpu::GPUFuncOp
+getOrCreateMatrixKernel(OpBuilder &builder, Location loc,
+                        gpu::GPUModuleOp module, StringRef name,
+                        TypeRange argTypes, int64_t threads,
+                        StringRef mnemonic,
+                        llvm::function_ref<void(gpu::GPUFuncOp)> build);
+
 /// A workgroup buffer memref<shape x elem> of `func`, 16-byte aligned (LLVM
 /// merges neighbouring accesses into 16-byte ones).
 Value addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,

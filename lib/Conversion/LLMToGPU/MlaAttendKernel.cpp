@@ -360,13 +360,11 @@ gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MlaAttend &shape, const MatrixInstruction &mi,
     int64_t subgroupSize) {
-  if (auto existing = module.lookupSymbol<gpu::GPUFuncOp>(name))
-    return existing;
-  OpBuilder::InsertionGuard guard(builder);
-  auto func = createMatrixKernelFunc(builder, loc, module, name, argTypes,
-                                     kSubgroups * subgroupSize, mi.mnemonic);
-  MlaAttendBuilder(builder, loc, shape, mi, subgroupSize).build(func);
-  return func;
+  return getOrCreateMatrixKernel(
+      builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
+      mi.mnemonic, [&](gpu::GPUFuncOp func) {
+        MlaAttendBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+      });
 }
 
 FailureOr<const MatrixInstruction *>
