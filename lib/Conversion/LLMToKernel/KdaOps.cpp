@@ -122,6 +122,27 @@ void writeConvState(KernelBuilder &kb, const PreConvInputs &inputs,
   });
 }
 
+/// The gated output norm of one (token t, head) of kda_decode and
+/// kda_output: o[t, base + j] = rmsnorm(x)[j] * o_norm[j] * sigmoid(gate[t,
+/// base + j]) for the head's d read-out values x(j) = readOut(j).
+void storeGatedNorm(KernelBuilder &kb, llvm::function_ref<Value(Value)> readOut,
+                    Value gate, Value oNorm, Value out, Value t, Value base,
+                    int64_t d, double eps) {
+  Value ss = kb.reduce(0, d, kb.f32(0.0), [&](Value j, Value acc) {
+    Value x = readOut(j);
+    return kb.add(acc, kb.mul(x, x));
+  });
+  Value inv = kb.rsqrt(
+      kb.add(kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(eps)));
+  // Over the output channel itself (GPU threads share the loop).
+  kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
+    Value j = kb.isub(ch, base);
+    Value y = kb.mul(kb.mul(kb.mul(readOut(j), inv), kb.load(oNorm, j)),
+                     kb.sigmoid(kb.load(gate, {t, ch})));
+    kb.store(y, out, {t, ch});
+  });
+}
+
 struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -272,21 +293,9 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                           });
                       kb.store(read, ov, j);
                     });
-                    // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
-                    Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
-                      Value x = kb.load(ov, j);
-                      return kb.add(acc, kb.mul(x, x));
-                    });
-                    Value inv = kb.rsqrt(
-                        kb.add(kb.div(ss, kb.f32(static_cast<double>(d))),
-                               kb.f32(normEps)));
-                    kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-                      Value j = kb.isub(ch, base);
-                      Value y = kb.mul(kb.mul(kb.mul(kb.load(ov, j), inv),
-                                              kb.load(oNorm, j)),
-                                       kb.sigmoid(kb.load(gate, {t, ch})));
-                      kb.store(y, out, {t, ch});
-                    });
+                    storeGatedNorm(
+                        kb, [&](Value j) { return kb.load(ov, j); }, gate,
+                        oNorm, out, t, base, d, normEps);
                   });
                   writeConvState(kb, inputs, dstSlot, kb.isub(t1, t0), base, d);
                 };
@@ -599,27 +608,16 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];
           Value v = a[5], conv = a[6], positions = a[7], starts = a[8];
           Value src = a[9], dst = a[10], o = a[11];
-          Value zero = kb.f32(0.0);
           auto row = [&](Value r, Value t, Value h) {
             Value t0 = kb.loadIndex(starts, r);
             Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
             Value isLongRequest = isLong(kb, t0, t1);
             Value base = kb.imul(h, kb.idx(d));
             kb.ifThen(isLongRequest, [&] {
-              // o[t, head] = rmsnorm(read-out) * o_norm * sigmoid(gate).
-              Value ss = kb.reduce(0, d, zero, [&](Value j, Value acc) {
-                Value x = kb.load(raw, {t, kb.iadd(base, j)});
-                return kb.add(acc, kb.mul(x, x));
-              });
-              Value inv = kb.rsqrt(kb.add(
-                  kb.div(ss, kb.f32(static_cast<double>(d))), kb.f32(normEps)));
-              kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-                Value j = kb.isub(ch, base);
-                Value y = kb.mul(kb.mul(kb.mul(kb.load(raw, {t, ch}), inv),
-                                        kb.load(oNorm, j)),
-                                 kb.sigmoid(kb.load(gate, {t, ch})));
-                kb.store(y, o, {t, ch});
-              });
+              storeGatedNorm(
+                  kb,
+                  [&](Value j) { return kb.load(raw, {t, kb.iadd(base, j)}); },
+                  gate, oNorm, o, t, base, d, normEps);
             });
             // The request's last token: the conv state.
             kb.ifThen(
