@@ -36,6 +36,13 @@ namespace {
 /// (a GPU block's 128 threads take one each).
 constexpr int64_t kTopkChunks = 128;
 
+/// The indices of pool p of token t in kpool_scores' [T, block_table width,
+/// rows per page] scores: [t, p / rows, p % rows].
+SmallVector<Value> scoreIndices(KernelBuilder &kb, Value t, Value p,
+                                int64_t rowsPerPage) {
+  return {t, kb.idiv(p, kb.idx(rowsPerPage)), kb.irem(p, kb.idx(rowsPerPage))};
+}
+
 struct KpoolCompressToKernel : OpConversionPattern<llm::KpoolCompressOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -187,8 +194,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
             s = kb.add(s, kb.mul(kb.load(w, {t, kb.idx(h)}),
                                  kb.max(dots[h], zero)));
           kb.store(kb.mul(s, kb.f32(scale)), scores,
-                   {t, kb.idiv(p, kb.idx(rowsPerPage)),
-                    kb.irem(p, kb.idx(rowsPerPage))});
+                   scoreIndices(kb, t, p, rowsPerPage));
         });
       });
       if (cache.fp8)
@@ -199,7 +205,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
     // kpool_indexer, one row per token: the top pools from its scores row
     // (which it overwrites), expanded to positions, the open tail, padding.
     KernelCall call;
-    for (Value v : {adaptor.getPositions(), adaptor.getSeqStarts(), allScores})
+    for (Value v : {adaptor.getPositions(), allScores})
       call.addInput(v);
     MemRefType selType = getKernelMemRefType(op.getSelection().getType());
     MemRefType cntType = getKernelMemRefType(op.getCounts().getType());
@@ -209,7 +215,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
     auto results = call.emit(rewriter, op, "kpool_indexer",
                              [&](KernelBuilder &kb, ValueRange a) {
-      Value positions = a[0], starts = a[1], allScores = a[2];
+      Value positions = a[0], allScores = a[1];
       Value sel = a[selOut], counts = a[cntOut];
       OpBuilder &b = kb.builder();
       Location l = kb.getLoc();
@@ -219,16 +225,15 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
       // exact below 2^24).
       Value chunkScore = kb.scratch({kTopkChunks});
       Value chunkPool = kb.scratch({kTopkChunks});
-      forEachTokenRow(kb, starts, allScores, [&](Value r, Value t) {
+      // One row per token (on the GPU a grid row); its request is not
+      // needed.
+      kb.loop(kb.idx(0), kb.dim(allScores, 0), [&](Value t) {
         Value x = kb.loadIndex(positions, t);
         Value len = kb.iadd(x, kb.idx(1));
         Value visible = kb.idiv(len, kb.idx(kpool));
         Value numSel = kb.imin(kb.idx(topk / kpool), visible);
         // Pool p's score.
-        auto at = [&](Value p) -> SmallVector<Value> {
-          return {t, kb.idiv(p, kb.idx(rowsPerPage)),
-                  kb.irem(p, kb.idx(rowsPerPage))};
-        };
+        auto at = [&](Value p) { return scoreIndices(kb, t, p, rowsPerPage); };
         // Top pools by repeated arg-max (descending score, ties to the
         // lowest pool), expanded to positions. Each arg-max is two-level:
         // the best of each of `chunks` strided slices of the visible pools
