@@ -40,7 +40,9 @@ struct MatmulKernelFunction {
   std::optional<KpoolScores> kpool;
 };
 
-/// True when `kernel` is the kernel function of an `llm.linear`.
+/// True when `kernel` is a plain linear kernel function (kLinearKernelAttrName:
+/// llm.linear's, lm_head's logits) or one with an epilogue
+/// (kLinearEpilogueAttrName).
 bool isLinearKernelFunction(func::FuncOp kernel);
 
 /// Builds `gpu.func @<kernel's name>` in `module`, the tiled matmul of

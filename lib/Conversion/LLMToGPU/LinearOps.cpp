@@ -175,18 +175,15 @@ checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
 }
 
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
-  if (kernel->hasAttr(kLinearEpilogueAttrName))
-    return true;
-  auto key = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
-  return key && key.getValue().starts_with(
-                    (llm::LinearOp::getOperationName() + " ").str());
+  return kernel->hasAttr(kLinearEpilogueAttrName) ||
+         kernel->hasAttr(kLinearKernelAttrName);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   if (!isLinearKernelFunction(kernel)) {
-    why = "not an llm.linear kernel function";
+    why = "not a linear kernel function";
     return failure();
   }
   FunctionType type = kernel.getFunctionType();

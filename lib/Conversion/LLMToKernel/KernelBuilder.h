@@ -53,6 +53,11 @@ inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =
     "llm.linear_epilogue";
+/// Unit attribute on a plain linear kernel function (x, W[, scales], y):
+/// llm.linear's, and the logits matmul of llm.lm_head. GPU targets rebuild
+/// it as the linear's matmul kernel (LLMToGPU buildLinearMatmulKernel).
+inline constexpr llvm::StringLiteral kLinearKernelAttrName =
+    "llm.linear_kernel";
 /// On mla_attend (MlaOps.cpp): {softmax_scale}, what a GPU target needs to
 /// rebuild it with the heads of a block sharing the latent rows on the
 /// matrix units (LLMToGPU buildMlaAttendKernelFunction).
