@@ -263,12 +263,20 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
   const artifact::TargetDef &target = executor.target();
   std::vector<DispatchTiming> timings;
   RoutingReader routing(executor.device(), target);
+  std::map<size_t, std::vector<std::vector<int64_t>>> shapes_by_kernel;
   for (int64_t r = 0; r < options.repeat; ++r) {
     DispatchObserver observer = [&](const DispatchTiming &t) {
       timings.push_back(t);
       timings.back().args = nullptr;
-      if (r == 0)
-        routing.observe(t);
+      if (r != 0 || !t.args)
+        return;
+      routing.observe(t);
+      if (!shapes_by_kernel.count(t.kernel_index)) {
+        std::vector<std::vector<int64_t>> &shapes =
+            shapes_by_kernel[t.kernel_index];
+        for (const DispatchArg &arg : *t.args)
+          shapes.push_back(arg.buffer ? arg.shape : std::vector<int64_t>{});
+      }
     };
     STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
     STRATA_RETURN_IF_ERROR(executor.run(step, requests, &observer).status());
@@ -294,6 +302,12 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
   report.step_wall_seconds = wall / static_cast<double>(options.repeat);
   STRATA_ASSIGN_OR_RETURN(report.kernels,
                           aggregateTimings(timings, names, options.repeat));
+  for (KernelStats &k : report.kernels)
+    for (const auto &[index, shapes] : shapes_by_kernel)
+      if (names[index] == k.name) {
+        k.arg_shapes = shapes;
+        break;
+      }
 
   bool gpu = target.target() != artifact::TargetKind::cpu;
   report.copy_bytes = options.copy_bytes
@@ -430,7 +444,8 @@ std::string formatJson(const StepBenchReport &report) {
                        {"seconds", k.seconds},
                        {"share", k.share},
                        {"bytes_per_dispatch", k.bytes_per_dispatch},
-                       {"bytes_per_second", k.bytes_per_second}});
+                       {"bytes_per_second", k.bytes_per_second},
+                       {"arg_shapes", k.arg_shapes}});
   nlohmann::json json = {
       {"device", report.device},
       {"target", report.target},

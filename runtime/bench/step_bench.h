@@ -68,6 +68,9 @@ struct KernelStats {
   double bytes_per_dispatch = 0;
   /// Bound bytes over time.
   double bytes_per_second = 0;
+  /// Extents of each buffer argument of the kernel's first dispatch in the
+  /// step (scalars: empty), e.g. a linear's [M, K], [N, K], [M, N].
+  std::vector<std::vector<int64_t>> arg_shapes;
 };
 
 struct StepBenchReport {
