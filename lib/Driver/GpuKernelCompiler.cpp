@@ -88,8 +88,12 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     std::string why;
     FailureOr<MatmulKernelFunction> matmul =
         buildMatmulKernelFunction(b, gpuModule, func, *target, why);
-    if (failed(matmul))
+    if (failed(matmul)) {
+      if (codegen.strategyRemarks)
+        func.emitRemark() << chip << ": kernel '" << func.getSymName()
+                          << "' keeps the generic kernel: " << why;
       continue;
+    }
     matmuls[func.getSymName()] = *matmul;
     func.erase();
   }

@@ -10,7 +10,8 @@
 #   OUT   results: baselines-matrix.json, matrix-NAME.{md,json,log},
 #         matrix.md (the merged table)
 # Env: NAMES (default "new"), BATCHES (1,8,32,128), CONTEXTS (128,4096),
-#   PREFILL (1x2048,4x2048,1x8192), CONFIG (glm5-slice-fp8), PYTHON.
+#   PREFILL (1x2048,4x2048,1x8192), CONFIG (glm5-slice-fp8), PYTHON,
+#   BASELINE_TIMEOUT and MATRIX_TIMEOUT (seconds, default 150 each).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU.
 set -u
 if ! nvidia-smi -L >/dev/null 2>&1; then
@@ -26,7 +27,7 @@ PREFILL=${PREFILL:-1x2048,4x2048,1x8192}
 mkdir -p "$OUT"
 # M of every linear in the matrix: the decode batches and the prefill tokens.
 PREFILL_M=$(echo "$PREFILL" | tr ',' '\n' | awk -Fx '{print $1 * $2}' | sort -un | paste -sd, -)
-timeout 240 $PY "$REPO/models/glm5_next/bench/bench_baselines.py" --config "$CFG" --skip-modules --ceilings \
+timeout ${BASELINE_TIMEOUT:-150} $PY "$REPO/models/glm5_next/bench/bench_baselines.py" --config "$CFG" --skip-modules --ceilings \
   --decode-tokens "$BATCHES" --prefill-tokens "$PREFILL_M" --iters 10 \
   --json "$OUT/baselines-matrix.json" > "$OUT/baselines-matrix.log" 2>&1
 echo "baselines: rc $? ($(grep -c . "$OUT/baselines-matrix.log") lines)"
@@ -35,7 +36,7 @@ GEMM=$($PY -c "import json,sys; print('%.1f' % (json.load(open(sys.argv[1]))['me
 echo "GEMM rate (bf16, this run): $GEMM TFLOP/s"
 for name in ${NAMES:-new}; do
   a=$ART/slice-fp8-$name.strata; [ "$name" = new ] && a=$ART/slice-fp8.strata
-  timeout 240 "$WRAP/strata-bench" --matrix --artifact "$a" --checkpoint "$CK" --target sm_90 \
+  timeout ${MATRIX_TIMEOUT:-150} "$WRAP/strata-bench" --matrix --artifact "$a" --checkpoint "$CK" --target sm_90 \
     --batches "$BATCHES" --contexts "$CONTEXTS" --prefill "$PREFILL" --gemm-tflops "$GEMM" \
     --json "$OUT/matrix-$name.json" > "$OUT/matrix-$name.md" 2> "$OUT/matrix-$name.log"
   echo "matrix $name: rc $?"
