@@ -8,6 +8,7 @@
 
 #include "runtime/collectives/gloo_communicator.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -473,6 +474,13 @@ StatusOr<std::unique_ptr<Communicator>>
 createGlooCommunicator(const GlooCommunicatorOptions &options) {
   STRATA_ASSIGN_OR_RETURN(CommunicatorOptions group,
                           resolveOptions(options.group));
+  // Gloo writes to sockets without MSG_NOSIGNAL: a peer that died would kill
+  // this process with SIGPIPE instead of becoming an error. Ignore SIGPIPE
+  // unless the program installed its own handler.
+  struct sigaction current {};
+  if (::sigaction(SIGPIPE, nullptr, &current) == 0 &&
+      current.sa_handler == SIG_DFL)
+    ::signal(SIGPIPE, SIG_IGN);
   std::string hostname = options.hostname;
   if (hostname.empty())
     hostname = group.store->localAddress();

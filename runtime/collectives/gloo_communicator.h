@@ -12,6 +12,10 @@
 // and barrier; reduce-scatter is an all-to-all of the blocks followed by a
 // local reduction in rank order (fp32 accumulation, one rounding for bf16).
 //
+// Gloo writes to its sockets without MSG_NOSIGNAL, so creating a Gloo
+// communicator sets SIGPIPE to SIG_IGN when the program left it at SIG_DFL
+// (a dead peer is then an error, not the end of this process).
+//
 // Ownership and thread-safety: see communicator.h.
 //
 //===----------------------------------------------------------------------===//
