@@ -6,8 +6,10 @@
 // memory is the CPU device's: loading errors (missing library, missing entry
 // points, missing driver), every collective's results for 3 ranks and for 1,
 // a rank that never arrives, a hung stream, call errors, asynchronous errors
-// and a failed init. The real libnccl is only probed (all entry points
-// resolve, version) where it is installed; running it needs a GPU.
+// and a failed init. The installed libnccl is probed (all entry points
+// resolve, version) where it exists; OneRankOnTheGpu runs the real library
+// on a real GPU (a group of one: every collective is a copy, plus a graph
+// capture) and skips where there is none.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +28,8 @@
 
 #include "runtime/base/numeric.h"
 #include "runtime/device/cpu/cpu_device.h"
+#include "runtime/device/cuda/cuda_device.h"
+#include "runtime/device/hip/hip_device.h"
 
 namespace strata::runtime {
 namespace {
@@ -435,6 +439,98 @@ TEST_P(NcclCommunicatorTest, MissingRankZeroIsNamed) {
               StartsWith("connect #0 failed on rank 1: rank 0 never joined "
                          "(timed out after 500 ms waiting for key "
                          "'p/nccl/unique_id' in file store "));
+}
+
+// Tests the real library on a real GPU with a group of one: each collective
+// on device memory, and an all-reduce captured into a graph and replayed.
+// Skips without a GPU or library; STRATA_NCCL_LIBRARY / STRATA_RCCL_LIBRARY
+// name the library when it is not on the loader's path.
+TEST_P(NcclCommunicatorTest, OneRankOnTheGpu) {
+  bool cuda = GetParam() == NcclFlavor::kNccl;
+  StatusOr<std::unique_ptr<Device>> device =
+      cuda ? createCudaDevice() : createHipDevice();
+  if (!device.ok())
+    GTEST_SKIP() << "no GPU: " << device.status().toString();
+  const char *env = getenv(cuda ? "STRATA_NCCL_LIBRARY" : "STRATA_RCCL_LIBRARY");
+  std::string library = env ? env : "";
+  if (library.empty() && cuda && !probeNcclLibrary(GetParam()).ok() &&
+      access("/usr/local/cuda/lib64/libnccl.so.2", R_OK) == 0)
+    library = "/usr/local/cuda/lib64/libnccl.so.2";
+  auto probe = probeNcclLibrary(GetParam(), library);
+  if (!probe.ok())
+    GTEST_SKIP() << probe.status().toString();
+  Device &d = **device;
+  NcclCommunicatorOptions o = options(d, 0, 1, 60000);
+  o.library = library;
+  o.driver_library.clear();
+  auto comm = createNcclCommunicator(o);
+  ASSERT_TRUE(comm.ok()) << comm.status().toString();
+  Communicator &c = **comm;
+  std::printf("[ library  ] %s %s on %s\n", c.backendName(), probe->c_str(),
+              d.description().c_str());
+  Stream &s = d.defaultStream();
+  constexpr int kN = 1000;
+  std::vector<float> in(kN), out(kN);
+  for (int i = 0; i < kN; ++i)
+    in[i] = float(i) - 17.5f;
+  auto a = std::move(d.allocate(kN * 4, 256).value());
+  auto b = std::move(d.allocate(kN * 4, 256).value());
+  ASSERT_TRUE(d.copyToDevice(*a, 0, in.data(), kN * 4).ok());
+  auto expectB = [&](const char *what) {
+    ASSERT_TRUE(c.synchronize(s).ok()) << what;
+    std::fill(out.begin(), out.end(), 0.0f);
+    ASSERT_TRUE(d.copyFromDevice(*b, 0, out.data(), kN * 4).ok());
+    EXPECT_EQ(out, in) << what;
+  };
+  ASSERT_TRUE(c.allReduce({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32,
+                          ReduceOp::kSum, s)
+                  .ok());
+  expectB("all_reduce");
+  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
+                  .ok());
+  ASSERT_TRUE(
+      c.allGather({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32, s).ok());
+  expectB("all_gather");
+  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
+                  .ok());
+  ASSERT_TRUE(c.reduceScatter({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32,
+                              ReduceOp::kMax, s)
+                  .ok());
+  expectB("reduce_scatter");
+  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
+                  .ok());
+  std::vector<uint64_t> counts = {kN};
+  ASSERT_TRUE(c.allToAllV({a.get(), 0}, counts, {b.get(), 0}, counts,
+                          DataType::kF32, s)
+                  .ok());
+  expectB("all_to_all_v");
+  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
+                  .ok());
+  ASSERT_TRUE(
+      c.broadcast({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32, 0, s).ok());
+  expectB("broadcast");
+  ASSERT_TRUE(c.barrier(s).ok());
+
+  // A captured all-reduce reads its input when the graph runs.
+  auto stream = d.createStream();
+  ASSERT_TRUE(stream.ok());
+  Stream &cs = **stream;
+  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
+                  .ok());
+  ASSERT_TRUE(cs.beginCapture().ok());
+  ASSERT_TRUE(c.allReduce({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32,
+                          ReduceOp::kSum, cs)
+                  .ok());
+  auto graph = cs.endCapture();
+  ASSERT_TRUE(graph.ok()) << graph.status().toString();
+  for (float &v : in)
+    v = v * 2.0f + 1.0f;
+  ASSERT_TRUE(d.copyToDevice(*a, 0, in.data(), kN * 4).ok());
+  ASSERT_TRUE(cs.launchGraph(**graph).ok());
+  ASSERT_TRUE(c.synchronize(cs).ok());
+  std::fill(out.begin(), out.end(), 0.0f);
+  ASSERT_TRUE(d.copyFromDevice(*b, 0, out.data(), kN * 4).ok());
+  EXPECT_EQ(out, in) << "captured all_reduce";
 }
 
 INSTANTIATE_TEST_SUITE_P(Flavors, NcclCommunicatorTest,
