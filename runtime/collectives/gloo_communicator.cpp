@@ -137,7 +137,7 @@ public:
     gloo::transport::tcp::attr attr;
     attr.hostname = hostname;
     GlooStore store(*options_.store, options_.prefix + "/gloo/",
-                    options_.timeout);
+                    monitor_->transportTimeout());
     monitor_->enter(0, "connect");
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);

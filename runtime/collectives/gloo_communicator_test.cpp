@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <sstream>
@@ -262,6 +263,46 @@ TEST(GlooCommunicator, LateRankIsNamed) {
               "DEADLINE_EXCEEDED: all_reduce #3 failed on rank 0: rank 1 is "
               "alive but has not reached all_reduce #3 (it is at all_reduce "
               "#2)");
+}
+
+// Tests, with two ranks as threads of this process, that a rank which
+// shuts its communicator down mid-run is named by the other, whose failed
+// communicator then refuses further calls and is destroyed cleanly.
+TEST(GlooCommunicator, FailedCommunicatorShutsDownCleanly) {
+  char pattern[] = "/tmp/strata-gloo2-XXXXXX";
+  auto store = createFileStore(mkdtemp(pattern));
+  ASSERT_TRUE(store.ok());
+  std::atomic<bool> left{false};
+  auto rank = [&](int r) {
+    std::unique_ptr<Device> device = createCpuDevice();
+    GlooCommunicatorOptions options;
+    options.group.store = store->get();
+    options.group.rank = r;
+    options.group.size = 2;
+    options.group.timeout = milliseconds(2000);
+    options.hostname = "127.0.0.1";
+    auto comm = createGlooCommunicator(options);
+    ASSERT_TRUE(comm.ok()) << comm.status().toString();
+    Stream &s = device->defaultStream();
+    ASSERT_TRUE((*comm)->barrier(s).ok());
+    if (r == 1) {
+      comm->reset();
+      left = true;
+      return;
+    }
+    while (!left)
+      std::this_thread::sleep_for(milliseconds(1));
+    Status status = (*comm)->barrier(s);
+    EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr("barrier #2 failed on rank 0: rank 1 has shut down "
+                          "its communicator (gloo: "))
+        << status.toString();
+    EXPECT_EQ((*comm)->barrier(s).code(), StatusCode::kFailedPrecondition);
+  };
+  std::thread r1(rank, 1);
+  rank(0);
+  r1.join();
 }
 
 // Tests a group of one (no peers) and the argument checks, in process.

@@ -162,7 +162,8 @@ public:
       STRATA_RETURN_IF_ERROR(
           group_.store->set(id_key, std::string(id.internal, sizeof(id))));
     } else {
-      StatusOr<std::string> value = group_.store->get(id_key, group_.timeout);
+      StatusOr<std::string> value =
+          group_.store->get(id_key, monitor_->transportTimeout());
       if (!value.ok())
         return fail(0, "connect", value.status());
       if (value->size() != sizeof(id))

@@ -437,7 +437,7 @@ TEST_P(NcclCommunicatorTest, MissingRankZeroIsNamed) {
   EXPECT_EQ(comm.status().code(), StatusCode::kUnavailable);
   EXPECT_THAT(std::string(comm.status().message()),
               StartsWith("connect #0 failed on rank 1: rank 0 never joined "
-                         "(timed out after 500 ms waiting for key "
+                         "(timed out after 300 ms waiting for key "
                          "'p/nccl/unique_id' in file store "));
 }
 
