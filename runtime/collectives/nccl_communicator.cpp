@@ -288,6 +288,9 @@ public:
   }
 
   Status barrier(Stream &stream) override {
+    if (stream.capturing())
+      return failedPrecondition("barrier: waits for the other ranks, so it "
+                                "cannot be captured");
     STRATA_RETURN_IF_ERROR(enqueue("barrier", stream, [&](void *s) {
       void *p = scratch_->devicePointer();
       return check("ncclAllReduce", api_.allReduce(p, p, 1, ncclFloat32,

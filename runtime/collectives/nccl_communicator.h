@@ -26,7 +26,8 @@
 // appears or the transport timeout passes; then it calls ncclCommAbort
 // (which stops NCCL's kernels) and returns the RankMonitor's diagnosis.
 // Collectives may be enqueued on a capturing stream (NCCL supports CUDA/HIP
-// graph capture); synchronize refuses a capturing stream.
+// graph capture); synchronize and barrier (which waits) refuse a capturing
+// stream.
 //
 // Ownership: the Device and Store must outlive the communicator.
 // Thread-safety: see communicator.h; the device's context is made current

@@ -333,6 +333,14 @@ TEST_P(NcclCommunicatorTest, SingleRankAndArgumentChecks) {
                           DataType::kF32, s),
               invalidArgument("all_to_all_v: send counts has 0 entries for 1 "
                               "ranks"));
+    ASSERT_TRUE(s.beginCapture().ok());
+    EXPECT_EQ(c.barrier(s),
+              failedPrecondition("barrier: waits for the other ranks, so it "
+                                 "cannot be captured"));
+    EXPECT_EQ(c.synchronize(s),
+              failedPrecondition("cannot synchronize a capturing stream"));
+    ASSERT_TRUE(s.endCapture().ok());
+    EXPECT_TRUE(c.barrier(s).ok());
   });
 }
 
