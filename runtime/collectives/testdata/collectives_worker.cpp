@@ -362,7 +362,10 @@ int main(int argc, char **argv) {
   o.group.rank = a.rank;
   o.group.size = a.size;
   o.group.timeout = std::chrono::milliseconds(a.timeout_ms);
-  o.hostname = "127.0.0.1";
+  // With the TCP store Gloo advertises the address that reaches the store
+  // (its default); the file store gives no such address.
+  if (a.store.rfind("file:", 0) == 0)
+    o.hostname = "127.0.0.1";
   auto comm = check(a.rank, createGlooCommunicator(o), "communicator");
   Env e{a.rank, a.size, device.get(), comm.get()};
   if (a.scenario == "all") {
