@@ -65,14 +65,13 @@ Status checkRegion(const char *op, const char *what, Region region,
   uint64_t bytes = count * bytes_per;
   uint64_t size = region.buffer->size();
   if (region.offset_bytes > size || bytes > size - region.offset_bytes)
-    return outOfRange("{}: {} region [{}, {}) outside its {}-byte buffer", op,
-                      what, region.offset_bytes,
-                      static_cast<unsigned __int128>(region.offset_bytes) +
-                                  bytes >
-                              UINT64_MAX
-                          ? UINT64_MAX
-                          : region.offset_bytes + bytes,
-                      size);
+    return outOfRange(
+        "{}: {} region [{}, {}) outside its {}-byte buffer", op, what,
+        region.offset_bytes,
+        static_cast<unsigned __int128>(region.offset_bytes) + bytes > UINT64_MAX
+            ? UINT64_MAX
+            : region.offset_bytes + bytes,
+        size);
   return okStatus();
 }
 

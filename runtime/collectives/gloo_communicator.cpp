@@ -141,8 +141,8 @@ public:
     monitor_->enter(0, "connect");
     try {
       device_ = gloo::transport::tcp::CreateDevice(attr);
-      auto context = std::make_shared<gloo::rendezvous::Context>(
-          options_.rank, options_.size);
+      auto context = std::make_shared<gloo::rendezvous::Context>(options_.rank,
+                                                                 options_.size);
       context->setTimeout(monitor_->transportTimeout());
       context->connectFullMesh(store, device_);
       context_ = std::move(context);
@@ -489,10 +489,10 @@ createGlooCommunicator(const GlooCommunicatorOptions &options) {
     ::gethostname(host, sizeof(host) - 1);
     hostname = host;
   }
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<RankMonitor> monitor,
-      RankMonitor::start(*group.store, group.prefix, group.rank, group.size,
-                         group.timeout));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RankMonitor> monitor,
+                          RankMonitor::start(*group.store, group.prefix,
+                                             group.rank, group.size,
+                                             group.timeout));
   auto comm =
       std::make_unique<GlooCommunicator>(std::move(group), std::move(monitor));
   STRATA_RETURN_IF_ERROR(comm->connect(hostname));

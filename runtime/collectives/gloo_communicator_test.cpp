@@ -93,9 +93,9 @@ std::vector<RankResult> runRanks(int size, const std::string &store,
   std::string dir = tempDir();
   std::vector<pid_t> pids(size, -1);
   for (int r = 0; r < size; ++r) {
-    std::vector<std::string> args = {worker,   "--rank",  std::to_string(r),
-                                     "--size", std::to_string(size),
-                                     "--store", store};
+    std::vector<std::string> args = {
+        worker,    "--rank", std::to_string(r), "--size", std::to_string(size),
+        "--store", store};
     args.insert(args.end(), extra.begin(), extra.end());
     std::vector<char *> argv;
     for (std::string &a : args)
@@ -135,8 +135,9 @@ std::vector<RankResult> runRanks(int size, const std::string &store,
     // Only stopped ranks left, or past the deadline: kill the rest.
     bool only_stopped = true;
     for (int r = 0; r < size; ++r)
-      if (pids[r] > 0 && readFile(fmt::format("/proc/{}/stat", pids[r]))
-                                 .find(") T ") == std::string::npos)
+      if (pids[r] > 0 &&
+          readFile(fmt::format("/proc/{}/stat", pids[r])).find(") T ") ==
+              std::string::npos)
         only_stopped = false;
     if (only_stopped || Clock::now() >= end) {
       for (int r = 0; r < size; ++r)
@@ -165,8 +166,7 @@ std::string describe(const std::vector<RankResult> &results) {
 
 void expectAllOk(const std::vector<RankResult> &results) {
   for (size_t r = 0; r < results.size(); ++r) {
-    EXPECT_TRUE(results[r].exited && results[r].code == 0)
-        << describe(results);
+    EXPECT_TRUE(results[r].exited && results[r].code == 0) << describe(results);
     EXPECT_THAT(results[r].output, HasSubstr(fmt::format("rank {}: ok", r)));
   }
 }
@@ -210,30 +210,29 @@ void expectNamed(const std::vector<RankResult> &results, int victim,
 }
 
 std::vector<std::string> fault(const char *scenario, int victim, int at) {
-  return {"--timeout-ms", std::to_string(kTimeoutMs), "--scenario",
-          scenario,       "--victim",                 std::to_string(victim),
+  return {"--timeout-ms", std::to_string(kTimeoutMs),
+          "--scenario",   scenario,
+          "--victim",     std::to_string(victim),
           "--at",         std::to_string(at)};
 }
 
 // Tests that a rank killed between two all-reduces is named by every other
 // rank within the timeout.
 TEST(GlooCommunicator, KilledRankIsNamed) {
-  auto results =
-      runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()), fault("kill", 2, 3));
+  auto results = runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()),
+                          fault("kill", 2, 3));
   EXPECT_FALSE(results[2].exited);
   EXPECT_EQ(results[2].code, SIGKILL);
-  expectNamed(results, 2,
-              "UNAVAILABLE: all_reduce #3 failed on rank ");
-  expectNamed(results, 2,
-              "rank 2 is dead or hung (no heartbeat for ");
+  expectNamed(results, 2, "UNAVAILABLE: all_reduce #3 failed on rank ");
+  expectNamed(results, 2, "rank 2 is dead or hung (no heartbeat for ");
   // The heartbeat names the collective it last saw, which may lag.
   expectNamed(results, 2, "; last seen at ");
 }
 
 // Tests that killing rank 0, which serves the TCP store, is named too.
 TEST(GlooCommunicator, KilledStoreRankIsNamed) {
-  auto results =
-      runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()), fault("kill", 0, 2));
+  auto results = runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()),
+                          fault("kill", 0, 2));
   EXPECT_EQ(results[0].code, SIGKILL);
   expectNamed(results, 0, "all_reduce #2 failed on rank ");
   expectNamed(results, 0, ": rank 0 is dead or hung");
@@ -249,16 +248,16 @@ TEST(GlooCommunicator, KilledRankIsNamedWithFileStore) {
 
 // Tests that a stopped (hung) rank is named after the timeout.
 TEST(GlooCommunicator, StoppedRankIsNamed) {
-  auto results =
-      runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()), fault("stop", 3, 4));
+  auto results = runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()),
+                          fault("stop", 3, 4));
   expectNamed(results, 3, "all_reduce #4 failed on rank ");
   expectNamed(results, 3, "rank 3 is dead or hung");
 }
 
 // Tests that a live rank that does not arrive is named as late.
 TEST(GlooCommunicator, LateRankIsNamed) {
-  auto results =
-      runRanks(2, fmt::format("tcp:127.0.0.1:{}", freePort()), fault("late", 1, 3));
+  auto results = runRanks(2, fmt::format("tcp:127.0.0.1:{}", freePort()),
+                          fault("late", 1, 3));
   expectNamed(results, 1,
               "DEADLINE_EXCEEDED: all_reduce #3 failed on rank 0: rank 1 is "
               "alive but has not reached all_reduce #3 (it is at all_reduce "
@@ -349,9 +348,9 @@ TEST(GlooCommunicator, SingleRankAndArgumentChecks) {
                         DataType::kF32, s),
             invalidArgument("all_to_all_v: send counts has 2 entries for 1 "
                             "ranks"));
-  EXPECT_EQ(c.broadcast({buf.get(), 0}, {buf.get(), 0}, 1, DataType::kF32, 1,
-                        s),
-            invalidArgument("broadcast: root 1 outside [0, 1)"));
+  EXPECT_EQ(
+      c.broadcast({buf.get(), 0}, {buf.get(), 0}, 1, DataType::kF32, 1, s),
+      invalidArgument("broadcast: root 1 outside [0, 1)"));
   EXPECT_EQ(c.allGather({nullptr, 0}, {buf.get(), 0}, 1, DataType::kF32, s),
             invalidArgument("all_gather: no send buffer"));
   ASSERT_TRUE(s.beginCapture().ok());

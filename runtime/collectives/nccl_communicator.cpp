@@ -293,8 +293,8 @@ public:
                                 "cannot be captured");
     STRATA_RETURN_IF_ERROR(enqueue("barrier", stream, [&](void *s) {
       void *p = scratch_->devicePointer();
-      return check("ncclAllReduce", api_.allReduce(p, p, 1, ncclFloat32,
-                                                   ncclSum, comm_, s));
+      return check("ncclAllReduce",
+                   api_.allReduce(p, p, 1, ncclFloat32, ncclSum, comm_, s));
     }));
     return synchronize(stream);
   }
@@ -321,14 +321,13 @@ public:
       if (rc != ncclSuccess)
         return fail(seq_, last_op_, check("ncclCommGetAsyncError", rc));
       if (async != ncclSuccess && async != ncclInProgress)
-        return fail(seq_, last_op_,
-                    check("ncclCommGetAsyncError", async));
+        return fail(seq_, last_op_, check("ncclCommGetAsyncError", async));
       if (Clock::now() >= deadline)
-        return fail(seq_, last_op_,
-                    Status(StatusCode::kDeadlineExceeded,
-                           fmt::format("{} #{} did not complete within {} ms",
-                                       last_op_, seq_,
-                                       monitor_->transportTimeout().count())));
+        return fail(
+            seq_, last_op_,
+            Status(StatusCode::kDeadlineExceeded,
+                   fmt::format("{} #{} did not complete within {} ms", last_op_,
+                               seq_, monitor_->transportTimeout().count())));
       // Spin briefly (a decode step's collective takes microseconds), then
       // sleep between polls.
       if (polls < 1000)
@@ -392,13 +391,13 @@ private:
       uint64_t sc = send_counts[static_cast<size_t>(peer)];
       uint64_t rc = recv_counts[static_cast<size_t>(peer)];
       if (sc)
-        status = check("ncclSend",
-                       api_.send(address(send) + send_off * element, sc,
-                                 ncclTypeOf(type), peer, comm_, stream));
+        status =
+            check("ncclSend", api_.send(address(send) + send_off * element, sc,
+                                        ncclTypeOf(type), peer, comm_, stream));
       if (status.ok() && rc)
-        status = check("ncclRecv",
-                       api_.recv(address(recv) + recv_off * element, rc,
-                                 ncclTypeOf(type), peer, comm_, stream));
+        status =
+            check("ncclRecv", api_.recv(address(recv) + recv_off * element, rc,
+                                        ncclTypeOf(type), peer, comm_, stream));
       send_off += sc;
       recv_off += rc;
     }
@@ -468,14 +467,15 @@ createNcclCommunicator(const NcclCommunicatorOptions &options) {
   const char *query_name = cuda ? "cuStreamQuery" : "hipStreamQuery";
   STRATA_ASSIGN_OR_RETURN(
       DynamicLibrary driver,
-      DynamicLibrary::open(drivers, cuda ? "no CUDA driver" : "no HIP runtime"));
+      DynamicLibrary::open(drivers,
+                           cuda ? "no CUDA driver" : "no HIP runtime"));
   int (*query)(void *) = nullptr;
   STRATA_RETURN_IF_ERROR(driver.resolve(query, {query_name}));
 
-  STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<RankMonitor> monitor,
-      RankMonitor::start(*group.store, group.prefix, group.rank, group.size,
-                         group.timeout));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<RankMonitor> monitor,
+                          RankMonitor::start(*group.store, group.prefix,
+                                             group.rank, group.size,
+                                             group.timeout));
   auto comm = std::make_unique<NcclCommunicator>(api, options, group,
                                                  std::move(monitor));
   comm->setStreamQuery(query, query_name);

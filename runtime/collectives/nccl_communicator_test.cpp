@@ -111,14 +111,15 @@ protected:
 
   /// Runs `body(rank, communicator, device)` on `size` threads, one rank
   /// each, every rank with its own CPU device.
-  void runRanks(int size, int timeout_ms,
-                const std::function<void(int, Communicator &, Device &)> &body) {
+  void
+  runRanks(int size, int timeout_ms,
+           const std::function<void(int, Communicator &, Device &)> &body) {
     std::vector<std::thread> threads;
     for (int r = 0; r < size; ++r)
       threads.emplace_back([&, r] {
         std::unique_ptr<Device> device = createCpuDevice();
-        auto comm = createNcclCommunicator(
-            options(*device, r, size, timeout_ms));
+        auto comm =
+            createNcclCommunicator(options(*device, r, size, timeout_ms));
         ASSERT_TRUE(comm.ok()) << comm.status().toString();
         EXPECT_STREQ((*comm)->backendName(),
                      GetParam() == NcclFlavor::kNccl ? "nccl" : "rccl");
@@ -280,9 +281,9 @@ TEST_P(NcclCommunicatorTest, ThreeRanksRunEveryCollective) {
     for (int q = 0; q < n; ++q)
       for (uint64_t i = 0; i < sc[q]; ++i)
         host<float>(*a)[k++] = float(me * 100 + q * 10 + int(i));
-    ASSERT_TRUE(c.allToAllV({a.get(), 0}, sc, {b.get(), 0}, rc,
-                            DataType::kF32, s)
-                    .ok());
+    ASSERT_TRUE(
+        c.allToAllV({a.get(), 0}, sc, {b.get(), 0}, rc, DataType::kF32, s)
+            .ok());
     ASSERT_TRUE(c.synchronize(s).ok());
     k = 0;
     for (int q = 0; q < n; ++q)
@@ -329,10 +330,10 @@ TEST_P(NcclCommunicatorTest, SingleRankAndArgumentChecks) {
     EXPECT_EQ(c.allReduce({a.get(), 0}, {a.get(), 0}, 1, DataType::kU8,
                           ReduceOp::kMax, s),
               invalidArgument("all_reduce: cannot reduce u8 elements"));
-    EXPECT_EQ(c.allToAllV({a.get(), 0}, {}, {a.get(), 0}, {1},
-                          DataType::kF32, s),
-              invalidArgument("all_to_all_v: send counts has 0 entries for 1 "
-                              "ranks"));
+    EXPECT_EQ(
+        c.allToAllV({a.get(), 0}, {}, {a.get(), 0}, {1}, DataType::kF32, s),
+        invalidArgument("all_to_all_v: send counts has 0 entries for 1 "
+                        "ranks"));
     ASSERT_TRUE(s.beginCapture().ok());
     EXPECT_EQ(c.barrier(s),
               failedPrecondition("barrier: waits for the other ranks, so it "
@@ -381,9 +382,8 @@ TEST_P(NcclCommunicatorTest, HungStreamTimesOut) {
     Stream &s = d.defaultStream();
     auto a = std::move(d.allocate(64, 64).value());
     fake().hang(1);
-    ASSERT_TRUE(c.broadcast({a.get(), 0}, {a.get(), 0}, 4, DataType::kF32, 0,
-                            s)
-                    .ok());
+    ASSERT_TRUE(
+        c.broadcast({a.get(), 0}, {a.get(), 0}, 4, DataType::kF32, 0, s).ok());
     EXPECT_EQ(c.synchronize(s),
               Status(StatusCode::kDeadlineExceeded,
                      "broadcast #1 failed on rank 0: broadcast #1 did not "
@@ -459,7 +459,8 @@ TEST_P(NcclCommunicatorTest, OneRankOnTheGpu) {
       cuda ? createCudaDevice() : createHipDevice();
   if (!device.ok())
     GTEST_SKIP() << "no GPU: " << device.status().toString();
-  const char *env = getenv(cuda ? "STRATA_NCCL_LIBRARY" : "STRATA_RCCL_LIBRARY");
+  const char *env =
+      getenv(cuda ? "STRATA_NCCL_LIBRARY" : "STRATA_RCCL_LIBRARY");
   std::string library = env ? env : "";
   if (library.empty() && cuda && !probeNcclLibrary(GetParam()).ok() &&
       access("/usr/local/cuda/lib64/libnccl.so.2", R_OK) == 0)
@@ -494,26 +495,26 @@ TEST_P(NcclCommunicatorTest, OneRankOnTheGpu) {
                           ReduceOp::kSum, s)
                   .ok());
   expectB("all_reduce");
-  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
-                  .ok());
+  ASSERT_TRUE(
+      d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4).ok());
   ASSERT_TRUE(
       c.allGather({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32, s).ok());
   expectB("all_gather");
-  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
-                  .ok());
+  ASSERT_TRUE(
+      d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4).ok());
   ASSERT_TRUE(c.reduceScatter({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32,
                               ReduceOp::kMax, s)
                   .ok());
   expectB("reduce_scatter");
-  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
-                  .ok());
+  ASSERT_TRUE(
+      d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4).ok());
   std::vector<uint64_t> counts = {kN};
-  ASSERT_TRUE(c.allToAllV({a.get(), 0}, counts, {b.get(), 0}, counts,
-                          DataType::kF32, s)
-                  .ok());
+  ASSERT_TRUE(
+      c.allToAllV({a.get(), 0}, counts, {b.get(), 0}, counts, DataType::kF32, s)
+          .ok());
   expectB("all_to_all_v");
-  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
-                  .ok());
+  ASSERT_TRUE(
+      d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4).ok());
   ASSERT_TRUE(
       c.broadcast({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32, 0, s).ok());
   expectB("broadcast");
@@ -523,8 +524,8 @@ TEST_P(NcclCommunicatorTest, OneRankOnTheGpu) {
   auto stream = d.createStream();
   ASSERT_TRUE(stream.ok());
   Stream &cs = **stream;
-  ASSERT_TRUE(d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4)
-                  .ok());
+  ASSERT_TRUE(
+      d.copyToDevice(*b, 0, std::vector<float>(kN).data(), kN * 4).ok());
   ASSERT_TRUE(cs.beginCapture().ok());
   ASSERT_TRUE(c.allReduce({a.get(), 0}, {b.get(), 0}, kN, DataType::kF32,
                           ReduceOp::kSum, cs)

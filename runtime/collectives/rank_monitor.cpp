@@ -206,8 +206,8 @@ Status RankMonitor::diagnose(uint64_t seq, const char *op,
       faults.push_back(fmt::format("rank {} never joined", r));
     } else if (b.exited) {
       any_dead = true;
-      faults.push_back(fmt::format("rank {} has shut down its communicator",
-                                   r));
+      faults.push_back(
+          fmt::format("rank {} has shut down its communicator", r));
     } else if (b.count == a.count) {
       any_dead = true;
       faults.push_back(fmt::format("rank {} is dead or hung (no heartbeat for "

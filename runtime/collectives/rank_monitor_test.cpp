@@ -111,8 +111,7 @@ TEST(RankMonitor, HealthyRanksLeaveTheCause) {
   FakeRank r1(*store, 1, 9, "all_to_all");
   Status status = (*monitor)->diagnose(
       9, "all_to_all", Status(StatusCode::kInternal, "gloo: bad"));
-  EXPECT_EQ(status,
-            internalError("all_to_all #9 failed on rank 0: gloo: bad"));
+  EXPECT_EQ(status, internalError("all_to_all #9 failed on rank 0: gloo: bad"));
 }
 
 // Tests that this rank's own heartbeat is written and marked on shutdown.

@@ -301,8 +301,7 @@ public:
     return okStatus();
   }
 
-  StatusOr<std::optional<std::string>>
-  tryGet(const std::string &key) override {
+  StatusOr<std::optional<std::string>> tryGet(const std::string &key) override {
     std::lock_guard<std::mutex> lock(mutex_);
     STRATA_RETURN_IF_ERROR(sendRequest(kGet, key, {}));
     std::string head;
@@ -418,8 +417,8 @@ private:
     size_t done = 0;
     Clock::time_point deadline = Clock::now() + request_timeout_;
     while (done < size) {
-      auto left = std::chrono::duration_cast<milliseconds>(deadline -
-                                                           Clock::now());
+      auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       if (left.count() <= 0)
         return broken(
             fmt::format("no answer within {} ms", request_timeout_.count()));
@@ -492,8 +491,7 @@ public:
     return writeAtomically(pathOf(key), value);
   }
 
-  StatusOr<std::optional<std::string>>
-  tryGet(const std::string &key) override {
+  StatusOr<std::optional<std::string>> tryGet(const std::string &key) override {
     std::string path = pathOf(key);
     int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
@@ -554,10 +552,10 @@ private:
   Status writeAtomically(const std::string &path, const std::string &value) {
     char host[256] = {};
     ::gethostname(host, sizeof(host) - 1);
-    std::string tmp = fmt::format("{}.tmp.{}.{}.{}", path, host, ::getpid(),
-                                  counter_++);
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
-                    0644);
+    std::string tmp =
+        fmt::format("{}.tmp.{}.{}.{}", path, host, ::getpid(), counter_++);
+    int fd =
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
       return unavailable("{}: cannot write {}: {}", description(), tmp,
                          errnoText(errno));

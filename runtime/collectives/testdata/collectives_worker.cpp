@@ -238,7 +238,8 @@ void runAll(Env &e) {
       send_total += send_counts[q];
       recv_total += recv_counts[q];
     }
-    auto send = e.buffer(send_total * 4 + 4), recv = e.buffer(recv_total * 4 + 4);
+    auto send = e.buffer(send_total * 4 + 4),
+         recv = e.buffer(recv_total * 4 + 4);
     std::vector<float> want;
     uint64_t k = 0;
     for (int q = 0; q < n; ++q)
@@ -296,12 +297,12 @@ void runFault(Env &e, const Args &a) {
       if (a.scenario == "stop")
         ::raise(SIGSTOP);
       if (a.scenario == "late")
-        std::this_thread::sleep_for(std::chrono::milliseconds(2 * a.timeout_ms));
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(2 * a.timeout_ms));
     }
     Clock::time_point start = Clock::now();
     Status st = e.comm->allReduce({buf.get(), 0}, {buf.get(), 0}, 64,
-                                  DataType::kF32, ReduceOp::kSum,
-                                  e.stream());
+                                  DataType::kF32, ReduceOp::kSum, e.stream());
     if (!st.ok()) {
       long ms = long(std::chrono::duration_cast<std::chrono::milliseconds>(
                          Clock::now() - start)

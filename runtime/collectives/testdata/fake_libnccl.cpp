@@ -163,8 +163,7 @@ int g_aborts = 0;
 uint64_t g_ids = 0;
 
 /// Operations this thread enqueued and has not seen complete.
-thread_local std::vector<std::pair<std::shared_ptr<Group>, uint64_t>>
-    t_pending;
+thread_local std::vector<std::pair<std::shared_ptr<Group>, uint64_t>> t_pending;
 thread_local int t_group_depth = 0;
 thread_local Comm *t_group_comm = nullptr;
 thread_local std::vector<P2P> t_group_p2p;
@@ -498,8 +497,7 @@ static Result p2p(bool is_send, const void *ptr, size_t count, int type,
   if (t_group_depth == 0)
     return kInvalidUsage; // the backend always groups its sends and receives
   t_group_comm = static_cast<Comm *>(comm);
-  t_group_p2p.push_back(
-      {is_send, const_cast<void *>(ptr), count, type, peer});
+  t_group_p2p.push_back({is_send, const_cast<void *>(ptr), count, type, peer});
   return kSuccess;
 }
 
