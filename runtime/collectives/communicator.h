@@ -33,11 +33,13 @@
 //                  only; send == recv is the in-place form)
 //   barrier        returns (Gloo) / completes (NCCL) once every rank entered
 //
-// allReduce may run in place (send == recv, same offset). bf16 sums add in
-// fp32 and round each partial sum to bf16 (round to nearest even), as NCCL
-// does; the result is identical on every rank. The order in which ranks'
-// contributions are added depends on the backend's algorithm, so sums are
-// reproducible per backend and world size, not across them.
+// allReduce may run in place (send == recv, same offset). bf16 values are
+// added in fp32; a partial sum passed between ranks (ring all-reduce) is
+// rounded to bf16 (nearest even), as NCCL does, while Gloo's reduce-scatter
+// rounds once at the end. The result is identical on every rank. The order
+// in which ranks' contributions are added depends on the backend's
+// algorithm, so sums are reproducible per backend and world size, not across
+// them.
 //
 // Errors: arguments are checked before any transport call (INVALID_ARGUMENT,
 // OUT_OF_RANGE with the values); a transport failure or timeout returns
