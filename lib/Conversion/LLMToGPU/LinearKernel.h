@@ -38,6 +38,9 @@ struct MatmulKernelFunction {
   std::optional<MlaAttend> mla;
   std::optional<KdaChunk> kda;
   std::optional<KpoolScores> kpool;
+  /// The `_rows` twin this kernel replaces at every step size (it has a
+  /// decode split form): the caller builds the twin empty. Empty if none.
+  std::string rowsTwin;
 };
 
 /// True when `kernel` is a plain linear kernel function (kLinearKernelAttrName:

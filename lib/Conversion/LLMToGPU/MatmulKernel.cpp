@@ -413,6 +413,11 @@ private:
     return arith::MulFOp::create(b, loc, silu, up);
   }
   void storeGroupedResults(ValueRange accs);
+  /// The dense epilogue of element (row, col) from W's accumulator `acc`
+  /// (and W_up's `upAcc` for Swiglu), stored into y or, with hcMult, through
+  /// the residual write with the row's `streamWeights`.
+  void storeDenseElement(Value row, Value col, Value acc, Value upAcc,
+                         ArrayRef<Value> streamWeights);
   /// The residual write's per-row weights (DenseMatmul::hcMult): post[row, :]
   /// then comb[row, :, :], loaded once for the elements of a row.
   SmallVector<Value> loadStreamWeights(Value row);
@@ -693,43 +698,52 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
           streamWeights = loadStreamWeights(row);
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
-          Value v = vector::ExtractOp::create(b, loc, acc, e);
-          switch (dense.epilogue) {
-          case MatmulEpilogue::Store:
-            break;
-          case MatmulEpilogue::Swiglu:
-            v = swiglu(v,
-                       vector::ExtractOp::create(
-                           b, loc, accs[perWeight + i * t.fragsN + j], e),
-                       dense.limit);
-            break;
-          case MatmulEpilogue::AddSlotSum: {
-            // The routed slots summed in slot order, then the rounded
-            // projection (FfnOps' moe_shared_down).
-            Value sum = cf32(0.0);
-            for (int64_t k = 0; k < dense.topK; ++k) {
-              Value r = memref::LoadOp::create(b, loc, slotSum,
-                                               ValueRange{row, idx(k), col});
-              sum = arith::AddFOp::create(
-                  b, loc, sum, arith::ExtFOp::create(b, loc, f32, r));
-            }
-            v = arith::AddFOp::create(b, loc, sum, roundTo(v, types.y));
-            break;
-          }
-          }
-          if (dense.hcMult) {
-            storeStreams(v, row, col, streamWeights);
-            continue;
-          }
-          if (types.y != f32)
-            v = arith::TruncFOp::create(b, loc, types.y, v);
-          SmallVector<Value> at = {row, col};
-          if (dense.heads)
-            at.insert(at.begin() + 1, head);
-          memref::StoreOp::create(b, loc, v, y, at);
+          Value upAcc;
+          if (dense.epilogue == MatmulEpilogue::Swiglu)
+            upAcc = vector::ExtractOp::create(
+                b, loc, accs[perWeight + i * t.fragsN + j], e);
+          storeDenseElement(row, col,
+                            vector::ExtractOp::create(b, loc, acc, e), upAcc,
+                            streamWeights);
         }
       }
     }
+}
+
+void MatmulKernelBuilder::storeDenseElement(Value row, Value col, Value acc,
+                                            Value upAcc,
+                                            ArrayRef<Value> streamWeights) {
+  Value v = acc;
+  switch (dense.epilogue) {
+  case MatmulEpilogue::Store:
+    break;
+  case MatmulEpilogue::Swiglu:
+    v = swiglu(acc, upAcc, dense.limit);
+    break;
+  case MatmulEpilogue::AddSlotSum: {
+    // The routed slots summed in slot order, then the rounded projection
+    // (FfnOps' moe_shared_down).
+    Value sum = cf32(0.0);
+    for (int64_t k = 0; k < dense.topK; ++k) {
+      Value r = memref::LoadOp::create(b, loc, slotSum,
+                                       ValueRange{row, idx(k), col});
+      sum = arith::AddFOp::create(b, loc, sum,
+                                  arith::ExtFOp::create(b, loc, f32, r));
+    }
+    v = arith::AddFOp::create(b, loc, sum, roundTo(acc, types.y));
+    break;
+  }
+  }
+  if (dense.hcMult) {
+    storeStreams(v, row, col, streamWeights);
+    return;
+  }
+  if (types.y != f32)
+    v = arith::TruncFOp::create(b, loc, types.y, v);
+  SmallVector<Value> at = {row, col};
+  if (dense.heads)
+    at.insert(at.begin() + 1, head);
+  memref::StoreOp::create(b, loc, v, y, at);
 }
 
 void MatmulKernelBuilder::bindArgs(ValueRange args, const DenseMatmul &d) {
@@ -800,10 +814,11 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
   rowBases.push_back(idx(0));
 
+  int64_t numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value partial = func.addWorkgroupAttribution(
-      MemRefType::get({splits, mi.m, t.tileN()}, f32,
+      MemRefType::get({splits, numWeights, mi.m, t.tileN()}, f32,
                       MemRefLayoutAttrInterface(), space),
       loc);
 
@@ -816,18 +831,21 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   b.setInsertionPoint(first.thenBlock()->getTerminator());
   int64_t range = p.k / splits;
   Value kBegin = mul(sg, range);
-  SmallVector<Value> accs = accumulate(1, kBegin, add(kBegin, range));
-  for (int64_t j = 0; j < t.fragsN; ++j) {
-    int64_t e = 0;
-    for (auto piece : mi.c.pieces)
-      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-        Value row = add(cLane.outer, piece[0]);
-        Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-        memref::StoreOp::create(b, loc,
-                                vector::ExtractOp::create(b, loc, accs[j], e),
-                                partial, ValueRange{sg, row, col});
-      }
-  }
+  SmallVector<Value> accs =
+      accumulate(numWeights, kBegin, add(kBegin, range));
+  for (int64_t wi = 0; wi < numWeights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      int64_t e = 0;
+      for (auto piece : mi.c.pieces)
+        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+          Value row = add(cLane.outer, piece[0]);
+          Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+          memref::StoreOp::create(
+              b, loc,
+              vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], e),
+              partial, ValueRange{sg, idx(wi), row, col});
+        }
+    }
   gpu::BarrierOp::create(b, loc);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
   int64_t threads = splits * t.subgroupSize;
@@ -841,20 +859,22 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
         false);
     OpBuilder::InsertionGuard rowGuard(b);
     b.setInsertionPoint(inBounds.thenBlock()->getTerminator());
-    Value sum = memref::LoadOp::create(b, loc, partial,
-                                       ValueRange{idx(0), row, col});
-    for (int64_t s2 = 1; s2 < splits; ++s2)
-      sum = arith::AddFOp::create(
-          b, loc, sum,
-          memref::LoadOp::create(b, loc, partial,
-                                 ValueRange{idx(s2), row, col}));
-    if (dense.hcMult) {
-      storeStreams(sum, row, add(colBase, col), loadStreamWeights(row));
-      continue;
+    SmallVector<Value> sums;
+    for (int64_t wi = 0; wi < numWeights; ++wi) {
+      Value sum = memref::LoadOp::create(b, loc, partial,
+                                         ValueRange{idx(0), idx(wi), row, col});
+      for (int64_t s2 = 1; s2 < splits; ++s2)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(b, loc, partial,
+                                   ValueRange{idx(s2), idx(wi), row, col}));
+      sums.push_back(sum);
     }
-    if (types.y != f32)
-      sum = arith::TruncFOp::create(b, loc, types.y, sum);
-    memref::StoreOp::create(b, loc, sum, y, ValueRange{row, add(colBase, col)});
+    SmallVector<Value> streamWeights;
+    if (dense.hcMult)
+      streamWeights = loadStreamWeights(row);
+    storeDenseElement(row, add(colBase, col), sums[0],
+                      numWeights > 1 ? sums[1] : Value(), streamWeights);
   }
 }
 
@@ -977,11 +997,34 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
-  return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
-                         types, [&](MatmulKernelBuilder &kb,
-                                    gpu::GPUFuncOp func) {
-                           kb.build(func.getArguments(), dense);
-                         });
+  return buildMatmulFunc(
+      builder, loc, module, name, argTypes, tiling, problem, types,
+      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+        int64_t splits = 0;
+        std::optional<MatmulTiling> split =
+            chooseDecodeSplitK(tiling, problem, splits);
+        // A projection pair's matrix form that takes every step size
+        // (min_rows 0, no heads): steps of at most one instruction's rows
+        // split K over the subgroups, as the linears do.
+        if (!split || dense.heads || dense.minRows) {
+          kb.build(func.getArguments(), dense);
+          return;
+        }
+        Value rows =
+            memref::DimOp::create(builder, loc, func.getArgument(0), 0);
+        auto small = scf::IfOp::create(
+            builder, loc,
+            arith::CmpIOp::create(
+                builder, loc, arith::CmpIPredicate::ule, rows,
+                arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
+            /*withElseRegion=*/true);
+        builder.setInsertionPoint(small.thenBlock()->getTerminator());
+        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
+        decode.buildSplitK(func.getArguments(), func, splits, dense);
+        builder.setInsertionPoint(small.elseBlock()->getTerminator());
+        kb.build(func.getArguments(), dense);
+        builder.setInsertionPointAfter(small);
+      });
 }
 
 MatmulKernelBuilder::Grouped

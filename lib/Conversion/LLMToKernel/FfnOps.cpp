@@ -160,6 +160,13 @@ struct ResidualWrite {
 /// empty; both write the same buffer.
 constexpr int64_t kDenseMatmulMinRows = 64;
 
+/// kRowsTwinAttrName naming `rowsKernel`, for the matrix form of a pair.
+NamedAttribute rowsTwin(RewriterBase &rewriter, func::FuncOp rowsKernel) {
+  return NamedAttribute(
+      rewriter.getStringAttr(kRowsTwinAttrName),
+      FlatSymbolRefAttr::get(rewriter.getContext(), rowsKernel.getSymName()));
+}
+
 /// The kernel pair `<name>_rows` / `<name>` of one dense projection:
 /// `addArgs` adds the inputs (x first) and weights to a call; `body` stores
 /// the outputs of rows [0, rows) into argument `out`. The result has type
@@ -178,6 +185,7 @@ FailureOr<Value> emitDenseProjection(
                             rewriter.getI64IntegerAttr(kDenseMatmulMinRows))};
   info.append(extra.begin(), extra.end());
   Value result;
+  func::FuncOp rowsKernel;
   for (bool matmul : {false, true}) {
     KernelCall call;
     if (failed(addArgs(call)))
@@ -187,6 +195,7 @@ FailureOr<Value> emitDenseProjection(
       call.attributes.push_back(
           NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName),
                          rewriter.getDictionaryAttr(info)));
+      call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       out = call.addInput(result);
     } else {
       out = call.addResult(type, sizes);
@@ -198,8 +207,10 @@ FailureOr<Value> emitDenseProjection(
       body(kb, args,
            kb.rowsIfStepSize(rows, rows, kDenseMatmulMinRows, matmul), out);
     });
-    if (!matmul)
+    if (!matmul) {
       result = results[0];
+      rowsKernel = call.kernel;
+    }
   }
   return result;
 }
@@ -532,11 +543,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     // The buffer a routed kernel writes: the `_rows` kernel allocates it
     // (`buffer` is set from its result after the call), the grouped one
     // takes it as its last argument and carries kGroupedExpertsAttrName.
+    func::FuncOp rowsKernel;
     auto addRoutedOutput = [&](KernelCall &call, bool grouped, Value buffer,
                                MemRefType type, StringRef kind) {
       if (!grouped)
         return call.addResult(type, tokens);
       call.attributes.push_back(groupedAttr(kind));
+      call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       return call.addInput(buffer);
     };
     // The slot (token, j) a routed kernel's row (p, q) works on: itself for
@@ -586,8 +599,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                        args[out], {t, j, pi[2]});
             });
       });
-      if (!grouped)
+      if (!grouped) {
         act = results[0];
+        rowsKernel = call.kernel;
+      }
     }
 
     // Routed experts' down projections, weighted: y = round(w * E_slot).
@@ -622,8 +637,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                        args[out], {t, k, po[2]});
             });
       });
-      if (!grouped)
+      if (!grouped) {
         routed = results[0];
+        rowsKernel = call.kernel;
+      }
     }
 
     // The shared expert, then the sum in slot order.
