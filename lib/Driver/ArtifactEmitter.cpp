@@ -588,6 +588,9 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
       SizeExpression extent = binding.shape[dim.dim];
       if (dim.multiplier > 1)
         extent = std::move(extent) * SizeExpression::constant(dim.multiplier);
+      SizeExpression addend = SizeExpression::constant(dim.addend);
+      if (dim.addend > 0 && dim.addendAtMostExtent)
+        addend = SizeExpression::min(extent, addend);
       if (dim.floor > 0) {
         // The floor bounds this extent or another binding's.
         const SizeExpression *floored = &extent;
@@ -607,7 +610,7 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
         extent = SizeExpression::ceilDiv(
             std::move(extent), SizeExpression::constant(dim.divisor));
       if (dim.addend > 0)
-        extent = std::move(extent) + SizeExpression::constant(dim.addend);
+        extent = std::move(extent) + std::move(addend);
       if (dim.cap > 0) {
         // At most `cap` blocks.
         restrictTo(SizeExpression::less(

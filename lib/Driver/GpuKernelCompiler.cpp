@@ -172,13 +172,20 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       }
       dims[0] = {0, 0, 1, tiling.tileM()};
       if (const std::optional<GroupedExperts> &e = matmul->second.experts) {
+        // Tiles: ceil(T * topK / tile rows) + min(experts, T * topK) (at
+        // most one partial tile per expert, and per slot); the decode form's
+        // tiles of splitTileRows slots where there is one.
         dims[0].multiplier = e->topK;
+        if (e->splitTileRows)
+          dims[0].divisor = e->splitTileRows;
         dims[0].addend = e->experts;
+        dims[0].addendAtMostExtent = true;
         dims[0].floor = e->minSlots;
       }
       if (const std::optional<DenseMatmul> &d = matmul->second.dense)
         dims[0].floor = d->minRows;
-      dims[1].blocks = matmul->second.problem.n / tiling.tileN();
+      dims[1].blocks = columnBlocks(tiling, matmul->second.problem,
+                                    matmul->second.decodeForm);
       if (const std::optional<DenseMatmul> &d = matmul->second.dense;
           d && d->heads)
         dims[2].blocks = d->heads;

@@ -48,6 +48,10 @@ struct GpuGridDim {
   int64_t addend = 0;
   int64_t cap = 0;
   int64_t floor = 0;
+  /// The addend is at most extent * multiplier (min(addend, extent *
+  /// multiplier) blocks are added): grouped experts have at most one partial
+  /// tile per routed slot.
+  bool addendAtMostExtent = false;
   /// With `floor`: the argument and dimension whose extent it bounds (-1:
   /// `argument`'s extent times multiplier).
   int64_t floorArgument = -1;

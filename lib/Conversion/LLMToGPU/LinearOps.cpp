@@ -114,7 +114,8 @@ struct LinearToGPU : OpRewritePattern<llm::LinearOp> {
         rewriter, loc,
         arith::AddIOp::create(rewriter, loc, rows, idx(tiling->tileM() - 1)),
         idx(tiling->tileM()));
-    gpu::KernelDim3 grid{gridX, idx(problem.n / tiling->tileN()), idx(1)};
+    gpu::KernelDim3 grid{gridX, idx(columnBlocks(*tiling, problem, true)),
+                         idx(1)};
     gpu::KernelDim3 block{idx(tiling->threads()), idx(1), idx(1)};
     gpu::LaunchFuncOp::create(rewriter, loc, kernel, grid, block,
                               /*dynamicSharedMemorySize=*/Value(), operands);
@@ -269,6 +270,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   result.func = func;
   result.tiling = *tiling;
   result.problem = problem;
+  result.decodeForm = true;
   return result;
 }
 
@@ -356,6 +358,9 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   // With a decode split form the kernel takes every step size and its
   // `_rows` twin is built empty.
   std::string twin = coverSmallSteps(kernel, *tiling, problem, grouped.minSlots);
+  int64_t splits = 0;
+  if (chooseDecodeSplitK(*tiling, problem, splits))
+    grouped.splitTileRows = tiling->mma.m;
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
@@ -365,6 +370,7 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   result.problem = problem;
   result.experts = grouped;
   result.rowsTwin = twin;
+  result.decodeForm = true;
   return result;
 }
 
@@ -539,6 +545,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   result.problem = problem;
   result.dense = dense;
   result.rowsTwin = twin;
+  result.decodeForm = !dense.heads && !dense.minRows;
   return result;
 }
 

@@ -322,6 +322,18 @@ private:
     Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
     return scf::ForOp::create(b, loc, bx, numTiles, gx);
   }
+  /// Continues inside `if (blockIdx.y < N / tileN)`: a kernel with a decode
+  /// form has the decode form's (narrower) column blocks, of which the row
+  /// tiles use the first N / tileN. Uniform per block.
+  void guardColumnBlock() {
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    auto inside = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, by,
+                              idx(p.n / t.tileN())),
+        false);
+    b.setInsertionPoint(inside.thenBlock()->getTerminator());
+  }
   /// This thread's place in the tile: sets `lane`, the fragment column
   /// bases and lane coordinates; returns blockIdx.x and the subgroup's first
   /// row within a tile.
@@ -373,6 +385,13 @@ private:
   /// of the grouping, column `col`, from W's accumulator `acc` (and W_up's
   /// `upAcc` for moe_up), stored into its token's slot row.
   void storeGroupedElement(Value pos, Value col, Value acc, Value upAcc);
+  /// The most tiles of `rows` slots the experts' slot ranges can need:
+  /// ceil(slots / rows) + min(experts, slots) (one partial tile per expert
+  /// with slots).
+  Value groupedTiles(Value slots, int64_t rows) {
+    return add(arith::CeilDivUIOp::create(b, loc, slots, idx(rows)),
+               arith::MinUIOp::create(b, loc, slots, idx(grouped->experts)));
+  }
   /// Slot id (t * k + j) at flat position `pos` of moe_group's order.
   Value slotAt(Value pos) {
     Value k = idx(grouped->topK);
@@ -771,6 +790,8 @@ void MatmulKernelBuilder::bindArgs(ValueRange args, const DenseMatmul &d) {
 void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   bindArgs(args, d);
   auto [bx, subgroupRow] = placeSubgroup();
+  OpBuilder::InsertionGuard columnGuard(b);
+  guardColumnBlock();
   if (dense.heads)
     head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
   numRows = memref::DimOp::create(b, loc, x, 0);
@@ -1116,14 +1137,12 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
   Value partial = addWorkgroupBuffer(func, loc,
                                      {splits, numWeights, mi.m, t.tileN()}, f32);
 
-  // Tiles of mma.m slots: at most ceil(slots / m) + experts, over the grid
-  // with a grid stride; none below minSlots (the `_rows` kernel's steps).
+  // Tiles of mma.m slots: at most ceil(slots / m) + min(experts, slots),
+  // over the grid with a grid stride; none below minSlots (the `_rows`
+  // kernel's steps).
   Value slots = mul(memref::DimOp::create(b, loc, x, 0), grouped->topK);
-  scf::ForOp tileLoop = createTileLoop(
-      bx,
-      add(arith::CeilDivUIOp::create(b, loc, slots, idx(mi.m)),
-          grouped->experts),
-      slots, grouped->minSlots);
+  scf::ForOp tileLoop =
+      createTileLoop(bx, groupedTiles(slots, mi.m), slots, grouped->minSlots);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   auto [found, local] = findTileExpert(tileLoop.getInductionVar(), mi.m);
@@ -1195,17 +1214,16 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
 void MatmulKernelBuilder::buildGrouped(Grouped g) {
   grouped = g;
   auto [bx, rowBase] = placeSubgroup();
+  OpBuilder::InsertionGuard columnGuard(b);
+  guardColumnBlock();
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
-  // Tiles: at most ceil(slots / tileM) + experts (one partial tile per
-  // expert), over the grid with a grid stride.
+  // Tiles: at most ceil(slots / tileM) + min(experts, slots) (one partial
+  // tile per expert with slots), over the grid with a grid stride.
   Value slots = mul(memref::DimOp::create(b, loc, x, 0), g.topK);
-  scf::ForOp tileLoop = createTileLoop(
-      bx,
-      add(arith::CeilDivUIOp::create(b, loc, slots, idx(t.tileM())),
-          g.experts),
-      slots, g.minSlots);
+  scf::ForOp tileLoop =
+      createTileLoop(bx, groupedTiles(slots, t.tileM()), slots, g.minSlots);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();

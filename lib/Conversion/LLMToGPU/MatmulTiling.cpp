@@ -181,16 +181,31 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
                                  int64_t &splits) {
   splits = tiling.subgroupsM * tiling.subgroupsN;
+  // kDecodeTileColumns columns per block (at least one instruction's n):
+  // a decode step streams the weight through N / 16 blocks, enough to fill
+  // the GPU for projections of a few thousand outputs.
+  int64_t fragsN = std::max<int64_t>(kDecodeTileColumns / tiling.mma.n, 1);
+  int64_t columns = fragsN * tiling.mma.n;
   if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
       (problem.k / tiling.blockK) % splits != 0 ||
-      (tiling.mma.m * tiling.tileN()) % tiling.threads() != 0)
+      tiling.tileN() % columns != 0 ||
+      (tiling.mma.m * columns) % tiling.threads() != 0)
     return std::nullopt;
   MatmulTiling split = tiling;
-  split.fragsN = tiling.fragsN * tiling.subgroupsN;
+  split.fragsN = fragsN;
   split.subgroupsN = 1;
   split.fragsM = 1;
   split.subgroupsM = 1;
   return split;
+}
+
+int64_t mlir::strata::columnBlocks(const MatmulTiling &tiling,
+                                   const MatmulProblem &problem,
+                                   bool decodeForm) {
+  int64_t splits = 0;
+  std::optional<MatmulTiling> split =
+      decodeForm ? chooseDecodeSplitK(tiling, problem, splits) : std::nullopt;
+  return problem.n / (split ? split->tileN() : tiling.tileN());
 }
 
 LogicalResult mlir::strata::describeLinearMatmul(

@@ -104,15 +104,25 @@ FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
                                            const MatmulProblem &problem,
                                            std::string &why);
 
-/// The tiling of a plain linear's decode form (MatmulKernelBuilder::
-/// buildSplitK): one row of instruction tiles (mma.m rows) across the
-/// workgroup tile's columns per subgroup, the K loop split over `splits` =
-/// the workgroup's subgroups. None for fp8 with activation quantisation (its
-/// row scales assume the tiled layout) or when K does not split into whole
-/// K blocks.
+/// Columns of a block of the decode forms (chooseDecodeSplitK).
+inline constexpr int64_t kDecodeTileColumns = 16;
+
+/// The tiling of the decode forms (MatmulKernelBuilder::buildSplitK,
+/// buildGroupedSplitKKernel): one row of instruction tiles (mma.m rows)
+/// across kDecodeTileColumns columns per subgroup, the K loop split over
+/// `splits` = the workgroup's subgroups. None for fp8 with activation
+/// quantisation (its row scales assume the tiled layout) or when K does not
+/// split into whole K blocks.
 std::optional<MatmulTiling> chooseDecodeSplitK(const MatmulTiling &tiling,
                                                const MatmulProblem &problem,
                                                int64_t &splits);
+
+/// Column blocks (grid y) of a matmul kernel over `problem`: N / tileN, or
+/// N / the decode form's columns when the kernel has one (`decodeForm` and
+/// chooseDecodeSplitK gives one): the row-tile form then leaves the blocks
+/// past N / tileN idle.
+int64_t columnBlocks(const MatmulTiling &tiling, const MatmulProblem &problem,
+                     bool decodeForm);
 
 /// `gpu.func @name(argTypes)` at the end of `module`: a kernel of `threads`
 /// threads per block (known_block_size) tagged with the matrix instruction
@@ -324,6 +334,8 @@ struct GroupedExperts {
   int64_t minSlots = 0;
   /// swiglu_limit (moe_up).
   double limit = 0;
+  /// Rows per tile of the decode form (mma.m), 0 without one.
+  int64_t splitTileRows = 0;
 };
 
 /// Steps of at most this many routed slots run the grouped kernel's decode
