@@ -2,8 +2,9 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=gfx950 %s | FileCheck %s --check-prefixes=CHECK,GFX950
 // RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=sm_90 %s | FileCheck %s --check-prefixes=CHECK,SM90,SPLIT
 
-// Tests that a bf16 linear becomes a launch over ceil(M / 64) x N / 64
-// workgroups of a kernel on the chip's bf16 matrix instruction.
+// Tests that a bf16 linear becomes a launch over ceil(M / 64) x N / 16
+// workgroups (N / 64 without a decode form: gfx950) of a kernel on the
+// chip's bf16 matrix instruction.
 // CHECK-LABEL: func.func @linear_bf16
 // CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<?x256xbf16> to memref<?x256xbf16>
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<128x256xbf16> to memref<128x256xbf16>
@@ -11,20 +12,20 @@
 // CHECK: %[[Y:.*]] = memref.alloc(%[[M]]) : memref<?x128xbf16>
 // CHECK: %[[M63:.*]] = arith.addi %[[M]], %c63
 // CHECK: %[[GX:.*]] = arith.divui %[[M63]], %c64
-// GFX942: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c256, %c1, %c1) args(%[[X]] : memref<?x256xbf16>, %[[W]] : memref<128x256xbf16>, %[[Y]] : memref<?x128xbf16>)
+// GFX942: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c8, %c1) threads in (%c256, %c1, %c1) args(%[[X]] : memref<?x256xbf16>, %[[W]] : memref<128x256xbf16>, %[[Y]] : memref<?x128xbf16>)
 // GFX950: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c256, %c1, %c1)
-// SM90: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c2, %c1) threads in (%c128, %c1, %c1)
+// SM90: gpu.launch_func @strata_kernels::@linear_bf16_128x256_bf16 blocks in (%[[GX]], %c8, %c1) threads in (%c128, %c1, %c1)
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK: gpu.module @strata_kernels
 // CHECK: gpu.func @linear_bf16_128x256_bf16(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<128x256xbf16>, %{{.*}}: memref<?x128xbf16>)
-// SPLIT-SAME: workgroup(%[[PART:.*]] : memref<4x16x64xf32, #gpu.address_space<workgroup>>) kernel
+// SPLIT-SAME: workgroup(%[[PART:.*]] : memref<4x1x16x16xf32, #gpu.address_space<workgroup>>) kernel
 // GFX950-SAME: kernel
 // GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.tile = array<i64: 64, 64>
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // SM90-SAME: known_block_size = array<i32: 128, 1, 1>, strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", strata.tile = array<i64: 64, 64>
 // Steps of at most 16 rows (decode; K in whole K blocks per subgroup, so not
 // gfx950, whose 2 blocks of 128 do not split 4 ways): the 4 subgroups each walk a quarter of
-// K over the rows' 64 columns of the block, their partial sums meet in
+// K over the rows' 16 columns of the block, their partial sums meet in
 // workgroup memory and are added in subgroup order, then rounded once.
 // SPLIT: %[[M0:.*]] = memref.dim %arg0, %c0
 // SPLIT: %[[SMALL:.*]] = arith.cmpi ule, %[[M0]], %c16
@@ -33,7 +34,7 @@
 // SM90: %[[KB0:.*]] = arith.muli %[[SG]], %c64
 // SM90: %[[KB1:.*]] = arith.addi %[[KB0]], %c64
 // SM90: scf.for %{{.*}} = %[[KB0]] to %[[KB1]] step %c64 iter_args
-// SM90-COUNT-32: nvvm.mma.sync
+// SM90-COUNT-8: nvvm.mma.sync
 // SPLIT: memref.store %{{.*}}, %[[PART]][
 // SPLIT: gpu.barrier
 // SPLIT: memref.load %[[PART]][%c0
@@ -43,8 +44,12 @@
 // SPLIT: memref.load %[[PART]][%c3
 // SPLIT: arith.truncf %{{.*}} : f32 to bf16
 // SPLIT: } else {
-// Row tiles with a grid stride: any grid x covers every row.
+// Row tiles with a grid stride: any grid x covers every row; with a decode
+// form only the first N / 64 column blocks take tiles.
 // CHECK: %[[BX:.*]] = gpu.block_id x
+// SPLIT: %[[BY:.*]] = gpu.block_id y
+// SPLIT: %[[COLS:.*]] = arith.cmpi ult, %{{.*}}, %c2
+// SPLIT: scf.if %[[COLS]] {
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[TILES:.*]] = arith.ceildivui %[[ROWS]], %c64
 // CHECK: %[[GRIDX:.*]] = gpu.grid_dim x

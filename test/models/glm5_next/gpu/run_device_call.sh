@@ -36,11 +36,13 @@ W=/tmp/strata-slice/wrap; CK=/tmp/strata-slice/ck
 if [ "${MATRIX:-0}" = 1 ]; then
   # The step matrix of every artifact in AB (run_matrix.sh) instead of the
   # two single steps below.
-  # two single steps below. The matrix writes straight into $OUT/matrix, so
-  # that a call cut short by its time limit still returns what ran.
+  # two single steps below; its files come back as one matrix.tgz (the
+  # device tool returns a handful of files) beside results.tgz.
   mkdir -p "$OUT" && tar czf "$OUT/results.tgz" -C $R .
   tail -20 $R/all/summary.txt 2>/dev/null; tail -25 $R/slice/summary.txt
-  NAMES="${AB:-old new}" sh "$REPO/test/models/glm5_next/gpu/run_matrix.sh" $W /tmp/s/art $CK "$OUT/matrix"
+  NAMES="${AB:-old new}" sh "$REPO/test/models/glm5_next/gpu/run_matrix.sh" $W /tmp/s/art $CK $R/matrix \
+    | tail -40
+  tar czf "$OUT/matrix.tgz" -C $R matrix
   exit 0
 fi
 mkdir -p $R/ab
