@@ -7,6 +7,7 @@
 #include "runtime/executor/model_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <string_view>
 
@@ -15,6 +16,7 @@
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/device/cuda/cuda_device.h"
 #include "runtime/device/hip/hip_device.h"
+#include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/weight_manifest.h"
 
 namespace strata::runtime {
@@ -85,23 +87,24 @@ StatusOr<std::unique_ptr<ModelExecutor>>
 ModelExecutor::create(std::unique_ptr<Artifact> artifact,
                       const std::string &checkpoint_dir,
                       const ExecutorOptions &options) {
-  if (options.kv_pages == 0 || options.state_slots == 0)
+  if (!options.defer_caches &&
+      (options.kv_pages == 0 || options.state_slots == 0))
     return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
                            "must be positive",
                            options.kv_pages, options.state_slots);
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->options_ = options;
   executor->artifact_ = std::move(artifact);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint,
-                          Checkpoint::open(checkpoint_dir));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> weights,
+                          openWeightSource(checkpoint_dir));
   STRATA_RETURN_IF_ERROR(checkWeightManifest(
       *executor->artifact_,
       [&](std::string_view name) -> std::optional<CheckpointTensorInfo> {
-        StatusOr<TensorView> view = checkpoint->tensor(name);
-        if (!view.ok())
+        std::optional<WeightInfo> info = weights->find(name);
+        if (!info)
           return std::nullopt;
-        return CheckpointTensorInfo{std::string(dtypeName(view->dtype)),
-                                    view->shape};
+        return CheckpointTensorInfo{std::string(dtypeName(info->dtype)),
+                                    info->shape};
       }));
   STRATA_ASSIGN_OR_RETURN(executor->target_kind_,
                           targetKindOf(options.target));
@@ -125,14 +128,26 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
       executor->program_,
       Program::load(*executor->artifact_, executor->target_kind_,
                     *executor->device_));
-  STRATA_RETURN_IF_ERROR(executor->bindWeights(*checkpoint));
-  STRATA_RETURN_IF_ERROR(executor->allocateCaches());
+  const auto load_start = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(executor->bindWeights(*weights));
+  executor->weights_description_ = weights->description();
+  executor->weights_load_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    load_start)
+          .count();
+  if (!options.defer_caches)
+    STRATA_RETURN_IF_ERROR(
+        executor->allocateCaches(options.kv_pages, options.state_slots));
   return executor;
 }
 
-Status ModelExecutor::bindWeights(const Checkpoint &checkpoint) {
+Status ModelExecutor::bindWeights(WeightSource &source) {
   // The CPU backend copies each tensor into device memory (a GPU backend
   // must; on the CPU this costs one copy of the weights at load time).
+  // Tensors are read one at a time: a procedural source generates each into
+  // `scratch` (a checkpoint folder's point into its mapping), so no more
+  // than one tensor is on the host at once.
+  std::vector<uint8_t> scratch;
   const auto *manifest = artifact_->def().weights();
   for (size_t i = 0; manifest && i < manifest->size(); ++i) {
     const artifact::WeightEntry *entry = manifest->Get(i);
@@ -150,26 +165,38 @@ Status ModelExecutor::bindWeights(const Checkpoint &checkpoint) {
                                      entry->transform()));
     }
     uint64_t total = 0;
-    std::vector<TensorView> views;
     for (const std::string &part : parts) {
-      STRATA_ASSIGN_OR_RETURN(TensorView view, checkpoint.tensor(part));
-      total += view.byte_size;
-      views.push_back(view);
+      std::optional<WeightInfo> info = source.find(part);
+      if (!info)
+        return notFound("weight '{}': no tensor '{}' in the checkpoint", name,
+                        part);
+      total += info->byte_size;
     }
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
                             device_->allocate(std::max<uint64_t>(total, 1), 64));
     uint64_t offset = 0;
-    for (const TensorView &view : views) {
+    for (const std::string &part : parts) {
+      const uint64_t size = source.find(part)->byte_size;
+      STRATA_ASSIGN_OR_RETURN(const uint8_t *bytes,
+                              source.bytes(part, scratch));
       STRATA_RETURN_IF_ERROR(
-          device_->copyToDevice(*buffer, offset, view.data, view.byte_size));
-      offset += view.byte_size;
+          device_->copyToDevice(*buffer, offset, bytes, size));
+      offset += size;
     }
     weights_.push_back(std::move(buffer));
   }
   return okStatus();
 }
 
-Status ModelExecutor::allocateCaches() {
+Status ModelExecutor::allocateCaches(uint64_t kv_pages, uint32_t state_slots) {
+  if (!caches_.empty())
+    return failedPrecondition("executor: caches are already allocated");
+  if (kv_pages == 0 || state_slots == 0)
+    return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
+                           "must be positive",
+                           kv_pages, state_slots);
+  options_.kv_pages = kv_pages;
+  options_.state_slots = state_slots;
   const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
   for (size_t i = 0; layout.caches() && i < layout.caches()->size(); ++i) {
     const artifact::CacheDef *cache = layout.caches()->Get(i);
@@ -186,6 +213,42 @@ Status ModelExecutor::allocateCaches() {
     cache_unit_bytes_.push_back(unit);
   }
   return okStatus();
+}
+
+StatusOr<uint64_t> ModelExecutor::stepBufferBytes(StepKind step,
+                                                  uint64_t num_tokens,
+                                                  uint64_t num_requests,
+                                                  uint64_t context) const {
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  const uint64_t page = pageSizeTokens();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = num_tokens;
+  sizes[SizeSymbol::num_requests] = num_requests;
+  sizes[SizeSymbol::num_pages] = (context + page - 1) / page;
+  sizes[SizeSymbol::max_context] = context;
+  sizes[SizeSymbol::logit_rows] = num_tokens;
+  sizes[SizeSymbol::kv_pages] = options_.kv_pages;
+  sizes[SizeSymbol::state_slots] = options_.state_slots;
+  uint64_t total = 0;
+  for (size_t b = 0; plan->buffers() && b < plan->buffers()->size(); ++b) {
+    STRATA_ASSIGN_OR_RETURN(
+        uint64_t bytes,
+        evaluateSizeExpr(plan->buffers()->Get(b)->size_bytes(), sizes));
+    total += bytes;
+  }
+  STRATA_ASSIGN_OR_RETURN(uint64_t scratch,
+                          program_->scratchBytes(step, sizes));
+  return total + scratch;
+}
+
+uint64_t ModelExecutor::weightBytes() const {
+  uint64_t total = 0;
+  for (const std::unique_ptr<Buffer> &buffer : weights_)
+    total += buffer->size();
+  return total;
 }
 
 uint64_t ModelExecutor::pageSizeTokens() const {

@@ -356,7 +356,12 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
   s.seed = r.seed;
   s.max_tokens = static_cast<int32_t>(r.max_tokens ? *r.max_tokens
                                                    : context - n);
-  s.stop_token_ids = options_.stop_token_ids;
+  // ignore_eos: the end-of-sequence ids (the only stop ids the server
+  // passes) no longer stop the request; it runs to max_tokens or a stop
+  // string.
+  if (!r.ignore_eos)
+    s.stop_token_ids = options_.stop_token_ids;
+  s.min_tokens = r.min_tokens;
   out.ids.id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl",
                            next_response_id_++);
   out.ids.model = options_.model_id;
