@@ -88,6 +88,29 @@ std::string formatRun(const RunLabel &label, const RunResult &result) {
   latency("Time per Output Token (excl. 1st token)", "TPOT", m.tpot);
   latency("Inter-token Latency", "ITL", m.itl);
   latency("End-to-end Latency", "E2E", m.e2e);
+  const std::map<std::string, double> &s = result.server_metrics;
+  auto server = [&](const char *name) {
+    auto it = s.find(name);
+    return it == s.end() ? 0.0 : it->second;
+  };
+  if (!s.empty()) {
+    out += fmt::format("{:-^60}\n", " Server /metrics during the run ");
+    row("Prompt tokens:", fmt::format("{:.0f}", server("strata_prompt_tokens_total")));
+    row("Generated tokens:",
+        fmt::format("{:.0f}", server("strata_generation_tokens_total")));
+    const double steps = server("strata_step_time_seconds_count");
+    if (steps > 0) {
+      row("Engine steps:", fmt::format("{:.0f}", steps));
+      row("Mean step time (ms):",
+          fmt::format("{:.2f}", server("strata_step_time_seconds_sum") / steps *
+                                    1e3));
+    }
+    const double drafts = server("strata_mtp_draft_tokens_total");
+    if (drafts > 0)
+      row("MTP acceptance:",
+          fmt::format("{:.3f}", server("strata_mtp_accepted_tokens_total") /
+                                    drafts));
+  }
   out += fmt::format("{:=^60}\n", "");
   for (const auto &[error, count] : errorCounts(result.records))
     out += fmt::format("error ({} request{}): {}\n", count,
@@ -129,6 +152,7 @@ json runJson(const RunLabel &label, const RunResult &result, bool detailed) {
   for (const auto &[error, count] : errorCounts(result.records))
     errors.push_back({{"error", error}, {"count", count}});
   j["errors"] = errors;
+  j["server_metrics"] = result.server_metrics;
   j["error"] = result.error.ok() ? json(nullptr)
                                  : json(std::string(result.error.message()));
   if (detailed) {

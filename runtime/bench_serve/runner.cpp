@@ -41,6 +41,23 @@ std::unique_ptr<httplib::Client> makeClient(const std::string &url,
   return client;
 }
 
+// What httplib's error names mean, for messages.
+std::string transportError(httplib::Error error) {
+  const std::string name = httplib::to_string(error);
+  switch (error) {
+  case httplib::Error::Connection:
+    return name + " (could not connect)";
+  case httplib::Error::Read:
+    return name + " (the connection closed or a read failed)";
+  case httplib::Error::Write:
+    return name + " (a write failed)";
+  case httplib::Error::ConnectionTimeout:
+    return name + " (connecting timed out)";
+  default:
+    return name;
+  }
+}
+
 // A server's error body ({"error": {"message"}}) as one line.
 std::string serverMessage(const std::string &body) {
   json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
@@ -97,7 +114,7 @@ RequestRecord sendOne(httplib::Client &client, const RunOptions &o,
     r.error = "stream: " + sse.error();
   } else if (!res) {
     r.error = fmt::format("POST {}{} failed: {}", o.base_url, o.endpoint,
-                          httplib::to_string(res.error()));
+                          transportError(res.error()));
   } else if (status != 200) {
     r.error = fmt::format("HTTP {}: {}", status, serverMessage(error_body));
   } else if (!sse.done()) {
@@ -211,6 +228,59 @@ void SseParser::event(std::string_view payload, double now) {
 }
 
 //===----------------------------------------------------------------------===//
+// Server metrics
+//===----------------------------------------------------------------------===//
+
+std::map<std::string, double> parseServerMetrics(const std::string &text) {
+  static const char *const kNames[] = {
+      "strata_prompt_tokens_total",        "strata_generation_tokens_total",
+      "strata_step_time_seconds_sum",      "strata_step_time_seconds_count",
+      "strata_mtp_draft_tokens_total",     "strata_mtp_accepted_tokens_total"};
+  std::map<std::string, double> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    std::string line =
+        text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty() || line[0] == '#')
+      continue;
+    size_t name_end = line.find_first_of("{ ");
+    if (name_end == std::string::npos)
+      continue;
+    std::string name = line.substr(0, name_end);
+    bool wanted = false;
+    for (const char *n : kNames)
+      wanted |= name == n;
+    if (!wanted)
+      continue;
+    size_t value_begin = line.find(' ', line.find('}') == std::string::npos
+                                           ? name_end
+                                           : line.find('}'));
+    if (value_begin == std::string::npos)
+      continue;
+    char *end = nullptr;
+    const double value = std::strtod(line.c_str() + value_begin, &end);
+    if (end != line.c_str() + value_begin)
+      out[name] += value;
+  }
+  return out;
+}
+
+namespace {
+
+// The server's counters now; empty when /metrics does not answer.
+std::map<std::string, double> readServerMetrics(const RunOptions &o) {
+  auto client = makeClient(o.base_url, 10);
+  httplib::Result res = client->Get("/metrics");
+  if (!res || res->status != 200)
+    return {};
+  return parseServerMetrics(res->body);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
 // Requests
 //===----------------------------------------------------------------------===//
 
@@ -238,7 +308,7 @@ StatusOr<std::string> resolveModel(const std::string &base_url,
   if (!res)
     return unavailable("cannot reach the server at {}: GET /v1/models failed: "
                        "{}",
-                       base_url, httplib::to_string(res.error()));
+                       base_url, transportError(res.error()));
   if (res->status != 200)
     return unavailable("GET {}/v1/models answered HTTP {}: {}", base_url,
                        res->status, serverMessage(res->body));
@@ -251,7 +321,8 @@ StatusOr<std::string> resolveModel(const std::string &base_url,
 }
 
 StatusOr<RunResult> runBenchmark(const RunOptions &o,
-                                 const std::vector<BenchPrompt> &prompts) {
+                                 const std::vector<BenchPrompt> &prompts,
+                                 const std::vector<BenchPrompt> &warmups) {
   if (o.base_url.empty() || o.model.empty())
     return invalidArgument("runBenchmark: base_url and model are required");
   if (!(o.request_rate > 0))
@@ -266,9 +337,9 @@ StatusOr<RunResult> runBenchmark(const RunOptions &o,
       o.label.empty() ? "strata-bench-serve: " : "strata-bench-serve: [" + o.label + "] ";
   RunResult result;
 
-  // Warm-up: the first prompts, not measured; a failure stops here.
-  if (o.warmup_requests > 0) {
-    const size_t n = o.warmup_requests;
+  // Warm-up: not measured; a failure stops here.
+  if (!warmups.empty()) {
+    const size_t n = warmups.size();
     std::vector<RequestRecord> warm(n);
     std::vector<std::thread> threads;
     const size_t width = o.max_concurrency ? std::min(n, o.max_concurrency) : n;
@@ -278,7 +349,7 @@ StatusOr<RunResult> runBenchmark(const RunOptions &o,
       threads.emplace_back([&] {
         auto client = makeClient(o.base_url, o.request_timeout);
         for (size_t i = next++; i < n; i = next++)
-          warm[i] = sendOne(*client, o, prompts[i % prompts.size()], start);
+          warm[i] = sendOne(*client, o, warmups[i], start);
       });
     for (std::thread &t : threads)
       t.join();
@@ -307,6 +378,7 @@ StatusOr<RunResult> runBenchmark(const RunOptions &o,
     }
   }
 
+  const std::map<std::string, double> metrics_before = readServerMetrics(o);
   result.records.resize(prompts.size());
   const size_t workers =
       o.max_concurrency ? std::min(o.max_concurrency, prompts.size())
@@ -369,6 +441,10 @@ StatusOr<RunResult> runBenchmark(const RunOptions &o,
   if (progress.joinable())
     progress.join();
   result.metrics = computeMetrics(result.records, result.duration);
+  if (!metrics_before.empty())
+    for (const auto &[name, value] : readServerMetrics(o))
+      result.server_metrics[name] =
+          value - (metrics_before.count(name) ? metrics_before.at(name) : 0);
   if (o.progress_interval > 0)
     fmt::print(stderr, "{}{}/{} done ({} failed) in {:.2f} s\n", prefix,
                done.load(), prompts.size(), failed.load(), result.duration);

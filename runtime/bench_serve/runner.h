@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,9 +44,6 @@ struct RunOptions {
   double request_rate = std::numeric_limits<double>::infinity();
   /// Most requests in flight; 0: no limit.
   size_t max_concurrency = 0;
-  /// Requests sent (and not measured) before the run, with the first
-  /// prompts; a failed warm-up stops the benchmark. Default 1.
-  size_t warmup_requests = 1;
   /// "ignore_eos": true in every request (fixed output lengths).
   bool ignore_eos = false;
   /// Sampling temperature of the requests (default 0: greedy).
@@ -68,7 +66,18 @@ struct RunResult {
   /// Set when the run stopped early (a failed warm-up): the records hold
   /// what was done.
   Status error;
+  /// What the server's Prometheus /metrics counted during the measured run
+  /// (after minus before; empty when it has no /metrics):
+  /// strata_prompt_tokens_total, strata_generation_tokens_total,
+  /// strata_step_time_seconds_sum / _count, strata_mtp_draft_tokens_total,
+  /// strata_mtp_accepted_tokens_total (metric names as strata-serve's).
+  std::map<std::string, double> server_metrics;
 };
+
+/// The counters of `text` (Prometheus exposition) named in
+/// RunResult::server_metrics, labelled series summed. Unknown lines are
+/// skipped.
+std::map<std::string, double> parseServerMetrics(const std::string &text);
 
 /// The id of the first model the server lists at GET /v1/models.
 /// UNAVAILABLE naming the URL and the transport error or HTTP status when
@@ -76,11 +85,13 @@ struct RunResult {
 StatusOr<std::string> resolveModel(const std::string &base_url,
                                    double timeout_seconds);
 
-/// Sends `prompts` and measures them. Returns INVALID_ARGUMENT for bad
-/// options; a run that starts always returns a RunResult (with `error` set
-/// when it stopped early).
+/// Sends `warmups` (not measured; a failure stops the benchmark), then
+/// `prompts`, and measures those. Returns INVALID_ARGUMENT for bad options;
+/// a run that starts always returns a RunResult (with `error` set when it
+/// stopped early).
 StatusOr<RunResult> runBenchmark(const RunOptions &options,
-                                 const std::vector<BenchPrompt> &prompts);
+                                 const std::vector<BenchPrompt> &prompts,
+                                 const std::vector<BenchPrompt> &warmups = {});
 
 /// The JSON body of one request (exposed for tests).
 std::string requestBody(const RunOptions &options, const BenchPrompt &prompt);

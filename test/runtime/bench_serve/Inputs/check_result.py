@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Checks a strata-bench-serve JSON result (written with --save-detailed).
+
+1. Recomputes every aggregate from the per-request records, independently of
+   the C++ code: counts, token totals, throughputs over the duration (the end
+   of the last request), and mean / median / p90 / p99 / std / min / max of
+   TTFT, TPOT = (E2E - TTFT) / (tokens - 1), pooled ITL and E2E, percentiles
+   interpolated linearly between order statistics (numpy's default). Prints
+   "math: exact" when all agree to 1e-9 relative.
+2. With --ttft T --itl G [--slack S] [--tokens N]: every completed request's
+   TTFT is in [T, T + S], every ITL and its TPOT in [G - 0.005, G + S], and
+   its output length N; prints "timings: as scripted".
+A run file with "runs" (a sweep) is checked run by run.
+"""
+import argparse, json, math, sys
+
+ap = argparse.ArgumentParser()
+ap.add_argument("result")
+ap.add_argument("--ttft", type=float)
+ap.add_argument("--itl", type=float)
+ap.add_argument("--slack", type=float, default=0.15)
+ap.add_argument("--tokens", type=int)
+args = ap.parse_args()
+
+
+def percentile(values, q):
+    if not values:
+        return 0.0
+    v = sorted(values)
+    rank = q / 100 * (len(v) - 1)
+    lo = math.floor(rank)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (rank - lo)
+
+
+def stats(values):
+    if not values:
+        return dict(mean=0, median=0, p90=0, p99=0, std=0, min=0, max=0)
+    mean = sum(values) / len(values)
+    return dict(mean=mean, median=percentile(values, 50), p90=percentile(values, 90),
+                p99=percentile(values, 99),
+                std=math.sqrt(sum((x - mean) ** 2 for x in values) / len(values)),
+                min=min(values), max=max(values))
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check(run):
+    bad = []
+    reqs = run["requests"]
+    ok = [r for r in reqs if r["ok"]]
+    duration = max((r["start"] + r["e2e"] for r in reqs), default=0)
+    expect = {
+        "completed": len(ok), "failed": len(reqs) - len(ok),
+        "total_input_tokens": sum(r["prompt_tokens"] for r in ok),
+        "total_output_tokens": sum(r["output_tokens"] for r in ok),
+        "duration": duration,
+    }
+    if duration > 0:
+        expect["request_throughput"] = len(ok) / duration
+        expect["input_throughput"] = expect["total_input_tokens"] / duration
+        expect["output_throughput"] = expect["total_output_tokens"] / duration
+        expect["total_token_throughput"] = expect["input_throughput"] + expect["output_throughput"]
+    series = {
+        "ttft": [r["ttft"] for r in ok],
+        "tpot": [(r["e2e"] - r["ttft"]) / (r["output_tokens"] - 1) for r in ok if r["output_tokens"] > 1],
+        "itl": [x for r in ok for x in r["itl"]],
+        "e2el": [r["e2e"] for r in ok],
+    }
+    for name, values in series.items():
+        for stat, value in stats(values).items():
+            expect[f"{stat}_{name}_ms"] = value * 1e3
+    for key, value in expect.items():
+        if not close(run[key], value):
+            bad.append(f"{key}: reported {run[key]}, recomputed {value}")
+    if args.ttft is not None:
+        lo, hi = args.itl - 0.005, args.itl + args.slack
+        for i, r in enumerate(ok):
+            if not args.ttft <= r["ttft"] <= args.ttft + args.slack:
+                bad.append(f"request {i}: ttft {r['ttft']:.4f} outside [{args.ttft}, {args.ttft + args.slack}]")
+            for x in r["itl"]:
+                if not lo <= x <= hi:
+                    bad.append(f"request {i}: itl {x:.4f} outside [{lo}, {hi}]")
+            if r["output_tokens"] > 1:
+                tpot = (r["e2e"] - r["ttft"]) / (r["output_tokens"] - 1)
+                if not lo <= tpot <= hi:
+                    bad.append(f"request {i}: tpot {tpot:.4f} outside [{lo}, {hi}]")
+            if args.tokens is not None and (r["output_tokens"] != args.tokens or len(r["itl"]) != args.tokens - 1):
+                bad.append(f"request {i}: {r['output_tokens']} tokens, {len(r['itl'])} gaps")
+    return bad
+
+
+result = json.load(open(args.result))
+runs = result["runs"] if "runs" in result else [result]
+problems = [p for run in runs for p in check(run)]
+for p in problems:
+    print("FAIL", p)
+if problems:
+    sys.exit(1)
+print(f"math: exact ({len(runs)} run(s), {sum(len(r['requests']) for r in runs)} requests)")
+if args.ttft is not None:
+    print("timings: as scripted")
