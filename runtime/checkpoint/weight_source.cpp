@@ -32,7 +32,9 @@ namespace strata::runtime {
 namespace {
 
 std::string gigabytes(uint64_t bytes) {
-  return fmt::format("{:.1f} GB", static_cast<double>(bytes) / 1e9);
+  const double b = static_cast<double>(bytes);
+  return b >= 1e9 ? fmt::format("{:.1f} GB", b / 1e9)
+                  : fmt::format("{:.1f} MB", b / 1e6);
 }
 
 //===----------------------------------------------------------------------===//

@@ -49,7 +49,7 @@ StatusOr<MemorySizing> sizeCachesFromMemory(const MemorySizingInput &in) {
   const uint64_t taken = in_use + in.step_reserve_bytes;
   auto tooSmall = [&](std::string_view what) {
     return resourceExhausted(
-        "--gpu-memory-utilization {:.2f} of {} leaves {} for the caches "
+        "--gpu-memory-utilization {:g} of {} leaves {} for the caches "
         "({} in use after the weights, {} step reserve): {} (raise "
         "--gpu-memory-utilization or lower --max-requests)",
         in.utilization, formatBytes(m.total_bytes),
@@ -101,7 +101,7 @@ StatusOr<MemorySizing> sizeCachesFromMemory(const MemorySizingInput &in) {
   s.block_bytes = s.num_blocks * g.blockBytes();
   const uint64_t tokens = s.num_blocks * g.page_size_tokens;
   s.log = fmt::format(
-      "memory: {}: {} total, --gpu-memory-utilization {:.2f} = {}; in use "
+      "memory: {}: {} total, --gpu-memory-utilization {:g} = {}; in use "
       "with the weights loaded {} (weights {}); step reserve {} ({}); caches "
       "{}: {} state slots ({} running{}) x {} = {}, {} KDA snapshots ({}) x "
       "{} = {}, {} KV blocks x {} = {} ({} tokens, {} per running request)",

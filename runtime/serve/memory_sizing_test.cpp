@@ -53,7 +53,7 @@ TEST(MemorySizingTest, SplitsTheBudget) {
   EXPECT_EQ(s->snapshot_bytes, 5120 * kMiB);
   EXPECT_EQ(s->num_blocks, 28 * 1024 - 2560 - 5120u);
   EXPECT_THAT(s->log, HasSubstr("test device: 100.0 GiB total, "
-                                "--gpu-memory-utilization 0.90 = 90.0 GiB"));
+                                "--gpu-memory-utilization 0.9 = 90.0 GiB"));
   EXPECT_THAT(s->log, HasSubstr("512 KDA snapshots (2 per running request)"));
   EXPECT_THAT(s->log, HasSubstr("20992 KV blocks x 1.0 MiB = 20.5 GiB "
                                 "(1343488 tokens, 5248 per running request)"));
@@ -99,7 +99,7 @@ TEST(MemorySizingTest, Errors) {
   auto s = sizeCachesFromMemory(in);
   EXPECT_EQ(s.status().code(), StatusCode::kResourceExhausted);
   EXPECT_EQ(s.status().message(),
-            "--gpu-memory-utilization 0.50 of 100.0 GiB leaves nothing for "
+            "--gpu-memory-utilization 0.5 of 100.0 GiB leaves nothing for "
             "the caches (60.0 GiB in use after the weights, 2.0 GiB step "
             "reserve): no room at all (raise --gpu-memory-utilization or "
             "lower --max-requests)");

@@ -7,9 +7,10 @@
    TTFT, TPOT = (E2E - TTFT) / (tokens - 1), pooled ITL and E2E, percentiles
    interpolated linearly between order statistics (numpy's default). Prints
    "math: exact" when all agree to 1e-9 relative.
-2. With --ttft T --itl G [--slack S] [--tokens N]: every completed request's
-   TTFT is in [T, T + S], every ITL and its TPOT in [G - 0.005, G + S], and
-   its output length N; prints "timings: as scripted".
+2. With --tokens N: every completed request generated N tokens.
+3. With --ttft T --itl G [--slack S]: every completed request's TTFT is in
+   [T, T + S], every ITL and its TPOT in [G - 0.005, G + S] (and with
+   --tokens, N - 1 gaps); prints "timings: as scripted".
 A run file with "runs" (a sweep) is checked run by run.
 """
 import argparse, json, math, sys
@@ -75,6 +76,10 @@ def check(run):
     for key, value in expect.items():
         if not close(run[key], value):
             bad.append(f"{key}: reported {run[key]}, recomputed {value}")
+    if args.tokens is not None:
+        for i, r in enumerate(ok):
+            if r["output_tokens"] != args.tokens:
+                bad.append(f"request {i}: {r['output_tokens']} output tokens, expected {args.tokens}")
     if args.ttft is not None:
         lo, hi = args.itl - 0.005, args.itl + args.slack
         for i, r in enumerate(ok):
@@ -87,8 +92,8 @@ def check(run):
                 tpot = (r["e2e"] - r["ttft"]) / (r["output_tokens"] - 1)
                 if not lo <= tpot <= hi:
                     bad.append(f"request {i}: tpot {tpot:.4f} outside [{lo}, {hi}]")
-            if args.tokens is not None and (r["output_tokens"] != args.tokens or len(r["itl"]) != args.tokens - 1):
-                bad.append(f"request {i}: {r['output_tokens']} tokens, {len(r['itl'])} gaps")
+            if args.tokens is not None and len(r["itl"]) != args.tokens - 1:
+                bad.append(f"request {i}: {len(r['itl'])} gaps for {args.tokens} tokens")
     return bad
 
 
