@@ -157,7 +157,7 @@ gsm8kDataset(const DatasetOptions &o, const tokenizer::Tokenizer *tok) {
   std::vector<BenchPrompt> prompts;
   for (size_t i = 0; i < o.num_prompts; ++i) {
     BenchPrompt p;
-    p.text = "Question: " + rows[i].question + "\nAnswer:";
+    p.text = eval::renderQuestion(rows[i]); // "Question: ...\nAnswer:"
     p.output_tokens = o.gsm8k_output_len;
     if (tok) {
       STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok->encode(p.text));

@@ -109,8 +109,9 @@ Status sizeFromMemory(const ModelEngineOptions &options,
   input.geometry = geometry;
   input.scheduler = scheduler;
   // The largest steps the scheduler forms, at contexts up to
-  // kReserveContext tokens: a prefill of max_step_tokens, a decode of every
-  // running request (kept once per captured graph), an MTP verify and draft.
+  // kReserveContext tokens: a prefill of max_step_tokens (from one or from
+  // every running request), a decode of every running request (kept once
+  // per captured graph), an MTP verify and draft.
   const uint64_t step_tokens =
       scheduler.max_step_tokens ? scheduler.max_step_tokens : 256;
   const uint64_t batch = std::min<uint64_t>(scheduler.max_requests, step_tokens);
@@ -127,8 +128,14 @@ Status sizeFromMemory(const ModelEngineOptions &options,
     largest = std::max(largest, bytes);
     return bytes;
   };
-  STRATA_ASSIGN_OR_RETURN(uint64_t prefill,
+  // A prefill step's tokens may come from one request or from many (chunks
+  // of several prompts with the decodes of the others).
+  STRATA_ASSIGN_OR_RETURN(uint64_t prefill_one,
                           consider(artifact::StepKind::prefill, step_tokens, 1));
+  STRATA_ASSIGN_OR_RETURN(
+      uint64_t prefill_many,
+      consider(artifact::StepKind::prefill, step_tokens, batch));
+  const uint64_t prefill = std::max(prefill_one, prefill_many);
   STRATA_ASSIGN_OR_RETURN(uint64_t decode,
                           consider(artifact::StepKind::decode, batch, batch));
   if (scheduler.mtp_draft_tokens > 0) {
