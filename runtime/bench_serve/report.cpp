@@ -106,10 +106,26 @@ std::string formatRun(const RunLabel &label, const RunResult &result) {
                                     1e3));
     }
     const double drafts = server("strata_mtp_draft_tokens_total");
-    if (drafts > 0)
+    if (drafts > 0) {
       row("MTP acceptance:",
           fmt::format("{:.3f}", server("strata_mtp_accepted_tokens_total") /
                                     drafts));
+      std::string by_position;
+      for (int k = 1; k <= 8; ++k) {
+        const std::string label = fmt::format("{{position=\"{}\"}}", k);
+        const double d =
+            server(("strata_mtp_draft_tokens_by_position_total" + label).c_str());
+        if (d <= 0)
+          break;
+        by_position += fmt::format(
+            "{}{:.3f}", k > 1 ? " " : "",
+            server(("strata_mtp_accepted_tokens_by_position_total" + label)
+                       .c_str()) /
+                d);
+      }
+      if (!by_position.empty())
+        row("MTP acceptance by position:", by_position);
+    }
   }
   out += fmt::format("{:=^60}\n", "");
   for (const auto &[error, count] : errorCounts(result.records))

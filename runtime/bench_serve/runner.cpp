@@ -235,7 +235,9 @@ std::map<std::string, double> parseServerMetrics(const std::string &text) {
   static const char *const kNames[] = {
       "strata_prompt_tokens_total",        "strata_generation_tokens_total",
       "strata_step_time_seconds_sum",      "strata_step_time_seconds_count",
-      "strata_mtp_draft_tokens_total",     "strata_mtp_accepted_tokens_total"};
+      "strata_mtp_draft_tokens_total",     "strata_mtp_accepted_tokens_total",
+      "strata_mtp_draft_tokens_by_position_total",
+      "strata_mtp_accepted_tokens_by_position_total"};
   std::map<std::string, double> out;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -261,8 +263,19 @@ std::map<std::string, double> parseServerMetrics(const std::string &text) {
       continue;
     char *end = nullptr;
     const double value = std::strtod(line.c_str() + value_begin, &end);
-    if (end != line.c_str() + value_begin)
-      out[name] += value;
+    if (end == line.c_str() + value_begin)
+      continue;
+    // Per-position series keep their position: name{position="k"}.
+    const size_t position = line.find("position=\"");
+    if (name.find("_by_position_") != std::string::npos &&
+        position != std::string::npos && position < value_begin) {
+      const size_t close = line.find('"', position + 10);
+      if (close == std::string::npos || close > value_begin)
+        continue;
+      name += "{position=\"" + line.substr(position + 10, close - position - 10) +
+              "\"}";
+    }
+    out[name] += value;
   }
   return out;
 }

@@ -70,7 +70,9 @@ struct RunResult {
   /// (after minus before; empty when it has no /metrics):
   /// strata_prompt_tokens_total, strata_generation_tokens_total,
   /// strata_step_time_seconds_sum / _count, strata_mtp_draft_tokens_total,
-  /// strata_mtp_accepted_tokens_total (metric names as strata-serve's).
+  /// strata_mtp_accepted_tokens_total, and per draft position k
+  /// strata_mtp_{draft,accepted}_tokens_by_position_total{position="k"}
+  /// (metric names as strata-serve's).
   std::map<std::string, double> server_metrics;
 };
 

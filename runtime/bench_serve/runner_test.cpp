@@ -90,8 +90,12 @@ TEST(BenchServeSseTest, ServerMetrics) {
       "strata_step_time_seconds_count 10\n"
       "strata_mtp_accepted_tokens_total{position=\"1\"} 5\n"
       "strata_mtp_accepted_tokens_total{position=\"2\"} 2\n"
+      "strata_mtp_accepted_tokens_by_position_total{position=\"1\"} 5\n"
+      "strata_mtp_accepted_tokens_by_position_total{position=\"2\"} 2\n"
       "strata_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 9\n");
-  EXPECT_EQ(m.size(), 5u);
+  EXPECT_EQ(m.size(), 7u);
+  EXPECT_EQ(m["strata_mtp_accepted_tokens_by_position_total{position=\"2\"}"],
+            2);
   EXPECT_EQ(m["strata_prompt_tokens_total"], 120);
   EXPECT_EQ(m["strata_generation_tokens_total"], 64);
   EXPECT_EQ(m["strata_step_time_seconds_sum"], 0.25);

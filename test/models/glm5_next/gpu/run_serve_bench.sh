@@ -16,7 +16,12 @@
 #   default 560), SWEEP (default 1,8,32,64,128,256), PROMPTS_PER_C (requests
 #   per concurrency and run, default 1), TARGET (default sm_90), SERVE_FLAGS
 #   (extra strata-serve flags, e.g. "--max-requests 128"), MTP_PROMPTS
-#   (default 64 per run).
+#   (default 64 per run), LEN1K / LEN8K (input and output lengths of the
+#   serve steps, default "1024 1024" / "8192 1024"), REAL_CONFIG and
+#   REAL_ARTIFACT (default the 12-layer config and CARRY/art/real12.strata;
+#   a CPU dry run of this script uses the micro model's), VOCAB (the bench
+#   tokenizer's size, default 154880), BENCH_BATCHES (default "1 64"),
+#   MTP_OUT (GSM8K max_tokens, default 160).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU; exits 1 when a step
 # failed. OUT gets summary.txt, log.txt, the sweeps' .md/.svg/.json.
 set -u
@@ -31,7 +36,8 @@ BUDGET=${BUDGET:-560}
 TARGET=${TARGET:-sm_90}
 SWEEP=${SWEEP:-1,8,32,64,128,256}
 PPC=${PROMPTS_PER_C:-1}
-CONFIG=$REPO/models/glm5_next/configs/glm5-real-12l-fp8.json
+CONFIG=${REAL_CONFIG:-$REPO/models/glm5_next/configs/glm5-real-12l-fp8.json}
+ART=${REAL_ARTIFACT:-$CARRY/art/real12.strata}
 WORK=${WORK:-/tmp/strata-serve-bench}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT" "$WORK/wrap"
@@ -77,12 +83,12 @@ step() {
 }
 
 # A tokenizer with one printable token per id of the real vocabulary.
-TOK=$WORK/bench-tokenizer.json
-[ -e "$TOK" ] || $PY "$REPO/models/glm5_next/bench/make_bench_tokenizer.py" --vocab-size 154880 --out "$TOK"
+TOK=$WORK/bench-tokenizer-${VOCAB:-154880}.json
+[ -e "$TOK" ] || $PY "$REPO/models/glm5_next/bench/make_bench_tokenizer.py" --vocab-size "${VOCAB:-154880}" --out "$TOK"
 
 if has bench; then
-  for b in 1 64; do
-    step bench-b$b 200 "$W/strata-bench" --artifact "$CARRY/art/real12.strata" --checkpoint "procedural:$CONFIG" \
+  for b in ${BENCH_BATCHES:-1 64}; do
+    step bench-b$b 200 "$W/strata-bench" --artifact "$ART" --checkpoint "procedural:$CONFIG" \
       --target "$TARGET" --step decode --requests $b --context 1536 --repeat 5 --json "$OUT/bench-decode-b$b.json" \
       && grep -E "^step:" "$OUT/bench-b$b.log" | sed "s/^/bench B=$b: /" | tee -a "$SUMMARY"
   done
@@ -91,7 +97,7 @@ fi
 # serve NAME INPUT OUTPUT: one server, one sweep.
 serve() {
   step "$1" "$(left)" $PY "$REPO/test/runtime/serve/Inputs/with_server.py" "$W/strata-serve" --target "$TARGET" \
-    --artifact "$CARRY/art/real12.strata" --checkpoint "procedural:$CONFIG" --tokenizer "$TOK" --port 0 \
+    --artifact "$ART" --checkpoint "procedural:$CONFIG" --tokenizer "$TOK" --port 0 \
     ${SERVE_FLAGS:-} -- \
     "$W/strata-bench-serve" --base-url 'http://127.0.0.1:{port}' --dataset-name random --tokenizer "$TOK" \
     --random-input-len "$2" --random-output-len "$3" --ignore-eos --sweep-concurrency "$SWEEP" \
@@ -101,8 +107,8 @@ serve() {
   grep -E "^strata-serve: (weights|memory)" "$OUT/$1.log" | tee -a "$SUMMARY"
   [ -e "$OUT/$1.md" ] && cat "$OUT/$1.md" >> "$SUMMARY"
 }
-has serve1k && serve serve1k 1024 1024
-has serve8k && serve serve8k 8192 1024
+has serve1k && serve serve1k ${LEN1K:-1024 1024}
+has serve8k && serve serve8k ${LEN8K:-8192 1024}
 
 if has mtp; then
   M=$REPO/models/glm5_next/micro
@@ -111,11 +117,11 @@ if has mtp; then
       --artifact "$CARRY/art/micro.strata" --checkpoint "$M" --tokenizer "$M/tokenizer.json" --port 0 \
       --mtp $k ${SERVE_FLAGS:-} -- \
       "$W/strata-bench-serve" --base-url 'http://127.0.0.1:{port}' --endpoint /v1/chat/completions \
-      --dataset-name gsm8k --dataset-path "$M/data/gsm/test.jsonl" --gsm8k-output-len 160 \
+      --dataset-name gsm8k --dataset-path "$M/data/gsm/test.jsonl" --gsm8k-output-len "${MTP_OUT:-160}" \
       --sweep-concurrency 1,32 --num-prompts "${MTP_PROMPTS:-64}" --request-timeout 300 --progress-interval 10 \
       --title "micro model, $TARGET, GSM8K chat, --mtp $k" --sweep-out "$OUT/mtp$k" --json "$OUT/mtp$k.json"
     [ -e "$OUT/mtp$k.md" ] && cat "$OUT/mtp$k.md" >> "$SUMMARY"
-    grep -E "MTP acceptance|Mean step time" "$OUT/mtp$k.log" | sed "s/^/mtp $k: /" | tee -a "$SUMMARY"
+    grep -E "MTP acceptance|Mean step time|Max concurrency" "$OUT/mtp$k.log" | sed "s/^/mtp $k: /" | tee -a "$SUMMARY"
   done
 fi
 say "== $(date -u +%H:%M:%S) status $status"
