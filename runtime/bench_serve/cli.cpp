@@ -10,6 +10,7 @@
 
 #include "runtime/bench_serve/cli.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -28,6 +29,9 @@
 namespace strata::runtime::bench_serve {
 
 namespace {
+
+/// Output tokens of a warm-up request at most.
+constexpr int64_t kWarmupOutputTokens = 16;
 
 struct Flags {
   std::string base_url = "http://127.0.0.1:8000";
@@ -111,7 +115,8 @@ int runBenchServeCli(int argc, char **argv) {
                  "sweep: K x concurrency requests per run instead of "
                  "--num-prompts");
   app.add_option("--warmup-requests", f.warmups,
-                 "unmeasured requests before each run (default 1)");
+                 "unmeasured requests (at most 16 output tokens) before the "
+                 "first run (default 1)");
   app.add_flag("--ignore-eos", f.ignore_eos,
                "send ignore_eos: outputs of exactly the asked length");
   app.add_option("--temperature", f.temperature, "default 0 (greedy)");
@@ -166,7 +171,8 @@ int runBenchServeCli(int argc, char **argv) {
   }
 
   // The runs: one, or one per concurrency of the sweep, each with prompts
-  // of its own (no prefix-cache hits between runs), warm-ups first.
+  // of its own (no prefix-cache hits between runs); the warm-ups, with
+  // prompts of their own too, go before the first.
   std::vector<size_t> levels =
       f.sweep.empty() ? std::vector<size_t>{f.max_concurrency} : f.sweep;
   std::vector<size_t> counts;
@@ -175,8 +181,9 @@ int runBenchServeCli(int argc, char **argv) {
     size_t n = f.prompts_per_concurrency && c ? f.prompts_per_concurrency * c
                                               : f.num_prompts;
     counts.push_back(n);
-    total += n + f.warmups;
+    total += n;
   }
+  total += f.warmups;
   const std::string dataset_label =
       f.dataset.name == "random"
           ? fmt::format("random (input {}, output {}, range ratio {:g})",
@@ -266,12 +273,18 @@ int runBenchServeCli(int argc, char **argv) {
     const size_t c = levels[i];
     run.max_concurrency = c;
     run.label = f.sweep.empty() ? "" : fmt::format("c={}", c);
-    // Warm-ups take the slice's first prompts, the run the rest.
+    // Warm-ups (first run only) take the first prompts, with at most
+    // kWarmupOutputTokens output tokens: they only have to wake the server.
+    std::vector<BenchPrompt> warmups;
+    if (i == 0) {
+      warmups.assign(prompts->begin(), prompts->begin() + f.warmups);
+      for (BenchPrompt &p : warmups)
+        p.output_tokens = std::min<int64_t>(p.output_tokens, kWarmupOutputTokens);
+      offset = f.warmups;
+    }
     auto first = prompts->begin() + offset;
-    std::vector<BenchPrompt> warmups(first, first + f.warmups);
-    std::vector<BenchPrompt> measured(first + f.warmups,
-                                      first + f.warmups + counts[i]);
-    offset += f.warmups + counts[i];
+    std::vector<BenchPrompt> measured(first, first + counts[i]);
+    offset += counts[i];
     StatusOr<RunResult> result = runBenchmark(run, measured, warmups);
     if (!result.ok()) {
       error = result.status();
