@@ -361,6 +361,13 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
   // string.
   if (!r.ignore_eos)
     s.stop_token_ids = options_.stop_token_ids;
+  if (r.min_tokens > s.max_tokens) { // Only without max_tokens (parsing checks).
+    out_error.message =
+        fmt::format("min_tokens {} exceeds the {} tokens the context leaves",
+                    r.min_tokens, s.max_tokens);
+    out_error.param = "min_tokens";
+    return false;
+  }
   s.min_tokens = r.min_tokens;
   out.ids.id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl",
                            next_response_id_++);

@@ -227,6 +227,12 @@ TEST(ServeServer, CompletionStops) {
   EXPECT_EQ(ignored["choices"][0]["text"], "hihihih"); // h i eos x 3, h
   EXPECT_EQ(ignored["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(ignored["usage"]["completion_tokens"], 10);
+  // min_tokens beyond what the 64-token context leaves (no max_tokens).
+  json too_many = post(h, "/v1/completions", {{"prompt", "abcd"}, {"min_tokens", 61}},
+                       400);
+  EXPECT_EQ(too_many["error"]["message"],
+            "min_tokens 61 exceeds the 60 tokens the context leaves");
+  EXPECT_EQ(too_many["error"]["param"], "min_tokens");
   json stop = post(h, "/v1/completions",
                    {{"prompt", "abcabc"}, {"max_tokens", 40}, {"stop", {"ca"}}},
                    200);
