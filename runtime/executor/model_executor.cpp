@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -144,20 +145,27 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
 Status ModelExecutor::bindWeights(WeightSource &source) {
   // The CPU backend copies each tensor into device memory (a GPU backend
   // must; on the CPU this costs one copy of the weights at load time).
-  // Tensors are read one at a time: a procedural source generates each into
-  // `scratch` (a checkpoint folder's point into its mapping), so no more
-  // than one tensor is on the host at once.
-  std::vector<uint8_t> scratch;
+  // Every buffer is allocated first; then the tensors are read one at a
+  // time, the next one on a helper thread while the current one is copied:
+  // a procedural source generates each into a scratch vector (a checkpoint
+  // folder's point into its mapping), so at most two tensors are on the
+  // host at once and generation overlaps the upload.
+  struct Part {
+    size_t weight;
+    uint64_t offset, size;
+    std::string name;
+  };
+  std::vector<Part> parts;
   const auto *manifest = artifact_->def().weights();
   for (size_t i = 0; manifest && i < manifest->size(); ++i) {
     const artifact::WeightEntry *entry = manifest->Get(i);
     std::string name = entry->name()->str();
-    std::vector<std::string> parts;
+    std::vector<std::string> names;
     if (entry->transform() == WeightTransform::stack_experts) {
       for (int64_t e = 0; e < entry->shape()->Get(0); ++e)
-        parts.push_back(expertTensorName(name, e));
+        names.push_back(expertTensorName(name, e));
     } else if (entry->transform() == WeightTransform::none) {
-      parts.push_back(name);
+      names.push_back(name);
     } else {
       return unimplemented("weight '{}': transform {} is not supported by "
                            "the CPU executor",
@@ -165,25 +173,38 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
                                      entry->transform()));
     }
     uint64_t total = 0;
-    for (const std::string &part : parts) {
+    for (std::string &part : names) {
       std::optional<WeightInfo> info = source.find(part);
       if (!info)
         return notFound("weight '{}': no tensor '{}' in the checkpoint", name,
                         part);
+      parts.push_back(Part{weights_.size(), total, info->byte_size,
+                           std::move(part)});
       total += info->byte_size;
     }
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
                             device_->allocate(std::max<uint64_t>(total, 1), 64));
-    uint64_t offset = 0;
-    for (const std::string &part : parts) {
-      const uint64_t size = source.find(part)->byte_size;
-      STRATA_ASSIGN_OR_RETURN(const uint8_t *bytes,
-                              source.bytes(part, scratch));
-      STRATA_RETURN_IF_ERROR(
-          device_->copyToDevice(*buffer, offset, bytes, size));
-      offset += size;
-    }
     weights_.push_back(std::move(buffer));
+  }
+  std::vector<uint8_t> scratch[2];
+  auto read = [&](size_t i) { return source.bytes(parts[i].name, scratch[i % 2]); };
+  std::future<StatusOr<const uint8_t *>> next;
+  if (!parts.empty())
+    next = std::async(std::launch::async, read, 0);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    StatusOr<const uint8_t *> bytes = next.get();
+    // Part i + 1 goes into the other scratch vector while part i is copied.
+    if (bytes.ok() && i + 1 < parts.size())
+      next = std::async(std::launch::async, read, i + 1);
+    Status copied = bytes.status();
+    if (copied.ok())
+      copied = device_->copyToDevice(*weights_[parts[i].weight],
+                                     parts[i].offset, *bytes, parts[i].size);
+    if (!copied.ok()) {
+      if (next.valid())
+        next.wait(); // It writes into `scratch`.
+      return copied;
+    }
   }
   return okStatus();
 }
