@@ -300,6 +300,13 @@ int runBenchServeCli(int argc, char **argv) {
     if (stopped)
       error = point.result.error;
     points.push_back(std::move(point));
+    // The reports so far, after every run: a sweep cut short (a kill, a
+    // time limit) keeps the runs it finished.
+    if (i + 1 < levels.size() && !stopped) {
+      Status written = writeReports();
+      if (!written.ok())
+        fail(written);
+    }
     if (stopped)
       break;
   }
