@@ -12,6 +12,7 @@ PACKAGES=(
   libpcre2-dev libutf8proc-dev xz-utils pkgconf
   ninja-build cmake g++ ccache python3 python3-numpy
   rocm-device-libs libamdhip64-dev
+  libgloo-dev
 )
 
 missing=()

@@ -156,6 +156,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.gpuIsaDir = options.gpuIsaDir;
   emitOptions.gpuCodegen.blockThreads = options.gpuBlockThreads;
   emitOptions.gpuCodegen.matrixUnits = options.gpuMatrixUnits;
+  emitOptions.gpuCodegen.strategyRemarks = options.kernelStrategyRemarks;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -262,6 +263,11 @@ int mlir::strata::compileMain(int argc, char **argv) {
       cl::desc("GPU targets: linears that tile run on mma.sync / MFMA "
                "(default); =false keeps them generic kernels"),
       cl::init(true));
+  static cl::opt<bool> kernelStrategyRemarks(
+      "kernel-strategy-remarks",
+      cl::desc("GPU targets: a remark for every kernel that could run on "
+               "the matrix units but keeps the generic kernel, saying why"),
+      cl::init(false));
   static cl::opt<bool> fuseHyperConnections(
       "fuse-hyper-connections",
       cl::desc("Fold each sub-layer's input RMSNorm into its mhc_pre and its "
@@ -305,6 +311,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.gpuIsaDir = gpuIsaDir;
   options.gpuBlockThreads = gpuBlockThreads;
   options.gpuMatrixUnits = gpuMatrixUnits;
+  options.kernelStrategyRemarks = kernelStrategyRemarks;
   if (options.rocmToolkit.empty()) {
     // build/bin/strata-compile -> build/rocm-toolkit (test/CMakeLists.txt).
     std::string exe = llvm::sys::fs::getMainExecutable(

@@ -55,6 +55,9 @@ struct CompileOptions {
   /// kernels). Both on by default; off is for bisecting device results.
   bool gpuBlockThreads = true;
   bool gpuMatrixUnits = true;
+  /// GPU targets: a remark for every kernel that could run on the matrix
+  /// units but keeps the generic kernel, with the reason.
+  bool kernelStrategyRemarks = false;
   /// llm-fuse-hyper-connections in the fused phase (false: the unfused
   /// graph, for bisecting and for checking that fusion changes no logits).
   bool fuseHyperConnections = true;

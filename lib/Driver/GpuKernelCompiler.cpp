@@ -88,10 +88,30 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     std::string why;
     FailureOr<MatmulKernelFunction> matmul =
         buildMatmulKernelFunction(b, gpuModule, func, *target, why);
-    if (failed(matmul))
+    if (failed(matmul)) {
+      if (codegen.strategyRemarks)
+        func.emitRemark() << chip << ": kernel '" << func.getSymName()
+                          << "' keeps the generic kernel: " << why;
       continue;
+    }
     matmuls[func.getSymName()] = *matmul;
     func.erase();
+  }
+  // The `_rows` twins of matrix kernels that take every step size do no
+  // work on this target: their bodies become a bare return (one block).
+  for (const auto &entry : matmuls) {
+    const std::string &twin = entry.second.rowsTwin;
+    auto func = twin.empty() ? nullptr : lowered->lookupSymbol<func::FuncOp>(twin);
+    if (!func)
+      continue;
+    Block &body = func.getBody().front();
+    body.clear();
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(&body);
+    func::ReturnOp::create(b, func.getLoc());
+    if (codegen.strategyRemarks)
+      func.emitRemark() << chip << ": kernel '" << twin << "' is empty: '"
+                        << entry.first() << "' takes every step size";
   }
 
   PassManager pm(module.getContext());

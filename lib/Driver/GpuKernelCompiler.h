@@ -88,6 +88,9 @@ struct GpuCodegenOptions {
   /// llm.linear kernels that tile run on the matrix units (mma.sync,
   /// MFMA); false: every linear stays a generic kernel.
   bool matrixUnits = true;
+  /// A remark on each kernel function that a matrix-unit builder declines
+  /// (it keeps the generic kernel), with the builder's reason.
+  bool strategyRemarks = false;
 };
 
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,

@@ -96,15 +96,17 @@ Status resetSlots(ModelExecutor &executor, int64_t requests) {
 
 } // namespace
 
-StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
-  StepKind step;
-  if (options.step == "prefill")
-    step = StepKind::prefill;
-  else if (options.step == "decode")
-    step = StepKind::decode;
-  else
-    return invalidArgument("--step: '{}' is not prefill or decode",
-                           options.step);
+namespace {
+
+StatusOr<StepKind> parseBenchStep(const std::string &name) {
+  if (name == "prefill")
+    return StepKind::prefill;
+  if (name == "decode")
+    return StepKind::decode;
+  return invalidArgument("--step: '{}' is not prefill or decode", name);
+}
+
+Status checkBenchOptions(const StepBenchOptions &options, StepKind step) {
   if (options.tokens <= 0 || options.requests <= 0 || options.context < 0 ||
       options.repeat <= 0)
     return invalidArgument("--tokens ({}), --requests ({}) and --repeat ({}) "
@@ -120,7 +122,56 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
     return outOfRange("--requests {} or --context {} + --tokens {} does not "
                       "fit the i32 plan inputs",
                       options.requests, options.context, options.tokens);
+  return okStatus();
+}
 
+uint64_t pagesFor(uint64_t page, int64_t end) {
+  return (static_cast<uint64_t>(end) + page - 1) / page;
+}
+
+/// The routed experts each moe_select dispatch of an observed step chose:
+/// the distinct values of its first rank-2 i32 output, read back after the
+/// dispatch (in plan order, i.e. one entry per MoE layer).
+class RoutingReader {
+public:
+  RoutingReader(Device &device, const artifact::TargetDef &target)
+      : device_(device), target_(target) {}
+
+  void observe(const DispatchTiming &t) {
+    if (!status_.ok() || !t.args)
+      return;
+    const artifact::Kernel *kernel = target_.kernels()->Get(t.kernel_index);
+    if (kernel->name()->string_view().rfind("moe_select", 0) != 0)
+      return;
+    for (size_t a = 0; a < t.args->size(); ++a) {
+      const DispatchArg &arg = (*t.args)[a];
+      if (!arg.buffer || arg.shape.size() != 2 ||
+          kernel->args()->Get(a)->dtype() != artifact::DType::i32)
+        continue;
+      std::vector<int32_t> chosen(
+          static_cast<size_t>(arg.shape[0] * arg.shape[1]));
+      status_ = device_.copyFromDevice(*arg.buffer, arg.offset_bytes,
+                                       chosen.data(), chosen.size() * 4);
+      if (status_.ok())
+        distinct_.push_back(countDistinctExperts(chosen));
+      return;
+    }
+  }
+  const Status &status() const { return status_; }
+  const std::vector<uint64_t> &distinct() const { return distinct_; }
+
+private:
+  Device &device_;
+  const artifact::TargetDef &target_;
+  Status status_;
+  std::vector<uint64_t> distinct_;
+};
+
+} // namespace
+
+StatusOr<std::unique_ptr<ModelExecutor>>
+createBenchExecutor(const StepBenchOptions &options, int64_t max_requests,
+                    int64_t max_end) {
   // Like strata-run: a disjoint run of pages per request, one slot each.
   // The page size is known only once the artifact is open: load it here
   // and hand it to the executor.
@@ -129,33 +180,55 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
   uint64_t page = artifact->def().cache_layout()->page_size_tokens();
   if (page == 0)
     page = 1;
-  uint64_t end = static_cast<uint64_t>(options.context + options.tokens);
   // Checked here too (the executor checks it per step) so that no cache is
   // sized for positions the model cannot reach.
   uint64_t max_positions = artifact->def().model()->max_position_embeddings();
-  if (end > max_positions)
-    return outOfRange("--context {} + --tokens {} goes beyond the model's {} "
-                      "positions",
-                      options.context, options.tokens, max_positions);
-  uint64_t pages_per_request = (end + page - 1) / page;
-  uint64_t kv_pages = pages_per_request * options.requests;
+  if (static_cast<uint64_t>(max_end) > max_positions)
+    return outOfRange("position {} goes beyond the model's {} positions",
+                      max_end, max_positions);
+  uint64_t kv_pages = pagesFor(page, max_end) * max_requests;
   if (kv_pages > static_cast<uint64_t>(INT32_MAX))
     return outOfRange("page ids up to {} do not fit the i32 block table",
                       kv_pages - 1);
-
   ExecutorOptions executor_options;
   executor_options.kv_pages = kv_pages;
-  executor_options.state_slots = static_cast<uint32_t>(options.requests);
+  executor_options.state_slots = static_cast<uint32_t>(max_requests);
   executor_options.target = options.target;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ModelExecutor> executor,
-                          ModelExecutor::create(std::move(artifact),
-                                                options.checkpoint,
-                                                executor_options));
-  if (!executor->hasStep(step))
+  return ModelExecutor::create(std::move(artifact), options.checkpoint,
+                               executor_options);
+}
+
+StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
+  STRATA_ASSIGN_OR_RETURN(StepKind step, parseBenchStep(options.step));
+  STRATA_RETURN_IF_ERROR(checkBenchOptions(options, step));
+  StatusOr<std::unique_ptr<ModelExecutor>> executor = createBenchExecutor(
+      options, options.requests, options.context + options.tokens);
+  if (!executor.ok() && executor.status().code() == StatusCode::kOutOfRange)
+    return executor.status().withContext(fmt::format(
+        "--context {} + --tokens {}", options.context, options.tokens));
+  if (!executor.ok())
+    return executor.status();
+  return runStepBenchOn(**executor, options);
+}
+
+StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
+                                         const StepBenchOptions &options) {
+  STRATA_ASSIGN_OR_RETURN(StepKind step, parseBenchStep(options.step));
+  STRATA_RETURN_IF_ERROR(checkBenchOptions(options, step));
+  if (!executor.hasStep(step))
     return notFound("the artifact has no {} plan for target {}", options.step,
                     options.target);
+  uint64_t page = std::max<uint64_t>(executor.pageSizeTokens(), 1);
+  uint64_t pages_per_request =
+      pagesFor(page, options.context + options.tokens);
+  if (pages_per_request * options.requests > executor.kvPages() ||
+      static_cast<uint64_t>(options.requests) > executor.stateSlots())
+    return outOfRange("{} requests of {} pages need more than the executor's "
+                      "{} pages and {} slots",
+                      options.requests, pages_per_request, executor.kvPages(),
+                      executor.stateSlots());
 
-  uint64_t vocab = executor->model().vocab_size();
+  uint64_t vocab = executor.model().vocab_size();
   std::vector<StepRequest> requests(options.requests);
   for (int64_t r = 0; r < options.requests; ++r) {
     StepRequest &request = requests[r];
@@ -170,34 +243,52 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
     request.slot = static_cast<int32_t>(r);
   }
 
-  // Warm-up (first-launch costs, page faults), then the unobserved steps
-  // for the wall time, then the observed steps. Slots are reset before each
-  // step (untimed) so that every step starts from the same state.
-  STRATA_RETURN_IF_ERROR(resetSlots(*executor, options.requests));
-  STRATA_RETURN_IF_ERROR(executor->run(step, requests).status());
+  // Warm-up (first-launch costs, page faults; a decode shape seen twice is
+  // captured as a graph, so the second warm-up step captures it), then the
+  // unobserved steps for the wall time (decode: graph replays), then the
+  // observed steps. Slots are reset before each step (untimed) so that
+  // every step starts from the same state.
+  int warmups = step == StepKind::decode ? 2 : 1;
+  for (int w = 0; w < warmups; ++w) {
+    STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
+    STRATA_RETURN_IF_ERROR(executor.run(step, requests).status());
+  }
   double wall = 0;
   for (int64_t r = 0; r < options.repeat; ++r) {
-    STRATA_RETURN_IF_ERROR(resetSlots(*executor, options.requests));
+    STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
     Clock::time_point start = Clock::now();
-    STRATA_RETURN_IF_ERROR(executor->run(step, requests).status());
+    STRATA_RETURN_IF_ERROR(executor.run(step, requests).status());
     wall += std::chrono::duration<double>(Clock::now() - start).count();
   }
+  const artifact::TargetDef &target = executor.target();
   std::vector<DispatchTiming> timings;
-  DispatchObserver observer = [&](const DispatchTiming &t) {
-    timings.push_back(t);
-  };
+  RoutingReader routing(executor.device(), target);
+  std::map<size_t, std::vector<std::vector<int64_t>>> shapes_by_kernel;
   for (int64_t r = 0; r < options.repeat; ++r) {
-    STRATA_RETURN_IF_ERROR(resetSlots(*executor, options.requests));
-    STRATA_RETURN_IF_ERROR(executor->run(step, requests, &observer).status());
+    DispatchObserver observer = [&](const DispatchTiming &t) {
+      timings.push_back(t);
+      timings.back().args = nullptr;
+      if (r != 0 || !t.args)
+        return;
+      routing.observe(t);
+      if (!shapes_by_kernel.count(t.kernel_index)) {
+        std::vector<std::vector<int64_t>> &shapes =
+            shapes_by_kernel[t.kernel_index];
+        for (const DispatchArg &arg : *t.args)
+          shapes.push_back(arg.buffer ? arg.shape : std::vector<int64_t>{});
+      }
+    };
+    STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
+    STRATA_RETURN_IF_ERROR(executor.run(step, requests, &observer).status());
   }
+  STRATA_RETURN_IF_ERROR(routing.status());
 
-  const artifact::TargetDef &target = executor->target();
   std::vector<std::string> names;
   for (const artifact::Kernel *kernel : *target.kernels())
     names.push_back(kernel->name()->str());
 
   StepBenchReport report;
-  report.device = executor->device().description();
+  report.device = executor.device().description();
   report.target = options.target;
   report.step = options.step;
   report.tokens = options.tokens;
@@ -211,6 +302,12 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
   report.step_wall_seconds = wall / static_cast<double>(options.repeat);
   STRATA_ASSIGN_OR_RETURN(report.kernels,
                           aggregateTimings(timings, names, options.repeat));
+  for (KernelStats &k : report.kernels)
+    for (const auto &[index, shapes] : shapes_by_kernel)
+      if (names[index] == k.name) {
+        k.arg_shapes = shapes;
+        break;
+      }
 
   bool gpu = target.target() != artifact::TargetKind::cpu;
   report.copy_bytes = options.copy_bytes
@@ -218,13 +315,29 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options) {
                           : (gpu ? (uint64_t(1) << 30) : (uint64_t(256) << 20));
   STRATA_ASSIGN_OR_RETURN(
       report.copy_seconds,
-      timeCopy(executor->device(), report.copy_bytes, options.repeat));
+      timeCopy(executor.device(), report.copy_bytes, options.repeat));
   report.copy_bytes_per_second =
       report.copy_seconds > 0
           ? 2.0 * static_cast<double>(report.copy_bytes) / report.copy_seconds
           : 0;
   if (target.target() == artifact::TargetKind::sm_90)
     report.ceiling_bytes_per_second = kH200BandwidthCeiling;
+
+  StepShape shape;
+  shape.step = step;
+  shape.requests = options.requests;
+  shape.tokens = options.tokens;
+  shape.context = options.context;
+  shape.logits_rows = options.requests;
+  STRATA_ASSIGN_OR_RETURN(report.roofline,
+                          computeStepRoofline(executor.artifact(), target,
+                                              shape, routing.distinct()));
+  report.gemm_flops_per_second = options.gemm_flops_per_second;
+  report.floor_seconds = report.roofline.floorSeconds(
+      report.copy_bytes_per_second, report.gemm_flops_per_second);
+  report.floor_ratio = report.floor_seconds > 0
+                           ? report.step_wall_seconds / report.floor_seconds
+                           : 0;
   return report;
 }
 
@@ -300,6 +413,26 @@ std::string formatMarkdown(const StepBenchReport &report) {
       "per unobserved step (with plan buffer allocation and input/output "
       "copies).\n",
       report.dispatch_seconds * 1e6, report.step_wall_seconds * 1e6);
+  out += formatRoofline(report);
+  return out;
+}
+
+std::string formatRoofline(const StepBenchReport &report) {
+  const StepRoofline &r = report.roofline;
+  std::string out = fmt::format(
+      "roofline: {} must move (weights {}, routed experts {} = {:.1f} of "
+      "each MoE layer's experts ({}), KV and state {}) and {:.3f} TFLOP; ",
+      formatBytes(r.bytes()), formatBytes(r.weight_bytes),
+      formatBytes(r.expert_bytes), r.experts_per_layer,
+      r.routing_read_back ? "routing read back" : "uniform expectation",
+      formatBytes(r.state_bytes), r.flops * 1e-12);
+  if (report.gemm_flops_per_second > 0)
+    out += fmt::format("GEMM rate {:.1f} TFLOP/s; ",
+                       report.gemm_flops_per_second * 1e-12);
+  else
+    out += "no GEMM rate given (memory floor only); ";
+  out += fmt::format("floor {:.1f} us, wall / floor {:.2f}x.\n",
+                     report.floor_seconds * 1e6, report.floor_ratio);
   return out;
 }
 
@@ -311,7 +444,8 @@ std::string formatJson(const StepBenchReport &report) {
                        {"seconds", k.seconds},
                        {"share", k.share},
                        {"bytes_per_dispatch", k.bytes_per_dispatch},
-                       {"bytes_per_second", k.bytes_per_second}});
+                       {"bytes_per_second", k.bytes_per_second},
+                       {"arg_shapes", k.arg_shapes}});
   nlohmann::json json = {
       {"device", report.device},
       {"target", report.target},
@@ -327,6 +461,18 @@ std::string formatJson(const StepBenchReport &report) {
       {"copy_seconds", report.copy_seconds},
       {"copy_bytes_per_second", report.copy_bytes_per_second},
       {"ceiling_bytes_per_second", report.ceiling_bytes_per_second},
+      {"roofline",
+       {{"weight_bytes", report.roofline.weight_bytes},
+        {"expert_bytes", report.roofline.expert_bytes},
+        {"state_bytes", report.roofline.state_bytes},
+        {"bytes", report.roofline.bytes()},
+        {"flops", report.roofline.flops},
+        {"moe_layers", report.roofline.moe_layers},
+        {"experts_per_layer", report.roofline.experts_per_layer},
+        {"routing_read_back", report.roofline.routing_read_back},
+        {"gemm_flops_per_second", report.gemm_flops_per_second},
+        {"floor_seconds", report.floor_seconds},
+        {"wall_over_floor", report.floor_ratio}}},
       {"kernels", kernels}};
   return json.dump(2) + "\n";
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/bench/roofline.h"
 #include "runtime/loader/program.h"
 
 namespace strata::runtime {
@@ -48,6 +49,10 @@ struct StepBenchOptions {
   int64_t repeat = 10;
   /// Bytes of the baseline copy; 0: 1 GiB on GPU targets, 256 MiB on the CPU.
   uint64_t copy_bytes = 0;
+  /// The GEMM rate the roofline holds compute to (FLOP/s), measured by the
+  /// caller in the same run (a large GEMM of the activation dtype); 0: the
+  /// roofline is the memory floor alone.
+  double gemm_flops_per_second = 0;
 };
 
 /// One kernel name's dispatches, per step.
@@ -63,6 +68,9 @@ struct KernelStats {
   double bytes_per_dispatch = 0;
   /// Bound bytes over time.
   double bytes_per_second = 0;
+  /// Extents of each buffer argument of the kernel's first dispatch in the
+  /// step (scalars: empty), e.g. a linear's [M, K], [N, K], [M, N].
+  std::vector<std::vector<int64_t>> arg_shapes;
 };
 
 struct StepBenchReport {
@@ -85,7 +93,30 @@ struct StepBenchReport {
   double ceiling_bytes_per_second = 0;
   /// By time per step, largest first.
   std::vector<KernelStats> kernels;
+  /// What the step must move and compute (routing read back from the
+  /// moe_select dispatches of the first observed step), the GEMM rate it
+  /// was held to, the floor max(bytes / copy rate, FLOPs / GEMM rate) and
+  /// the wall time over it.
+  StepRoofline roofline;
+  double gemm_flops_per_second = 0;
+  double floor_seconds = 0;
+  double floor_ratio = 0;
 };
+
+class ModelExecutor;
+
+/// The executor runStepBench would create for `options`, sized for
+/// `max_requests` requests reaching position `max_end` (every request a
+/// disjoint run of pages and its own state slot): what a series of
+/// benchmarks (runStepBenchOn) shares.
+StatusOr<std::unique_ptr<ModelExecutor>>
+createBenchExecutor(const StepBenchOptions &options, int64_t max_requests,
+                    int64_t max_end);
+
+/// Runs the benchmark on an executor of createBenchExecutor whose sizes
+/// cover `options`.
+StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
+                                         const StepBenchOptions &options);
 
 /// Aggregates the timings of `repeat` observed steps by kernel name
 /// (`kernel_names` by kernel index); fills dispatches, seconds, share,
@@ -101,6 +132,9 @@ StatusOr<StepBenchReport> runStepBench(const StepBenchOptions &options);
 
 /// The report as a markdown table with a header line and a footer.
 std::string formatMarkdown(const StepBenchReport &report);
+
+/// The report's roofline line (bytes, FLOPs, floor, wall / floor).
+std::string formatRoofline(const StepBenchReport &report);
 
 /// The report as JSON.
 std::string formatJson(const StepBenchReport &report);

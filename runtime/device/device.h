@@ -224,6 +224,11 @@ public:
 
   /// Enqueues one replay of `graph` (made by a stream of this device).
   virtual Status launchGraph(Graph &graph) = 0;
+
+  /// The vendor stream (CUstream, hipStream_t) of the GPU backends, for
+  /// libraries that enqueue their own work on it (NCCL/RCCL,
+  /// runtime/collectives); nullptr on the CPU backend.
+  virtual void *nativeHandle() const { return nullptr; }
 };
 
 /// Bytes of memory of a device.
@@ -299,6 +304,11 @@ public:
   /// `end` to complete. FAILED_PRECONDITION if either was never recorded.
   virtual StatusOr<float> elapsedMillis(const Event &start,
                                         const Event &end) = 0;
+
+  /// Makes this device current on the calling thread (the GPU backends'
+  /// context), for libraries that work on the current device (NCCL/RCCL,
+  /// runtime/collectives). Nothing to do on the CPU backend.
+  virtual Status makeCurrent() { return okStatus(); }
 };
 
 /// Checks `args` against `kernel` (count, kinds, ranks, non-negative extents,

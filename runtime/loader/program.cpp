@@ -325,6 +325,7 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
           bytes *= static_cast<uint64_t>(extent);
         timing.bound_bytes += bytes;
       }
+      timing.args = &args;
       (*observer)(timing);
     }
   }

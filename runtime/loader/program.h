@@ -65,6 +65,10 @@ struct DispatchTiming {
   /// after size evaluation × element bytes): an upper bound of the bytes the
   /// kernel reads and writes.
   uint64_t bound_bytes = 0;
+  /// The dispatch's arguments as launched (buffers, regions, scalars), in the
+  /// kernel's argument order; valid only during the observer call (the
+  /// dispatch has finished, so an observer may read its outputs back).
+  const std::vector<DispatchArg> *args = nullptr;
 };
 
 /// Called by Program::run after each observed dispatch has finished.

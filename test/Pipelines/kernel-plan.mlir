@@ -4,7 +4,8 @@
 // the step arguments, the latent pool is a cache binding, the embedding
 // table is one weight bound twice (CSE merged the two llm.weight reads),
 // activations are allocated with the token count of the ids, the logits are
-// the output, and repeated identical norms share one kernel.
+// the output (the selected rows gathered, then their matmul), and repeated
+// identical norms share one kernel.
 // CHECK-LABEL: plan @decode
 // CHECK-NEXT: buffer 0 arg0 input i32 [arg0.0]
 // CHECK-NEXT: buffer 1 arg1 input i32 [arg1.0]
@@ -14,7 +15,8 @@
 // CHECK-NEXT: buffer 5 buf5 activation bf16 [arg0.0, 16]
 // CHECK-NEXT: buffer 6 buf6 activation bf16 [arg0.0, 16]
 // CHECK-NEXT: buffer 7 buf7 activation bf16 [arg0.0, 16]
-// CHECK-NEXT: buffer 8 buf8 output f32 [arg4.0, 32]
+// CHECK-NEXT: buffer 8 buf8 activation bf16 [arg4.0, 16]
+// CHECK-NEXT: buffer 9 buf9 output f32 [arg4.0, 32]
 // CHECK-NEXT: weight 0 model.embed_tokens.weight
 // CHECK-NEXT: weight 1 model.norm.weight
 // CHECK-NEXT: cache 0 arg5 !llm.latent_pool<page_size = 4, width = 16, pad = 0, bf16> as memref<?x4x16xbf16>
@@ -22,7 +24,8 @@
 // CHECK-NEXT: dispatch rms_norm_0(buffer 5[arg0.0, 16], weight 1[16], buffer 6[arg0.0, 16])
 // CHECK-NEXT: dispatch latent_cache_write_0(cache 0[arg5.0, 4, 16], buffer 6[arg0.0, 16], buffer 1[arg1.0], buffer 2[arg2.0], buffer 3[arg3.0, arg3.1])
 // CHECK-NEXT: dispatch rms_norm_0(buffer 6[arg0.0, 16], weight 1[16], buffer 7[arg0.0, 16])
-// CHECK-NEXT: dispatch lm_head_0(buffer 7[arg0.0, 16], weight 0[32, 16], buffer 4[arg4.0], buffer 8[arg4.0, 32])
+// CHECK-NEXT: dispatch lm_head_rows_0(buffer 7[arg0.0, 16], buffer 4[arg4.0], buffer 8[arg4.0, 16])
+// CHECK-NEXT: dispatch lm_head_0(buffer 8[arg4.0, 16], weight 0[32, 16], buffer 9[arg4.0, 32])
 func.func @decode(%ids: tensor<?xi32>, %pos: tensor<?xi32>, %starts: tensor<?xi32>,
                   %bt: tensor<?x?xi32>, %rows: tensor<?xi32>,
                   %cache: !llm.latent_pool<page_size = 4, width = 16, pad = 0, bf16>)

@@ -38,9 +38,14 @@ struct MatmulKernelFunction {
   std::optional<MlaAttend> mla;
   std::optional<KdaChunk> kda;
   std::optional<KpoolScores> kpool;
+  /// The `_rows` twin this kernel replaces at every step size (it has a
+  /// decode split form): the caller builds the twin empty. Empty if none.
+  std::string rowsTwin;
 };
 
-/// True when `kernel` is the kernel function of an `llm.linear`.
+/// True when `kernel` is a plain linear kernel function (kLinearKernelAttrName:
+/// llm.linear's, lm_head's logits) or one with an epilogue
+/// (kLinearEpilogueAttrName).
 bool isLinearKernelFunction(func::FuncOp kernel);
 
 /// Builds `gpu.func @<kernel's name>` in `module`, the tiled matmul of

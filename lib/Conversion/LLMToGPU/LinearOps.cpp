@@ -174,19 +174,32 @@ checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
   return MemRefType::get({dyn, n}, y.getElementType());
 }
 
+/// The `_rows` twin of matrix kernel function `kernel` (kRowsTwinAttrName)
+/// when `tiling` has a decode split form, which lets the matrix kernel take
+/// every step size: `minCount` (its min_rows / min_slots) becomes 0 and the
+/// twin's name is returned for the caller to build empty. Else "".
+static std::string coverSmallSteps(func::FuncOp kernel,
+                                   const MatmulTiling &tiling,
+                                   const MatmulProblem &problem,
+                                   int64_t &minCount) {
+  auto twin = kernel->getAttrOfType<FlatSymbolRefAttr>(kRowsTwinAttrName);
+  int64_t splits = 0;
+  if (!twin || !chooseDecodeSplitK(tiling, problem, splits))
+    return "";
+  minCount = 0;
+  return twin.getValue().str();
+}
+
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
-  if (kernel->hasAttr(kLinearEpilogueAttrName))
-    return true;
-  auto key = kernel->getAttrOfType<StringAttr>(kKernelAttrName);
-  return key && key.getValue().starts_with(
-                    (llm::LinearOp::getOperationName() + " ").str());
+  return kernel->hasAttr(kLinearEpilogueAttrName) ||
+         kernel->hasAttr(kLinearKernelAttrName);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   if (!isLinearKernelFunction(kernel)) {
-    why = "not an llm.linear kernel function";
+    why = "not a linear kernel function";
     return failure();
   }
   FunctionType type = kernel.getFunctionType();
@@ -340,6 +353,9 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     return failure();
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
+  // With a decode split form the kernel takes every step size and its
+  // `_rows` twin is built empty.
+  std::string twin = coverSmallSteps(kernel, *tiling, problem, grouped.minSlots);
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, grouped);
@@ -348,6 +364,7 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   result.tiling = *tiling;
   result.problem = problem;
   result.experts = grouped;
+  result.rowsTwin = twin;
   return result;
 }
 
@@ -510,6 +527,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     return failure();
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
+  std::string twin;
+  if (!dense.heads)
+    twin = coverSmallSteps(kernel, *tiling, problem, dense.minRows);
   gpu::GPUFuncOp func = buildDenseMatmulKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, dense);
@@ -518,6 +538,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   result.tiling = *tiling;
   result.problem = problem;
   result.dense = dense;
+  result.rowsTwin = twin;
   return result;
 }
 

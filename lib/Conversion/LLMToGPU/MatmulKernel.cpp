@@ -354,9 +354,25 @@ public:
   /// The grouped kernel's body from its arguments (buildGroupedExpertKernel),
   /// without the return.
   void buildGroupedKernel(ValueRange args, const GroupedExperts &e);
+  /// The grouped kernel's decode form: built with the split tiling
+  /// (chooseDecodeSplitK), a block takes one instruction's rows (mma.m) of
+  /// one expert's slots and its `splits` subgroups each accumulate them over
+  /// a K range; the partial sums meet in workgroup memory of `func`, are
+  /// added in subgroup order and go through the grouped epilogue.
+  void buildGroupedSplitKKernel(ValueRange args, const GroupedExperts &e,
+                                gpu::GPUFuncOp func, int64_t splits);
 
 private:
+  Grouped bindGroupedArgs(ValueRange args, const GroupedExperts &e);
   void buildGrouped(Grouped g);
+  /// The expert of grouped tile `tile` (tiles of `tileRows` slots, each
+  /// expert's in order) and the tile's place among that expert's tiles;
+  /// the expert is `experts` for a tile past the last one.
+  std::pair<Value, Value> findTileExpert(Value tile, int64_t tileRows);
+  /// The grouped epilogue of one element: the slot at flat position `pos`
+  /// of the grouping, column `col`, from W's accumulator `acc` (and W_up's
+  /// `upAcc` for moe_up), stored into its token's slot row.
+  void storeGroupedElement(Value pos, Value col, Value acc, Value upAcc);
   /// Slot id (t * k + j) at flat position `pos` of moe_group's order.
   Value slotAt(Value pos) {
     Value k = idx(grouped->topK);
@@ -397,6 +413,11 @@ private:
     return arith::MulFOp::create(b, loc, silu, up);
   }
   void storeGroupedResults(ValueRange accs);
+  /// The dense epilogue of element (row, col) from W's accumulator `acc`
+  /// (and W_up's `upAcc` for Swiglu), stored into y or, with hcMult, through
+  /// the residual write with the row's `streamWeights`.
+  void storeDenseElement(Value row, Value col, Value acc, Value upAcc,
+                         ArrayRef<Value> streamWeights);
   /// The residual write's per-row weights (DenseMatmul::hcMult): post[row, :]
   /// then comb[row, :, :], loaded once for the elements of a row.
   SmallVector<Value> loadStreamWeights(Value row);
@@ -677,43 +698,52 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
           streamWeights = loadStreamWeights(row);
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
-          Value v = vector::ExtractOp::create(b, loc, acc, e);
-          switch (dense.epilogue) {
-          case MatmulEpilogue::Store:
-            break;
-          case MatmulEpilogue::Swiglu:
-            v = swiglu(v,
-                       vector::ExtractOp::create(
-                           b, loc, accs[perWeight + i * t.fragsN + j], e),
-                       dense.limit);
-            break;
-          case MatmulEpilogue::AddSlotSum: {
-            // The routed slots summed in slot order, then the rounded
-            // projection (FfnOps' moe_shared_down).
-            Value sum = cf32(0.0);
-            for (int64_t k = 0; k < dense.topK; ++k) {
-              Value r = memref::LoadOp::create(b, loc, slotSum,
-                                               ValueRange{row, idx(k), col});
-              sum = arith::AddFOp::create(
-                  b, loc, sum, arith::ExtFOp::create(b, loc, f32, r));
-            }
-            v = arith::AddFOp::create(b, loc, sum, roundTo(v, types.y));
-            break;
-          }
-          }
-          if (dense.hcMult) {
-            storeStreams(v, row, col, streamWeights);
-            continue;
-          }
-          if (types.y != f32)
-            v = arith::TruncFOp::create(b, loc, types.y, v);
-          SmallVector<Value> at = {row, col};
-          if (dense.heads)
-            at.insert(at.begin() + 1, head);
-          memref::StoreOp::create(b, loc, v, y, at);
+          Value upAcc;
+          if (dense.epilogue == MatmulEpilogue::Swiglu)
+            upAcc = vector::ExtractOp::create(
+                b, loc, accs[perWeight + i * t.fragsN + j], e);
+          storeDenseElement(row, col,
+                            vector::ExtractOp::create(b, loc, acc, e), upAcc,
+                            streamWeights);
         }
       }
     }
+}
+
+void MatmulKernelBuilder::storeDenseElement(Value row, Value col, Value acc,
+                                            Value upAcc,
+                                            ArrayRef<Value> streamWeights) {
+  Value v = acc;
+  switch (dense.epilogue) {
+  case MatmulEpilogue::Store:
+    break;
+  case MatmulEpilogue::Swiglu:
+    v = swiglu(acc, upAcc, dense.limit);
+    break;
+  case MatmulEpilogue::AddSlotSum: {
+    // The routed slots summed in slot order, then the rounded projection
+    // (FfnOps' moe_shared_down).
+    Value sum = cf32(0.0);
+    for (int64_t k = 0; k < dense.topK; ++k) {
+      Value r = memref::LoadOp::create(b, loc, slotSum,
+                                       ValueRange{row, idx(k), col});
+      sum = arith::AddFOp::create(b, loc, sum,
+                                  arith::ExtFOp::create(b, loc, f32, r));
+    }
+    v = arith::AddFOp::create(b, loc, sum, roundTo(acc, types.y));
+    break;
+  }
+  }
+  if (dense.hcMult) {
+    storeStreams(v, row, col, streamWeights);
+    return;
+  }
+  if (types.y != f32)
+    v = arith::TruncFOp::create(b, loc, types.y, v);
+  SmallVector<Value> at = {row, col};
+  if (dense.heads)
+    at.insert(at.begin() + 1, head);
+  memref::StoreOp::create(b, loc, v, y, at);
 }
 
 void MatmulKernelBuilder::bindArgs(ValueRange args, const DenseMatmul &d) {
@@ -784,10 +814,11 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
   rowBases.push_back(idx(0));
 
+  int64_t numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   auto space =
       gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   Value partial = func.addWorkgroupAttribution(
-      MemRefType::get({splits, mi.m, t.tileN()}, f32,
+      MemRefType::get({splits, numWeights, mi.m, t.tileN()}, f32,
                       MemRefLayoutAttrInterface(), space),
       loc);
 
@@ -800,18 +831,21 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
   b.setInsertionPoint(first.thenBlock()->getTerminator());
   int64_t range = p.k / splits;
   Value kBegin = mul(sg, range);
-  SmallVector<Value> accs = accumulate(1, kBegin, add(kBegin, range));
-  for (int64_t j = 0; j < t.fragsN; ++j) {
-    int64_t e = 0;
-    for (auto piece : mi.c.pieces)
-      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-        Value row = add(cLane.outer, piece[0]);
-        Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-        memref::StoreOp::create(b, loc,
-                                vector::ExtractOp::create(b, loc, accs[j], e),
-                                partial, ValueRange{sg, row, col});
-      }
-  }
+  SmallVector<Value> accs =
+      accumulate(numWeights, kBegin, add(kBegin, range));
+  for (int64_t wi = 0; wi < numWeights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      int64_t e = 0;
+      for (auto piece : mi.c.pieces)
+        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+          Value row = add(cLane.outer, piece[0]);
+          Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+          memref::StoreOp::create(
+              b, loc,
+              vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], e),
+              partial, ValueRange{sg, idx(wi), row, col});
+        }
+    }
   gpu::BarrierOp::create(b, loc);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
   int64_t threads = splits * t.subgroupSize;
@@ -825,20 +859,22 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
         false);
     OpBuilder::InsertionGuard rowGuard(b);
     b.setInsertionPoint(inBounds.thenBlock()->getTerminator());
-    Value sum = memref::LoadOp::create(b, loc, partial,
-                                       ValueRange{idx(0), row, col});
-    for (int64_t s2 = 1; s2 < splits; ++s2)
-      sum = arith::AddFOp::create(
-          b, loc, sum,
-          memref::LoadOp::create(b, loc, partial,
-                                 ValueRange{idx(s2), row, col}));
-    if (dense.hcMult) {
-      storeStreams(sum, row, add(colBase, col), loadStreamWeights(row));
-      continue;
+    SmallVector<Value> sums;
+    for (int64_t wi = 0; wi < numWeights; ++wi) {
+      Value sum = memref::LoadOp::create(b, loc, partial,
+                                         ValueRange{idx(0), idx(wi), row, col});
+      for (int64_t s2 = 1; s2 < splits; ++s2)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(b, loc, partial,
+                                   ValueRange{idx(s2), idx(wi), row, col}));
+      sums.push_back(sum);
     }
-    if (types.y != f32)
-      sum = arith::TruncFOp::create(b, loc, types.y, sum);
-    memref::StoreOp::create(b, loc, sum, y, ValueRange{row, add(colBase, col)});
+    SmallVector<Value> streamWeights;
+    if (dense.hcMult)
+      streamWeights = loadStreamWeights(row);
+    storeDenseElement(row, add(colBase, col), sums[0],
+                      numWeights > 1 ? sums[1] : Value(), streamWeights);
   }
 }
 
@@ -961,15 +997,38 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
-  return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
-                         types, [&](MatmulKernelBuilder &kb,
-                                    gpu::GPUFuncOp func) {
-                           kb.build(func.getArguments(), dense);
-                         });
+  return buildMatmulFunc(
+      builder, loc, module, name, argTypes, tiling, problem, types,
+      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+        int64_t splits = 0;
+        std::optional<MatmulTiling> split =
+            chooseDecodeSplitK(tiling, problem, splits);
+        // A projection pair's matrix form that takes every step size
+        // (min_rows 0, no heads): steps of at most one instruction's rows
+        // split K over the subgroups, as the linears do.
+        if (!split || dense.heads || dense.minRows) {
+          kb.build(func.getArguments(), dense);
+          return;
+        }
+        Value rows =
+            memref::DimOp::create(builder, loc, func.getArgument(0), 0);
+        auto small = scf::IfOp::create(
+            builder, loc,
+            arith::CmpIOp::create(
+                builder, loc, arith::CmpIPredicate::ule, rows,
+                arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
+            /*withElseRegion=*/true);
+        builder.setInsertionPoint(small.thenBlock()->getTerminator());
+        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
+        decode.buildSplitK(func.getArguments(), func, splits, dense);
+        builder.setInsertionPoint(small.elseBlock()->getTerminator());
+        kb.build(func.getArguments(), dense);
+        builder.setInsertionPointAfter(small);
+      });
 }
 
-void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
-                                             const GroupedExperts &e) {
+MatmulKernelBuilder::Grouped
+MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
   Grouped g;
   g.up = e.up;
   g.topK = e.topK;
@@ -994,7 +1053,143 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
       scales2 = args[n++];
   }
   y = args[n++];
-  buildGrouped(g);
+  return g;
+}
+
+void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
+                                             const GroupedExperts &e) {
+  buildGrouped(bindGroupedArgs(args, e));
+}
+
+std::pair<Value, Value> MatmulKernelBuilder::findTileExpert(Value tile,
+                                                            int64_t tileRows) {
+  auto start = [&](Value e) {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, grouped->starts, e));
+  };
+  // Walk the experts' tile counts (each expert's start read once: the
+  // previous iteration's end).
+  auto search = scf::ForOp::create(
+      b, loc, idx(0), idx(grouped->experts), idx(1),
+      ValueRange{idx(grouped->experts), idx(0), idx(0), start(idx(0))},
+      [&](OpBuilder &nb, Location, Value e, ValueRange c) {
+        OpBuilder::InsertionGuard inner(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value end = start(add(e, 1));
+        Value count = arith::SubIOp::create(b, loc, end, c[3]);
+        Value tiles = arith::CeilDivUIOp::create(b, loc, count, idx(tileRows));
+        Value next = arith::AddIOp::create(b, loc, c[2], tiles);
+        Value hit = arith::AndIOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile,
+                                  c[2]),
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tile,
+                                  next));
+        Value found = arith::SelectOp::create(b, loc, hit, e, c[0]);
+        Value local = arith::SelectOp::create(
+            b, loc, hit, arith::SubIOp::create(b, loc, tile, c[2]), c[1]);
+        scf::YieldOp::create(b, loc, ValueRange{found, local, next, end});
+      });
+  return {search.getResult(0), search.getResult(1)};
+}
+
+void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
+                                                   const GroupedExperts &e,
+                                                   gpu::GPUFuncOp func,
+                                                   int64_t splits) {
+  grouped = bindGroupedArgs(args, e);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value colBase = mul(by, t.tileN());
+  for (int64_t j = 0; j < t.fragsN; ++j)
+    colBases.push_back(add(colBase, j * mi.n));
+  aLane = coords(mi.a);
+  bLane = coords(mi.b);
+  cLane = coords(mi.c);
+  kRuns = t.kRuns;
+  rowBases.push_back(idx(0));
+  int64_t numWeights = grouped->up ? 2 : 1;
+  Value partial = addWorkgroupBuffer(func, loc,
+                                     {splits, numWeights, mi.m, t.tileN()}, f32);
+
+  // Tiles of mma.m slots: at most ceil(slots / m) + experts, over the grid
+  // with a grid stride; none below minSlots (the `_rows` kernel's steps).
+  Value slots = mul(memref::DimOp::create(b, loc, x, 0), grouped->topK);
+  scf::ForOp tileLoop = createTileLoop(
+      bx,
+      add(arith::CeilDivUIOp::create(b, loc, slots, idx(mi.m)),
+          grouped->experts),
+      slots, grouped->minSlots);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(tileLoop.getBody()->getTerminator());
+  auto [found, local] = findTileExpert(tileLoop.getInductionVar(), mi.m);
+  // The tile is the block's: the branch is uniform, its barriers too.
+  auto ifValid = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, found,
+                            idx(grouped->experts)),
+      false);
+  b.setInsertionPoint(ifValid.thenBlock()->getTerminator());
+  expert = found;
+  auto start = [&](Value v) {
+    return arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        memref::LoadOp::create(b, loc, grouped->starts, v));
+  };
+  rowStart = add(start(expert), mul(local, mi.m));
+  rowEnd = start(add(expert, 1));
+
+  int64_t range = p.k / splits;
+  Value kBegin = mul(sg, range);
+  SmallVector<Value> accs = accumulate(numWeights, kBegin, add(kBegin, range));
+  for (int64_t wi = 0; wi < numWeights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      int64_t el = 0;
+      for (auto piece : mi.c.pieces)
+        for (int64_t c = 0; c < mi.c.count; ++c, ++el) {
+          Value row = add(cLane.outer, piece[0]);
+          Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+          memref::StoreOp::create(
+              b, loc,
+              vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], el),
+              partial, ValueRange{sg, idx(wi), row, col});
+        }
+    }
+  gpu::BarrierOp::create(b, loc);
+  // Each thread adds up some of the tile's elements, subgroup by subgroup,
+  // and writes them through the epilogue.
+  int64_t threads = splits * t.subgroupSize;
+  for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
+    Value at = add(tid, i * threads);
+    Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+    Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+    Value pos = add(rowStart, row);
+    auto inRange = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, pos, rowEnd),
+        false);
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+    SmallVector<Value> sums;
+    for (int64_t wi = 0; wi < numWeights; ++wi) {
+      Value sum = memref::LoadOp::create(b, loc, partial,
+                                         ValueRange{idx(0), idx(wi), row, col});
+      for (int64_t s2 = 1; s2 < splits; ++s2)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(b, loc, partial,
+                                   ValueRange{idx(s2), idx(wi), row, col}));
+      sums.push_back(sum);
+    }
+    storeGroupedElement(pos, add(colBase, col), sums[0],
+                        grouped->up ? sums[1] : Value());
+  }
+  // The next tile of this block overwrites the partial sums.
+  gpu::BarrierOp::create(b, loc);
 }
 
 void MatmulKernelBuilder::buildGrouped(Grouped g) {
@@ -1019,34 +1214,13 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
         b, loc, b.getIndexType(),
         memref::LoadOp::create(b, loc, g.starts, e));
   };
-  // The expert of this tile: walk the experts' tile counts.
-  auto search = scf::ForOp::create(
-      b, loc, idx(0), idx(g.experts), idx(1),
-      ValueRange{idx(g.experts), idx(0), idx(0)},
-      [&](OpBuilder &nb, Location, Value e, ValueRange c) {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value count = arith::SubIOp::create(b, loc, start(add(e, 1)),
-                                            start(e));
-        Value tiles = arith::CeilDivUIOp::create(b, loc, count, idx(t.tileM()));
-        Value next = arith::AddIOp::create(b, loc, c[2], tiles);
-        Value hit = arith::AndIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile,
-                                  c[2]),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tile,
-                                  next));
-        Value found = arith::SelectOp::create(b, loc, hit, e, c[0]);
-        Value local = arith::SelectOp::create(
-            b, loc, hit, arith::SubIOp::create(b, loc, tile, c[2]), c[1]);
-        scf::YieldOp::create(b, loc, ValueRange{found, local, next});
-      });
+  auto [found, local] = findTileExpert(tile, t.tileM());
   Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                      search.getResult(0), idx(g.experts));
+                                      found, idx(g.experts));
   auto ifValid = scf::IfOp::create(b, loc, valid, false);
   b.setInsertionPointToStart(ifValid.thenBlock());
-  expert = search.getResult(0);
-  rowStart = add(start(expert), mul(search.getResult(1), t.tileM()));
+  expert = found;
+  rowStart = add(start(expert), mul(local, t.tileM()));
   rowEnd = start(add(expert, 1));
 
   storeGroupedResults(accumulate(g.up ? 2 : 1));
@@ -1054,7 +1228,6 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
   int64_t perWeight = t.fragsM * t.fragsN;
-  Type act = types.y;
   for (int64_t i = 0; i < t.fragsM; ++i)
     for (int64_t j = 0; j < t.fragsN; ++j) {
       int64_t e = 0;
@@ -1065,36 +1238,38 @@ void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
         auto ifOp = scf::IfOp::create(b, loc, inRange, false);
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
-        Value slot = slotAt(pos);
-        Value k = idx(grouped->topK);
-        Value tok = arith::DivUIOp::create(b, loc, slot, k);
-        Value slotInToken = arith::RemUIOp::create(b, loc, slot, k);
-        Value routeWeight;
-        if (!grouped->up)
-          routeWeight = memref::LoadOp::create(b, loc, grouped->routeWeights,
-                                               ValueRange{tok, slotInToken});
         for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
           Value col = add(add(colBases[j], cLane.inner), piece[1] + c);
-          Value v;
-          if (grouped->up) {
-            v = swiglu(
-                vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e),
-                vector::ExtractOp::create(
-                    b, loc, accs[perWeight + i * t.fragsN + j], e),
-                grouped->limit);
-          } else {
-            // round(w * round(acc)).
-            Value y = roundTo(
-                vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e),
-                act);
-            v = arith::MulFOp::create(b, loc, routeWeight, y);
-          }
-          v = arith::TruncFOp::create(b, loc, act, v);
-          memref::StoreOp::create(b, loc, v, y,
-                                  ValueRange{tok, slotInToken, col});
+          Value acc =
+              vector::ExtractOp::create(b, loc, accs[i * t.fragsN + j], e);
+          Value upAcc;
+          if (grouped->up)
+            upAcc = vector::ExtractOp::create(
+                b, loc, accs[perWeight + i * t.fragsN + j], e);
+          storeGroupedElement(pos, col, acc, upAcc);
         }
       }
     }
+}
+
+void MatmulKernelBuilder::storeGroupedElement(Value pos, Value col, Value acc,
+                                              Value upAcc) {
+  Type act = types.y;
+  Value slot = slotAt(pos);
+  Value k = idx(grouped->topK);
+  Value tok = arith::DivUIOp::create(b, loc, slot, k);
+  Value slotInToken = arith::RemUIOp::create(b, loc, slot, k);
+  Value v;
+  if (grouped->up) {
+    v = swiglu(acc, upAcc, grouped->limit);
+  } else {
+    // round(w * round(acc)).
+    Value routeWeight = memref::LoadOp::create(
+        b, loc, grouped->routeWeights, ValueRange{tok, slotInToken});
+    v = arith::MulFOp::create(b, loc, routeWeight, roundTo(acc, act));
+  }
+  v = arith::TruncFOp::create(b, loc, act, v);
+  memref::StoreOp::create(b, loc, v, y, ValueRange{tok, slotInToken, col});
 }
 
 gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
@@ -1102,9 +1277,35 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const GroupedExperts &experts) {
-  return buildMatmulFunc(builder, loc, module, name, argTypes, tiling, problem,
-                         types, [&](MatmulKernelBuilder &kb,
-                                    gpu::GPUFuncOp func) {
-                           kb.buildGroupedKernel(func.getArguments(), experts);
-                         });
+  return buildMatmulFunc(
+      builder, loc, module, name, argTypes, tiling, problem, types,
+      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+        int64_t splits = 0;
+        std::optional<MatmulTiling> split =
+            chooseDecodeSplitK(tiling, problem, splits);
+        if (!split) {
+          kb.buildGroupedKernel(func.getArguments(), experts);
+          return;
+        }
+        // Steps of at most kGroupedSplitKMaxSlots slots (decode: a few
+        // slots per expert) take the split form, larger ones the row tiles.
+        Value slots = arith::MulIOp::create(
+            builder, loc,
+            memref::DimOp::create(builder, loc, func.getArgument(0), 0),
+            arith::ConstantIndexOp::create(builder, loc, experts.topK));
+        auto small = scf::IfOp::create(
+            builder, loc,
+            arith::CmpIOp::create(
+                builder, loc, arith::CmpIPredicate::ule, slots,
+                arith::ConstantIndexOp::create(builder, loc,
+                                               kGroupedSplitKMaxSlots)),
+            /*withElseRegion=*/true);
+        builder.setInsertionPoint(small.thenBlock()->getTerminator());
+        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
+        decode.buildGroupedSplitKKernel(func.getArguments(), experts, func,
+                                        splits);
+        builder.setInsertionPoint(small.elseBlock()->getTerminator());
+        kb.buildGroupedKernel(func.getArguments(), experts);
+        builder.setInsertionPointAfter(small);
+      });
 }

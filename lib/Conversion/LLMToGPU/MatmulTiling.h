@@ -326,10 +326,18 @@ struct GroupedExperts {
   double limit = 0;
 };
 
+/// Steps of at most this many routed slots run the grouped kernel's decode
+/// form (tiles of one instruction's rows, K split over the subgroups;
+/// decode batches up to 256 tokens at top-8), larger ones its row tiles.
+inline constexpr int64_t kGroupedSplitKMaxSlots = 2048;
+
 /// Builds `gpu.func @name` with the arguments `argTypes` of the moe_up /
 /// moe_down kernel function: the tiled matmul over each expert's routed
-/// slots (MatmulKernel.cpp); `problem` is one expert's matrix (N, K).
-/// Grid (ceil(T * topK / tileM) + experts, N / tileN, 1).
+/// slots (MatmulKernel.cpp); `problem` is one expert's matrix (N, K). Where
+/// the tiling has a decode split (chooseDecodeSplitK), steps of at most
+/// kGroupedSplitKMaxSlots slots take tiles of mma.m slots with K split over
+/// the subgroups instead. Grid (ceil(T * topK / tileM) + experts, N /
+/// tileN, 1) for both (grid-stride over the tiles).
 gpu::GPUFuncOp buildGroupedExpertKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MatmulTiling &tiling,

@@ -16,7 +16,7 @@
 //                swiglu_down_rows, swiglu_down  (token, o) -> out [T, D]
 //   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E]
 //                moe_select   token      -> chosen [T, k] i32, weight [T, k]
-//                moe_group    one row    -> the slots grouped by expert: order
+//                moe_group    expert     -> the slots grouped by expert: order
 //                             [T, k] (flat slot ids t * k + j, expert by
 //                             expert, token order within), starts [E + 1]
 //                moe_up_rows, moe_up     (token, slot, i) -> a [T, k, I]
@@ -160,6 +160,13 @@ struct ResidualWrite {
 /// empty; both write the same buffer.
 constexpr int64_t kDenseMatmulMinRows = 64;
 
+/// kRowsTwinAttrName naming `rowsKernel`, for the matrix form of a pair.
+NamedAttribute rowsTwin(RewriterBase &rewriter, func::FuncOp rowsKernel) {
+  return NamedAttribute(
+      rewriter.getStringAttr(kRowsTwinAttrName),
+      FlatSymbolRefAttr::get(rewriter.getContext(), rowsKernel.getSymName()));
+}
+
 /// The kernel pair `<name>_rows` / `<name>` of one dense projection:
 /// `addArgs` adds the inputs (x first) and weights to a call; `body` stores
 /// the outputs of rows [0, rows) into argument `out`. The result has type
@@ -178,6 +185,7 @@ FailureOr<Value> emitDenseProjection(
                             rewriter.getI64IntegerAttr(kDenseMatmulMinRows))};
   info.append(extra.begin(), extra.end());
   Value result;
+  func::FuncOp rowsKernel;
   for (bool matmul : {false, true}) {
     KernelCall call;
     if (failed(addArgs(call)))
@@ -187,6 +195,7 @@ FailureOr<Value> emitDenseProjection(
       call.attributes.push_back(
           NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName),
                          rewriter.getDictionaryAttr(info)));
+      call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       out = call.addInput(result);
     } else {
       out = call.addResult(type, sizes);
@@ -198,8 +207,10 @@ FailureOr<Value> emitDenseProjection(
       body(kb, args,
            kb.rowsIfStepSize(rows, rows, kDenseMatmulMinRows, matmul), out);
     });
-    if (!matmul)
+    if (!matmul) {
       result = results[0];
+      rowsKernel = call.kernel;
+    }
   }
   return result;
 }
@@ -430,7 +441,11 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       weights = results[1];
     }
 
-    // The slots grouped by expert (a counting sort on one row).
+    // The slots grouped by expert: one row per expert (a block of the grid
+    // on the GPU) counts the slots routed to smaller experts (its start; a
+    // block reduction over the slots, in f32: exact below 2^24 slots), then
+    // lists its own slots in slot order from there. No row depends on
+    // another, so the experts' rows run in parallel.
     Value order, starts;
     {
       KernelCall call;
@@ -443,40 +458,45 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                [&](KernelBuilder &kb, ValueRange args) {
         OpBuilder &b = kb.builder();
         Location l = kb.getLoc();
-        Value cursor = memref::AllocOp::create(
-            b, l, MemRefType::get({experts}, b.getIndexType()));
         Value st = args[startsOut];
-        // No row loop: the loops write `starts` from the first on, so the
-        // GPU runs the kernel on one block (the counting sort is serial).
         Value numTokens = kb.dim(args[c], 0);
-        kb.loop(0, experts + 1,
-                [&](Value e) { kb.storeIndex(kb.idx(0), st, e); });
-        kb.loop(kb.idx(0), numTokens, [&](Value t) {
-          kb.loop(0, topK, [&](Value j) {
-            Value e1 = kb.iadd(kb.loadIndex(args[c], {t, j}), kb.idx(1));
-            kb.storeIndex(kb.iadd(kb.loadIndex(st, e1), kb.idx(1)), st, e1);
+        Value one = kb.f32(1.0), zero = kb.f32(0.0);
+        kb.parallelRows({kb.idx(0)}, {kb.idx(experts)}, [&](ValueRange ev) {
+          Value e = ev[0];
+          Value below = kb.reduce(
+              kb.idx(0), numTokens, zero, [&](Value t, Value acc) {
+                return kb.add(acc, kb.reduce(0, topK, zero,
+                                             [&](Value j, Value a) {
+                  Value x = kb.loadIndex(args[c], {t, j});
+                  return kb.add(a, kb.select(kb.ilt(x, e), one, zero));
+                }));
+              });
+          Value start = arith::IndexCastOp::create(
+              b, l, b.getIndexType(),
+              arith::FPToSIOp::create(b, l, b.getI64Type(), below));
+          kb.storeIndex(start, st, e);
+          kb.ifThen(kb.ieq(e, kb.idx(0)), [&] {
+            kb.storeIndex(kb.imul(numTokens, kb.idx(topK)), st,
+                          kb.idx(experts));
           });
+          kb.loopCarry(
+              kb.idx(0), numTokens, ValueRange{start},
+              [&](Value t, ValueRange cursor) -> SmallVector<Value> {
+                return kb.loopCarry(
+                    kb.idx(0), kb.idx(topK), cursor,
+                    [&](Value j, ValueRange at) -> SmallVector<Value> {
+                      Value pos = at[0];
+                      Value hit = kb.ieq(kb.loadIndex(args[c], {t, j}), e);
+                      kb.ifThen(hit, [&] {
+                        Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
+                        kb.storeIndex(slot, args[orderOut],
+                                      {kb.idiv(pos, kb.idx(topK)),
+                                       kb.irem(pos, kb.idx(topK))});
+                      });
+                      return {kb.select(hit, kb.iadd(pos, kb.idx(1)), pos)};
+                    });
+              });
         });
-        kb.loop(1, experts + 1, [&](Value e) {
-          Value prev = kb.loadIndex(st, kb.isub(e, kb.idx(1)));
-          kb.storeIndex(kb.iadd(kb.loadIndex(st, e), prev), st, e);
-        });
-        kb.loop(0, experts, [&](Value e) {
-          memref::StoreOp::create(b, l, kb.loadIndex(st, e), cursor, e);
-        });
-        kb.loop(kb.idx(0), numTokens, [&](Value t) {
-          kb.loop(0, topK, [&](Value j) {
-            Value e = kb.loadIndex(args[c], {t, j});
-            Value pos = memref::LoadOp::create(b, l, cursor, e);
-            Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
-            kb.storeIndex(slot, args[orderOut],
-                          {kb.idiv(pos, kb.idx(topK)),
-                           kb.irem(pos, kb.idx(topK))});
-            memref::StoreOp::create(b, l, kb.iadd(pos, kb.idx(1)), cursor,
-                                    e);
-          });
-        });
-        kb.dealloc(cursor);
       });
       order = results[0];
       starts = results[1];
@@ -523,11 +543,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     // The buffer a routed kernel writes: the `_rows` kernel allocates it
     // (`buffer` is set from its result after the call), the grouped one
     // takes it as its last argument and carries kGroupedExpertsAttrName.
+    func::FuncOp rowsKernel;
     auto addRoutedOutput = [&](KernelCall &call, bool grouped, Value buffer,
                                MemRefType type, StringRef kind) {
       if (!grouped)
         return call.addResult(type, tokens);
       call.attributes.push_back(groupedAttr(kind));
+      call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       return call.addInput(buffer);
     };
     // The slot (token, j) a routed kernel's row (p, q) works on: itself for
@@ -577,8 +599,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                        args[out], {t, j, pi[2]});
             });
       });
-      if (!grouped)
+      if (!grouped) {
         act = results[0];
+        rowsKernel = call.kernel;
+      }
     }
 
     // Routed experts' down projections, weighted: y = round(w * E_slot).
@@ -613,8 +637,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                        args[out], {t, k, po[2]});
             });
       });
-      if (!grouped)
+      if (!grouped) {
         routed = results[0];
+        rowsKernel = call.kernel;
+      }
     }
 
     // The shared expert, then the sum in slot order.

@@ -53,6 +53,16 @@ inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =
     "llm.linear_epilogue";
+/// On the matrix form of a kernel pair (a dense projection, moe_up,
+/// moe_down): the symbol of its `_rows` twin, which does the steps below the
+/// matrix form's min_rows / min_slots. A GPU target whose matrix kernel
+/// covers every step size (a decode split form) builds the twin empty.
+inline constexpr llvm::StringLiteral kRowsTwinAttrName = "llm.rows_twin";
+/// Unit attribute on a plain linear kernel function (x, W[, scales], y):
+/// llm.linear's, and the logits matmul of llm.lm_head. GPU targets rebuild
+/// it as the linear's matmul kernel (LLMToGPU buildLinearMatmulKernel).
+inline constexpr llvm::StringLiteral kLinearKernelAttrName =
+    "llm.linear_kernel";
 /// On mla_attend (MlaOps.cpp): {softmax_scale}, what a GPU target needs to
 /// rebuild it with the heads of a block sharing the latent rows on the
 /// matrix units (LLMToGPU buildMlaAttendKernelFunction).
@@ -257,6 +267,8 @@ struct KernelCall {
   SmallVector<SmallVector<Value>> resultSizes;
   /// Discardable attributes set on the kernel function.
   SmallVector<NamedAttribute> attributes;
+  /// The kernel function emit() built or reused.
+  func::FuncOp kernel;
 
   /// An already converted (memref) operand.
   unsigned addInput(Value converted) {
@@ -292,8 +304,7 @@ struct KernelCall {
   SmallVector<Value>
   emit(RewriterBase &rewriter, Operation *op, StringRef name,
        llvm::function_ref<void(KernelBuilder &, ValueRange)> body) {
-    func::FuncOp kernel =
-        getOrCreateKernel(rewriter, op, name, argTypes, body);
+    kernel = getOrCreateKernel(rewriter, op, name, argTypes, body);
     for (NamedAttribute attribute : attributes)
       kernel->setAttr(attribute.getName(), attribute.getValue());
     return emitKernelCall(rewriter, op->getLoc(), kernel, inputs, results,

@@ -8,8 +8,12 @@
 // a second linalg.generic rounds it into y. An fp8 weight is first
 // dequantised into an fp32 [out, in] scratch (q * scale_inv of its
 // 128x128 block), so the matmul is the same for every weight kind.
-// llm.lm_head gathers the selected rows and runs one scf.parallel over
-// (selected row, vocabulary entry) with an fp32 accumulator per logit.
+// llm.lm_head is two kernels: lm_head_rows gathers the selected rows of h
+// and lm_head is the same matmul as a linear with an f32 result, so every
+// target runs the logits as a GEMM that reads the weight once per step
+// (kLinearKernelAttrName: GPU targets rebuild both as the linear's matmul
+// kernel). The summation order of each logit is the same as before the
+// split (d = 0, 1, ..., fp32), so CPU logits are bit-identical.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +87,59 @@ static void buildRoundCopy(OpBuilder &b, Location loc, Value src, Value dst) {
       });
 }
 
+/// Emits the plain linear kernel `name`: y[m, n] = round(sum_k x[m, k] *
+/// W[n, k]) over the rows of `x` (leading dimensions collapsed), marked
+/// kLinearKernelAttrName. `weightOriginal` is the op's weight operand (its
+/// type selects the fp8 path), `weight` its converted buffer; the result has
+/// `resultType` with the dynamic extents of `x`. Returns the result buffer.
+static FailureOr<Value> emitLinearKernel(ConversionPatternRewriter &rewriter,
+                                         Operation *op, StringRef name,
+                                         Value x, Value weightOriginal,
+                                         Value weight, MemRefType resultType) {
+  Location loc = op->getLoc();
+  KernelCall call;
+  call.addInput(x);
+  FailureOr<unsigned> weightArg =
+      call.addMatmulWeight(rewriter, loc, weightOriginal, weight);
+  if (failed(weightArg))
+    return failure();
+  unsigned out =
+      call.addResult(resultType, dynamicSizesLike(rewriter, loc, x, resultType));
+  call.attributes.push_back(
+      rewriter.getNamedAttr(kLinearKernelAttrName, rewriter.getUnitAttr()));
+  Type weightType = weightOriginal.getType();
+  int64_t rank = resultType.getRank();
+  int64_t outDim = resultType.getDimSize(rank - 1);
+  int64_t inDim = cast<MemRefType>(x.getType()).getShape().back();
+  auto results = call.emit(rewriter, op, name,
+                           [&](KernelBuilder &kb, ValueRange args) {
+    OpBuilder &b = kb.builder();
+    Location l = kb.getLoc();
+    Value xs = collapseRows(b, l, args[0]);
+    Value y = collapseRows(b, l, args[out]);
+    Value rows = kb.dim(xs, 0);
+    WeightView view =
+        makeWeightView(weightType, args.slice(*weightArg, out - *weightArg));
+    Value w = view.data;
+    if (view.scales) {
+      w = kb.scratch({outDim, inDim});
+      kb.loop(0, outDim, [&](Value o) {
+        kb.loop(0, inDim, [&](Value i) {
+          memref::StoreOp::create(b, l, view.load(kb, {o, i}), w,
+                                  ValueRange{o, i});
+        });
+      });
+    }
+    Value acc = kb.scratch({ShapedType::kDynamic, outDim}, rows);
+    buildMatmulTransposeB(b, l, xs, w, acc);
+    buildRoundCopy(b, l, acc, y);
+    kb.dealloc(acc);
+    if (view.scales)
+      kb.dealloc(w);
+  });
+  return results.front();
+}
+
 namespace {
 
 struct LinearToKernel : OpConversionPattern<llm::LinearOp> {
@@ -90,49 +147,13 @@ struct LinearToKernel : OpConversionPattern<llm::LinearOp> {
   LogicalResult
   matchAndRewrite(llm::LinearOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    KernelCall call;
-    call.addInput(adaptor.getInput());
-    FailureOr<unsigned> weightArg = call.addMatmulWeight(
-        rewriter, loc, op.getWeight(), adaptor.getWeight());
-    if (failed(weightArg))
+    FailureOr<Value> y = emitLinearKernel(
+        rewriter, op, "linear", adaptor.getInput(), op.getWeight(),
+        adaptor.getWeight(), getKernelMemRefType(op.getType()));
+    if (failed(y))
       return rewriter.notifyMatchFailure(
           op, "fp8 weight does not come from llm.weight");
-    MemRefType resultType = getKernelMemRefType(op.getType());
-    unsigned out = call.addResult(
-        resultType,
-        dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType));
-    Type weightType = op.getWeight().getType();
-    int64_t rank = resultType.getRank();
-    int64_t outDim = resultType.getDimSize(rank - 1);
-    int64_t inDim = op.getInput().getType().getShape().back();
-    auto results = call.emit(rewriter, op, "linear",
-                             [&](KernelBuilder &kb, ValueRange args) {
-      OpBuilder &b = kb.builder();
-      Location l = kb.getLoc();
-      Value x = collapseRows(b, l, args[0]);
-      Value y = collapseRows(b, l, args[out]);
-      Value rows = kb.dim(x, 0);
-      WeightView weight =
-          makeWeightView(weightType, args.slice(*weightArg, out - *weightArg));
-      Value w = weight.data;
-      if (weight.scales) {
-        w = kb.scratch({outDim, inDim});
-        kb.loop(0, outDim, [&](Value o) {
-          kb.loop(0, inDim, [&](Value i) {
-            memref::StoreOp::create(b, l, weight.load(kb, {o, i}), w,
-                                    ValueRange{o, i});
-          });
-        });
-      }
-      Value acc = kb.scratch({ShapedType::kDynamic, outDim}, rows);
-      buildMatmulTransposeB(b, l, x, w, acc);
-      buildRoundCopy(b, l, acc, y);
-      kb.dealloc(acc);
-      if (weight.scales)
-        kb.dealloc(w);
-    });
-    rewriter.replaceOp(op, results);
+    rewriter.replaceOp(op, *y);
     return success();
   }
 };
@@ -143,42 +164,34 @@ struct LmHeadToKernel : OpConversionPattern<llm::LmHeadOp> {
   matchAndRewrite(llm::LmHeadOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    KernelCall call;
-    call.addInput(adaptor.getInput());
-    FailureOr<unsigned> weightArg = call.addWeight(
-        rewriter, loc, op.getWeight(), adaptor.getWeight());
-    if (failed(weightArg))
+    // lm_head_rows: x[n, :] = h[rows[n], :].
+    auto hType = cast<MemRefType>(adaptor.getInput().getType());
+    int64_t hidden = hType.getDimSize(1);
+    auto rowsType = MemRefType::get({ShapedType::kDynamic, hidden},
+                                    hType.getElementType());
+    KernelCall gather;
+    gather.addInput(adaptor.getInput());
+    unsigned rowsArg = gather.addInput(adaptor.getRows());
+    unsigned out = gather.addResult(
+        rowsType, dynamicSizesLike(rewriter, loc, adaptor.getRows(), rowsType));
+    Value rows = gather.emit(rewriter, op, "lm_head_rows",
+                             [&](KernelBuilder &kb, ValueRange args) {
+      kb.loop(kb.idx(0), kb.dim(args[rowsArg], 0), [&](Value n) {
+        Value row = kb.loadIndex(args[rowsArg], n);
+        kb.loop(0, hidden, [&](Value d) {
+          kb.store(kb.load(args[0], ValueRange{row, d}), args[out],
+                   ValueRange{n, d});
+        });
+      });
+    }).front();
+    // lm_head: logits = x W^T in fp32, a linear with an f32 result.
+    FailureOr<Value> logits =
+        emitLinearKernel(rewriter, op, "lm_head", rows, op.getWeight(),
+                         adaptor.getWeight(), getKernelMemRefType(op.getType()));
+    if (failed(logits))
       return rewriter.notifyMatchFailure(
           op, "fp8 weight does not come from llm.weight");
-    unsigned rowsArg = call.addInput(adaptor.getRows());
-    MemRefType resultType = getKernelMemRefType(op.getType());
-    unsigned out = call.addResult(
-        resultType,
-        dynamicSizesLike(rewriter, loc, adaptor.getRows(), resultType));
-    Type weightType = op.getWeight().getType();
-    int64_t vocab = resultType.getDimSize(1);
-    int64_t hidden = op.getInput().getType().getDimSize(1);
-    auto results = call.emit(rewriter, op, "lm_head",
-                             [&](KernelBuilder &kb, ValueRange args) {
-      WeightView weight =
-          makeWeightView(weightType, args.slice(*weightArg, rowsArg - *weightArg));
-      // One independent dot product per (selected row, vocabulary entry):
-      // on the GPU the vocabulary is a grid dimension whose entries the
-      // threads of a block share, so every block streams weight rows (one
-      // block per row left a whole 154,880-row head to one multiprocessor).
-      kb.parallelRows({kb.idx(0), kb.idx(0)},
-                  {kb.dim(args[rowsArg], 0), kb.idx(vocab)},
-                  [&](ValueRange nv) {
-        Value n = nv[0], v = nv[1];
-        Value row = kb.loadIndex(args[rowsArg], n);
-        Value dot = kb.reduce(0, hidden, kb.f32(0.0), [&](Value d, Value acc) {
-          return kb.add(acc, kb.mul(kb.load(args[0], {row, d}),
-                                    weight.load(kb, {v, d})));
-        });
-        kb.store(dot, args[out], {n, v});
-      });
-    });
-    rewriter.replaceOp(op, results);
+    rewriter.replaceOp(op, *logits);
     return success();
   }
 };

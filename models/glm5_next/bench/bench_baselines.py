@@ -89,9 +89,44 @@ def fp8_block_quant(w):
     return q, s
 
 
+def ceilings(args):
+    """The device copy (read + write) and large GEMM rates, measured in this run: the ceilings
+    strata-bench --matrix holds a step to (--gemm-tflops)."""
+    dev = "cuda"
+    n = 1 << 30
+    src = torch.empty(n, dtype=torch.uint8, device=dev)
+    dst = torch.empty_like(src)
+    record("ceiling.copy 1 GiB", "ceiling", "ceiling", 1, lambda: dst.copy_(src), args.iters, 2 * n, 0)
+    del src, dst
+    S = 8192
+    a = torch.randn(S, S, device=dev, dtype=torch.bfloat16)
+    b = torch.randn(S, S, device=dev, dtype=torch.bfloat16)
+    record("ceiling.gemm bf16 8192^3", "ceiling", "ceiling", 1, lambda: a @ b, args.iters, 3 * S * S * 2,
+           2 * S ** 3, "bf16")
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    one = torch.ones((), device=dev)
+    record("ceiling.gemm fp8 8192^3", "ceiling", "ceiling", 1,
+           lambda: torch._scaled_mm(a8, b8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
+           args.iters, 3 * S * S, 2 * S ** 3, "fp8")
+    del a, b, a8, b8
+    torch.cuda.empty_cache()
+    measured = {}
+    for op in RESULTS["ops"]:
+        if op["step"] == "ceiling" and "seconds" in op:
+            key = op["name"].split()[0] + ("_" + op["name"].split()[1] if "gemm" in op["name"] else "")
+            measured[key] = op["flops_per_second"] if op["flops"] else op["bytes_per_second"]
+    RESULTS["measured_ceilings"] = measured
+
+
+def token_list(text):
+    return [int(v) for v in str(text).split(",") if v]
+
+
 def linears(args, shapes):
     dev = "cuda"
-    for step, M_step in (("decode", args.decode_tokens), ("prefill", args.prefill_tokens)):
+    steps = [("decode", m) for m in token_list(args.decode_tokens)] + \
+        [("prefill", m) for m in token_list(args.prefill_tokens)]
+    for step, M_step in steps:
         for name, N, K, kind, family, per_step, routed in shapes:
             M = M_step
             if routed and step == "prefill":
@@ -198,7 +233,7 @@ def modules(args, cfg):
     handles.append(model.lm_head.register_forward_pre_hook(pre))
     handles.append(model.lm_head.register_forward_hook(post))
     V = t["vocab_size"]
-    T = args.prefill_tokens
+    T = token_list(args.prefill_tokens)[0]
     ids = torch.randint(2, V, (1, T), device="cuda")
     results = {"prefill": {}, "decode": {}}
     with torch.no_grad():
@@ -252,8 +287,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--config", required=True, help="a glm5_next config (the slice's: shapes and layer kinds)")
     ap.add_argument("--json", required=True)
-    ap.add_argument("--decode-tokens", type=int, default=1)
-    ap.add_argument("--prefill-tokens", type=int, default=2048)
+    ap.add_argument("--decode-tokens", default="1", help="M of the decode linears (a comma list: 1,8,32,128)")
+    ap.add_argument("--prefill-tokens", default="2048", help="M of the prefill linears (a comma list)")
+    ap.add_argument("--ceilings", action="store_true", help="also measure the copy and 8192^3 GEMM rates")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--module-iters", type=int, default=3)
     ap.add_argument("--skip-modules", action="store_true")
@@ -293,8 +329,16 @@ def main(argv=None):
 
     RESULTS.update({"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
                     "transformers": transformers.__version__, "ceilings": CEILINGS, "config": args.config,
-                    "decode_tokens": args.decode_tokens, "prefill_tokens": args.prefill_tokens})
+                    "decode_tokens": token_list(args.decode_tokens)[0],
+                    "prefill_tokens": token_list(args.prefill_tokens)[0],
+                    "decode_token_list": token_list(args.decode_tokens),
+                    "prefill_token_list": token_list(args.prefill_tokens)})
     t0 = time.time()
+    if args.ceilings:
+        try:
+            ceilings(args)
+        except Exception:
+            traceback.print_exc()
     try:
         linears(args, shapes)
     except Exception:

@@ -126,6 +126,25 @@ TEST_P(DeviceCts, DescribesItself) {
               device_->description().c_str());
 }
 
+// Tests what libraries sharing the device's streams need (NCCL/RCCL,
+// runtime/collectives): makeCurrent succeeds, GPU streams expose their own
+// vendor stream, the CPU backend none.
+TEST_P(DeviceCts, ExposesNativeStreamHandles) {
+  EXPECT_TRUE(device_->makeCurrent().ok());
+  auto stream = device_->createStream();
+  ASSERT_TRUE(stream.ok()) << stream.status().toString();
+  void *default_handle = device_->defaultStream().nativeHandle();
+  void *handle = (*stream)->nativeHandle();
+  if (std::string(device_->name()) == "cpu") {
+    EXPECT_EQ(default_handle, nullptr);
+    EXPECT_EQ(handle, nullptr);
+  } else {
+    EXPECT_NE(default_handle, nullptr);
+    EXPECT_NE(handle, nullptr);
+    EXPECT_NE(handle, default_handle);
+  }
+}
+
 // Tests that fresh device memory is zero and host data round-trips through
 // it at an offset.
 TEST_P(DeviceCts, AllocatesZeroedMemoryAndRoundTrips) {

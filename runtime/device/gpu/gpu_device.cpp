@@ -116,6 +116,8 @@ public:
       : device_(device), driver_(driver), stream_(stream) {}
   ~GpuStream() override;
 
+  void *nativeHandle() const override { return stream_; }
+
   Status dispatch(Executable &executable, size_t kernel_index,
                   const std::vector<DispatchArg> &args,
                   const uint64_t grid[3]) override {
@@ -256,6 +258,7 @@ public:
 
   const char *name() const override { return driver_->backendName(); }
   std::string description() const override { return driver_->description(); }
+  Status makeCurrent() override { return driver_->makeCurrent(); }
 
   StatusOr<MemoryInfo> memoryInfo() override {
     STRATA_RETURN_IF_ERROR(driver_->makeCurrent());

@@ -37,11 +37,20 @@ func.func @linear_fp8(%x: tensor<?x384xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
-// Tests that llm.lm_head reads the selected rows and writes f32 logits.
+// Tests that llm.lm_head is two kernels: lm_head_rows gathers the selected
+// rows of h, lm_head is the linear's matmul with an f32 result (marked
+// llm.linear_kernel, so GPU targets build the linear's matmul kernel).
 // CHECK-LABEL: func.func @lm_head
-// CHECK: %[[N:.*]] = memref.dim %{{.*}}, %{{.*}} : memref<?xi32>
-// CHECK: memref.alloc(%[[N]]) : memref<?x100xf32>
-// CHECK: call @lm_head_0
+// CHECK: %[[N:.*]] = memref.dim %[[ROWS:.*]], %{{.*}} : memref<?xi32>
+// CHECK: %[[X:.*]] = memref.alloc(%[[N]]) : memref<?x16xbf16>
+// CHECK: call @lm_head_rows_0(%{{.*}}, %[[ROWS]], %[[X]])
+// CHECK: %[[L:.*]] = memref.alloc(%{{.*}}) : memref<?x100xf32>
+// CHECK: call @lm_head_0(%[[X]], %{{.*}}, %[[L]]) : (memref<?x16xbf16>, memref<100x16xbf16>, memref<?x100xf32>) -> ()
+// CHECK: func.func @lm_head_rows_0(%{{.*}}: memref<?x16xbf16>, %{{.*}}: memref<?xi32>, %{{.*}}: memref<?x16xbf16>)
+// CHECK-NOT: llm.linear_kernel
+// CHECK: func.func @lm_head_0({{.*}}) attributes {{{.*}}llm.linear_kernel}
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK-NOT: arith.truncf
 func.func @lm_head(%h: tensor<?x16xbf16>, %rows: tensor<?xi32>) -> tensor<?x100xf32> {
   %w = llm.weight "lm_head.weight" : tensor<100x16xbf16>
   %l = llm.lm_head %h, %w rows(%rows) : (tensor<?x16xbf16>, tensor<100x16xbf16>, tensor<?xi32>) -> tensor<?x100xf32>

@@ -11,7 +11,10 @@
 #         slice-fp8-<name>.strata for each name of AB (default "old")
 #   OUT   output folder
 # Env: STEPS, MICRO_LIMIT (default 256), SLICE_LONG (default 1), AB (names,
-# "new" = slice-fp8.strata; default "old new"), SKIP_ALL=1 skips run_all.sh.
+# "new" = slice-fp8.strata; default "old new"), SKIP_ALL=1 skips run_all.sh,
+# MATRIX=1 runs the step matrix of each AB artifact (run_matrix.sh: decode
+# B x ctx, prefill shapes, PyTorch's linears and ceilings) instead of one
+# decode and one prefill step each.
 # Prints SKIP and exits 0 without an NVIDIA GPU.
 set -u
 PACK=$1; OUT=$2
@@ -30,6 +33,16 @@ SLICE_BUDGET=300 SLICE_PREFILL=1 SLICE_LONG=${SLICE_LONG:-1} \
   sh "$REPO/test/models/glm5_next/gpu/run_slice.sh" /tmp/s $R/slice > $R/slice.log 2>&1
 # run_slice.sh leaves its tool wrappers and the checkpoint in /tmp/strata-slice.
 W=/tmp/strata-slice/wrap; CK=/tmp/strata-slice/ck
+if [ "${MATRIX:-0}" = 1 ]; then
+  # The step matrix of every artifact in AB (run_matrix.sh) instead of the
+  # two single steps below.
+  # two single steps below. The matrix writes straight into $OUT/matrix, so
+  # that a call cut short by its time limit still returns what ran.
+  mkdir -p "$OUT" && tar czf "$OUT/results.tgz" -C $R .
+  tail -20 $R/all/summary.txt 2>/dev/null; tail -25 $R/slice/summary.txt
+  NAMES="${AB:-old new}" sh "$REPO/test/models/glm5_next/gpu/run_matrix.sh" $W /tmp/s/art $CK "$OUT/matrix"
+  exit 0
+fi
 mkdir -p $R/ab
 for v in ${AB:-old new}; do
   a=/tmp/s/art/slice-fp8-$v.strata; [ "$v" = new ] && a=/tmp/s/art/slice-fp8.strata
