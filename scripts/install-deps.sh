@@ -8,7 +8,7 @@ PACKAGES=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools lld-22 clang-22
   libclang-rt-22-dev
   libflatbuffers-dev flatbuffers-compiler libfmt-dev nlohmann-json3-dev
-  libcpp-httplib-dev libgtest-dev libgmock-dev
+  libcpp-httplib-dev libcli11-dev libgtest-dev libgmock-dev
   libpcre2-dev libutf8proc-dev xz-utils pkgconf
   ninja-build cmake g++ ccache python3 python3-numpy
   rocm-device-libs libamdhip64-dev

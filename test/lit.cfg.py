@@ -41,6 +41,7 @@ tools = [
     ToolSubst("strata-serve-test-server", unresolved="ignore"),
     ToolSubst("strata-eval", unresolved="ignore"),
     ToolSubst("strata-bench", unresolved="ignore"),
+    ToolSubst("strata-bench-serve", unresolved="ignore"),
     ToolSubst("strata-batch", unresolved="ignore"),
     ToolSubst("strata-tokenize", unresolved="ignore"),
 ]

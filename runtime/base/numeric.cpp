@@ -28,31 +28,25 @@ float e4m3ToF32(uint8_t bits) {
 }
 
 uint8_t f32ToE4m3(float value) {
-  const uint8_t sign = std::signbit(value) ? 0x80u : 0x00u;
-  if (std::isnan(value))
+  // On the bits (no libm in the normal range: procedural real-width
+  // checkpoints quantize ~10^11 values). fp32 exponent bias 127, e4m3 7.
+  const uint32_t bits = f32Bits(value);
+  const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+  const uint32_t magnitude = bits & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) // NaN
     return static_cast<uint8_t>(sign | 0x7fu);
-  const float magnitude = std::fabs(value);
-  if (magnitude >= kE4m3Max) // Includes infinity: saturate.
+  if (magnitude >= 0x43e00000u) // >= 448, infinity included: saturate.
     return static_cast<uint8_t>(sign | 0x7eu);
-  if (magnitude < 0.015625f) {
+  if (magnitude < 0x3c800000u) {
     // Subnormal range (below 2^-6): steps of 2^-9. A result of 8 is the
     // smallest normal, whose code is also 8 (exponent 1, mantissa 0).
-    const float steps = std::nearbyint(magnitude * 512.0f);
+    const float steps = std::nearbyint(f32FromBits(magnitude) * 512.0f);
     return static_cast<uint8_t>(sign | static_cast<uint8_t>(steps));
   }
-  int exponent; // magnitude = fraction * 2^exponent, fraction in [0.5, 1).
-  const float fraction = std::frexp(magnitude, &exponent);
-  // Unbiased exponent of the leading bit is exponent - 1; 3 mantissa bits
-  // means the significand in units of 2^(e-1-3) lies in [8, 16).
-  float significand = std::nearbyint(fraction * 16.0f);
-  int unbiased = exponent - 1;
-  if (significand == 16.0f) {
-    significand = 8.0f;
-    ++unbiased;
-  }
-  const int biased = unbiased + 7;
-  unsigned code = (static_cast<unsigned>(biased) << 3) |
-                  (static_cast<unsigned>(significand) - 8u);
+  // Round the 23-bit mantissa to 3 bits, nearest even (a carry moves into
+  // the exponent), then rebias the exponent from 127 to 7.
+  const uint32_t rounded = magnitude + 0x7ffffu + ((magnitude >> 20) & 1u);
+  uint32_t code = (rounded >> 20) - (120u << 3);
   if (code > 0x7eu) // Rounded up past 448 (cannot happen below 448, kept safe).
     code = 0x7eu;
   return static_cast<uint8_t>(sign | code);

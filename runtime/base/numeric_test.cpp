@@ -86,6 +86,53 @@ TEST(NumericTest, E4m3MidpointsRoundToEven) {
   }
 }
 
+// The encoder as first written (frexp / nearbyint), kept as the reference of
+// the bit-level one.
+uint8_t frexpE4m3(float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80u : 0x00u;
+  if (std::isnan(value))
+    return static_cast<uint8_t>(sign | 0x7fu);
+  const float magnitude = std::fabs(value);
+  if (magnitude >= kE4m3Max)
+    return static_cast<uint8_t>(sign | 0x7eu);
+  if (magnitude < 0.015625f)
+    return static_cast<uint8_t>(
+        sign | static_cast<uint8_t>(std::nearbyint(magnitude * 512.0f)));
+  int exponent;
+  const float fraction = std::frexp(magnitude, &exponent);
+  float significand = std::nearbyint(fraction * 16.0f);
+  int unbiased = exponent - 1;
+  if (significand == 16.0f) {
+    significand = 8.0f;
+    ++unbiased;
+  }
+  unsigned code = (static_cast<unsigned>(unbiased + 7) << 3) |
+                  (static_cast<unsigned>(significand) - 8u);
+  return static_cast<uint8_t>(sign | std::min(code, 0x7eu));
+}
+
+// Tests the bit-level encoder against the frexp one: every exponent and
+// sign, every 3-bit mantissa head with the tails around the rounding point
+// (0, 1, half - 1, half, half + 1, all ones), and 2^22 pseudo-random bit
+// patterns.
+TEST(NumericTest, E4m3BitEncoderMatchesFrexpEncoder) {
+  const uint32_t tails[] = {0, 1, 0x7ffff, 0x80000, 0x80001, 0xfffff};
+  for (uint32_t sign = 0; sign < 2; ++sign)
+    for (uint32_t exponent = 0; exponent < 256; ++exponent)
+      for (uint32_t head = 0; head < 8; ++head)
+        for (uint32_t tail : tails) {
+          const uint32_t bits = sign << 31 | exponent << 23 | head << 20 | tail;
+          const float v = f32FromBits(bits);
+          ASSERT_EQ(f32ToE4m3(v), frexpE4m3(v)) << std::hex << bits;
+        }
+  uint64_t z = 1;
+  for (int i = 0; i < (1 << 22); ++i) {
+    z = z * 6364136223846793005ull + 1442695040888963407ull;
+    const float v = f32FromBits(static_cast<uint32_t>(z >> 32));
+    ASSERT_EQ(f32ToE4m3(v), frexpE4m3(v)) << v;
+  }
+}
+
 TEST(NumericTest, E4m3SaturatesAndKeepsNan) {
   EXPECT_EQ(f32ToE4m3(448.0f), 0x7e);
   EXPECT_EQ(f32ToE4m3(460.0f), 0x7e);

@@ -21,7 +21,7 @@ namespace strata::runtime {
 namespace {
 
 constexpr const char *kUsage =
-    "usage: strata-bench --artifact A --checkpoint DIR\n"
+    "usage: strata-bench --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
     "                    [--target cpu|sm_90] [--step prefill|decode]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
     "                    [--repeat R] [--copy-mib M] [--json out.json]\n"

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +26,9 @@ constexpr const char *kUsage =
     "       strata-write-checkpoint --check DIR [--only-layers L,...] "
     "[--strict]\n"
     "       strata-write-checkpoint --print DIR --tensor NAME --indices "
-    "I,...\n";
+    "I,...\n"
+    "       strata-write-checkpoint --config C.json --summary "
+    "[--only-layers L,...]\n";
 
 StatusOr<uint64_t> parseUnsigned(std::string_view flag, const std::string &s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
@@ -63,13 +66,14 @@ struct Args {
   std::optional<std::vector<int64_t>> only_layers;
   std::vector<int64_t> indices;
   bool strict = false;
+  bool summary = false;
 };
 
 Status parseArgs(int argc, char **argv, Args &args) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
-    if (flag == "--strict") {
-      args.strict = true;
+    if (flag == "--strict" || flag == "--summary") {
+      (flag == "--strict" ? args.strict : args.summary) = true;
       continue;
     }
     if (i + 1 >= argc)
@@ -102,9 +106,13 @@ Status parseArgs(int argc, char **argv, Args &args) {
     } else
       return invalidArgument("unknown option '{}'", flag);
   }
-  int modes = !args.out.empty() + !args.check.empty() + !args.print.empty();
+  int modes = !args.out.empty() + !args.check.empty() + !args.print.empty() +
+              args.summary;
   if (modes != 1)
-    return invalidArgument("give exactly one of --out, --check, --print");
+    return invalidArgument(
+        "give exactly one of --out, --check, --print, --summary");
+  if (args.summary && args.config.empty())
+    return invalidArgument("--summary needs --config");
   return okStatus();
 }
 
@@ -155,9 +163,41 @@ Status runPrint(const Args &args, std::FILE *out) {
   return okStatus();
 }
 
+// What --out would write (tensors, bytes by dtype), without writing: the
+// size of a config's checkpoint, or of its procedural weights in memory.
+Status runSummary(const Args &args, std::FILE *out) {
+  STRATA_ASSIGN_OR_RETURN(Glm5TextConfig config, loadGlm5Config(args.config));
+  ManifestOptions manifest_options;
+  manifest_options.only_layers = args.only_layers;
+  STRATA_ASSIGN_OR_RETURN(std::vector<TensorSpec> manifest,
+                          glm5TensorManifest(config, manifest_options));
+  std::map<DType, std::pair<std::size_t, uint64_t>> by_dtype;
+  uint64_t total = 0;
+  for (const TensorSpec &spec : manifest) {
+    const uint64_t bytes = tensorBytes(spec);
+    total += bytes;
+    by_dtype[spec.dtype].first += 1;
+    by_dtype[spec.dtype].second += bytes;
+  }
+  std::fprintf(out, "config %s: %d layers + %d MTP, %zu tensors, %llu tensor "
+                    "bytes (%.1f GB, %.1f GiB)\n",
+               args.config.c_str(), static_cast<int>(config.num_hidden_layers),
+               static_cast<int>(config.num_nextn_predict_layers),
+               manifest.size(), static_cast<unsigned long long>(total),
+               static_cast<double>(total) / 1e9,
+               static_cast<double>(total) / double(uint64_t(1) << 30));
+  for (const auto &[dtype, entry] : by_dtype)
+    std::fprintf(out, "  %s: %zu tensors, %llu bytes\n",
+                 std::string(dtypeName(dtype)).c_str(), entry.first,
+                 static_cast<unsigned long long>(entry.second));
+  return okStatus();
+}
+
 Status run(int argc, char **argv, std::FILE *out) {
   Args args;
   STRATA_RETURN_IF_ERROR(parseArgs(argc, argv, args));
+  if (args.summary)
+    return runSummary(args, out);
   if (!args.check.empty())
     return runCheck(args, out);
   if (!args.print.empty())

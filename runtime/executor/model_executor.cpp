@@ -7,7 +7,9 @@
 #include "runtime/executor/model_executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -15,6 +17,7 @@
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/device/cuda/cuda_device.h"
 #include "runtime/device/hip/hip_device.h"
+#include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/weight_manifest.h"
 
 namespace strata::runtime {
@@ -85,23 +88,24 @@ StatusOr<std::unique_ptr<ModelExecutor>>
 ModelExecutor::create(std::unique_ptr<Artifact> artifact,
                       const std::string &checkpoint_dir,
                       const ExecutorOptions &options) {
-  if (options.kv_pages == 0 || options.state_slots == 0)
+  if (!options.defer_caches &&
+      (options.kv_pages == 0 || options.state_slots == 0))
     return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
                            "must be positive",
                            options.kv_pages, options.state_slots);
   std::unique_ptr<ModelExecutor> executor(new ModelExecutor());
   executor->options_ = options;
   executor->artifact_ = std::move(artifact);
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint,
-                          Checkpoint::open(checkpoint_dir));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<WeightSource> weights,
+                          openWeightSource(checkpoint_dir));
   STRATA_RETURN_IF_ERROR(checkWeightManifest(
       *executor->artifact_,
       [&](std::string_view name) -> std::optional<CheckpointTensorInfo> {
-        StatusOr<TensorView> view = checkpoint->tensor(name);
-        if (!view.ok())
+        std::optional<WeightInfo> info = weights->find(name);
+        if (!info)
           return std::nullopt;
-        return CheckpointTensorInfo{std::string(dtypeName(view->dtype)),
-                                    view->shape};
+        return CheckpointTensorInfo{std::string(dtypeName(info->dtype)),
+                                    info->shape};
       }));
   STRATA_ASSIGN_OR_RETURN(executor->target_kind_,
                           targetKindOf(options.target));
@@ -125,24 +129,43 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
       executor->program_,
       Program::load(*executor->artifact_, executor->target_kind_,
                     *executor->device_));
-  STRATA_RETURN_IF_ERROR(executor->bindWeights(*checkpoint));
-  STRATA_RETURN_IF_ERROR(executor->allocateCaches());
+  const auto load_start = std::chrono::steady_clock::now();
+  STRATA_RETURN_IF_ERROR(executor->bindWeights(*weights));
+  executor->weights_description_ = weights->description();
+  executor->weights_load_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                    load_start)
+          .count();
+  if (!options.defer_caches)
+    STRATA_RETURN_IF_ERROR(
+        executor->allocateCaches(options.kv_pages, options.state_slots));
   return executor;
 }
 
-Status ModelExecutor::bindWeights(const Checkpoint &checkpoint) {
+Status ModelExecutor::bindWeights(WeightSource &source) {
   // The CPU backend copies each tensor into device memory (a GPU backend
   // must; on the CPU this costs one copy of the weights at load time).
+  // Every buffer is allocated first; then the tensors are read one at a
+  // time, the next one on a helper thread while the current one is copied:
+  // a procedural source generates each into a scratch vector (a checkpoint
+  // folder's point into its mapping), so at most two tensors are on the
+  // host at once and generation overlaps the upload.
+  struct Part {
+    size_t weight;
+    uint64_t offset, size;
+    std::string name;
+  };
+  std::vector<Part> parts;
   const auto *manifest = artifact_->def().weights();
   for (size_t i = 0; manifest && i < manifest->size(); ++i) {
     const artifact::WeightEntry *entry = manifest->Get(i);
     std::string name = entry->name()->str();
-    std::vector<std::string> parts;
+    std::vector<std::string> names;
     if (entry->transform() == WeightTransform::stack_experts) {
       for (int64_t e = 0; e < entry->shape()->Get(0); ++e)
-        parts.push_back(expertTensorName(name, e));
+        names.push_back(expertTensorName(name, e));
     } else if (entry->transform() == WeightTransform::none) {
-      parts.push_back(name);
+      names.push_back(name);
     } else {
       return unimplemented("weight '{}': transform {} is not supported by "
                            "the CPU executor",
@@ -150,26 +173,51 @@ Status ModelExecutor::bindWeights(const Checkpoint &checkpoint) {
                                      entry->transform()));
     }
     uint64_t total = 0;
-    std::vector<TensorView> views;
-    for (const std::string &part : parts) {
-      STRATA_ASSIGN_OR_RETURN(TensorView view, checkpoint.tensor(part));
-      total += view.byte_size;
-      views.push_back(view);
+    for (std::string &part : names) {
+      std::optional<WeightInfo> info = source.find(part);
+      if (!info)
+        return notFound("weight '{}': no tensor '{}' in the checkpoint", name,
+                        part);
+      parts.push_back(Part{weights_.size(), total, info->byte_size,
+                           std::move(part)});
+      total += info->byte_size;
     }
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
                             device_->allocate(std::max<uint64_t>(total, 1), 64));
-    uint64_t offset = 0;
-    for (const TensorView &view : views) {
-      STRATA_RETURN_IF_ERROR(
-          device_->copyToDevice(*buffer, offset, view.data, view.byte_size));
-      offset += view.byte_size;
-    }
     weights_.push_back(std::move(buffer));
+  }
+  std::vector<uint8_t> scratch[2];
+  auto read = [&](size_t i) { return source.bytes(parts[i].name, scratch[i % 2]); };
+  std::future<StatusOr<const uint8_t *>> next;
+  if (!parts.empty())
+    next = std::async(std::launch::async, read, 0);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    StatusOr<const uint8_t *> bytes = next.get();
+    // Part i + 1 goes into the other scratch vector while part i is copied.
+    if (bytes.ok() && i + 1 < parts.size())
+      next = std::async(std::launch::async, read, i + 1);
+    Status copied = bytes.status();
+    if (copied.ok())
+      copied = device_->copyToDevice(*weights_[parts[i].weight],
+                                     parts[i].offset, *bytes, parts[i].size);
+    if (!copied.ok()) {
+      if (next.valid())
+        next.wait(); // It writes into `scratch`.
+      return copied;
+    }
   }
   return okStatus();
 }
 
-Status ModelExecutor::allocateCaches() {
+Status ModelExecutor::allocateCaches(uint64_t kv_pages, uint32_t state_slots) {
+  if (!caches_.empty())
+    return failedPrecondition("executor: caches are already allocated");
+  if (kv_pages == 0 || state_slots == 0)
+    return invalidArgument("executor: kv_pages ({}) and state_slots ({}) "
+                           "must be positive",
+                           kv_pages, state_slots);
+  options_.kv_pages = kv_pages;
+  options_.state_slots = state_slots;
   const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
   for (size_t i = 0; layout.caches() && i < layout.caches()->size(); ++i) {
     const artifact::CacheDef *cache = layout.caches()->Get(i);
@@ -186,6 +234,42 @@ Status ModelExecutor::allocateCaches() {
     cache_unit_bytes_.push_back(unit);
   }
   return okStatus();
+}
+
+StatusOr<uint64_t> ModelExecutor::stepBufferBytes(StepKind step,
+                                                  uint64_t num_tokens,
+                                                  uint64_t num_requests,
+                                                  uint64_t context) const {
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  const uint64_t page = pageSizeTokens();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = num_tokens;
+  sizes[SizeSymbol::num_requests] = num_requests;
+  sizes[SizeSymbol::num_pages] = (context + page - 1) / page;
+  sizes[SizeSymbol::max_context] = context;
+  sizes[SizeSymbol::logit_rows] = num_tokens;
+  sizes[SizeSymbol::kv_pages] = options_.kv_pages;
+  sizes[SizeSymbol::state_slots] = options_.state_slots;
+  uint64_t total = 0;
+  for (size_t b = 0; plan->buffers() && b < plan->buffers()->size(); ++b) {
+    STRATA_ASSIGN_OR_RETURN(
+        uint64_t bytes,
+        evaluateSizeExpr(plan->buffers()->Get(b)->size_bytes(), sizes));
+    total += bytes;
+  }
+  STRATA_ASSIGN_OR_RETURN(uint64_t scratch,
+                          program_->scratchBytes(step, sizes));
+  return total + scratch;
+}
+
+uint64_t ModelExecutor::weightBytes() const {
+  uint64_t total = 0;
+  for (const std::unique_ptr<Buffer> &buffer : weights_)
+    total += buffer->size();
+  return total;
 }
 
 uint64_t ModelExecutor::pageSizeTokens() const {

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "runtime/base/status.h"
-#include "runtime/checkpoint/safetensors.h"
+#include "runtime/checkpoint/weight_source.h"
 #include "runtime/device/device.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/loader/program.h"
@@ -52,6 +52,10 @@ struct ExecutorOptions {
   /// (unused entries -1) so that a shape lasts while contexts grow. Steps
   /// timed by an observer are never captured.
   bool decode_graphs = true;
+  /// Leave the caches to a later allocateCaches call (kv_pages and
+  /// state_slots may then be 0): how a server sizes them from the device
+  /// memory the weights left free.
+  bool defer_caches = false;
 };
 
 /// Block-table width granularity of captured decode steps (pages).
@@ -92,8 +96,9 @@ struct StepResult {
 
 class ModelExecutor {
 public:
-  /// Opens and validates the artifact, opens the checkpoint and checks it
-  /// against the weight manifest, opens the device of options.target, loads
+  /// Opens and validates the artifact, opens the checkpoint (a folder or
+  /// `procedural:CONFIG.json`, openWeightSource) and checks it against the
+  /// weight manifest, opens the device of options.target, loads
   /// that target, binds the weights and allocates the caches.
   static StatusOr<std::unique_ptr<ModelExecutor>>
   create(const std::string &artifact_path, const std::string &checkpoint_dir,
@@ -140,15 +145,33 @@ public:
   /// Why decode graphs were turned off (a failed capture), or OK.
   const Status &decodeGraphError() const { return decode_graph_error_; }
 
+  /// The weights' source (WeightSource::description) and the seconds
+  /// reading or generating and uploading them took.
+  const std::string &weightsDescription() const { return weights_description_; }
+  double weightsLoadSeconds() const { return weights_load_seconds_; }
+  /// Device bytes of the buffers (and scratch) `step`'s plan allocates for
+  /// a step of `num_tokens` tokens over `num_requests` requests at contexts
+  /// up to `context` tokens, every token a logits row: what a step costs
+  /// beside the weights and caches (for sizing the caches).
+  StatusOr<uint64_t> stepBufferBytes(artifact::StepKind step,
+                                     uint64_t num_tokens, uint64_t num_requests,
+                                     uint64_t context) const;
+  /// Bytes of device memory the weights take.
+  uint64_t weightBytes() const;
+
   /// The device the executor runs on (for benchmarks' own measurements).
   Device &device() { return *device_; }
   /// The loaded target.
   const artifact::TargetDef &target() const { return program_->target(); }
 
+  /// Allocates the caches (kv_pages pages per paged pool, state_slots slots
+  /// per state pool), once; only after create with defer_caches.
+  /// RESOURCE_EXHAUSTED (from the device) when they do not fit.
+  Status allocateCaches(uint64_t kv_pages, uint32_t state_slots);
+
 private:
   ModelExecutor() = default;
-  Status bindWeights(const Checkpoint &checkpoint);
-  Status allocateCaches();
+  Status bindWeights(WeightSource &source);
 
   ExecutorOptions options_;
   artifact::TargetKind target_kind_ = artifact::TargetKind::cpu;
@@ -156,6 +179,8 @@ private:
   std::unique_ptr<Device> device_;
   std::unique_ptr<Program> program_;
   std::vector<std::unique_ptr<Buffer>> weights_;
+  std::string weights_description_;
+  double weights_load_seconds_ = 0;
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;

@@ -26,7 +26,7 @@ using artifact::StepKind;
 using Clock = std::chrono::steady_clock;
 
 constexpr const char *kUsage =
-    "usage: strata-run --artifact A --checkpoint DIR\n"
+    "usage: strata-run --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
     "                  (--prompt-ids IDS | --prompt-ids-file F |\n"
     "                   --prompt TEXT --tokenizer FILE)...\n"
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"

@@ -26,6 +26,12 @@ Status validateSamplingParams(const SamplingParams &params,
   if (params.max_tokens < 0)
     return invalidArgument("max_tokens must be >= 0 (0: no limit), got {}",
                            params.max_tokens);
+  if (params.min_tokens < 0)
+    return invalidArgument("min_tokens must be >= 0, got {}",
+                           params.min_tokens);
+  if (params.max_tokens > 0 && params.min_tokens > params.max_tokens)
+    return invalidArgument("min_tokens {} exceeds max_tokens {}",
+                           params.min_tokens, params.max_tokens);
   for (size_t i = 0; i < params.stop.size(); ++i) {
     if (params.stop[i].empty())
       return invalidArgument("stop string {} is empty", i);

@@ -46,6 +46,10 @@ struct SamplingParams {
   /// Stop token ids such as eos (default none): generation ends when one is
   /// generated; its text is not part of the output. Each must be >= 0.
   std::vector<int32_t> stop_token_ids;
+  /// Generated tokens before which no stop token id can be sampled: their
+  /// logits are masked (vLLM's min_tokens). Default 0 (off); must be >= 0
+  /// and at most max_tokens when that is set.
+  int64_t min_tokens = 0;
 };
 
 /// Checks `params`; INVALID_ARGUMENT with a message naming the field and the

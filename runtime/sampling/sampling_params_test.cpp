@@ -77,6 +77,18 @@ TEST(SamplingParams, RejectsNegativeMaxTokens) {
   expectInvalid(p, "max_tokens must be >= 0 (0: no limit), got -3");
 }
 
+// Tests that min_tokens is non-negative and at most max_tokens (when set).
+TEST(SamplingParams, RejectsBadMinTokens) {
+  SamplingParams p;
+  p.min_tokens = -1;
+  expectInvalid(p, "min_tokens must be >= 0, got -1");
+  p.min_tokens = 5;
+  p.max_tokens = 4;
+  expectInvalid(p, "min_tokens 5 exceeds max_tokens 4");
+  p.max_tokens = 0; // no limit
+  EXPECT_TRUE(validateSamplingParams(p).ok());
+}
+
 // Tests that empty and non-UTF-8 stop strings are rejected with their index.
 TEST(SamplingParams, RejectsBadStopStrings) {
   SamplingParams p;

@@ -19,7 +19,7 @@ namespace strata::runtime {
 namespace {
 
 constexpr const char *kUsage =
-    "usage: strata-batch --artifact A --checkpoint DIR\n"
+    "usage: strata-batch --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
     "                    (--prompt-ids IDS | --prompts FILE)...\n"
     "                    [--max-tokens N] [--max-requests N] [--blocks N]\n"
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"

@@ -6,6 +6,8 @@
 
 #include "runtime/scheduler/engine.h"
 
+#include "runtime/executor/model_executor.h"
+
 namespace strata::runtime {
 
 StatusOr<std::unique_ptr<Engine>>
@@ -21,9 +23,20 @@ Engine::create(const EngineOptions &options,
   runner_options.decode_graphs = options.decode_graphs;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
+  if (!options.size_caches) {
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
+                            ExecutorRunner::create(runner_options));
+    return create(std::move(runner), tokenizer, options.scheduler);
+  }
+  // Weights first, then the caches from the memory they left.
+  runner_options.defer_caches = true;
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
                           ExecutorRunner::create(runner_options));
-  return create(std::move(runner), tokenizer, options.scheduler);
+  SchedulerOptions scheduler = options.scheduler;
+  STRATA_RETURN_IF_ERROR(options.size_caches(runner->executor(), scheduler));
+  STRATA_RETURN_IF_ERROR(runner->executor().allocateCaches(
+      scheduler.num_blocks, schedulerStateSlots(scheduler, geometry)));
+  return create(std::move(runner), tokenizer, scheduler);
 }
 
 StatusOr<std::unique_ptr<Engine>>

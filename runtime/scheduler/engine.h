@@ -24,6 +24,7 @@
 #define STRATA_RUNTIME_SCHEDULER_ENGINE_H
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,14 @@
 
 namespace strata::runtime {
 
+class ModelExecutor;
+
+/// Sizes the caches once the weights are on the device: sets
+/// `scheduler.num_blocks` (and may set num_snapshot_slots) from what
+/// `executor`'s device has left (strata-serve's --gpu-memory-utilization).
+using CacheSizer =
+    std::function<Status(ModelExecutor &executor, SchedulerOptions &scheduler)>;
+
 /// Options of Engine::create over an artifact (ExecutorRunner).
 struct EngineOptions {
   /// Compiled artifact and checkpoint directory. Required.
@@ -45,6 +54,9 @@ struct EngineOptions {
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;
+  /// When set, the caches are sized by it after the weights are loaded
+  /// (scheduler.num_blocks may then be 0).
+  CacheSizer size_caches;
 };
 
 class Engine {

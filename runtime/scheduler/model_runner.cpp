@@ -23,6 +23,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   executor_options.state_slots = options.state_slots;
   executor_options.target = options.target;
   executor_options.decode_graphs = options.decode_graphs;
+  executor_options.defer_caches = options.defer_caches;
   std::unique_ptr<ExecutorRunner> runner(new ExecutorRunner());
   STRATA_ASSIGN_OR_RETURN(runner->executor_,
                           ModelExecutor::create(options.artifact_path,

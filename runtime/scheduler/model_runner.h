@@ -61,6 +61,9 @@ struct ExecutorRunnerOptions {
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;
+  /// Caches allocated later through executor().allocateCaches
+  /// (ExecutorOptions::defer_caches); kv_pages and state_slots may be 0.
+  bool defer_caches = false;
 };
 
 /// Reads the cache geometry of an artifact file without loading the model

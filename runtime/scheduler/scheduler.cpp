@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,27 @@ uint32_t snapshotSlots(const SchedulerOptions &options,
     return 0;
   return options.num_snapshot_slots ? options.num_snapshot_slots
                                     : 2 * options.max_requests;
+}
+
+/// `rows` rows of logits for a request that has generated `generated`
+/// tokens: row j samples its token number generated + j. Rows sampled
+/// before params.min_tokens get the stop token ids masked to -inf (vLLM's
+/// min_tokens), in a copy held by `copy`; without such rows `logits` itself.
+const float *maskEarlyStops(const SamplingParams &params, uint64_t generated,
+                            const float *logits, size_t rows, size_t vocab,
+                            std::vector<float> &copy) {
+  if (params.stop_token_ids.empty() ||
+      generated >= static_cast<uint64_t>(params.min_tokens))
+    return logits;
+  copy.assign(logits, logits + rows * vocab);
+  for (size_t j = 0; j < rows; ++j) {
+    if (generated + j >= static_cast<uint64_t>(params.min_tokens))
+      break;
+    for (int32_t id : params.stop_token_ids)
+      if (static_cast<size_t>(id) < vocab)
+        copy[j * vocab + id] = -std::numeric_limits<float>::infinity();
+  }
+  return copy.data();
 }
 
 /// Bytes of `n` rounded up to `alignment` (a power of two).
@@ -684,6 +706,7 @@ Status Scheduler::step() {
   size_t vocab = runner_.vocabSize();
   size_t token_offset = 0;
   Status error;
+  std::vector<float> masked;
   for (size_t i = 0; i < plan.size() && error.ok(); ++i) {
     Planned &p = plan[i];
     Request &r = *p.request;
@@ -696,8 +719,10 @@ Status Scheduler::step() {
       stats_.prefill_tokens += p.end - p.start;
       p.new_computed = p.end;
       if (p.end == r.tokens.size()) {
-        StatusOr<int32_t> token =
-            r.sampler->sample(logits + (count - 1) * vocab, vocab);
+        StatusOr<int32_t> token = r.sampler->sample(
+            maskEarlyStops(r.sampler->params(), r.generated(),
+                           logits + (count - 1) * vocab, 1, vocab, masked),
+            vocab);
         if (!token.ok()) {
           error = token.status();
           break;
@@ -706,7 +731,10 @@ Status Scheduler::step() {
       }
     } else if (p.k == 0) {
       p.new_computed = p.start + 1;
-      StatusOr<int32_t> token = r.sampler->sample(logits, vocab);
+      StatusOr<int32_t> token = r.sampler->sample(
+          maskEarlyStops(r.sampler->params(), r.generated(), logits, 1, vocab,
+                         masked),
+          vocab);
       if (!token.ok()) {
         error = token.status();
         break;
@@ -714,7 +742,8 @@ Status Scheduler::step() {
       error = commitTokens(r, {*token});
     } else {
       DraftVerification input;
-      input.target_logits = logits;
+      input.target_logits = maskEarlyStops(r.sampler->params(), r.generated(),
+                                           logits, p.k + 1, vocab, masked);
       input.vocab_size = vocab;
       input.draft_tokens = p.drafts;
       StatusOr<DraftVerificationResult> verified =

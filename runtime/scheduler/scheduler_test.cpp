@@ -305,6 +305,59 @@ TEST(Scheduler, StopTokenAndMaxTokens) {
   EXPECT_EQ(reason, FinishReason::kStop);
 }
 
+// Tests min_tokens: the stop token is masked (its logit -inf, so greedy
+// takes the next best id, 0 in the fake model's one-hot rows) while fewer
+// than min_tokens tokens exist, and stops the request after; the same with
+// MTP (the verify rows are masked per position).
+TEST(Scheduler, MinTokensMasksStopTokens) {
+  std::vector<int32_t> prompt = testPrompts()[2];
+  std::vector<int32_t> ref = reference(prompt, 12);
+  const int32_t stop = ref[3];
+  ASSERT_NE(stop, 0);
+  const size_t min_tokens = 6;
+  // The reference with the mask: a model token equal to `stop` before
+  // min_tokens becomes 0; `stop` after it ends the request.
+  std::vector<int32_t> expected;
+  {
+    uint64_t state = 1, kv = 1;
+    std::vector<int32_t> tokens = prompt;
+    for (size_t i = 0; i < tokens.size() && expected.size() < 12; ++i) {
+      state = mix(state, tokens[i]);
+      kv = mix(kv, tokens[i]);
+      if (i + 1 < tokens.size())
+        continue;
+      int32_t next = int32_t(mix(state, kv) % kVocab);
+      if (next == stop && expected.size() < min_tokens)
+        next = 0;
+      tokens.push_back(next);
+      expected.push_back(next);
+      if (next == stop)
+        break;
+    }
+  }
+  ASSERT_NE(expected[3], stop); // the mask changed the output
+  for (uint32_t k : {0u, 2u}) {
+    SchedulerOptions o = baseOptions();
+    o.mtp_draft_tokens = k;
+    Harness h(o);
+    SamplingParams params;
+    params.max_tokens = 12;
+    params.min_tokens = min_tokens;
+    params.stop_token_ids = {stop};
+    std::vector<int32_t> got;
+    ASSERT_TRUE(h.scheduler
+                    ->add(1, prompt, params,
+                          [&](const RequestOutput &out) {
+                            got.insert(got.end(), out.tokens.begin(),
+                                       out.tokens.end());
+                          })
+                    .ok());
+    while (h.scheduler->hasWork())
+      ASSERT_TRUE(h.scheduler->step().ok());
+    EXPECT_EQ(got, expected) << "k " << k;
+  }
+}
+
 TEST(Scheduler, RejectsBadRequests) {
   SchedulerOptions o = baseOptions();
   o.max_queued = 2;

@@ -295,6 +295,14 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       if (n < 1 || n > std::numeric_limits<int32_t>::max())
         return p.fail(k, "must be at least 1, got {}", n);
       r.max_tokens = static_cast<int32_t>(n);
+    } else if (k == "ignore_eos") {
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.ignore_eos));
+    } else if (k == "min_tokens") {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n < 0 || n > std::numeric_limits<int32_t>::max())
+        return p.fail(k, "must be non-negative, got {}", n);
+      r.min_tokens = static_cast<int32_t>(n);
     } else if (k == "temperature") {
       STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, r.temperature));
       if (!(r.temperature >= 0 && r.temperature <= 2))
@@ -383,6 +391,9 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
   }
   if (has_stream_options && !r.stream)
     return p.fail("stream_options", "only allowed when stream is true");
+  if (r.max_tokens && r.min_tokens > *r.max_tokens)
+    return p.fail("min_tokens", "must not exceed max_tokens {}, got {}",
+                  *r.max_tokens, r.min_tokens);
   return r;
 }
 

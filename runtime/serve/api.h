@@ -70,6 +70,12 @@ struct CompletionRequest {
   std::optional<uint64_t> seed;
   /// Stop strings (at most 4, none empty).
   std::vector<std::string> stop;
+  /// ignore_eos (vLLM extension): end-of-sequence ids do not stop
+  /// generation (fixed-length benchmarking).
+  bool ignore_eos = false;
+  /// min_tokens (vLLM extension): end-of-sequence ids cannot be generated
+  /// before this many tokens; at most max_tokens.
+  int32_t min_tokens = 0;
 };
 
 /// Limits the parser checks.

@@ -253,6 +253,30 @@ TEST(ServeApi, SamplingFields) {
   EXPECT_FALSE(parseOk(R"({"prompt": "x", "max_tokens": null})").max_tokens);
 }
 
+// Tests the vLLM extensions for fixed-length benchmarking: ignore_eos and
+// min_tokens (at most max_tokens), in both endpoints.
+TEST(ServeApi, IgnoreEosAndMinTokens) {
+  CompletionRequest r = parseOk(
+      R"({"prompt": "x", "max_tokens": 8, "ignore_eos": true, "min_tokens": 8})");
+  EXPECT_TRUE(r.ignore_eos);
+  EXPECT_EQ(r.min_tokens, 8);
+  r = parseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                  "ignore_eos": false, "min_tokens": 3})",
+              Endpoint::kChatCompletions);
+  EXPECT_FALSE(r.ignore_eos);
+  EXPECT_EQ(r.min_tokens, 3);
+  EXPECT_EQ(parseOk(R"({"prompt": "x"})").min_tokens, 0);
+  Failure f = parseError(R"({"prompt": "x", "ignore_eos": 1})");
+  EXPECT_EQ(f.message, "ignore_eos: expected a boolean, got number");
+  EXPECT_EQ(f.param, "ignore_eos");
+  f = parseError(R"({"prompt": "x", "min_tokens": -1})");
+  EXPECT_EQ(f.message, "min_tokens: must be non-negative, got -1");
+  EXPECT_EQ(f.param, "min_tokens");
+  f = parseError(R"({"prompt": "x", "max_tokens": 4, "min_tokens": 5})");
+  EXPECT_EQ(f.message, "min_tokens: must not exceed max_tokens 4, got 5");
+  EXPECT_EQ(f.param, "min_tokens");
+}
+
 // Tests the OpenAI error body.
 TEST(ServeApi, ErrorBody) {
   ApiError e;

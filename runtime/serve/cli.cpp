@@ -13,12 +13,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
 #include <pthread.h>
 
+#include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/artifact.h"
+#include "runtime/serve/memory_sizing.h"
 #include "runtime/serve/model_engine.h"
 #include "runtime/serve/server.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -29,18 +32,28 @@ static const char *kUsage =
     "usage: strata-serve --artifact FILE --checkpoint DIR --tokenizer FILE "
     "[options]\n"
     "  --artifact FILE     compiled model (strata-compile output)\n"
-    "  --checkpoint DIR    weights: config.json and *.safetensors\n"
+    "  --checkpoint DIR    weights: config.json and *.safetensors, or\n"
+    "                      procedural:CONFIG.json (docs/ProceduralWeights.md,\n"
+    "                      generated at start-up, nothing on disk)\n"
     "  --tokenizer FILE    Hugging Face tokenizer.json\n"
     "  --host ADDR         listen address (default 127.0.0.1)\n"
     "  --port P            listen port (default 8000; 0 picks a free one)\n"
     "  --max-queue N       generation requests admitted at once (default "
-    "64); more get 503\n"
+    "64 on the\n"
+    "                      CPU, 1024 on GPU targets); more get 503\n"
     "  --model NAME        model id in /v1/models (default strata)\n"
-    "  --kv-memory-mb M    cache memory budget (default 256): KV blocks are\n"
-    "                      what is left after the per-request states\n"
+    "  --gpu-memory-utilization F  share of the device's total memory to use\n"
+    "                      (0 < F <= 1): the caches get what the weights and\n"
+    "                      the step buffers leave of it (default 0.9 on GPU\n"
+    "                      targets; the log line says what was sized)\n"
+    "  --kv-memory-mb M    cache memory budget instead (default on the CPU:\n"
+    "                      256): KV blocks are what is left after the\n"
+    "                      per-request states\n"
     "  --kv-blocks N       KV blocks, overriding --kv-memory-mb\n"
-    "  --max-requests N    requests running at once (default 8)\n"
-    "  --max-step-tokens N tokens per engine step (default 256)\n"
+    "  --max-requests N    requests running at once (default 8 on the CPU,\n"
+    "                      256 on GPU targets)\n"
+    "  --max-step-tokens N tokens per engine step (default 256 on the CPU,\n"
+    "                      2048 on GPU targets)\n"
     "  --chunk N           longest prefill chunk of one request (default:\n"
     "                      --max-step-tokens)\n"
     "  --prefix-cache on|off  prefix reuse (default on)\n"
@@ -82,6 +95,8 @@ int runServeCli(int argc, char **argv) {
   ModelEngineOptions engine_options;
   ServerOptions options;
   options.port = 8000;
+  // Flags given explicitly (GPU targets change the defaults of the others).
+  std::set<std::string> given;
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") {
@@ -94,6 +109,7 @@ int runServeCli(int argc, char **argv) {
       return 2;
     }
     std::string value = argv[++i];
+    given.insert(flag);
     unsigned long long n = 0;
     if (flag == "--artifact") {
       artifact_path = value;
@@ -146,6 +162,17 @@ int runServeCli(int argc, char **argv) {
         engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
     } else if (flag == "--target") {
       engine_options.target = value;
+    } else if (flag == "--gpu-memory-utilization") {
+      char *end = nullptr;
+      double f = std::strtod(value.c_str(), &end);
+      if (value.empty() || !end || *end != '\0' || !(f > 0.0 && f <= 1.0)) {
+        fmt::print(stderr,
+                   "strata-serve: error: --gpu-memory-utilization expects a "
+                   "number in (0, 1], got \"{}\"\n",
+                   value);
+        return 2;
+      }
+      engine_options.gpu_memory_utilization = f;
     } else if (flag == "--prefix-cache" || flag == "--decode-graphs") {
       if (value != "on" && value != "off") {
         fmt::print(stderr,
@@ -170,6 +197,25 @@ int runServeCli(int argc, char **argv) {
       return 2;
     }
   }
+  if (given.count("--gpu-memory-utilization") &&
+      (given.count("--kv-memory-mb") || given.count("--kv-blocks"))) {
+    fmt::print(stderr, "strata-serve: error: --gpu-memory-utilization sizes "
+                       "the caches; it cannot be combined with --kv-memory-mb "
+                       "or --kv-blocks\n");
+    return 2;
+  }
+  // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).
+  if (engine_options.target != "cpu") {
+    if (!given.count("--kv-memory-mb") && !given.count("--kv-blocks") &&
+        !given.count("--gpu-memory-utilization"))
+      engine_options.gpu_memory_utilization = kDefaultGpuMemoryUtilization;
+    if (!given.count("--max-requests"))
+      engine_options.max_requests = 256;
+    if (!given.count("--max-step-tokens"))
+      engine_options.max_step_tokens = 2048;
+    if (!given.count("--max-queue"))
+      options.max_queue = 1024;
+  }
   for (auto [flag, value] : {std::pair{"--artifact", &artifact_path},
                              std::pair{"--checkpoint", &checkpoint_dir},
                              std::pair{"--tokenizer", &tokenizer_path}})
@@ -185,7 +231,8 @@ int runServeCli(int argc, char **argv) {
   auto artifact = Artifact::fromFile(artifact_path);
   if (!artifact.ok())
     return fail(artifact.status());
-  if (!std::filesystem::is_directory(checkpoint_dir))
+  if (checkpoint_dir.rfind(kProceduralWeightsPrefix, 0) != 0 &&
+      !std::filesystem::is_directory(checkpoint_dir))
     return fail(notFound("checkpoint folder {} does not exist",
                          checkpoint_dir));
   std::shared_ptr<const Artifact> model(std::move(*artifact));
@@ -212,6 +259,10 @@ int runServeCli(int argc, char **argv) {
   engine_options.artifact_path = artifact_path;
   engine_options.checkpoint_dir = checkpoint_dir;
   engine_options.max_queue = options.max_queue;
+  engine_options.log = [](const std::string &line) {
+    fmt::print("strata-serve: {}\n", line);
+    std::fflush(stdout);
+  };
   auto engine = createModelEngine(engine_options);
   if (!engine.ok())
     return fail(engine.status());

@@ -59,6 +59,9 @@ struct SamplingParams {
   int32_t max_tokens = 16;
   /// Token ids that end generation with kStop (end-of-sequence tokens).
   std::vector<int32_t> stop_token_ids;
+  /// Stop token ids are not generated before this many tokens (their
+  /// logits are masked; vLLM's min_tokens). 0: off.
+  int32_t min_tokens = 0;
 };
 
 /// One generation request: the prompt as token ids plus sampling.

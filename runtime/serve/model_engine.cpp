@@ -9,14 +9,23 @@
 
 #include "runtime/serve/model_engine.h"
 
+#include <algorithm>
 #include <random>
 
+#include <fmt/format.h>
+
 #include "runtime/kv_cache/cache_geometry.h"
+#include "runtime/executor/model_executor.h"
 #include "runtime/scheduler/engine.h"
+#include "runtime/serve/memory_sizing.h"
 
 namespace strata::runtime::serve {
 
 namespace {
+
+/// Context (tokens) at which the step reserve of --gpu-memory-utilization
+/// is measured.
+constexpr uint64_t kReserveContext = 16384;
 
 FinishReason finishReasonOf(const RequestOutput &out) {
   if (!out.status.ok())
@@ -42,6 +51,7 @@ public:
     params.seed = request.sampling.seed ? *request.sampling.seed : seeds_();
     params.max_tokens = request.sampling.max_tokens;
     params.stop_token_ids = request.sampling.stop_token_ids;
+    params.min_tokens = request.sampling.min_tokens;
     return engine_->submit(
         std::move(request.prompt_ids), params,
         [callback = std::move(callback)](const RequestOutput &out) {
@@ -86,6 +96,78 @@ private:
   std::mt19937_64 seeds_{std::random_device{}()};
 };
 
+/// The step reserve and the split of memory_sizing.h, logged.
+Status sizeFromMemory(const ModelEngineOptions &options,
+                      const CacheGeometry &geometry, ModelExecutor &executor,
+                      SchedulerOptions &scheduler) {
+  STRATA_ASSIGN_OR_RETURN(MemoryInfo memory, executor.device().memoryInfo());
+  MemorySizingInput input;
+  input.memory = memory;
+  input.device = executor.device().description();
+  input.utilization = options.gpu_memory_utilization;
+  input.weight_bytes = executor.weightBytes();
+  input.geometry = geometry;
+  input.scheduler = scheduler;
+  // The largest steps the scheduler forms, at contexts up to
+  // kReserveContext tokens: a prefill of max_step_tokens (from one or from
+  // every running request), a decode of every running request (kept once
+  // per captured graph), an MTP verify and draft.
+  const uint64_t step_tokens =
+      scheduler.max_step_tokens ? scheduler.max_step_tokens : 256;
+  const uint64_t batch = std::min<uint64_t>(scheduler.max_requests, step_tokens);
+  const uint64_t context = std::min<uint64_t>(
+      executor.model().max_position_embeddings(), kReserveContext);
+  uint64_t largest = 0;
+  std::string note;
+  auto consider = [&](artifact::StepKind step, uint64_t tokens,
+                      uint64_t requests) -> StatusOr<uint64_t> {
+    if (!executor.hasStep(step))
+      return uint64_t(0);
+    STRATA_ASSIGN_OR_RETURN(uint64_t bytes, executor.stepBufferBytes(
+                                                step, tokens, requests, context));
+    largest = std::max(largest, bytes);
+    return bytes;
+  };
+  // A prefill step's tokens may come from one request or from many (chunks
+  // of several prompts with the decodes of the others).
+  STRATA_ASSIGN_OR_RETURN(uint64_t prefill_one,
+                          consider(artifact::StepKind::prefill, step_tokens, 1));
+  STRATA_ASSIGN_OR_RETURN(
+      uint64_t prefill_many,
+      consider(artifact::StepKind::prefill, step_tokens, batch));
+  const uint64_t prefill = std::max(prefill_one, prefill_many);
+  STRATA_ASSIGN_OR_RETURN(uint64_t decode,
+                          consider(artifact::StepKind::decode, batch, batch));
+  if (scheduler.mtp_draft_tokens > 0) {
+    const uint64_t rows = scheduler.mtp_draft_tokens + 1;
+    STRATA_RETURN_IF_ERROR(consider(artifact::StepKind::mtp_verify,
+                                    std::min(step_tokens, batch * rows),
+                                    std::min(batch, step_tokens / rows))
+                               .status());
+    STRATA_RETURN_IF_ERROR(
+        consider(artifact::StepKind::mtp_draft, batch, batch).status());
+  }
+  const uint64_t graphs = options.decode_graphs ? kDecodeGraphCacheSize : 0;
+  input.step_reserve_bytes = largest + graphs * decode;
+  input.step_reserve_note = fmt::format(
+      "largest step {} (prefill of {} tokens {}, decode of {} {}) + {} "
+      "captured decode graphs, at {} tokens of context",
+      formatBytes(largest), step_tokens, formatBytes(prefill), batch,
+      formatBytes(decode), graphs, context);
+  STRATA_ASSIGN_OR_RETURN(MemorySizing sizing, sizeCachesFromMemory(input));
+  scheduler.num_blocks = sizing.num_blocks;
+  if (sizing.snapshot_slots)
+    scheduler.num_snapshot_slots = sizing.snapshot_slots;
+  if (options.log) {
+    options.log(fmt::format("weights: {}, {} on the device, loaded in {:.1f} s",
+                            executor.weightsDescription(),
+                            formatBytes(executor.weightBytes()),
+                            executor.weightsLoadSeconds()));
+    options.log(sizing.log);
+  }
+  return okStatus();
+}
+
 } // namespace
 
 StatusOr<std::unique_ptr<Engine>>
@@ -113,7 +195,8 @@ createModelEngine(const ModelEngineOptions &options) {
       CacheGeometry geometry,
       CacheGeometry::fromLayout(*options.artifact->def().cache_layout()));
   uint64_t blocks = options.kv_blocks;
-  if (blocks == 0) {
+  const bool from_memory = options.gpu_memory_utilization > 0;
+  if (blocks == 0 && !from_memory) {
     uint64_t slots = schedulerStateSlots(scheduler, geometry);
     uint64_t fixed = slots * (geometry.ringBytesPerSlot() +
                               geometry.kdaBytesPerSlot());
@@ -138,6 +221,12 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.scheduler = std::move(scheduler);
   engine_options.target = options.target;
   engine_options.decode_graphs = options.decode_graphs;
+  if (from_memory)
+    engine_options.size_caches = [&options, geometry](
+                                     ModelExecutor &executor,
+                                     SchedulerOptions &scheduler) -> Status {
+      return sizeFromMemory(options, geometry, executor, scheduler);
+    };
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<runtime::Engine> engine,
       runtime::Engine::create(engine_options, options.tokenizer));

@@ -15,6 +15,7 @@
 #define STRATA_RUNTIME_SERVE_MODEL_ENGINE_H
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,12 @@ struct ModelEngineOptions {
   uint64_t kv_memory_bytes = 256ull << 20;
   /// KV blocks (--kv-blocks); 0: derived from kv_memory_bytes.
   uint64_t kv_blocks = 0;
+  /// --gpu-memory-utilization: when > 0 the caches are sized from the
+  /// device memory left after the weights (memory_sizing.h) and
+  /// kv_memory_bytes / kv_blocks are ignored. 0: off.
+  double gpu_memory_utilization = 0;
+  /// Receives start-up log lines (the memory sizing, the weights). Optional.
+  std::function<void(const std::string &)> log;
   /// Artifact target to run on (--target: cpu, sm_90, gfx942, gfx950).
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (--decode-graphs on|off).
@@ -64,9 +71,9 @@ struct ModelEngineOptions {
   const tokenizer::Tokenizer *tokenizer = nullptr;
 };
 
-/// Builds the engine that runs the model. Today no model executor is part of
-/// the runtime, so this returns UNIMPLEMENTED naming what is missing; the
-/// scheduler + executor plug in here and nowhere else.
+/// Builds the engine that runs the model: the scheduler's engine over the
+/// model executor, its caches sized from kv_memory_bytes, kv_blocks or
+/// gpu_memory_utilization.
 StatusOr<std::unique_ptr<Engine>>
 createModelEngine(const ModelEngineOptions &options);
 

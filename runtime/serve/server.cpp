@@ -356,7 +356,19 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
   s.seed = r.seed;
   s.max_tokens = static_cast<int32_t>(r.max_tokens ? *r.max_tokens
                                                    : context - n);
-  s.stop_token_ids = options_.stop_token_ids;
+  // ignore_eos: the end-of-sequence ids (the only stop ids the server
+  // passes) no longer stop the request; it runs to max_tokens or a stop
+  // string.
+  if (!r.ignore_eos)
+    s.stop_token_ids = options_.stop_token_ids;
+  if (r.min_tokens > s.max_tokens) { // Only without max_tokens (parsing checks).
+    out_error.message =
+        fmt::format("min_tokens {} exceeds the {} tokens the context leaves",
+                    r.min_tokens, s.max_tokens);
+    out_error.param = "min_tokens";
+    return false;
+  }
+  s.min_tokens = r.min_tokens;
   out.ids.id = fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl",
                            next_response_id_++);
   out.ids.model = options_.model_id;

@@ -218,6 +218,21 @@ TEST(ServeServer, CompletionStops) {
   EXPECT_EQ(eos["choices"][0]["text"], "hi");
   EXPECT_EQ(eos["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(eos["usage"]["completion_tokens"], 3);
+  // ignore_eos: the end-of-sequence id no longer stops; max_tokens does.
+  json ignored = post(h, "/v1/completions",
+                      {{"prompt", {104, 105, testing::kTestEndOfText}},
+                       {"max_tokens", 10},
+                       {"ignore_eos", true}},
+                      200);
+  EXPECT_EQ(ignored["choices"][0]["text"], "hihihih"); // h i eos x 3, h
+  EXPECT_EQ(ignored["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(ignored["usage"]["completion_tokens"], 10);
+  // min_tokens beyond what the 64-token context leaves (no max_tokens).
+  json too_many = post(h, "/v1/completions", {{"prompt", "abcd"}, {"min_tokens", 61}},
+                       400);
+  EXPECT_EQ(too_many["error"]["message"],
+            "min_tokens 61 exceeds the 60 tokens the context leaves");
+  EXPECT_EQ(too_many["error"]["param"], "min_tokens");
   json stop = post(h, "/v1/completions",
                    {{"prompt", "abcabc"}, {"max_tokens", 40}, {"stop", {"ca"}}},
                    200);
