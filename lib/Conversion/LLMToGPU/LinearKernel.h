@@ -38,8 +38,9 @@ struct MatmulKernelFunction {
   std::optional<MlaAttend> mla;
   std::optional<KdaChunk> kda;
   std::optional<KpoolScores> kpool;
-  /// The kernel has a decode form (chooseDecodeSplitK): its grid has that
-  /// form's column blocks (columnBlocks).
+  /// The kernel has a decode form of kDecodeTileColumns columns
+  /// (chooseDecodeSplitK): its grid has that form's column blocks
+  /// (columnBlocks); else N / tileN.
   bool decodeForm = false;
   /// The `_rows` twin this kernel replaces at every step size (it has a
   /// decode split form): the caller builds the twin empty. Empty if none.

@@ -370,7 +370,6 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   result.problem = problem;
   result.experts = grouped;
   result.rowsTwin = twin;
-  result.decodeForm = true;
   return result;
 }
 

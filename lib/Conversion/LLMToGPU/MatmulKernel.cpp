@@ -1299,8 +1299,12 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
       builder, loc, module, name, argTypes, tiling, problem, types,
       [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
+        // The decode form keeps the row tiles' columns: a narrower tile
+        // would repeat the tile's expert search and row gather for less
+        // work (measured on the H200: 16 columns took moe_up and moe_down
+        // at 128 decode tokens from 10.9 to 20.5 ms).
         std::optional<MatmulTiling> split =
-            chooseDecodeSplitK(tiling, problem, splits);
+            chooseDecodeSplitK(tiling, problem, splits, tiling.tileN());
         if (!split) {
           kb.buildGroupedKernel(func.getArguments(), experts);
           return;

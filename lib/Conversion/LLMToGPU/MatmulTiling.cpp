@@ -179,13 +179,13 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
 std::optional<MatmulTiling>
 mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
-                                 int64_t &splits) {
+                                 int64_t &splits, int64_t columns) {
   splits = tiling.subgroupsM * tiling.subgroupsN;
-  // kDecodeTileColumns columns per block (at least one instruction's n):
-  // a decode step streams the weight through N / 16 blocks, enough to fill
-  // the GPU for projections of a few thousand outputs.
-  int64_t fragsN = std::max<int64_t>(kDecodeTileColumns / tiling.mma.n, 1);
-  int64_t columns = fragsN * tiling.mma.n;
+  // `columns` per block (at least one instruction's n): with 16, a decode
+  // step streams the weight through N / 16 blocks, enough to fill the GPU
+  // for projections of a few thousand outputs.
+  int64_t fragsN = std::max<int64_t>(columns / tiling.mma.n, 1);
+  columns = fragsN * tiling.mma.n;
   if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
       (problem.k / tiling.blockK) % splits != 0 ||
       tiling.tileN() % columns != 0 ||

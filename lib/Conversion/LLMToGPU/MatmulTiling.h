@@ -109,13 +109,14 @@ inline constexpr int64_t kDecodeTileColumns = 16;
 
 /// The tiling of the decode forms (MatmulKernelBuilder::buildSplitK,
 /// buildGroupedSplitKKernel): one row of instruction tiles (mma.m rows)
-/// across kDecodeTileColumns columns per subgroup, the K loop split over
+/// across `columns` (kDecodeTileColumns, or the row tiles' tileN for the
+/// grouped experts) columns per subgroup, the K loop split over
 /// `splits` = the workgroup's subgroups. None for fp8 with activation
 /// quantisation (its row scales assume the tiled layout) or when K does not
 /// split into whole K blocks.
-std::optional<MatmulTiling> chooseDecodeSplitK(const MatmulTiling &tiling,
-                                               const MatmulProblem &problem,
-                                               int64_t &splits);
+std::optional<MatmulTiling>
+chooseDecodeSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
+                   int64_t &splits, int64_t columns = kDecodeTileColumns);
 
 /// Column blocks (grid y) of a matmul kernel over `problem`: N / tileN, or
 /// N / the decode form's columns when the kernel has one (`decodeForm` and
