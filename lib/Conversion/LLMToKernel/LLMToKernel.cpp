@@ -63,6 +63,23 @@ struct ConvertLLMToKernelPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
 
+    // A sharded program (llm-shard-model) has no kernels yet: its
+    // collectives have no lowering, and the kernels of sharded embeddings
+    // and MoE would ignore the rank's part.
+    WalkResult sharded = module.walk([](Operation *op) {
+      if (isa<llm::AllReduceOp, llm::AllGatherOp>(op) ||
+          op->hasAttr("shards") || op->hasAttr("vocab_shard") ||
+          op->hasAttr("expert_shard")) {
+        op->emitError() << "convert-llm-to-kernel: tensor- and "
+                           "expert-parallel programs (llm-shard-model) have "
+                           "no kernel lowering yet";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (sharded.wasInterrupted())
+      return signalPassFailure();
+
     TypeConverter kernelConverter;
     populateKernelTypeConversions(kernelConverter);
 
