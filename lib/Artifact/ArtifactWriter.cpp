@@ -429,11 +429,10 @@ mlir::strata::computeParallelLayout(const std::vector<WeightDesc> &weights,
       WeightSliceDesc slice;
       slice.offsets.assign(w.shape.size(), 0);
       for (const WeightShardDesc &shard : w.shards) {
-        uint32_t coordinate = shard.group == fb::RankGroup::tp
-                                  ? rank % tensorParallelSize
-                              : shard.group == fb::RankGroup::ep
-                                  ? rank / tensorParallelSize
-                                  : rank;
+        uint32_t coordinate =
+            shard.group == fb::RankGroup::tp   ? rank % tensorParallelSize
+            : shard.group == fb::RankGroup::ep ? rank / tensorParallelSize
+                                               : rank;
         slice.offsets[shard.dim] = coordinate * w.shape[shard.dim];
       }
       if (!w.scaleShape.empty()) {

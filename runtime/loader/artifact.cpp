@@ -166,8 +166,9 @@ StatusOr<StepKind> parseStepKind(std::string_view name) {
 
 uint32_t Artifact::numRanks() const {
   const artifact::ParallelLayout *layout = def_->parallel();
-  return layout ? layout->tensor_parallel_size() * layout->expert_parallel_size()
-                : 1;
+  return layout
+             ? layout->tensor_parallel_size() * layout->expert_parallel_size()
+             : 1;
 }
 
 Status Artifact::checkSingleRank() const {

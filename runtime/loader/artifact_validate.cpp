@@ -606,7 +606,8 @@ Status validateParallel(const ArtifactDef &def) {
       if (!known(shard->group()))
         return invalidArgument("{}: shard {}: unknown group {}", where, s,
                                static_cast<int>(shard->group()));
-      if (shard->dim() >= count(w->shape()) || !dims.insert(shard->dim()).second)
+      if (shard->dim() >= count(w->shape()) ||
+          !dims.insert(shard->dim()).second)
         return invalidArgument("{}: shard {}: dimension {} outside the "
                                "tensor's {} or split twice",
                                where, s, shard->dim(), count(w->shape()));
