@@ -926,9 +926,11 @@ let opDocGroup = LLM_CollectiveGroup in {
 def LLM_AllReduceOp : LLM_Op<"all_reduce", [Pure]> {
   let summary = "sum of a value over the ranks of a group, optionally written into the mHC streams";
   let description = [{
-    `y = sum over the group_size ranks of group of input`, summed in fp32
-    and rounded once to the element type; every rank gets the same bits
-    (docs/Parallel.md: the order of addition is the communicator's). The
+    `y = sum over the group_size ranks of group of input`, added in fp32
+    and rounded to the element type; every rank gets the same bits. The
+    order of addition is the communicator's, and for bf16 so are the
+    intermediate roundings (NCCL's ring rounds each partial sum that
+    travels between ranks to bf16; docs/Parallel.md). The
     input of each rank is a partial sum: a row-parallel projection
     (attention o_proj, an FFN's down projection), a vocabulary-parallel
     embedding or an expert-parallel `llm.moe_ffn`. `input : [T, ...]`,
