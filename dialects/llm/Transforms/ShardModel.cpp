@@ -110,7 +110,11 @@ LogicalResult shardWeight(OpOperand &use, ArrayRef<Split> allSplits) {
     return use.getOwner()->emitError()
            << "llm-shard-model: operand " << use.getOperandNumber()
            << " is not an llm.weight or llm.expert_weights";
-  if (weight->hasAttr("shards"))
+  bool alreadySharded =
+      isa<llm::WeightOp>(weight)
+          ? cast<llm::WeightOp>(weight).getShards().has_value()
+          : cast<llm::ExpertWeightsOp>(weight).getShards().has_value();
+  if (alreadySharded)
     return weight->emitError() << "llm-shard-model: '" << weightName(weight)
                                << "' is already sharded";
   FailureOr<Type> type = splitWeightType(weight, use.get().getType(), splits);
@@ -125,9 +129,13 @@ LogicalResult shardWeight(OpOperand &use, ArrayRef<Split> allSplits) {
   builder.setInsertionPointAfter(weight);
   Operation *part = builder.clone(*weight);
   part->getResult(0).setType(*type);
-  part->setAttr("shards", builder.getArrayAttr(shards));
-  if (auto experts = dyn_cast<llm::ExpertWeightsOp>(part))
+  ArrayAttr shardsAttr = builder.getArrayAttr(shards);
+  if (auto experts = dyn_cast<llm::ExpertWeightsOp>(part)) {
+    experts.setShardsAttr(shardsAttr);
     experts.setNumExperts(weightShape(*type).front());
+  } else {
+    cast<llm::WeightOp>(part).setShardsAttr(shardsAttr);
+  }
   if (failed(verify(part)))
     return failure();
   use.set(part->getResult(0));
