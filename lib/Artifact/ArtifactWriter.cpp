@@ -9,6 +9,8 @@
 
 #include "lib/Artifact/ArtifactWriter.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -370,9 +372,27 @@ public:
   }
 
   Offset<fb::WeightEntry> weight(const WeightDesc &w) {
+    std::vector<Offset<fb::WeightShard>> shards;
+    for (const WeightShardDesc &shard : w.shards)
+      shards.push_back(
+          fb::CreateWeightShard(b, shard.dim, shard.parts, shard.group));
     return fb::CreateWeightEntryDirect(
         b, w.name.c_str(), w.dtype, &w.shape, w.transform, w.runtimeDtype,
-        w.scaleName.c_str(), w.scaleDtype, &w.scaleShape);
+        w.scaleName.c_str(), w.scaleDtype, &w.scaleShape,
+        shards.empty() ? nullptr : &shards);
+  }
+
+  Offset<fb::ParallelLayout> parallel(const ParallelDesc &p) {
+    std::vector<Offset<fb::RankManifest>> ranks;
+    for (const std::vector<WeightSliceDesc> &rank : p.ranks) {
+      std::vector<Offset<fb::WeightSlice>> slices;
+      for (const WeightSliceDesc &slice : rank)
+        slices.push_back(fb::CreateWeightSliceDirect(b, &slice.offsets,
+                                                     &slice.scaleOffsets));
+      ranks.push_back(fb::CreateRankManifestDirect(b, &slices));
+    }
+    return fb::CreateParallelLayoutDirect(b, p.tensorParallelSize,
+                                          p.expertParallelSize, &ranks);
   }
 
   Offset<fb::DebugInfo> debugInfo(const std::vector<KernelDebugDesc> &list) {
@@ -394,6 +414,41 @@ private:
 };
 
 } // namespace
+
+ParallelDesc
+mlir::strata::computeParallelLayout(const std::vector<WeightDesc> &weights,
+                                    uint32_t tensorParallelSize,
+                                    uint32_t expertParallelSize) {
+  ParallelDesc layout;
+  layout.tensorParallelSize = tensorParallelSize;
+  layout.expertParallelSize = expertParallelSize;
+  uint32_t ranks = tensorParallelSize * expertParallelSize;
+  for (uint32_t rank = 0; rank < ranks; ++rank) {
+    std::vector<WeightSliceDesc> slices;
+    for (const WeightDesc &w : weights) {
+      WeightSliceDesc slice;
+      slice.offsets.assign(w.shape.size(), 0);
+      for (const WeightShardDesc &shard : w.shards) {
+        uint32_t coordinate =
+            shard.group == fb::RankGroup::tp   ? rank % tensorParallelSize
+            : shard.group == fb::RankGroup::ep ? rank / tensorParallelSize
+                                               : rank;
+        slice.offsets[shard.dim] = coordinate * w.shape[shard.dim];
+      }
+      if (!w.scaleShape.empty()) {
+        if (w.scaleBlock.size() != w.shape.size())
+          llvm::report_fatal_error(llvm::Twine("weight '") + w.name +
+                                   "' has a scale but no scale block per "
+                                   "dimension");
+        for (auto [d, offset] : llvm::enumerate(slice.offsets))
+          slice.scaleOffsets.push_back(offset / w.scaleBlock[d]);
+      }
+      slices.push_back(std::move(slice));
+    }
+    layout.ranks.push_back(std::move(slices));
+  }
+  return layout;
+}
 
 uint64_t mlir::strata::computeArtifactChecksum(const uint8_t *data, size_t size,
                                                size_t checksumOffset) {
@@ -425,10 +480,14 @@ std::vector<uint8_t> mlir::strata::serializeArtifact(const ArtifactDesc &a) {
   Offset<fb::DebugInfo> debug;
   if (!a.debugKernels.empty())
     debug = s.debugInfo(a.debugKernels);
+  Offset<fb::ParallelLayout> parallel;
+  if (a.parallel)
+    parallel = s.parallel(*a.parallel);
   auto producer = b.CreateString(a.producer);
   fb::Checksum zero(0);
-  auto root = fb::CreateArtifactDef(b, a.formatVersion, producer, &zero, model,
-                                    targetVec, cacheLayout, weightVec, debug);
+  auto root =
+      fb::CreateArtifactDef(b, a.formatVersion, producer, &zero, model,
+                            targetVec, cacheLayout, weightVec, debug, parallel);
   fb::FinishArtifactDefBuffer(b, root);
 
   std::vector<uint8_t> bytes(b.GetBufferPointer(),

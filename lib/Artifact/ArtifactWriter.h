@@ -227,16 +227,52 @@ struct CacheLayoutOptions {
 CacheLayoutDesc computeCacheLayout(const ModelDesc &model,
                                    const CacheLayoutOptions &options);
 
+/// One split dimension of a checkpoint tensor (WeightShard).
+struct WeightShardDesc {
+  uint32_t dim = 0;
+  uint32_t parts = 1;
+  fb::RankGroup group = fb::RankGroup::tp;
+};
+
 struct WeightDesc {
   std::string name;
   fb::DType dtype = fb::DType::invalid;
+  /// With shards: the extents one rank reads.
   std::vector<int64_t> shape;
   fb::WeightTransform transform = fb::WeightTransform::none;
   fb::DType runtimeDtype = fb::DType::invalid;
   std::string scaleName;
   fb::DType scaleDtype = fb::DType::invalid;
   std::vector<int64_t> scaleShape;
+  /// Tensor/expert-parallel splits; empty: every rank reads the whole tensor.
+  std::vector<WeightShardDesc> shards;
+  /// Not written: the block extent of each dimension of the scale tensor
+  /// ({1, 128, 128} for stacked fp8 experts), from which
+  /// computeParallelLayout derives scale offsets. Empty without a scale.
+  std::vector<int64_t> scaleBlock;
 };
+
+/// Where one rank's slice of one checkpoint tensor starts (WeightSlice).
+struct WeightSliceDesc {
+  std::vector<int64_t> offsets;
+  std::vector<int64_t> scaleOffsets;
+};
+
+/// The rank layout of a sharded artifact (ParallelLayout).
+struct ParallelDesc {
+  uint32_t tensorParallelSize = 1;
+  uint32_t expertParallelSize = 1;
+  /// Per rank (T * E, rank order), per weight (ArtifactDesc.weights order).
+  std::vector<std::vector<WeightSliceDesc>> ranks;
+};
+
+/// The slices every rank of a T x E layout reads: rank r's coordinate in
+/// a shard's group (tp: r % T, ep: r / T, world: r) times the extent in each
+/// sharded dimension, 0 elsewhere; scale offsets are those offsets divided
+/// by `scaleBlock`, rounded down.
+ParallelDesc computeParallelLayout(const std::vector<WeightDesc> &weights,
+                                   uint32_t tensorParallelSize,
+                                   uint32_t expertParallelSize);
 
 struct SourceLocationDesc {
   std::string file;
@@ -258,6 +294,8 @@ struct ArtifactDesc {
   std::vector<TargetDesc> targets;
   CacheLayoutDesc cacheLayout;
   std::vector<WeightDesc> weights;
+  /// Written only when set (a layout of more than one rank).
+  std::optional<ParallelDesc> parallel;
   /// Debug info is written only when non-empty.
   std::vector<KernelDebugDesc> debugKernels;
 };

@@ -83,6 +83,24 @@ LogicalResult compileWithHandler(const CompileOptions &options,
     return mlir::emitError(UnknownLoc::get(&context))
            << "unknown kv cache dtype '" << options.kvCacheDtype
            << "' (expected bf16 or fp8)";
+  if (options.tensorParallelSize < 1 || options.expertParallelSize < 1)
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "--tensor-parallel-size and --expert-parallel-size must be at "
+              "least 1, got "
+           << options.tensorParallelSize << " and "
+           << options.expertParallelSize;
+  int64_t ranks = options.tensorParallelSize * options.expertParallelSize;
+  if (ranks > 1 && options.phase > CompilePhase::Fused)
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "--tensor-parallel-size " << options.tensorParallelSize
+           << " --expert-parallel-size " << options.expertParallelSize
+           << ": a sharded program stops at --compile-to=fused (the "
+              "collectives llm.all_reduce and llm.all_gather have no kernel "
+              "lowering yet, so no "
+           << stringifyCompilePhase(options.phase)
+           << " can be produced; docs/Parallel.md)";
+  dslOptions.tensorParallelSize = options.tensorParallelSize;
+  dslOptions.expertParallelSize = options.expertParallelSize;
   auto config = dsl::ModelConfig::load(options.configPath, &context);
   if (failed(config))
     return failure();
@@ -120,6 +138,8 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   pipelineOptions.target = "cpu";
   pipelineOptions.activationType = options.activationType;
   pipelineOptions.fuseHyperConnections = options.fuseHyperConnections;
+  pipelineOptions.tensorParallelSize = options.tensorParallelSize;
+  pipelineOptions.expertParallelSize = options.expertParallelSize;
   PassManager pm(&context);
   if (failed(buildFusedPipeline(pm, pipelineOptions)))
     return mlir::emitError(UnknownLoc::get(&context))
@@ -286,6 +306,18 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "(e4m3 values with one fp32 scale per 128 lanes, 528 instead "
                "of 1024 bytes per token and layer; docs/KVCache.md)"),
       cl::init("bf16"));
+  static cl::opt<int64_t> tensorParallelSize(
+      "tensor-parallel-size",
+      cl::desc("Ranks that split attention heads, the dense MLP's and every "
+               "expert's intermediate dimension and the vocabulary "
+               "(llm-shard-model; default 1; sharded programs stop at "
+               "--compile-to=fused)"),
+      cl::init(1));
+  static cl::opt<int64_t> expertParallelSize(
+      "expert-parallel-size",
+      cl::desc("Ranks that split the routed experts (llm-shard-model; "
+               "default 1); T * E ranks in all"),
+      cl::init(1));
   static cl::opt<bool> verifyDiagnostics(
       "verify-diagnostics",
       cl::desc("Check expected-* comments instead of printing diagnostics"),
@@ -325,6 +357,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.activationType = activationType;
   options.fuseHyperConnections = fuseHyperConnections;
   options.kvCacheDtype = kvCacheDtype;
+  options.tensorParallelSize = tensorParallelSize;
+  options.expertParallelSize = expertParallelSize;
   // `-o model.strata` without --compile-to means the artifact.
   if (phase.getNumOccurrences() == 0 &&
       llvm::StringRef(outputPath).ends_with(".strata"))

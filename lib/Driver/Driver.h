@@ -67,6 +67,14 @@ struct CompileOptions {
   /// fp32 scale per 128 lanes, docs/KVCache.md); the DSL reads it as
   /// `opt.kv_cache_dtype` ("bf16" / "f8E4M3FN").
   std::string kvCacheDtype = "bf16";
+  /// Rank layout (llm-shard-model in the fused phase; the DSL reads them as
+  /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`): T ranks
+  /// split heads, dense intermediate dimensions and the vocabulary, E ranks
+  /// the routed experts; T * E ranks in all (docs/Parallel.md). Sharded
+  /// programs stop at the fused phase: collectives have no kernel lowering
+  /// yet.
+  int64_t tensorParallelSize = 1;
+  int64_t expertParallelSize = 1;
   /// Check `expected-error` comments in the input instead of printing
   /// diagnostics (lit tests).
   bool verifyDiagnostics = false;

@@ -215,7 +215,9 @@ public:
   MLIRGenImpl(MLIRContext &context, const ModelConfig &config,
               const DslOptions &dslOptions)
       : ctx(&context), builder(&context, this), config(config),
-        options{{"kv_cache_dtype", dslOptions.kvCacheDtype}} {}
+        options{{"kv_cache_dtype", dslOptions.kvCacheDtype},
+                {"tensor_parallel_size", dslOptions.tensorParallelSize},
+                {"expert_parallel_size", dslOptions.expertParallelSize}} {}
 
   /// Numbers ops in creation order so a `let` can tell which ops its
   /// right-hand side created.
@@ -428,7 +430,9 @@ private:
         return DValue();
       if (llvm::StringRef(origin).starts_with("opt."))
         return error(l) << "unknown compile option '" << origin
-                        << "' (known: opt.kv_cache_dtype)";
+                        << "' (known: opt.kv_cache_dtype, "
+                           "opt.tensor_parallel_size, "
+                           "opt.expert_parallel_size)";
       return error(l) << "config key '" << origin.substr(4)
                       << "' not found in " << config.getPath();
     }

@@ -33,6 +33,13 @@ struct DslOptions {
   /// `opt.kv_cache_dtype`: element type of the MLA latent cache as an MLIR
   /// type name, "bf16" or "f8E4M3FN" (`--kv-cache-dtype=bf16|fp8`).
   std::string kvCacheDtype = "bf16";
+  /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`: the rank
+  /// layout the program is compiled for (`--tensor-parallel-size`,
+  /// `--expert-parallel-size`; integers, default 1). The model is written
+  /// whole either way: llm-shard-model splits it, so a model reads these
+  /// only to check a constraint of its own.
+  int64_t tensorParallelSize = 1;
+  int64_t expertParallelSize = 1;
 };
 
 /// Emits `module` for `config` and `options`. Returns null after reporting a

@@ -29,7 +29,15 @@ LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
                                                const PipelineOptions &options) {
   if (options.activationType != "bf16" && options.activationType != "f32")
     return failure();
-  // The precision policy first, so that every later pass and every kernel
+  // The per-rank graph first: the later passes (fusions, the precision
+  // policy) see what each rank runs, collectives included.
+  if (options.tensorParallelSize * options.expertParallelSize != 1) {
+    llm::LLMShardModelPassOptions shard;
+    shard.tensorParallelSize = options.tensorParallelSize;
+    shard.expertParallelSize = options.expertParallelSize;
+    pm.addPass(llm::createLLMShardModelPass(shard));
+  }
+  // The precision policy next, so that every later pass and every kernel
   // sees the final types.
   if (options.activationType == "f32")
     pm.addPass(llm::createLLMPromoteActivationsPass());

@@ -42,6 +42,16 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
                      "and its output projection into its llm.mhc_post "
                      "(llm-fuse-hyper-connections)"),
       llvm::cl::init(true)};
+  Option<int64_t> tensorParallelSize{
+      *this, "tensor-parallel-size",
+      llvm::cl::desc("ranks that split attention heads, dense and expert "
+                     "intermediate dimensions and the vocabulary "
+                     "(llm-shard-model)"),
+      llvm::cl::init(1)};
+  Option<int64_t> expertParallelSize{
+      *this, "expert-parallel-size",
+      llvm::cl::desc("ranks that split the routed experts (llm-shard-model)"),
+      llvm::cl::init(1)};
   Option<std::string> toolkit{
       *this, "toolkit",
       llvm::cl::desc("GPU toolkit folder (ROCm-like: llvm/bin/ld.lld, "

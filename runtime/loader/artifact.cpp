@@ -164,4 +164,22 @@ StatusOr<StepKind> parseStepKind(std::string_view name) {
       name);
 }
 
+uint32_t Artifact::numRanks() const {
+  const artifact::ParallelLayout *layout = def_->parallel();
+  return layout
+             ? layout->tensor_parallel_size() * layout->expert_parallel_size()
+             : 1;
+}
+
+Status Artifact::checkSingleRank() const {
+  if (numRanks() == 1)
+    return okStatus();
+  const artifact::ParallelLayout *layout = def_->parallel();
+  return failedPrecondition(
+      "artifact is compiled for {} ranks (tensor-parallel {} x "
+      "expert-parallel {}); this runtime runs one rank (docs/Parallel.md)",
+      numRanks(), layout->tensor_parallel_size(),
+      layout->expert_parallel_size());
+}
+
 } // namespace strata::runtime

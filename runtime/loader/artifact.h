@@ -65,6 +65,17 @@ public:
   static StatusOr<const artifact::ExecutionPlan *>
   plan(const artifact::TargetDef &target, artifact::StepKind step);
 
+  /// Ranks the artifact was compiled for: T * E of its parallel layout, 1
+  /// without one.
+  uint32_t numRanks() const;
+
+  /// OK for an artifact of one rank; FAILED_PRECONDITION naming the layout
+  /// otherwise ("artifact is compiled for 4 ranks (tensor-parallel 2 x
+  /// expert-parallel 2); this runtime runs one rank"). Program::load and
+  /// checkWeightManifest call it: per-rank execution and sliced weight
+  /// loading are not built (docs/Parallel.md).
+  Status checkSingleRank() const;
+
 private:
   explicit Artifact(std::vector<uint8_t> bytes);
   std::vector<uint8_t> bytes_;

@@ -249,7 +249,31 @@ std::string printArtifact(const Artifact &artifact) {
       fmt::format_to(it, ", scale '{}' {} {}", str(e->scale_name()),
                      EnumNameDType(e->scale_dtype()),
                      shapeText(e->scale_shape()));
+    for (size_t s = 0; e->shards() && s < e->shards()->size(); ++s) {
+      const WeightShard *shard = e->shards()->Get(s);
+      fmt::format_to(it, ", dim {} / {} over {}", shard->dim(), shard->parts(),
+                     EnumNameRankGroup(shard->group()));
+    }
     out += "\n";
+  }
+  if (const ParallelLayout *layout = def.parallel()) {
+    size_t nr = layout->ranks() ? layout->ranks()->size() : 0;
+    fmt::format_to(it, "parallel: tensor {} x expert {}, {} ranks\n",
+                   layout->tensor_parallel_size(),
+                   layout->expert_parallel_size(), nr);
+    for (size_t r = 0; r < nr; ++r) {
+      const RankManifest *rank = layout->ranks()->Get(r);
+      size_t ns = rank->weights() ? rank->weights()->size() : 0;
+      for (size_t w = 0; w < ns; ++w) {
+        const WeightSlice *slice = rank->weights()->Get(w);
+        fmt::format_to(it, "  rank {} weight {}: offsets {}", r, w,
+                       shapeText(slice->offsets()));
+        if (slice->scale_offsets() && slice->scale_offsets()->size())
+          fmt::format_to(it, ", scale offsets {}",
+                         shapeText(slice->scale_offsets()));
+        out += "\n";
+      }
+    }
   }
   if (const DebugInfo *debug = def.debug_info()) {
     size_t nk = debug->kernels() ? debug->kernels()->size() : 0;

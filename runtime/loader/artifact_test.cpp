@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "runtime/loader/test_artifact_builder.h"
+#include "runtime/loader/weight_manifest.h"
 
 namespace strata::runtime {
 namespace {
@@ -294,4 +295,77 @@ TEST(Artifact, ParseNames) {
 }
 
 } // namespace
+// Tests that a valid parallel layout loads and that the one-rank runtime
+// refuses it by name, in checkWeightManifest as in Program::load.
+TEST(Artifact, ParallelLayoutIsRefused) {
+  TestArtifactKnobs knobs;
+  knobs.parallel = true;
+  knobs.parallel_ep = 2;
+  auto artifact = Artifact::fromBytes(buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok()) << artifact.status().message();
+  EXPECT_EQ((*artifact)->numRanks(), 4u);
+  const char *refusal = "artifact is compiled for 4 ranks (tensor-parallel 2 "
+                        "x expert-parallel 2); this runtime runs one rank "
+                        "(docs/Parallel.md)";
+  Status single = (*artifact)->checkSingleRank();
+  EXPECT_EQ(single.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(single.message(), refusal);
+  Status manifest = checkWeightManifest(
+      **artifact, [](std::string_view) -> std::optional<CheckpointTensorInfo> {
+        return CheckpointTensorInfo{"F32", {2}};
+      });
+  EXPECT_EQ(manifest.message(), refusal);
+  auto plain = Artifact::fromBytes(buildTestArtifact());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->numRanks(), 1u);
+  EXPECT_TRUE((*plain)->checkSingleRank().ok());
+}
+
+// Tests each check of the parallel layout.
+TEST(Artifact, ParallelLayoutChecks) {
+  TestArtifactKnobs knobs;
+  knobs.parallel = true;
+  knobs.parallel_tp = 0;
+  knobs.shard_parts = 0;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: parallel: tensor_parallel_size and "
+            "expert_parallel_size must be >= 1, got 0 and 1");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.shard_group = 7;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: weights[0] 'w': shard 0: unknown group 7");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.shard_dim = 1;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: weights[0] 'w': shard 0: "
+                              "dimension 1 outside the tensor's 1 or split "
+                              "twice");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.shard_parts = 4;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: weights[0] 'w': shard 0: 4 "
+                              "parts over group tp of 2 ranks");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.rank_manifests = 1;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: parallel: 1 rank manifests for 2 ranks");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.slices_per_rank = 2;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: parallel: rank 0 has 2 "
+                              "weight slices for 1 weights");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.rank1_offset_delta = 1;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: parallel: rank 1 weights[0] "
+                              "'w': offsets [3], expected [2] from its shards");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.scale_offsets_count = 1;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: parallel: rank 0 weights[0] "
+                              "'w': 1 scale offsets for a scale of rank 0");
+}
+
 } // namespace strata::runtime

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <fmt/ranges.h>
+
 #include <set>
 #include <string>
 
@@ -578,6 +580,86 @@ Status validateDebugInfo(const ArtifactDef &def) {
   return okStatus();
 }
 
+/// The parallel layout and the weights' shards: sizes >= 1, shards inside the
+/// tensor and sized to their group, one manifest per rank with one slice per
+/// weight whose offsets are the rank's coordinate times the extent in each
+/// sharded dimension (docs/Artifact.md).
+Status validateParallel(const ArtifactDef &def) {
+  const ParallelLayout *layout = def.parallel();
+  uint32_t tp = layout ? layout->tensor_parallel_size() : 1;
+  uint32_t ep = layout ? layout->expert_parallel_size() : 1;
+  if (tp < 1 || ep < 1)
+    return invalidArgument("parallel: tensor_parallel_size and "
+                           "expert_parallel_size must be >= 1, got {} and {}",
+                           tp, ep);
+  uint64_t ranks = uint64_t(tp) * ep;
+  auto groupSize = [&](RankGroup group) -> uint64_t {
+    return group == RankGroup::tp ? tp : group == RankGroup::ep ? ep : ranks;
+  };
+  size_t nw = count(def.weights());
+  for (size_t i = 0; i < nw; ++i) {
+    const WeightEntry *w = def.weights()->Get(i);
+    std::string where = fmt::format("weights[{}] '{}'", i, str(w->name()));
+    std::set<uint32_t> dims;
+    for (size_t s = 0; s < count(w->shards()); ++s) {
+      const WeightShard *shard = w->shards()->Get(s);
+      if (!known(shard->group()))
+        return invalidArgument("{}: shard {}: unknown group {}", where, s,
+                               static_cast<int>(shard->group()));
+      if (shard->dim() >= count(w->shape()) ||
+          !dims.insert(shard->dim()).second)
+        return invalidArgument("{}: shard {}: dimension {} outside the "
+                               "tensor's {} or split twice",
+                               where, s, shard->dim(), count(w->shape()));
+      if (shard->parts() < 2 || shard->parts() != groupSize(shard->group()))
+        return invalidArgument("{}: shard {}: {} parts over group {} of {} "
+                               "ranks",
+                               where, s, shard->parts(),
+                               EnumNameRankGroup(shard->group()),
+                               groupSize(shard->group()));
+    }
+  }
+  if (!layout)
+    return okStatus();
+  if (count(layout->ranks()) != ranks)
+    return invalidArgument("parallel: {} rank manifests for {} ranks",
+                           count(layout->ranks()), ranks);
+  for (uint32_t r = 0; r < ranks; ++r) {
+    const RankManifest *manifest = layout->ranks()->Get(r);
+    if (count(manifest->weights()) != nw)
+      return invalidArgument("parallel: rank {} has {} weight slices for {} "
+                             "weights",
+                             r, count(manifest->weights()), nw);
+    for (size_t i = 0; i < nw; ++i) {
+      const WeightEntry *w = def.weights()->Get(i);
+      const WeightSlice *slice = manifest->weights()->Get(i);
+      std::vector<int64_t> expected(count(w->shape()), 0);
+      for (size_t s = 0; s < count(w->shards()); ++s) {
+        const WeightShard *shard = w->shards()->Get(s);
+        uint64_t coordinate = shard->group() == RankGroup::tp   ? r % tp
+                              : shard->group() == RankGroup::ep ? r / tp
+                                                                : r;
+        expected[shard->dim()] = coordinate * w->shape()->Get(shard->dim());
+      }
+      std::vector<int64_t> found;
+      if (slice->offsets())
+        found.assign(slice->offsets()->begin(), slice->offsets()->end());
+      if (found != expected)
+        return invalidArgument("parallel: rank {} weights[{}] '{}': offsets "
+                               "[{}], expected [{}] from its shards",
+                               r, i, str(w->name()), fmt::join(found, ", "),
+                               fmt::join(expected, ", "));
+      if (count(slice->scale_offsets()) != count(w->scale_shape()))
+        return invalidArgument("parallel: rank {} weights[{}] '{}': {} scale "
+                               "offsets for a scale of rank {}",
+                               r, i, str(w->name()),
+                               count(slice->scale_offsets()),
+                               count(w->scale_shape()));
+    }
+  }
+  return okStatus();
+}
+
 } // namespace
 
 Status validateArtifactContents(const ArtifactDef &def) {
@@ -586,6 +668,7 @@ Status validateArtifactContents(const ArtifactDef &def) {
   STRATA_RETURN_IF_ERROR(validateCacheLayout(def));
   STRATA_RETURN_IF_ERROR(validateTargets(def));
   STRATA_RETURN_IF_ERROR(validateDebugInfo(def));
+  STRATA_RETURN_IF_ERROR(validateParallel(def));
   return okStatus();
 }
 

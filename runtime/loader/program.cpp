@@ -15,6 +15,7 @@ using namespace strata::artifact;
 
 StatusOr<std::unique_ptr<Program>>
 Program::load(const Artifact &artifact, TargetKind kind, Device &device) {
+  STRATA_RETURN_IF_ERROR(artifact.checkSingleRank());
   STRATA_ASSIGN_OR_RETURN(const TargetDef *target, artifact.target(kind));
   std::unique_ptr<Program> program(new Program(artifact, *target, device));
   size_t num_kernels = target->kernels()->size();

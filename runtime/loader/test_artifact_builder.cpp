@@ -209,13 +209,46 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
       k.cache_slot)};
   auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, 0, 0, 0, 0, kda, &caches);
 
-  std::vector<int64_t> w_shape = {4};
+  bool sharded = k.parallel && k.shard_parts > 0;
+  std::vector<int64_t> w_shape = {sharded ? 4 / k.shard_parts : 4};
+  std::vector<Offset<fb::WeightShard>> shards;
+  if (sharded)
+    shards.push_back(
+        fb::CreateWeightShard(b, k.shard_dim, k.shard_parts,
+                              static_cast<fb::RankGroup>(k.shard_group)));
   std::vector<Offset<fb::WeightEntry>> weights = {fb::CreateWeightEntryDirect(
       b, "w", k.fp8_without_scale ? fb::DType::f8e4m3fn : fb::DType::f32,
       &w_shape,
       k.fp8_without_scale ? fb::WeightTransform::fp8_dequant
                           : fb::WeightTransform::none,
-      fb::DType::f32)};
+      fb::DType::f32, nullptr, fb::DType::invalid, nullptr,
+      sharded ? &shards : nullptr)};
+
+  Offset<fb::ParallelLayout> parallel;
+  if (k.parallel) {
+    uint32_t ranks = k.parallel_tp * k.parallel_ep;
+    uint32_t manifests =
+        k.rank_manifests < 0 ? ranks : static_cast<uint32_t>(k.rank_manifests);
+    uint32_t slices =
+        k.slices_per_rank < 0 ? 1 : static_cast<uint32_t>(k.slices_per_rank);
+    std::vector<Offset<fb::RankManifest>> rank_list;
+    for (uint32_t r = 0; r < manifests; ++r) {
+      uint32_t coordinate = k.shard_group == 0   ? r % k.parallel_tp
+                            : k.shard_group == 1 ? r / k.parallel_tp
+                                                 : r;
+      std::vector<int64_t> offsets = {sharded ? coordinate * w_shape[0] : 0};
+      if (r == 1)
+        offsets[0] += k.rank1_offset_delta;
+      std::vector<int64_t> scale_offsets(k.scale_offsets_count, 0);
+      std::vector<Offset<fb::WeightSlice>> slice_list;
+      for (uint32_t s = 0; s < slices; ++s)
+        slice_list.push_back(
+            fb::CreateWeightSliceDirect(b, &offsets, &scale_offsets));
+      rank_list.push_back(fb::CreateRankManifestDirect(b, &slice_list));
+    }
+    parallel = fb::CreateParallelLayoutDirect(b, k.parallel_tp, k.parallel_ep,
+                                              &rank_list);
+  }
 
   std::vector<Offset<fb::SourceLocation>> locations = {
       fb::CreateSourceLocationDirect(b, "test.dsl", 3, 1, "scale")};
@@ -227,7 +260,7 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   fb::Checksum zero(0);
   auto root = fb::CreateArtifactDefDirect(
       b, k.format_version, "test", k.no_checksum ? nullptr : &zero, model,
-      &targets, layout, &weights, debug);
+      &targets, layout, &weights, debug, parallel);
   fb::FinishArtifactDefBuffer(b, root);
   std::vector<uint8_t> bytes(b.GetBufferPointer(),
                              b.GetBufferPointer() + b.GetSize());

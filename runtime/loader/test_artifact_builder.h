@@ -76,6 +76,22 @@ struct TestArtifactKnobs {
   /// The scratch binding's extent is one byte more than blocks x bytes per
   /// block.
   bool scratch_extent_mismatch = false;
+  /// Writes a parallel layout of parallel_tp x parallel_ep ranks (one
+  /// manifest each unless rank_manifests says otherwise) and, with
+  /// shard_parts > 0, splits weight 0 ([4] f32) on shard_dim into
+  /// shard_parts parts over shard_group (its shape becomes [4 / parts]);
+  /// each rank's slice has the offsets its shards give, plus
+  /// rank1_offset_delta on rank 1, and scale_offsets_count scale offsets.
+  bool parallel = false;
+  uint32_t parallel_tp = 2;
+  uint32_t parallel_ep = 1;
+  uint32_t shard_dim = 0;
+  uint32_t shard_parts = 2;
+  uint8_t shard_group = 0;
+  int64_t rank1_offset_delta = 0;
+  int32_t rank_manifests = -1;
+  int32_t slices_per_rank = -1;
+  uint32_t scale_offsets_count = 0;
 };
 
 /// Builds the artifact's bytes with a correct checksum.

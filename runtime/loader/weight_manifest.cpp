@@ -75,6 +75,7 @@ void checkTensor(const CheckpointLookup &lookup, const std::string &name,
 
 Status checkWeightManifest(const Artifact &artifact,
                            const CheckpointLookup &lookup) {
+  STRATA_RETURN_IF_ERROR(artifact.checkSingleRank());
   const auto *weights = artifact.def().weights();
   if (!weights)
     return okStatus();

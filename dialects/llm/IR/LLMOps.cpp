@@ -15,6 +15,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
@@ -149,10 +150,47 @@ static LogicalResult checkStaticCheckpoint(Operation *op, Type type) {
                            << type;
 }
 
+/// Checks the `shards` of a checkpoint value: each inside the rank, at most
+/// one per dimension, and on a block dimension of an fp8 weight an extent
+/// that is a multiple or a divisor of the block (so that every part reads
+/// whole scale rows, or lies inside one block).
+static LogicalResult verifyShards(Operation *op,
+                                  std::optional<ArrayAttr> shards, Type type) {
+  if (!shards)
+    return success();
+  ArrayRef<int64_t> shape = weightShape(type);
+  int64_t rank = shape.size();
+  llvm::SmallDenseSet<int64_t> seen;
+  for (auto shard : shards->getAsRange<ShardAttr>()) {
+    int64_t dim = shard.getDim();
+    if (dim >= rank)
+      return op->emitOpError()
+             << "expected shard dimension < rank " << rank << ", got " << dim;
+    if (!seen.insert(dim).second)
+      return op->emitOpError()
+             << "expected at most one shard per dimension, got two of "
+                "dimension "
+             << dim;
+    auto fp8 = dyn_cast<Fp8WeightType>(type);
+    if (!fp8 || dim < rank - 2)
+      continue;
+    int64_t block = dim == rank - 2 ? fp8.getBlockRows() : fp8.getBlockCols();
+    int64_t extent = shape[dim];
+    if (extent % block != 0 && block % extent != 0)
+      return op->emitOpError()
+             << "expected sharded fp8 extent " << extent << " of dimension "
+             << dim << " to be a multiple or a divisor of the block size "
+             << block;
+  }
+  return success();
+}
+
 LogicalResult WeightOp::verify() {
   if (getName().empty())
     return emitOpError() << "expected a non-empty checkpoint tensor name";
-  return checkStaticCheckpoint(*this, getType());
+  if (failed(checkStaticCheckpoint(*this, getType())))
+    return failure();
+  return verifyShards(*this, getShards(), getType());
 }
 
 LogicalResult ExpertWeightsOp::verify() {
@@ -171,7 +209,7 @@ LogicalResult ExpertWeightsOp::verify() {
   if (leading != static_cast<int64_t>(getNumExperts()))
     return emitOpError() << "expected leading dimension num_experts "
                          << getNumExperts() << ", got " << leading;
-  return success();
+  return verifyShards(*this, getShards(), getType());
 }
 
 //===----------------------------------------------------------------------===//
@@ -186,6 +224,9 @@ LogicalResult EmbeddingOp::verify() {
   if (failed(checkShape(*this, "result", getResult(),
                         {tokensOf(getIds()), table[1]})))
     return failure();
+  if (auto shard = getVocabShardAttr(); shard && shard.getDim() != 0)
+    return emitOpError() << "expected vocab_shard on dimension 0, got "
+                         << shard.getDim();
   // f32 rows from a bf16 table: the exact widening of the f32 mode.
   if (elementTypeOf(getResult()).isF32())
     return success();
@@ -651,13 +692,58 @@ LogicalResult MoeFfnOp::verify() {
                          << getRenormEps().convertToFloat();
   if (failed(checkRank(*this, "input", getInput(), 2)))
     return failure();
+  // The stacked experts are the rank's part of the experts.
+  int64_t local = e;
+  if (ShardAttr shard = getExpertShardAttr()) {
+    if (shard.getDim() != 0)
+      return emitOpError() << "expected expert_shard on dimension 0, got "
+                           << shard.getDim();
+    if (e % shard.getParts() != 0)
+      return emitOpError() << "expected expert_shard parts to divide "
+                              "num_experts "
+                           << e << ", got " << shard.getParts();
+    local = e / shard.getParts();
+  }
   auto x = getInput().getType().getShape();
   if (failed(checkShape(*this, "router", getRouter(), {e, x[1]})) ||
       failed(checkShape(*this, "correction_bias", getCorrectionBias(), {e})) ||
-      failed(checkSwiglu(*this, "expert ", getGate(), getUp(), getDown(), {e},
-                         x[1])) ||
+      failed(checkSwiglu(*this, "expert ", getGate(), getUp(), getDown(),
+                         {local}, x[1])) ||
       failed(checkSwiglu(*this, "shared_", getSharedGate(), getSharedUp(),
                          getSharedDown(), {}, x[1])))
     return failure();
   return checkFfnResult(*this, x, getStreams(), getResult());
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+LogicalResult AllReduceOp::verify() {
+  if (failed(checkPositive(*this, "group_size", getGroupSize())))
+    return failure();
+  if (getStreams().empty())
+    return checkSameType(*this, "result", getResult().getType(),
+                         getInput().getType());
+  if (failed(checkRank(*this, "reduced input", getInput(), 2)))
+    return failure();
+  return checkFfnResult(*this, getInput().getType().getShape(), getStreams(),
+                        getResult());
+}
+
+LogicalResult AllGatherOp::verify() {
+  if (failed(checkPositive(*this, "group_size", getGroupSize())))
+    return failure();
+  RankedTensorType input = getInput().getType();
+  int64_t rank = input.getRank(), dim = getDim();
+  if (dim < 0 || dim >= rank)
+    return emitOpError() << "expected gather dim in [0, " << rank << "), got "
+                         << dim;
+  SmallVector<int64_t> expected(input.getShape());
+  if (expected[dim] != kDyn)
+    expected[dim] *= getGroupSize();
+  if (failed(checkShape(*this, "gathered result", getResult(), expected)))
+    return failure();
+  return checkSameType(*this, "gathered element", elementTypeOf(getResult()),
+                       elementTypeOf(getInput()));
 }

@@ -42,6 +42,10 @@ def LLM_CacheGroup : OpDocGroup {
   let summary = "Paged caches";
   let description = "Writes and gathers of the MLA latent pool, the pooled index pool and the tail ring.";
 }
+def LLM_CollectiveGroup : OpDocGroup {
+  let summary = "Collectives";
+  let description = "Communication between the ranks of a tensor- and expert-parallel layout.";
+}
 def LLM_FfnGroup : OpDocGroup {
   let summary = "Feed-forward";
   let description = "The dense SwiGLU MLP and the MoE FFN.";
@@ -69,8 +73,22 @@ def LLM_WeightOp : LLM_Op<"weight", [Pure]> {
         : !llm.fp8_weight<tensor<1536x4096xf8E4M3FN>, tensor<12x32xf32>, block = [128, 128]>
     %n = llm.weight "model.language_model.norm.weight" : tensor<4096xbf16>
     ```
+
+    With `shards` (written by llm-shard-model) the result is the slice of
+    the checkpoint tensor one rank reads: each `#llm.shard<group, dim = d,
+    parts = n>` divides dimension `d` into `n` parts (at most one shard per
+    dimension) and the result type has the part's extent. An fp8 weight's
+    scales are sliced with it: a sharded extent of one of the two block
+    dimensions must be a multiple of the block size or divide it, so each
+    part reads whole scale rows (a part inside one block reads that block's
+    scale).
+
+    ```mlir
+    %wo = llm.weight "model.language_model.layers.3.self_attn.o_proj.weight"
+        {shards = [#llm.shard<tp, dim = 1, parts = 4>]} : tensor<4096x4096xbf16>
+    ```
   }];
-  let arguments = (ins StrAttr:$name);
+  let arguments = (ins StrAttr:$name, OptionalAttr<LLM_ShardArrayAttr>:$shards);
   let results = (outs LLM_CheckpointValue:$result);
   let assemblyFormat = "$name attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -88,8 +106,20 @@ def LLM_ExpertWeightsOp : LLM_Op<"expert_weights", [Pure]> {
     %gate = llm.expert_weights "model.language_model.layers.3.mlp.experts.{e}.gate_proj.weight" {num_experts = 288 : i64}
         : !llm.fp8_weight<tensor<288x2048x4096xf8E4M3FN>, tensor<288x16x32xf32>, block = [128, 128]>
     ```
+
+    `shards` as on `llm.weight`, over the stacked shape: a shard of
+    dimension 0 selects the experts `k * num_experts .. (k + 1) *
+    num_experts - 1` of the checkpoint (`num_experts` is then the per-rank
+    count), a shard of dimension 1 or 2 slices every expert's tensor.
+
+    ```mlir
+    %down = llm.expert_weights "model.language_model.layers.3.mlp.experts.{e}.down_proj.weight"
+        {num_experts = 144 : i64, shards = [#llm.shard<ep, dim = 0, parts = 2>, #llm.shard<tp, dim = 2, parts = 4>]}
+        : !llm.fp8_weight<tensor<144x4096x512xf8E4M3FN>, tensor<144x32x4xf32>, block = [128, 128]>
+    ```
   }];
-  let arguments = (ins StrAttr:$pattern, I64Attr:$num_experts);
+  let arguments = (ins StrAttr:$pattern, I64Attr:$num_experts,
+                       OptionalAttr<LLM_ShardArrayAttr>:$shards);
   let results = (outs LLM_AnyWeight:$result);
   let assemblyFormat = "$pattern attr-dict `:` type($result)";
   let hasVerifier = 1;
@@ -114,8 +144,21 @@ def LLM_EmbeddingOp : LLM_Op<"embedding", [Pure]> {
     ```mlir
     %e = llm.embedding %ids, %table : (tensor<?xi32>, tensor<154880x4096xbf16>) -> tensor<?x4096xbf16>
     ```
+
+    Vocabulary-parallel form: with `vocab_shard = #llm.shard<group, dim =
+    0, parts = n>` the table holds rows `k * V .. (k + 1) * V - 1` of the
+    vocabulary (`V` its row count, `k` the rank's coordinate in `group`);
+    ids stay global, and a token whose id lies outside the rank's rows gets
+    a zero row. An `llm.all_reduce` over `group` completes the lookup
+    (exactly one rank contributes each row, so the sum is exact).
+
+    ```mlir
+    %p = llm.embedding %ids, %table {vocab_shard = #llm.shard<tp, dim = 0, parts = 4>}
+        : (tensor<?xi32>, tensor<38720x4096xbf16>) -> tensor<?x4096xbf16>
+    ```
   }];
-  let arguments = (ins LLM_IdTensor:$ids, LLM_ActTensor:$table);
+  let arguments = (ins LLM_IdTensor:$ids, LLM_ActTensor:$table,
+                       OptionalAttr<LLM_ShardAttr>:$vocab_shard);
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = "$ids `,` $table attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
@@ -832,6 +875,15 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
     `streams(R, post, comb)`: the residual write of `llm.swiglu_mlp`'s
     `streams`, result `[T, H, D]`.
 
+    Expert-parallel form: with `expert_shard = #llm.shard<group, dim = 0,
+    parts = n>` the stacked `gate, up, down` hold the `num_experts / n`
+    experts `k * num_experts / n ..` of the rank (`k` its coordinate in
+    `group`). Routing still scores all `num_experts` experts (the router is
+    whole), but only the rank's experts contribute to `y`, so `y` is a
+    partial sum that an `llm.all_reduce` completes; llm-shard-model also
+    splits the shared expert's intermediate dimension so that its part is a
+    partial sum over the same ranks.
+
     ```mlir
     %y = llm.moe_ffn %x, %router, %bias, %eg, %eu, %ed, %sg, %su, %sd
         {num_experts = 288 : i64, top_k = 8 : i64, n_group = 1 : i64, topk_group = 1 : i64,
@@ -851,7 +903,8 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
                        I64Attr:$num_experts, I64Attr:$top_k, I64Attr:$n_group,
                        I64Attr:$topk_group, BoolAttr:$norm_topk_prob,
                        F32Attr:$renorm_eps, F32Attr:$routed_scaling_factor,
-                       F32Attr:$swiglu_limit);
+                       F32Attr:$swiglu_limit,
+                       OptionalAttr<LLM_ShardAttr>:$expert_shard);
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = [{
     $input `,` $router `,` $correction_bias `,` $gate `,` $up `,` $down `,`
@@ -863,5 +916,76 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
 }
 
 } // LLM_FfnGroup
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+let opDocGroup = LLM_CollectiveGroup in {
+
+def LLM_AllReduceOp : LLM_Op<"all_reduce", [Pure]> {
+  let summary = "sum of a value over the ranks of a group, optionally written into the mHC streams";
+  let description = [{
+    `y = sum over the group_size ranks of group of input`, added in fp32
+    and rounded to the element type; every rank gets the same bits. The
+    order of addition is the communicator's, and for bf16 so are the
+    intermediate roundings (NCCL's ring rounds each partial sum that
+    travels between ranks to bf16; docs/Parallel.md). The
+    input of each rank is a partial sum: a row-parallel projection
+    (attention o_proj, an FFN's down projection), a vocabulary-parallel
+    embedding or an expert-parallel `llm.moe_ffn`. `input : [T, ...]`,
+    result of the same type.
+
+    With `streams(R, post, comb)` the reduction ends in mHC's residual write
+    (an `llm.mhc_post` of its result, which llm-fuse-hyper-connections folds
+    in): the result is `R'[t, j] = round(post[t, j] * y[t] + sum_i comb[t,
+    i, j] * R[t, i])`, `[T, H, D]` like `R`, with `input : [T, D]`, `post :
+    [T, H]` and `comb : [T, H, H]` f32; `y` keeps its own rounding.
+
+    All ranks run the same program, so a collective that a rewrite removes
+    or merges is removed or merged on every rank alike (the op is `Pure`
+    for the graph, like every llm op).
+
+    ```mlir
+    %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 4 : i64}
+        : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+    %r = llm.all_reduce %p streams(%r0, %post, %comb) {group = #llm.rank_group<tp>, group_size = 4 : i64}
+        : (tensor<?x4096xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+        -> tensor<?x4x4096xbf16>
+    ```
+  }];
+  let arguments = (ins LLM_ActTensor:$input,
+                       Variadic<AnyRankedTensor>:$streams,
+                       LLM_RankGroupAttr:$group, I64Attr:$group_size);
+  let results = (outs LLM_ActTensor:$result);
+  let assemblyFormat = [{
+    $input (`streams` `(` $streams^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_AllGatherOp : LLM_Op<"all_gather", [Pure]> {
+  let summary = "concatenation of a value of every rank of a group along one dimension";
+  let description = [{
+    `y = concat(input of rank 0, ..., input of rank group_size - 1)` along
+    dimension `dim`, ranks in the order of their coordinate in `group`.
+    The result has the input's element type and shape except that `dim` is
+    `group_size` times larger. The vocabulary-parallel `llm.lm_head` ends
+    in one (`dim = 1`): every rank then holds all logits.
+
+    ```mlir
+    %l = llm.all_gather %part {group = #llm.rank_group<tp>, group_size = 4 : i64, dim = 1 : i64}
+        : (tensor<?x38720xf32>) -> tensor<?x154880xf32>
+    ```
+  }];
+  let arguments = (ins LLM_ActTensor:$input, LLM_RankGroupAttr:$group,
+                       I64Attr:$group_size, I64Attr:$dim);
+  let results = (outs LLM_ActTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+} // LLM_CollectiveGroup
 
 #endif // STRATA_DIALECTS_LLM_IR_LLMOPS_TD

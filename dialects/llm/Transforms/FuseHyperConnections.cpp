@@ -5,9 +5,9 @@
 // llm-fuse-hyper-connections: see Passes.td. Two rewrite patterns, applied
 // greedily: the input RMSNorm of a sub-layer into its llm.mhc_pre (x_norm
 // form); at the sub-layer's end, an output projection into its
-// llm.mhc_post (projection form) or its llm.mhc_post into the FFN op
-// (streams form). Each applies only where the intermediate value has no
-// other use, so no work is repeated.
+// llm.mhc_post (projection form) or its llm.mhc_post into the FFN op or the
+// tensor-parallel all-reduce (streams form). Each applies only where the
+// intermediate value has no other use, so no work is repeated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +75,8 @@ struct FuseInputNorm : OpRewritePattern<llm::RmsNormOp> {
 ///       -> mhc_post(o, R, post, comb) projection(W)     (rank-2 o)
 ///   mhc_post(ffn(x, ...), R, post, comb)
 ///       -> ffn(x, ...) streams(R, post, comb)          (swiglu_mlp, moe_ffn)
+///   mhc_post(all_reduce(p), R, post, comb)
+///       -> all_reduce(p) streams(R, post, comb)
 struct FuseResidualWrite : OpRewritePattern<llm::MhcPostOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(llm::MhcPostOp post,
@@ -96,12 +98,14 @@ struct FuseResidualWrite : OpRewritePattern<llm::MhcPostOp> {
     }
     auto streams = llvm::TypeSwitch<Operation *, std::optional<ValueRange>>(
                        producer)
-                       .Case<llm::SwigluMlpOp, llm::MoeFfnOp>(
+                       .Case<llm::SwigluMlpOp, llm::MoeFfnOp,
+                             llm::AllReduceOp>(
                            [](auto ffn) { return ValueRange(ffn.getStreams()); })
                        .Default([](Operation *) { return std::nullopt; });
     if (!streams || !streams->empty())
       return rewriter.notifyMatchFailure(
-          post, "input is not a linear or an FFN without streams");
+          post, "input is not a linear, an FFN or an all-reduce without "
+                "streams");
     OperationState state(producer->getLoc(), producer->getName());
     state.addOperands(producer->getOperands());
     state.addOperands({post.getResidual(), post.getPost(), post.getComb()});

@@ -40,6 +40,66 @@ def LLMPromoteActivationsPass : Pass<"llm-promote-activations", "ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def LLMShardModelPass : Pass<"llm-shard-model", "ModuleOp"> {
+  let summary = "split the model's work over tensor- and expert-parallel ranks";
+  let description = [{
+    Rewrites the graph that every one of `T * E` ranks runs
+    (`tensor-parallel-size` T, `expert-parallel-size` E; rank `r` has the
+    tensor coordinate `r % T` and the expert coordinate `r / T`). One
+    program serves every rank: the rank only changes which slice of each
+    checkpoint tensor it reads (`shards` on `llm.weight` /
+    `llm.expert_weights`, whose offsets the artifact's per-rank manifests
+    hold) and which experts and vocabulary rows are its own.
+
+    * KDA and MLA: heads split over the `tp` group. KDA's q/k/v/f_b/g_b/b
+      projections, conv taps, A_log and dt_bias and MLA's q_b_proj and
+      kv_b_proj take the rank's heads; the recurrent and conv states hold
+      them; o_proj reads the rank's input features and an `llm.all_reduce`
+      over `tp` sums the partial outputs. MLA's q_a / kv_a projections, the
+      latent cache and the kpool indexer (its 32 heads included) stay whole
+      on every rank: the indexer's head sum feeds a top-k, so split heads
+      would need an all-reduce of every visible pool's score per token.
+    * Dense MLP: the intermediate dimension split over `tp`, all-reduce.
+    * MoE: routed experts split over the `ep` group (`expert_shard`), each
+      expert's intermediate dimension over `tp`, the shared expert's over
+      all ranks (`world`); the router stays whole. Every rank holds the
+      tokens of the whole batch, so there is no dispatch: one all-reduce
+      over `world` combines the partial outputs.
+    * Embedding and lm_head: the vocabulary split over `tp`
+      (`vocab_shard`; an all-reduce after the lookup, an all-gather of the
+      logits).
+
+    The pass runs first in the fused phase, before llm-promote-activations
+    and llm-fuse-hyper-connections (which then folds each all-reduce's
+    residual write into it). `tensor-parallel-size = expert-parallel-size =
+    1` leaves the module untouched. Head counts, the vocabulary and the
+    intermediate sizes must divide; fp8 weights must split on 128-blocks or
+    inside one block. Errors name the op and the sizes.
+
+    Before (T = 2):
+    ```mlir
+    %w = llm.weight "l.0.mlp.down_proj.weight" : tensor<256x512xbf16>
+    %y = llm.swiglu_mlp %x, %wg, %wu, %w {swiglu_limit = 1.0e+01 : f32} : ...
+    ```
+    After:
+    ```mlir
+    %w = llm.weight "l.0.mlp.down_proj.weight" {shards = [#llm.shard<tp, dim = 1, parts = 2>]} : tensor<256x256xbf16>
+    %p = llm.swiglu_mlp %x, %wg, %wu, %w {swiglu_limit = 1.0e+01 : f32} : ...
+    %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 2 : i64} : ...
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::tensor::TensorDialect"];
+  let options = [
+    Option<"tensorParallelSize", "tensor-parallel-size", "int64_t",
+           /*default=*/"1", "ranks that split attention heads, the dense "
+           "MLP, every expert's and the shared expert's intermediate "
+           "dimension, and the vocabulary">,
+    Option<"expertParallelSize", "expert-parallel-size", "int64_t",
+           /*default=*/"1", "ranks that split the routed experts">,
+  ];
+}
+
 def LLMFuseHyperConnectionsPass
     : Pass<"llm-fuse-hyper-connections", "ModuleOp"> {
   let summary = "fuse mHC pre and post with the sub-layer's norm and output projection";
@@ -62,7 +122,11 @@ def LLMFuseHyperConnectionsPass
     * `llm.mhc_post(ffn, R, post, comb)` of an `llm.swiglu_mlp` or
       `llm.moe_ffn` result used only there becomes the FFN op's `streams(R,
       post, comb)` form: its last kernels (swiglu_down, moe_shared_down, their
-      `_rows` halves and matmul forms) write the streams.
+      `_rows` halves and matmul forms) write the streams;
+    * `llm.mhc_post(llm.all_reduce(p), R, post, comb)` (a tensor-parallel
+      sub-layer's output, llm-shard-model) becomes the all-reduce's
+      `streams(R, post, comb)` form: the reduction ends in the residual
+      write.
 
     Both forms keep every rounding point of the unfused ops, so a CPU
     artifact computes bit-identical logits with and without the pass

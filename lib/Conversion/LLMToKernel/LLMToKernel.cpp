@@ -57,11 +57,43 @@ static bool isCacheType(Type type) {
              llm::KdaStateType, llm::ConvStateType>(type);
 }
 
+/// True for the ops of a tensor- or expert-parallel program
+/// (llm-shard-model): collectives, sharded weights, the vocabulary-parallel
+/// embedding and the expert-parallel MoE.
+static bool isSharded(Operation *op) {
+  if (isa<llm::AllReduceOp, llm::AllGatherOp>(op))
+    return true;
+  if (auto weight = dyn_cast<llm::WeightOp>(op))
+    return weight.getShards().has_value();
+  if (auto weights = dyn_cast<llm::ExpertWeightsOp>(op))
+    return weights.getShards().has_value();
+  if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
+    return embedding.getVocabShardAttr() != nullptr;
+  if (auto moe = dyn_cast<llm::MoeFfnOp>(op))
+    return moe.getExpertShardAttr() != nullptr;
+  return false;
+}
+
 struct ConvertLLMToKernelPass
     : mlir::strata::impl::ConvertLLMToKernelPassBase<ConvertLLMToKernelPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
+
+    // A sharded program (llm-shard-model) has no kernels yet: its
+    // collectives have no lowering, and the kernels of sharded embeddings
+    // and MoE would ignore the rank's part.
+    WalkResult sharded = module.walk([](Operation *op) {
+      if (isSharded(op)) {
+        op->emitError() << "convert-llm-to-kernel: tensor- and "
+                           "expert-parallel programs (llm-shard-model) have "
+                           "no kernel lowering yet";
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (sharded.wasInterrupted())
+      return signalPassFailure();
 
     TypeConverter kernelConverter;
     populateKernelTypeConversions(kernelConverter);

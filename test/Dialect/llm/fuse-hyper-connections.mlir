@@ -80,3 +80,25 @@ func.func @ffn_sub_layers(%r: tensor<?x4x8xbf16>, %x: tensor<?x8xbf16>, %post: t
   %r2 = llm.mhc_post %m, %r1, %post, %comb {hc_mult = 4 : i64} : (tensor<?x8xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
   return %r2 : tensor<?x4x8xbf16>
 }
+
+// -----
+
+// Tests that the residual write of a tensor-parallel sub-layer folds into
+// the all-reduce of its partial output (llm-shard-model's form), and that
+// an all-reduce whose sum has another use keeps its mhc_post.
+// CHECK-LABEL: @all_reduce_residual_write
+// CHECK: %[[P:.+]] = llm.linear
+// CHECK-NOT: llm.mhc_post
+// CHECK: %[[R2:.+]] = llm.all_reduce %[[P]] streams(%{{.*}}, %{{.*}}, %{{.*}}) {group = #llm.rank_group<tp>, group_size = 2 : i64}
+// CHECK-SAME: -> tensor<?x4x8xbf16>
+// CHECK: %[[SUM:.+]] = llm.all_reduce %{{.*}} {group = #llm.rank_group<tp>, group_size = 2 : i64} : (tensor<?x8xbf16>) -> tensor<?x8xbf16>
+// CHECK: llm.mhc_post %[[SUM]], %[[R2]]
+func.func @all_reduce_residual_write(%o: tensor<?x8xbf16>, %r: tensor<?x4x8xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) -> (tensor<?x4x8xbf16>, tensor<?x8xbf16>) {
+  %wo = llm.weight "o.weight" {shards = [#llm.shard<tp, dim = 1, parts = 2>]} : tensor<8x8xbf16>
+  %p = llm.linear %o, %wo : (tensor<?x8xbf16>, tensor<8x8xbf16>) -> tensor<?x8xbf16>
+  %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 2 : i64} : (tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  %r2 = llm.mhc_post %y, %r, %post, %comb {hc_mult = 4 : i64} : (tensor<?x8xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  %y2 = llm.all_reduce %o {group = #llm.rank_group<tp>, group_size = 2 : i64} : (tensor<?x8xbf16>) -> tensor<?x8xbf16>
+  %r3 = llm.mhc_post %y2, %r2, %post, %comb {hc_mult = 4 : i64} : (tensor<?x8xbf16>, tensor<?x4x8xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x8xbf16>
+  return %r3, %y2 : tensor<?x4x8xbf16>, tensor<?x8xbf16>
+}

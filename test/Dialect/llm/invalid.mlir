@@ -1523,3 +1523,169 @@ func.func @moe_shared_gate_rank(%x: tensor<?x8xbf16>, %r: tensor<4x8xf32>, %b: t
   %y = llm.moe_ffn %x, %r, %b, %eg, %eu, %ed, %sg, %su, %sd {num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32, swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<4x8xf32>, tensor<4xf32>, tensor<4x16x8xbf16>, tensor<4x16x8xbf16>, tensor<4x8x16xbf16>, tensor<1x12x8xbf16>, tensor<12x8xbf16>, tensor<8x12xbf16>) -> tensor<?x8xbf16>
   return
 }
+
+// -----
+
+// Tests that a shard of a negative dimension is rejected.
+func.func @shard_negative_dim() {
+  // expected-error@+1 {{shard dimension must be >= 0, got -1}}
+  %w = llm.weight "t" {shards = [#llm.shard<tp, dim = -1, parts = 2>]} : tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that a shard of no parts is rejected.
+func.func @shard_zero_parts() {
+  // expected-error@+1 {{shard parts must be >= 1, got 0}}
+  %w = llm.weight "t" {shards = [#llm.shard<tp, dim = 0, parts = 0>]} : tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that a weight shard must name a dimension of the weight.
+func.func @shard_dim_out_of_rank() {
+  // expected-error@+1 {{expected shard dimension < rank 2, got 2}}
+  %w = llm.weight "t" {shards = [#llm.shard<tp, dim = 2, parts = 2>]} : tensor<64x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that a dimension is split by one shard only.
+func.func @shard_dim_twice() {
+  // expected-error@+1 {{expected at most one shard per dimension, got two of dimension 0}}
+  %w = llm.expert_weights "e.{e}.w" {num_experts = 4 : i64, shards = [#llm.shard<ep, dim = 0, parts = 2>, #llm.shard<tp, dim = 0, parts = 2>]} : tensor<4x64x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that an fp8 part that straddles scale blocks is rejected (96 rows
+// of 128-row blocks: part 1 would need half of two blocks' scales).
+func.func @shard_fp8_straddles_blocks() {
+  // expected-error@+1 {{expected sharded fp8 extent 96 of dimension 0 to be a multiple or a divisor of the block size 128}}
+  %w = llm.weight "t" {shards = [#llm.shard<tp, dim = 0, parts = 2>]} : !llm.fp8_weight<tensor<96x128xf8E4M3FN>, tensor<1x1xf32>, block = [128, 128]>
+  return
+}
+
+// -----
+
+// Tests that the vocabulary-parallel embedding splits the table's rows.
+func.func @embedding_vocab_shard_dim(%ids: tensor<?xi32>, %table: tensor<512x64xbf16>) {
+  // expected-error@+1 {{expected vocab_shard on dimension 0, got 1}}
+  %e = llm.embedding %ids, %table {vocab_shard = #llm.shard<tp, dim = 1, parts = 2>} : (tensor<?xi32>, tensor<512x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that the expert-parallel MoE splits the stacked experts.
+func.func @moe_expert_shard_dim(%x: tensor<?x64xbf16>, %router: tensor<4x64xf32>, %bias: tensor<4xf32>,
+    %g: tensor<2x32x64xbf16>, %d: tensor<2x64x32xbf16>, %sg: tensor<32x64xbf16>, %sd: tensor<64x32xbf16>) {
+  // expected-error@+1 {{expected expert_shard on dimension 0, got 1}}
+  %y = llm.moe_ffn %x, %router, %bias, %g, %g, %d, %sg, %sg, %sd
+      {num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64,
+       norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32,
+       swiglu_limit = 10.0 : f32, expert_shard = #llm.shard<ep, dim = 1, parts = 2>}
+      : (tensor<?x64xbf16>, tensor<4x64xf32>, tensor<4xf32>, tensor<2x32x64xbf16>, tensor<2x32x64xbf16>,
+         tensor<2x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that the expert groups must divide the routed experts.
+func.func @moe_expert_shard_parts(%x: tensor<?x64xbf16>, %router: tensor<4x64xf32>, %bias: tensor<4xf32>,
+    %g: tensor<1x32x64xbf16>, %d: tensor<1x64x32xbf16>, %sg: tensor<32x64xbf16>, %sd: tensor<64x32xbf16>) {
+  // expected-error@+1 {{expected expert_shard parts to divide num_experts 4, got 3}}
+  %y = llm.moe_ffn %x, %router, %bias, %g, %g, %d, %sg, %sg, %sd
+      {num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64,
+       norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32,
+       swiglu_limit = 10.0 : f32, expert_shard = #llm.shard<ep, dim = 0, parts = 3>}
+      : (tensor<?x64xbf16>, tensor<4x64xf32>, tensor<4xf32>, tensor<1x32x64xbf16>, tensor<1x32x64xbf16>,
+         tensor<1x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that the stacked experts of an expert-parallel MoE are the rank's
+// part (4 experts over 2 ranks: 2 stacked, not 4).
+func.func @moe_expert_shard_stack(%x: tensor<?x64xbf16>, %router: tensor<4x64xf32>, %bias: tensor<4xf32>,
+    %g: tensor<4x32x64xbf16>, %d: tensor<4x64x32xbf16>, %sg: tensor<32x64xbf16>, %sd: tensor<64x32xbf16>) {
+  // expected-error@+1 {{expected expert gate shape 2x32x64, got 4x32x64}}
+  %y = llm.moe_ffn %x, %router, %bias, %g, %g, %d, %sg, %sg, %sd
+      {num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64,
+       norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32,
+       swiglu_limit = 10.0 : f32, expert_shard = #llm.shard<ep, dim = 0, parts = 2>}
+      : (tensor<?x64xbf16>, tensor<4x64xf32>, tensor<4xf32>, tensor<4x32x64xbf16>, tensor<4x32x64xbf16>,
+         tensor<4x64x32xbf16>, tensor<32x64xbf16>, tensor<32x64xbf16>, tensor<64x32xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that a collective's group has at least one rank.
+func.func @all_reduce_group_size(%p: tensor<?x64xbf16>) {
+  // expected-error@+1 {{expected group_size > 0, got 0}}
+  %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 0 : i64} : (tensor<?x64xbf16>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that the plain all-reduce keeps the input's type.
+func.func @all_reduce_type(%p: tensor<?x64xbf16>) {
+  // expected-error@+1 {{expected result type 'tensor<?x64xbf16>', got 'tensor<?x64xf32>'}}
+  %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 2 : i64} : (tensor<?x64xbf16>) -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+// Tests that the residual-write form reduces a [T, D] value.
+func.func @all_reduce_streams_rank(%p: tensor<?x4x64xbf16>, %r: tensor<?x4x64xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) {
+  // expected-error@+1 {{expected reduced input rank 2, got 3}}
+  %y = llm.all_reduce %p streams(%r, %post, %comb) {group = #llm.rank_group<tp>, group_size = 2 : i64}
+      : (tensor<?x4x64xbf16>, tensor<?x4x64xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that the residual-write form's result has the streams' shape.
+func.func @all_reduce_streams_result(%p: tensor<?x64xbf16>, %r: tensor<?x4x64xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) {
+  // expected-error@+1 {{expected result shape ?x4x64, got ?x64}}
+  %y = llm.all_reduce %p streams(%r, %post, %comb) {group = #llm.rank_group<tp>, group_size = 2 : i64}
+      : (tensor<?x64xbf16>, tensor<?x4x64xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x64xbf16>
+  return
+}
+
+// -----
+
+// Tests that an all-gather concatenates along a dimension of its input.
+func.func @all_gather_dim(%l: tensor<?x64xf32>) {
+  // expected-error@+1 {{expected gather dim in [0, 2), got 2}}
+  %g = llm.all_gather %l {group = #llm.rank_group<tp>, group_size = 2 : i64, dim = 2 : i64} : (tensor<?x64xf32>) -> tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// Tests that an all-gather's result is group_size times larger along dim.
+func.func @all_gather_shape(%l: tensor<?x64xf32>) {
+  // expected-error@+1 {{expected gathered result shape ?x256, got ?x128}}
+  %g = llm.all_gather %l {group = #llm.rank_group<tp>, group_size = 4 : i64, dim = 1 : i64} : (tensor<?x64xf32>) -> tensor<?x128xf32>
+  return
+}
+
+// -----
+
+// Tests that an all-gather keeps the element type.
+func.func @all_gather_element(%l: tensor<?x64xf32>) {
+  // expected-error@+1 {{expected gathered element type 'f32', got 'bf16'}}
+  %g = llm.all_gather %l {group = #llm.rank_group<tp>, group_size = 2 : i64, dim = 1 : i64} : (tensor<?x64xf32>) -> tensor<?x128xbf16>
+  return
+}

@@ -330,3 +330,79 @@ func.func @moe_ffn(%x: tensor<?x4096xbf16>, %router: tensor<288x4096xf32>, %bias
          !llm.fp8_weight<tensor<4096x2048xf8E4M3FN>, tensor<32x16xf32>, block = [128, 128]>) -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>
 }
+
+// -----
+
+// Tests that the sharding attributes of checkpoint values round-trip: a
+// tensor-parallel slice of a plain weight, and stacked fp8 experts split
+// over the expert group and, inside each expert, over the tensor group.
+// CHECK-LABEL: @sharded_weights
+func.func @sharded_weights() -> (tensor<4096x4096xbf16>,
+    !llm.fp8_weight<tensor<144x4096x512xf8E4M3FN>, tensor<144x32x4xf32>, block = [128, 128]>) {
+  // CHECK: llm.weight "l.3.self_attn.o_proj.weight" {shards = [#llm.shard<tp, dim = 1, parts = 4>]} : tensor<4096x4096xbf16>
+  %wo = llm.weight "l.3.self_attn.o_proj.weight" {shards = [#llm.shard<tp, dim = 1, parts = 4>]} : tensor<4096x4096xbf16>
+  // CHECK: llm.expert_weights "l.3.mlp.experts.{e}.down_proj.weight" {num_experts = 144 : i64, shards = [#llm.shard<ep, dim = 0, parts = 2>, #llm.shard<tp, dim = 2, parts = 4>]}
+  %down = llm.expert_weights "l.3.mlp.experts.{e}.down_proj.weight"
+      {num_experts = 144 : i64, shards = [#llm.shard<ep, dim = 0, parts = 2>, #llm.shard<tp, dim = 2, parts = 4>]}
+      : !llm.fp8_weight<tensor<144x4096x512xf8E4M3FN>, tensor<144x32x4xf32>, block = [128, 128]>
+  return %wo, %down : tensor<4096x4096xbf16>,
+      !llm.fp8_weight<tensor<144x4096x512xf8E4M3FN>, tensor<144x32x4xf32>, block = [128, 128]>
+}
+
+// -----
+
+// Tests that the vocabulary-parallel embedding round-trips.
+// CHECK-LABEL: @embedding_vocab_shard
+func.func @embedding_vocab_shard(%ids: tensor<?xi32>, %table: tensor<38720x4096xbf16>) -> tensor<?x4096xbf16> {
+  // CHECK: llm.embedding %{{.*}}, %{{.*}} {vocab_shard = #llm.shard<tp, dim = 0, parts = 4>}
+  %e = llm.embedding %ids, %table {vocab_shard = #llm.shard<tp, dim = 0, parts = 4>}
+      : (tensor<?xi32>, tensor<38720x4096xbf16>) -> tensor<?x4096xbf16>
+  return %e : tensor<?x4096xbf16>
+}
+
+// -----
+
+// Tests that the expert-parallel llm.moe_ffn round-trips: 288 experts
+// routed, the rank's 144 stacked, each expert's intermediate split in four.
+// CHECK-LABEL: @moe_ffn_expert_shard
+func.func @moe_ffn_expert_shard(%x: tensor<?x4096xbf16>, %router: tensor<288x4096xf32>, %bias: tensor<288xf32>,
+    %eg: tensor<144x512x4096xbf16>, %eu: tensor<144x512x4096xbf16>, %ed: tensor<144x4096x512xbf16>,
+    %sg: tensor<256x4096xbf16>, %su: tensor<256x4096xbf16>, %sd: tensor<4096x256xbf16>) -> tensor<?x4096xbf16> {
+  // CHECK: llm.moe_ffn
+  // CHECK-SAME: expert_shard = #llm.shard<ep, dim = 0, parts = 2>
+  %y = llm.moe_ffn %x, %router, %bias, %eg, %eu, %ed, %sg, %su, %sd
+      {num_experts = 288 : i64, top_k = 8 : i64, n_group = 1 : i64, topk_group = 1 : i64,
+       norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32,
+       swiglu_limit = 10.0 : f32, expert_shard = #llm.shard<ep, dim = 0, parts = 2>}
+      : (tensor<?x4096xbf16>, tensor<288x4096xf32>, tensor<288xf32>,
+         tensor<144x512x4096xbf16>, tensor<144x512x4096xbf16>, tensor<144x4096x512xbf16>,
+         tensor<256x4096xbf16>, tensor<256x4096xbf16>, tensor<4096x256xbf16>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
+// Tests that llm.all_reduce round-trips, plain and with the mHC residual
+// write.
+// CHECK-LABEL: @all_reduce
+func.func @all_reduce(%p: tensor<?x4096xbf16>, %r: tensor<?x4x4096xbf16>, %post: tensor<?x4xf32>,
+    %comb: tensor<?x4x4xf32>) -> (tensor<?x4096xbf16>, tensor<?x4x4096xbf16>) {
+  // CHECK: %[[SUM:.+]] = llm.all_reduce %{{.*}} {group = #llm.rank_group<tp>, group_size = 4 : i64} : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+  %y = llm.all_reduce %p {group = #llm.rank_group<tp>, group_size = 4 : i64}
+      : (tensor<?x4096xbf16>) -> tensor<?x4096xbf16>
+  // CHECK: llm.all_reduce %[[SUM]] streams(%{{.*}}, %{{.*}}, %{{.*}}) {group = #llm.rank_group<world>, group_size = 8 : i64}
+  %r2 = llm.all_reduce %y streams(%r, %post, %comb) {group = #llm.rank_group<world>, group_size = 8 : i64}
+      : (tensor<?x4096xbf16>, tensor<?x4x4096xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x4096xbf16>
+  return %y, %r2 : tensor<?x4096xbf16>, tensor<?x4x4096xbf16>
+}
+
+// -----
+
+// Tests that llm.all_gather round-trips (the vocabulary-parallel logits).
+// CHECK-LABEL: @all_gather
+func.func @all_gather(%l: tensor<?x38720xf32>) -> tensor<?x154880xf32> {
+  // CHECK: llm.all_gather %{{.*}} {dim = 1 : i64, group = #llm.rank_group<tp>, group_size = 4 : i64} : (tensor<?x38720xf32>) -> tensor<?x154880xf32>
+  %g = llm.all_gather %l {group = #llm.rank_group<tp>, group_size = 4 : i64, dim = 1 : i64}
+      : (tensor<?x38720xf32>) -> tensor<?x154880xf32>
+  return %g : tensor<?x154880xf32>
+}

@@ -49,6 +49,16 @@ static llvm::cl::opt<std::string> modelConfig(
     "model-config",
     llvm::cl::desc("config.json for the model section and cache layout "
                    "(default: a built-in copy of the tiny bf16 config)"));
+static llvm::cl::opt<uint32_t> tensorParallelSize(
+    "tensor-parallel-size",
+    llvm::cl::desc("write a parallel layout of T x E ranks: test.fp8_w "
+                   "split on dimension 0 over tp (and 1 over ep), each "
+                   "part inside its one 128-block"),
+    llvm::cl::init(1));
+static llvm::cl::opt<uint32_t>
+    expertParallelSize("expert-parallel-size",
+                       llvm::cl::desc("E of the parallel layout"),
+                       llvm::cl::init(1));
 static llvm::cl::opt<uint32_t>
     numSpeculative("num-speculative",
                    llvm::cl::desc("MTP tokens sizing the tail ring"),
@@ -164,11 +174,25 @@ static LogicalResult run(MLIRContext &context) {
                        numSpeculative});
   artifact.weights.push_back({"test.w", fb::DType::f32, {8, 16},
                               fb::WeightTransform::none, fb::DType::f32, "",
-                              fb::DType::invalid, {}});
+                              fb::DType::invalid, {}, {}, {}});
   artifact.weights.push_back(
       {"test.fp8_w", fb::DType::f8e4m3fn, {16, 16},
        fb::WeightTransform::fp8_dequant, fb::DType::bf16,
-       "test.fp8_w_scale_inv", fb::DType::f32, {1, 1}});
+       "test.fp8_w_scale_inv", fb::DType::f32, {1, 1}, {}, {}});
+  if (tensorParallelSize * expertParallelSize > 1) {
+    WeightDesc &w = artifact.weights[1];
+    w.scaleBlock = {128, 128};
+    if (tensorParallelSize > 1) {
+      w.shape[0] /= tensorParallelSize;
+      w.shards.push_back({0, tensorParallelSize, fb::RankGroup::tp});
+    }
+    if (expertParallelSize > 1) {
+      w.shape[1] /= expertParallelSize;
+      w.shards.push_back({1, expertParallelSize, fb::RankGroup::ep});
+    }
+    artifact.parallel = computeParallelLayout(
+        artifact.weights, tensorParallelSize, expertParallelSize);
+  }
   for (auto [i, loc] : llvm::enumerate(library->locations))
     artifact.debugKernels.push_back({fb::TargetKind::cpu,
                                      static_cast<uint32_t>(i),
