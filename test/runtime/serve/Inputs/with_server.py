@@ -14,10 +14,16 @@ split = sys.argv.index("--")
 server_cmd, command = sys.argv[1:split], sys.argv[split + 1:]
 server = subprocess.Popen(server_cmd, stdin=subprocess.PIPE,
                           stdout=subprocess.PIPE, text=True)
-line = server.stdout.readline()
-match = re.search(r"listening on port (\d+)", line)
-if not match:
-    sys.exit(f"with_server.py: unexpected server output: {line!r}")
+# Lines before the port line (e.g. strata-serve's weight loading report)
+# are passed through to stderr.
+match = None
+while not match:
+    line = server.stdout.readline()
+    if not line:
+        sys.exit("with_server.py: the server exited before its port line")
+    match = re.search(r"listening on port (\d+)", line)
+    if not match:
+        sys.stderr.write(line)
 port = match.group(1)
 status = subprocess.call([a.replace("{port}", port) for a in command])
 server.stdin.close()
