@@ -381,6 +381,47 @@ private:
   /// expert's in order) and the tile's place among that expert's tiles;
   /// the expert is `experts` for a tile past the last one.
   std::pair<Value, Value> findTileExpert(Value tile, int64_t tileRows);
+  /// The split forms' first half: subgroup `sg` accumulates its K range
+  /// (K / splits) for every weight and stores its partial tiles into
+  /// `partial` [splits, weights, m, columns]; then a barrier.
+  void storePartials(Value partial, Value sg, int64_t splits,
+                     int64_t numWeights) {
+    int64_t range = p.k / splits;
+    Value kBegin = mul(sg, range);
+    SmallVector<Value> accs =
+        accumulate(numWeights, kBegin, add(kBegin, range));
+    for (int64_t wi = 0; wi < numWeights; ++wi)
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        int64_t e = 0;
+        for (auto piece : mi.c.pieces)
+          for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+            Value row = add(cLane.outer, piece[0]);
+            Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+            memref::StoreOp::create(
+                b, loc,
+                vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], e),
+                partial, ValueRange{sg, idx(wi), row, col});
+          }
+      }
+    gpu::BarrierOp::create(b, loc);
+  }
+  /// The second half: element (row, col) of every weight, the subgroups'
+  /// partial sums added in subgroup order.
+  SmallVector<Value> sumPartials(Value partial, int64_t splits,
+                                 int64_t numWeights, Value row, Value col) {
+    SmallVector<Value> sums;
+    for (int64_t wi = 0; wi < numWeights; ++wi) {
+      Value sum = memref::LoadOp::create(b, loc, partial,
+                                         ValueRange{idx(0), idx(wi), row, col});
+      for (int64_t s2 = 1; s2 < splits; ++s2)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            memref::LoadOp::create(b, loc, partial,
+                                   ValueRange{idx(s2), idx(wi), row, col}));
+      sums.push_back(sum);
+    }
+    return sums;
+  }
   /// The grouped epilogue of one element: the slot at flat position `pos`
   /// of the grouping, column `col`, from W's accumulator `acc` (and W_up's
   /// `upAcc` for moe_up), stored into its token's slot row.
@@ -850,24 +891,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
       false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(first.thenBlock()->getTerminator());
-  int64_t range = p.k / splits;
-  Value kBegin = mul(sg, range);
-  SmallVector<Value> accs =
-      accumulate(numWeights, kBegin, add(kBegin, range));
-  for (int64_t wi = 0; wi < numWeights; ++wi)
-    for (int64_t j = 0; j < t.fragsN; ++j) {
-      int64_t e = 0;
-      for (auto piece : mi.c.pieces)
-        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-          Value row = add(cLane.outer, piece[0]);
-          Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-          memref::StoreOp::create(
-              b, loc,
-              vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], e),
-              partial, ValueRange{sg, idx(wi), row, col});
-        }
-    }
-  gpu::BarrierOp::create(b, loc);
+  storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
   int64_t threads = splits * t.subgroupSize;
   for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
@@ -880,17 +904,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
         false);
     OpBuilder::InsertionGuard rowGuard(b);
     b.setInsertionPoint(inBounds.thenBlock()->getTerminator());
-    SmallVector<Value> sums;
-    for (int64_t wi = 0; wi < numWeights; ++wi) {
-      Value sum = memref::LoadOp::create(b, loc, partial,
-                                         ValueRange{idx(0), idx(wi), row, col});
-      for (int64_t s2 = 1; s2 < splits; ++s2)
-        sum = arith::AddFOp::create(
-            b, loc, sum,
-            memref::LoadOp::create(b, loc, partial,
-                                   ValueRange{idx(s2), idx(wi), row, col}));
-      sums.push_back(sum);
-    }
+    SmallVector<Value> sums = sumPartials(partial, splits, numWeights, row, col);
     SmallVector<Value> streamWeights;
     if (dense.hcMult)
       streamWeights = loadStreamWeights(row);
@@ -959,6 +973,32 @@ static gpu::GPUFuncOp buildMatmulFunc(
       });
 }
 
+/// The body of a kernel with a decode form: `if (size <= threshold)
+/// decode() else tiles()`, size being argument 0's rows times `perRow` (a
+/// block-uniform branch; both forms' loops stay inside their region).
+static void branchOnStepSize(OpBuilder &builder, Location loc,
+                             gpu::GPUFuncOp func, int64_t perRow,
+                             int64_t threshold,
+                             llvm::function_ref<void()> decode,
+                             llvm::function_ref<void()> tiles) {
+  Value size = memref::DimOp::create(builder, loc, func.getArgument(0), 0);
+  if (perRow != 1)
+    size = arith::MulIOp::create(
+        builder, loc, size,
+        arith::ConstantIndexOp::create(builder, loc, perRow));
+  auto small = scf::IfOp::create(
+      builder, loc,
+      arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::ule, size,
+          arith::ConstantIndexOp::create(builder, loc, threshold)),
+      /*withElseRegion=*/true);
+  builder.setInsertionPoint(small.thenBlock()->getTerminator());
+  decode();
+  builder.setInsertionPoint(small.elseBlock()->getTerminator());
+  tiles();
+  builder.setInsertionPointAfter(small);
+}
+
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
@@ -996,20 +1036,13 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         }
         // Steps of at most one instruction's rows (decode) split K over the
         // block's subgroups; larger ones take the row tiles.
-        Value rows =
-            memref::DimOp::create(builder, loc, func.getArgument(0), 0);
-        auto small = scf::IfOp::create(
-            builder, loc,
-            arith::CmpIOp::create(
-                builder, loc, arith::CmpIPredicate::ule, rows,
-                arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
-            /*withElseRegion=*/true);
-        builder.setInsertionPoint(small.thenBlock()->getTerminator());
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        decode.buildSplitK(func.getArguments(), func, splits, epilogue);
-        builder.setInsertionPoint(small.elseBlock()->getTerminator());
-        kb.build(func.getArguments(), epilogue);
-        builder.setInsertionPointAfter(small);
+        branchOnStepSize(
+            builder, loc, func, 1, tiling.mma.m,
+            [&] {
+              decode.buildSplitK(func.getArguments(), func, splits, epilogue);
+            },
+            [&] { kb.build(func.getArguments(), epilogue); });
       });
 }
 
@@ -1031,20 +1064,11 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
           kb.build(func.getArguments(), dense);
           return;
         }
-        Value rows =
-            memref::DimOp::create(builder, loc, func.getArgument(0), 0);
-        auto small = scf::IfOp::create(
-            builder, loc,
-            arith::CmpIOp::create(
-                builder, loc, arith::CmpIPredicate::ule, rows,
-                arith::ConstantIndexOp::create(builder, loc, tiling.mma.m)),
-            /*withElseRegion=*/true);
-        builder.setInsertionPoint(small.thenBlock()->getTerminator());
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        decode.buildSplitK(func.getArguments(), func, splits, dense);
-        builder.setInsertionPoint(small.elseBlock()->getTerminator());
-        kb.build(func.getArguments(), dense);
-        builder.setInsertionPointAfter(small);
+        branchOnStepSize(
+            builder, loc, func, 1, tiling.mma.m,
+            [&] { decode.buildSplitK(func.getArguments(), func, splits, dense); },
+            [&] { kb.build(func.getArguments(), dense); });
       });
 }
 
@@ -1162,23 +1186,7 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
   rowStart = add(start(expert), mul(local, mi.m));
   rowEnd = start(add(expert, 1));
 
-  int64_t range = p.k / splits;
-  Value kBegin = mul(sg, range);
-  SmallVector<Value> accs = accumulate(numWeights, kBegin, add(kBegin, range));
-  for (int64_t wi = 0; wi < numWeights; ++wi)
-    for (int64_t j = 0; j < t.fragsN; ++j) {
-      int64_t el = 0;
-      for (auto piece : mi.c.pieces)
-        for (int64_t c = 0; c < mi.c.count; ++c, ++el) {
-          Value row = add(cLane.outer, piece[0]);
-          Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-          memref::StoreOp::create(
-              b, loc,
-              vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], el),
-              partial, ValueRange{sg, idx(wi), row, col});
-        }
-    }
-  gpu::BarrierOp::create(b, loc);
+  storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup,
   // and writes them through the epilogue.
   int64_t threads = splits * t.subgroupSize;
@@ -1193,17 +1201,7 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
         false);
     OpBuilder::InsertionGuard rowGuard(b);
     b.setInsertionPoint(inRange.thenBlock()->getTerminator());
-    SmallVector<Value> sums;
-    for (int64_t wi = 0; wi < numWeights; ++wi) {
-      Value sum = memref::LoadOp::create(b, loc, partial,
-                                         ValueRange{idx(0), idx(wi), row, col});
-      for (int64_t s2 = 1; s2 < splits; ++s2)
-        sum = arith::AddFOp::create(
-            b, loc, sum,
-            memref::LoadOp::create(b, loc, partial,
-                                   ValueRange{idx(s2), idx(wi), row, col}));
-      sums.push_back(sum);
-    }
+    SmallVector<Value> sums = sumPartials(partial, splits, numWeights, row, col);
     storeGroupedElement(pos, add(colBase, col), sums[0],
                         grouped->up ? sums[1] : Value());
   }
@@ -1311,23 +1309,13 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
         }
         // Steps of at most kGroupedSplitKMaxSlots slots (decode: a few
         // slots per expert) take the split form, larger ones the row tiles.
-        Value slots = arith::MulIOp::create(
-            builder, loc,
-            memref::DimOp::create(builder, loc, func.getArgument(0), 0),
-            arith::ConstantIndexOp::create(builder, loc, experts.topK));
-        auto small = scf::IfOp::create(
-            builder, loc,
-            arith::CmpIOp::create(
-                builder, loc, arith::CmpIPredicate::ule, slots,
-                arith::ConstantIndexOp::create(builder, loc,
-                                               kGroupedSplitKMaxSlots)),
-            /*withElseRegion=*/true);
-        builder.setInsertionPoint(small.thenBlock()->getTerminator());
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        decode.buildGroupedSplitKKernel(func.getArguments(), experts, func,
-                                        splits);
-        builder.setInsertionPoint(small.elseBlock()->getTerminator());
-        kb.buildGroupedKernel(func.getArguments(), experts);
-        builder.setInsertionPointAfter(small);
+        branchOnStepSize(
+            builder, loc, func, experts.topK, kGroupedSplitKMaxSlots,
+            [&] {
+              decode.buildGroupedSplitKKernel(func.getArguments(), experts,
+                                              func, splits);
+            },
+            [&] { kb.buildGroupedKernel(func.getArguments(), experts); });
       });
 }
