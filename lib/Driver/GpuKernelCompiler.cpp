@@ -137,60 +137,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     std::array<GpuGridDim, 3> dims;
     auto matmul = matmuls.find(kernel.name);
     if (matmul != matmuls.end()) {
-      // (ceil(M / tileM), N / tileN, 1) with M the rows of x (argument 0);
-      // grouped experts: (ceil(T * topK / tileM) + experts, ...), every
-      // expert may end in a partial tile.
-      const MatmulTiling &tiling = matmul->second.tiling;
-      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
-      if (const std::optional<KdaChunk> &kda = matmul->second.kda) {
-        // kda_attention: (seq_starts entries, heads, parts); the block of
-        // the last entry has no request.
-        dims[0] = {7, 0, 1};
-        // Steps of at most decodeMaxTokens tokens are kda_decode's.
-        dims[0].floor = kda->decodeMaxTokens + 1;
-        dims[0].floorArgument = 0;
-        dims[1].blocks = kda->heads;
-        dims[2].blocks = kda->parts;
-        library.grids.push_back(dims);
-        library.scratch.emplace_back();
-        continue;
-      }
-      if (matmul->second.kpool) {
-        // kpool_scores: (tokens, 1, 1).
-        dims[0] = {0, 0, 1};
-        library.grids.push_back(dims);
-        library.scratch.emplace_back();
-        continue;
-      }
-      if (const std::optional<MlaAttend> &mla = matmul->second.mla) {
-        // mla_attend: (tokens, ceil(heads / m), 1).
-        dims[0] = {0, 0, 1};
-        dims[1].blocks = llvm::divideCeilSigned(mla->heads, tiling.mma.m);
-        library.grids.push_back(dims);
-        library.scratch.emplace_back();
-        continue;
-      }
-      dims[0] = {0, 0, 1, tiling.tileM()};
-      if (const std::optional<GroupedExperts> &e = matmul->second.experts) {
-        // Tiles: ceil(T * topK / tile rows) + min(experts, T * topK) (at
-        // most one partial tile per expert, and per slot); the decode form's
-        // tiles of splitTileRows slots where there is one.
-        dims[0].multiplier = e->topK;
-        if (e->splitTileRows)
-          dims[0].divisor = e->splitTileRows;
-        dims[0].addend = e->experts;
-        dims[0].addendAtMostExtent = true;
-        dims[0].floor = e->minSlots;
-      }
-      if (const std::optional<DenseMatmul> &d = matmul->second.dense)
-        dims[0].floor = d->minRows;
-      dims[1].blocks = columnBlocks(tiling, matmul->second.problem,
-                                    matmul->second.decodeForm);
-      if (const std::optional<DenseMatmul> &d = matmul->second.dense;
-          d && d->heads)
-        dims[2].blocks = d->heads;
-      kernel.launch->matrixInstruction = tiling.mma.mnemonic;
-      library.grids.push_back(dims);
+      // Each builder chose its kernel's grid (LinearKernel.h).
+      kernel.launch->matrixInstruction = matmul->second.tiling.mma.mnemonic;
+      library.grids.push_back(matmul->second.grid);
       library.scratch.emplace_back();
       continue;
     }

@@ -28,35 +28,9 @@
 
 #include "lib/Artifact/ArtifactWriter.h"
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToGPU/LaunchGrid.h"
 
 namespace mlir::strata {
-
-/// One grid dimension: `blocks` blocks when `argument` < 0, else
-/// ceil(extent `dim` of kernel argument `argument` / `divisor`) (resolved
-/// per dispatch binding; at least 1).
-struct GpuGridDim {
-  int64_t argument = -1;
-  int64_t dim = 0;
-  int64_t blocks = 1;
-  /// With an argument: ceil(extent * multiplier / divisor) + addend blocks;
-  /// with `cap` > 0 at most cap, and one block in every dimension when that
-  /// is past cap (the kernel works only up to cap rows); with `floor` > 0
-  /// one block in every dimension while extent * multiplier is below floor
-  /// (the kernel works only from floor rows on).
-  int64_t divisor = 1;
-  int64_t multiplier = 1;
-  int64_t addend = 0;
-  int64_t cap = 0;
-  int64_t floor = 0;
-  /// The addend is at most extent * multiplier (min(addend, extent *
-  /// multiplier) blocks are added): grouped experts have at most one partial
-  /// tile per routed slot.
-  bool addendAtMostExtent = false;
-  /// With `floor`: the argument and dimension whose extent it bounds (-1:
-  /// `argument`'s extent times multiplier).
-  int64_t floorArgument = -1;
-  int64_t floorDim = 0;
-};
 
 /// One instruction of a kernel's scratch program (KernelToGPU.h ScratchOp):
 /// `op` with up to two operands.

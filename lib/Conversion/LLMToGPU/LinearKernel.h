@@ -21,29 +21,20 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include "lib/Conversion/LLMToGPU/LaunchGrid.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 namespace mlir::strata {
 
-/// A kernel function rebuilt on the matrix units: a linear, with `experts`
-/// a moe_up / moe_down grouped matmul, with `dense` a dense projection
-/// (same grid as a linear), with `mla` an mla_attend kernel (grid (tokens,
-/// ceil(heads / m), 1); only `tiling.mma` is set).
+/// A kernel function rebuilt on the matrix units: the gpu.func, its tiling
+/// (only `tiling.mma` for the attention and indexer kernels), the grid its
+/// builder chose over the kernel's arguments, and the `_rows` twin it
+/// replaces at every step size (it has a decode form: the caller builds the
+/// twin empty; empty if none).
 struct MatmulKernelFunction {
   gpu::GPUFuncOp func;
   MatmulTiling tiling;
-  MatmulProblem problem;
-  std::optional<GroupedExperts> experts;
-  std::optional<DenseMatmul> dense;
-  std::optional<MlaAttend> mla;
-  std::optional<KdaChunk> kda;
-  std::optional<KpoolScores> kpool;
-  /// The kernel has a decode form of kDecodeTileColumns columns
-  /// (chooseDecodeSplitK): its grid has that form's column blocks
-  /// (columnBlocks); else N / tileN.
-  bool decodeForm = false;
-  /// The `_rows` twin this kernel replaces at every step size (it has a
-  /// decode split form): the caller builds the twin empty. Empty if none.
+  GpuGrid grid;
   std::string rowsTwin;
 };
 

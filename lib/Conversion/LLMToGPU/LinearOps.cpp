@@ -175,6 +175,34 @@ checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
   return MemRefType::get({dyn, n}, y.getElementType());
 }
 
+/// The grid of a row-tile matmul: (ceil(rows of argument 0 / tileM),
+/// columnBlocks, 1).
+static GpuGrid rowTileGrid(const MatmulTiling &tiling,
+                           const MatmulProblem &problem, bool decodeForm) {
+  GpuGrid grid;
+  grid[0] = {0, 0, 1, tiling.tileM()};
+  grid[1].blocks = columnBlocks(tiling, problem, decodeForm);
+  return grid;
+}
+
+/// The grid of a grouped-expert matmul: x = ceil(T * topK / tile rows) +
+/// min(experts, T * topK) tiles (at most one partial tile per expert with
+/// slots; the decode form's tiles of splitTileRows slots where there is
+/// one), one block below minSlots; y = N / tileN (both forms' columns).
+static GpuGrid groupedExpertGrid(const MatmulTiling &tiling,
+                                 const MatmulProblem &problem,
+                                 const GroupedExperts &grouped) {
+  GpuGrid grid = rowTileGrid(tiling, problem, /*decodeForm=*/false);
+  GpuGridDim &x = grid[0];
+  x.multiplier = grouped.topK;
+  if (grouped.splitTileRows)
+    x.divisor = grouped.splitTileRows;
+  x.addend = grouped.experts;
+  x.addendAtMostExtent = true;
+  x.floor = grouped.minSlots;
+  return grid;
+}
+
 /// The `_rows` twin of matrix kernel function `kernel` (kRowsTwinAttrName)
 /// when `tiling` has a decode split form, which lets the matrix kernel take
 /// every step size: `minCount` (its min_rows / min_slots) becomes 0 and the
@@ -269,8 +297,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  result.problem = problem;
-  result.decodeForm = true;
+  // (ceil(M / tileM), N / 16 (the decode form's columns), 1), M the rows
+  // of x (argument 0).
+  result.grid = rowTileGrid(*tiling, problem, /*decodeForm=*/true);
   return result;
 }
 
@@ -367,8 +396,7 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  result.problem = problem;
-  result.experts = grouped;
+  result.grid = groupedExpertGrid(*tiling, problem, grouped);
   result.rowsTwin = twin;
   return result;
 }
@@ -541,10 +569,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  result.problem = problem;
-  result.dense = dense;
+  result.grid = rowTileGrid(*tiling, problem,
+                            /*decodeForm=*/!dense.heads && !dense.minRows);
+  // Below min_rows the `_rows` kernel does the work: one block.
+  result.grid[0].floor = dense.minRows;
+  // Batched over heads: z.
+  if (dense.heads)
+    result.grid[2].blocks = dense.heads;
   result.rowsTwin = twin;
-  result.decodeForm = !dense.heads && !dense.minRows;
   return result;
 }
 
@@ -613,7 +645,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
                                      kernel.getSymName(), type.getInputs(),
                                      shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  result.mla = shape;
+  // (tokens, ceil(heads / m), 1).
+  result.grid[0] = {0, 0, 1};
+  result.grid[1].blocks = llvm::divideCeilSigned(shape.heads, (**mi).m);
   return result;
 }
 
@@ -674,7 +708,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
                                     kernel.getSymName(), type.getInputs(),
                                     shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  result.kda = shape;
+  // (seq_starts entries, heads, parts); the block of the last entry has no
+  // request. Steps of at most decodeMaxTokens tokens are kda_decode's: one
+  // block (the floor on argument 0's extent, the tokens).
+  result.grid[0] = {7, 0, 1};
+  result.grid[0].floor = shape.decodeMaxTokens + 1;
+  result.grid[0].floorArgument = 0;
+  result.grid[1].blocks = shape.heads;
+  result.grid[2].blocks = shape.parts;
   return result;
 }
 
@@ -730,7 +771,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
                                        kernel.getSymName(), type.getInputs(),
                                        shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  result.kpool = shape;
+  // (tokens, 1, 1).
+  result.grid[0] = {0, 0, 1};
   return result;
 }
 
