@@ -108,6 +108,46 @@ def ConvertLLMToGPUPass : Pass<"convert-llm-to-gpu", "ModuleOp"> {
   ];
 }
 
+def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
+  let summary = "choose how a GPU target builds each llm.kernel function";
+  let description = [{
+    For the TargetInfo of `chip`, marks every `llm.kernel` function with
+    `llm.gpu_strategy`, the builder that makes its GPU kernel:
+    `tiled_matmul` (linears, lm_head's logits, o_proj with mHC's residual
+    write), `grouped_experts` (moe_up / moe_down), `dense_matmul` (the dense
+    projections, MLA's absorb / project), `mla_attend`, `kda_chunk`,
+    `kpool_scores` — each a matrix-unit builder of lib/Conversion/LLMToGPU
+    that accepted the function (it is built once into a scratch module) —
+    else `generic` (convert-kernels-to-gpu's rows over the grid and threads
+    within a row). A `_rows` twin (`llm.rows_twin`) of a matrix kernel that
+    takes every step size (it has a decode form) is marked `empty_twin`.
+    With `remarks`, each kernel a builder declines gets a remark with the
+    builder's reason, and each emptied twin one saying why.
+
+    ```mlir
+    func.func @linear_3(%x: memref<?x256xbf16>, %w: memref<2x256xbf16>, %y: memref<?x2xbf16>)
+        attributes {llm.kernel = "...", llm.linear_kernel}
+    ```
+    becomes (sm_90: N = 2 does not tile)
+    ```mlir
+    func.func @linear_3(...) attributes {llm.gpu_strategy = "generic", ...}
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90\"",
+           "GPU chip: gfx942, gfx950, sm_90 or sm_90a">,
+    Option<"remarks", "remarks", "bool", "false",
+           "A remark for every declined kernel and every emptied twin">
+  ];
+  let dependentDialects = [
+    "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
+    "::mlir::vector::VectorDialect"
+  ];
+}
+
 def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   let summary = "turn every outlined llm.kernel function into a GPU kernel";
   let description = [{

@@ -62,19 +62,33 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     return module.emitError("no llm.kernel functions to compile");
 
   OwningOpRef<ModuleOp> lowered = module.clone();
-  // Linear kernel functions whose shapes and types the tiled matmul takes
-  // become matrix-unit kernels of the same name and arguments; the others
-  // (f32 activations, shapes that do not tile) stay for the generic path.
-  // Likewise the MoE's routed-expert kernels (moe_up, moe_down) become
-  // grouped matmuls over each expert's slots, and the dense projections
-  // (swiglu_up/down, moe_shared_up/down) matmuls with their epilogues,
-  // where the target allows.
+  // The strategy of every kernel function (select-kernel-strategy), then
+  // the matrix-unit kernels of the same name and arguments built by their
+  // strategy's builder, their `_rows` twins that have no work left built
+  // empty; the generic ones stay for convert-kernels-to-gpu.
+  if (codegen.matrixUnits) {
+    PassManager select(module.getContext());
+    SelectKernelStrategyPassOptions options;
+    options.chip = chip.str();
+    options.remarks = codegen.strategyRemarks;
+    select.addPass(createSelectKernelStrategyPass(options));
+    if (failed(select.run(*lowered)))
+      return module.emitError("choosing the kernels' strategies failed");
+  }
   llvm::StringMap<MatmulKernelFunction> matmuls;
   for (auto func :
        llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
-    if (!codegen.matrixUnits || func.isExternal() ||
-        !isMatmulKernelFunction(func))
+    auto strategy = func->getAttrOfType<StringAttr>(kGpuStrategyAttrName);
+    if (!strategy || strategy.getValue() == kStrategyGeneric)
       continue;
+    if (strategy.getValue() == kStrategyEmptyTwin) {
+      Block &body = func.getBody().front();
+      body.clear();
+      OpBuilder b(module.getContext());
+      b.setInsertionPointToEnd(&body);
+      func::ReturnOp::create(b, func.getLoc());
+      continue;
+    }
     auto gpuModule =
         lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
     OpBuilder b(module.getContext());
@@ -88,30 +102,12 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     std::string why;
     FailureOr<MatmulKernelFunction> matmul =
         buildMatmulKernelFunction(b, gpuModule, func, *target, why);
-    if (failed(matmul)) {
-      if (codegen.strategyRemarks)
-        func.emitRemark() << chip << ": kernel '" << func.getSymName()
-                          << "' keeps the generic kernel: " << why;
-      continue;
-    }
+    if (failed(matmul))
+      return func.emitError() << chip << ": the " << strategy.getValue()
+                              << " builder accepted kernel '"
+                              << func.getSymName() << "' once, then: " << why;
     matmuls[func.getSymName()] = *matmul;
     func.erase();
-  }
-  // The `_rows` twins of matrix kernels that take every step size do no
-  // work on this target: their bodies become a bare return (one block).
-  for (const auto &entry : matmuls) {
-    const std::string &twin = entry.second.rowsTwin;
-    auto func = twin.empty() ? nullptr : lowered->lookupSymbol<func::FuncOp>(twin);
-    if (!func)
-      continue;
-    Block &body = func.getBody().front();
-    body.clear();
-    OpBuilder b(module.getContext());
-    b.setInsertionPointToEnd(&body);
-    func::ReturnOp::create(b, func.getLoc());
-    if (codegen.strategyRemarks)
-      func.emitRemark() << chip << ": kernel '" << twin << "' is empty: '"
-                        << entry.first() << "' takes every step size";
   }
 
   PassManager pm(module.getContext());

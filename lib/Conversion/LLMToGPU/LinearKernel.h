@@ -38,6 +38,23 @@ struct MatmulKernelFunction {
   std::string rowsTwin;
 };
 
+/// On an llm.kernel function after select-kernel-strategy: the builder a GPU
+/// target makes its kernel with, one of the kStrategy* names.
+inline constexpr llvm::StringLiteral kGpuStrategyAttrName = "llm.gpu_strategy";
+inline constexpr llvm::StringLiteral kStrategyGeneric = "generic";
+inline constexpr llvm::StringLiteral kStrategyTiledMatmul = "tiled_matmul";
+inline constexpr llvm::StringLiteral kStrategyGroupedExperts =
+    "grouped_experts";
+inline constexpr llvm::StringLiteral kStrategyDenseMatmul = "dense_matmul";
+inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
+inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
+inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
+inline constexpr llvm::StringLiteral kStrategyEmptyTwin = "empty_twin";
+
+/// The matrix-unit strategy whose builder takes `kernel`'s kind (by its
+/// attributes), "" when none does (select-kernel-strategy then tries it).
+StringRef matrixStrategyOf(func::FuncOp kernel);
+
 /// True when `kernel` is a plain linear kernel function (kLinearKernelAttrName:
 /// llm.linear's, lm_head's logits) or one with an epilogue
 /// (kLinearEpilogueAttrName).

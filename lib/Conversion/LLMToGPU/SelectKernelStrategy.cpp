@@ -1,0 +1,106 @@
+//===- SelectKernelStrategy.cpp - the select-kernel-strategy pass ---------===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// Marks every llm.kernel function with the builder a GPU target makes its
+// kernel with (kGpuStrategyAttrName): a matrix-unit builder of LinearOps.cpp
+// that accepts the function (tried once in a scratch module), else the
+// generic rows; `_rows` twins of matrix kernels that take every step size
+// are marked empty. compileGpuKernels (lib/Driver) runs it and builds each
+// kernel by its mark; strata-opt runs it alone for the IR-level tests.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "lib/Conversion/LLMToGPU/LinearKernel.h"
+#include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/Passes.h"
+#include "lib/Target/TargetInfo.h"
+
+namespace mlir::strata {
+#define GEN_PASS_DEF_SELECTKERNELSTRATEGYPASS
+#include "lib/Conversion/Passes.h.inc"
+} // namespace mlir::strata
+
+using namespace mlir;
+using namespace mlir::strata;
+
+StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
+  if (isGroupedExpertKernelFunction(kernel))
+    return kStrategyGroupedExperts;
+  if (isDenseMatmulKernelFunction(kernel))
+    return kStrategyDenseMatmul;
+  if (isMlaAttendKernelFunction(kernel))
+    return kStrategyMlaAttend;
+  if (isKdaChunkKernelFunction(kernel))
+    return kStrategyKdaChunk;
+  if (isKpoolScoresKernelFunction(kernel))
+    return kStrategyKpoolScores;
+  if (isLinearKernelFunction(kernel))
+    return kStrategyTiledMatmul;
+  return "";
+}
+
+namespace {
+
+// --select-kernel-strategy
+struct SelectKernelStrategyPass
+    : mlir::strata::impl::SelectKernelStrategyPassBase<
+          SelectKernelStrategyPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
+    if (!target || target->isHost()) {
+      module.emitError() << "unknown GPU chip '" << chip << "'";
+      return signalPassFailure();
+    }
+    // The builders' trial runs go into a scratch module, dropped at the end.
+    OwningOpRef<ModuleOp> scratch = ModuleOp::create(module.getLoc());
+    OpBuilder builder(&getContext());
+    builder.setInsertionPointToEnd(scratch->getBody());
+    auto gpuModule =
+        gpu::GPUModuleOp::create(builder, module.getLoc(), "strata_trial");
+    SmallVector<std::pair<std::string, std::string>> twins;
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal() || !func->hasAttr(kKernelAttrName))
+        continue;
+      StringRef strategy = matrixStrategyOf(func);
+      if (!strategy.empty()) {
+        std::string why;
+        FailureOr<MatmulKernelFunction> built =
+            buildMatmulKernelFunction(builder, gpuModule, func, *target, why);
+        if (succeeded(built)) {
+          if (!built->rowsTwin.empty())
+            twins.push_back({built->rowsTwin, func.getSymName().str()});
+        } else {
+          if (remarks)
+            func.emitRemark() << chip << ": kernel '" << func.getSymName()
+                              << "' keeps the generic kernel: " << why;
+          strategy = kStrategyGeneric;
+        }
+      } else {
+        strategy = kStrategyGeneric;
+      }
+      func->setAttr(kGpuStrategyAttrName, builder.getStringAttr(strategy));
+    }
+    for (const auto &[twin, matrix] : twins) {
+      auto func = module.lookupSymbol<func::FuncOp>(twin);
+      if (!func)
+        continue;
+      func->setAttr(kGpuStrategyAttrName,
+                    builder.getStringAttr(kStrategyEmptyTwin));
+      if (remarks)
+        func.emitRemark() << chip << ": kernel '" << twin << "' is empty: '"
+                          << matrix << "' takes every step size";
+    }
+  }
+};
+
+} // namespace
