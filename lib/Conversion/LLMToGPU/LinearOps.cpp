@@ -570,7 +570,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   result.func = func;
   result.tiling = *tiling;
   result.grid = rowTileGrid(*tiling, problem,
-                            /*decodeForm=*/!dense.heads && !dense.minRows);
+                            /*decodeForm=*/takesDecodeForm(dense));
   // Below min_rows the `_rows` kernel does the work: one block.
   result.grid[0].floor = dense.minRows;
   // Batched over heads: z.

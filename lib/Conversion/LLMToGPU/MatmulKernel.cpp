@@ -32,6 +32,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <tuple>
+
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -321,6 +323,24 @@ private:
           numTiles, idx(0));
     Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
     return scf::ForOp::create(b, loc, bx, numTiles, gx);
+  }
+  /// This thread's place in a split form's block: sets `lane`, the
+  /// fragment column bases and lane coordinates; returns the thread id,
+  /// blockIdx.x, the subgroup (its K range) and the block's first column.
+  std::tuple<Value, Value, Value, Value> placeSplitSubgroup() {
+    Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+    Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+    Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+    Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+    Value colBase = mul(by, t.tileN());
+    for (int64_t j = 0; j < t.fragsN; ++j)
+      colBases.push_back(add(colBase, j * mi.n));
+    aLane = coords(mi.a);
+    bLane = coords(mi.b);
+    cLane = coords(mi.c);
+    kRuns = t.kRuns;
+    return {tid, bx, sg, colBase};
   }
   /// Continues inside `if (blockIdx.y < N / tileN)`: a kernel with a decode
   /// form has the decode form's (narrower) column blocks, of which the row
@@ -860,18 +880,7 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
 void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
                                       int64_t splits, const DenseMatmul &d) {
   bindArgs(args, d);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value colBase = mul(by, t.tileN());
-  for (int64_t j = 0; j < t.fragsN; ++j)
-    colBases.push_back(add(colBase, j * mi.n));
-  aLane = coords(mi.a);
-  bLane = coords(mi.b);
-  cLane = coords(mi.c);
-  kRuns = t.kRuns;
+  auto [tid, bx, sg, colBase] = placeSplitSubgroup();
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
   rowBases.push_back(idx(0));
@@ -1060,7 +1069,7 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
         // A projection pair's matrix form that takes every step size
         // (min_rows 0, no heads): steps of at most one instruction's rows
         // split K over the subgroups, as the linears do.
-        if (!split || dense.heads || dense.minRows) {
+        if (!split || !takesDecodeForm(dense)) {
           kb.build(func.getArguments(), dense);
           return;
         }
@@ -1144,18 +1153,7 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                                                    gpu::GPUFuncOp func,
                                                    int64_t splits) {
   grouped = bindGroupedArgs(args, e);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
-  Value colBase = mul(by, t.tileN());
-  for (int64_t j = 0; j < t.fragsN; ++j)
-    colBases.push_back(add(colBase, j * mi.n));
-  aLane = coords(mi.a);
-  bLane = coords(mi.b);
-  cLane = coords(mi.c);
-  kRuns = t.kRuns;
+  auto [tid, bx, sg, colBase] = placeSplitSubgroup();
   rowBases.push_back(idx(0));
   int64_t numWeights = grouped->up ? 2 : 1;
   Value partial = addWorkgroupBuffer(func, loc,

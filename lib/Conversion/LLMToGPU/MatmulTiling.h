@@ -230,6 +230,13 @@ struct DenseMatmul {
   bool transposedWeight = false;
 };
 
+/// Whether a dense projection's matmul takes the decode form where its
+/// tiling has one: not batched over heads, and working at every step size
+/// (no `_rows` twin left doing the small steps).
+inline bool takesDecodeForm(const DenseMatmul &dense) {
+  return !dense.heads && !dense.minRows;
+}
+
 /// Builds `gpu.func @name` with the arguments `argTypes` of a dense
 /// projection kernel function: (x, W[, scales], y) for Store, (x, gate[,
 /// scales], up[, scales], y) for Swiglu, (x, routed memref<?xtopKxNxbf16>,
