@@ -435,9 +435,11 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
     case PlanBuffer::Role::Output:
       b.kind = fb::BufferKind::output;
       // The entry contract (models/glm5_next/model.dsl): logits first, the
-      // hidden state (the next MTP draft step's input) second.
+      // hidden state (the next MTP draft step's input) second, the greedy
+      // tokens of the logits rows third.
       b.name = buffer.result == 0   ? "logits"
                : buffer.result == 1 ? "hidden_out"
+               : buffer.result == 2 ? "greedy"
                                     : "result" + std::to_string(buffer.result);
       break;
     case PlanBuffer::Role::Activation:

@@ -56,7 +56,8 @@ def lm_head_weight() {
 // Target forward. ids/positions {T}; seq_starts {N+1}; slots {N};
 // block_table {N, pages}; rows {R} (token rows that get logits). Returns
 // (logits {R, vocab} f32, hidden {T, D}: the model.norm output the MTP draft
-// starts from), then every layer's updated caches in layer order.
+// starts from, greedy {R} i32: each logits row's argmax), then every layer's
+// updated caches in layer order.
 entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
                        slots: [?] i32, block_table: [?, ?] i32, rows: [?] i32) {
   let d = cfg.hidden_size;
@@ -79,14 +80,17 @@ entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
   let collapsed: [?, d] bf16 = llm.hc_collapse(streams, hc_mult = hc);
   let hidden = rms_norm(collapsed, "model.language_model.norm.weight", d);
   let logits: [?, cfg.vocab_size] f32 = llm.lm_head(hidden, lm_head_weight(), rows);
-  return (logits, hidden);
+  // Each logits row's greedy token, so a greedy caller copies ids, not rows.
+  let greedy: [?] i32 = llm.argmax(logits);
+  return (logits, hidden, greedy);
 }
 
 // MTP draft step (checkpoint layer num_hidden_layers; spec
 // glm5_next-indexer-mtp-cache.md §4.2). ids {T} are the next tokens, hidden
 // {T, D} the target's (or previous step's) hidden. Plain residual adds, no
 // mHC; the target's embedding and lm_head. Returns (logits, h_out: the
-// hidden for the next draft step), then the draft layer's updated caches.
+// hidden for the next draft step, greedy: each logits row's argmax), then the
+// draft layer's updated caches.
 entry glm5_next_mtp_draft(ids: [?] i32, hidden: [?, cfg.hidden_size] bf16,
                           positions: [?] i32, seq_starts: [?] i32,
                           slots: [?] i32, block_table: [?, ?] i32,
@@ -115,6 +119,7 @@ entry glm5_next_mtp_draft(ids: [?] i32, hidden: [?, cfg.hidden_size] bf16,
     // Post-norm output: both the logit input and the next step's hidden.
     let h_out = rms_norm(ffn_res, "{p}.shared_head.norm.weight", d);
     let logits: [?, cfg.vocab_size] f32 = llm.lm_head(h_out, lm_head_weight(), rows);
-    return (logits, h_out);
+    let greedy: [?] i32 = llm.argmax(logits);
+    return (logits, h_out, greedy);
   }
 }

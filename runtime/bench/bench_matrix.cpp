@@ -146,8 +146,13 @@ std::string formatMatrixMarkdown(const std::vector<StepBenchReport> &reports) {
         f.expert_bytes * 1e-9, f.experts_per_layer, f.state_bytes * 1e-9,
         f.flops * 1e-12, r.floor_seconds * 1e3, r.floor_ratio);
   }
-  out += "\nwall: an unobserved step (decode: replayed from its captured "
-         "graph); summed: every dispatch timed alone; floor: max(bytes / "
+  out += fmt::format(
+      "\nwall: an unobserved step (decode: replayed from its captured "
+      "graph) copying back {}; summed",
+      reports.empty() || !reports.front().copy_logits
+          ? "the greedy tokens"
+          : "the logits and hidden rows");
+  out += ": every dispatch timed alone; floor: max(bytes / "
          "copy rate, FLOPs / GEMM rate); experts/layer: distinct routed "
          "experts per MoE layer, read back from the step's routing.\n";
   for (const StepBenchReport &r : reports)

@@ -24,18 +24,22 @@ constexpr const char *kUsage =
     "usage: strata-bench --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
     "                    [--target cpu|sm_90] [--step prefill|decode]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
-    "                    [--repeat R] [--copy-mib M] [--json out.json]\n"
+    "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
+    "                    [--json out.json]\n"
     "  Runs one step of the plan over B synthetic requests of N new tokens\n"
     "  at position C (defaults: decode, N 1, C 128; prefill, N 128, C 0;\n"
     "  B 1; R 10) R times after a warm-up, timing every dispatch, and\n"
     "  reports per kernel: dispatches, time, share, bound bytes and bytes/s\n"
     "  against a device-to-device copy of M MiB (default: 1024 on GPUs,\n"
-    "  256 on the CPU). docs/Bench.md.\n"
+    "  256 on the CPU). A timed step copies back the greedy tokens only\n"
+    "  (a greedy serving step); --copy-logits adds the logits and hidden\n"
+    "  rows. docs/Bench.md.\n"
     "\n"
     "       strata-bench --matrix --artifact A --checkpoint DIR [--target T]\n"
     "                    [--batches 1,8,32,128] [--contexts 128,4096]\n"
     "                    [--prefill 1x2048,4x2048,1x8192] [--repeat R]\n"
-    "                    [--gemm-tflops F] [--copy-mib M] [--json out.json]\n"
+    "                    [--gemm-tflops F] [--copy-mib M] [--copy-logits]\n"
+    "                    [--json out.json]\n"
     "  Runs decode at every batch size x context and prefill at every\n"
     "  REQUESTSxTOKENS shape on one executor (R timed steps per case:\n"
     "  default 5 decode, 2 prefill) and prints a summary of wall time,\n"
@@ -90,6 +94,8 @@ StatusOr<ToolOptions> parseArgs(const std::vector<std::string> &args) {
       if (mib <= 0 || mib > (int64_t(1) << 20))
         return invalidArgument("--copy-mib: {} is not in [1, 1048576]", mib);
       options.bench.copy_bytes = static_cast<uint64_t>(mib) << 20;
+    } else if (flag == "--copy-logits") {
+      options.bench.copy_logits = true;
     } else if (flag == "--matrix") {
       options.matrix = true;
     } else if (flag == "--batches") {

@@ -249,15 +249,18 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
   // observed steps. Slots are reset before each step (untimed) so that
   // every step starts from the same state.
   int warmups = step == StepKind::decode ? 2 : 1;
+  StepOutputs outputs{options.copy_logits, options.copy_logits};
   for (int w = 0; w < warmups; ++w) {
     STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
-    STRATA_RETURN_IF_ERROR(executor.run(step, requests).status());
+    STRATA_RETURN_IF_ERROR(
+        executor.run(step, requests, nullptr, outputs).status());
   }
   double wall = 0;
   for (int64_t r = 0; r < options.repeat; ++r) {
     STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
     Clock::time_point start = Clock::now();
-    STRATA_RETURN_IF_ERROR(executor.run(step, requests).status());
+    STRATA_RETURN_IF_ERROR(
+        executor.run(step, requests, nullptr, outputs).status());
     wall += std::chrono::duration<double>(Clock::now() - start).count();
   }
   const artifact::TargetDef &target = executor.target();
@@ -279,7 +282,8 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
       }
     };
     STRATA_RETURN_IF_ERROR(resetSlots(executor, options.requests));
-    STRATA_RETURN_IF_ERROR(executor.run(step, requests, &observer).status());
+    STRATA_RETURN_IF_ERROR(
+        executor.run(step, requests, &observer, outputs).status());
   }
   STRATA_RETURN_IF_ERROR(routing.status());
 
@@ -300,6 +304,7 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
     report.dispatch_seconds += t.seconds;
   report.dispatch_seconds /= static_cast<double>(options.repeat);
   report.step_wall_seconds = wall / static_cast<double>(options.repeat);
+  report.copy_logits = options.copy_logits;
   STRATA_ASSIGN_OR_RETURN(report.kernels,
                           aggregateTimings(timings, names, options.repeat));
   for (KernelStats &k : report.kernels)
@@ -410,9 +415,11 @@ std::string formatMarkdown(const StepBenchReport &report) {
                        report.ceiling_bytes_per_second * 1e-12);
   out += fmt::format(
       "step: {:.1f} us summed over dispatches timed alone; {:.1f} us wall "
-      "per unobserved step (with plan buffer allocation and input/output "
-      "copies).\n",
-      report.dispatch_seconds * 1e6, report.step_wall_seconds * 1e6);
+      "per unobserved step (with plan buffer allocation, the input copies "
+      "and the copy back of {}).\n",
+      report.dispatch_seconds * 1e6, report.step_wall_seconds * 1e6,
+      report.copy_logits ? "the logits and hidden rows"
+                         : "the greedy tokens");
   out += formatRoofline(report);
   return out;
 }
@@ -457,6 +464,7 @@ std::string formatJson(const StepBenchReport &report) {
       {"dispatches", report.dispatches},
       {"dispatch_seconds", report.dispatch_seconds},
       {"step_wall_seconds", report.step_wall_seconds},
+      {"copy_logits", report.copy_logits},
       {"copy_bytes", report.copy_bytes},
       {"copy_seconds", report.copy_seconds},
       {"copy_bytes_per_second", report.copy_bytes_per_second},

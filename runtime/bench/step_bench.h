@@ -53,6 +53,10 @@ struct StepBenchOptions {
   /// caller in the same run (a large GEMM of the activation dtype); 0: the
   /// roofline is the memory floor alone.
   double gemm_flops_per_second = 0;
+  /// What each timed step copies back: by default what a greedy serving
+  /// step needs, the greedy tokens alone (--copy-logits adds the logits and
+  /// hidden rows, as a sampling or MTP step copies them).
+  bool copy_logits = false;
 };
 
 /// One kernel name's dispatches, per step.
@@ -84,6 +88,9 @@ struct StepBenchReport {
   /// the dispatches back to back plus plan buffer allocation and the input
   /// and output copies.
   double step_wall_seconds = 0;
+  /// Whether the timed steps copied the logits and hidden rows back
+  /// (StepBenchOptions::copy_logits) or only the greedy tokens.
+  bool copy_logits = false;
   /// The baseline copy: bytes copied, seconds (mean), and bytes/s counting
   /// the read and the write (2 × bytes / seconds).
   uint64_t copy_bytes = 0;

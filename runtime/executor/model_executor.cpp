@@ -320,7 +320,8 @@ Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
 
 StatusOr<StepResult>
 ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
-                   const DispatchObserver *observer) {
+                   const DispatchObserver *observer,
+                   const StepOutputs &outputs) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
@@ -509,28 +510,49 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     }
   }
 
-  int logits_id = findBuffer(*plan, "logits");
-  int hidden_id = findBuffer(*plan, "hidden_out");
+  STRATA_RETURN_IF_ERROR(
+      readOutputs(*plan, *buffers, rows.size(), ids.size(), outputs, result));
+  return result;
+}
+
+Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,
+                                  PlanBuffers &buffers, size_t num_rows,
+                                  size_t num_tokens, const StepOutputs &outputs,
+                                  StepResult &result) {
+  int logits_id = findBuffer(plan, "logits");
+  int greedy_id = findBuffer(plan, "greedy");
+  int hidden_id = findBuffer(plan, "hidden_out");
   if (logits_id < 0)
     return notFound("plan '{}' has no 'logits' output",
-                    artifact::EnumNameStepKind(step));
-  Buffer &logits = *buffers->buffers[logits_id];
-  if (logits.size() != rows.size() * model().vocab_size() * sizeof(float))
-    return internalError("logits output is {} bytes, expected {} f32 rows "
-                         "of {}",
-                         logits.size(), rows.size(), model().vocab_size());
-  result.logits.resize(rows.size() * model().vocab_size());
-  STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
-      logits, 0, result.logits.data(), logits.size()));
-  if (hidden_id >= 0) {
-    Buffer &hidden = *buffers->buffers[hidden_id];
+                    artifact::EnumNameStepKind(plan.step()));
+  if (greedy_id >= 0) {
+    Buffer &greedy = *buffers.buffers[greedy_id];
+    if (greedy.size() != num_rows * sizeof(int32_t))
+      return internalError("greedy output is {} bytes, expected {} i32 rows",
+                           greedy.size(), num_rows);
+    result.greedy.resize(num_rows);
+    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
+        greedy, 0, result.greedy.data(), greedy.size()));
+  }
+  if (outputs.logits || greedy_id < 0) {
+    Buffer &logits = *buffers.buffers[logits_id];
+    if (logits.size() != num_rows * model().vocab_size() * sizeof(float))
+      return internalError("logits output is {} bytes, expected {} f32 rows "
+                           "of {}",
+                           logits.size(), num_rows, model().vocab_size());
+    result.logits.resize(num_rows * model().vocab_size());
+    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
+        logits, 0, result.logits.data(), logits.size()));
+  }
+  if (hidden_id >= 0 && outputs.hidden) {
+    Buffer &hidden = *buffers.buffers[hidden_id];
     result.hidden.resize(hidden.size());
     STRATA_RETURN_IF_ERROR(device_->copyFromDevice(hidden, 0,
                                                    result.hidden.data(),
                                                    hidden.size()));
-    result.hidden_row_bytes = hidden.size() / ids.size();
+    result.hidden_row_bytes = hidden.size() / num_tokens;
   }
-  return result;
+  return okStatus();
 }
 
 } // namespace strata::runtime

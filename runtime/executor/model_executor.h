@@ -81,10 +81,26 @@ struct StepRequest {
   std::vector<uint8_t> hidden;
 };
 
+/// What a step copies back to the host. The greedy tokens (4 bytes a row)
+/// always come back when the plan computes them; the logits (vocab x 4
+/// bytes a row: 79 MB for 128 rows of GLM's 154880) and the hidden rows
+/// only when asked for.
+struct StepOutputs {
+  bool logits = true;
+  bool hidden = true;
+};
+
 struct StepResult {
   /// Logits, row-major [rows, vocab] f32; rows in request order, each
-  /// request's rows in token order.
+  /// request's rows in token order. Empty when StepOutputs::logits is false
+  /// and the plan has a greedy output.
   std::vector<float> logits;
+  /// Per logits row: the index of its first maximum (the host sampler's
+  /// greedy token), -1 for a row whose maximum is not finite (NaN, +inf,
+  /// every entry -inf: the rows greedyToken refuses); from the plan's `greedy`
+  /// output (llm.argmax). Empty for an artifact without one, whose logits
+  /// are then always copied.
+  std::vector<int32_t> greedy;
   /// Per request: index of its first logits row and its number of rows.
   std::vector<std::pair<size_t, size_t>> request_rows;
   /// The step's hidden output [num_tokens, hidden_size] in the artifact's
@@ -132,11 +148,13 @@ public:
   /// Pages in each paged pool (ExecutorOptions::kv_pages).
   uint64_t kvPages() const { return options_.kv_pages; }
 
-  /// Runs one step over `requests` (each with at least one token). With an
-  /// `observer`, every dispatch is timed alone (Program::run).
+  /// Runs one step over `requests` (each with at least one token) and
+  /// copies back what `outputs` asks for. With an `observer`, every dispatch
+  /// is timed alone (Program::run).
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,
-                           const DispatchObserver *observer = nullptr);
+                           const DispatchObserver *observer = nullptr,
+                           const StepOutputs &outputs = {});
 
   /// Decode graphs captured so far (replays are not counted).
   uint64_t decodeGraphCaptures() const { return decode_graph_captures_; }
@@ -172,6 +190,10 @@ public:
 private:
   ModelExecutor() = default;
   Status bindWeights(WeightSource &source);
+  /// Copies the plan's outputs that `outputs` asks for into `result`.
+  Status readOutputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
+                     size_t num_rows, size_t num_tokens,
+                     const StepOutputs &outputs, StepResult &result);
 
   ExecutorOptions options_;
   artifact::TargetKind target_kind_ = artifact::TargetKind::cpu;

@@ -43,9 +43,11 @@ public:
   virtual Status resetSlot(int32_t slot) = 0;
   /// Copies state slot `src` into `dst` (ModelExecutor::copySlot).
   virtual Status copySlot(int32_t src, int32_t dst) = 0;
-  /// Runs one step (ModelExecutor::run).
+  /// Runs one step and copies back what `outputs` asks for
+  /// (ModelExecutor::run).
   virtual StatusOr<StepResult> run(artifact::StepKind step,
-                                   const std::vector<StepRequest> &requests) = 0;
+                                   const std::vector<StepRequest> &requests,
+                                   const StepOutputs &outputs) = 0;
 };
 
 /// Where the executor finds the model and how many pages and slots it
@@ -87,8 +89,9 @@ public:
     return executor_->copySlot(src, dst);
   }
   StatusOr<StepResult> run(artifact::StepKind step,
-                           const std::vector<StepRequest> &requests) override {
-    return executor_->run(step, requests);
+                           const std::vector<StepRequest> &requests,
+                           const StepOutputs &outputs) override {
+    return executor_->run(step, requests, nullptr, outputs);
   }
   ModelExecutor &executor() { return *executor_; }
 

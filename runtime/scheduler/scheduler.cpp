@@ -50,6 +50,28 @@ const float *maskEarlyStops(const SamplingParams &params, uint64_t generated,
   return copy.data();
 }
 
+/// The device's greedy token of logits row `row` (StepResult::greedy).
+StatusOr<int32_t> deviceGreedyToken(const StepResult &result, size_t row) {
+  if (row >= result.greedy.size())
+    return internalError("step returned {} greedy tokens, row {} requested",
+                         result.greedy.size(), row);
+  int32_t token = result.greedy[row];
+  if (token < 0)
+    return invalidArgument("logits row {} has no finite maximum (a NaN, a "
+                           "+inf or every entry -inf)",
+                           row);
+  return token;
+}
+
+/// The greedy token of the last logits row of a request: from the logits
+/// when the step copied them, else the device's.
+StatusOr<int32_t> lastGreedyToken(const StepResult &result, size_t last,
+                                  size_t vocab) {
+  if (result.logits.empty())
+    return deviceGreedyToken(result, last);
+  return greedyToken(result.logits.data() + last * vocab, vocab);
+}
+
 /// Bytes of `n` rounded up to `alignment` (a power of two).
 uint64_t alignUp(uint64_t n, uint64_t alignment) {
   return (n + alignment - 1) & ~(alignment - 1);
@@ -516,16 +538,17 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
       step.push_back(std::move(r));
       owners.push_back(i);
     }
-    STRATA_ASSIGN_OR_RETURN(StepResult result,
-                            runner_.run(StepKind::mtp_draft, step));
+    // Drafts are greedy: the device's tokens and the hidden rows suffice.
+    STRATA_ASSIGN_OR_RETURN(
+        StepResult result,
+        runner_.run(StepKind::mtp_draft, step,
+                    StepOutputs{/*logits=*/false, /*hidden=*/true}));
     size_t vocab = runner_.vocabSize();
     for (size_t o = 0; o < owners.size(); ++o) {
       Planned &p = plan[owners[o]];
       auto [row, count] = result.request_rows[o];
-      STRATA_ASSIGN_OR_RETURN(
-          int32_t token,
-          greedyToken(result.logits.data() + (row + count - 1) * vocab,
-                      vocab));
+      STRATA_ASSIGN_OR_RETURN(int32_t token,
+                              lastGreedyToken(result, row + count - 1, vocab));
       p.drafts.push_back(token);
       hidden[owners[o]].assign(
           result.hidden.begin() + o * result.hidden_row_bytes,
@@ -563,8 +586,10 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
   }
   if (step.empty())
     return okStatus();
-  STRATA_ASSIGN_OR_RETURN(StepResult result,
-                          runner_.run(StepKind::mtp_draft, step));
+  STRATA_ASSIGN_OR_RETURN(
+      StepResult result,
+      runner_.run(StepKind::mtp_draft, step,
+                  StepOutputs{/*logits=*/false, /*hidden=*/true}));
   size_t vocab = runner_.vocabSize();
   size_t token_offset = 0;
   for (size_t o = 0; o < owners.size(); ++o) {
@@ -575,14 +600,37 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
     if (!r.has_draft)
       continue;
     auto [row, count] = result.request_rows[o];
-    STRATA_ASSIGN_OR_RETURN(
-        r.draft_token,
-        greedyToken(result.logits.data() + (row + count - 1) * vocab, vocab));
+    STRATA_ASSIGN_OR_RETURN(r.draft_token,
+                            lastGreedyToken(result, row + count - 1, vocab));
     auto last = result.hidden.begin() +
                 (token_offset - 1) * result.hidden_row_bytes;
     r.draft_hidden.assign(last, last + result.hidden_row_bytes);
   }
   return okStatus();
+}
+
+bool Scheduler::needsLogits(const Planned &p) const {
+  const Request &r = *p.request;
+  if (p.k > 0)
+    return true;
+  if (!r.decoding() && p.end != r.tokens.size())
+    return false; // a prefill chunk that samples nothing
+  const SamplingParams &params = r.sampler->params();
+  bool masks_stops = !params.stop_token_ids.empty() &&
+                     r.generated() < static_cast<uint64_t>(params.min_tokens);
+  return !r.sampler->greedy() || masks_stops;
+}
+
+StatusOr<int32_t> Scheduler::sampleRow(Request &r, const StepResult &result,
+                                       size_t row,
+                                       std::vector<float> &masked) {
+  if (result.logits.empty())
+    return deviceGreedyToken(result, row);
+  size_t vocab = runner_.vocabSize();
+  return r.sampler->sample(maskEarlyStops(r.sampler->params(), r.generated(),
+                                          result.logits.data() + row * vocab,
+                                          1, vocab, masked),
+                           vocab);
 }
 
 //===----------------------------------------------------------------------===//
@@ -695,7 +743,11 @@ Status Scheduler::step() {
   StepKind kind = !multi ? StepKind::decode
                   : verify ? StepKind::mtp_verify
                            : StepKind::prefill;
-  StatusOr<StepResult> result = runner_.run(kind, target);
+  StepOutputs outputs{/*logits=*/false,
+                      /*hidden=*/options_.mtp_draft_tokens > 0};
+  for (const Planned &p : plan)
+    outputs.logits |= needsLogits(p);
+  StatusOr<StepResult> result = runner_.run(kind, target, outputs);
   if (!result.ok()) {
     failStep(plan, result.status());
     return result.status();
@@ -711,7 +763,9 @@ Status Scheduler::step() {
     Planned &p = plan[i];
     Request &r = *p.request;
     auto [row, count] = result->request_rows[i];
-    const float *logits = result->logits.data() + row * vocab;
+    const float *logits = result->logits.empty()
+                              ? nullptr
+                              : result->logits.data() + row * vocab;
     p.hidden_source = &*result;
     p.hidden_offset = token_offset;
     token_offset += target[i].tokens.size();
@@ -719,10 +773,8 @@ Status Scheduler::step() {
       stats_.prefill_tokens += p.end - p.start;
       p.new_computed = p.end;
       if (p.end == r.tokens.size()) {
-        StatusOr<int32_t> token = r.sampler->sample(
-            maskEarlyStops(r.sampler->params(), r.generated(),
-                           logits + (count - 1) * vocab, 1, vocab, masked),
-            vocab);
+        StatusOr<int32_t> token =
+            sampleRow(r, *result, row + count - 1, masked);
         if (!token.ok()) {
           error = token.status();
           break;
@@ -731,10 +783,7 @@ Status Scheduler::step() {
       }
     } else if (p.k == 0) {
       p.new_computed = p.start + 1;
-      StatusOr<int32_t> token = r.sampler->sample(
-          maskEarlyStops(r.sampler->params(), r.generated(), logits, 1, vocab,
-                         masked),
-          vocab);
+      StatusOr<int32_t> token = sampleRow(r, *result, row, masked);
       if (!token.ok()) {
         error = token.status();
         break;
@@ -792,8 +841,10 @@ Status Scheduler::step() {
     bool rerun_multi = false;
     for (const StepRequest &s : rerun)
       rerun_multi |= s.tokens.size() > 1;
-    StatusOr<StepResult> again = runner_.run(
-        rerun_multi ? StepKind::prefill : StepKind::decode, rerun);
+    // Re-run for the state and the draft's hidden rows, not for tokens.
+    StatusOr<StepResult> again =
+        runner_.run(rerun_multi ? StepKind::prefill : StepKind::decode, rerun,
+                    StepOutputs{/*logits=*/false, /*hidden=*/true});
     if (!again.ok()) {
       failStep(plan, again.status());
       return again.status();

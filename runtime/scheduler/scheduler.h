@@ -170,6 +170,14 @@ private:
   Status commitTokens(Request &request, const std::vector<int32_t> &tokens);
   Status afterTarget(Request &request, uint64_t new_computed);
   Status runDraftStepZero(std::vector<Planned> &plan);
+  /// Whether `p` needs its logits rows on the host this step: it samples a
+  /// token by a rule other than plain greedy (a temperature, min_tokens'
+  /// stop masks) or verifies drafts. Otherwise the step's greedy tokens do.
+  bool needsLogits(const Planned &p) const;
+  /// The token `request` samples from logits row `row` of `result` (its
+  /// greedy token when the step copied no logits).
+  StatusOr<int32_t> sampleRow(Request &request, const StepResult &result,
+                              size_t row, std::vector<float> &masked);
   void finish(Request &request, FinishReason reason, Status status);
   void deliver(Request &request);
   void failStep(std::vector<Planned> &plan, const Status &status);

@@ -63,8 +63,11 @@ public:
     return okStatus();
   }
   StatusOr<StepResult> run(StepKind step,
-                           const std::vector<StepRequest> &requests) override {
+                           const std::vector<StepRequest> &requests,
+                           const StepOutputs &outputs) override {
     ++steps_[step];
+    if (outputs.logits)
+      ++logits_steps_[step];
     StepResult result;
     for (const StepRequest &r : requests) {
       size_t first = result.logits.size() / kVocab;
@@ -95,6 +98,7 @@ public:
           std::vector<float> row(kVocab, 0.0f);
           row[best] = 1.0f;
           result.logits.insert(result.logits.end(), row.begin(), row.end());
+          result.greedy.push_back(best);
         }
         uint8_t hidden[16];
         std::memcpy(hidden, &state, 8);
@@ -105,9 +109,17 @@ public:
                                        result.logits.size() / kVocab - first);
     }
     result.hidden_row_bytes = 16;
+    // Like ModelExecutor: the greedy tokens always, the logits and hidden
+    // rows only when asked for.
+    if (!outputs.logits)
+      result.logits.clear();
+    if (!outputs.hidden)
+      result.hidden.clear();
     return result;
   }
   std::map<StepKind, int> steps_;
+  /// Steps that asked for the logits.
+  std::map<StepKind, int> logits_steps_;
 
 private:
   CacheGeometry geometry_;
@@ -206,7 +218,31 @@ TEST(Scheduler, BatchedChunkedGreedyEqualsReference) {
     Harness h(o);
     expectReference(h.run(testPrompts(), 12), 12);
     EXPECT_EQ(h.scheduler->kvCache().stats().used_blocks, 0u);
+    // Greedy requests take the step's greedy tokens: no logits copied.
+    EXPECT_TRUE(h.model.logits_steps_.empty());
   }
+}
+
+// Tests that a step copies the logits back when a request samples with a
+// temperature (and only then), and that the greedy requests beside it keep
+// their outputs.
+TEST(Scheduler, SampledRequestsTakeLogits) {
+  Harness h(baseOptions());
+  std::vector<int32_t> sampled;
+  SamplingParams params;
+  params.max_tokens = 6;
+  params.temperature = 0.7f;
+  params.seed = 5;
+  ASSERT_TRUE(h.scheduler
+                  ->add(100, testPrompts()[1], params,
+                        [&](const RequestOutput &o) {
+                          sampled.insert(sampled.end(), o.tokens.begin(),
+                                         o.tokens.end());
+                        })
+                  .ok());
+  expectReference(h.run(testPrompts(), 12), 12);
+  EXPECT_EQ(sampled.size(), 6u);
+  EXPECT_GT(h.model.logits_steps_[StepKind::decode], 0);
 }
 
 TEST(Scheduler, PrefixReuseKeepsOutputs) {
@@ -236,6 +272,10 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
     EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
     EXPECT_GT(s.mtp.draft_by_position[k - 1], 0u) << "k " << k;
     EXPECT_EQ(s.kv.used_blocks, 0u);
+    // Drafts come from the device's greedy tokens; only verifications copy
+    // logits.
+    EXPECT_EQ(h.model.logits_steps_.count(StepKind::mtp_draft), 0u);
+    EXPECT_EQ(h.model.logits_steps_.count(StepKind::decode), 0u);
   }
 }
 

@@ -305,6 +305,17 @@ LogicalResult LmHeadOp::verify() {
   return checkShape(*this, "result", getResult(), {tokensOf(getRows()), w[0]});
 }
 
+LogicalResult ArgmaxOp::verify() {
+  if (failed(checkRank(*this, "input", getInput(), 2)))
+    return failure();
+  int64_t vocab = getInput().getType().getShape()[1];
+  if (!ShapedType::isDynamic(vocab) && (vocab < 1 || vocab >= (1 << 24)))
+    return emitOpError() << "expected 1 <= vocab < 2^24 (indices exact in "
+                            "f32), got "
+                         << vocab;
+  return checkShape(*this, "result", getResult(), {tokensOf(getInput())});
+}
+
 //===----------------------------------------------------------------------===//
 // Hyper-connections
 //===----------------------------------------------------------------------===//

@@ -277,6 +277,27 @@ def LLM_LmHeadOp : LLM_Op<"lm_head", [Pure]> {
   let hasVerifier = 1;
 }
 
+def LLM_ArgmaxOp : LLM_Op<"argmax", [Pure]> {
+  let summary = "each row's greedy token: the index of its first maximum";
+  let description = [{
+    `g[n] = min { v : logits[n, v] = max_u logits[n, u] }` (ties go to the
+    lowest index, as the host sampler's greedy rule), `-1` for a row whose
+    maximum is not finite (a NaN, a +inf or every entry -inf: the rows the
+    host sampler refuses). `logits : [N, vocab]` f32 (`vocab < 2^24`),
+    `g : [N]` i32. A step
+    that returns it lets the caller take greedy tokens without copying the
+    logits to the host.
+
+    ```mlir
+    %g = llm.argmax %l : (tensor<?x154880xf32>) -> tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins LLM_F32Tensor:$input);
+  let results = (outs LLM_I32Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 } // LLM_ElementwiseGroup
 
 //===----------------------------------------------------------------------===//

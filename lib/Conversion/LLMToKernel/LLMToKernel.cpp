@@ -36,6 +36,7 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateWeightToKernelPatterns(converter, patterns);
   populateElementwiseToKernelPatterns(converter, patterns);
   populateLinearToKernelPatterns(converter, patterns);
+  populateArgmaxToKernelPatterns(converter, patterns);
   populateHyperConnectionToKernelPatterns(converter, patterns);
   populateFfnToKernelPatterns(converter, patterns);
   populateKdaToKernelPatterns(converter, patterns);

@@ -27,6 +27,9 @@ void populateElementwiseToKernelPatterns(const TypeConverter &converter,
 /// llm.linear, llm.lm_head.
 void populateLinearToKernelPatterns(const TypeConverter &converter,
                                     RewritePatternSet &patterns);
+/// llm.argmax.
+void populateArgmaxToKernelPatterns(const TypeConverter &converter,
+                                    RewritePatternSet &patterns);
 /// llm.hc_expand, llm.hc_collapse, llm.mhc_pre, llm.mhc_post.
 void populateHyperConnectionToKernelPatterns(const TypeConverter &converter,
                                              RewritePatternSet &patterns);

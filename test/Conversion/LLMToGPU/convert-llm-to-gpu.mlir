@@ -84,7 +84,8 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 // Tests that an fp8 linear binds the data and scale globals; AMD quantises
 // x per row and 128-block in the kernel (FNUZ on gfx942, OCP on gfx950,
 // amax reduced over the 4 lane groups) and runs the fp8 MFMA; sm_90 decodes
-// the weight bytes to bf16 and runs the bf16 mma.sync.
+// the weight bytes to bf16 by pairs (cvt.rn.f16x2.e4m3x2, then f16 -> f32 ->
+// bf16, all exact) and runs the bf16 mma.sync.
 // CHECK-LABEL: func.func @linear_fp8
 // CHECK-DAG: %[[Q:.*]] = memref.get_global @q.weight : memref<128x256xf8E4M3FN>
 // CHECK-DAG: %[[S:.*]] = memref.get_global @q.weight_scale_inv : memref<1x2xf32>
@@ -108,7 +109,10 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 // GFX950: math.fma
 // SM90-NOT: gpu.shuffle
 // SM90: vector.load %{{.*}} {alignment = 16 : i64} : memref<128x256xf8E4M3FN>, vector<32xf8E4M3FN>
-// SM90: arith.uitofp
+// SM90-NOT: arith.uitofp
+// SM90: nvvm.convert.f8x2.to.f16x2 %{{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
+// SM90: arith.extf %{{.*}} : vector<4xf16> to vector<4xf32>
+// SM90: arith.truncf %{{.*}} : vector<4xf32> to vector<4xbf16>
 // SM90: nvvm.mma.sync
 // SM90: memref.load %{{.*}} : memref<1x2xf32>
 // SM90: math.fma

@@ -464,6 +464,34 @@ func.func @lm_head_result(%x: tensor<?x8xbf16>, %w: tensor<16x8xbf16>, %r: tenso
 
 // -----
 
+// Tests that llm.argmax rejects a vocabulary whose indices f32 cannot hold
+// exactly.
+func.func @argmax_vocab(%l: tensor<?x16777216xf32>) {
+  // expected-error@+1 {{expected 1 <= vocab < 2^24 (indices exact in f32), got 16777216}}
+  %g = llm.argmax %l : (tensor<?x16777216xf32>) -> tensor<?xi32>
+  return
+}
+
+// -----
+
+// Tests that llm.argmax rejects a result that is not one token per row.
+func.func @argmax_result(%l: tensor<3x16xf32>) {
+  // expected-error@+1 {{expected result shape 3, got 4}}
+  %g = llm.argmax %l : (tensor<3x16xf32>) -> tensor<4xi32>
+  return
+}
+
+// -----
+
+// Tests that llm.argmax rejects a rank-1 input.
+func.func @argmax_rank(%l: tensor<16xf32>) {
+  // expected-error@+1 {{expected input rank 2, got 1}}
+  %g = llm.argmax %l : (tensor<16xf32>) -> tensor<1xi32>
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects hc_mult 0.
 func.func @hc_expand_hc_mult(%e: tensor<?x8xbf16>) {
   // expected-error@+1 {{expected hc_mult > 0, got 0}}

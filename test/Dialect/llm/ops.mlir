@@ -94,6 +94,16 @@ func.func @linear(%x: tensor<?x4096xbf16>, %wk: tensor<8192x4096xbf16>,
 
 // -----
 
+// Tests that llm.argmax round-trips.
+// CHECK-LABEL: @argmax
+func.func @argmax(%l: tensor<?x154880xf32>) -> tensor<?xi32> {
+  // CHECK: llm.argmax %{{.*}} : (tensor<?x154880xf32>) -> tensor<?xi32>
+  %g = llm.argmax %l : (tensor<?x154880xf32>) -> tensor<?xi32>
+  return %g : tensor<?xi32>
+}
+
+// -----
+
 // Tests that llm.lm_head round-trips.
 // CHECK-LABEL: @lm_head
 func.func @lm_head(%z: tensor<?x4096xbf16>, %w: tensor<154880x4096xbf16>, %rows: tensor<?xi32>) -> tensor<?x154880xf32> {

@@ -360,6 +360,30 @@ def lm_head():
     return p, [h[rows].astype(np.float64) @ w.astype(np.float64).T]
 
 
+@case
+def argmax():
+    """llm.argmax: the first maximum of each row (ties to the lowest index,
+    as the host sampler's greedy rule), -1 for a row whose maximum is not
+    finite (NaN, +inf, every entry -inf)."""
+    p = Program(11)
+    V = 5000                             # five chunks of 1024 columns
+    x = p.rand((8, V), "f32")
+    x[1, 250] = x[1, 4500] = 5.0         # a tie across chunks: the lower wins
+    x[0, 2100] = x[0, 2047] = 3.0        # a tie either side of a chunk edge (2048)
+    x[2, :] = -np.inf                    # every entry -inf: -1
+    x[3, 3000] = np.nan                  # a NaN in the third chunk: -1
+    x[4, V - 1] = 9.0                    # the last column
+    x[5, :] = 0.25                       # all equal: index 0
+    x[6, 40] = np.inf                    # a +inf: -1
+    x[7, :2100] = -np.inf                # a chunk of -inf beside finite ones
+    vx = p.input(x, "f32")
+    g = p.fresh()
+    p.op(f"{g} = llm.argmax {vx} : ({ttype(x.shape, 'f32', True)}) -> {ttype((8,), 'i32', True)}")
+    p.print_tensor(g, (8,), "i32")
+    expected = np.array([int(np.argmax(r)) if np.isfinite(np.max(r)) else -1 for r in x])
+    return p, [expected]
+
+
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 

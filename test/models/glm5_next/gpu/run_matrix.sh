@@ -9,7 +9,8 @@
 #   CK    the slice checkpoint
 #   OUT   results: baselines-matrix.json, matrix-NAME.{md,json,log},
 #         matrix.md (the merged table)
-# Env: NAMES (default "new"), BATCHES (1,8,32,128), CONTEXTS (128,4096),
+# Env: NAMES (default "new"; NAME+copy runs NAME's artifact with
+#   --copy-logits), BATCHES (1,8,32,128), CONTEXTS (128,4096),
 #   PREFILL (1x2048,4x2048,1x8192), CONFIG (glm5-slice-fp8), PYTHON,
 #   BASELINE_TIMEOUT and MATRIX_TIMEOUT (seconds, default 150 each).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU.
@@ -35,9 +36,13 @@ GEMM=$($PY -c "import json,sys; print('%.1f' % (json.load(open(sys.argv[1]))['me
   "$OUT/baselines-matrix.json" 2>/dev/null || echo 780)
 echo "GEMM rate (bf16, this run): $GEMM TFLOP/s"
 for name in ${NAMES:-new}; do
-  a=$ART/slice-fp8-$name.strata; [ "$name" = new ] && a=$ART/slice-fp8.strata
+  # NAME+copy: NAME's artifact with --copy-logits (the timed steps copy the
+  # logits and hidden rows back, not only the greedy tokens).
+  base=${name%+copy} copy=
+  [ "$base" != "$name" ] && copy=--copy-logits
+  a=$ART/slice-fp8-$base.strata; [ "$base" = new ] && a=$ART/slice-fp8.strata
   timeout ${MATRIX_TIMEOUT:-150} "$WRAP/strata-bench" --matrix --artifact "$a" --checkpoint "$CK" --target sm_90 \
-    --batches "$BATCHES" --contexts "$CONTEXTS" --prefill "$PREFILL" --gemm-tflops "$GEMM" \
+    --batches "$BATCHES" --contexts "$CONTEXTS" --prefill "$PREFILL" --gemm-tflops "$GEMM" $copy \
     --json "$OUT/matrix-$name.json" > "$OUT/matrix-$name.md" 2> "$OUT/matrix-$name.log"
   echo "matrix $name: rc $?"
 done
