@@ -350,7 +350,7 @@ TEST(Artifact, CollectiveChecks) {
                         "parallel layout",
                         at));
   TestArtifactKnobs ints = knobs;
-  ints.collective_dtype = fb::DType::i32;
+  ints.collective_dtype = artifact::DType::i32;
   EXPECT_EQ(loadError(ints), fmt::format("{}: all_reduce of i32 elements", at));
   TestArtifactKnobs one = knobs;
   one.collective_bindings = 1;
@@ -359,7 +359,7 @@ TEST(Artifact, CollectiveChecks) {
                         "recv",
                         at));
   TestArtifactKnobs gather = knobs;
-  gather.collective_kind = fb::CollectiveKind::all_gather;
+  gather.collective_kind = artifact::CollectiveKind::all_gather;
   gather.collective_dim = 1;
   EXPECT_EQ(loadError(gather),
             fmt::format("{}: all_gather along dim 1 of a rank-1 shape", at));
