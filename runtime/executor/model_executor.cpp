@@ -146,9 +146,10 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
 Status ModelExecutor::joinRankGroups() {
   const artifact::ParallelLayout *layout = artifact_->def().parallel();
   uint32_t ranks = artifact_->numRanks();
-  if (ranks == 1 && (!options_.ranks || (options_.ranks->tensor_parallel_size *
-                                         options_.ranks->expert_parallel_size) ==
-                                            1))
+  uint32_t asked = options_.ranks ? options_.ranks->tensor_parallel_size *
+                                        options_.ranks->expert_parallel_size
+                                  : 1;
+  if (ranks == 1 && asked == 1)
     return okStatus();
   uint32_t tp = layout ? layout->tensor_parallel_size() : 1;
   uint32_t ep = layout ? layout->expert_parallel_size() : 1;
