@@ -295,8 +295,14 @@ public:
       std::vector<Offset<fb::Binding>> bindings;
       for (const BindingDesc &bd : d.bindings)
         bindings.push_back(binding(bd));
+      Offset<fb::Collective> collective;
+      if (d.collective)
+        collective = fb::CreateCollective(b, d.collective->kind,
+                                          d.collective->group,
+                                          d.collective->dtype,
+                                          d.collective->dim);
       dispatches.push_back(fb::CreateDispatchDirect(
-          b, d.kernelIndex, &bindings, d.label.c_str()));
+          b, d.kernelIndex, &bindings, d.label.c_str(), collective));
     }
     return fb::CreateExecutionPlanDirect(b, p.step, &buffers, &dispatches);
   }

@@ -119,10 +119,20 @@ struct BindingDesc {
                              SizeExpression totalBytes);
 };
 
+/// A collective step (schema Collective).
+struct CollectiveDesc {
+  fb::CollectiveKind kind = fb::CollectiveKind::all_reduce;
+  fb::RankGroup group = fb::RankGroup::tp;
+  fb::DType dtype = fb::DType::invalid;
+  uint32_t dim = 0;
+};
+
 struct DispatchDesc {
   uint32_t kernelIndex = 0;
   std::vector<BindingDesc> bindings;
   std::string label;
+  /// Set for a collective step: bindings are send and recv, kernelIndex 0.
+  std::optional<CollectiveDesc> collective;
 };
 
 struct BufferDesc {

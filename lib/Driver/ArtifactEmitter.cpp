@@ -15,6 +15,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "dialects/llm/IR/LLMDialect.h"
 #include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/KernelPlan.h"
@@ -145,6 +146,39 @@ FailureOr<SizeExpression> scratchBytes(ArrayRef<GpuScratchOp> program,
   if (stack.size() != 1)
     return failure();
   return stack.back().expr;
+}
+
+/// The SizeSymbol of the running rank's coordinate in `group`.
+fb::SizeSymbol rankSymbol(fb::RankGroup group) {
+  switch (group) {
+  case fb::RankGroup::tp:
+    return fb::SizeSymbol::tp_rank;
+  case fb::RankGroup::ep:
+    return fb::SizeSymbol::ep_rank;
+  case fb::RankGroup::world:
+    break;
+  }
+  return fb::SizeSymbol::world_rank;
+}
+
+/// The schema form of a plan's collective.
+FailureOr<CollectiveDesc> collectiveDesc(func::FuncOp step,
+                                         const PlanCollective &collective) {
+  CollectiveDesc desc;
+  if (collective.kind == "all_reduce")
+    desc.kind = fb::CollectiveKind::all_reduce;
+  else if (collective.kind == "all_gather")
+    desc.kind = fb::CollectiveKind::all_gather;
+  else
+    return step.emitError("unknown collective '") << collective.kind << "'";
+  desc.group = static_cast<fb::RankGroup>(collective.group);
+  FailureOr<fb::DType> dtype = toArtifactDType(collective.elementType);
+  if (failed(dtype))
+    return step.emitError("collective of element type ")
+           << collective.elementType << ", which has no artifact dtype";
+  desc.dtype = *dtype;
+  desc.dim = static_cast<uint32_t>(collective.dim);
+  return desc;
 }
 
 class Emitter {
@@ -366,6 +400,12 @@ LogicalResult Emitter::collectWeights(const KernelPlan &plan) {
     weight.transform = StringRef(name).contains("{e}")
                            ? fb::WeightTransform::stack_experts
                            : fb::WeightTransform::none;
+    if (auto shards = global->getAttrOfType<ArrayAttr>(kWeightShardsAttrName))
+      for (auto shard : shards.getAsRange<llm::ShardAttr>())
+        weight.shards.push_back(
+            {static_cast<uint32_t>(shard.getDim()),
+             static_cast<uint32_t>(shard.getParts()),
+             static_cast<fb::RankGroup>(shard.getGroup())});
     weightIndex[name] = artifact.weights.size();
     artifact.weights.push_back(std::move(weight));
   }
@@ -460,12 +500,20 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
   }
   for (const PlanDispatch &dispatch : plan.dispatches) {
     DispatchDesc d;
-    auto it = kernelIndex.find(dispatch.kernel);
-    if (it == kernelIndex.end())
-      return step.emitError("dispatch of '")
-             << dispatch.kernel << "', which was not compiled";
-    d.kernelIndex = it->second;
     d.label = dispatch.label;
+    if (dispatch.collective) {
+      FailureOr<CollectiveDesc> collective =
+          collectiveDesc(step, *dispatch.collective);
+      if (failed(collective))
+        return failure();
+      d.collective = *collective;
+    } else {
+      auto it = kernelIndex.find(dispatch.kernel);
+      if (it == kernelIndex.end())
+        return step.emitError("dispatch of '")
+               << dispatch.kernel << "', which was not compiled";
+      d.kernelIndex = it->second;
+    }
     for (const PlanBinding &binding : dispatch.bindings) {
       FailureOr<std::vector<SizeExpression>> shape =
           shapeExpr(step, plan, binding.shape);
@@ -478,6 +526,11 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
       case PlanBinding::Kind::Weight:
         d.bindings.push_back(BindingDesc::weight(
             weightIndex.lookup(plan.weights[binding.index]), *shape));
+        break;
+      case PlanBinding::Kind::RankCoordinate:
+        d.bindings.push_back(
+            BindingDesc::intScalar(SizeExpression::symbol(rankSymbol(
+                static_cast<fb::RankGroup>(binding.index)))));
         break;
       case PlanBinding::Kind::Cache: {
         const PlanCache &cache = plan.caches[binding.index];
@@ -682,6 +735,11 @@ FailureOr<ArtifactDesc> Emitter::run() {
       failed(buildCacheLayout()) || failed(collectWeights(targetPlan)) ||
       (draft && failed(collectWeights(draftPlan))))
     return failure();
+
+  if (options.tensorParallelSize * options.expertParallelSize > 1)
+    artifact.parallel =
+        computeParallelLayout(artifact.weights, options.tensorParallelSize,
+                              options.expertParallelSize);
 
   // Kernels: a clone holding only the llm.kernel functions.
   OwningOpRef<ModuleOp> kernels = module.clone();

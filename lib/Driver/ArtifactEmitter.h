@@ -54,6 +54,10 @@ struct ArtifactEmitOptions {
   std::string gpuIsaDir;
   /// Threads per block and matrix units on or off (bisecting aid).
   GpuCodegenOptions gpuCodegen;
+  /// The rank layout the module was sharded for (llm-shard-model); above
+  /// one rank the artifact gets its ParallelLayout from the weights' shards.
+  uint32_t tensorParallelSize = 1;
+  uint32_t expertParallelSize = 1;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

@@ -89,16 +89,6 @@ LogicalResult compileWithHandler(const CompileOptions &options,
               "least 1, got "
            << options.tensorParallelSize << " and "
            << options.expertParallelSize;
-  int64_t ranks = options.tensorParallelSize * options.expertParallelSize;
-  if (ranks > 1 && options.phase > CompilePhase::Fused)
-    return mlir::emitError(UnknownLoc::get(&context))
-           << "--tensor-parallel-size " << options.tensorParallelSize
-           << " --expert-parallel-size " << options.expertParallelSize
-           << ": a sharded program stops at --compile-to=fused (the "
-              "collectives llm.all_reduce and llm.all_gather have no kernel "
-              "lowering yet, so no "
-           << stringifyCompilePhase(options.phase)
-           << " can be produced; docs/Parallel.md)";
   dslOptions.tensorParallelSize = options.tensorParallelSize;
   dslOptions.expertParallelSize = options.expertParallelSize;
   auto config = dsl::ModelConfig::load(options.configPath, &context);
@@ -129,6 +119,15 @@ LogicalResult compileWithHandler(const CompileOptions &options,
       return mlir::emitError(UnknownLoc::get(&context))
              << "target '" << name << "' is listed twice";
   }
+  int64_t ranks = options.tensorParallelSize * options.expertParallelSize;
+  if (ranks > 1 && options.phase >= CompilePhase::Kernel &&
+      llvm::any_of(targets, [](StringRef t) { return t != "cpu"; }))
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "--tensor-parallel-size " << options.tensorParallelSize
+           << " --expert-parallel-size " << options.expertParallelSize
+           << ": sharded programs compile for the cpu target only (the GPU "
+              "kernels of the expert-parallel MoE and the vocabulary-parallel "
+              "embedding are not built; docs/Parallel.md)";
   if (options.phase == CompilePhase::Target &&
       (targets.size() != 1 || targets[0] != "cpu"))
     return mlir::emitError(UnknownLoc::get(&context))
@@ -177,6 +176,8 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.gpuCodegen.blockThreads = options.gpuBlockThreads;
   emitOptions.gpuCodegen.matrixUnits = options.gpuMatrixUnits;
   emitOptions.gpuCodegen.strategyRemarks = options.kernelStrategyRemarks;
+  emitOptions.tensorParallelSize = options.tensorParallelSize;
+  emitOptions.expertParallelSize = options.expertParallelSize;
   FailureOr<ArtifactDesc> artifact = emitArtifact(*module, emitOptions);
   if (failed(artifact))
     return failure();
@@ -310,8 +311,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
       "tensor-parallel-size",
       cl::desc("Ranks that split attention heads, the dense MLP's and every "
                "expert's intermediate dimension and the vocabulary "
-               "(llm-shard-model; default 1; sharded programs stop at "
-               "--compile-to=fused)"),
+               "(llm-shard-model; default 1; sharded artifacts are built "
+               "for the cpu target)"),
       cl::init(1));
   static cl::opt<int64_t> expertParallelSize(
       "expert-parallel-size",

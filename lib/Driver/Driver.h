@@ -71,8 +71,7 @@ struct CompileOptions {
   /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`): T ranks
   /// split heads, dense intermediate dimensions and the vocabulary, E ranks
   /// the routed experts; T * E ranks in all (docs/Parallel.md). Sharded
-  /// programs stop at the fused phase: collectives have no kernel lowering
-  /// yet.
+  /// programs compile for the cpu target only.
   int64_t tensorParallelSize = 1;
   int64_t expertParallelSize = 1;
   /// Check `expected-error` comments in the input instead of printing

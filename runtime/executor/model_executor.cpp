@@ -129,6 +129,7 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
       executor->program_,
       Program::load(*executor->artifact_, executor->target_kind_,
                     *executor->device_));
+  STRATA_RETURN_IF_ERROR(executor->joinRankGroups());
   const auto load_start = std::chrono::steady_clock::now();
   STRATA_RETURN_IF_ERROR(executor->bindWeights(*weights));
   executor->weights_description_ = weights->description();
@@ -142,6 +143,56 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
   return executor;
 }
 
+Status ModelExecutor::joinRankGroups() {
+  const artifact::ParallelLayout *layout = artifact_->def().parallel();
+  uint32_t ranks = artifact_->numRanks();
+  uint32_t asked = options_.ranks ? options_.ranks->tensor_parallel_size *
+                                        options_.ranks->expert_parallel_size
+                                  : 1;
+  if (ranks == 1 && asked == 1)
+    return okStatus();
+  uint32_t tp = layout ? layout->tensor_parallel_size() : 1;
+  uint32_t ep = layout ? layout->expert_parallel_size() : 1;
+  if (!options_.ranks)
+    return failedPrecondition(
+        "artifact is compiled for {} ranks (tensor-parallel {} x "
+        "expert-parallel {}): run one process per rank (strata-run "
+        "--tensor-parallel-size {} --expert-parallel-size {}; "
+        "docs/Parallel.md)",
+        ranks, tp, ep, tp, ep);
+  if (options_.ranks->tensor_parallel_size != tp ||
+      options_.ranks->expert_parallel_size != ep)
+    return invalidArgument("tensor-parallel {} x expert-parallel {} ranks "
+                           "asked for, the artifact is compiled for {} x {}",
+                           options_.ranks->tensor_parallel_size,
+                           options_.ranks->expert_parallel_size, tp, ep);
+  STRATA_ASSIGN_OR_RETURN(rank_groups_,
+                          RankGroups::create(*options_.ranks, *device_));
+  // Gloo collectives run on the calling thread and cannot be captured.
+  options_.decode_graphs = false;
+  return okStatus();
+}
+
+StatusOr<TensorBox>
+ModelExecutor::rankBox(size_t index, const std::string &name,
+                       const std::vector<int64_t> &shape) const {
+  const artifact::WeightEntry *entry = artifact_->def().weights()->Get(index);
+  std::vector<int64_t> extents(entry->shape()->begin(), entry->shape()->end());
+  std::vector<int64_t> offsets(extents.size(), 0);
+  const artifact::ParallelLayout *layout = artifact_->def().parallel();
+  if (layout && rank_groups_) {
+    const artifact::WeightSlice *slice =
+        layout->ranks()->Get(rank_groups_->rank())->weights()->Get(index);
+    offsets.assign(slice->offsets()->begin(), slice->offsets()->end());
+  }
+  // A stacked entry's tensors are its experts: drop the expert dimension.
+  if (entry->transform() == WeightTransform::stack_experts) {
+    extents.erase(extents.begin());
+    offsets.erase(offsets.begin());
+  }
+  return weightBox(name, shape, std::move(offsets), std::move(extents));
+}
+
 Status ModelExecutor::bindWeights(WeightSource &source) {
   // The CPU backend copies each tensor into device memory (a GPU backend
   // must; on the CPU this costs one copy of the weights at load time).
@@ -150,10 +201,14 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
   // a procedural source generates each into a scratch vector (a checkpoint
   // folder's point into its mapping), so at most two tensors are on the
   // host at once and generation overlaps the upload.
+  // A part is one checkpoint tensor (of a stacked entry: one expert's) and
+  // the box of it the rank reads (the whole tensor without a layout).
   struct Part {
     size_t weight;
     uint64_t offset, size;
     std::string name;
+    TensorBox box;
+    uint32_t element_bytes;
   };
   std::vector<Part> parts;
   const auto *manifest = artifact_->def().weights();
@@ -162,8 +217,19 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
     std::string name = entry->name()->str();
     std::vector<std::string> names;
     if (entry->transform() == WeightTransform::stack_experts) {
+      // The rank's experts start at its slice's offset along dimension 0.
+      int64_t first = 0;
+      if (artifact_->def().parallel() && rank_groups_)
+        first = artifact_->def()
+                    .parallel()
+                    ->ranks()
+                    ->Get(rank_groups_->rank())
+                    ->weights()
+                    ->Get(i)
+                    ->offsets()
+                    ->Get(0);
       for (int64_t e = 0; e < entry->shape()->Get(0); ++e)
-        names.push_back(expertTensorName(name, e));
+        names.push_back(expertTensorName(name, first + e));
     } else if (entry->transform() == WeightTransform::none) {
       names.push_back(name);
     } else {
@@ -178,15 +244,18 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
       if (!info)
         return notFound("weight '{}': no tensor '{}' in the checkpoint", name,
                         part);
-      parts.push_back(Part{weights_.size(), total, info->byte_size,
-                           std::move(part)});
-      total += info->byte_size;
+      STRATA_ASSIGN_OR_RETURN(TensorBox box, rankBox(i, part, info->shape));
+      uint32_t element_bytes = dtypeBytes(entry->dtype());
+      uint64_t bytes = boxBytes(box, element_bytes);
+      parts.push_back(Part{weights_.size(), total, bytes, std::move(part),
+                           std::move(box), element_bytes});
+      total += bytes;
     }
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
                             device_->allocate(std::max<uint64_t>(total, 1), 64));
     weights_.push_back(std::move(buffer));
   }
-  std::vector<uint8_t> scratch[2];
+  std::vector<uint8_t> scratch[2], box_bytes;
   auto read = [&](size_t i) { return source.bytes(parts[i].name, scratch[i % 2]); };
   std::future<StatusOr<const uint8_t *>> next;
   if (!parts.empty())
@@ -197,9 +266,17 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
     if (bytes.ok() && i + 1 < parts.size())
       next = std::async(std::launch::async, read, i + 1);
     Status copied = bytes.status();
+    const uint8_t *data = copied.ok() ? *bytes : nullptr;
+    if (copied.ok() && !coversWholeTensor(parts[i].box)) {
+      // The rank's box, packed out of the tensor's bytes (the mapping).
+      box_bytes.resize(parts[i].size);
+      copyTensorBox(data, parts[i].box, parts[i].element_bytes,
+                    box_bytes.data());
+      data = box_bytes.data();
+    }
     if (copied.ok())
       copied = device_->copyToDevice(*weights_[parts[i].weight],
-                                     parts[i].offset, *bytes, parts[i].size);
+                                     parts[i].offset, data, parts[i].size);
     if (!copied.ok()) {
       if (next.valid())
         next.wait(); // It writes into `scratch`.
@@ -396,6 +473,8 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   sizes[SizeSymbol::logit_rows] = rows.size();
   sizes[SizeSymbol::kv_pages] = options_.kv_pages;
   sizes[SizeSymbol::state_slots] = options_.state_slots;
+  if (rank_groups_)
+    rank_groups_->setCoordinates(sizes);
   // A captured decode step of these sizes, if any (its buffers take the
   // inputs); else fresh buffers.
   auto same = [](const RuntimeSizes &a, const RuntimeSizes &b) {
@@ -451,6 +530,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   }
 
   PlanResources resources;
+  resources.collectives = rank_groups_.get();
   for (auto &w : weights_)
     resources.weights.push_back(w.get());
   for (auto &c : caches_)

@@ -29,8 +29,10 @@
 #include "runtime/base/status.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/device/device.h"
+#include "runtime/executor/rank_groups.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/loader/program.h"
+#include "runtime/loader/weight_slice.h"
 
 namespace strata::runtime {
 
@@ -56,6 +58,13 @@ struct ExecutorOptions {
   /// state_slots may then be 0): how a server sizes them from the device
   /// memory the weights left free.
   bool defer_caches = false;
+  /// This process's rank of a sharded artifact (its parallel layout's T x E
+  /// ranks, one process each) and the store the ranks meet at; required for
+  /// such an artifact, whose sizes it must repeat. The executor then reads
+  /// the rank's slices of the checkpoint, joins its groups (RankGroups) and
+  /// runs decode steps dispatch by dispatch (Gloo collectives cannot be
+  /// captured).
+  std::optional<RankGroupsOptions> ranks;
 };
 
 /// Block-table width granularity of captured decode steps (pages).
@@ -187,19 +196,29 @@ public:
   /// RESOURCE_EXHAUSTED (from the device) when they do not fit.
   Status allocateCaches(uint64_t kv_pages, uint32_t state_slots);
 
+  /// The rank's groups of a sharded artifact; null for one rank.
+  const RankGroups *rankGroups() const { return rank_groups_.get(); }
+
 private:
   ModelExecutor() = default;
+  Status joinRankGroups();
   Status bindWeights(WeightSource &source);
   /// Copies the plan's outputs that `outputs` asks for into `result`.
   Status readOutputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
                      size_t num_rows, size_t num_tokens,
                      const StepOutputs &outputs, StepResult &result);
+  /// The box the rank reads of checkpoint tensor `name` (of extents
+  /// `shape`; one expert's tensor of a stacked entry) of manifest entry
+  /// `index`: its slice's offsets and the entry's extents.
+  StatusOr<TensorBox> rankBox(size_t index, const std::string &name,
+                              const std::vector<int64_t> &shape) const;
 
   ExecutorOptions options_;
   artifact::TargetKind target_kind_ = artifact::TargetKind::cpu;
   std::unique_ptr<Artifact> artifact_;
   std::unique_ptr<Device> device_;
   std::unique_ptr<Program> program_;
+  std::unique_ptr<RankGroups> rank_groups_;
   std::vector<std::unique_ptr<Buffer>> weights_;
   std::string weights_description_;
   double weights_load_seconds_ = 0;

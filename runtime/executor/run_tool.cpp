@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <optional>
 
@@ -16,6 +17,7 @@
 #include "runtime/base/flag_values.h"
 #include "runtime/executor/model_executor.h"
 #include "runtime/executor/npy.h"
+#include "runtime/executor/rank_launcher.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::runtime {
@@ -33,10 +35,17 @@ constexpr const char *kUsage =
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] [--ignore-eos]\n"
     "                  [--target cpu|sm_90|gfx942|gfx950]\n"
     "                  [--kv-pages N] [--first-page P] [--decode-graphs on|off]\n"
+    "                  [--tensor-parallel-size T] [--expert-parallel-size E]\n"
+    "                  [--rank R --world-size N --store file:DIR|tcp:HOST:PORT]\n"
+    "                  [--collective-timeout-ms MS]\n"
     "  Each --prompt-ids (comma-separated token ids), line of a\n"
     "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
     "  whole prompts) and decoded greedily together until an end-of-sequence\n"
-    "  id of the model or --max-tokens (dumps imply --ignore-eos). docs/Run.md.\n";
+    "  id of the model or --max-tokens (dumps imply --ignore-eos). docs/Run.md.\n"
+    "  An artifact compiled for T x E ranks runs one process per rank: without\n"
+    "  --rank strata-run starts them itself; with --rank (or STRATA_RANK,\n"
+    "  STRATA_WORLD_SIZE, STRATA_STORE) it is that rank. Rank 0 prints and\n"
+    "  dumps. docs/Parallel.md.\n";
 
 struct RunOptions {
   std::string artifact, checkpoint, tokenizer;
@@ -52,7 +61,32 @@ struct RunOptions {
   uint64_t kv_pages = 0, first_page = 0;
   // Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;
+  // Tensor/expert parallelism (rank_launcher.h): the sizes asked for (0:
+  // the artifact's), this process's rank (-1: start every rank), the world
+  // size asked for (0: T * E), the store, the collectives' timeout.
+  int64_t tensor_parallel = 0, expert_parallel = 0, rank = -1, world_size = 0;
+  std::string store;
+  int64_t collective_timeout_ms = 0;
+  // The command line, which the launcher gives every rank.
+  std::vector<std::string> args;
 };
+
+/// --rank, --world-size and --store from STRATA_RANK, STRATA_WORLD_SIZE and
+/// STRATA_STORE where the flags are absent.
+Status applyRankEnvironment(RunOptions &options) {
+  if (const char *rank = std::getenv("STRATA_RANK"); rank && options.rank < 0) {
+    STRATA_ASSIGN_OR_RETURN(options.rank, parseIntFlag("STRATA_RANK", rank));
+  }
+  if (const char *size = std::getenv("STRATA_WORLD_SIZE");
+      size && options.world_size == 0) {
+    STRATA_ASSIGN_OR_RETURN(options.world_size,
+                            parseIntFlag("STRATA_WORLD_SIZE", size));
+  }
+  if (const char *store = std::getenv("STRATA_STORE");
+      store && options.store.empty())
+    options.store = store;
+  return okStatus();
+}
 
 StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
   RunOptions options;
@@ -115,12 +149,29 @@ StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
         return invalidArgument("--decode-graphs must be on or off, not '{}'",
                                text);
       options.decode_graphs = text == "on";
+    } else if (flag == "--tensor-parallel-size" ||
+               flag == "--expert-parallel-size" || flag == "--rank" ||
+               flag == "--world-size" || flag == "--collective-timeout-ms") {
+      STRATA_ASSIGN_OR_RETURN(std::string text, value());
+      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
+      if (n < (flag == "--rank" ? 0 : 1))
+        return invalidArgument("{} must be >= {}, got {}", flag,
+                               flag == "--rank" ? 0 : 1, n);
+      (flag == "--tensor-parallel-size"   ? options.tensor_parallel
+       : flag == "--expert-parallel-size" ? options.expert_parallel
+       : flag == "--rank"                 ? options.rank
+       : flag == "--world-size"           ? options.world_size
+                                          : options.collective_timeout_ms) = n;
+    } else if (flag == "--store") {
+      STRATA_ASSIGN_OR_RETURN(options.store, value());
     } else if (flag == "--ignore-eos") {
       options.ignore_eos = true;
     } else {
       return invalidArgument("unknown flag '{}'", flag);
     }
   }
+  options.args = args;
+  STRATA_RETURN_IF_ERROR(applyRankEnvironment(options));
   if (options.artifact.empty() || options.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
   if (options.prompt_ids.empty() && options.prompts.empty())
@@ -148,6 +199,51 @@ double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
+/// Checks the sizes asked for (--tensor-parallel-size, ...) against the
+/// artifact's parallel layout.
+Status checkRankSizes(const RunOptions &options, const Artifact &artifact) {
+  const artifact::ParallelLayout *layout = artifact.def().parallel();
+  uint32_t tp = layout ? layout->tensor_parallel_size() : 1;
+  uint32_t ep = layout ? layout->expert_parallel_size() : 1;
+  if ((options.tensor_parallel && options.tensor_parallel != tp) ||
+      (options.expert_parallel && options.expert_parallel != ep))
+    return invalidArgument("--tensor-parallel-size {} --expert-parallel-size "
+                           "{}: the artifact is compiled for {} x {} ranks",
+                           options.tensor_parallel ? options.tensor_parallel
+                                                   : tp,
+                           options.expert_parallel ? options.expert_parallel
+                                                   : ep,
+                           tp, ep);
+  if (options.world_size && options.world_size != int64_t(tp) * ep)
+    return invalidArgument("--world-size {}: the artifact is compiled for {} "
+                           "ranks ({} x {})",
+                           options.world_size, int64_t(tp) * ep, tp, ep);
+  if (tp * ep == 1 && options.rank > 0)
+    return invalidArgument("--rank {}: the artifact runs on one rank",
+                           options.rank);
+  return okStatus();
+}
+
+/// This process's part of a run of a sharded `artifact` (checked sizes, a
+/// rank): the rank's options, the store opened into `store`.
+StatusOr<RankGroupsOptions> rankOptions(const RunOptions &options,
+                                        const Artifact &artifact,
+                                        std::unique_ptr<Store> &store) {
+  if (options.store.empty())
+    return invalidArgument("--rank {} needs --store file:DIR or "
+                           "tcp:HOST:PORT (or STRATA_STORE)",
+                           options.rank);
+  const artifact::ParallelLayout &layout = *artifact.def().parallel();
+  RankGroupsOptions ranks;
+  ranks.rank = static_cast<int>(options.rank);
+  ranks.tensor_parallel_size = layout.tensor_parallel_size();
+  ranks.expert_parallel_size = layout.expert_parallel_size();
+  ranks.timeout = std::chrono::milliseconds(options.collective_timeout_ms);
+  STRATA_ASSIGN_OR_RETURN(store, openRankStore(options.store, ranks.rank));
+  ranks.store = store.get();
+  return ranks;
+}
+
 Status run(const RunOptions &options, std::ostream &out) {
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<std::vector<int32_t>> prompts = options.prompt_ids;
@@ -162,10 +258,21 @@ Status run(const RunOptions &options, std::ostream &out) {
     }
   }
 
-  // Pages: each request gets a disjoint run of pages for its whole length.
   Clock::time_point load_start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(options.artifact));
+  STRATA_RETURN_IF_ERROR(checkRankSizes(options, *artifact));
+  // A sharded artifact without --rank: start every rank and wait for them.
+  if (artifact->numRanks() > 1 && options.rank < 0)
+    return launchRanks(options.args, static_cast<int>(artifact->numRanks()));
+  std::unique_ptr<Store> store;
+  std::optional<RankGroupsOptions> ranks;
+  if (artifact->numRanks() > 1) {
+    STRATA_ASSIGN_OR_RETURN(ranks, rankOptions(options, *artifact, store));
+  }
+  // Every rank runs every step (the collectives need all); rank 0 dumps.
+  bool writes_output = !ranks || ranks->rank == 0;
+  // Pages: each request gets a disjoint run of pages for its whole length.
   uint64_t page = artifact->def().cache_layout()->page_size_tokens();
   if (page == 0)
     page = 1;
@@ -192,6 +299,7 @@ Status run(const RunOptions &options, std::ostream &out) {
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
   executor_options.target = options.target;
   executor_options.decode_graphs = options.decode_graphs;
+  executor_options.ranks = ranks;
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,
       ModelExecutor::create(std::move(artifact), options.checkpoint,
@@ -340,6 +448,10 @@ Status run(const RunOptions &options, std::ostream &out) {
                          : " (turned off: " +
                                executor->decodeGraphError().toString() + ")");
 
+  auto dump = [&](const std::string &path, const auto &values,
+                  std::vector<int64_t> shape) {
+    return writes_output ? writeNpy(path, values, shape) : okStatus();
+  };
   if (!options.dump_logits.empty()) {
     std::vector<float> all;
     int64_t rows = 0;
@@ -348,14 +460,14 @@ Status run(const RunOptions &options, std::ostream &out) {
       all.insert(all.end(), decode_logits[r].begin(), decode_logits[r].end());
       rows += prompts[r].size() + options.max_tokens;
     }
-    STRATA_RETURN_IF_ERROR(writeNpy(options.dump_logits, all,
+    STRATA_RETURN_IF_ERROR(dump(options.dump_logits, all,
                                     {rows, static_cast<int64_t>(vocab)}));
   }
   if (!options.dump_ids.empty()) {
     std::vector<int32_t> all;
     for (const auto &g : generated)
       all.insert(all.end(), g.begin(), g.end());
-    STRATA_RETURN_IF_ERROR(writeNpy(
+    STRATA_RETURN_IF_ERROR(dump(
         options.dump_ids, all,
         {static_cast<int64_t>(n), static_cast<int64_t>(options.max_tokens)}));
   }
@@ -386,7 +498,7 @@ Status run(const RunOptions &options, std::ostream &out) {
       }
       rows += shifted.size();
     }
-    STRATA_RETURN_IF_ERROR(writeNpy(options.dump_mtp, all,
+    STRATA_RETURN_IF_ERROR(dump(options.dump_mtp, all,
                                     {rows, static_cast<int64_t>(vocab)}));
   }
   return okStatus();

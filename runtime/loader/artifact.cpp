@@ -177,7 +177,8 @@ Status Artifact::checkSingleRank() const {
   const artifact::ParallelLayout *layout = def_->parallel();
   return failedPrecondition(
       "artifact is compiled for {} ranks (tensor-parallel {} x "
-      "expert-parallel {}); this runtime runs one rank (docs/Parallel.md)",
+      "expert-parallel {}); this tool runs one rank (strata-run runs one "
+      "process per rank; docs/Parallel.md)",
       numRanks(), layout->tensor_parallel_size(),
       layout->expert_parallel_size());
 }

@@ -71,9 +71,8 @@ public:
 
   /// OK for an artifact of one rank; FAILED_PRECONDITION naming the layout
   /// otherwise ("artifact is compiled for 4 ranks (tensor-parallel 2 x
-  /// expert-parallel 2); this runtime runs one rank"). Program::load and
-  /// checkWeightManifest call it: per-rank execution and sliced weight
-  /// loading are not built (docs/Parallel.md).
+  /// expert-parallel 2); this tool runs one rank (...)"): what tools that
+  /// run a Program without communicators check first.
   Status checkSingleRank() const;
 
 private:

@@ -168,9 +168,21 @@ void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
     }
     for (size_t i = 0; i < nd; ++i) {
       const Dispatch *dispatch = plan->dispatches()->Get(i);
-      fmt::format_to(it, "    dispatch {} '{}': kernel {} '{}'\n", i,
-                     str(dispatch->label()), dispatch->kernel_index(),
-                     str(t.kernels()->Get(dispatch->kernel_index())->name()));
+      if (const Collective *collective = dispatch->collective())
+        fmt::format_to(it, "    dispatch {} '{}': collective {} over {}, {}"
+                           "{}\n",
+                       i, str(dispatch->label()),
+                       EnumNameCollectiveKind(collective->kind()),
+                       EnumNameRankGroup(collective->group()),
+                       EnumNameDType(collective->dtype()),
+                       collective->kind() == CollectiveKind::all_gather
+                           ? fmt::format(", dim {}", collective->dim())
+                           : std::string());
+      else
+        fmt::format_to(
+            it, "    dispatch {} '{}': kernel {} '{}'\n", i,
+            str(dispatch->label()), dispatch->kernel_index(),
+            str(t.kernels()->Get(dispatch->kernel_index())->name()));
       for (size_t j = 0; j < dispatch->bindings()->size(); ++j)
         printBinding(def, *plan, *dispatch->bindings()->Get(j), j, out);
     }

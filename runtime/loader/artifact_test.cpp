@@ -8,6 +8,7 @@
 
 #include "runtime/loader/artifact.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "runtime/loader/test_artifact_builder.h"
@@ -295,8 +296,9 @@ TEST(Artifact, ParseNames) {
 }
 
 } // namespace
-// Tests that a valid parallel layout loads and that the one-rank runtime
-// refuses it by name, in checkWeightManifest as in Program::load.
+// Tests that a valid parallel layout loads, that checkSingleRank (what
+// one-rank tools call) refuses it by name, and that checkWeightManifest
+// checks a sharded weight against the whole checkpoint tensor.
 TEST(Artifact, ParallelLayoutIsRefused) {
   TestArtifactKnobs knobs;
   knobs.parallel = true;
@@ -305,20 +307,62 @@ TEST(Artifact, ParallelLayoutIsRefused) {
   ASSERT_TRUE(artifact.ok()) << artifact.status().message();
   EXPECT_EQ((*artifact)->numRanks(), 4u);
   const char *refusal = "artifact is compiled for 4 ranks (tensor-parallel 2 "
-                        "x expert-parallel 2); this runtime runs one rank "
-                        "(docs/Parallel.md)";
+                        "x expert-parallel 2); this tool runs one rank "
+                        "(strata-run runs one process per rank; "
+                        "docs/Parallel.md)";
   Status single = (*artifact)->checkSingleRank();
   EXPECT_EQ(single.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(single.message(), refusal);
-  Status manifest = checkWeightManifest(
-      **artifact, [](std::string_view) -> std::optional<CheckpointTensorInfo> {
-        return CheckpointTensorInfo{"F32", {2}};
-      });
-  EXPECT_EQ(manifest.message(), refusal);
+  // Weight 0 is [2] per rank, split in 2: the checkpoint holds [4].
+  auto lookup = [](std::vector<int64_t> shape) {
+    return [shape](std::string_view name)
+               -> std::optional<CheckpointTensorInfo> {
+      if (name == "w")
+        return CheckpointTensorInfo{"F32", shape};
+      return std::nullopt;
+    };
+  };
+  Status whole = checkWeightManifest(**artifact, lookup({4}));
+  EXPECT_TRUE(whole.ok()) << whole.message();
+  Status slice = checkWeightManifest(**artifact, lookup({2}));
+  EXPECT_NE(slice.message().find("tensor 'w' shape: expected [4], found [2]"),
+            std::string::npos)
+      << slice.message();
   auto plain = Artifact::fromBytes(buildTestArtifact());
   ASSERT_TRUE(plain.ok());
   EXPECT_EQ((*plain)->numRanks(), 1u);
   EXPECT_TRUE((*plain)->checkSingleRank().ok());
+}
+
+// Tests each check of a collective dispatch: a valid all-reduce over tp,
+// then each refusal (no layout, an integer sum, one binding, a dimension
+// outside the shape).
+TEST(Artifact, CollectiveChecks) {
+  TestArtifactKnobs knobs;
+  knobs.parallel = true;
+  knobs.collective = true;
+  EXPECT_TRUE(Artifact::fromBytes(buildTestArtifact(knobs)).ok());
+  std::string at = std::string(kPlan) + "dispatches[2]";
+  TestArtifactKnobs alone = knobs;
+  alone.parallel = false;
+  EXPECT_EQ(loadError(alone),
+            fmt::format("{}: collective all_reduce in an artifact without a "
+                        "parallel layout",
+                        at));
+  TestArtifactKnobs ints = knobs;
+  ints.collective_dtype = artifact::DType::i32;
+  EXPECT_EQ(loadError(ints), fmt::format("{}: all_reduce of i32 elements", at));
+  TestArtifactKnobs one = knobs;
+  one.collective_bindings = 1;
+  EXPECT_EQ(loadError(one),
+            fmt::format("{}: collective with 1 bindings; expected send and "
+                        "recv",
+                        at));
+  TestArtifactKnobs gather = knobs;
+  gather.collective_kind = artifact::CollectiveKind::all_gather;
+  gather.collective_dim = 1;
+  EXPECT_EQ(loadError(gather),
+            fmt::format("{}: all_gather along dim 1 of a rank-1 shape", at));
 }
 
 // Tests each check of the parallel layout.

@@ -469,6 +469,61 @@ Status validateMatrixOperandOffset(const Kernel &kernel,
       str(launch->matrix_instruction()));
 }
 
+/// A collective dispatch: a known call over a group of the artifact's
+/// parallel layout, send and recv plan buffers whose shapes agree with the
+/// call (recv's extent along an all-gather's dim is checked at run time,
+/// where the group size is known).
+Status validateCollective(const ArtifactDef &def, const ExecutionPlan &plan,
+                          const Dispatch &dispatch, const std::string &where) {
+  const Collective &collective = *dispatch.collective();
+  if (!known(collective.kind()) || !known(collective.group()))
+    return invalidArgument("{}: unknown collective kind {} or group {}", where,
+                           static_cast<int>(collective.kind()),
+                           static_cast<int>(collective.group()));
+  if (!def.parallel())
+    return invalidArgument("{}: collective {} in an artifact without a "
+                           "parallel layout",
+                           where, EnumNameCollectiveKind(collective.kind()));
+  DType dtype = collective.dtype();
+  bool reducible = dtype == DType::f32 || dtype == DType::bf16;
+  if (!(reducible || dtype == DType::i32) ||
+      (collective.kind() == CollectiveKind::all_reduce && !reducible))
+    return invalidArgument("{}: {} of {} elements", where,
+                           EnumNameCollectiveKind(collective.kind()),
+                           EnumNameDType(dtype));
+  if (count(dispatch.bindings()) != 2)
+    return invalidArgument("{}: collective with {} bindings; expected send "
+                           "and recv",
+                           where, count(dispatch.bindings()));
+  size_t rank = 0;
+  for (size_t b = 0; b < 2; ++b) {
+    const Binding *binding = dispatch.bindings()->Get(b);
+    std::string at = fmt::format("{}: bindings[{}]", where, b);
+    if (binding->kind() != BindingKind::buffer ||
+        binding->index() >= count(plan.buffers()))
+      return invalidArgument("{}: a collective binds plan buffers only ({} "
+                             "{})",
+                             at, EnumNameBindingKind(binding->kind()),
+                             binding->index());
+    if (binding->offset_bytes())
+      STRATA_RETURN_IF_ERROR(
+          validateSizeExpr(binding->offset_bytes(), at + ": offset_bytes"));
+    if (b == 0)
+      rank = count(binding->shape());
+    if (count(binding->shape()) != rank || rank == 0)
+      return invalidArgument("{}: send and recv shapes of rank {} and {}",
+                             where, rank, count(binding->shape()));
+    for (size_t d = 0; d < rank; ++d)
+      STRATA_RETURN_IF_ERROR(validateSizeExpr(
+          binding->shape()->Get(d), fmt::format("{}: shape[{}]", at, d)));
+  }
+  if (collective.kind() == CollectiveKind::all_gather &&
+      collective.dim() >= rank)
+    return invalidArgument("{}: all_gather along dim {} of a rank-{} shape",
+                           where, collective.dim(), rank);
+  return okStatus();
+}
+
 Status validatePlan(const ArtifactDef &def, const TargetDef &target,
                     const ExecutionPlan &plan, const std::string &where) {
   std::set<std::string> names;
@@ -487,6 +542,10 @@ Status validatePlan(const ArtifactDef &def, const TargetDef &target,
   for (size_t d = 0; d < count(plan.dispatches()); ++d) {
     const Dispatch *dispatch = plan.dispatches()->Get(d);
     std::string at = fmt::format("{}: dispatches[{}]", where, d);
+    if (dispatch->collective()) {
+      STRATA_RETURN_IF_ERROR(validateCollective(def, plan, *dispatch, at));
+      continue;
+    }
     if (dispatch->kernel_index() >= count(target.kernels()))
       return invalidArgument("{}: kernel index {} out of range ({} kernels)",
                              at, dispatch->kernel_index(),

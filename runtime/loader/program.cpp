@@ -9,13 +9,14 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
+
 namespace strata::runtime {
 
 using namespace strata::artifact;
 
 StatusOr<std::unique_ptr<Program>>
 Program::load(const Artifact &artifact, TargetKind kind, Device &device) {
-  STRATA_RETURN_IF_ERROR(artifact.checkSingleRank());
   STRATA_ASSIGN_OR_RETURN(const TargetDef *target, artifact.target(kind));
   std::unique_ptr<Program> program(new Program(artifact, *target, device));
   size_t num_kernels = target->kernels()->size();
@@ -149,6 +150,8 @@ StatusOr<uint64_t> planScratchBytes(const TargetDef &target,
     return need;
   for (size_t d = 0; d < plan.dispatches()->size(); ++d) {
     const Dispatch *dispatch = plan.dispatches()->Get(d);
+    if (dispatch->collective())
+      continue;
     const Kernel *kernel = target.kernels()->Get(dispatch->kernel_index());
     for (const Binding *binding : *dispatch->bindings()) {
       if (binding->kind() != BindingKind::scratch)
@@ -207,6 +210,11 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
     return okStatus();
   for (size_t d = 0; d < plan->dispatches()->size(); ++d) {
     const Dispatch *dispatch = plan->dispatches()->Get(d);
+    if (dispatch->collective()) {
+      STRATA_RETURN_IF_ERROR(
+          runCollective(*plan, d, sizes, buffers, resources, target_stream));
+      continue;
+    }
     const Kernel *kernel = target_->kernels()->Get(dispatch->kernel_index());
     std::string where =
         fmt::format("plan '{}' dispatch {} ('{}')", EnumNameStepKind(step), d,
@@ -331,6 +339,50 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
     }
   }
   return okStatus();
+}
+
+Status Program::runCollective(const ExecutionPlan &plan, size_t d,
+                              const RuntimeSizes &sizes, PlanBuffers &buffers,
+                              const PlanResources &resources, Stream &stream) {
+  const Dispatch *dispatch = plan.dispatches()->Get(d);
+  const Collective *collective = dispatch->collective();
+  std::string where = fmt::format(
+      "plan '{}' dispatch {} ({} over {})", EnumNameStepKind(plan.step()), d,
+      EnumNameCollectiveKind(collective->kind()),
+      EnumNameRankGroup(collective->group()));
+  if (!resources.collectives)
+    return failedPrecondition("{}: no communicators (the artifact is "
+                              "compiled for {} ranks; run one process per "
+                              "rank, docs/Parallel.md)",
+                              where, artifact_.numRanks());
+  DispatchArg regions[2];
+  for (size_t a = 0; a < 2; ++a) {
+    const Binding *binding = dispatch->bindings()->Get(a);
+    DispatchArg &out = regions[a];
+    out.buffer = buffers.buffers[binding->index()].get();
+    if (binding->offset_bytes()) {
+      StatusOr<uint64_t> offset =
+          evaluateSizeExpr(binding->offset_bytes(), sizes);
+      if (!offset.ok())
+        return offset.status().withContext(where);
+      out.offset_bytes = *offset;
+    }
+    uint64_t bytes = dtypeBytes(collective->dtype());
+    for (const SizeExpr *expr : *binding->shape()) {
+      StatusOr<uint64_t> extent = evaluateSizeExpr(expr, sizes);
+      if (!extent.ok())
+        return extent.status().withContext(where);
+      out.shape.push_back(static_cast<int64_t>(*extent));
+      bytes *= *extent;
+    }
+    if (out.offset_bytes + bytes > out.buffer->size())
+      return outOfRange("{}: {} region [{}, {}) outside its {}-byte buffer",
+                        where, a == 0 ? "send" : "recv", out.offset_bytes,
+                        out.offset_bytes + bytes, out.buffer->size());
+  }
+  Status status =
+      resources.collectives->run(*collective, regions[0], regions[1], stream);
+  return status.ok() ? status : status.withContext(where);
 }
 
 } // namespace strata::runtime

@@ -6,7 +6,10 @@
 // evaluates the size expressions for the step's RuntimeSizes, and dispatches
 // each kernel with its bindings resolved to weight buffers (by manifest
 // index), plan buffers (by buffer id), cache buffers (by cache id) and the
-// program's scratch buffer (GPU kernels' scratch, sized per step).
+// program's scratch buffer (GPU kernels' scratch, sized per step), and runs
+// each collective dispatch through the caller's CollectiveRunner. One
+// Program serves every rank of a sharded artifact: the rank's coordinates
+// are RuntimeSizes (tp_rank, ep_rank, world_rank).
 //
 // Ownership: a Program borrows the Artifact and the Device (both must outlive
 // it) and owns its Executables. PlanBuffers are owned by the caller.
@@ -28,6 +31,20 @@
 
 namespace strata::runtime {
 
+/// Runs the collective dispatches of a plan (Dispatch.collective) for one
+/// rank: the executor implements it over runtime/collectives
+/// (runtime/executor/rank_groups.h), so the loader needs no communicator.
+class CollectiveRunner {
+public:
+  virtual ~CollectiveRunner() = default;
+  /// Runs `collective` from the region `send` into the region `recv` (their
+  /// shapes in elements of collective.dtype(), checked by Program::run to
+  /// fit their buffers) on `stream`.
+  virtual Status run(const artifact::Collective &collective,
+                     const DispatchArg &send, const DispatchArg &recv,
+                     Stream &stream) = 0;
+};
+
 /// Device buffers bound by a step. `weights` is indexed by manifest index and
 /// `caches` by cache id; entries a plan never binds may be null.
 struct PlanResources {
@@ -35,6 +52,9 @@ struct PlanResources {
   std::vector<Buffer *> weights;
   /// Cache buffers by cache id.
   std::vector<Buffer *> caches;
+  /// What runs collective dispatches; required by a plan that has any (an
+  /// artifact of more than one rank), else null.
+  CollectiveRunner *collectives = nullptr;
 };
 
 /// The buffers of one plan, allocated for one set of runtime sizes.
@@ -131,6 +151,11 @@ public:
              const DispatchObserver *observer = nullptr);
 
 private:
+  /// Runs collective dispatch `d` of `plan`.
+  Status runCollective(const artifact::ExecutionPlan &plan, size_t d,
+                       const RuntimeSizes &sizes, PlanBuffers &buffers,
+                       const PlanResources &resources, Stream &stream);
+
   Program(const Artifact &artifact, const artifact::TargetDef &target,
           Device &device)
       : artifact_(artifact), target_(&target), device_(device) {}

@@ -10,6 +10,8 @@
 
 #include <cmath>
 
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "runtime/device/cpu/cpu_device.h"
@@ -61,6 +63,73 @@ TEST(Program, RunsPlan) {
     EXPECT_FLOAT_EQ(out[i], 1.5f * std::exp(in[i + 1]));
   for (int i = 0; i < 4; ++i)
     EXPECT_FLOAT_EQ(cached[i], 2.0f * std::exp(w[i]));
+}
+
+/// Doubles send into recv, recording the regions it was given.
+struct DoublingRunner : CollectiveRunner {
+  Status run(const artifact::Collective &collective, const DispatchArg &send,
+             const DispatchArg &recv, Stream &stream) override {
+    kind = collective.kind();
+    shapes = {send.shape, recv.shape};
+    std::vector<float> values(send.shape[0]);
+    STRATA_RETURN_IF_ERROR(stream.synchronize());
+    std::memcpy(values.data(),
+                static_cast<const uint8_t *>(send.buffer->hostPointer()) +
+                    send.offset_bytes,
+                values.size() * 4);
+    for (float &v : values)
+      v *= 2;
+    std::memcpy(static_cast<uint8_t *>(recv.buffer->hostPointer()) +
+                    recv.offset_bytes,
+                values.data(), values.size() * 4);
+    return okStatus();
+  }
+  artifact::CollectiveKind kind = artifact::CollectiveKind::all_gather;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+// Tests a collective dispatch: run through the caller's CollectiveRunner
+// with its evaluated regions (out = 2 * 1.5 exp(in[1..n])), and refused by
+// name without one.
+TEST(Program, RunsCollectivesThroughTheRunner) {
+  testing::TestArtifactKnobs knobs;
+  knobs.binary = testing::readTestKernelLibrary();
+  knobs.parallel = true;
+  knobs.collective = true;
+  auto artifact = Artifact::fromBytes(testing::buildTestArtifact(knobs));
+  ASSERT_TRUE(artifact.ok()) << artifact.status().toString();
+  auto device = createCpuDevice();
+  auto program = Program::load(**artifact, TargetKind::cpu, *device);
+  ASSERT_TRUE(program.ok()) << program.status().toString();
+  RuntimeSizes sizes;
+  sizes[SizeSymbol::num_tokens] = 3;
+  auto buffers = (*program)->allocateBuffers(StepKind::prefill, sizes);
+  ASSERT_TRUE(buffers.ok());
+  float in[4] = {9, 0.0f, 0.5f, -1.0f};
+  ASSERT_TRUE(device->copyToDevice(*buffers->buffers[0], 0, in, 16).ok());
+  auto weight = device->allocate(16, 0);
+  auto cache = device->allocate(64, 0);
+  ASSERT_TRUE(weight.ok() && cache.ok());
+  PlanResources resources{{weight->get()}, {cache->get()}};
+  Status refused =
+      (*program)->run(StepKind::prefill, sizes, *buffers, resources);
+  EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(),
+            "plan 'prefill' dispatch 2 (all_reduce over tp): no "
+            "communicators (the artifact is compiled for 2 ranks; run one "
+            "process per rank, docs/Parallel.md)");
+  DoublingRunner runner;
+  resources.collectives = &runner;
+  Status status =
+      (*program)->run(StepKind::prefill, sizes, *buffers, resources);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  EXPECT_EQ(runner.kind, artifact::CollectiveKind::all_reduce);
+  EXPECT_EQ(runner.shapes,
+            (std::vector<std::vector<int64_t>>{{3}, {3}}));
+  float out[3];
+  ASSERT_TRUE(device->copyFromDevice(*buffers->buffers[1], 0, out, 12).ok());
+  for (int i = 0; i < 3; ++i)
+    EXPECT_FLOAT_EQ(out[i], 3.0f * std::exp(in[i + 1]));
 }
 
 // Tests the dispatch observer: one call per dispatch, in plan order, with

@@ -131,6 +131,17 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   std::vector<Offset<fb::Dispatch>> dispatches = {
       fb::CreateDispatchDirect(b, k.kernel_index, &first, "first"),
       fb::CreateDispatchDirect(b, 0, &second, "second")};
+  if (k.collective) {
+    std::vector<Offset<fb::Binding>> regions = {
+        bufferBinding(b, fb::BindingKind::buffer, 1, 0, {tokens()}),
+        bufferBinding(b, fb::BindingKind::buffer, 1, 0, {tokens()})};
+    regions.resize(k.collective_bindings,
+                   bufferBinding(b, fb::BindingKind::buffer, 1, 0, {tokens()}));
+    dispatches.push_back(fb::CreateDispatchDirect(
+        b, 0, &regions, "sum",
+        fb::CreateCollective(b, k.collective_kind, k.collective_group,
+                             k.collective_dtype, k.collective_dim)));
+  }
   std::vector<Offset<fb::ExecutionPlan>> plans = {fb::CreateExecutionPlanDirect(
       b, fb::StepKind::prefill, &buffers, &dispatches)};
   if (k.duplicate_step)

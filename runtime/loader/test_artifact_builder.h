@@ -92,6 +92,17 @@ struct TestArtifactKnobs {
   int32_t rank_manifests = -1;
   int32_t slices_per_rank = -1;
   uint32_t scale_offsets_count = 0;
+  /// Appends a collective dispatch to the prefill plan: `collective_kind`
+  /// over `collective_group` of `collective_dtype` elements from buffer
+  /// `out` into buffer `out` (shape [num_tokens]), with
+  /// `collective_bindings` bindings (2 is right) and dimension
+  /// `collective_dim`.
+  bool collective = false;
+  fb::CollectiveKind collective_kind = fb::CollectiveKind::all_reduce;
+  fb::RankGroup collective_group = fb::RankGroup::tp;
+  fb::DType collective_dtype = fb::DType::f32;
+  uint32_t collective_bindings = 2;
+  uint32_t collective_dim = 0;
 };
 
 /// Builds the artifact's bytes with a correct checksum.

@@ -73,18 +73,28 @@ void checkTensor(const CheckpointLookup &lookup, const std::string &name,
 
 } // namespace
 
+std::vector<int64_t> checkpointShape(const WeightEntry &entry) {
+  std::vector<int64_t> shape;
+  if (entry.shape())
+    shape.assign(entry.shape()->begin(), entry.shape()->end());
+  if (entry.shards())
+    for (const WeightShard *shard : *entry.shards())
+      if (shard->dim() < shape.size())
+        shape[shard->dim()] *= shard->parts();
+  return shape;
+}
+
 Status checkWeightManifest(const Artifact &artifact,
                            const CheckpointLookup &lookup) {
-  STRATA_RETURN_IF_ERROR(artifact.checkSingleRank());
   const auto *weights = artifact.def().weights();
   if (!weights)
     return okStatus();
   std::vector<std::string> errors;
   for (const WeightEntry *entry : *weights) {
     if (entry->transform() == WeightTransform::stack_experts) {
-      // One checkpoint tensor per expert, each of shape shape[1:].
-      std::vector<int64_t> shape(entry->shape()->begin(),
-                                 entry->shape()->end());
+      // One checkpoint tensor per expert, each of shape shape[1:] (of every
+      // rank's experts: the whole tensors of a sharded entry).
+      std::vector<int64_t> shape = checkpointShape(*entry);
       for (int64_t e = 0; e < shape[0]; ++e)
         checkTensor(lookup, expertTensorName(entry->name()->str(), e),
                     entry->dtype(),
@@ -92,10 +102,8 @@ Status checkWeightManifest(const Artifact &artifact,
                     errors);
       continue;
     }
-    std::vector<int64_t> shape;
-    if (entry->shape())
-      shape.assign(entry->shape()->begin(), entry->shape()->end());
-    checkTensor(lookup, entry->name()->str(), entry->dtype(), shape, errors);
+    checkTensor(lookup, entry->name()->str(), entry->dtype(),
+                checkpointShape(*entry), errors);
     if (entry->scale_name() && entry->scale_name()->size() > 0) {
       std::vector<int64_t> scale_shape;
       if (entry->scale_shape())

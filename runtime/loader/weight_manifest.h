@@ -53,7 +53,13 @@ std::string_view checkpointDTypeName(artifact::DType dtype);
 /// the first "{e}" of `pattern` replaced by the number.
 std::string expertTensorName(std::string_view pattern, int64_t expert);
 
-/// Checks every manifest entry (and its fp8 scale tensor) against `lookup`.
+/// The checkpoint tensor's shape of `entry` (for stack_experts, of the
+/// stacked experts): its shape with every sharded dimension times its parts.
+std::vector<int64_t> checkpointShape(const artifact::WeightEntry &entry);
+
+/// Checks every manifest entry (and its fp8 scale tensor) against `lookup`;
+/// a sharded entry against the whole checkpoint tensor (every rank's slice
+/// is inside it).
 /// On mismatch returns INVALID_ARGUMENT listing every bad tensor, each as
 /// "tensor '<name>': missing from checkpoint", "... dtype: expected BF16,
 /// found F32" or "... shape: expected [256, 512], found [512, 256]".

@@ -2,13 +2,15 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.embedding, llm.position_mask, llm.rms_norm and llm.layer_norm become
+// llm.embedding (with vocab_shard: ids outside the rank's rows give zero
+// rows), llm.position_mask, llm.rms_norm and llm.layer_norm become
 // row kernels: an scf loop nest over the leading dimensions, fp32 reductions
 // over the last dimension, one rounding at the store (plus the extra
 // rounding of weighted rms_norm, HF order: round(n) * weight).
 //
 //===----------------------------------------------------------------------===//
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "dialects/llm/IR/LLMOps.h"
@@ -27,21 +29,46 @@ struct EmbeddingToKernel : OpConversionPattern<llm::EmbeddingOp> {
                   ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
     KernelCall call;
-    call.addInput(adaptor.getIds());
-    call.addInput(adaptor.getTable());
+    unsigned ids = call.addInput(adaptor.getIds());
+    unsigned table = call.addInput(adaptor.getTable());
+    // Vocabulary-parallel: the rank's coordinate selects its rows.
+    std::optional<unsigned> coordinate;
+    if (llm::ShardAttr shard = op.getVocabShardAttr())
+      coordinate = call.addInput(getRankCoordinate(
+          rewriter, loc, op->getParentOfType<ModuleOp>(),
+          llm::RankGroupAttr::get(op.getContext(), shard.getGroup())));
     MemRefType resultType = getKernelMemRefType(op.getType());
-    call.addResult(resultType, dynamicSizesLike(rewriter, loc,
-                                                adaptor.getIds(), resultType));
+    unsigned out = call.addResult(
+        resultType,
+        dynamicSizesLike(rewriter, loc, adaptor.getIds(), resultType));
     int64_t hidden = resultType.getDimSize(1);
-    auto results = call.emit(rewriter, op, "embedding",
+    int64_t rows = getKernelMemRefType(op.getTable().getType()).getDimSize(0);
+    auto results = call.emit(rewriter, op,
+                             coordinate ? "embedding_vocab_shard" : "embedding",
                              [&](KernelBuilder &kb, ValueRange args) {
-      kb.loop(kb.idx(0), kb.dim(args[0], 0), [&](Value t) {
-        Value id = kb.loadIndex(args[0], t);
+      kb.loop(kb.idx(0), kb.dim(args[ids], 0), [&](Value t) {
+        Value id = kb.loadIndex(args[ids], t);
+        Value inside;
+        if (coordinate) {
+          // Rows [k * rows, (k + 1) * rows) are the rank's; other ids read
+          // row 0 and store zeros.
+          Value first = kb.imul(
+              arith::IndexCastOp::create(kb.builder(), kb.getLoc(),
+                                         kb.builder().getIndexType(),
+                                         args[*coordinate]),
+              kb.idx(rows));
+          Value local = kb.isub(id, first);
+          inside = kb.andi(kb.ige(local, kb.idx(0)),
+                           kb.ilt(local, kb.idx(rows)));
+          id = kb.select(inside, local, kb.idx(0));
+        }
         kb.loop(0, hidden, [&](Value d) {
           // Widened and rounded back: a copy for equal types, the exact
           // bf16 -> f32 widening of the f32 mode otherwise.
-          kb.store(kb.load(args[1], ValueRange{id, d}), args[2],
-                   ValueRange{t, d});
+          Value row = kb.load(args[table], ValueRange{id, d});
+          if (inside)
+            row = kb.select(inside, row, kb.f32(0.0));
+          kb.store(row, args[out], ValueRange{t, d});
         });
       });
     });

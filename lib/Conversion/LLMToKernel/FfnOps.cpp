@@ -26,6 +26,10 @@
 //                moe_shared_down_rows, moe_shared_down
 //                              (token, o) -> out = round(sum_slot y +
 //                                                 E_shared) [T, D]
+// Expert-parallel (`expert_shard`): every rank routes over all experts;
+// moe_up and moe_down take the rank's coordinate and compute only the slots
+// routed to the rank's experts (the others store 0), so the sum is the
+// rank's partial sum that an all-reduce completes (RankExperts).
 // Routing is fp32: sigmoid scores, optional group-limited selection (group
 // score = sum of the top-2 biased scores), top-k by repeated arg-max over
 // the biased scores (ties to the lowest expert id), weights from the
@@ -295,6 +299,57 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     rewriter.replaceOp(op, *out);
     return success();
   }
+};
+
+/// The routed experts of the rank in an expert-parallel llm.moe_ffn
+/// (`expert_shard`): the stacked weights hold `count` experts starting at
+/// `coordinate * count`, and a slot routed to another rank's expert
+/// contributes zero (its activation and weighted output are stored as 0).
+/// Without `expert_shard` every expert is the rank's and nothing changes.
+struct RankExperts {
+  RankExperts(ConversionPatternRewriter &rewriter, llm::MoeFfnOp op,
+              int64_t count)
+      : count(count) {
+    if (llm::ShardAttr shard = op.getExpertShardAttr())
+      coordinate = getRankCoordinate(
+          rewriter, op.getLoc(), op->getParentOfType<ModuleOp>(),
+          llm::RankGroupAttr::get(op.getContext(), shard.getGroup()));
+  }
+  /// Adds the coordinate to a routed kernel's arguments (expert-parallel).
+  std::optional<unsigned> addArg(KernelCall &call) const {
+    if (!coordinate)
+      return std::nullopt;
+    return call.addInput(coordinate);
+  }
+  /// (whether expert `e` is the rank's — null when every expert is —, its
+  /// index in the rank's stacked weights, 0 for another rank's expert).
+  std::pair<Value, Value> local(KernelBuilder &kb, ValueRange args,
+                                std::optional<unsigned> arg, Value e) const {
+    if (!arg)
+      return {Value(), e};
+    OpBuilder &b = kb.builder();
+    Value first = kb.imul(arith::IndexCastOp::create(
+                              b, kb.getLoc(), b.getIndexType(), args[*arg]),
+                          kb.idx(count));
+    Value index = kb.isub(e, first);
+    Value owned = kb.andi(kb.ige(index, kb.idx(0)),
+                          kb.ilt(index, kb.idx(count)));
+    return {owned, kb.select(owned, index, kb.idx(0))};
+  }
+  /// Stores `value()` into m[indices] where `owned` (always when null), 0
+  /// elsewhere.
+  static void store(KernelBuilder &kb, Value owned, Value m,
+                    ValueRange indices, llvm::function_ref<Value()> value) {
+    if (!owned) {
+      kb.store(value(), m, indices);
+      return;
+    }
+    kb.store(kb.f32(0.0), m, indices);
+    kb.ifThen(owned, [&] { kb.store(value(), m, indices); });
+  }
+
+  int64_t count;
+  Value coordinate;
 };
 
 struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
@@ -569,12 +624,14 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Type gt = op.getGate().getType(), ut = op.getUp().getType(),
          dt = op.getDown().getType();
     int64_t inter = weightDim(gt, 1);
+    RankExperts own(rewriter, op, weightDim(gt, 0));
     Value act;
     for (bool grouped : {false, true}) {
       KernelCall call;
       call.addInput(x);
       unsigned c = call.addInput(chosen);
       std::optional<unsigned> o = addGrouping(call, grouped);
+      std::optional<unsigned> k = own.addArg(call);
       FailureOr<unsigned> g =
           call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
       FailureOr<unsigned> u =
@@ -593,10 +650,14 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {activeTokens(kb, kb.dim(args[0], 0), grouped), kb.idx(topK),
              kb.idx(inter)},
             [&](ValueRange pi) {
-              auto [t, j] = slotOf(kb, args, o, pi[0], pi[1]);
-              Value e = kb.loadIndex(args[c], {t, j});
-              kb.store(swiglu.activation(kb, args[0], t, e, pi[2]),
-                       args[out], {t, j, pi[2]});
+              std::pair<Value, Value> tj = slotOf(kb, args, o, pi[0], pi[1]);
+              Value t = tj.first, j = tj.second;
+              std::pair<Value, Value> expert =
+                  own.local(kb, args, k, kb.loadIndex(args[c], {t, j}));
+              Value owned = expert.first, e = expert.second;
+              own.store(kb, owned, args[out], {t, j, pi[2]}, [&] {
+                return swiglu.activation(kb, args[0], t, e, pi[2]);
+              });
             });
       });
       if (!grouped) {
@@ -613,6 +674,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       unsigned c = call.addInput(chosen);
       unsigned w = call.addInput(weights);
       std::optional<unsigned> o = addGrouping(call, grouped);
+      std::optional<unsigned> k = own.addArg(call);
       FailureOr<unsigned> dn =
           call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
       if (failed(dn))
@@ -629,12 +691,16 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             {activeTokens(kb, kb.dim(args[a], 0), grouped), kb.idx(topK),
              kb.idx(hidden)},
             [&](ValueRange po) {
-              auto [t, k] = slotOf(kb, args, o, po[0], po[1]);
-              Value e = kb.loadIndex(args[c], {t, k});
-              Value y = downProjection(kb, down, e, args[a], {t, k}, po[2],
-                                       inter, actType);
-              kb.store(kb.round(kb.mul(kb.load(args[w], {t, k}), y), actType),
-                       args[out], {t, k, po[2]});
+              std::pair<Value, Value> tj = slotOf(kb, args, o, po[0], po[1]);
+              Value t = tj.first, j = tj.second;
+              std::pair<Value, Value> expert =
+                  own.local(kb, args, k, kb.loadIndex(args[c], {t, j}));
+              Value owned = expert.first, e = expert.second;
+              own.store(kb, owned, args[out], {t, j, po[2]}, [&] {
+                Value y = downProjection(kb, down, e, args[a], {t, j}, po[2],
+                                         inter, actType);
+                return kb.round(kb.mul(kb.load(args[w], {t, j}), y), actType);
+              });
             });
       });
       if (!grouped) {

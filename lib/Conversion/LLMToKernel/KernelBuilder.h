@@ -87,6 +87,30 @@ inline constexpr llvm::StringLiteral kThreadsWithinRowAttrName =
 /// scale memrefs; GPU targets read it to build matrix-unit kernels).
 inline constexpr llvm::StringLiteral kWeightBlockAttrName = "llm.weight_block";
 
+/// On a private function declaration a step function calls for a
+/// collective (CollectiveOps.cpp): {kind = "all_reduce" | "all_gather",
+/// group = #llm.rank_group<...>, dim}. Its arguments are send and recv
+/// memrefs; the plan turns each call into a collective dispatch
+/// (KernelPlan.h), no kernel is compiled for it.
+inline constexpr llvm::StringLiteral kCollectiveAttrName = "llm.collective";
+/// On a private function declaration `() -> i64` whose calls give the
+/// running rank's coordinate in a group (the attribute's value, a
+/// #llm.rank_group): the plan binds it as an int scalar of the rank symbol
+/// (SizeSymbol tp_rank / ep_rank / world_rank), so that one plan serves
+/// every rank.
+inline constexpr llvm::StringLiteral kRankCoordinateAttrName =
+    "llm.rank_coordinate";
+/// On a memref.global of a sharded checkpoint tensor: the weight op's
+/// `shards` (#llm.shard array), which the artifact emitter copies into the
+/// manifest entry.
+inline constexpr llvm::StringLiteral kWeightShardsAttrName = "llm.shards";
+
+/// The running rank's coordinate in `group` (a #llm.rank_group attribute)
+/// as an i64 value of the step function: a call of the
+/// kRankCoordinateAttrName declaration for the group, declared on first use.
+Value getRankCoordinate(RewriterBase &rewriter, Location loc, ModuleOp module,
+                        Attribute group);
+
 /// Builds kernel bodies. Values it returns are f32 unless stated.
 class KernelBuilder {
 public:

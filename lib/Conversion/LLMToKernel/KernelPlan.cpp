@@ -12,6 +12,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "dialects/llm/IR/LLMDialect.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 
 using namespace mlir;
@@ -186,30 +187,8 @@ private:
       extents[op->getResult(0)] = shape;
       return success();
     }
-    if (auto call = dyn_cast<func::CallOp>(op)) {
-      auto module = step->getParentOfType<ModuleOp>();
-      auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
-      if (!callee || !callee->hasAttr(kKernelAttrName))
-        return call.emitError("call of '") << call.getCallee()
-                                           << "' which is not a kernel";
-      PlanDispatch dispatch;
-      dispatch.kernel = call.getCallee().str();
-      std::string label;
-      llvm::raw_string_ostream os(label);
-      os << dispatch.kernel << " @ " << call.getLoc();
-      dispatch.label = label;
-      for (Value operand : call.getOperands()) {
-        auto it = roots.find(operand);
-        if (it == roots.end())
-          return call.emitError("kernel operand of unknown origin");
-        FailureOr<std::vector<PlanExtent>> shape = shapeOf(operand);
-        if (failed(shape))
-          return call.emitError("kernel operand with an unknown extent");
-        dispatch.bindings.push_back({it->second.kind, it->second.index, *shape});
-      }
-      plan.dispatches.push_back(std::move(dispatch));
-      return success();
-    }
+    if (auto call = dyn_cast<func::CallOp>(op))
+      return visitCall(call);
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
       for (auto [i, v] : llvm::enumerate(ret.getOperands())) {
         auto it = roots.find(v);
@@ -224,6 +203,55 @@ private:
     }
     return op->emitError("op outside a kernel in a step function: ")
            << op->getName();
+  }
+
+  LogicalResult visitCall(func::CallOp call) {
+    auto module = step->getParentOfType<ModuleOp>();
+    auto callee = module.lookupSymbol<func::FuncOp>(call.getCallee());
+    if (callee && callee->hasAttr(kRankCoordinateAttrName)) {
+      unsigned group = static_cast<unsigned>(
+          cast<llm::RankGroupAttr>(callee->getAttr(kRankCoordinateAttrName))
+              .getValue());
+      roots[call.getResult(0)] = {PlanBinding::Kind::RankCoordinate, group};
+      return success();
+    }
+    auto collective = callee ? callee->getAttrOfType<DictionaryAttr>(
+                                   kCollectiveAttrName)
+                             : DictionaryAttr();
+    if (!callee || (!callee->hasAttr(kKernelAttrName) && !collective))
+      return call.emitError("call of '") << call.getCallee()
+                                         << "' which is not a kernel";
+    PlanDispatch dispatch;
+    dispatch.kernel = call.getCallee().str();
+    std::string label;
+    llvm::raw_string_ostream os(label);
+    os << dispatch.kernel << " @ " << call.getLoc();
+    dispatch.label = label;
+    if (collective) {
+      PlanCollective c;
+      c.kind = cast<StringAttr>(collective.get("kind")).getValue().str();
+      c.group = static_cast<unsigned>(
+          cast<llm::RankGroupAttr>(collective.get("group")).getValue());
+      c.dim = cast<IntegerAttr>(collective.get("dim")).getInt();
+      c.elementType =
+          cast<MemRefType>(call.getOperand(0).getType()).getElementType();
+      dispatch.collective = c;
+    }
+    for (Value operand : call.getOperands()) {
+      auto it = roots.find(operand);
+      if (it == roots.end())
+        return call.emitError("kernel operand of unknown origin");
+      if (it->second.kind == PlanBinding::Kind::RankCoordinate) {
+        dispatch.bindings.push_back({it->second.kind, it->second.index, {}});
+        continue;
+      }
+      FailureOr<std::vector<PlanExtent>> shape = shapeOf(operand);
+      if (failed(shape))
+        return call.emitError("kernel operand with an unknown extent");
+      dispatch.bindings.push_back({it->second.kind, it->second.index, *shape});
+    }
+    plan.dispatches.push_back(std::move(dispatch));
+    return success();
   }
 
   func::FuncOp step;
@@ -263,9 +291,13 @@ void KernelPlan::print(llvm::raw_ostream &os) const {
   for (auto [i, c] : llvm::enumerate(caches))
     os << "cache " << i << " arg" << c.argument << " " << c.llmType << " as "
        << c.bufferType << "\n";
-  static const char *kinds[] = {"buffer", "weight", "cache"};
+  static const char *kinds[] = {"buffer", "weight", "cache", "rank"};
   for (const PlanDispatch &d : dispatches) {
-    os << "dispatch " << d.kernel << "(";
+    os << "dispatch " << d.kernel;
+    if (d.collective)
+      os << " collective " << d.collective->kind << " group "
+         << d.collective->group << " dim " << d.collective->dim;
+    os << "(";
     llvm::interleaveComma(d.bindings, os, [&](const PlanBinding &b) {
       os << kinds[static_cast<int>(b.kind)] << " " << b.index;
       printExtents(os, b.shape);

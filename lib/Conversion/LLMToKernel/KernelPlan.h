@@ -5,7 +5,9 @@
 // After the `kernel` phase a step function (prefill, decode, ...) is a
 // sequence of kernel calls over memrefs: arguments (inputs and caches),
 // memref.get_global (weights), memref.alloc (activations), views
-// (collapse/expand_shape, cast) and func.call of `llm.kernel` functions.
+// (collapse/expand_shape, cast), func.call of `llm.kernel` functions, and in
+// a sharded program calls of collective and rank-coordinate declarations
+// (CollectiveOps.cpp).
 // extractKernelPlan() turns it into the data the artifact writer serializes
 // as an ExecutionPlan (runtime/schemas/strata_artifact_def.fbs): buffers,
 // weights, caches and one dispatch per call with one binding per kernel
@@ -18,6 +20,7 @@
 #ifndef STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELPLAN_H
 #define STRATA_LIB_CONVERSION_LLMTOKERNEL_KERNELPLAN_H
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,17 +62,35 @@ struct PlanCache {
 
 /// What one kernel argument is bound to (schema Binding).
 struct PlanBinding {
-  enum class Kind { Buffer, Weight, Cache };
+  /// RankCoordinate: an i64 scalar, the running rank's coordinate in group
+  /// `index` (the #llm.rank_group value: 0 tp, 1 ep, 2 world).
+  enum class Kind { Buffer, Weight, Cache, RankCoordinate };
   Kind kind = Kind::Buffer;
-  /// Buffer id, weight index or cache index.
+  /// Buffer id, weight index, cache index or rank group.
   unsigned index = 0;
   /// Extents of the bound region (the kernel argument's shape at the call).
   std::vector<PlanExtent> shape;
 };
 
+/// The communicator call of a collective dispatch (schema Collective).
+struct PlanCollective {
+  /// "all_reduce" or "all_gather".
+  std::string kind;
+  /// The #llm.rank_group value: 0 tp, 1 ep, 2 world.
+  unsigned group = 0;
+  /// all_gather: the dimension the parts are concatenated along.
+  int64_t dim = 0;
+  /// Element type of send and recv.
+  Type elementType;
+};
+
 struct PlanDispatch {
-  /// Symbol of the kernel function (Kernel.name / entry).
+  /// Symbol of the kernel function (Kernel.name / entry); for a collective
+  /// the symbol of its declaration.
   std::string kernel;
+  /// Set for a call of a collective declaration (kCollectiveAttrName): the
+  /// bindings are send and recv.
+  std::optional<PlanCollective> collective;
   std::vector<PlanBinding> bindings;
   /// Label for dumps: the callee name and the call's location.
   std::string label;

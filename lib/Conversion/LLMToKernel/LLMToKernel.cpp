@@ -43,6 +43,7 @@ void mlir::strata::populateLLMToKernelPatterns(const TypeConverter &converter,
   populateMlaToKernelPatterns(converter, patterns);
   populateIndexerToKernelPatterns(converter, patterns);
   populateCacheToKernelPatterns(converter, patterns);
+  populateCollectiveToKernelPatterns(converter, patterns);
   populateUpstreamToKernelPatterns(converter, patterns);
 }
 
@@ -58,20 +59,15 @@ static bool isCacheType(Type type) {
              llm::KdaStateType, llm::ConvStateType>(type);
 }
 
-/// True for the ops of a tensor- or expert-parallel program
-/// (llm-shard-model): collectives, sharded weights, the vocabulary-parallel
-/// embedding and the expert-parallel MoE.
-static bool isSharded(Operation *op) {
-  if (isa<llm::AllReduceOp, llm::AllGatherOp>(op))
-    return true;
+/// True for a sharded fp8 weight: the manifest has no per-rank slices of
+/// its scale tensor yet (docs/Parallel.md "Limits").
+static bool isShardedFp8Weight(Operation *op) {
+  if (!isa<llm::Fp8WeightType>(op->getResult(0).getType()))
+    return false;
   if (auto weight = dyn_cast<llm::WeightOp>(op))
     return weight.getShards().has_value();
   if (auto weights = dyn_cast<llm::ExpertWeightsOp>(op))
     return weights.getShards().has_value();
-  if (auto embedding = dyn_cast<llm::EmbeddingOp>(op))
-    return embedding.getVocabShardAttr() != nullptr;
-  if (auto moe = dyn_cast<llm::MoeFfnOp>(op))
-    return moe.getExpertShardAttr() != nullptr;
   return false;
 }
 
@@ -81,14 +77,12 @@ struct ConvertLLMToKernelPass
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
 
-    // A sharded program (llm-shard-model) has no kernels yet: its
-    // collectives have no lowering, and the kernels of sharded embeddings
-    // and MoE would ignore the rank's part.
     WalkResult sharded = module.walk([](Operation *op) {
-      if (isSharded(op)) {
-        op->emitError() << "convert-llm-to-kernel: tensor- and "
-                           "expert-parallel programs (llm-shard-model) have "
-                           "no kernel lowering yet";
+      if (isa<llm::WeightOp, llm::ExpertWeightsOp>(op) &&
+          isShardedFp8Weight(op)) {
+        op->emitError() << "convert-llm-to-kernel: sharded fp8 weights have "
+                           "no kernel lowering yet (the artifact cannot "
+                           "describe each rank's slice of the scales)";
         return WalkResult::interrupt();
       }
       return WalkResult::advance();

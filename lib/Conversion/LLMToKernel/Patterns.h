@@ -49,6 +49,10 @@ void populateIndexerToKernelPatterns(const TypeConverter &converter,
 /// llm.tail_ring_write/gather.
 void populateCacheToKernelPatterns(const TypeConverter &converter,
                                    RewritePatternSet &patterns);
+/// llm.all_reduce (the streams form as the bare reduction and an
+/// llm.mhc_post), llm.all_gather: calls of collective declarations.
+void populateCollectiveToKernelPatterns(const TypeConverter &converter,
+                                        RewritePatternSet &patterns);
 
 /// Region-free arith / math / tensor compute ops on ranked tensors inside
 /// step functions (isOutlinedUpstreamOp), each outlined into a kernel.

@@ -4,7 +4,8 @@
 //
 // A bf16/f32 llm.weight or llm.expert_weights becomes `memref.get_global` of
 // a global named after the checkpoint tensor (the pattern string for
-// stacked experts). The runtime binds these globals from the weight
+// stacked experts), of the rank's slice type when sharded; the global then
+// carries the shards (kWeightShardsAttrName). The runtime binds these globals from the weight
 // manifest; tests define them with initial values. fp8 weights have no
 // value of their own: the ops that consume them read the data and scale
 // globals directly (getWeightBuffers), and the pass erases them after.
@@ -40,6 +41,10 @@ struct WeightToGlobal : OpConversionPattern<OpTy> {
     auto module = op->template getParentOfType<ModuleOp>();
     Value global = getWeightGlobal(rewriter, op.getLoc(), module, name,
                                    getKernelMemRefType(tensorType));
+    // The rank's slice: the emitter writes the shards into the manifest.
+    if (ArrayAttr shards = op.getShardsAttr())
+      module.template lookupSymbol<memref::GlobalOp>(name)->setAttr(
+          kWeightShardsAttrName, shards);
     rewriter.replaceOp(op, global);
     return success();
   }

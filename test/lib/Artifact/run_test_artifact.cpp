@@ -138,6 +138,7 @@ Status run(int argc, char **argv) {
                            "[--target=T] [--tokens=N] [--requests=N] "
                            "[--checkpoint=F]");
   STRATA_ASSIGN_OR_RETURN(auto artifact, Artifact::fromFile(path));
+  STRATA_RETURN_IF_ERROR(artifact->checkSingleRank());
   std::printf("loaded %s: %zu bytes\n", path.c_str(),
               artifact->bytes().size());
   if (!checkpoint.empty()) {

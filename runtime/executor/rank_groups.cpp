@@ -1,0 +1,186 @@
+//===- rank_groups.cpp - one rank's communicators of a parallel layout ----===//
+//
+// Part of strata. See rank_groups.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/executor/rank_groups.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "runtime/collectives/gloo_communicator.h"
+
+namespace strata::runtime {
+
+using artifact::CollectiveKind;
+using artifact::RankGroup;
+
+namespace {
+
+StatusOr<DataType> dataTypeOf(artifact::DType dtype) {
+  switch (dtype) {
+  case artifact::DType::f32:
+    return DataType::kF32;
+  case artifact::DType::bf16:
+    return DataType::kBF16;
+  case artifact::DType::i32:
+    return DataType::kI32;
+  default:
+    break;
+  }
+  return invalidArgument("no communicator element type for {}",
+                         artifact::EnumNameDType(dtype));
+}
+
+uint64_t product(const std::vector<int64_t> &shape, size_t from, size_t to) {
+  uint64_t p = 1;
+  for (size_t d = from; d < to; ++d)
+    p *= static_cast<uint64_t>(shape[d]);
+  return p;
+}
+
+/// The key prefix of `group` for rank coordinates (t, e).
+std::string prefixOf(RankGroup group, uint32_t t, uint32_t e) {
+  switch (group) {
+  case RankGroup::tp:
+    return fmt::format("strata/tp{}", e);
+  case RankGroup::ep:
+    return fmt::format("strata/ep{}", t);
+  case RankGroup::world:
+    break;
+  }
+  return "strata/world";
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<RankGroups>>
+RankGroups::create(const RankGroupsOptions &options, Device &device) {
+  if (options.tensor_parallel_size < 1 || options.expert_parallel_size < 1)
+    return invalidArgument("tensor- and expert-parallel sizes must be >= 1, "
+                           "got {} and {}",
+                           options.tensor_parallel_size,
+                           options.expert_parallel_size);
+  std::unique_ptr<RankGroups> groups(new RankGroups(options, device));
+  int world = groups->worldSize();
+  if (options.rank < 0 || options.rank >= world)
+    return invalidArgument("rank {} outside [0, {})", options.rank, world);
+  if (world > 1 && !options.store)
+    return invalidArgument("{} ranks need a rendezvous store", world);
+  for (RankGroup group : {RankGroup::tp, RankGroup::ep, RankGroup::world}) {
+    uint32_t size = groups->size(group);
+    if (size == 1)
+      continue;
+    GlooCommunicatorOptions gloo;
+    gloo.group.store = options.store;
+    gloo.group.rank = static_cast<int>(groups->coordinate(group));
+    gloo.group.size = static_cast<int>(size);
+    gloo.group.prefix =
+        prefixOf(group, groups->coordinate(RankGroup::tp),
+                 groups->coordinate(RankGroup::ep));
+    gloo.group.timeout = options.timeout;
+    StatusOr<std::unique_ptr<Communicator>> communicator =
+        createGlooCommunicator(gloo);
+    if (!communicator.ok())
+      return communicator.status().withContext(
+          fmt::format("rank {}: joining group '{}'", options.rank,
+                      artifact::EnumNameRankGroup(group)));
+    groups->groups_[static_cast<int>(group)] = std::move(*communicator);
+  }
+  return groups;
+}
+
+uint32_t RankGroups::coordinate(RankGroup group) const {
+  uint32_t r = static_cast<uint32_t>(options_.rank);
+  switch (group) {
+  case RankGroup::tp:
+    return r % options_.tensor_parallel_size;
+  case RankGroup::ep:
+    return r / options_.tensor_parallel_size;
+  case RankGroup::world:
+    break;
+  }
+  return r;
+}
+
+uint32_t RankGroups::size(RankGroup group) const {
+  switch (group) {
+  case RankGroup::tp:
+    return options_.tensor_parallel_size;
+  case RankGroup::ep:
+    return options_.expert_parallel_size;
+  case RankGroup::world:
+    break;
+  }
+  return options_.tensor_parallel_size * options_.expert_parallel_size;
+}
+
+void RankGroups::setCoordinates(RuntimeSizes &sizes) const {
+  sizes[artifact::SizeSymbol::tp_rank] = coordinate(RankGroup::tp);
+  sizes[artifact::SizeSymbol::ep_rank] = coordinate(RankGroup::ep);
+  sizes[artifact::SizeSymbol::world_rank] = coordinate(RankGroup::world);
+}
+
+Status RankGroups::run(const artifact::Collective &collective,
+                       const DispatchArg &send, const DispatchArg &recv,
+                       Stream &stream) {
+  STRATA_ASSIGN_OR_RETURN(DataType type, dataTypeOf(collective.dtype()));
+  uint32_t parts = size(collective.group());
+  std::vector<int64_t> expected = send.shape;
+  if (collective.kind() == CollectiveKind::all_gather)
+    expected[collective.dim()] *= parts;
+  if (recv.shape != expected)
+    return invalidArgument("{} over {} ranks of [{}] into [{}]; expected [{}]",
+                           artifact::EnumNameCollectiveKind(collective.kind()),
+                           parts, fmt::join(send.shape, ", "),
+                           fmt::join(recv.shape, ", "),
+                           fmt::join(expected, ", "));
+  Communicator *communicator =
+      groups_[static_cast<int>(collective.group())].get();
+  uint64_t count = product(send.shape, 0, send.shape.size());
+  if (!communicator)
+    return stream.copyBuffer(*send.buffer, send.offset_bytes, *recv.buffer,
+                             recv.offset_bytes, count * dataTypeBytes(type));
+  if (collective.kind() == CollectiveKind::all_gather)
+    return allGather(communicator, parts, collective, send, recv, stream);
+  return communicator->allReduce({send.buffer, send.offset_bytes},
+                                 {recv.buffer, recv.offset_bytes}, count, type,
+                                 ReduceOp::kSum, stream);
+}
+
+Status RankGroups::allGather(Communicator *communicator, uint32_t parts,
+                             const artifact::Collective &collective,
+                             const DispatchArg &send, const DispatchArg &recv,
+                             Stream &stream) {
+  STRATA_ASSIGN_OR_RETURN(DataType type, dataTypeOf(collective.dtype()));
+  size_t dim = collective.dim();
+  uint64_t count = product(send.shape, 0, send.shape.size());
+  uint64_t outer = product(send.shape, 0, dim);
+  if (outer == 1)
+    return communicator->allGather({send.buffer, send.offset_bytes},
+                                   {recv.buffer, recv.offset_bytes}, count,
+                                   type, stream);
+  // Rank-major parts [parts, outer, inner] -> [outer, parts, inner].
+  uint64_t inner_bytes =
+      product(send.shape, dim, send.shape.size()) * dataTypeBytes(type);
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<Buffer> staging,
+      device_.allocate(std::max<uint64_t>(parts * count * dataTypeBytes(type),
+                                          1),
+                       64));
+  STRATA_RETURN_IF_ERROR(communicator->allGather(
+      {send.buffer, send.offset_bytes}, {staging.get(), 0}, count, type,
+      stream));
+  for (uint64_t o = 0; o < outer; ++o)
+    for (uint32_t p = 0; p < parts; ++p)
+      STRATA_RETURN_IF_ERROR(stream.copyBuffer(
+          *staging, (uint64_t(p) * outer + o) * inner_bytes, *recv.buffer,
+          recv.offset_bytes + (o * parts + p) * inner_bytes, inner_bytes));
+  // The staging buffer is freed on return: wait for the copies.
+  return stream.synchronize();
+}
+
+} // namespace strata::runtime

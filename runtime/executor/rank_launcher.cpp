@@ -1,0 +1,130 @@
+//===- rank_launcher.cpp - start and join the processes of a run ----------===//
+//
+// Part of strata. See rank_launcher.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/executor/rank_launcher.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace strata::runtime {
+
+namespace {
+
+/// "exited with status 3" / "was killed by signal 9".
+std::string describeExit(int status) {
+  if (WIFEXITED(status))
+    return fmt::format("exited with status {}", WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return fmt::format("was killed by signal {}", WTERMSIG(status));
+  return fmt::format("stopped with wait status {}", status);
+}
+
+/// In the child: replaces the process by rank `rank` of the run.
+[[noreturn]] void execRank(const std::vector<std::string> &args, int rank,
+                           const std::string &store) {
+  if (rank != 0) {
+    int null = open("/dev/null", O_WRONLY);
+    if (null >= 0)
+      dup2(null, STDOUT_FILENO);
+  }
+  std::vector<std::string> full = {"strata-rank"};
+  full.insert(full.end(), args.begin(), args.end());
+  for (const std::string &extra :
+       {std::string("--rank"), std::to_string(rank), std::string("--store"),
+        store})
+    full.push_back(extra);
+  std::vector<char *> argv;
+  for (std::string &a : full)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  fmt::print(stderr, "rank {}: cannot start /proc/self/exe: {}\n", rank,
+             std::strerror(errno));
+  _exit(127);
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<Store>> openRankStore(const std::string &spec,
+                                               int rank) {
+  if (spec.rfind("file:", 0) == 0)
+    return createFileStore(spec.substr(5));
+  if (spec.rfind("tcp:", 0) == 0) {
+    std::string rest = spec.substr(4);
+    size_t colon = rest.rfind(':');
+    if (colon == std::string::npos || colon + 1 == rest.size())
+      return invalidArgument("--store '{}': expected tcp:HOST:PORT", spec);
+    char *end = nullptr;
+    unsigned long port = std::strtoul(rest.c_str() + colon + 1, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+      return invalidArgument("--store '{}': bad port", spec);
+    TcpStoreOptions options;
+    options.host = rest.substr(0, colon);
+    options.port = static_cast<uint16_t>(port);
+    options.serve = rank == 0;
+    STRATA_ASSIGN_OR_RETURN(std::unique_ptr<TcpStore> store,
+                            TcpStore::create(options));
+    return std::unique_ptr<Store>(std::move(store));
+  }
+  return invalidArgument("--store '{}': expected file:DIR or tcp:HOST:PORT",
+                         spec);
+}
+
+Status launchRanks(const std::vector<std::string> &args, int world_size) {
+  std::error_code error;
+  std::filesystem::path dir = std::filesystem::temp_directory_path(error);
+  std::string pattern = (dir / "strata-ranks-XXXXXX").string();
+  if (error || !mkdtemp(pattern.data()))
+    return unavailable("cannot create a store folder: {}",
+                       std::strerror(errno));
+  std::string store = "file:" + pattern;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::vector<pid_t> pids;
+  for (int rank = 0; rank < world_size; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      for (pid_t started : pids)
+        kill(started, SIGTERM);
+      return unavailable("fork of rank {}: {}", rank, std::strerror(errno));
+    }
+    if (pid == 0)
+      execRank(args, rank, store);
+    pids.push_back(pid);
+  }
+  Status result = okStatus();
+  for (size_t left = pids.size(); left > 0; --left) {
+    int status = 0;
+    pid_t pid = wait(&status);
+    if (pid < 0)
+      break;
+    auto it = std::find(pids.begin(), pids.end(), pid);
+    if (it == pids.end() || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+      continue;
+    if (result.ok()) {
+      result = aborted("rank {} of {} {}", it - pids.begin(), world_size,
+                            describeExit(status));
+      for (pid_t other : pids)
+        if (other != pid)
+          kill(other, SIGTERM);
+    }
+  }
+  std::filesystem::remove_all(pattern, error);
+  return result;
+}
+
+} // namespace strata::runtime
