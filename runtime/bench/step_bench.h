@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/bench/roofline.h"
 #include "runtime/loader/program.h"
@@ -53,6 +54,9 @@ struct StepBenchOptions {
   /// caller in the same run (a large GEMM of the activation dtype); 0: the
   /// roofline is the memory floor alone.
   double gemm_flops_per_second = 0;
+  /// Shows the weight upload when set (ExecutorOptions::progress); not
+  /// owned. Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// One kernel name's dispatches, per step.

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/device/device.h"
@@ -56,6 +57,9 @@ struct ExecutorOptions {
   /// state_slots may then be 0): how a server sizes them from the device
   /// memory the weights left free.
   bool defer_caches = false;
+  /// Shows the weight upload (bytes, rate, ETA) when set; not owned, must
+  /// outlive create(). Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// Block-table width granularity of captured decode steps (pages).
