@@ -29,6 +29,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
+
 #include "lib/Artifact/ArtifactWriter.h"
 #include "lib/Driver/GpuKernelCompiler.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
@@ -54,6 +56,8 @@ struct ArtifactEmitOptions {
   std::string gpuIsaDir;
   /// Threads per block and matrix units on or off (bisecting aid).
   GpuCodegenOptions gpuCodegen;
+  /// Called with each target's name before it is compiled (progress).
+  std::function<void(llvm::StringRef)> onTarget;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

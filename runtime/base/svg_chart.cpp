@@ -2,7 +2,8 @@
 //
 // Part of strata. See svg_chart.h. Linear axes start at 0 and end at a
 // "nice" tick above the largest value (1, 2 or 5 times a power of ten);
-// log axes span whole decades around the values.
+// log axes span whole decades around the values (ticks at 1, 2 and 5 times
+// each power of ten when they span two decades at most).
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,8 +51,12 @@ struct Scale {
       s.hi = std::ceil(std::log10(max));
       if (s.hi <= s.lo)
         s.hi = s.lo + 1;
+      // Short spans (two decades at most) also get 2 and 5 times each
+      // power of ten.
       for (double e = s.lo; e <= s.hi + 0.5; ++e)
-        s.ticks.push_back(std::pow(10.0, e));
+        for (double m : {1.0, 2.0, 5.0})
+          if (m == 1 || (s.hi - s.lo <= 2 && e < s.hi))
+            s.ticks.push_back(m * std::pow(10.0, e));
       return s;
     }
     double top = max > 0 ? max * 1.1 : 1;

@@ -23,6 +23,12 @@ TEST(BenchPlotTest, CountsMatrixProductFlopsOnly) {
             2.0 * 4 * 32 * 64);
   EXPECT_EQ(matmulFlopsPerDispatch(kernel({{4, 64}, {64, 32}, {4, 32}})),
             2.0 * 4 * 32 * 64);
+  // Input and weight of the same extents: an elementwise kernel.
+  EXPECT_EQ(matmulFlopsPerDispatch(kernel({{64, 64}, {64, 64}, {64, 64}})),
+            std::nullopt);
+  // The input must come first and the weight second.
+  EXPECT_EQ(matmulFlopsPerDispatch(kernel({{32, 64}, {4, 64}, {4, 32}})),
+            std::nullopt);
   // A norm: x[M, K], gamma[K], y[M, K]: no matrix product.
   EXPECT_EQ(matmulFlopsPerDispatch(kernel({{4, 64}, {64}, {4, 64}})),
             std::nullopt);
@@ -42,12 +48,17 @@ TEST(BenchPlotTest, DrawsStepsKernelsAndCeilings) {
   r.roofline.weight_bytes = 1e6;
   r.roofline.flops = 2e6;
   r.kernels = {kernel({{4, 64}, {32, 64}, {4, 32}}),
-               kernel({{4, 64}, {64}, {4, 64}})};
+               kernel({{4, 64}, {64}, {4, 64}}), kernel({{4, 64}, {32, 64}, {4, 32}})};
+  // The third went through 1 MB in 1 us: far above the copy roof.
+  r.kernels[2].name = "twin";
+  r.kernels[2].seconds = 1e-6;
   std::string svg = benchPlotSvg({r});
   EXPECT_NE(svg.find("copy rate 10 GB/s x intensity"), std::string::npos);
   EXPECT_NE(svg.find("GEMM rate 1.0 TFLOP/s"), std::string::npos);
   EXPECT_NE(svg.find(">decode B=1 ctx 8</text>"), std::string::npos);
-  EXPECT_NE(svg.find("1 kernel(s) without a matrix-product shape"),
+  EXPECT_NE(svg.find("1 kernel(s) without a linear's shape"),
+            std::string::npos);
+  EXPECT_NE(svg.find("1 kernel(s) above twice the run's roofline"),
             std::string::npos);
   EXPECT_EQ(svg.find("decode step wall time per batch size"),
             std::string::npos);

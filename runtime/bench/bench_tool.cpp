@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -33,7 +34,8 @@ constexpr const char *kUsage =
     "                    [--batches 1,8,32,128] [--contexts 128,4096]\n"
     "                    [--prefill 1x2048,4x2048,1x8192] [--repeat R]\n"
     "                    [--gemm-tflops F] [--copy-mib M] [--json out.json]\n"
-    "                    [--plot out.svg] [--quiet]\n";
+    "                    [--plot out.svg] [--quiet]\n"
+    "       strata-bench --from-json report.json --plot out.svg\n";
 
 constexpr const char *kDescription =
     "Runs one step of the plan over B synthetic requests of N new tokens at\n"
@@ -47,11 +49,12 @@ constexpr const char *kDescription =
     "time and the roofline (floor = max(bytes / copy rate, FLOPs / F\n"
     "TFLOP/s), wall / floor) followed by each case's kernel table. --plot\n"
     "draws the kernels and steps on a roofline chart (and, for a matrix,\n"
-    "decode time per batch size). docs/Bench.md.";
+    "decode time per batch size); --from-json redraws a saved --json report.\n"
+    "docs/Bench.md.";
 
 struct ToolOptions {
   StepBenchOptions bench;
-  std::string json, plot;
+  std::string json, plot, from_json;
   bool matrix = false;
   MatrixOptions matrix_options;
   bool repeat_given = false;
@@ -109,6 +112,9 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_option("--plot", o.plot,
                  "also draw the roofline (and decode time per batch) as SVG")
       ->type_name("out.svg");
+  app.add_option("--from-json", o.from_json,
+                 "draw --plot from a saved --json report instead of running")
+      ->type_name("report.json");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
 }
 
@@ -160,6 +166,11 @@ StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
                              text);
     options.bench.gemm_flops_per_second = tflops * 1e12;
   }
+  if (!options.from_json.empty()) {
+    if (options.plot.empty())
+      return invalidArgument("--from-json needs --plot");
+    return options;
+  }
   if (options.bench.artifact.empty() || options.bench.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
   if (options.matrix) {
@@ -190,6 +201,26 @@ Status writeFile(const std::string &path, const std::string &text) {
   if (!file.flush())
     return unavailable("cannot write '{}'", path);
   return okStatus();
+}
+
+/// --from-json: the plot of a saved report.
+int replot(const ToolOptions &options, std::ostream &err) {
+  std::ifstream file(options.from_json);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    err << "strata-bench: cannot read '" << options.from_json << "'\n";
+    return 1;
+  }
+  StatusOr<std::vector<StepBenchReport>> reports = parseBenchJson(text.str());
+  Status written = reports.ok()
+                       ? writeFile(options.plot, benchPlotSvg(*reports))
+                       : reports.status().withContext(options.from_json);
+  if (!written.ok()) {
+    err << "strata-bench: " << written.message() << "\n";
+    return 1;
+  }
+  return 0;
 }
 
 int runMatrix(const ToolOptions &options, std::ostream &out,
@@ -233,6 +264,8 @@ int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
   StatusOr<ToolOptions> options = finishOptions(parsed, flags);
   if (!options.ok())
     return cl.usageError(err, options.status().message());
+  if (!options->from_json.empty())
+    return replot(*options, err);
   if (options->matrix)
     return runMatrix(*options, out, err);
   ProgressReporter progress({"strata-bench", stderr, options->quiet});
