@@ -749,6 +749,8 @@ FailureOr<ArtifactDesc> Emitter::run() {
       op.erase();
   }
   for (const std::string &name : options.targets) {
+    if (options.onTarget)
+      options.onTarget(name);
     FailureOr<TargetDesc> target = name == "cpu"
                                        ? buildCpuTarget(*kernels)
                                        : buildGpuTarget(*kernels, name);

@@ -29,6 +29,8 @@
 
 #include "mlir/IR/BuiltinOps.h"
 
+#include <functional>
+
 #include "lib/Artifact/ArtifactWriter.h"
 #include "lib/Driver/GpuKernelCompiler.h"
 #include "lib/Target/CPU/CpuKernelCompiler.h"
@@ -58,6 +60,8 @@ struct ArtifactEmitOptions {
   /// one rank the artifact gets its ParallelLayout from the weights' shards.
   uint32_t tensorParallelSize = 1;
   uint32_t expertParallelSize = 1;
+  /// Called with each target's name before it is compiled (progress).
+  std::function<void(llvm::StringRef)> onTarget;
 };
 
 /// Builds the artifact of `kernelModule` (kernel phase) for the CPU. Emits

@@ -14,6 +14,8 @@
 #ifndef STRATA_LIB_DRIVER_DRIVER_H
 #define STRATA_LIB_DRIVER_DRIVER_H
 
+#include "runtime/base/progress.h"
+
 #include "mlir/Support/LLVM.h"
 
 #include "llvm/ADT/StringRef.h"
@@ -77,6 +79,9 @@ struct CompileOptions {
   /// Check `expected-error` comments in the input instead of printing
   /// diagnostics (lit tests).
   bool verifyDiagnostics = false;
+  /// Shows the phase and the target being compiled, with the time so far
+  /// (runtime/base/progress.h); not owned. Default: none.
+  ::strata::runtime::ProgressReporter *progress = nullptr;
 };
 
 /// Runs the compiler up to `options.phase`, printing the result to `os`.

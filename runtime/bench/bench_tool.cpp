@@ -9,11 +9,15 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
+#include "runtime/base/command_line.h"
 #include "runtime/base/flag_values.h"
+#include "runtime/base/progress.h"
 #include "runtime/bench/bench_matrix.h"
+#include "runtime/bench/bench_plot.h"
 #include "runtime/bench/step_bench.h"
 
 namespace strata::runtime {
@@ -25,107 +29,152 @@ constexpr const char *kUsage =
     "                    [--target cpu|sm_90] [--step prefill|decode]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
     "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
-    "                    [--json out.json]\n"
-    "  Runs one step of the plan over B synthetic requests of N new tokens\n"
-    "  at position C (defaults: decode, N 1, C 128; prefill, N 128, C 0;\n"
-    "  B 1; R 10) R times after a warm-up, timing every dispatch, and\n"
-    "  reports per kernel: dispatches, time, share, bound bytes and bytes/s\n"
-    "  against a device-to-device copy of M MiB (default: 1024 on GPUs,\n"
-    "  256 on the CPU). A timed step copies back the greedy tokens only\n"
-    "  (a greedy serving step); --copy-logits adds the logits and hidden\n"
-    "  rows. docs/Bench.md.\n"
-    "\n"
+    "                    [--json out.json] [--plot out.svg] [--quiet]\n"
     "       strata-bench --matrix --artifact A --checkpoint DIR [--target T]\n"
     "                    [--batches 1,8,32,128] [--contexts 128,4096]\n"
     "                    [--prefill 1x2048,4x2048,1x8192] [--repeat R]\n"
     "                    [--gemm-tflops F] [--copy-mib M] [--copy-logits]\n"
-    "                    [--json out.json]\n"
-    "  Runs decode at every batch size x context and prefill at every\n"
-    "  REQUESTSxTOKENS shape on one executor (R timed steps per case:\n"
-    "  default 5 decode, 2 prefill) and prints a summary of wall time,\n"
-    "  summed dispatch time and the roofline (bytes and FLOPs the step must\n"
-    "  move, floor = max(bytes / copy rate, FLOPs / F TFLOP/s), wall /\n"
-    "  floor) followed by each case's kernel table.\n";
+    "                    [--json out.json] [--plot out.svg] [--quiet]\n"
+    "       strata-bench --from-json report.json --plot out.svg\n";
+
+constexpr const char *kDescription =
+    "Runs one step of the plan over B synthetic requests of N new tokens at\n"
+    "position C (defaults: decode, N 1, C 128; prefill, N 128, C 0; B 1;\n"
+    "R 10) R times after a warm-up, timing every dispatch, and reports per\n"
+    "kernel: dispatches, time, share, bound bytes and bytes/s against a\n"
+    "device-to-device copy of M MiB (default: 1024 on GPUs, 256 on the CPU).\n"
+    "A timed step copies back the greedy tokens only (a greedy serving\n"
+    "step); --copy-logits adds the logits and hidden rows.\n"
+    "--matrix runs decode at every batch size x context and prefill at every\n"
+    "REQUESTSxTOKENS shape on one executor (R timed steps per case: default\n"
+    "5 decode, 2 prefill) and prints a summary of wall time, summed dispatch\n"
+    "time and the roofline (floor = max(bytes / copy rate, FLOPs / F\n"
+    "TFLOP/s), wall / floor) followed by each case's kernel table. --plot\n"
+    "draws the kernels and steps on a roofline chart (and, for a matrix,\n"
+    "decode time per batch size); --from-json redraws a saved --json report.\n"
+    "docs/Bench.md.";
 
 struct ToolOptions {
   StepBenchOptions bench;
-  std::string json;
+  std::string json, plot, from_json;
   bool matrix = false;
   MatrixOptions matrix_options;
   bool repeat_given = false;
+  bool quiet = false;
 };
 
-StatusOr<ToolOptions> parseArgs(const std::vector<std::string> &args) {
-  ToolOptions options;
+/// The flags as typed; numbers and lists stay text so that the shared
+/// parsers report bad values the way every runtime tool does.
+struct BenchFlags {
+  std::string tokens, requests, context, repeat, copy_mib, batches, contexts,
+      prefill, gemm_tflops;
+};
+
+void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
+  CLI::App &app = cl.app();
+  app.add_option("--artifact", o.bench.artifact, "the .strata artifact")
+      ->type_name("A");
+  app.add_option("--checkpoint", o.bench.checkpoint,
+                 "checkpoint folder, or procedural:CONFIG.json")
+      ->type_name("DIR");
+  app.add_option("--target", o.bench.target,
+                 "cpu (default), sm_90, gfx942 or gfx950")
+      ->type_name("T");
+  app.add_option("--step", o.bench.step, "prefill or decode (default)")
+      ->type_name("S");
+  app.add_option("--tokens", f.tokens, "new tokens per request")
+      ->type_name("N");
+  app.add_option("--requests", f.requests, "requests in the step (default 1)")
+      ->type_name("B");
+  app.add_option("--context", f.context,
+                 "position of every request's first new token")
+      ->type_name("C");
+  app.add_option("--repeat", f.repeat, "timed steps after the warm-up")
+      ->type_name("R");
+  app.add_option("--copy-mib", f.copy_mib,
+                 "MiB of the device-to-device copy baseline")
+      ->type_name("M");
+  app.add_flag("--copy-logits", o.bench.copy_logits,
+               "timed steps copy back the logits and hidden rows too (default: "
+               "the greedy tokens only, a greedy serving step)");
+  app.add_flag("--matrix", o.matrix,
+               "decode at every batch x context, prefill at every shape");
+  app.add_option("--batches", f.batches,
+                 "matrix: decode batch sizes (default 1,8,32,128)")
+      ->type_name("LIST");
+  app.add_option("--contexts", f.contexts,
+                 "matrix: decode contexts (default 128,4096)")
+      ->type_name("LIST");
+  app.add_option("--prefill", f.prefill,
+                 "matrix: prefill REQUESTSxTOKENS shapes "
+                 "(default 1x2048,4x2048,1x8192)")
+      ->type_name("LIST");
+  app.add_option("--gemm-tflops", f.gemm_tflops,
+                 "GEMM rate of the roofline's compute floor (TFLOP/s)")
+      ->type_name("F");
+  app.add_option("--json", o.json, "also write the report as JSON")
+      ->type_name("out.json");
+  app.add_option("--plot", o.plot,
+                 "also draw the roofline (and decode time per batch) as SVG")
+      ->type_name("out.svg");
+  app.add_option("--from-json", o.from_json,
+                 "draw --plot from a saved --json report instead of running")
+      ->type_name("report.json");
+  app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
+}
+
+StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
   std::optional<int64_t> tokens, context;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &flag = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size())
-        return invalidArgument("{} needs a value", flag);
-      return args[++i];
-    };
-    auto integer = [&]() -> StatusOr<int64_t> {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      return parseIntFlag(flag, text);
-    };
-    if (flag == "--artifact") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.artifact, value());
-    } else if (flag == "--checkpoint") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.checkpoint, value());
-    } else if (flag == "--target") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.target, value());
-    } else if (flag == "--step") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.step, value());
-      if (options.bench.step != "prefill" && options.bench.step != "decode")
-        return invalidArgument("--step: '{}' is not prefill or decode",
-                               options.bench.step);
-    } else if (flag == "--tokens") {
-      STRATA_ASSIGN_OR_RETURN(tokens, integer());
-    } else if (flag == "--requests") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.requests, integer());
-    } else if (flag == "--context") {
-      STRATA_ASSIGN_OR_RETURN(context, integer());
-    } else if (flag == "--repeat") {
-      STRATA_ASSIGN_OR_RETURN(options.bench.repeat, integer());
-      options.repeat_given = true;
-    } else if (flag == "--copy-mib") {
-      STRATA_ASSIGN_OR_RETURN(int64_t mib, integer());
-      if (mib <= 0 || mib > (int64_t(1) << 20))
-        return invalidArgument("--copy-mib: {} is not in [1, 1048576]", mib);
-      options.bench.copy_bytes = static_cast<uint64_t>(mib) << 20;
-    } else if (flag == "--copy-logits") {
-      options.bench.copy_logits = true;
-    } else if (flag == "--matrix") {
-      options.matrix = true;
-    } else if (flag == "--batches") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.matrix_options.decode_batches,
-                              parsePositiveList(flag, text));
-    } else if (flag == "--contexts") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.matrix_options.decode_contexts,
-                              parsePositiveList(flag, text));
-    } else if (flag == "--prefill") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.matrix_options.prefill,
-                              parsePrefillList(flag, text));
-    } else if (flag == "--gemm-tflops") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      char *end = nullptr;
-      double tflops = std::strtod(text.c_str(), &end);
-      if (text.empty() || *end != '\0' || !(tflops > 0) || tflops > 1e6)
-        return invalidArgument("--gemm-tflops: '{}' is not a rate in "
-                               "(0, 1e6] TFLOP/s",
-                               text);
-      options.bench.gemm_flops_per_second = tflops * 1e12;
-    } else if (flag == "--json") {
-      STRATA_ASSIGN_OR_RETURN(options.json, value());
-    } else if (flag == "--help" || flag == "-h") {
-      return cancelled("help");
-    } else {
-      return invalidArgument("unknown flag '{}'", flag);
-    }
+  if (options.bench.step != "prefill" && options.bench.step != "decode")
+    return invalidArgument("--step: '{}' is not prefill or decode",
+                           options.bench.step);
+  if (!f.tokens.empty()) {
+    STRATA_ASSIGN_OR_RETURN(tokens, parseIntFlag("--tokens", f.tokens));
+  }
+  if (!f.requests.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.bench.requests,
+                            parseIntFlag("--requests", f.requests));
+  }
+  if (!f.context.empty()) {
+    STRATA_ASSIGN_OR_RETURN(context, parseIntFlag("--context", f.context));
+  }
+  if (!f.repeat.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.bench.repeat,
+                            parseIntFlag("--repeat", f.repeat));
+    options.repeat_given = true;
+  }
+  if (!f.copy_mib.empty()) {
+    STRATA_ASSIGN_OR_RETURN(int64_t mib, parseIntFlag("--copy-mib", f.copy_mib));
+    if (mib <= 0 || mib > (int64_t(1) << 20))
+      return invalidArgument("--copy-mib: {} is not in [1, 1048576]", mib);
+    options.bench.copy_bytes = static_cast<uint64_t>(mib) << 20;
+  }
+  if (!f.batches.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.matrix_options.decode_batches,
+                            parsePositiveList("--batches", f.batches));
+  }
+  if (!f.contexts.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.matrix_options.decode_contexts,
+                            parsePositiveList("--contexts", f.contexts));
+  }
+  if (!f.prefill.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.matrix_options.prefill,
+                            parsePrefillList("--prefill", f.prefill));
+  }
+  if (!f.gemm_tflops.empty()) {
+    const std::string &text = f.gemm_tflops;
+    char *end = nullptr;
+    double tflops = std::strtod(text.c_str(), &end);
+    if (*end != '\0' || !(tflops > 0) || tflops > 1e6)
+      return invalidArgument("--gemm-tflops: '{}' is not a rate in "
+                             "(0, 1e6] TFLOP/s",
+                             text);
+    options.bench.gemm_flops_per_second = tflops * 1e12;
+  }
+  if (!options.from_json.empty()) {
+    if (options.plot.empty())
+      return invalidArgument("--from-json needs --plot");
+    return options;
   }
   if (options.bench.artifact.empty() || options.bench.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
@@ -159,24 +208,50 @@ Status writeFile(const std::string &path, const std::string &text) {
   return okStatus();
 }
 
+/// --from-json: the plot of a saved report.
+int replot(const ToolOptions &options, std::ostream &err) {
+  std::ifstream file(options.from_json);
+  std::stringstream text;
+  text << file.rdbuf();
+  if (!file) {
+    err << "strata-bench: cannot read '" << options.from_json << "'\n";
+    return 1;
+  }
+  StatusOr<std::vector<StepBenchReport>> reports = parseBenchJson(text.str());
+  Status written = reports.ok()
+                       ? writeFile(options.plot, benchPlotSvg(*reports))
+                       : reports.status().withContext(options.from_json);
+  if (!written.ok()) {
+    err << "strata-bench: " << written.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 int runMatrix(const ToolOptions &options, std::ostream &out,
               std::ostream &err) {
-  auto progress = [&](size_t i, size_t n, const std::string &label) {
-    err << fmt::format("strata-bench: case {} of {}: {}\n", i + 1, n, label);
+  ProgressReporter progress({"strata-bench", stderr, options.quiet});
+  MatrixOptions matrix = options.matrix_options;
+  matrix.base.progress = &progress;
+  auto onCase = [&](size_t i, size_t n, const std::string &label) {
+    progress.note(fmt::format("case {} of {}: {}", i + 1, n, label));
   };
   StatusOr<std::vector<StepBenchReport>> reports =
-      runBenchMatrix(options.matrix_options, progress);
+      runBenchMatrix(matrix, onCase);
+  progress.finish();
   if (!reports.ok()) {
     err << "strata-bench: " << reports.status().message() << "\n";
     return 1;
   }
   out << formatMatrixMarkdown(*reports);
-  if (!options.json.empty()) {
-    Status written = writeFile(options.json, formatMatrixJson(*reports));
-    if (!written.ok()) {
-      err << "strata-bench: " << written.message() << "\n";
-      return 1;
-    }
+  Status written = okStatus();
+  if (!options.json.empty())
+    written = writeFile(options.json, formatMatrixJson(*reports));
+  if (written.ok() && !options.plot.empty())
+    written = writeFile(options.plot, benchPlotSvg(*reports));
+  if (!written.ok()) {
+    err << "strata-bench: " << written.message() << "\n";
+    return 1;
   }
   return 0;
 }
@@ -185,30 +260,36 @@ int runMatrix(const ToolOptions &options, std::ostream &out,
 
 int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
                  std::ostream &err) {
-  StatusOr<ToolOptions> options = parseArgs(args);
-  if (!options.ok()) {
-    if (options.status().code() == StatusCode::kCancelled) {
-      out << kUsage;
-      return 0;
-    }
-    err << "strata-bench: " << options.status().message() << "\n" << kUsage;
-    return 2;
-  }
+  CommandLine cl("strata-bench", kUsage, kDescription);
+  ToolOptions parsed;
+  BenchFlags flags;
+  declareFlags(cl, parsed, flags);
+  if (std::optional<int> code = cl.parse(args, out, err))
+    return *code;
+  StatusOr<ToolOptions> options = finishOptions(parsed, flags);
+  if (!options.ok())
+    return cl.usageError(err, options.status().message());
+  if (!options->from_json.empty())
+    return replot(*options, err);
   if (options->matrix)
     return runMatrix(*options, out, err);
+  ProgressReporter progress({"strata-bench", stderr, options->quiet});
+  options->bench.progress = &progress;
   StatusOr<StepBenchReport> report = runStepBench(options->bench);
+  progress.finish();
   if (!report.ok()) {
     err << "strata-bench: " << report.status().message() << "\n";
     return 1;
   }
   out << formatMarkdown(*report);
-  if (!options->json.empty()) {
-    std::ofstream file(options->json);
-    file << formatJson(*report);
-    if (!file.flush()) {
-      err << "strata-bench: cannot write '" << options->json << "'\n";
-      return 1;
-    }
+  Status written = okStatus();
+  if (!options->json.empty())
+    written = writeFile(options->json, formatJson(*report));
+  if (written.ok() && !options->plot.empty())
+    written = writeFile(options->plot, benchPlotSvg({*report}));
+  if (!written.ok()) {
+    err << "strata-bench: " << written.message() << "\n";
+    return 1;
   }
   return 0;
 }

@@ -194,6 +194,7 @@ createBenchExecutor(const StepBenchOptions &options, int64_t max_requests,
   executor_options.kv_pages = kv_pages;
   executor_options.state_slots = static_cast<uint32_t>(max_requests);
   executor_options.target = options.target;
+  executor_options.progress = options.progress;
   return ModelExecutor::create(std::move(artifact), options.checkpoint,
                                executor_options);
 }

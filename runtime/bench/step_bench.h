@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/bench/roofline.h"
 #include "runtime/loader/program.h"
@@ -57,6 +58,9 @@ struct StepBenchOptions {
   /// step needs, the greedy tokens alone (--copy-logits adds the logits and
   /// hidden rows, as a sampling or MTP step copies them).
   bool copy_logits = false;
+  /// Shows the weight upload when set (ExecutorOptions::progress); not
+  /// owned. Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// One kernel name's dispatches, per step.

@@ -1,7 +1,7 @@
 //===- cli.cpp - strata-bench-serve command line ---------------------------===//
 //
-// Part of strata. Flags through CLI11 (Debian libcli11-dev, header-only;
-// its parse errors are exceptions, caught here and nowhere else). Order:
+// Part of strata. Flags through CLI11 (Debian libcli11-dev, header-only)
+// held by runtime/base/command_line.h, which catches its exceptions. Order:
 // flags, tokenizer, server (GET /v1/models), dataset, runs, reports. The
 // reports are written whatever happened, so an unreachable server or a
 // failing run still leaves a result file saying so.
@@ -14,14 +14,15 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "runtime/base/command_line.h"
 #include "runtime/bench_serve/dataset.h"
 #include "runtime/bench_serve/report.h"
 #include "runtime/bench_serve/runner.h"
@@ -73,9 +74,20 @@ int fail(const Status &status) {
 
 int runBenchServeCli(int argc, char **argv) {
   Flags f;
-  CLI::App app{"strata-bench-serve: serving load generator for any "
-               "OpenAI-compatible server (docs/BenchServe.md)",
-               "strata-bench-serve"};
+  CommandLine cl(
+      "strata-bench-serve",
+      "usage: strata-bench-serve [--base-url URL] [--endpoint PATH] "
+      "[--model NAME]\n"
+      "                          --dataset-name random|sharegpt|gsm8k "
+      "[--dataset-path F]\n"
+      "                          [--tokenizer T] [--num-prompts N] "
+      "[--request-rate R|inf]\n"
+      "                          [--max-concurrency C | --sweep-concurrency "
+      "1,8,32 ...]\n"
+      "                          [--json F] [--sweep-out PREFIX] ...\n",
+      "The serving load generator for any OpenAI-compatible server, with\n"
+      "vLLM's benchmark spellings. docs/BenchServe.md.");
+  CLI::App &app = cl.app();
   app.add_option("--base-url", f.base_url,
                  "server base URL (default http://127.0.0.1:8000)");
   app.add_option("--endpoint", f.endpoint, "API path (default /v1/completions)")
@@ -134,11 +146,8 @@ int runBenchServeCli(int argc, char **argv) {
   app.add_option("--sweep-out", f.sweep_out,
                  "sweep: write PREFIX.md (table) and PREFIX.svg (plot)");
   app.add_option("--title", f.title, "title of the table and the plot");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError &e) {
-    return app.exit(e) == 0 ? 0 : 2;
-  }
+  if (std::optional<int> code = cl.parse(argc, argv, std::cout, std::cerr))
+    return *code;
 
   double rate = std::numeric_limits<double>::infinity();
   if (f.request_rate != "inf") {

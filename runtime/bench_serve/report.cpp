@@ -6,6 +6,8 @@
 
 #include "runtime/bench_serve/report.h"
 
+#include "runtime/base/svg_chart.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -209,104 +211,23 @@ std::string sweepMarkdown(const std::vector<SweepPoint> &points,
   return out;
 }
 
-namespace {
-
-// "Nice" tick step for a range (1, 2 or 5 times a power of ten).
-double tickStep(double range, int ticks) {
-  const double raw = range / std::max(ticks, 1);
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  for (double m : {1.0, 2.0, 5.0, 10.0})
-    if (raw <= m * mag)
-      return m * mag;
-  return 10 * mag;
-}
-
-std::string escapeXml(const std::string &s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
-
-} // namespace
-
 std::string sweepSvg(const std::vector<SweepPoint> &points,
                      const std::string &title) {
-  const double width = 720, height = 480;
-  const double left = 90, right = 30, top = 50, bottom = 70;
-  const double pw = width - left - right, ph = height - top - bottom;
-  std::vector<std::pair<double, double>> xy; // (TPOT ms, output tok/s)
-  for (const SweepPoint &p : points)
-    xy.emplace_back(p.result.metrics.tpot.median * 1e3,
-                    p.result.metrics.output_throughput);
-  double xmax = 0, ymax = 0;
-  for (auto [x, y] : xy) {
-    xmax = std::max(xmax, x);
-    ymax = std::max(ymax, y);
+  // Output throughput against median TPOT, in sweep order, a labelled
+  // point per concurrency.
+  ChartSeries curve;
+  for (const SweepPoint &p : points) {
+    curve.points.emplace_back(p.result.metrics.tpot.median * 1e3,
+                              p.result.metrics.output_throughput);
+    curve.labels.push_back(
+        "c=" + concurrencyText(p.label.max_concurrency));
   }
-  const double xstep = tickStep(xmax > 0 ? xmax * 1.1 : 1, 6);
-  const double ystep = tickStep(ymax > 0 ? ymax * 1.1 : 1, 6);
-  xmax = xstep * std::ceil((xmax > 0 ? xmax * 1.1 : 1) / xstep);
-  ymax = ystep * std::ceil((ymax > 0 ? ymax * 1.1 : 1) / ystep);
-  auto px = [&](double x) { return left + x / xmax * pw; };
-  auto py = [&](double y) { return top + ph - y / ymax * ph; };
-
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" "
-      "viewBox=\"0 0 {0} {1}\" font-family=\"sans-serif\" font-size=\"12\">\n"
-      "<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
-      "<text x=\"{2}\" y=\"28\" text-anchor=\"middle\" font-size=\"15\">{3}"
-      "</text>\n",
-      width, height, left + pw / 2, escapeXml(title));
-  // Grid, ticks and labels.
-  for (double x = 0; x <= xmax + xstep / 2; x += xstep)
-    s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
-        "stroke=\"#ddd\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
-        "text-anchor=\"middle\">{4:g}</text>\n",
-        px(x), top, top + ph, top + ph + 18, x);
-  for (double y = 0; y <= ymax + ystep / 2; y += ystep)
-    s += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" "
-        "stroke=\"#ddd\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
-        "text-anchor=\"end\">{5:g}</text>\n",
-        left, py(y), left + pw, left - 8, py(y) + 4, y);
-  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-                   "fill=\"none\" stroke=\"#333\"/>\n",
-                   left, top, pw, ph);
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">median "
-                   "TPOT (ms per output token, lower is better)</text>\n",
-                   left + pw / 2, height - 25);
-  s += fmt::format("<text transform=\"translate(22 {}) rotate(-90)\" "
-                   "text-anchor=\"middle\">output throughput (tokens/s)"
-                   "</text>\n",
-                   top + ph / 2);
-  // The curve, in sweep order, and a labelled point per concurrency.
-  std::string path;
-  for (size_t i = 0; i < xy.size(); ++i)
-    path += fmt::format("{}{:.1f},{:.1f}", i ? " " : "", px(xy[i].first),
-                        py(xy[i].second));
-  if (xy.size() > 1)
-    s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" "
-                     "stroke-width=\"2\"/>\n",
-                     path);
-  for (size_t i = 0; i < xy.size(); ++i)
-    s += fmt::format(
-        "<circle cx=\"{0:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"#1f77b4\"/>\n"
-        "<text x=\"{2:.1f}\" y=\"{3:.1f}\">c={4}</text>\n",
-        px(xy[i].first), py(xy[i].second), px(xy[i].first) + 6,
-        py(xy[i].second) - 6,
-        concurrencyText(points[i].label.max_concurrency));
-  s += "</svg>\n";
-  return s;
+  Chart chart;
+  chart.title = title;
+  chart.x.label = "median TPOT (ms per output token, lower is better)";
+  chart.y.label = "output throughput (tokens/s)";
+  chart.series.push_back(std::move(curve));
+  return chartSvg(chart);
 }
 
 } // namespace strata::runtime::bench_serve

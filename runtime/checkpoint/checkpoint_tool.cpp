@@ -10,9 +10,13 @@
 #include "runtime/checkpoint/glm5_manifest.h"
 #include "runtime/checkpoint/safetensors.h"
 
+#include "runtime/base/command_line.h"
+#include "runtime/base/progress.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,13 +26,19 @@ namespace {
 
 constexpr const char *kUsage =
     "usage: strata-write-checkpoint --config C.json --out DIR "
-    "[--max-shard-bytes N] [--only-layers L,...] [--threads N]\n"
+    "[--max-shard-bytes N] [--only-layers L,...] [--threads N] [--quiet]\n"
     "       strata-write-checkpoint --check DIR [--only-layers L,...] "
     "[--strict]\n"
     "       strata-write-checkpoint --print DIR --tensor NAME --indices "
     "I,...\n"
     "       strata-write-checkpoint --config C.json --summary "
     "[--only-layers L,...]\n";
+
+constexpr const char *kDescription =
+    "Writes a procedural GLM-5.3-Flash checkpoint of a config (--out), checks\n"
+    "a checkpoint against the tensor manifest (--check), prints elements of\n"
+    "one tensor (--print) or sums up what --out would write (--summary).\n"
+    "docs/ProceduralWeights.md, docs/Checkpoint.md.";
 
 StatusOr<uint64_t> parseUnsigned(std::string_view flag, const std::string &s) {
   if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos)
@@ -67,44 +77,65 @@ struct Args {
   std::vector<int64_t> indices;
   bool strict = false;
   bool summary = false;
+  bool quiet = false;
 };
 
-Status parseArgs(int argc, char **argv, Args &args) {
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--strict" || flag == "--summary") {
-      (flag == "--strict" ? args.strict : args.summary) = true;
-      continue;
-    }
-    if (i + 1 >= argc)
-      return invalidArgument("{} needs a value", flag);
-    std::string value = argv[++i];
-    if (flag == "--config")
-      args.config = value;
-    else if (flag == "--out")
-      args.out = value;
-    else if (flag == "--check")
-      args.check = value;
-    else if (flag == "--print")
-      args.print = value;
-    else if (flag == "--tensor")
-      args.tensor = value;
-    else if (flag == "--max-shard-bytes") {
-      STRATA_ASSIGN_OR_RETURN(args.max_shard_bytes, parseUnsigned(flag, value));
-      if (args.max_shard_bytes == 0)
-        return invalidArgument("--max-shard-bytes must be positive");
-    } else if (flag == "--threads") {
-      STRATA_ASSIGN_OR_RETURN(args.threads, parseUnsigned(flag, value));
-      if (args.threads == 0 || args.threads > 1024)
-        return invalidArgument("--threads must be in [1, 1024], got {}",
-                               args.threads);
-    } else if (flag == "--only-layers") {
-      STRATA_ASSIGN_OR_RETURN(auto layers, parseList(flag, value));
-      args.only_layers = std::move(layers);
-    } else if (flag == "--indices") {
-      STRATA_ASSIGN_OR_RETURN(args.indices, parseList(flag, value));
-    } else
-      return invalidArgument("unknown option '{}'", flag);
+/// The flags as typed; numbers stay text for the messages of parseUnsigned.
+struct Flags {
+  std::string max_shard_bytes, threads, only_layers, indices;
+};
+
+void declareFlags(CommandLine &cl, Args &args, Flags &f) {
+  CLI::App &app = cl.app();
+  app.add_option("--config", args.config, "the model's config.json")
+      ->type_name("C.json");
+  app.add_option("--out", args.out, "write a procedural checkpoint here")
+      ->type_name("DIR");
+  app.add_option("--check", args.check,
+                 "validate this checkpoint against the manifest")
+      ->type_name("DIR");
+  app.add_option("--print", args.print, "print elements of one tensor")
+      ->type_name("DIR");
+  app.add_option("--tensor", args.tensor, "--print: the tensor")
+      ->type_name("NAME");
+  app.add_option("--indices", f.indices, "--print: flat element indices")
+      ->type_name("I,...");
+  app.add_flag("--summary", args.summary,
+               "tensors and bytes --out would write, without writing");
+  app.add_option("--max-shard-bytes", f.max_shard_bytes,
+                 "shard size limit in tensor bytes")
+      ->type_name("N");
+  app.add_option("--only-layers", f.only_layers,
+                 "only these decoder layers (and the non-layer tensors)")
+      ->type_name("L,...");
+  app.add_option("--threads", f.threads,
+                 "generator threads (default: the machine's)")
+      ->type_name("N");
+  app.add_flag("--strict", args.strict,
+               "--check: tensors the manifest does not list are errors");
+  app.add_flag("-q,--quiet", args.quiet, "no progress lines on stderr");
+}
+
+Status finishArgs(const Flags &f, Args &args) {
+  if (!f.max_shard_bytes.empty()) {
+    STRATA_ASSIGN_OR_RETURN(args.max_shard_bytes,
+                            parseUnsigned("--max-shard-bytes", f.max_shard_bytes));
+    if (args.max_shard_bytes == 0)
+      return invalidArgument("--max-shard-bytes must be positive");
+  }
+  if (!f.threads.empty()) {
+    STRATA_ASSIGN_OR_RETURN(args.threads, parseUnsigned("--threads", f.threads));
+    if (args.threads == 0 || args.threads > 1024)
+      return invalidArgument("--threads must be in [1, 1024], got {}",
+                             args.threads);
+  }
+  if (!f.only_layers.empty()) {
+    STRATA_ASSIGN_OR_RETURN(auto layers,
+                            parseList("--only-layers", f.only_layers));
+    args.only_layers = std::move(layers);
+  }
+  if (!f.indices.empty()) {
+    STRATA_ASSIGN_OR_RETURN(args.indices, parseList("--indices", f.indices));
   }
   int modes = !args.out.empty() + !args.check.empty() + !args.print.empty() +
               args.summary;
@@ -193,9 +224,8 @@ Status runSummary(const Args &args, std::FILE *out) {
   return okStatus();
 }
 
-Status run(int argc, char **argv, std::FILE *out) {
-  Args args;
-  STRATA_RETURN_IF_ERROR(parseArgs(argc, argv, args));
+Status run(const Flags &flags, Args &args, std::FILE *out) {
+  STRATA_RETURN_IF_ERROR(finishArgs(flags, args));
   if (args.summary)
     return runSummary(args, out);
   if (!args.check.empty())
@@ -208,6 +238,8 @@ Status run(int argc, char **argv, std::FILE *out) {
   options.max_shard_bytes = args.max_shard_bytes;
   options.manifest.only_layers = args.only_layers;
   options.threads = static_cast<unsigned>(args.threads);
+  ProgressReporter progress({"strata-write-checkpoint", stderr, args.quiet});
+  options.progress = &progress;
   STRATA_ASSIGN_OR_RETURN(WriteCheckpointSummary summary,
                           writeProceduralCheckpoint(options));
   std::fprintf(out, "wrote %zu tensors in %zu shards, %llu tensor bytes, to %s\n",
@@ -225,7 +257,17 @@ int runWriteCheckpointTool(int argc, char **argv, std::FILE *out,
     std::fputs(kUsage, err);
     return 1;
   }
-  Status status = run(argc, argv, out);
+  CommandLine cl("strata-write-checkpoint", kUsage, kDescription);
+  Args args;
+  Flags flags;
+  declareFlags(cl, args, flags);
+  std::ostringstream out_text, err_text;
+  std::optional<int> code = cl.parse(argc, argv, out_text, err_text);
+  std::fputs(out_text.str().c_str(), out);
+  std::fputs(err_text.str().c_str(), err);
+  if (code)
+    return *code;
+  Status status = run(flags, args, out);
   if (status.ok())
     return 0;
   std::fprintf(err, "strata-write-checkpoint: error: %.*s\n",

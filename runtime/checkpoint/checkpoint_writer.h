@@ -19,6 +19,7 @@
 #ifndef STRATA_RUNTIME_CHECKPOINT_CHECKPOINT_WRITER_H
 #define STRATA_RUNTIME_CHECKPOINT_CHECKPOINT_WRITER_H
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/checkpoint/glm5_manifest.h"
 
@@ -45,6 +46,9 @@ struct WriteCheckpointOptions {
   /// Elements per chunk of a non-fp8 tensor (0 = 2^20). Tests make it small
   /// to split tiny tensors.
   uint64_t chunk_elements = 0;
+  /// Shows the tensor bytes written (rate, ETA) when set; not owned.
+  /// Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// One shard of a write plan.

@@ -9,9 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <string>
 
 #include <fmt/format.h>
+
+#include "runtime/base/command_line.h"
 
 #include "runtime/eval/eval_client.h"
 
@@ -19,18 +22,13 @@ namespace strata::runtime::eval {
 
 static const char *kUsage =
     "usage: strata-eval gsm8k --url URL --data FILE [options]\n"
-    "       strata-eval gsm8k-gold --data FILE   (check extraction on gold answers)\n"
-    "  --shots K          few-shot count (default 5)\n"
-    "  --shots-data FILE  few-shot pool (default: train.jsonl beside --data)\n"
-    "  --seed S           shot selection seed (default 1234)\n"
-    "  --passes N         passes over the questions (default 1; 2 exercises prefix caching)\n"
-    "  --limit N          first N questions only\n"
-    "  --concurrency N    requests in flight (default 8)\n"
-    "  --max-tokens N     generation budget (default 512)\n"
-    "  --completions      raw /v1/completions instead of chat multi-turn\n"
-    "  --model NAME       model field (default: first of /v1/models)\n"
-    "  --timeout SECONDS  per request (default 600)\n"
-    "  --output FILE      per-question results as JSON Lines\n";
+    "       strata-eval gsm8k-gold --data FILE   (check extraction on gold "
+    "answers)\n";
+
+static const char *kDescription =
+    "Runs the GSM8K protocol (few-shot, strict-match and flexible-extract)\n"
+    "against any OpenAI-compatible server. `strata-eval gsm8k --help` lists\n"
+    "its options. docs/Eval.md.";
 
 static bool parseUnsigned(const char *s, unsigned long long &out) {
   char *end = nullptr;
@@ -43,12 +41,8 @@ static bool parseUnsigned(const char *s, unsigned long long &out) {
 /// `strata-eval gsm8k-gold --data FILE`: applies both filters to every gold
 /// answer of a GSM8K file and scores them against the gold; a data file (or
 /// an extraction change) that does not recover every answer fails.
-static int runGoldCheck(int argc, char **argv) {
-  if (argc != 4 || std::string(argv[2]) != "--data") {
-    fmt::print(stderr, "usage: strata-eval gsm8k-gold --data FILE\n");
-    return 2;
-  }
-  auto rows = loadGsm8kJsonl(argv[3]);
+static int runGoldCheck(const std::string &data) {
+  auto rows = loadGsm8kJsonl(data);
   if (!rows.ok()) {
     fmt::print(stderr, "strata-eval: {}\n", rows.status().toString());
     return 1;
@@ -72,75 +66,87 @@ static int runGoldCheck(int argc, char **argv) {
 }
 
 int runEvalCli(int argc, char **argv) {
-  if (argc >= 2 && std::string(argv[1]) == "gsm8k-gold")
-    return runGoldCheck(argc, argv);
-  if (argc < 2 || std::string(argv[1]) != "gsm8k") {
+  CommandLine cl("strata-eval", kUsage, kDescription);
+  CLI::App &app = cl.app();
+  EvalOptions o;
+  std::string output, timeout;
+  // Counts stay text: parseUnsigned gives the tool's own message.
+  std::vector<std::pair<std::string, std::string>> counts = {
+      {"--shots", ""},       {"--seed", ""},        {"--passes", ""},
+      {"--limit", ""},       {"--concurrency", ""}, {"--max-tokens", ""}};
+  const char *count_help[] = {
+      "few-shot count (default 5)",
+      "shot selection seed (default 1234)",
+      "passes over the questions (default 1; 2 exercises prefix caching)",
+      "first N questions only",
+      "requests in flight (default 8)",
+      "generation budget (default 512)"};
+  CLI::App *gsm8k = app.add_subcommand("gsm8k", "score a server on GSM8K");
+  gsm8k->add_option("--url", o.url, "server base URL")->type_name("URL");
+  gsm8k->add_option("--data", o.dataPath, "GSM8K test JSONL")
+      ->type_name("FILE");
+  gsm8k->add_option("--shots-data", o.shotsPath,
+                    "few-shot pool (default: train.jsonl beside --data)")
+      ->type_name("FILE");
+  for (size_t i = 0; i < counts.size(); ++i)
+    gsm8k->add_option(counts[i].first, counts[i].second, count_help[i])
+        ->type_name(i == 1 ? "S" : i == 0 ? "K" : "N");
+  bool completions = false;
+  gsm8k->add_flag("--completions", completions,
+                  "raw /v1/completions instead of chat multi-turn");
+  gsm8k->add_option("--model", o.model,
+                    "model field (default: first of /v1/models)")
+      ->type_name("NAME");
+  gsm8k->add_option("--timeout", timeout, "per request (default 600)")
+      ->type_name("SECONDS");
+  gsm8k->add_option("--output", output, "per-question results as JSON Lines")
+      ->type_name("FILE");
+  std::string gold_data;
+  CLI::App *gold = app.add_subcommand(
+      "gsm8k-gold", "check answer extraction on a file's gold answers");
+  gold->add_option("--data", gold_data, "GSM8K JSONL")->type_name("FILE");
+
+  if (std::optional<int> code = cl.parse(argc, argv, std::cout, std::cerr))
+    return *code;
+  if (gold->parsed()) {
+    if (gold_data.empty()) {
+      fmt::print(stderr, "usage: strata-eval gsm8k-gold --data FILE\n");
+      return 2;
+    }
+    return runGoldCheck(gold_data);
+  }
+  if (!gsm8k->parsed()) {
     fmt::print(stderr, "{}", kUsage);
     return 2;
   }
-  EvalOptions o;
-  std::string output;
-  for (int i = 2; i < argc; ++i) {
-    std::string flag = argv[i];
-    auto value = [&]() -> const char * {
-      return i + 1 < argc ? argv[++i] : nullptr;
-    };
-    auto number = [&](unsigned long long &out) {
-      const char *v = value();
-      if (!parseUnsigned(v, out)) {
-        fmt::print(stderr, "strata-eval: {} expects a non-negative integer\n",
-                   flag);
-        return false;
-      }
-      return true;
-    };
+  for (const auto &[flag, text] : counts) {
     unsigned long long n = 0;
-    if (flag == "--url" || flag == "--data" || flag == "--shots-data" ||
-        flag == "--model" || flag == "--output" || flag == "--timeout") {
-      const char *v = value();
-      if (!v) {
-        fmt::print(stderr, "strata-eval: {} expects a value\n", flag);
-        return 2;
-      }
-      if (flag == "--url")
-        o.url = v;
-      else if (flag == "--data")
-        o.dataPath = v;
-      else if (flag == "--shots-data")
-        o.shotsPath = v;
-      else if (flag == "--model")
-        o.model = v;
-      else if (flag == "--output")
-        output = v;
-      else
-        o.timeoutSeconds = std::atof(v);
-    } else if (flag == "--shots") {
-      if (!number(n)) return 2;
-      o.shots = n;
-    } else if (flag == "--seed") {
-      if (!number(n)) return 2;
-      o.seed = n;
-    } else if (flag == "--passes") {
-      if (!number(n)) return 2;
-      o.passes = static_cast<int>(n);
-    } else if (flag == "--limit") {
-      if (!number(n)) return 2;
-      o.limit = n;
-    } else if (flag == "--concurrency") {
-      if (!number(n)) return 2;
-      o.concurrency = static_cast<int>(n);
-    } else if (flag == "--max-tokens") {
-      if (!number(n)) return 2;
-      o.maxTokens = static_cast<int>(n);
-    } else if (flag == "--completions") {
-      o.chat = false;
-    } else {
-      fmt::print(stderr, "strata-eval: unknown flag '{}'\n{}", flag, kUsage);
+    if (text.empty())
+      continue;
+    if (!parseUnsigned(text.c_str(), n)) {
+      fmt::print(stderr, "strata-eval: {} expects a non-negative integer\n",
+                 flag);
       return 2;
     }
+    if (flag == "--shots")
+      o.shots = n;
+    else if (flag == "--seed")
+      o.seed = n;
+    else if (flag == "--passes")
+      o.passes = static_cast<int>(n);
+    else if (flag == "--limit")
+      o.limit = n;
+    else if (flag == "--concurrency")
+      o.concurrency = static_cast<int>(n);
+    else
+      o.maxTokens = static_cast<int>(n);
   }
+  if (!timeout.empty())
+    o.timeoutSeconds = std::atof(timeout.c_str());
+  o.chat = !completions;
   if (o.url.empty() || o.dataPath.empty()) {
-    fmt::print(stderr, "strata-eval: --url and --data are required\n{}", kUsage);
+    fmt::print(stderr, "strata-eval: --url and --data are required\n{}",
+               kUsage);
     return 2;
   }
   StatusOr<EvalReport> report = runGsm8kEval(o);

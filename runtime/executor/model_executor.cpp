@@ -255,6 +255,13 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
                             device_->allocate(std::max<uint64_t>(total, 1), 64));
     weights_.push_back(std::move(buffer));
   }
+  ProgressReporter *progress = options_.progress;
+  if (progress) {
+    uint64_t total = 0;
+    for (const Part &part : parts)
+      total += part.size;
+    progress->begin("loading weights", total);
+  }
   std::vector<uint8_t> scratch[2], box_bytes;
   auto read = [&](size_t i) { return source.bytes(parts[i].name, scratch[i % 2]); };
   std::future<StatusOr<const uint8_t *>> next;
@@ -282,7 +289,11 @@ Status ModelExecutor::bindWeights(WeightSource &source) {
         next.wait(); // It writes into `scratch`.
       return copied;
     }
+    if (progress)
+      progress->advance(parts[i].size);
   }
+  if (progress)
+    progress->finish();
   return okStatus();
 }
 

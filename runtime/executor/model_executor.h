@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/device/device.h"
@@ -65,6 +66,9 @@ struct ExecutorOptions {
   /// runs decode steps dispatch by dispatch (Gloo collectives cannot be
   /// captured).
   std::optional<RankGroupsOptions> ranks;
+  /// Shows the weight upload (bytes, rate, ETA) when set; not owned, must
+  /// outlive create(). Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// Block-table width granularity of captured decode steps (pages).

@@ -11,10 +11,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
+#include "runtime/base/command_line.h"
 #include "runtime/base/flag_values.h"
+#include "runtime/base/progress.h"
 #include "runtime/executor/model_executor.h"
 #include "runtime/executor/npy.h"
 #include "runtime/executor/rank_launcher.h"
@@ -37,15 +40,17 @@ constexpr const char *kUsage =
     "                  [--kv-pages N] [--first-page P] [--decode-graphs on|off]\n"
     "                  [--tensor-parallel-size T] [--expert-parallel-size E]\n"
     "                  [--rank R --world-size N --store file:DIR|tcp:HOST:PORT]\n"
-    "                  [--collective-timeout-ms MS]\n"
-    "  Each --prompt-ids (comma-separated token ids), line of a\n"
-    "  --prompt-ids-file or --prompt is one request; all requests are prefilled in chunks of --chunk tokens (0:\n"
-    "  whole prompts) and decoded greedily together until an end-of-sequence\n"
-    "  id of the model or --max-tokens (dumps imply --ignore-eos). docs/Run.md.\n"
-    "  An artifact compiled for T x E ranks runs one process per rank: without\n"
-    "  --rank strata-run starts them itself; with --rank (or STRATA_RANK,\n"
-    "  STRATA_WORLD_SIZE, STRATA_STORE) it is that rank. Rank 0 prints and\n"
-    "  dumps. docs/Parallel.md.\n";
+    "                  [--collective-timeout-ms MS] [--quiet]\n";
+
+constexpr const char *kDescription =
+    "Each --prompt-ids (comma-separated token ids), line of a\n"
+    "--prompt-ids-file or --prompt is one request; all requests are prefilled\n"
+    "in chunks of --chunk tokens (0: whole prompts) and decoded greedily\n"
+    "together until an end-of-sequence id of the model or --max-tokens (dumps\n"
+    "imply --ignore-eos). docs/Run.md. An artifact compiled for T x E ranks\n"
+    "runs one process per rank: without --rank strata-run starts them itself;\n"
+    "with --rank (or STRATA_RANK, STRATA_WORLD_SIZE, STRATA_STORE) it is that\n"
+    "rank. Rank 0 prints and dumps. docs/Parallel.md.";
 
 struct RunOptions {
   std::string artifact, checkpoint, tokenizer;
@@ -61,6 +66,8 @@ struct RunOptions {
   uint64_t kv_pages = 0, first_page = 0;
   // Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;
+  // No progress lines (weight loading).
+  bool quiet = false;
   // Tensor/expert parallelism (rank_launcher.h): the sizes asked for (0:
   // the artifact's), this process's rank (-1: start every rank), the world
   // size asked for (0: T * E), the store, the collectives' timeout.
@@ -88,90 +95,144 @@ Status applyRankEnvironment(RunOptions &options) {
   return okStatus();
 }
 
-StatusOr<RunOptions> parseArgs(const std::vector<std::string> &args) {
-  RunOptions options;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &flag = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size())
-        return invalidArgument("{} needs a value", flag);
-      return args[++i];
-    };
-    if (flag == "--artifact") {
-      STRATA_ASSIGN_OR_RETURN(options.artifact, value());
-    } else if (flag == "--checkpoint") {
-      STRATA_ASSIGN_OR_RETURN(options.checkpoint, value());
-    } else if (flag == "--tokenizer") {
-      STRATA_ASSIGN_OR_RETURN(options.tokenizer, value());
-    } else if (flag == "--prompt-ids") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag("--prompt-ids", text));
+/// The flags as typed; numbers stay text so that parseIntFlag reports bad
+/// values the way every runtime tool does.
+struct RunFlags {
+  std::vector<std::string> prompt_ids, prompt_files, prompts;
+  std::string max_tokens = "16", chunk = "0", kv_pages = "0", first_page = "0";
+  std::string decode_graphs = "on";
+  std::string tensor_parallel, expert_parallel, rank, world_size,
+      collective_timeout_ms;
+};
+
+void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
+  CLI::App &app = cl.app();
+  app.add_option("--artifact", o.artifact, "the .strata artifact")
+      ->type_name("A");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "checkpoint folder, or procedural:CONFIG.json")
+      ->type_name("DIR");
+  cl.addRepeated("--prompt-ids", f.prompt_ids,
+                 "one request: comma-separated token ids (repeatable)")
+      ->type_name("IDS");
+  cl.addRepeated("--prompt-ids-file", f.prompt_files,
+                 "one request per non-blank line of token ids")
+      ->type_name("F");
+  cl.addRepeated("--prompt", f.prompts,
+                 "one request: text, encoded with --tokenizer")
+      ->type_name("TEXT");
+  app.add_option("--tokenizer", o.tokenizer,
+                 "tokenizer.json (for --prompt; prints the generated text)")
+      ->type_name("FILE");
+  app.add_option("--max-tokens", f.max_tokens,
+                 "tokens to generate per request (default 16)")
+      ->type_name("N");
+  app.add_option("--chunk", f.chunk,
+                 "prefill chunk in tokens (default 0: whole prompts)")
+      ->type_name("N");
+  app.add_option("--dump-logits", o.dump_logits,
+                 "write every prompt and generated row's logits (.npy)")
+      ->type_name("F.npy");
+  app.add_option("--dump-ids", o.dump_ids, "write the generated ids (.npy)")
+      ->type_name("F.npy");
+  app.add_option("--dump-mtp-logits", o.dump_mtp,
+                 "write the MTP draft's logits over the prompts (.npy)")
+      ->type_name("F.npy");
+  app.add_flag("--ignore-eos", o.ignore_eos,
+               "decode --max-tokens tokens whatever the model ends with");
+  app.add_option("--target", o.target,
+                 "cpu (default), sm_90, gfx942 or gfx950")
+      ->type_name("T");
+  app.add_option("--kv-pages", f.kv_pages,
+                 "pages in each paged pool (default 0: just enough)")
+      ->type_name("N");
+  app.add_option("--first-page", f.first_page,
+                 "first page id the requests use (default 0)")
+      ->type_name("P");
+  app.add_option("--decode-graphs", f.decode_graphs,
+                 "replay decode steps from captured graphs (default on)")
+      ->type_name("on|off");
+  app.add_option("--tensor-parallel-size", f.tensor_parallel,
+                 "ranks the artifact must be compiled for along T (checked)")
+      ->type_name("T");
+  app.add_option("--expert-parallel-size", f.expert_parallel,
+                 "ranks the artifact must be compiled for along E (checked)")
+      ->type_name("E");
+  app.add_option("--rank", f.rank,
+                 "this process's rank (default: start every rank)")
+      ->type_name("R");
+  app.add_option("--world-size", f.world_size, "ranks in all (checked)")
+      ->type_name("N");
+  app.add_option("--store", o.store,
+                 "where the ranks meet: file:DIR or tcp:HOST:PORT")
+      ->type_name("STORE");
+  app.add_option("--collective-timeout-ms", f.collective_timeout_ms,
+                 "a collective's timeout (default: the communicator's)")
+      ->type_name("MS");
+  app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
+}
+
+/// The rank flags' numbers (each >= 1, --rank >= 0), then the environment.
+Status finishRankOptions(RunOptions &options, const RunFlags &f) {
+  for (const auto &[flag, text, field, least] :
+       {std::tuple{"--tensor-parallel-size", &f.tensor_parallel,
+                   &options.tensor_parallel, 1},
+        std::tuple{"--expert-parallel-size", &f.expert_parallel,
+                   &options.expert_parallel, 1},
+        std::tuple{"--rank", &f.rank, &options.rank, 0},
+        std::tuple{"--world-size", &f.world_size, &options.world_size, 1},
+        std::tuple{"--collective-timeout-ms", &f.collective_timeout_ms,
+                   &options.collective_timeout_ms, 1}}) {
+    if (text->empty())
+      continue;
+    STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, *text));
+    if (n < least)
+      return invalidArgument("{} must be >= {}, got {}", flag, least, n);
+    *field = n;
+  }
+  return applyRankEnvironment(options);
+}
+
+StatusOr<RunOptions> finishOptions(const CommandLine &cl, RunOptions options,
+                                   const RunFlags &f) {
+  // --prompt-ids and --prompt-ids-file lines, in command-line order.
+  for (const auto &[flag, text] :
+       cl.valuesInOrder({"--prompt-ids", "--prompt-ids-file"})) {
+    if (flag == "--prompt-ids") {
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                              parseTokenIdsFlag("--prompt-ids", text));
       options.prompt_ids.push_back(std::move(ids));
-    } else if (flag == "--prompt-ids-file") {
-      STRATA_ASSIGN_OR_RETURN(std::string path, value());
-      std::ifstream file(path);
-      if (!file)
-        return notFound("--prompt-ids-file: cannot open '{}'", path);
-      std::string line;
-      while (std::getline(file, line)) {
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-          continue;
-        STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag("--prompt-ids", line));
-        options.prompt_ids.push_back(std::move(ids));
-      }
-    } else if (flag == "--prompt") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      options.prompts.push_back(std::move(text));
-    } else if (flag == "--max-tokens") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.max_tokens, parseIntFlag(flag, text));
-    } else if (flag == "--chunk") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(options.chunk, parseIntFlag(flag, text));
-    } else if (flag == "--dump-logits") {
-      STRATA_ASSIGN_OR_RETURN(options.dump_logits, value());
-    } else if (flag == "--dump-ids") {
-      STRATA_ASSIGN_OR_RETURN(options.dump_ids, value());
-    } else if (flag == "--kv-pages" || flag == "--first-page") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
-      if (n < 0)
-        return invalidArgument("{} must be >= 0", flag);
-      (flag == "--kv-pages" ? options.kv_pages : options.first_page) =
-          static_cast<uint64_t>(n);
-    } else if (flag == "--target") {
-      STRATA_ASSIGN_OR_RETURN(options.target, value());
-    } else if (flag == "--dump-mtp-logits") {
-      STRATA_ASSIGN_OR_RETURN(options.dump_mtp, value());
-    } else if (flag == "--decode-graphs") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      if (text != "on" && text != "off")
-        return invalidArgument("--decode-graphs must be on or off, not '{}'",
-                               text);
-      options.decode_graphs = text == "on";
-    } else if (flag == "--tensor-parallel-size" ||
-               flag == "--expert-parallel-size" || flag == "--rank" ||
-               flag == "--world-size" || flag == "--collective-timeout-ms") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
-      if (n < (flag == "--rank" ? 0 : 1))
-        return invalidArgument("{} must be >= {}, got {}", flag,
-                               flag == "--rank" ? 0 : 1, n);
-      (flag == "--tensor-parallel-size"   ? options.tensor_parallel
-       : flag == "--expert-parallel-size" ? options.expert_parallel
-       : flag == "--rank"                 ? options.rank
-       : flag == "--world-size"           ? options.world_size
-                                          : options.collective_timeout_ms) = n;
-    } else if (flag == "--store") {
-      STRATA_ASSIGN_OR_RETURN(options.store, value());
-    } else if (flag == "--ignore-eos") {
-      options.ignore_eos = true;
-    } else {
-      return invalidArgument("unknown flag '{}'", flag);
+      continue;
+    }
+    std::ifstream file(text);
+    if (!file)
+      return notFound("--prompt-ids-file: cannot open '{}'", text);
+    std::string line;
+    while (std::getline(file, line)) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos)
+        continue;
+      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                              parseTokenIdsFlag("--prompt-ids", line));
+      options.prompt_ids.push_back(std::move(ids));
     }
   }
-  options.args = args;
-  STRATA_RETURN_IF_ERROR(applyRankEnvironment(options));
+  options.prompts = f.prompts;
+  STRATA_ASSIGN_OR_RETURN(options.max_tokens,
+                          parseIntFlag("--max-tokens", f.max_tokens));
+  STRATA_ASSIGN_OR_RETURN(options.chunk, parseIntFlag("--chunk", f.chunk));
+  for (const auto &[flag, text, field] :
+       {std::tuple{"--kv-pages", &f.kv_pages, &options.kv_pages},
+        std::tuple{"--first-page", &f.first_page, &options.first_page}}) {
+    STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, *text));
+    if (n < 0)
+      return invalidArgument("{} must be >= 0", flag);
+    *field = static_cast<uint64_t>(n);
+  }
+  if (f.decode_graphs != "on" && f.decode_graphs != "off")
+    return invalidArgument("--decode-graphs must be on or off, not '{}'",
+                           f.decode_graphs);
+  options.decode_graphs = f.decode_graphs == "on";
+  STRATA_RETURN_IF_ERROR(finishRankOptions(options, f));
   if (options.artifact.empty() || options.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
   if (options.prompt_ids.empty() && options.prompts.empty())
@@ -300,6 +361,8 @@ Status run(const RunOptions &options, std::ostream &out) {
   executor_options.target = options.target;
   executor_options.decode_graphs = options.decode_graphs;
   executor_options.ranks = ranks;
+  ProgressReporter progress({"strata-run", stderr, options.quiet});
+  executor_options.progress = &progress;
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,
       ModelExecutor::create(std::move(artifact), options.checkpoint,
@@ -508,15 +571,16 @@ Status run(const RunOptions &options, std::ostream &out) {
 
 int runRunTool(const std::vector<std::string> &args, std::ostream &out,
                std::ostream &err) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? err : out) << kUsage;
-    return args.empty() ? 2 : 0;
-  }
-  StatusOr<RunOptions> options = parseArgs(args);
-  if (!options.ok()) {
-    err << "strata-run: " << options.status().message() << "\n" << kUsage;
-    return 2;
-  }
+  CommandLine cl("strata-run", kUsage, kDescription);
+  RunOptions parsed;
+  RunFlags flags;
+  declareFlags(cl, parsed, flags);
+  if (std::optional<int> code = cl.parse(args, out, err))
+    return *code;
+  StatusOr<RunOptions> options = finishOptions(cl, parsed, flags);
+  if (!options.ok())
+    return cl.usageError(err, options.status().message());
+  options->args = args;
   Status status = run(*options, out);
   if (!status.ok()) {
     err << "strata-run: " << status.message() << "\n";

@@ -10,7 +10,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include <iostream>
+
 #include <fmt/ranges.h>
+
+#include "runtime/base/command_line.h"
 
 #include "runtime/loader/size_expr.h"
 
@@ -325,32 +329,45 @@ StatusOr<std::string_view> targetBinary(const Artifact &artifact,
 }
 
 int runDumpTool(int argc, char **argv) {
-  bool extract = argc == 5 && std::string_view(argv[2]) == "--binary";
-  if ((argc != 2 && !extract) || argv[1][0] == '-') {
-    std::fprintf(stderr, "usage: strata-dump <artifact.strata>\n"
-                         "       strata-dump <artifact.strata> --binary "
-                         "<target> <out-file>\n");
-    return 1;
-  }
+  CommandLine cl("strata-dump",
+                 "usage: strata-dump <artifact.strata>\n"
+                 "       strata-dump <artifact.strata> --binary <target> "
+                 "<out-file>\n",
+                 "Validates an artifact and prints it in a stable text form, "
+                 "or writes one\ntarget's kernel binary (.so, hsaco, cubin) "
+                 "for llvm-objdump. docs/Artifact.md.");
+  std::string path;
+  std::vector<std::string> binary;
+  cl.app().add_option("artifact", path, "the .strata artifact");
+  cl.app()
+      .add_option("--binary", binary,
+                  "write this target's kernel binary to out-file")
+      ->expected(2)
+      ->type_name("<target> <out-file>");
+  if (std::optional<int> code = cl.parse(argc, argv, std::cout, std::cerr))
+    return *code;
+  if (path.empty())
+    return cl.usageError(std::cerr, "no artifact given");
+  bool extract = binary.size() == 2;
   auto fail = [](const Status &status) {
     std::fprintf(stderr, "error: %s\n",
                  std::string(status.message()).c_str());
     return 1;
   };
-  auto artifact = Artifact::fromFile(argv[1]);
+  auto artifact = Artifact::fromFile(path);
   if (!artifact.ok())
     return fail(artifact.status());
   if (extract) {
-    StatusOr<std::string_view> binary = targetBinary(**artifact, argv[3]);
-    if (!binary.ok())
-      return fail(binary.status());
-    std::FILE *out = std::fopen(argv[4], "wb");
+    StatusOr<std::string_view> bytes = targetBinary(**artifact, binary[0]);
+    if (!bytes.ok())
+      return fail(bytes.status());
+    std::FILE *out = std::fopen(binary[1].c_str(), "wb");
     if (!out)
-      return fail(unavailable("{}: cannot open for writing: {}", argv[4],
+      return fail(unavailable("{}: cannot open for writing: {}", binary[1],
                               std::strerror(errno)));
-    size_t written = std::fwrite(binary->data(), 1, binary->size(), out);
-    if (std::fclose(out) != 0 || written != binary->size())
-      return fail(unavailable("{}: write failed", argv[4]));
+    size_t written = std::fwrite(bytes->data(), 1, bytes->size(), out);
+    if (std::fclose(out) != 0 || written != bytes->size())
+      return fail(unavailable("{}: write failed", binary[1]));
     return 0;
   }
   std::string text = printArtifact(**artifact);

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/base/command_line.h"
 #include "runtime/base/flag_values.h"
 #include "runtime/scheduler/engine.h"
 
@@ -25,12 +26,14 @@ constexpr const char *kUsage =
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
     "                    [--mtp K] [--passes N] [--cancel I:N] [--queue N]\n"
-    "                    [--metrics]\n"
-    "  Submits every prompt (comma-separated token ids; a --prompts file has\n"
-    "  one per line, '#' starts a comment) to the engine at once, greedy, and\n"
-    "  prints each request's generated ids, then the engine counters. Each\n"
-    "  pass resubmits all prompts once the previous pass finished.\n"
-    "  --cancel I:N cancels prompt I once it has N tokens. docs/Scheduler.md.\n";
+    "                    [--metrics]\n";
+
+constexpr const char *kDescription =
+    "Submits every prompt (comma-separated token ids; a --prompts file has\n"
+    "one per line, '#' starts a comment) to the engine at once, greedy, and\n"
+    "prints each request's generated ids, then the engine counters. Each\n"
+    "pass resubmits all prompts once the previous pass finished.\n"
+    "--cancel I:N cancels prompt I once it has N tokens. docs/Scheduler.md.";
 
 struct BatchOptions {
   std::string artifact, checkpoint;
@@ -40,91 +43,119 @@ struct BatchOptions {
   bool metrics = false;
 };
 
-StatusOr<BatchOptions> parseArgs(const std::vector<std::string> &args) {
-  BatchOptions o;
+/// Integer flags as typed (parsed with parseIntFlag for the shared
+/// messages) and their lower bounds.
+struct IntFlag {
+  const char *name, *description;
+  int64_t min;
+  std::string text;
+};
+
+struct BatchFlags {
+  std::vector<std::string> prompt_ids, prompt_files;
+  std::string cancel;
+  std::vector<IntFlag> ints = {
+      {"--max-tokens", "tokens to generate per request (default 16)", 1, ""},
+      {"--max-requests", "requests running at once (default 4)", 1, ""},
+      {"--blocks", "KV blocks (default: enough for every prompt)", 1, ""},
+      {"--step-tokens", "tokens per engine step", 1, ""},
+      {"--chunk", "prefill chunk in tokens", 1, ""},
+      {"--checkpoint-interval", "prefix-cache snapshot interval (tokens)", 1,
+       ""},
+      {"--snapshot-slots", "prefix-cache state snapshot slots", 1, ""},
+      {"--mtp", "MTP draft tokens per step (default 0)", 0, ""},
+      {"--passes", "passes over the prompts (default 1)", 1, ""},
+      {"--queue", "most queued requests", 1, ""}};
+};
+
+void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
+  CLI::App &app = cl.app();
+  app.add_option("--artifact", o.artifact, "the .strata artifact")
+      ->type_name("A");
+  app.add_option("--checkpoint", o.checkpoint,
+                 "checkpoint folder, or procedural:CONFIG.json")
+      ->type_name("DIR");
+  cl.addRepeated("--prompt-ids", f.prompt_ids,
+                 "one prompt: comma-separated token ids (repeatable)")
+      ->type_name("IDS");
+  cl.addRepeated("--prompts", f.prompt_files,
+                 "a file of prompts, one per line ('#' comments)")
+      ->type_name("FILE");
+  for (IntFlag &flag : f.ints)
+    app.add_option(flag.name, flag.text, flag.description)->type_name("N");
+  app.add_flag("--prefix-cache", o.scheduler.enable_prefix_cache,
+               "reuse cached prefixes across requests");
+  app.add_option("--cancel", f.cancel, "cancel prompt I once it has N tokens")
+      ->type_name("I:N");
+  app.add_flag("--metrics", o.metrics, "print the engine's metrics at the end");
+}
+
+StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
+                                     const BatchFlags &f) {
   o.scheduler.max_requests = 4;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string &flag = args[i];
-    auto value = [&]() -> StatusOr<std::string> {
-      if (i + 1 >= args.size())
-        return invalidArgument("{} needs a value", flag);
-      return args[++i];
-    };
-    auto number = [&](int64_t min) -> StatusOr<int64_t> {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, text));
-      if (n < min)
-        return invalidArgument("{} must be >= {}, got {}", flag, min, n);
-      return n;
-    };
-    if (flag == "--artifact") {
-      STRATA_ASSIGN_OR_RETURN(o.artifact, value());
-    } else if (flag == "--checkpoint") {
-      STRATA_ASSIGN_OR_RETURN(o.checkpoint, value());
-    } else if (flag == "--prompt-ids") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      STRATA_ASSIGN_OR_RETURN(std::vector<int32_t> ids, parseTokenIdsFlag(flag, text, /*trim_spaces=*/true));
+  for (const auto &[flag, text] :
+       cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
+    if (flag == "--prompt-ids") {
+      STRATA_ASSIGN_OR_RETURN(
+          std::vector<int32_t> ids,
+          parseTokenIdsFlag(flag, text, /*trim_spaces=*/true));
       o.prompts.push_back(std::move(ids));
-    } else if (flag == "--prompts") {
-      STRATA_ASSIGN_OR_RETURN(std::string path, value());
-      std::ifstream file(path);
-      if (!file)
-        return notFound("--prompts: cannot open '{}'", path);
-      std::string line;
-      for (int line_no = 1; std::getline(file, line); ++line_no) {
-        line = line.substr(0, line.find('#'));
-        if (line.find_first_not_of(" \t\r") == std::string::npos)
-          continue;
-        StatusOr<std::vector<int32_t>> ids = parseTokenIdsFlag(flag, line, /*trim_spaces=*/true);
-        if (!ids.ok())
-          return ids.status().withContext(
-              fmt::format("{} line {}", path, line_no));
-        o.prompts.push_back(std::move(*ids));
-      }
-    } else if (flag == "--max-tokens") {
-      STRATA_ASSIGN_OR_RETURN(o.max_tokens, number(1));
-    } else if (flag == "--max-requests") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.max_requests = uint32_t(n);
-    } else if (flag == "--blocks") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.num_blocks = uint64_t(n);
-    } else if (flag == "--step-tokens") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.max_step_tokens = size_t(n);
-    } else if (flag == "--chunk") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.max_chunk_tokens = size_t(n);
-    } else if (flag == "--prefix-cache") {
-      o.scheduler.enable_prefix_cache = true;
-    } else if (flag == "--checkpoint-interval") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.checkpoint_interval_tokens = uint64_t(n);
-    } else if (flag == "--snapshot-slots") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.num_snapshot_slots = uint32_t(n);
-    } else if (flag == "--mtp") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(0));
-      o.scheduler.mtp_draft_tokens = uint32_t(n);
-    } else if (flag == "--passes") {
-      STRATA_ASSIGN_OR_RETURN(o.passes, number(1));
-    } else if (flag == "--queue") {
-      STRATA_ASSIGN_OR_RETURN(int64_t n, number(1));
-      o.scheduler.max_queued = size_t(n);
-    } else if (flag == "--cancel") {
-      STRATA_ASSIGN_OR_RETURN(std::string text, value());
-      size_t colon = text.find(':');
-      if (colon == std::string::npos)
-        return invalidArgument("--cancel: expected I:N, got '{}'", text);
-      STRATA_ASSIGN_OR_RETURN(o.cancel_index,
-                              parseIntFlag(flag, text.substr(0, colon)));
-      STRATA_ASSIGN_OR_RETURN(o.cancel_after,
-                              parseIntFlag(flag, text.substr(colon + 1)));
-    } else if (flag == "--metrics") {
-      o.metrics = true;
-    } else {
-      return invalidArgument("unknown flag '{}'", flag);
+      continue;
     }
+    std::ifstream file(text);
+    if (!file)
+      return notFound("--prompts: cannot open '{}'", text);
+    std::string line;
+    for (int line_no = 1; std::getline(file, line); ++line_no) {
+      line = line.substr(0, line.find('#'));
+      if (line.find_first_not_of(" \t\r") == std::string::npos)
+        continue;
+      StatusOr<std::vector<int32_t>> ids =
+          parseTokenIdsFlag(flag, line, /*trim_spaces=*/true);
+      if (!ids.ok())
+        return ids.status().withContext(
+            fmt::format("{} line {}", text, line_no));
+      o.prompts.push_back(std::move(*ids));
+    }
+  }
+  for (const IntFlag &flag : f.ints) {
+    if (flag.text.empty())
+      continue;
+    STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag.name, flag.text));
+    if (n < flag.min)
+      return invalidArgument("{} must be >= {}, got {}", flag.name, flag.min,
+                             n);
+    std::string_view name = flag.name;
+    if (name == "--max-tokens")
+      o.max_tokens = n;
+    else if (name == "--max-requests")
+      o.scheduler.max_requests = uint32_t(n);
+    else if (name == "--blocks")
+      o.scheduler.num_blocks = uint64_t(n);
+    else if (name == "--step-tokens")
+      o.scheduler.max_step_tokens = size_t(n);
+    else if (name == "--chunk")
+      o.scheduler.max_chunk_tokens = size_t(n);
+    else if (name == "--checkpoint-interval")
+      o.scheduler.checkpoint_interval_tokens = uint64_t(n);
+    else if (name == "--snapshot-slots")
+      o.scheduler.num_snapshot_slots = uint32_t(n);
+    else if (name == "--mtp")
+      o.scheduler.mtp_draft_tokens = uint32_t(n);
+    else if (name == "--passes")
+      o.passes = n;
+    else if (name == "--queue")
+      o.scheduler.max_queued = size_t(n);
+  }
+  if (!f.cancel.empty()) {
+    const std::string &text = f.cancel;
+    size_t colon = text.find(':');
+    if (colon == std::string::npos)
+      return invalidArgument("--cancel: expected I:N, got '{}'", text);
+    STRATA_ASSIGN_OR_RETURN(o.cancel_index,
+                            parseIntFlag("--cancel", text.substr(0, colon)));
+    STRATA_ASSIGN_OR_RETURN(o.cancel_after,
+                            parseIntFlag("--cancel", text.substr(colon + 1)));
   }
   if (o.artifact.empty() || o.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
@@ -236,15 +267,15 @@ Status run(BatchOptions &o, std::ostream &out) {
 
 int runBatchTool(const std::vector<std::string> &args, std::ostream &out,
                  std::ostream &err) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? err : out) << kUsage;
-    return args.empty() ? 2 : 0;
-  }
-  StatusOr<BatchOptions> options = parseArgs(args);
-  if (!options.ok()) {
-    err << "strata-batch: " << options.status().message() << "\n" << kUsage;
-    return 2;
-  }
+  CommandLine cl("strata-batch", kUsage, kDescription);
+  BatchOptions parsed;
+  BatchFlags flags;
+  declareFlags(cl, parsed, flags);
+  if (std::optional<int> code = cl.parse(args, out, err))
+    return *code;
+  StatusOr<BatchOptions> options = finishOptions(cl, parsed, flags);
+  if (!options.ok())
+    return cl.usageError(err, options.status().message());
   Status status = run(*options, out);
   if (!status.ok()) {
     err << "strata-batch: " << status.message() << "\n";

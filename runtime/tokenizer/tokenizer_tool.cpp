@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runtime/base/command_line.h"
+
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::runtime::tokenizer {
@@ -25,6 +27,12 @@ constexpr const char *kUsage =
     "       strata-tokenize check-goldens <tokenizer.json> <goldens.jsonl> "
     "[--gsm8k <test.jsonl>]\n"
     "       strata-tokenize bench <tokenizer.json> <gsm8k test.jsonl>\n";
+
+constexpr const char *kDescription =
+    "Encodes text (or stdin), decodes ids, checks golden encodings and\n"
+    "decodings, or times encoding, with the runtime tokenizer.\n"
+    "`strata-tokenize <command> --help` lists a command's arguments.\n"
+    "docs/Tokenizer.md.";
 
 uint64_t fnv1a64(std::string_view text) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -266,8 +274,8 @@ int fail(std::ostream &err, const Status &status) {
 int runEncode(const Tokenizer &tokenizer, const std::vector<std::string> &args,
               std::istream &in, std::ostream &out, std::ostream &err) {
   std::string text;
-  if (args.size() > 2) {
-    text = args[2];
+  if (!args.empty()) {
+    text = args[0];
   } else {
     text.assign(std::istreambuf_iterator<char>(in),
                 std::istreambuf_iterator<char>());
@@ -280,14 +288,11 @@ int runEncode(const Tokenizer &tokenizer, const std::vector<std::string> &args,
 }
 
 int runDecode(const Tokenizer &tokenizer, const std::vector<std::string> &args,
-              std::ostream &out, std::ostream &err) {
+              bool skip_special_tokens, std::ostream &out, std::ostream &err) {
   DecodeOptions options;
+  options.skip_special_tokens = skip_special_tokens;
   std::vector<int32_t> ids;
-  for (size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "--skip-special-tokens") {
-      options.skip_special_tokens = true;
-      continue;
-    }
+  for (size_t i = 0; i < args.size(); ++i) {
     char *end = nullptr;
     long value = std::strtol(args[i].c_str(), &end, 10);
     if (args[i].empty() || *end != '\0' || value < 0 || value > INT32_MAX)
@@ -344,46 +349,57 @@ int runBench(const std::string &tokenizer_path, const std::string &gsm8k_path,
 
 int runTokenizerTool(const std::vector<std::string> &args, std::istream &in,
                      std::ostream &out, std::ostream &err) {
-  if (args.size() < 2) {
+  if (args.empty()) {
     err << kUsage;
     return 2;
   }
-  const std::string &command = args[0];
-  if (command == "bench") {
-    if (args.size() != 3) {
-      err << kUsage;
-      return 2;
-    }
-    return runBench(args[1], args[2], out, err);
-  }
-  if (command != "encode" && command != "decode" && command != "check-goldens") {
-    err << "error: unknown command \"" << command << "\"\n" << kUsage;
+  CommandLine cl("strata-tokenize", kUsage, kDescription);
+  CLI::App &app = cl.app();
+  std::string tokenizer_path, goldens, gsm8k_path;
+  std::vector<std::string> values;
+  bool skip_special = false;
+  auto tokenizerArg = [&](CLI::App *command) {
+    command->add_option("tokenizer", tokenizer_path, "tokenizer.json")
+        ->required();
+  };
+  CLI::App *encode =
+      app.add_subcommand("encode", "print the ids of TEXT (default: stdin)");
+  tokenizerArg(encode);
+  encode->add_option("text", values, "the text")->expected(0, 1);
+  CLI::App *decode = app.add_subcommand("decode", "print the text of ids");
+  tokenizerArg(decode);
+  decode->add_flag("--skip-special-tokens", skip_special,
+                   "leave special tokens out");
+  decode->add_option("ids", values, "token ids")->type_name("ID");
+  CLI::App *check = app.add_subcommand(
+      "check-goldens", "compare every golden case of a goldens file");
+  tokenizerArg(check);
+  check->add_option("goldens", goldens, "goldens.jsonl")->required();
+  check->add_option("--gsm8k", gsm8k_path,
+                    "GSM8K test JSONL the gsm8k goldens were made from")
+      ->type_name("FILE");
+  CLI::App *bench = app.add_subcommand(
+      "bench", "time loading and encoding every GSM8K question");
+  tokenizerArg(bench);
+  bench->add_option("gsm8k", gsm8k_path, "GSM8K test JSONL")->required();
+  if (std::optional<int> code = cl.parse(args, out, err))
+    return *code;
+  if (app.get_subcommands().empty()) {
+    err << kUsage;
     return 2;
   }
-  StatusOr<std::unique_ptr<Tokenizer>> tokenizer = Tokenizer::fromFile(args[1]);
+  if (bench->parsed())
+    return runBench(tokenizer_path, gsm8k_path, out, err);
+  StatusOr<std::unique_ptr<Tokenizer>> tokenizer =
+      Tokenizer::fromFile(tokenizer_path);
   if (!tokenizer.ok())
     return fail(err, tokenizer.status());
-  if (command == "encode")
-    return runEncode(**tokenizer, args, in, out, err);
-  if (command == "decode")
-    return runDecode(**tokenizer, args, out, err);
+  if (encode->parsed())
+    return runEncode(**tokenizer, values, in, out, err);
+  if (decode->parsed())
+    return runDecode(**tokenizer, values, skip_special, out, err);
 
   // check-goldens
-  std::string goldens, gsm8k_path;
-  for (size_t i = 2; i < args.size(); ++i) {
-    if (args[i] == "--gsm8k" && i + 1 < args.size())
-      gsm8k_path = args[++i];
-    else if (goldens.empty())
-      goldens = args[i];
-    else {
-      err << kUsage;
-      return 2;
-    }
-  }
-  if (goldens.empty()) {
-    err << kUsage;
-    return 2;
-  }
   StatusOr<std::vector<std::string>> lines = readLines(goldens);
   if (!lines.ok())
     return fail(err, lines.status());
