@@ -36,6 +36,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "runtime/sampling/logits_processors.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/sampling/speculative.h"
 #include "runtime/sampling/stop_matcher.h"
@@ -84,6 +85,8 @@ struct RequestOutput {
   uint64_t id = 0;
   /// Token ids committed since the last delivery (after stop handling).
   std::vector<int32_t> tokens;
+  /// With SamplingParams::logprobs >= 0: one entry per token of `tokens`.
+  std::vector<TokenLogprobs> logprobs;
   /// Text released since the last delivery (empty without a tokenizer).
   std::string text;
   /// True on the last delivery of the request.
@@ -167,7 +170,16 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
-  Status commitTokens(Request &request, const std::vector<int32_t> &tokens);
+  /// Logits rows of `request` after its logits processors (min_tokens,
+  /// logit_bias, penalties; row j sees drafts[0, j) as output): `logits`
+  /// itself when there is nothing to do, else a processed copy in `copy`.
+  const float *processRows(const Request &request, const float *logits,
+                           size_t rows, const std::vector<int32_t> &drafts,
+                           std::vector<float> &copy) const;
+  /// Commits `tokens`; token i was sampled from row i of `raw_logits` (the
+  /// model's rows, for log-probabilities; null: none).
+  Status commitTokens(Request &request, const std::vector<int32_t> &tokens,
+                      const float *raw_logits);
   Status afterTarget(Request &request, uint64_t new_computed);
   Status runDraftStepZero(std::vector<Planned> &plan);
   void finish(Request &request, FinishReason reason, Status status);

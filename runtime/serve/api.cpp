@@ -7,9 +7,13 @@
 
 #include "runtime/serve/api.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <set>
+
+#include "runtime/sampling/sampling_params.h"
 
 #include <fmt/format.h>
 
@@ -205,39 +209,88 @@ Status parseMessages(Parser &p, const json &v,
   return okStatus();
 }
 
+Status parseTokenIds(Parser &p, const json &v, const std::string &param,
+                     std::vector<int32_t> &out) {
+  if (v.empty())
+    return p.fail(param, "must not be empty");
+  for (size_t i = 0; i < v.size(); ++i) {
+    int64_t id;
+    std::string at = fmt::format("{}[{}]", param, i);
+    STRATA_RETURN_IF_ERROR(p.checkInt(v[i], at, id));
+    if (id < 0 || id > std::numeric_limits<int32_t>::max())
+      return p.fail(at, "token id out of range: {}", id);
+    out.push_back(static_cast<int32_t>(id));
+  }
+  return okStatus();
+}
+
+/// prompt: a string, an array of token ids, or a batch (an array of
+/// strings or of token-id arrays).
 Status parsePrompt(Parser &p, const json &v, CompletionRequest &r) {
   if (v.is_string()) {
-    r.prompt = v.get<std::string>();
-    if (r.prompt.empty())
+    PromptInput in;
+    in.text = v.get<std::string>();
+    if (in.text.empty())
       return p.fail("prompt", "must not be empty");
+    r.prompts.push_back(std::move(in));
     return okStatus();
   }
   if (!v.is_array())
     return p.fail("prompt",
-                  "expected a string, an array of one string or an array of "
-                  "token ids, got {}",
+                  "expected a string, an array of strings, an array of token "
+                  "ids or an array of token-id arrays, got {}",
                   v.type_name());
   if (v.empty())
     return p.fail("prompt", "must not be empty");
-  if (v[0].is_string()) {
-    if (v.size() != 1)
-      return p.fail("prompt",
-                    "only one prompt per request is supported, got {}",
-                    v.size());
-    return parsePrompt(p, v[0], r);
+  if (!v[0].is_string() && !v[0].is_array()) {
+    PromptInput in;
+    in.ids.emplace();
+    STRATA_RETURN_IF_ERROR(parseTokenIds(p, v, "prompt", *in.ids));
+    r.prompts.push_back(std::move(in));
+    return okStatus();
   }
-  if (v[0].is_array())
-    return p.fail("prompt", "batched token-id prompts are not supported");
-  std::vector<int32_t> ids;
+  if (v.size() > kMaxBatchPrompts)
+    return p.fail("prompt", "at most {} prompts per request, got {}",
+                  kMaxBatchPrompts, v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    int64_t id;
-    STRATA_RETURN_IF_ERROR(p.checkInt(v[i], fmt::format("prompt[{}]", i), id));
-    if (id < 0 || id > std::numeric_limits<int32_t>::max())
-      return p.fail(fmt::format("prompt[{}]", i), "token id out of range: {}",
-                    id);
-    ids.push_back(static_cast<int32_t>(id));
+    std::string at = fmt::format("prompt[{}]", i);
+    PromptInput in;
+    if (v[i].is_string()) {
+      in.text = v[i].get<std::string>();
+      if (in.text.empty())
+        return p.fail(at, "must not be empty");
+    } else if (v[i].is_array()) {
+      in.ids.emplace();
+      STRATA_RETURN_IF_ERROR(parseTokenIds(p, v[i], at, *in.ids));
+    } else {
+      return p.fail(at,
+                    "expected a string or an array of token ids (all prompts "
+                    "of a batch alike), got {}",
+                    v[i].type_name());
+    }
+    r.prompts.push_back(std::move(in));
   }
-  r.prompt_ids = std::move(ids);
+  return okStatus();
+}
+
+/// logit_bias: {"token id": bias}; biases are clamped to [-100, 100] as
+/// vLLM does.
+Status parseLogitBias(Parser &p, const json &v,
+                      std::vector<std::pair<int32_t, float>> &out) {
+  if (!v.is_object())
+    return p.fail("logit_bias", "expected an object, got {}", v.type_name());
+  for (auto &[key, value] : v.items()) {
+    std::string at = "logit_bias." + key;
+    char *end = nullptr;
+    long long id = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || !end || *end != '\0' || id < 0 ||
+        id > std::numeric_limits<int32_t>::max())
+      return p.fail(at, "keys must be token ids (non-negative integers)");
+    double bias;
+    STRATA_RETURN_IF_ERROR(p.checkNumber(value, at, bias));
+    bias = std::clamp(bias, -100.0, 100.0);
+    out.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+  }
   return okStatus();
 }
 
@@ -264,6 +317,9 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
   CompletionRequest r;
   r.endpoint = endpoint;
   bool has_stream_options = false;
+  bool chat_logprobs = false;
+  std::optional<int32_t> top_logprobs;
+  std::optional<int64_t> best_of;
   size_t max_stop = limits.max_stop_strings ? limits.max_stop_strings : 4;
   for (auto &[key, v] : j.items()) {
     const std::string &k = key;
@@ -284,9 +340,16 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       if (!v.is_object())
         return p.fail(k, "expected an object, got {}", v.type_name());
       for (auto &[sk, sv] : v.items()) {
-        if (sk != "include_usage")
-          return p.fail(k + "." + sk, "unknown field");
-        STRATA_RETURN_IF_ERROR(p.checkBool(sv, k + "." + sk, r.include_usage));
+        std::string at = k + "." + sk;
+        if (sv.is_null())
+          continue;
+        if (sk == "include_usage")
+          STRATA_RETURN_IF_ERROR(p.checkBool(sv, at, r.include_usage));
+        else if (sk == "continuous_usage_stats")
+          STRATA_RETURN_IF_ERROR(
+              p.checkBool(sv, at, r.continuous_usage_stats));
+        else
+          return p.fail(at, "unknown field");
       }
       has_stream_options = true;
     } else if (k == "max_tokens" || (chat && k == "max_completion_tokens")) {
@@ -317,43 +380,67 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       if (n < -1 || n > std::numeric_limits<int32_t>::max())
         return p.fail(k, "must be -1, 0 (disabled) or positive, got {}", n);
       r.top_k = n < 0 ? 0 : static_cast<int32_t>(n);
-    } else if (k == "n" || (!chat && k == "best_of")) {
+    } else if (k == "n") {
       int64_t n;
       STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
-      if (n != 1)
-        return p.fail(k, "only 1 is supported, got {}", n);
+      if (n < 1 || n > int64_t(kMaxChoices))
+        return p.fail(k, "must be in [1, {}], got {}", kMaxChoices, n);
+      r.n = static_cast<int32_t>(n);
+    } else if (!chat && k == "best_of") {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      best_of = n;
     } else if (k == "seed") {
       int64_t seed;
       STRATA_RETURN_IF_ERROR(p.checkInt(v, k, seed));
       r.seed = static_cast<uint64_t>(seed);
     } else if (k == "stop") {
       STRATA_RETURN_IF_ERROR(parseStop(p, v, max_stop, r.stop));
+    } else if (k == "stop_token_ids") {
+      if (!v.is_array())
+        return p.fail(k, "expected an array of token ids, got {}",
+                      v.type_name());
+      if (!v.empty())
+        STRATA_RETURN_IF_ERROR(parseTokenIds(p, v, k, r.stop_token_ids));
     } else if (k == "presence_penalty" || k == "frequency_penalty") {
       double x;
       STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, x));
-      if (x != 0)
-        return p.fail(k, "only 0 is supported, got {}", x);
+      if (!(x >= -2 && x <= 2))
+        return p.fail(k, "must be in [-2, 2], got {}", x);
+      (k == "presence_penalty" ? r.presence_penalty : r.frequency_penalty) = x;
+    } else if (k == "repetition_penalty") {
+      STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, r.repetition_penalty));
+      if (!(r.repetition_penalty > 0) || !std::isfinite(r.repetition_penalty))
+        return p.fail(k, "must be a finite number > 0, got {}",
+                      r.repetition_penalty);
+    } else if (k == "min_p") {
+      STRATA_RETURN_IF_ERROR(p.checkNumber(v, k, r.min_p));
+      if (!(r.min_p >= 0 && r.min_p <= 1))
+        return p.fail(k, "must be in [0, 1], got {}", r.min_p);
     } else if (k == "logit_bias") {
-      if (!v.is_object())
-        return p.fail(k, "expected an object, got {}", v.type_name());
-      if (!v.empty())
-        return p.fail(k, "logit_bias is not supported");
+      STRATA_RETURN_IF_ERROR(parseLogitBias(p, v, r.logit_bias));
+    } else if (k == "skip_special_tokens") {
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.skip_special_tokens));
+    } else if (k == "include_stop_str_in_output") {
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.include_stop_str_in_output));
     } else if (k == "logprobs") {
       if (chat) {
-        bool on;
-        STRATA_RETURN_IF_ERROR(p.checkBool(v, k, on));
-        if (on)
-          return p.fail(k, "logprobs are not supported");
+        STRATA_RETURN_IF_ERROR(p.checkBool(v, k, chat_logprobs));
       } else {
-        return p.fail(k, "logprobs are not supported");
+        int64_t n;
+        STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+        if (n < 0 || n > kMaxLogprobs)
+          return p.fail(k, "must be in [0, {}], got {}", kMaxLogprobs, n);
+        r.logprobs = static_cast<int32_t>(n);
       }
     } else if (chat && k == "top_logprobs") {
-      return p.fail(k, "logprobs are not supported");
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n < 0 || n > kMaxLogprobs)
+        return p.fail(k, "must be in [0, {}], got {}", kMaxLogprobs, n);
+      top_logprobs = static_cast<int32_t>(n);
     } else if (!chat && k == "echo") {
-      bool echo;
-      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, echo));
-      if (echo)
-        return p.fail(k, "echo is not supported");
+      STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.echo));
     } else if (!chat && k == "suffix") {
       std::string suffix;
       STRATA_RETURN_IF_ERROR(p.checkString(v, k, suffix));
@@ -391,6 +478,24 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
   }
   if (has_stream_options && !r.stream)
     return p.fail("stream_options", "only allowed when stream is true");
+  if (best_of && *best_of != 1 && *best_of != r.n)
+    return p.fail("best_of",
+                  "only 1 or n ({}) is supported (vLLM's V1 engine has no "
+                  "best_of either), got {}",
+                  r.n, *best_of);
+  if (chat) {
+    if (top_logprobs && !chat_logprobs)
+      return p.fail("top_logprobs", "requires logprobs: true");
+    if (chat_logprobs)
+      r.logprobs = top_logprobs ? *top_logprobs : 0;
+  }
+  if (r.echo && r.logprobs >= 0)
+    return p.fail("echo",
+                  "echo with logprobs (prompt log-probabilities) is not "
+                  "supported");
+  if (r.prompts.size() * size_t(r.n) > kMaxChoices)
+    return p.fail("n", "{} prompts x n {} exceed the {} choices of one request",
+                  r.prompts.size(), r.n, kMaxChoices);
   if (r.max_tokens && r.min_tokens > *r.max_tokens)
     return p.fail("min_tokens", "must not exceed max_tokens {}, got {}",
                   *r.max_tokens, r.min_tokens);
@@ -404,42 +509,104 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
 json usageJson(const Usage &usage) {
   return {{"prompt_tokens", usage.prompt_tokens},
           {"completion_tokens", usage.completion_tokens},
-          {"total_tokens", usage.prompt_tokens + usage.completion_tokens}};
+          {"total_tokens", usage.prompt_tokens + usage.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", usage.cached_tokens}}}};
 }
 
 static json finishJson(std::optional<FinishReason> finish) {
   return finish ? json(std::string(finishReasonName(*finish))) : json(nullptr);
 }
 
+/// A logprob as JSON: -inf (a masked token) has no JSON spelling; OpenAI
+/// clients read -9999.0 for it, as vLLM sends.
+static json logprobValue(double x) {
+  return std::isfinite(x) ? json(x) : json(-9999.0);
+}
+
+static json bytesJson(const std::string &bytes) {
+  json out = json::array();
+  for (unsigned char c : bytes)
+    out.push_back(int(c));
+  return out;
+}
+
+json logprobsJson(Endpoint endpoint, const std::vector<LogprobEntry> &entries,
+                  size_t text_offset) {
+  if (endpoint == Endpoint::kChatCompletions) {
+    json content = json::array();
+    for (const LogprobEntry &e : entries) {
+      json top = json::array();
+      for (const LogprobEntry::Alternative &a : e.top)
+        top.push_back({{"token", a.token},
+                       {"logprob", logprobValue(a.logprob)},
+                       {"bytes", bytesJson(a.bytes)}});
+      content.push_back({{"token", e.token},
+                         {"logprob", logprobValue(e.logprob)},
+                         {"bytes", bytesJson(e.bytes)},
+                         {"top_logprobs", top}});
+    }
+    return {{"content", content}};
+  }
+  json tokens = json::array(), token_logprobs = json::array(),
+       top_logprobs = json::array(), offsets = json::array();
+  size_t offset = text_offset;
+  for (const LogprobEntry &e : entries) {
+    tokens.push_back(e.token);
+    token_logprobs.push_back(logprobValue(e.logprob));
+    json top = json::object();
+    for (const LogprobEntry::Alternative &a : e.top)
+      top[a.token] = logprobValue(a.logprob);
+    top_logprobs.push_back(top);
+    offsets.push_back(offset);
+    offset += e.token.size();
+  }
+  return {{"tokens", tokens},
+          {"token_logprobs", token_logprobs},
+          {"top_logprobs", top_logprobs},
+          {"text_offset", offsets}};
+}
+
 json completionResponse(Endpoint endpoint, const ResponseIds &ids,
-                        const std::string &text, FinishReason finish,
+                        const std::vector<ChoiceResult> &choices,
                         const Usage &usage) {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
-                 {"finish_reason", finishJson(finish)}};
   bool chat = endpoint == Endpoint::kChatCompletions;
-  if (chat)
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  else
-    choice["text"] = text;
+  json out_choices = json::array();
+  for (const ChoiceResult &c : choices) {
+    json choice = {{"index", c.index},
+                   {"logprobs", c.logprobs ? *c.logprobs : json(nullptr)},
+                   {"finish_reason", finishJson(c.finish)}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      if (c.reasoning)
+        choice["message"]["reasoning_content"] =
+            c.reasoning->empty() ? json(nullptr) : json(*c.reasoning);
+    } else
+      choice["text"] = c.text;
+    out_choices.push_back(std::move(choice));
+  }
   return {{"id", ids.id},
           {"object", chat ? "chat.completion" : "text_completion"},
           {"created", ids.created},
           {"model", ids.model},
-          {"choices", json::array({choice})},
+          {"choices", std::move(out_choices)},
           {"usage", usageJson(usage)}};
 }
 
-json streamChunk(Endpoint endpoint, const ResponseIds &ids,
+json streamChunk(Endpoint endpoint, const ResponseIds &ids, int32_t index,
                  const std::string &text, std::optional<FinishReason> finish,
-                 bool first) {
-  json choice = {{"index", 0}, {"logprobs", nullptr},
+                 bool first, const json *logprobs,
+                 const std::string &reasoning) {
+  json choice = {{"index", index},
+                 {"logprobs", logprobs ? *logprobs : json(nullptr)},
                  {"finish_reason", finishJson(finish)}};
   bool chat = endpoint == Endpoint::kChatCompletions;
   if (chat) {
     json delta = json::object();
     if (first)
       delta["role"] = "assistant";
-    if (!text.empty() || (first && !finish))
+    if (!reasoning.empty())
+      delta["reasoning_content"] = reasoning;
+    if (!text.empty() || (first && !finish && reasoning.empty()))
       delta["content"] = text;
     choice["delta"] = delta;
   } else {

@@ -38,6 +38,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -62,6 +63,26 @@ struct SamplingParams {
   /// Stop token ids are not generated before this many tokens (their
   /// logits are masked; vLLM's min_tokens). 0: off.
   int32_t min_tokens = 0;
+  /// vLLM's min_p in [0, 1] (0: off), repetition_penalty > 0 (1: off),
+  /// OpenAI's presence and frequency penalties in [-2, 2] (0: off), and
+  /// logit_bias as (token id, bias in [-100, 100]) pairs
+  /// (runtime/sampling/logits_processors.h has the rules).
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  /// Log-probabilities per generated token: -1 none, 0 the sampled token's,
+  /// n > 0 also the n most likely tokens (raw: before penalties and
+  /// temperature, vLLM's default).
+  int32_t logprobs = -1;
+};
+
+/// Log-probabilities of one generated token.
+struct TokenLogprob {
+  double logprob = 0;
+  /// The most likely tokens at that position with theirs, best first.
+  std::vector<std::pair<int32_t, double>> top;
 };
 
 /// One generation request: the prompt as token ids plus sampling.
@@ -86,6 +107,8 @@ struct EngineEvent {
   /// Tokens generated since the previous event, in order (several per step
   /// when MTP drafts are accepted). Never holds a stop token.
   std::vector<int32_t> token_ids;
+  /// With SamplingParams::logprobs >= 0: one entry per id of token_ids.
+  std::vector<TokenLogprob> logprobs;
   /// True on the last event of the request.
   bool finished = false;
   /// Set when finished.
@@ -94,6 +117,8 @@ struct EngineEvent {
   /// included) of the request.
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  /// Set when finished: prompt tokens served from the prefix cache.
+  int32_t cached_tokens = 0;
   /// Non-OK only with kError.
   Status error;
 };

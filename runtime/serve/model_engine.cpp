@@ -52,11 +52,24 @@ public:
     params.max_tokens = request.sampling.max_tokens;
     params.stop_token_ids = request.sampling.stop_token_ids;
     params.min_tokens = request.sampling.min_tokens;
+    params.min_p = static_cast<float>(request.sampling.min_p);
+    params.repetition_penalty =
+        static_cast<float>(request.sampling.repetition_penalty);
+    params.presence_penalty =
+        static_cast<float>(request.sampling.presence_penalty);
+    params.frequency_penalty =
+        static_cast<float>(request.sampling.frequency_penalty);
+    params.logit_bias = request.sampling.logit_bias;
+    params.logprobs = request.sampling.logprobs;
     return engine_->submit(
         std::move(request.prompt_ids), params,
         [callback = std::move(callback)](const RequestOutput &out) {
           EngineEvent event;
           event.token_ids = out.tokens;
+          event.logprobs.reserve(out.logprobs.size());
+          for (const TokenLogprobs &l : out.logprobs)
+            event.logprobs.push_back({l.logprob, l.top});
+          event.cached_tokens = static_cast<int32_t>(out.cached_tokens);
           event.finished = out.finished;
           event.prompt_tokens = static_cast<int32_t>(out.prompt_tokens);
           event.completion_tokens = static_cast<int32_t>(out.completion_tokens);

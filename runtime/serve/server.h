@@ -28,6 +28,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +48,11 @@ struct Response;
 } // namespace httplib
 
 namespace strata::runtime::serve {
+
+/// max_tokens of a /v1/completions request that gives none (OpenAI's and
+/// vLLM's default). Chat requests without one may use the rest of the
+/// context, as in vLLM.
+inline constexpr int64_t kDefaultCompletionMaxTokens = 16;
 
 /// Zero-initialized fields take the documented default.
 struct ServerOptions {
@@ -74,6 +80,23 @@ struct ServerOptions {
   int heartbeat_ms = 0;
   /// End-of-sequence ids passed to the engine with every request.
   std::vector<int32_t> stop_token_ids;
+  /// When non-empty, every /v1/* request must carry
+  /// `Authorization: Bearer <api_key>`; others get 401 with an OpenAI error
+  /// body (code invalid_api_key). /health and /metrics stay open (as in
+  /// vLLM). Default: no key.
+  std::string api_key;
+  /// GLM reasoning parser (vLLM's --reasoning-parser glm45): in chat
+  /// answers, the text between the <think> and </think> tokens is returned
+  /// as `reasoning_content` (message and stream deltas), the rest as
+  /// `content`. Needs both tokens in the tokenizer. Default false.
+  bool reasoning_parser = false;
+  /// CORS: origins allowed to call the server from a browser ("*" for any);
+  /// matching requests get Access-Control-Allow-Origin and OPTIONS
+  /// preflights are answered 204. Default none (no CORS headers).
+  std::vector<std::string> allowed_origins;
+  /// Receives one line per finished generation request (request id, route,
+  /// status, tokens, finish reasons, seconds). Optional.
+  std::function<void(const std::string &)> log;
   /// Text put before every /v1/completions prompt before tokenization (what
   /// the model's post-processor adds, e.g. "[gMASK]<sop>"). Default none.
   std::string completion_prefix;
@@ -105,6 +128,8 @@ public:
 private:
   struct Channel;
   struct Prepared;
+  struct ChoiceState;
+  struct StreamState;
 
   Server(ServerOptions options, std::unique_ptr<Engine> engine,
          std::unique_ptr<const tokenizer::Tokenizer> tokenizer);
@@ -116,9 +141,30 @@ private:
   bool prepare(const httplib::Request &req, Endpoint endpoint,
                Prepared &out, ApiError &out_error);
   void respondNonStreaming(httplib::Response &res, Prepared &prepared,
-                           std::shared_ptr<Channel> channel, RequestId id);
+                           std::shared_ptr<Channel> channel,
+                           std::shared_ptr<std::vector<ChoiceState>> choices);
   void respondStreaming(httplib::Response &res, Prepared &prepared,
-                        std::shared_ptr<Channel> channel, RequestId id);
+                        std::shared_ptr<Channel> channel,
+                        std::shared_ptr<std::vector<ChoiceState>> choices);
+  /// Feeds one engine event to its choice: the text that became final goes
+  /// to `delta`, log-probabilities of the tokens kept (a stop string drops
+  /// the ones after it) to `entries`; a stop string or the engine's last
+  /// event finishes the choice.
+  void applyEvent(const Prepared &prepared, ChoiceState &choice,
+                  EngineEvent &event, std::string &delta,
+                  std::string &reasoning_delta,
+                  std::vector<LogprobEntry> &entries);
+  /// The response's view of one token's log-probabilities.
+  LogprobEntry logprobEntry(int32_t token, const TokenLogprob &logprob) const;
+  /// Whether `origin` may call the server (allowed_origins).
+  bool originAllowed(const std::string &origin) const;
+  /// The request log line (ServerOptions::log).
+  void logRequest(const Prepared &prepared,
+                  const std::vector<ChoiceState> &choices, int status,
+                  const Usage &usage) const;
+  /// Usage of all choices: each prompt counted once.
+  static Usage usageOf(const Prepared &prepared,
+                       const std::vector<ChoiceState> &choices);
   void releaseSlot();
 
   // Declared before engine_ so they outlive engine callbacks run by the
@@ -133,6 +179,8 @@ private:
   int64_t created_ = 0;
   int port_ = 0;
   int listen_fd_ = -1; // the listening socket, seen in httplib's socket options
+  /// Ids of "<think>" and "</think>" (-1: the tokenizer has none).
+  int32_t think_start_id_ = -1, think_end_id_ = -1;
 
   std::unique_ptr<const tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<Engine> engine_;

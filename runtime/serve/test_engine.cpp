@@ -144,6 +144,16 @@ void TestEngine::loop() {
           break;
         }
         e.token_ids.push_back(token);
+        if (s.logprobs >= 0) {
+          // Synthetic: token i has logprob -i/8 (mod 8); the top list is
+          // the token and the next ids, each 1 lower.
+          TokenLogprob lp;
+          int32_t k = (a.generated - 1) % 8;
+          lp.logprob = k == 0 ? 0.0 : -0.125 * k;
+          for (int32_t j = 0; j < s.logprobs; ++j)
+            lp.top.emplace_back((token + j) % 256, lp.logprob - j);
+          e.logprobs.push_back(std::move(lp));
+        }
         if (a.generated >= s.max_tokens) {
           e.finished = true;
           e.finish_reason = FinishReason::kLength;

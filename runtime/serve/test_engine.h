@@ -8,7 +8,9 @@
 // batching scheduler would. It keeps the Engine contract (engine.h): queue
 // limit -> RESOURCE_EXHAUSTED, stop tokens -> kStop, max_tokens -> kLength,
 // cancel -> kCancelled, and records every cancel so tests can check that a
-// vanished client was cancelled.
+// vanished client was cancelled. Asked for log-probabilities it sends
+// synthetic ones (token i of a request: -(i mod 8)/8; top list: the token
+// and the ids after it, each 1 lower), so the wire format can be tested.
 //
 // Also provides the byte-level test tokenizer the serve tests use: one token
 // per byte (ids 0..255, no merges) plus GLM's special tokens from id 256, so

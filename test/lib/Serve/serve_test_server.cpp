@@ -7,6 +7,7 @@
 // real OpenAI clients against the server without a model.
 //
 //   strata-serve-test-server [--max-queue N] [--step-ms N] [--context N]
+//                            [--api-key KEY] [--allowed-origins ORIGIN]
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +26,17 @@ int main(int argc, char **argv) {
   options.model_id = "strata-test";
   options.max_context_tokens = 4096;
   options.heartbeat_ms = 100;
+  options.reasoning_parser = true;
   options.stop_token_ids = {serve::testing::kTestEndOfText};
   serve::testing::TestEngineOptions engine_options;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
     long value = std::strtol(argv[i + 1], nullptr, 10);
-    if (flag == "--max-queue")
+    if (flag == "--api-key")
+      options.api_key = argv[i + 1];
+    else if (flag == "--allowed-origins")
+      options.allowed_origins.push_back(argv[i + 1]);
+    else if (flag == "--max-queue")
       options.max_queue = size_t(value);
     else if (flag == "--step-ms")
       engine_options.step_delay = std::chrono::milliseconds(value);

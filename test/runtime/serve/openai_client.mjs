@@ -91,7 +91,26 @@ try {
   for await (const chunk of cstream) ctext += chunk.choices[0]?.text ?? '';
   console.log(`completion stream: ${JSON.stringify(ctext)}`);
 
-  await expectError('n=2', client.completions.create({ model, prompt: 'x', n: 2 }));
+  const two = await client.completions.create({ model, prompt: 'nm', n: 2, max_tokens: 3, seed: 7 });
+  console.log(`n=2: ${JSON.stringify(two.choices.map((c) => [c.index, c.text]))} usage ${two.usage.completion_tokens}`);
+  const lp = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'q' }], max_tokens: 2, logprobs: true, top_logprobs: 1,
+  });
+  console.log(`chat logprobs: ${JSON.stringify(lp.choices[0].logprobs.content.map((t) => [t.token, t.logprob]))}`);
+  // GLM reasoning parser: "<think>" and "</think>" are special tokens.
+  const think = { model, messages: [{ role: 'user', content: '<think>why</think>so' }], max_tokens: 13 };
+  const thought = await client.chat.completions.create(think);
+  console.log(`reasoning: ${JSON.stringify(thought.choices[0].message.reasoning_content)} content ${JSON.stringify(thought.choices[0].message.content)}`);
+  let sr = '';
+  let sc = '';
+  for await (const chunk of await client.chat.completions.create({ ...think, stream: true })) {
+    for (const choice of chunk.choices) {
+      sr += choice.delta.reasoning_content ?? '';
+      sc += choice.delta.content ?? '';
+    }
+  }
+  console.log(`reasoning stream: ${JSON.stringify(sr)} content ${JSON.stringify(sc)}`);
+  await expectError('n=65', client.completions.create({ model, prompt: 'x', n: 65 }));
   await expectError('other model', client.completions.create({ model: 'gpt-4', prompt: 'x' }));
   await expectError('empty messages', client.chat.completions.create({ model, messages: [] }));
 
