@@ -76,6 +76,10 @@ struct Scheduler::Request {
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   Status status;
+  /// When add() queued it, and the seconds until its first admission (-1:
+  /// not admitted yet).
+  std::chrono::steady_clock::time_point queued_at;
+  double queue_seconds = -1;
 
   uint64_t generated() const { return tokens.size() - prompt_size; }
   /// The last committed token has not been run yet: decode (or verify).
@@ -199,6 +203,7 @@ Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt,
                        waiting_.size(), options_.max_queued);
   auto request = std::make_unique<Request>();
   request->id = id;
+  request->queued_at = std::chrono::steady_clock::now();
   request->prompt_size = prompt.size();
   request->tokens = std::move(prompt);
   STRATA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params));
@@ -259,6 +264,11 @@ void Scheduler::cancelAll(const Status &status) {
 
 Status Scheduler::admit(Request &request) {
   STRATA_ASSIGN_OR_RETURN(request.seq, kv_->admit(request.tokens));
+  if (request.queue_seconds < 0)
+    request.queue_seconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() -
+                                request.queued_at)
+                                .count();
   SequenceCache &seq = *request.seq;
   request.computed = seq.hitTokens();
   request.cached_tokens = seq.hitTokens();
@@ -375,6 +385,7 @@ void Scheduler::deliver(Request &request) {
   out.prompt_tokens = request.prompt_size;
   out.completion_tokens = request.generated();
   out.cached_tokens = request.cached_tokens;
+  out.queue_seconds = request.queue_seconds;
   request.out_tokens.clear();
   request.out_logprobs.clear();
   request.out_text.clear();

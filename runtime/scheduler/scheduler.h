@@ -98,6 +98,9 @@ struct RequestOutput {
   /// Prompt tokens, generated tokens so far, prompt tokens served by the
   /// prefix cache at (the latest) admission.
   uint64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  /// Seconds from add() to the first admission (vLLM's queue time); -1
+  /// while never admitted (e.g. cancelled while waiting).
+  double queue_seconds = -1;
 };
 
 using OutputCallback = std::function<void(const RequestOutput &)>;

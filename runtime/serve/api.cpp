@@ -152,6 +152,107 @@ Status parseMessageContent(Parser &p, const json &v, const std::string &param,
   return okStatus();
 }
 
+/// An assistant message's tool_calls: [{id, type: "function", function:
+/// {name, arguments: JSON object text}}].
+Status parseToolCalls(Parser &p, const json &v, const std::string &param,
+                      std::vector<tokenizer::ChatToolCall> &out) {
+  if (!v.is_array())
+    return p.fail(param, "expected an array, got {}", v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string at = fmt::format("{}[{}]", param, i);
+    const json &c = v[i];
+    if (!c.is_object())
+      return p.fail(at, "expected an object, got {}", c.type_name());
+    tokenizer::ChatToolCall call;
+    bool has_function = false;
+    for (auto &[key, value] : c.items()) {
+      if (key == "id") {
+        std::string ignored;
+        STRATA_RETURN_IF_ERROR(p.checkString(value, at + ".id", ignored));
+      } else if (key == "type") {
+        if (value != "function")
+          return p.fail(at + ".type", "expected \"function\", got {}",
+                        value.dump());
+      } else if (key == "function") {
+        if (!value.is_object())
+          return p.fail(at + ".function", "expected an object, got {}",
+                        value.type_name());
+        for (auto &[fk, fv] : value.items()) {
+          std::string fat = at + ".function." + fk;
+          if (fk == "name") {
+            STRATA_RETURN_IF_ERROR(p.checkString(fv, fat, call.name));
+          } else if (fk == "arguments") {
+            STRATA_RETURN_IF_ERROR(p.checkString(fv, fat, call.arguments_json));
+            json args = json::parse(call.arguments_json, nullptr, false);
+            if (!call.arguments_json.empty() && !args.is_object())
+              return p.fail(fat, "expected a JSON object text");
+          } else {
+            return p.fail(fat, "unknown field");
+          }
+        }
+        has_function = true;
+      } else {
+        return p.fail(at + "." + key, "unknown field");
+      }
+    }
+    if (!has_function || call.name.empty())
+      return p.fail(at + ".function.name", "missing");
+    out.push_back(std::move(call));
+  }
+  return okStatus();
+}
+
+/// tools: [{type: "function", function: {name, description, parameters,
+/// strict}}].
+Status parseTools(Parser &p, const json &v, CompletionRequest &r) {
+  if (!v.is_array())
+    return p.fail("tools", "expected an array, got {}", v.type_name());
+  for (size_t i = 0; i < v.size(); ++i) {
+    std::string at = fmt::format("tools[{}]", i);
+    const json &t = v[i];
+    if (!t.is_object())
+      return p.fail(at, "expected an object, got {}", t.type_name());
+    if (!t.contains("type") || t["type"] != "function")
+      return p.fail(at + ".type", "expected \"function\"");
+    if (!t.contains("function") || !t["function"].is_object())
+      return p.fail(at + ".function", "expected an object");
+    const json &f = t["function"];
+    std::string name;
+    for (auto &[key, value] : t.items())
+      if (key != "type" && key != "function")
+        return p.fail(at + "." + key, "unknown field");
+    for (auto &[key, value] : f.items()) {
+      std::string fat = at + ".function." + key;
+      if (key == "name") {
+        STRATA_RETURN_IF_ERROR(p.checkString(value, fat, name));
+      } else if (key == "description") {
+        std::string ignored;
+        STRATA_RETURN_IF_ERROR(p.checkString(value, fat, ignored));
+      } else if (key == "parameters") {
+        if (!value.is_object())
+          return p.fail(fat, "expected a JSON schema object, got {}",
+                        value.type_name());
+      } else if (key == "strict") {
+        bool ignored;
+        STRATA_RETURN_IF_ERROR(p.checkBool(value, fat, ignored));
+      } else {
+        return p.fail(fat, "unknown field");
+      }
+    }
+    if (name.empty())
+      return p.fail(at + ".function.name", "missing");
+    std::vector<std::string> &strings = r.tool_string_params[name];
+    if (f.contains("parameters") && f["parameters"].contains("properties") &&
+        f["parameters"]["properties"].is_object())
+      for (auto &[pname, schema] : f["parameters"]["properties"].items())
+        if (schema.is_object() && schema.value("type", json()) == "string")
+          strings.push_back(pname);
+    r.tools_json.push_back(
+        t.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  return okStatus();
+}
+
 Status parseMessages(Parser &p, const json &v,
                      std::vector<tokenizer::ChatMessage> &out) {
   if (!v.is_array())
@@ -198,6 +299,10 @@ Status parseMessages(Parser &p, const json &v,
       } else if (key == "tool_call_id" && msg.role == "tool") {
         std::string ignored;
         STRATA_RETURN_IF_ERROR(p.checkString(value, field, ignored));
+      } else if (key == "tool_calls" && msg.role == "assistant") {
+        if (value.is_null())
+          continue;
+        STRATA_RETURN_IF_ERROR(parseToolCalls(p, value, field, msg.tool_calls));
       } else {
         return p.fail(field, "unknown field");
       }
@@ -318,6 +423,7 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
   r.endpoint = endpoint;
   bool has_stream_options = false;
   bool chat_logprobs = false;
+  std::optional<ToolChoice> tool_choice;
   std::optional<int32_t> top_logprobs;
   std::optional<int64_t> best_of;
   size_t max_stop = limits.max_stop_strings ? limits.max_stop_strings : 4;
@@ -451,14 +557,23 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
           v.size() != 1)
         return p.fail(k, "only {{\"type\": \"text\"}} is supported");
     } else if (chat && k == "tools") {
-      if (!v.is_array())
-        return p.fail(k, "expected an array, got {}", v.type_name());
-      if (!v.empty())
-        return p.fail(k, "tools are not supported");
+      STRATA_RETURN_IF_ERROR(parseTools(p, v, r));
     } else if (chat && k == "tool_choice") {
-      if (!v.is_string() || (v != "none" && v != "auto"))
-        return p.fail(k, "only \"none\" and \"auto\" without tools are "
-                         "supported");
+      if (v.is_string() && (v == "none" || v == "auto" || v == "required")) {
+        tool_choice = v == "none"   ? ToolChoice::kNone
+                      : v == "auto" ? ToolChoice::kAuto
+                                    : ToolChoice::kRequired;
+      } else if (v.is_object() && v.value("type", json()) == "function" &&
+                 v.contains("function") && v["function"].is_object() &&
+                 v["function"].contains("name") &&
+                 v["function"]["name"].is_string()) {
+        tool_choice = ToolChoice::kNamed;
+        r.tool_choice_name = v["function"]["name"].get<std::string>();
+      } else {
+        return p.fail(k, "expected \"none\", \"auto\", \"required\" or "
+                         "{{\"type\": \"function\", \"function\": "
+                         "{{\"name\": ...}}}}");
+      }
     } else if (chat && k == "parallel_tool_calls") {
       bool ignored;
       STRATA_RETURN_IF_ERROR(p.checkBool(v, k, ignored));
@@ -488,6 +603,18 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       return p.fail("top_logprobs", "requires logprobs: true");
     if (chat_logprobs)
       r.logprobs = top_logprobs ? *top_logprobs : 0;
+  }
+  if (chat) {
+    r.tool_choice = tool_choice ? *tool_choice
+                                : (r.tools_json.empty() ? ToolChoice::kNone
+                                                        : ToolChoice::kAuto);
+    if (r.tools_json.empty() && r.tool_choice != ToolChoice::kNone &&
+        r.tool_choice != ToolChoice::kAuto)
+      return p.fail("tool_choice", "needs tools");
+    if (r.tool_choice == ToolChoice::kNamed &&
+        !r.tool_string_params.count(r.tool_choice_name))
+      return p.fail("tool_choice", "names \"{}\", which is not in tools",
+                    r.tool_choice_name);
   }
   if (r.echo && r.logprobs >= 0)
     return p.fail("echo",
@@ -580,6 +707,11 @@ json completionResponse(Endpoint endpoint, const ResponseIds &ids,
       if (c.reasoning)
         choice["message"]["reasoning_content"] =
             c.reasoning->empty() ? json(nullptr) : json(*c.reasoning);
+      if (c.tool_calls.is_array() && !c.tool_calls.empty()) {
+        choice["message"]["tool_calls"] = c.tool_calls;
+        if (c.text.find_first_not_of(" \t\r\n") == std::string::npos)
+          choice["message"]["content"] = nullptr;
+      }
     } else
       choice["text"] = c.text;
     out_choices.push_back(std::move(choice));
@@ -595,7 +727,7 @@ json completionResponse(Endpoint endpoint, const ResponseIds &ids,
 json streamChunk(Endpoint endpoint, const ResponseIds &ids, int32_t index,
                  const std::string &text, std::optional<FinishReason> finish,
                  bool first, const json *logprobs,
-                 const std::string &reasoning) {
+                 const std::string &reasoning, const json *tool_calls) {
   json choice = {{"index", index},
                  {"logprobs", logprobs ? *logprobs : json(nullptr)},
                  {"finish_reason", finishJson(finish)}};
@@ -606,8 +738,11 @@ json streamChunk(Endpoint endpoint, const ResponseIds &ids, int32_t index,
       delta["role"] = "assistant";
     if (!reasoning.empty())
       delta["reasoning_content"] = reasoning;
-    if (!text.empty() || (first && !finish && reasoning.empty()))
+    if (!text.empty() ||
+        (first && !finish && reasoning.empty() && !tool_calls))
       delta["content"] = text;
+    if (tool_calls)
+      delta["tool_calls"] = *tool_calls;
     choice["delta"] = delta;
   } else {
     choice["text"] = text;

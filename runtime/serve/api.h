@@ -22,6 +22,7 @@
 #define STRATA_RUNTIME_SERVE_API_H
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,6 +51,8 @@ struct ApiError {
 
 /// The JSON body of `error`.
 std::string errorBody(const ApiError &error);
+
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 /// One prompt of /v1/completions: text, or token ids.
 struct PromptInput {
@@ -113,6 +116,16 @@ struct CompletionRequest {
   int32_t logprobs = -1;
   /// echo (completions): the prompt text precedes each choice's text.
   bool echo = false;
+  /// Chat tools: each tool object's JSON text (rendered into the prompt),
+  /// and per function name its parameters of schema type "string".
+  std::vector<std::string> tools_json;
+  std::map<std::string, std::vector<std::string>> tool_string_params;
+  /// tool_choice: none (no parsing), auto (parse calls), required / named
+  /// (the assistant turn is prefilled with "<tool_call>" / "<tool_call>NAME"
+  /// so the model must write a call; not grammar-constrained). Default:
+  /// auto with tools, none without.
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;
 };
 
 /// The most prompts of one batched /v1/completions request, and the most
@@ -183,6 +196,9 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::kStop;
   /// Set when log-probabilities were asked for.
   std::optional<nlohmann::json> logprobs;
+  /// Chat: the tool calls of the answer (message.tool_calls), each
+  /// {id, type: "function", function: {name, arguments}}.
+  nlohmann::json tool_calls;
 };
 
 /// The non-streaming response object.
@@ -196,7 +212,8 @@ nlohmann::json streamChunk(Endpoint endpoint, const ResponseIds &ids,
                            int32_t index, const std::string &text,
                            std::optional<FinishReason> finish, bool first,
                            const nlohmann::json *logprobs = nullptr,
-                           const std::string &reasoning = "");
+                           const std::string &reasoning = "",
+                           const nlohmann::json *tool_calls = nullptr);
 
 /// The usage-only chunk (stream_options.include_usage): empty choices.
 nlohmann::json usageChunk(Endpoint endpoint, const ResponseIds &ids,

@@ -7,7 +7,8 @@
 // (docs/Serving.md has the table). Start-up order: flags, tokenizer,
 // artifact (validated by runtime/loader; it gives the context length and the
 // end-of-sequence ids), checkpoint folder, engine (model_engine.h), server.
-// Serves until SIGINT or SIGTERM, then stops cleanly (Server::stop).
+// Serves until SIGINT or SIGTERM, then drains (--shutdown-timeout) and stops
+// (Server::drain, Server::stop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -203,6 +204,24 @@ int runServeCli(int argc, char **argv) {
                  "glm45 (default): chat answers put the text between <think> "
                  "and </think> in reasoning_content; none: all in content")
       ->check(CLI::IsMember({"glm45", "none"}));
+  std::string tool_call_parser = "glm45";
+  app.add_option("--tool-call-parser", tool_call_parser,
+                 "glm45 / glm47 (default; the same parser reads both forms): "
+                 "chat answers with tools get tool_calls; none: tools are "
+                 "rendered but calls stay in content")
+      ->check(CLI::IsMember({"glm45", "glm47", "none"}));
+  app.add_flag("--enable-auto-tool-choice",
+               "accepted for vLLM command lines: tool_choice auto is always "
+               "on when --tool-call-parser is not none");
+  bool enforce_eager = false;
+  app.add_flag("--enforce-eager", enforce_eager,
+               "vLLM's spelling of --decode-graphs off");
+  double shutdown_timeout = 30;
+  app.add_option("--shutdown-timeout", shutdown_timeout,
+                 "seconds SIGTERM / SIGINT waits for requests in flight "
+                 "(new ones get 503, /health 503) before cancelling the rest "
+                 "(default 30; 0: cancel at once)")
+      ->check(CLI::Range(0.0, 86400.0));
   bool request_log = true;
   app.add_flag("--enable-log-requests,!--disable-log-requests", request_log,
                "one log line per finished generation request with its "
@@ -247,7 +266,7 @@ int runServeCli(int argc, char **argv) {
   engine_options.kv_memory_bytes = kv_memory_mb << 20;
   engine_options.kv_blocks = kv_blocks;
   options.max_queue = static_cast<size_t>(max_queue);
-  engine_options.decode_graphs = decode_graphs == "on";
+  engine_options.decode_graphs = decode_graphs == "on" && !enforce_eager;
   engine_options.prefix_cache =
       enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).
@@ -314,6 +333,7 @@ int runServeCli(int argc, char **argv) {
   if (request_log)
     options.log = engine_options.log;
   options.reasoning_parser = reasoning_parser == "glm45";
+  options.tool_parser = tool_call_parser != "none";
   auto server = Server::create(std::move(options), std::move(*engine),
                                std::move(*tokenizer));
   if (!server.ok())
@@ -325,7 +345,15 @@ int runServeCli(int argc, char **argv) {
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  fmt::print("strata-serve: signal {}, stopping\n", signal_number);
+  fmt::print("strata-serve: signal {}, draining (up to {} s)\n",
+             signal_number, shutdown_timeout);
+  std::fflush(stdout);
+  bool drained = (*server)->drain(std::chrono::milliseconds(
+      static_cast<int64_t>(shutdown_timeout * 1000)));
+  fmt::print("strata-serve: {}, stopping\n",
+             drained ? "every request finished"
+                     : "shutdown timeout reached, cancelling the rest");
+  std::fflush(stdout);
   (*server)->stop();
   return 0;
 }

@@ -20,7 +20,8 @@
 //  * cancel(id) is non-blocking and thread-safe; the request ends soon after
 //    with finish_reason kCancelled (unless it had already finished, in which
 //    case nothing more happens). Unknown and finished ids are ignored.
-//  * stats() is a thread-safe snapshot for /metrics.
+//  * stats() is a thread-safe snapshot for /metrics; health() says whether
+//    the engine still works (/health).
 //  * Ids of stop tokens (SamplingParams::stop_token_ids) end the request with
 //    kStop; the stop token is counted in completion_tokens but is not
 //    delivered in token_ids.
@@ -97,9 +98,12 @@ enum class FinishReason {
   kLength,    // max_tokens reached
   kCancelled, // cancel() or server shutdown
   kError,     // engine failure; EngineEvent::error says what
+  kToolCalls, // set by the server, never by an engine: the answer is tool
+              // calls (chat with tools; OpenAI's "tool_calls")
 };
 
-/// OpenAI's spelling of `reason` ("stop", "length", "cancelled", "error").
+/// OpenAI's spelling of `reason` ("stop", "length", "cancelled", "error",
+/// "tool_calls").
 std::string_view finishReasonName(FinishReason reason);
 
 /// One delivery to a request's callback.
@@ -117,8 +121,11 @@ struct EngineEvent {
   /// included) of the request.
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
-  /// Set when finished: prompt tokens served from the prefix cache.
+  /// Prompt tokens served from the prefix cache (at admission).
   int32_t cached_tokens = 0;
+  /// Seconds the request waited in the engine's queue before it first ran;
+  /// -1 when not known (not admitted yet, or an engine that does not say).
+  double queue_seconds = -1;
   /// Non-OK only with kError.
   Status error;
 };
@@ -157,6 +164,7 @@ struct EngineStats {
   uint64_t kv_blocks_total = 0;
   uint64_t prefix_cache_queried_tokens = 0; // prompt tokens looked up
   uint64_t prefix_cache_hit_tokens = 0;     // prompt tokens served from cache
+  uint64_t preemptions = 0; // requests preempted (recomputed later)
   uint64_t mtp_draft_tokens = 0;
   uint64_t mtp_accepted_tokens = 0;
   /// Index k-1 holds draft position k (1-based).
@@ -179,6 +187,9 @@ public:
   virtual void cancel(RequestId id) = 0;
   /// A snapshot of the counters.
   virtual EngineStats stats() const = 0;
+  /// OK while the engine can serve; the error that broke it otherwise
+  /// (/health answers 503 with it). Thread-safe. Default: always OK.
+  virtual Status health() const { return okStatus(); }
 };
 
 } // namespace strata::runtime::serve

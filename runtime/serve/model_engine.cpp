@@ -70,6 +70,7 @@ public:
           for (const TokenLogprobs &l : out.logprobs)
             event.logprobs.push_back({l.logprob, l.top});
           event.cached_tokens = static_cast<int32_t>(out.cached_tokens);
+          event.queue_seconds = out.queue_seconds;
           event.finished = out.finished;
           event.prompt_tokens = static_cast<int32_t>(out.prompt_tokens);
           event.completion_tokens = static_cast<int32_t>(out.completion_tokens);
@@ -84,6 +85,10 @@ public:
 
   void cancel(RequestId id) override { (void)engine_->cancel(id); }
 
+  /// A model step that failed (a device or kernel error) leaves the engine
+  /// unhealthy for good: the first such error.
+  Status health() const override { return engine_->lastError(); }
+
   EngineStats stats() const override {
     SchedulerStats s = engine_->stats();
     EngineStats e;
@@ -93,6 +98,7 @@ public:
     e.kv_blocks_total = s.kv.num_blocks;
     e.prefix_cache_queried_tokens = s.kv.prefix_queried_tokens;
     e.prefix_cache_hit_tokens = s.kv.prefix_hit_tokens;
+    e.preemptions = s.preemptions;
     e.mtp_draft_tokens = s.mtp.draft_tokens;
     e.mtp_accepted_tokens = s.mtp.accepted_tokens;
     e.mtp_draft_tokens_by_position.assign(s.mtp.draft_by_position.begin(),

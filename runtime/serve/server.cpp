@@ -20,6 +20,7 @@
 #include <httplib.h>
 
 #include "runtime/serve/text_stream.h"
+#include "runtime/serve/tool_parser.h"
 #include "runtime/tokenizer/glm_chat.h"
 
 namespace strata::runtime::serve {
@@ -32,7 +33,9 @@ constexpr const char *kJson = "application/json";
 constexpr auto kWaitSlice = std::chrono::milliseconds(50);
 
 const char *const kRoutes[] = {"/v1/completions", "/v1/chat/completions",
-                               "/v1/models", "/health", "/metrics"};
+                               "/v1/models",      "/health",
+                               "/metrics",        "/tokenize",
+                               "/detokenize"};
 
 std::string routeLabel(const std::string &path) {
   for (const char *r : kRoutes)
@@ -114,6 +117,9 @@ struct Server::Prepared {
   std::vector<std::string> prompt_texts;
   std::vector<int32_t> prompt_sizes;
   ResponseIds ids;
+  /// Chat with tool_choice required / named: the text the assistant turn
+  /// was prefilled with ("<tool_call>" or "<tool_call>NAME\n").
+  std::string tool_prefill;
   /// X-Request-Id (the client's, else ids.id) and the arrival time.
   std::string request_id;
   std::chrono::steady_clock::time_point start;
@@ -128,6 +134,13 @@ struct Server::ChoiceState {
   bool in_reasoning = false;
   int32_t reasoning_tokens = 0;
   std::string out_reasoning;
+  /// With tools (tool_choice other than none): the call parser and the
+  /// calls found, as response JSON.
+  std::unique_ptr<GlmToolParser> tools;
+  json tool_calls = json::array();
+  size_t tool_calls_sent = 0; // streaming
+  /// OpenAI's choice index.
+  size_t index = 0;
   RequestId id = 0;
   bool finished = false;
   FinishReason finish = FinishReason::kStop;
@@ -136,6 +149,11 @@ struct Server::ChoiceState {
   int32_t cached_tokens = 0;
   /// Ids delivered so far (completion_tokens while running).
   int32_t generated = 0;
+  /// Metrics: the last token delivery, whether the queue time and the end
+  /// were recorded.
+  std::chrono::steady_clock::time_point last_token;
+  bool queue_observed = false;
+  bool end_recorded = false;
   /// Non-streaming: the text and log-probabilities so far.
   std::string out_text;
   std::vector<LogprobEntry> logprobs;
@@ -234,6 +252,127 @@ void Server::stop() {
                      [&] { return in_flight_ == 0; });
 }
 
+bool Server::drain(std::chrono::milliseconds timeout) {
+  draining_ = true;
+  // Done when the engine has finished every request and every response has
+  // been written (a stream's releaser runs after its [DONE]).
+  std::unique_lock<std::mutex> lock(drain_mutex_);
+  return drain_cv_.wait_for(lock, timeout, [&] {
+    return in_flight_ == 0 && open_responses_ == 0;
+  });
+}
+
+void Server::closeResponse() {
+  {
+    std::lock_guard<std::mutex> lock(drain_mutex_);
+    --open_responses_;
+  }
+  drain_cv_.notify_all();
+}
+
+void Server::handleTokenize(const httplib::Request &req,
+                            httplib::Response &res) {
+  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  ApiError e;
+  if (!j.is_object()) {
+    e.message = "request body must be a JSON object";
+    setError(res, e);
+    return;
+  }
+  std::string text;
+  for (auto &[key, value] : j.items()) {
+    if (key == "model" || key == "add_generation_prompt" ||
+        key == "add_special_tokens" || key == "prompt" || key == "messages")
+      continue;
+    e.message = key + ": unknown field";
+    e.param = key;
+    setError(res, e);
+    return;
+  }
+  if (j.contains("prompt") == j.contains("messages")) {
+    e.message = "exactly one of prompt and messages is required";
+    setError(res, e);
+    return;
+  }
+  if (j.contains("prompt")) {
+    if (!j["prompt"].is_string()) {
+      e.message = "prompt: expected a string";
+      e.param = "prompt";
+      setError(res, e);
+      return;
+    }
+    // add_special_tokens (default true): the completions prefix, as
+    // /v1/completions adds it.
+    bool special = j.value("add_special_tokens", true);
+    text = (special ? options_.completion_prefix : std::string()) +
+           j["prompt"].get<std::string>();
+  } else {
+    json body = {{"messages", j["messages"]}};
+    std::string param;
+    StatusOr<CompletionRequest> parsed = parseCompletionRequest(
+        body.dump(), Endpoint::kChatCompletions, &param);
+    if (!parsed.ok()) {
+      e.message = std::string(parsed.status().message());
+      e.param = param;
+      setError(res, e);
+      return;
+    }
+    tokenizer::GlmChatOptions chat_options;
+    chat_options.add_generation_prompt = j.value("add_generation_prompt", true);
+    StatusOr<std::string> rendered =
+        tokenizer::renderGlmChat(parsed->messages, chat_options);
+    if (!rendered.ok()) {
+      e.message = fmt::format("messages: {}", rendered.status().message());
+      e.param = "messages";
+      setError(res, e);
+      return;
+    }
+    text = std::move(*rendered);
+  }
+  StatusOr<std::vector<int32_t>> ids = tokenizer_->encode(text);
+  if (!ids.ok()) {
+    e.message = fmt::format("cannot tokenize: {}", ids.status().message());
+    setError(res, e);
+    return;
+  }
+  res.set_content(dumpJson({{"count", ids->size()},
+                            {"max_model_len", options_.max_context_tokens},
+                            {"tokens", *ids}}),
+                  kJson);
+  metrics_.countRequest("/tokenize", 200);
+}
+
+void Server::handleDetokenize(const httplib::Request &req,
+                              httplib::Response &res) {
+  json j = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  ApiError e;
+  e.param = "tokens";
+  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array()) {
+    e.message = "tokens: expected an array of token ids";
+    setError(res, e);
+    return;
+  }
+  std::vector<int32_t> ids;
+  for (const json &id : j["tokens"]) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 ||
+        id.get<int64_t>() >= int64_t(tokenizer_->idLimit())) {
+      e.message = fmt::format("tokens: {} is not a token id (ids < {})",
+                              id.dump(), tokenizer_->idLimit());
+      setError(res, e);
+      return;
+    }
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  StatusOr<std::string> text = tokenizer_->decode(ids);
+  if (!text.ok()) {
+    e.message = fmt::format("cannot detokenize: {}", text.status().message());
+    setError(res, e);
+    return;
+  }
+  res.set_content(dumpJson({{"prompt", *text}}), kJson);
+  metrics_.countRequest("/detokenize", 200);
+}
+
 bool Server::originAllowed(const std::string &origin) const {
   for (const std::string &allowed : options_.allowed_origins)
     if (allowed == "*" || allowed == origin)
@@ -275,7 +414,8 @@ void Server::releaseSlot() {
 
 std::string Server::metricsText() const {
   AdmissionState admission{in_flight_.load(), options_.max_queue};
-  return renderMetrics(metrics_, admission, engine_->stats());
+  return renderMetrics(metrics_, admission, engine_->stats(),
+                       options_.model_id);
 }
 
 //===----------------------------------------------------------------------===//
@@ -352,10 +492,33 @@ void Server::installRoutes() {
       }
     });
 
+  // /health: 503 while draining (--shutdown-timeout) or once the engine
+  // has failed, so a load balancer takes the server out.
   http_->Get("/health", [this](const httplib::Request &,
                                httplib::Response &res) {
+    Status health = engine_->health();
+    if (draining_ || !health.ok()) {
+      res.status = 503;
+      res.set_content(
+          dumpJson({{"status", draining_ ? "draining" : "unhealthy"},
+                    {"error", draining_ ? std::string("server is shutting "
+                                                      "down")
+                                        : std::string(health.message())}}),
+          kJson);
+      metrics_.countRequest("/health", 503);
+      return;
+    }
     res.set_content(R"({"status":"ok"})", kJson);
     metrics_.countRequest("/health", 200);
+  });
+  // vLLM's /tokenize and /detokenize.
+  http_->Post("/tokenize", [this](const httplib::Request &req,
+                                  httplib::Response &res) {
+    handleTokenize(req, res);
+  });
+  http_->Post("/detokenize", [this](const httplib::Request &req,
+                                    httplib::Response &res) {
+    handleDetokenize(req, res);
   });
   http_->Get("/v1/models", [this](const httplib::Request &,
                                   httplib::Response &res) {
@@ -459,6 +622,7 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
     tokenizer::GlmChatOptions chat_options;
     chat_options.add_generation_prompt = true;
     chat_options.enable_thinking = r.enable_thinking;
+    chat_options.tools_json = r.tools_json;
     StatusOr<std::string> rendered =
         tokenizer::renderGlmChat(r.messages, chat_options);
     if (!rendered.ok()) {
@@ -466,6 +630,17 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
           fmt::format("messages: {}", rendered.status().message());
       out_error.param = "messages";
       return false;
+    }
+    // tool_choice required / named: the answer starts inside a call (no
+    // thinking first), so the model has to write one.
+    if (r.tool_choice == ToolChoice::kRequired ||
+        r.tool_choice == ToolChoice::kNamed) {
+      out.tool_prefill = "<tool_call>";
+      if (r.tool_choice == ToolChoice::kNamed)
+        out.tool_prefill += r.tool_choice_name + "\n";
+      if (r.enable_thinking.value_or(true))
+        *rendered += "\n<think></think>";
+      *rendered += "\n" + out.tool_prefill;
     }
     StatusOr<std::vector<int32_t>> encoded = tokenizer_->encode(*rendered);
     if (!encoded.ok()) {
@@ -604,7 +779,7 @@ void Server::handleGenerate(const httplib::Request &req,
       return;
     }
   } while (!in_flight_.compare_exchange_weak(current, current + needed));
-  if (stopping_) {
+  if (stopping_ || draining_) {
     for (uint64_t i = 0; i < needed; ++i)
       releaseSlot();
     setError(res, serverError(503, "server is shutting down", "shutting_down"));
@@ -615,10 +790,21 @@ void Server::handleGenerate(const httplib::Request &req,
   auto choices = std::make_shared<std::vector<ChoiceState>>(needed);
   for (size_t i = 0; i < needed; ++i) {
     ChoiceState &c = (*choices)[i];
+    c.index = i;
+    // Tool calls are written with special tokens, so they stay in the text
+    // while the parser reads it (vLLM's GLM parsers do the same).
+    const bool parse_tools =
+        endpoint == Endpoint::kChatCompletions && options_.tool_parser &&
+        prepared.request.tool_choice != ToolChoice::kNone;
     c.text = std::make_unique<TextStream>(
         *tokenizer_, prepared.request.stop,
-        prepared.request.skip_special_tokens,
+        prepared.request.skip_special_tokens && !parse_tools,
         prepared.request.include_stop_str_in_output);
+    if (parse_tools) {
+      c.tools = std::make_unique<GlmToolParser>(
+          prepared.request.tool_string_params);
+      c.tools->push(prepared.tool_prefill);
+    }
     if (endpoint == Endpoint::kChatCompletions && options_.reasoning_parser &&
         think_start_id_ >= 0)
       c.reasoning = std::make_unique<TextStream>(
@@ -657,6 +843,7 @@ void Server::handleGenerate(const httplib::Request &req,
   for (size_t i = 0; i < needed; ++i)
     prompt_tokens += prepared.generations[i].prompt_ids.size();
   metrics_.addPromptTokens(prompt_tokens);
+  ++open_responses_; // closed by respondNonStreaming or the stream releaser
   if (prepared.request.stream)
     respondStreaming(res, prepared, std::move(channel), std::move(choices));
   else
@@ -690,6 +877,28 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
                         std::vector<LogprobEntry> &entries) {
   if (c.finished)
     return; // events after a stop string (the cancel's end)
+  // vLLM's request metrics: queue time once, the first token, the gaps
+  // between token deliveries (one per engine step), the end.
+  const auto now = std::chrono::steady_clock::now();
+  if (event.queue_seconds >= 0 && !c.queue_observed) {
+    metrics_.observeQueue(event.queue_seconds);
+    c.queue_observed = true;
+  }
+  if (!event.token_ids.empty()) {
+    metrics_.observeTtftOrItl(c.generated == 0, c.generated == 0
+                                                    ? now - prepared.start
+                                                    : now - c.last_token);
+    c.last_token = now;
+  }
+  struct RecordEnd {
+    Server &server;
+    ChoiceState &c;
+    const Prepared &prepared;
+    ~RecordEnd() {
+      if (c.finished)
+        server.recordFinish(prepared, c);
+    }
+  } record_end{*this, c, prepared};
   if (!event.token_ids.empty() || event.finished)
     c.cached_tokens = std::max(c.cached_tokens, event.cached_tokens);
   c.generated += static_cast<int32_t>(event.token_ids.size());
@@ -736,13 +945,16 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
     StatusOr<std::string> pushed = c.text->push(run);
     if (!pushed.ok())
       return fail(pushed.status());
-    delta += *pushed;
+    appendContent(prepared, c, *pushed, delta);
     size_t used = static_cast<size_t>(c.text->consumedTokens() - before);
     for (size_t j = i; j < i + used; ++j)
       addLogprob(j);
     if (c.text->stopped()) {
       engine_->cancel(c.id);
-      c.finish = FinishReason::kStop;
+      if (c.tools)
+        delta += c.tools->finish().content;
+      c.finish = c.tools && !c.tool_calls.empty() ? FinishReason::kToolCalls
+                                                  : FinishReason::kStop;
       c.completion_tokens = c.text->consumedTokens() + c.reasoning_tokens;
       c.finished = true;
       return;
@@ -755,7 +967,12 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
     c.completion_tokens = event.completion_tokens;
     StatusOr<std::string> tail = c.text->finish();
     if (tail.ok())
-      delta += *tail;
+      appendContent(prepared, c, *tail, delta);
+    if (c.tools) {
+      delta += c.tools->finish().content;
+      if (!c.tool_calls.empty() && c.finish == FinishReason::kStop)
+        c.finish = FinishReason::kToolCalls;
+    }
     if (c.reasoning) {
       StatusOr<std::string> rest = c.reasoning->finish();
       if (rest.ok())
@@ -763,6 +980,54 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
     }
     c.finished = true;
   }
+}
+
+void Server::appendContent(const Prepared &prepared, ChoiceState &c,
+                           const std::string &text, std::string &delta) {
+  if (!c.tools) {
+    delta += text;
+    return;
+  }
+  ToolParseOutput parsed = c.tools->push(text);
+  delta += parsed.content;
+  for (ToolCall &call : parsed.calls) {
+    size_t index = c.tool_calls.size();
+    c.tool_calls.push_back(
+        {{"id", fmt::format("call_{}_{}_{}", prepared.ids.id, c.index,
+                            index)},
+         {"type", "function"},
+         {"function",
+          {{"name", std::move(call.name)},
+           {"arguments", std::move(call.arguments)}}}});
+  }
+}
+
+void Server::recordFinish(const Prepared &prepared, ChoiceState &c) {
+  if (c.end_recorded)
+    return;
+  c.end_recorded = true;
+  metrics_.observeE2e(std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - prepared.start)
+                          .count());
+  const char *reason = "abort";
+  if (c.finished) {
+    switch (c.finish) {
+    case FinishReason::kStop:
+    case FinishReason::kToolCalls:
+      reason = "stop";
+      break;
+    case FinishReason::kLength:
+      reason = "length";
+      break;
+    case FinishReason::kCancelled:
+      reason = "abort";
+      break;
+    case FinishReason::kError:
+      reason = "error";
+      break;
+    }
+  }
+  metrics_.countFinished(reason);
 }
 
 Usage Server::usageOf(const Prepared &prepared,
@@ -789,11 +1054,17 @@ void Server::respondNonStreaming(
     std::shared_ptr<Channel> channel,
     std::shared_ptr<std::vector<ChoiceState>> choices_ptr) {
   std::vector<ChoiceState> &choices = *choices_ptr;
+  struct Close {
+    Server &server;
+    ~Close() { server.closeResponse(); }
+  } close{*this};
   size_t open = choices.size();
   auto cancelAll = [&] {
     for (ChoiceState &c : choices)
-      if (!c.finished)
+      if (!c.finished) {
         engine_->cancel(c.id);
+        recordFinish(prepared, c); // abort
+      }
   };
   while (open > 0) {
     if (stopping_) {
@@ -842,6 +1113,7 @@ void Server::respondNonStreaming(
     result.text = prefix + c.out_text;
     if (c.reasoning)
       result.reasoning = c.out_reasoning;
+    result.tool_calls = c.tool_calls;
     result.finish = c.finish;
     if (prepared.request.logprobs >= 0)
       result.logprobs = logprobsJson(endpoint, c.logprobs, prefix.size());
@@ -904,10 +1176,12 @@ void Server::respondStreaming(
     std::optional<ApiError> failure;
     auto chunk = [&](size_t index, const std::string &text,
                      std::optional<FinishReason> finish, const json *logprobs,
-                     const std::string &reasoning = "") {
+                     const std::string &reasoning = "",
+                     const json *tool_calls = nullptr) {
       ChoiceState &c = choices[index];
       json j = streamChunk(endpoint, prep.ids, static_cast<int32_t>(index),
-                           text, finish, c.first, logprobs, reasoning);
+                           text, finish, c.first, logprobs, reasoning,
+                           tool_calls);
       if (prep.request.continuous_usage_stats) {
         Usage u = usageOf(prep, choices);
         j["usage"] = usageJson(u);
@@ -936,10 +1210,18 @@ void Server::respondStreaming(
           c.text_offset += e.token.size();
       }
       const json *lp = logprobs.is_null() ? nullptr : &logprobs;
-      const bool any = !delta.empty() || !reasoning.empty() || lp;
+      // New tool calls go out whole, each with its index.
+      json new_calls;
+      for (; c.tool_calls_sent < c.tool_calls.size(); ++c.tool_calls_sent) {
+        json call = c.tool_calls[c.tool_calls_sent];
+        call["index"] = c.tool_calls_sent;
+        new_calls.push_back(std::move(call));
+      }
+      const json *calls = new_calls.is_null() ? nullptr : &new_calls;
+      const bool any = !delta.empty() || !reasoning.empty() || lp || calls;
       if (!c.finished) {
         if (any)
-          chunk(tagged.choice, delta, std::nullopt, lp, reasoning);
+          chunk(tagged.choice, delta, std::nullopt, lp, reasoning, calls);
         continue;
       }
       --state->open;
@@ -954,7 +1236,7 @@ void Server::respondStreaming(
         break;
       }
       if (any)
-        chunk(tagged.choice, delta, std::nullopt, lp, reasoning);
+        chunk(tagged.choice, delta, std::nullopt, lp, reasoning, calls);
       chunk(tagged.choice, "", c.finish, nullptr);
     }
     const bool done = failure || state->open == 0;
@@ -980,11 +1262,17 @@ void Server::respondStreaming(
     return true;
   };
   auto releaser = [this, state](bool) {
+    struct Close {
+      Server &server;
+      ~Close() { server.closeResponse(); }
+    } close{*this};
     if (!state->finalized) {
       state->finalized = true;
       for (ChoiceState &c : *state->choices)
-        if (!c.finished)
+        if (!c.finished) {
           engine_->cancel(c.id);
+          recordFinish(*state->prepared, c); // abort
+        }
       metrics_.countCancelled();
       // 499: the client closed the connection (nginx's code).
       logRequest(*state->prepared, *state->choices, 499,

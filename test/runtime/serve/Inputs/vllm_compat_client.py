@@ -153,3 +153,40 @@ print("preflight:", r.status, r.headers["Access-Control-Allow-Origin"],
 r = post("/v1/completions", {"prompt": "k", "max_tokens": 1},
          dict(KEY, Origin="http://evil.example"))
 print("other origin:", r.status, r.headers.get("Access-Control-Allow-Origin"))
+
+# vLLM's /tokenize and /detokenize.
+r = json.load(post("/tokenize", {"prompt": "hi", "add_special_tokens": False}))
+print("tokenize:", r["tokens"], r["count"], r["max_model_len"])
+r = json.load(post("/detokenize", {"tokens": [104, 105, 257]}))
+print("detokenize:", json.dumps(r["prompt"]))
+r = post("/detokenize", {"tokens": [1, 99999]})
+print("detokenize error:", r.status, json.load(r)["error"]["message"])
+
+# /metrics under vLLM's names: the requests above finished.
+text = urllib.request.urlopen(base + "/metrics").read().decode()
+def metric(name):
+    for line in text.splitlines():
+        if line.startswith(name + " ") or line.startswith(name + "{"):
+            if name.endswith("}") or "{" not in name:
+                return line
+    return None
+print("metrics:", metric('vllm:request_success_total{model_name="strata-test",engine="0",finished_reason="stop"}') is not None,
+      metric("vllm:time_to_first_token_seconds_count") is not None)
+ttft = [l for l in text.splitlines() if l.startswith("vllm:time_to_first_token_seconds_count")][0]
+e2e = [l for l in text.splitlines() if l.startswith("vllm:e2e_request_latency_seconds_count")][0]
+queue = [l for l in text.splitlines() if l.startswith("vllm:request_queue_time_seconds_count")][0]
+success = sum(float(l.split()[-1]) for l in text.splitlines()
+              if l.startswith("vllm:request_success_total{"))
+print("counts:", int(float(ttft.split()[-1])) > 20, float(e2e.split()[-1]) == success,
+      float(queue.split()[-1]) >= float(ttft.split()[-1]))
+print([l for l in text.splitlines() if l.startswith("vllm:kv_cache_usage_perc")][0])
+
+# An engine failure (the test engine fails prompts holding "~"): the
+# request gets 500 and /health 503 from then on.
+r = post("/v1/completions", {"prompt": "boom~", "max_tokens": 4})
+print("engine failure:", r.status, json.load(r)["error"]["code"])
+try:
+    urllib.request.urlopen(base + "/health")
+    print("health after failure: 200")
+except urllib.error.HTTPError as e:
+    print("health after failure:", e.code, json.dumps(json.load(e)))
