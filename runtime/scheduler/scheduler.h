@@ -10,7 +10,10 @@
 //   - KV blocks, state slots, prefix hits and snapshots via runtime/kv_cache;
 //     when blocks run out the most recently admitted request is preempted by
 //     recompute (blocks freed, requeued first with prompt + generated ids);
-//   - sampling, MTP verification and stop conditions via runtime/sampling;
+//   - sampling, MTP verification and stop conditions via runtime/sampling,
+//     each logits row first through the request's logits processors
+//     (min_tokens, logit_bias, penalties; logits_processors.h), and raw
+//     log-probabilities per committed token when the request asks;
 //   - MTP speculative decoding with k = 1..3 drafts: the draft chain, one
 //     verify step with k + 1 rows per request, and rollback by restoring the
 //     state slot saved before the verify and re-running the accepted tokens.

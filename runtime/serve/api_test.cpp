@@ -240,9 +240,13 @@ TEST(ServeApi, WrongTypesAndRanges) {
       {"top_logprobs", "2", "top_logprobs: requires logprobs: true"},
       {"top_logprobs", "30", "top_logprobs: must be in [0, 20], got 30"},
       {"response_format", "{\"type\": \"json_object\"}", "response_format: only {\"type\": \"text\"} is supported"},
-      {"tools", "[{\"type\": \"function\"}]", "tools: tools are not supported"},
+      {"tools", "[{\"type\": \"function\"}]", "tools[0].function: expected an object"},
+      {"tools", "[{\"type\": \"code\"}]", "tools[0].type: expected \"function\""},
+      {"tools", "[{\"type\": \"function\", \"function\": {}}]", "tools[0].function.name: missing"},
+      {"tools", "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"x\": 1}}]", "tools[0].function.x: unknown field"},
       {"tools", "{}", "tools: expected an array, got object"},
-      {"tool_choice", "\"required\"", "tool_choice: only \"none\" and \"auto\" without tools are supported"},
+      {"tool_choice", "\"required\"", "tool_choice: needs tools"},
+      {"tool_choice", "\"sometimes\"", "tool_choice: expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}"},
       {"max_completion_tokens", "-3", "max_completion_tokens: must be at least 1, got -3"},
       {"chat_template_kwargs", "{\"foo\": 1}", "chat_template_kwargs.foo: unknown field"},
       {"chat_template_kwargs", "{\"enable_thinking\": 1}", "chat_template_kwargs.enable_thinking: expected a boolean, got number"},
@@ -412,6 +416,44 @@ TEST(ServeApi, VllmFields) {
   r = parseOk(R"({"prompt": "x", "stream": true, "stream_options":
                   {"include_usage": true, "continuous_usage_stats": true}})");
   EXPECT_TRUE(r.continuous_usage_stats);
+}
+
+// Tests tools, tool_choice and assistant tool_calls in the history.
+TEST(ServeApi, Tools) {
+  const char *tools = R"("tools": [{"type": "function", "function": {"name": "get",
+      "description": "d", "parameters": {"type": "object", "properties":
+      {"city": {"type": "string"}, "n": {"type": "integer"}}}}}])";
+  CompletionRequest r = parseOk(
+      std::string(R"({"messages": [{"role": "user", "content": "x"}], )") +
+          tools + "}",
+      Endpoint::kChatCompletions);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);
+  ASSERT_EQ(r.tools_json.size(), 1u);
+  EXPECT_EQ(r.tool_string_params.at("get"), (std::vector<std::string>{"city"}));
+  r = parseOk(std::string(R"({"messages": [{"role": "user", "content": "x"}],
+                 "tool_choice": {"type": "function", "function": {"name": "get"}}, )") +
+                  tools + "}",
+              Endpoint::kChatCompletions);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r.tool_choice_name, "get");
+  EXPECT_EQ(chatError(std::string(R"({"messages": [{"role": "user", "content": "x"}],
+                 "tool_choice": {"type": "function", "function": {"name": "put"}}, )") +
+                      tools + "}")
+                .message,
+            "tool_choice: names \"put\", which is not in tools");
+  r = parseOk(R"({"messages": [{"role": "user", "content": "x"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+         "type": "function", "function": {"name": "get", "arguments": "{\"city\": \"P\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "22C"}]})",
+              Endpoint::kChatCompletions);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "get");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments_json, "{\"city\": \"P\"}");
+  EXPECT_EQ(chatError(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function",
+        "function": {"name": "f", "arguments": "[1]"}}]}]})")
+                .message,
+            "messages[0].tool_calls[0].function.arguments: expected a JSON "
+            "object text");
 }
 
 // Tests the logprobs objects of both endpoints.

@@ -350,9 +350,11 @@ int runServeCli(int argc, char **argv) {
   std::fflush(stdout);
   bool drained = (*server)->drain(std::chrono::milliseconds(
       static_cast<int64_t>(shutdown_timeout * 1000)));
-  fmt::print("strata-serve: {}, stopping\n",
+  EngineStats stats = (*server)->engine().stats();
+  fmt::print("strata-serve: {}, stopping ({} kv blocks in use)\n",
              drained ? "every request finished"
-                     : "shutdown timeout reached, cancelling the rest");
+                     : "shutdown timeout reached, cancelling the rest",
+             stats.kv_blocks_in_use);
   std::fflush(stdout);
   (*server)->stop();
   return 0;

@@ -63,12 +63,25 @@ public:
     params.logprobs = request.sampling.logprobs;
     return engine_->submit(
         std::move(request.prompt_ids), params,
-        [callback = std::move(callback)](const RequestOutput &out) {
+        [callback = std::move(callback),
+         stops = params.stop_token_ids](const RequestOutput &out) {
           EngineEvent event;
           event.token_ids = out.tokens;
           event.logprobs.reserve(out.logprobs.size());
           for (const TokenLogprobs &l : out.logprobs)
             event.logprobs.push_back({l.logprob, l.top});
+          // The scheduler commits the stop token that ended the request;
+          // the contract (engine.h) counts it but does not deliver it, so
+          // it never shows in text decoded with special tokens kept.
+          if (out.finished && out.status.ok() &&
+              out.finish_reason == runtime::FinishReason::kStop &&
+              !event.token_ids.empty() &&
+              std::find(stops.begin(), stops.end(), event.token_ids.back()) !=
+                  stops.end()) {
+            event.token_ids.pop_back();
+            if (event.logprobs.size() > event.token_ids.size())
+              event.logprobs.pop_back();
+          }
           event.cached_tokens = static_cast<int32_t>(out.cached_tokens);
           event.queue_seconds = out.queue_seconds;
           event.finished = out.finished;

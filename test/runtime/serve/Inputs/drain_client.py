@@ -1,6 +1,6 @@
 """Graceful shutdown of a server with streams in flight, for lit tests.
 
-Usage: drain_client.py (--sigterm | --close-stdin) SERVER [ARGS...]
+Usage: drain_client.py (--sigterm | --close-stdin) MAX_TOKENS SERVER [ARGS...]
 Starts SERVER (it prints "listening on port N"), opens three streaming
 completions, and once each has sent a chunk asks the server to stop
 (SIGTERM, or closing its stdin for strata-serve-test-server --drain-ms).
@@ -16,7 +16,7 @@ import time
 import urllib.error
 import urllib.request
 
-mode, server_cmd = sys.argv[1], sys.argv[2:]
+mode, max_tokens, server_cmd = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 server = subprocess.Popen(server_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 port = None
 while port is None:
@@ -26,7 +26,7 @@ while port is None:
     if "listening on port" in line:
         port = int(line.split()[-1])
 base = f"http://127.0.0.1:{port}"
-BODY = {"prompt": "drain me please", "max_tokens": 24, "temperature": 0, "ignore_eos": True,
+BODY = {"prompt": "drain me please", "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
         "stream": True, "stream_options": {"include_usage": True}}
 
 first_chunk = threading.Barrier(4)
@@ -68,6 +68,8 @@ try:
     print("new request: accepted")
 except urllib.error.HTTPError as e:
     print("new request:", e.code, json.load(e)["error"]["code"])
+except OSError as e:
+    print("new request: no answer (the streams ended first?)", e)
 try:
     urllib.request.urlopen(base + "/health", timeout=30)
     print("health: 200")
