@@ -42,7 +42,7 @@ TEST(LogitsProcessors, DraftsAndMinTokens) {
   params.frequency_penalty = 1.0f;
   params.min_tokens = 3;
   params.stop_token_ids = {4};
-  PenaltyTracker tracker({});
+  PenaltyTracker tracker(std::vector<int32_t>{});
   tracker.addOutput(1);
   const int32_t drafts[] = {1, 2};
   std::vector<float> row(5, 0.0f);

@@ -681,8 +681,11 @@ json logprobsJson(Endpoint endpoint, const std::vector<LogprobEntry> &entries,
     tokens.push_back(e.token);
     token_logprobs.push_back(logprobValue(e.logprob));
     json top = json::object();
+    // Tokens with the same text (e.g. bytes of an incomplete UTF-8
+    // sequence, all "\ufffd") share a key: the likeliest one keeps it.
     for (const LogprobEntry::Alternative &a : e.top)
-      top[a.token] = logprobValue(a.logprob);
+      if (!top.contains(a.token))
+        top[a.token] = logprobValue(a.logprob);
     top_logprobs.push_back(top);
     offsets.push_back(offset);
     offset += e.token.size();

@@ -318,11 +318,20 @@ TEST(ServeApi, ErrorBody) {
   EXPECT_TRUE(j["error"]["code"].is_null());
 }
 
+ChoiceResult choice(int32_t index, const std::string &text,
+                    FinishReason finish) {
+  ChoiceResult c;
+  c.index = index;
+  c.text = text;
+  c.finish = finish;
+  return c;
+}
+
 // Tests the response objects of both endpoints.
 TEST(ServeApi, Responses) {
   ResponseIds ids{"cmpl-7", "m", 100};
   json c = completionResponse(Endpoint::kCompletions, ids,
-                              {{0, "hi", FinishReason::kLength, std::nullopt}},
+                              {choice(0, "hi", FinishReason::kLength)},
                               Usage{3, 2, 1});
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["choices"][0]["text"], "hi");
@@ -333,8 +342,8 @@ TEST(ServeApi, Responses) {
                   {"prompt_tokens_details", {{"cached_tokens", 1}}}}));
   json chat = completionResponse(
       Endpoint::kChatCompletions, ids,
-      {{0, "yo", FinishReason::kStop, std::nullopt},
-       {1, "ya", FinishReason::kLength, std::nullopt}},
+      {choice(0, "yo", FinishReason::kStop),
+       choice(1, "ya", FinishReason::kLength)},
       Usage{1, 1, 0});
   EXPECT_EQ(chat["choices"][1]["index"], 1);
   EXPECT_EQ(chat["choices"][1]["message"]["content"], "ya");

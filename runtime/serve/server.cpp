@@ -1227,6 +1227,8 @@ void Server::respondStreaming(
       --state->open;
       if (c.finish == FinishReason::kError ||
           c.finish == FinishReason::kCancelled) {
+        if (any) // what came before the failure
+          chunk(tagged.choice, delta, std::nullopt, lp, reasoning, calls);
         failure = serverError(
             500,
             c.finish == FinishReason::kCancelled

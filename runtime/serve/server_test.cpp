@@ -411,7 +411,7 @@ TEST(ServeServer, QueueFull) {
   EXPECT_EQ(r["error"]["type"], "server_error");
   EXPECT_EQ(r["error"]["code"], "server_busy");
   EXPECT_EQ(r["error"]["message"],
-            "server busy: 2 of 2 request slots in use, retry later");
+            "server busy: 2 of 2 request slots in use, 1 needed, retry later");
   for (std::thread &t : busy)
     t.join();
   // Slots come back once the engine finishes.
