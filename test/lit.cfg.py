@@ -44,6 +44,7 @@ tools = [
     ToolSubst("strata-write-checkpoint", unresolved="ignore"),
     ToolSubst("strata-serve", unresolved="ignore"),
     ToolSubst("strata-serve-test-server", unresolved="ignore"),
+    ToolSubst("strata-sampling-check", unresolved="ignore"),
     ToolSubst("strata-eval", unresolved="ignore"),
     ToolSubst("strata-bench", unresolved="ignore"),
     ToolSubst("strata-bench-serve", unresolved="ignore"),

@@ -66,6 +66,7 @@ StatusOr<TokenDistribution> processLogits(const float *logits,
   // exp((l - max) / T); -inf logits and underflowed weights are dropped. The
   // candidates are exactly the tokens with the largest logits.
   const double temperature = params.temperature;
+  const double min_p = params.min_p;
   std::vector<int32_t> ids;
   std::vector<double> weights;
   ids.reserve(vocab_size);
@@ -75,7 +76,8 @@ StatusOr<TokenDistribution> processLogits(const float *logits,
       continue;
     double w = std::exp((static_cast<double>(logits[i]) - max_logit) /
                         temperature);
-    if (w > 0.0) {
+    // min_p: w is p / p_max, so p < min_p * p_max is w < min_p.
+    if (w > 0.0 && w >= min_p) {
       ids.push_back(static_cast<int32_t>(i));
       weights.push_back(w);
     }

@@ -4,9 +4,12 @@
 // logits (vocab V) under its SamplingParams:
 //   - temperature == 0: greedy, the argmax; ties go to the lowest id.
 //   - temperature > 0: the vLLM / Hugging Face order: divide by temperature,
+//     min_p (tokens with p < min_p * p_max dropped, p at that temperature),
 //     top-k (ties at the k-th logit kept), softmax, top-p (nucleus over the
 //     sorted probabilities, at least one token kept), then one inverse-CDF draw
 //     from the request's random stream.
+// Penalties, logit_bias and min_tokens come before, on the raw row
+// (logits_processors.h).
 // The processed distribution (TokenDistribution) is also what speculative
 // verification (speculative.h) compares draft and target with.
 //

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -50,7 +51,30 @@ struct SamplingParams {
   /// logits are masked (vLLM's min_tokens). Default 0 (off); must be >= 0
   /// and at most max_tokens when that is set.
   int64_t min_tokens = 0;
+  /// Minimum probability relative to the most likely token: after the
+  /// temperature, tokens with p < min_p * p_max are dropped (vLLM's min_p).
+  /// Must be in [0, 1]; default 0 (off).
+  float min_p = 0.0f;
+  /// vLLM's repetition_penalty over the prompt and output tokens
+  /// (logits_processors.h). Must be finite and > 0; default 1 (off).
+  float repetition_penalty = 1.0f;
+  /// OpenAI's presence and frequency penalties over the output tokens
+  /// (logits_processors.h). Each must be in [-2, 2]; default 0 (off).
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  /// (token id, bias) pairs added to the logits before sampling (OpenAI's
+  /// logit_bias; the server clamps the bias to [-100, 100]). Ids must be >= 0
+  /// and, when known, below the vocabulary; biases finite. Default none.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  /// Log-probabilities to return with each generated token: -1 (default)
+  /// none, 0 the sampled token's only, n > 0 also the n most likely tokens
+  /// (at most kMaxLogprobs).
+  int32_t logprobs = -1;
 };
+
+/// The most top log-probabilities a request can ask for (OpenAI's
+/// top_logprobs limit).
+inline constexpr int32_t kMaxLogprobs = 20;
 
 /// Checks `params`; INVALID_ARGUMENT with a message naming the field and the
 /// value otherwise ("top_p must be in (0, 1], got 1.5"). When `vocab_size` is

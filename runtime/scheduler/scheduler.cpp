@@ -29,27 +29,6 @@ uint32_t snapshotSlots(const SchedulerOptions &options,
                                     : 2 * options.max_requests;
 }
 
-/// `rows` rows of logits for a request that has generated `generated`
-/// tokens: row j samples its token number generated + j. Rows sampled
-/// before params.min_tokens get the stop token ids masked to -inf (vLLM's
-/// min_tokens), in a copy held by `copy`; without such rows `logits` itself.
-const float *maskEarlyStops(const SamplingParams &params, uint64_t generated,
-                            const float *logits, size_t rows, size_t vocab,
-                            std::vector<float> &copy) {
-  if (params.stop_token_ids.empty() ||
-      generated >= static_cast<uint64_t>(params.min_tokens))
-    return logits;
-  copy.assign(logits, logits + rows * vocab);
-  for (size_t j = 0; j < rows; ++j) {
-    if (generated + j >= static_cast<uint64_t>(params.min_tokens))
-      break;
-    for (int32_t id : params.stop_token_ids)
-      if (static_cast<size_t>(id) < vocab)
-        copy[j * vocab + id] = -std::numeric_limits<float>::infinity();
-  }
-  return copy.data();
-}
-
 /// The device's greedy token of logits row `row` (StepResult::greedy).
 StatusOr<int32_t> deviceGreedyToken(const StepResult &result, size_t row) {
   if (row >= result.greedy.size())
@@ -97,6 +76,8 @@ struct Scheduler::Request {
   /// Committed ids: prompt, then generated tokens.
   std::vector<int32_t> tokens;
   std::optional<Sampler> sampler;
+  /// Prompt and output tokens for the penalties (only with penalties).
+  std::optional<PenaltyTracker> penalties;
   std::optional<TextStream> stream;   // with a tokenizer
   std::optional<StopMatcher> matcher; // without one
   OutputCallback callback;
@@ -112,10 +93,15 @@ struct Scheduler::Request {
   std::vector<uint8_t> draft_hidden;
   /// Output not yet delivered.
   std::vector<int32_t> out_tokens;
+  std::vector<TokenLogprobs> out_logprobs; // with params.logprobs >= 0
   std::string out_text;
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
   Status status;
+  /// When add() queued it, and the seconds until its first admission (-1:
+  /// not admitted yet).
+  std::chrono::steady_clock::time_point queued_at;
+  double queue_seconds = -1;
 
   uint64_t generated() const { return tokens.size() - prompt_size; }
   /// The last committed token has not been run yet: decode (or verify).
@@ -239,10 +225,13 @@ Status Scheduler::add(uint64_t id, std::vector<int32_t> prompt,
                        waiting_.size(), options_.max_queued);
   auto request = std::make_unique<Request>();
   request->id = id;
+  request->queued_at = std::chrono::steady_clock::now();
   request->prompt_size = prompt.size();
   request->tokens = std::move(prompt);
   STRATA_ASSIGN_OR_RETURN(Sampler sampler, Sampler::create(params));
   request->sampler.emplace(std::move(sampler));
+  if (hasPenalties(params))
+    request->penalties.emplace(request->tokens);
   if (tokenizer_) {
     STRATA_ASSIGN_OR_RETURN(TextStream stream,
                             TextStream::create(*tokenizer_, params));
@@ -297,6 +286,11 @@ void Scheduler::cancelAll(const Status &status) {
 
 Status Scheduler::admit(Request &request) {
   STRATA_ASSIGN_OR_RETURN(request.seq, kv_->admit(request.tokens));
+  if (request.queue_seconds < 0)
+    request.queue_seconds = std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() -
+                                request.queued_at)
+                                .count();
   SequenceCache &seq = *request.seq;
   request.computed = seq.hitTokens();
   request.cached_tokens = seq.hitTokens();
@@ -405,6 +399,7 @@ void Scheduler::deliver(Request &request) {
   RequestOutput out;
   out.id = request.id;
   out.tokens = std::move(request.out_tokens);
+  out.logprobs = std::move(request.out_logprobs);
   out.text = std::move(request.out_text);
   out.finished = request.finished;
   out.finish_reason = request.reason;
@@ -412,7 +407,9 @@ void Scheduler::deliver(Request &request) {
   out.prompt_tokens = request.prompt_size;
   out.completion_tokens = request.generated();
   out.cached_tokens = request.cached_tokens;
+  out.queue_seconds = request.queue_seconds;
   request.out_tokens.clear();
+  request.out_logprobs.clear();
   request.out_text.clear();
   if (request.callback)
     request.callback(out);
@@ -442,8 +439,26 @@ void Scheduler::finish(Request &request, FinishReason reason, Status status) {
   deliver(request);
 }
 
+const float *Scheduler::processRows(const Request &request,
+                                    const float *logits, size_t rows,
+                                    const std::vector<int32_t> &drafts,
+                                    std::vector<float> &copy) const {
+  const SamplingParams &params = request.sampler->params();
+  if (!needsLogitsProcessing(params, request.generated()))
+    return logits;
+  const size_t vocab = runner_.vocabSize();
+  copy.assign(logits, logits + rows * vocab);
+  for (size_t j = 0; j < rows; ++j)
+    processLogitsRow(params, request.generated() + j,
+                     request.penalties ? &*request.penalties : nullptr,
+                     drafts.data(), std::min(j, drafts.size()),
+                     copy.data() + j * vocab, vocab);
+  return copy.data();
+}
+
 Status Scheduler::commitTokens(Request &request,
-                               const std::vector<int32_t> &tokens) {
+                               const std::vector<int32_t> &tokens,
+                               const float *raw_logits) {
   std::vector<int32_t> committed;
   for (int32_t token : tokens) {
     StatusOr<StopOutput> out = request.stream
@@ -451,6 +466,13 @@ Status Scheduler::commitTokens(Request &request,
                                    : request.matcher->push(token, "");
     if (!out.ok())
       return out.status();
+    if (request.sampler->params().logprobs >= 0 && raw_logits)
+      request.out_logprobs.push_back(computeLogprobs(
+          raw_logits + committed.size() * runner_.vocabSize(),
+          runner_.vocabSize(), token,
+          static_cast<size_t>(request.sampler->params().logprobs)));
+    if (request.penalties)
+      request.penalties->addOutput(token);
     committed.push_back(token);
     request.out_text += out->text;
     if (out->finish_reason != FinishReason::kNone) {
@@ -616,9 +638,8 @@ bool Scheduler::needsLogits(const Planned &p) const {
   if (!r.decoding() && p.end != r.tokens.size())
     return false; // a prefill chunk that samples nothing
   const SamplingParams &params = r.sampler->params();
-  bool masks_stops = !params.stop_token_ids.empty() &&
-                     r.generated() < static_cast<uint64_t>(params.min_tokens);
-  return !r.sampler->greedy() || masks_stops;
+  return !r.sampler->greedy() || params.logprobs >= 0 ||
+         needsLogitsProcessing(params, r.generated());
 }
 
 StatusOr<int32_t> Scheduler::sampleRow(Request &r, const StepResult &result,
@@ -627,10 +648,9 @@ StatusOr<int32_t> Scheduler::sampleRow(Request &r, const StepResult &result,
   if (result.logits.empty())
     return deviceGreedyToken(result, row);
   size_t vocab = runner_.vocabSize();
-  return r.sampler->sample(maskEarlyStops(r.sampler->params(), r.generated(),
-                                          result.logits.data() + row * vocab,
-                                          1, vocab, masked),
-                           vocab);
+  return r.sampler->sample(
+      processRows(r, result.logits.data() + row * vocab, 1, {}, masked),
+      vocab);
 }
 
 //===----------------------------------------------------------------------===//
@@ -773,13 +793,14 @@ Status Scheduler::step() {
       stats_.prefill_tokens += p.end - p.start;
       p.new_computed = p.end;
       if (p.end == r.tokens.size()) {
+        const float *last = logits ? logits + (count - 1) * vocab : nullptr;
         StatusOr<int32_t> token =
             sampleRow(r, *result, row + count - 1, masked);
         if (!token.ok()) {
           error = token.status();
           break;
         }
-        error = commitTokens(r, {*token});
+        error = commitTokens(r, {*token}, last);
       }
     } else if (p.k == 0) {
       p.new_computed = p.start + 1;
@@ -788,11 +809,10 @@ Status Scheduler::step() {
         error = token.status();
         break;
       }
-      error = commitTokens(r, {*token});
+      error = commitTokens(r, {*token}, logits);
     } else {
       DraftVerification input;
-      input.target_logits = maskEarlyStops(r.sampler->params(), r.generated(),
-                                           logits, p.k + 1, vocab, masked);
+      input.target_logits = processRows(r, logits, p.k + 1, p.drafts, masked);
       input.vocab_size = vocab;
       input.draft_tokens = p.drafts;
       StatusOr<DraftVerificationResult> verified =
@@ -802,7 +822,7 @@ Status Scheduler::step() {
         break;
       }
       p.new_computed = p.start + verified->accepted + 1;
-      error = commitTokens(r, verified->tokens);
+      error = commitTokens(r, verified->tokens, logits);
       if (!r.finished && verified->accepted < p.k) {
         // Rollback: restore the state saved before the verify, re-run the
         // accepted prefix [t_L, d_1..d_a] below.

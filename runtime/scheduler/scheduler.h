@@ -10,7 +10,10 @@
 //   - KV blocks, state slots, prefix hits and snapshots via runtime/kv_cache;
 //     when blocks run out the most recently admitted request is preempted by
 //     recompute (blocks freed, requeued first with prompt + generated ids);
-//   - sampling, MTP verification and stop conditions via runtime/sampling;
+//   - sampling, MTP verification and stop conditions via runtime/sampling,
+//     each logits row first through the request's logits processors
+//     (min_tokens, logit_bias, penalties; logits_processors.h), and raw
+//     log-probabilities per committed token when the request asks;
 //   - MTP speculative decoding with k = 1..3 drafts: the draft chain, one
 //     verify step with k + 1 rows per request, and rollback by restoring the
 //     state slot saved before the verify and re-running the accepted tokens.
@@ -36,6 +39,7 @@
 
 #include "runtime/base/status.h"
 #include "runtime/kv_cache/kv_cache.h"
+#include "runtime/sampling/logits_processors.h"
 #include "runtime/sampling/sampler.h"
 #include "runtime/sampling/speculative.h"
 #include "runtime/sampling/stop_matcher.h"
@@ -84,6 +88,8 @@ struct RequestOutput {
   uint64_t id = 0;
   /// Token ids committed since the last delivery (after stop handling).
   std::vector<int32_t> tokens;
+  /// With SamplingParams::logprobs >= 0: one entry per token of `tokens`.
+  std::vector<TokenLogprobs> logprobs;
   /// Text released since the last delivery (empty without a tokenizer).
   std::string text;
   /// True on the last delivery of the request.
@@ -95,6 +101,9 @@ struct RequestOutput {
   /// Prompt tokens, generated tokens so far, prompt tokens served by the
   /// prefix cache at (the latest) admission.
   uint64_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
+  /// Seconds from add() to the first admission (vLLM's queue time); -1
+  /// while never admitted (e.g. cancelled while waiting).
+  double queue_seconds = -1;
 };
 
 using OutputCallback = std::function<void(const RequestOutput &)>;
@@ -167,12 +176,22 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
-  Status commitTokens(Request &request, const std::vector<int32_t> &tokens);
+  /// Logits rows of `request` after its logits processors (min_tokens,
+  /// logit_bias, penalties; row j sees drafts[0, j) as output): `logits`
+  /// itself when there is nothing to do, else a processed copy in `copy`.
+  const float *processRows(const Request &request, const float *logits,
+                           size_t rows, const std::vector<int32_t> &drafts,
+                           std::vector<float> &copy) const;
+  /// Commits `tokens`; token i was sampled from row i of `raw_logits` (the
+  /// model's rows, for log-probabilities; null: none).
+  Status commitTokens(Request &request, const std::vector<int32_t> &tokens,
+                      const float *raw_logits);
   Status afterTarget(Request &request, uint64_t new_computed);
   Status runDraftStepZero(std::vector<Planned> &plan);
   /// Whether `p` needs its logits rows on the host this step: it samples a
-  /// token by a rule other than plain greedy (a temperature, min_tokens'
-  /// stop masks) or verifies drafts. Otherwise the step's greedy tokens do.
+  /// token by a rule other than plain greedy (a temperature, a logits
+  /// processor: penalties, logit_bias, min_tokens' stop masks), returns
+  /// logprobs or verifies drafts. Otherwise the step's greedy tokens do.
   bool needsLogits(const Planned &p) const;
   /// The token `request` samples from logits row `row` of `result` (its
   /// greedy token when the step copied no logits).

@@ -14,6 +14,8 @@
 
 #include "runtime/scheduler/scheduler.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -170,14 +172,26 @@ struct Harness {
   /// Submits every prompt and steps until all finish; returns their ids.
   std::vector<std::vector<int32_t>>
   run(const std::vector<std::vector<int32_t>> &prompts, int64_t max_tokens) {
+    SamplingParams params;
+    params.max_tokens = max_tokens;
+    return run(prompts, params);
+  }
+  std::vector<std::vector<int32_t>>
+  run(const std::vector<std::vector<int32_t>> &prompts,
+      const SamplingParams &params,
+      std::vector<std::vector<TokenLogprobs>> *logprobs = nullptr) {
     std::vector<std::vector<int32_t>> out(prompts.size());
+    if (logprobs)
+      logprobs->assign(prompts.size(), {});
     for (size_t i = 0; i < prompts.size(); ++i) {
-      SamplingParams params;
-      params.max_tokens = max_tokens;
       Status status = scheduler->add(
-          next_id++, prompts[i], params, [&out, i](const RequestOutput &o) {
+          next_id++, prompts[i], params,
+          [&out, logprobs, i](const RequestOutput &o) {
             EXPECT_TRUE(o.status.ok()) << o.status.message();
             out[i].insert(out[i].end(), o.tokens.begin(), o.tokens.end());
+            if (logprobs)
+              (*logprobs)[i].insert((*logprobs)[i].end(), o.logprobs.begin(),
+                                    o.logprobs.end());
           });
       EXPECT_TRUE(status.ok()) << status.message();
     }
@@ -243,6 +257,71 @@ TEST(Scheduler, SampledRequestsTakeLogits) {
   expectReference(h.run(testPrompts(), 12), 12);
   EXPECT_EQ(sampled.size(), 6u);
   EXPECT_GT(h.model.logits_steps_[StepKind::decode], 0);
+}
+
+/// Greedy decoding of the fake model under a presence penalty of 2: its
+/// rows are one-hot (1 at the model's token, 0 elsewhere), so a token
+/// already generated drops to 1 - 2 or 0 - 2 and the argmax is the model's
+/// token when it is new, else the lowest id not generated yet.
+std::vector<int32_t> presenceReference(const std::vector<int32_t> &prompt,
+                                       size_t max_tokens) {
+  uint64_t state = 1, kv = 1;
+  std::vector<int32_t> out;
+  std::vector<int32_t> tokens = prompt;
+  for (size_t i = 0; i < tokens.size() && out.size() < max_tokens; ++i) {
+    state = mix(state, tokens[i]);
+    kv = mix(kv, tokens[i]);
+    if (i + 1 != tokens.size())
+      continue;
+    auto generated = [&](int32_t t) {
+      return std::find(out.begin(), out.end(), t) != out.end();
+    };
+    int32_t best = int32_t(mix(state, kv) % kVocab);
+    if (generated(best))
+      for (best = 0; generated(best); ++best) {
+      }
+    tokens.push_back(best);
+    out.push_back(best);
+  }
+  return out;
+}
+
+// Tests that the scheduler feeds penalties the request's output (also
+// across MTP verify rows, whose drafts count as output) and returns raw
+// log-probabilities of the model's rows: for a one-hot row (1 at the
+// model's token), log p = 1 - log(e + V - 1) at that token and
+// -log(e + V - 1) elsewhere.
+TEST(Scheduler, PresencePenaltyAndLogprobs) {
+  for (uint32_t k : {0u, 2u}) {
+    SchedulerOptions o = baseOptions();
+    o.mtp_draft_tokens = k;
+    Harness h(o);
+    SamplingParams params;
+    params.max_tokens = 30;
+    params.presence_penalty = 2.0f;
+    params.logprobs = 2;
+    std::vector<std::vector<TokenLogprobs>> logprobs;
+    auto outputs = h.run(testPrompts(), params, &logprobs);
+    auto prompts = testPrompts();
+    const double log_z = std::log(std::exp(1.0) + double(kVocab) - 1.0);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(outputs[i], presenceReference(prompts[i], 30))
+          << "prompt " << i << " k " << k;
+      ASSERT_EQ(logprobs[i].size(), outputs[i].size());
+      for (size_t t = 0; t < outputs[i].size(); ++t) {
+        const TokenLogprobs &lp = logprobs[i][t];
+        EXPECT_EQ(lp.token, outputs[i][t]);
+        ASSERT_EQ(lp.top.size(), 2u);
+        // The model's token is the row's only 1.
+        EXPECT_NEAR(lp.top[0].second, 1.0 - log_z, 1e-6);
+        EXPECT_NEAR(lp.top[1].second, -log_z, 1e-6);
+        EXPECT_NEAR(lp.logprob, lp.token == lp.top[0].first ? 1.0 - log_z
+                                                            : -log_z,
+                    1e-6);
+      }
+    }
+    EXPECT_EQ(h.scheduler->kvCache().stats().used_blocks, 0u);
+  }
 }
 
 TEST(Scheduler, PrefixReuseKeepsOutputs) {

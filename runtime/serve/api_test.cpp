@@ -8,6 +8,8 @@
 
 #include "runtime/serve/api.h"
 
+#include <limits>
+
 #include <gtest/gtest.h>
 
 namespace strata::runtime::serve {
@@ -61,13 +63,20 @@ TEST(ServeApi, MissingOrEmptyPrompt) {
   EXPECT_EQ(parseError(R"({"prompt": ""})").message, "prompt: must not be empty");
   EXPECT_EQ(parseError(R"({"prompt": []})").message, "prompt: must not be empty");
   EXPECT_EQ(parseError(R"({"prompt": null})").message,
-            "prompt: expected a string, an array of one string or an array of "
-            "token ids, got null");
+            "prompt: expected a string, an array of strings, an array of "
+            "token ids or an array of token-id arrays, got null");
   EXPECT_EQ(parseError(R"({"prompt": 5})").param, "prompt");
-  EXPECT_EQ(parseError(R"({"prompt": ["a", "b"]})").message,
-            "prompt: only one prompt per request is supported, got 2");
-  EXPECT_EQ(parseError(R"({"prompt": [[1, 2]]})").message,
-            "prompt: batched token-id prompts are not supported");
+  EXPECT_EQ(parseError(R"({"prompt": ["a", 3]})").message,
+            "prompt[1]: expected a string or an array of token ids (all "
+            "prompts of a batch alike), got number");
+  EXPECT_EQ(parseError(R"({"prompt": [[1, 2], []]})").message,
+            "prompt[1]: must not be empty");
+  EXPECT_EQ(parseError(R"({"prompt": ["a", ""]})").message,
+            "prompt[1]: must not be empty");
+  EXPECT_EQ(parseError(R"({"prompt": [[1, -2]]})").message,
+            "prompt[0][1]: token id out of range: -2");
+  EXPECT_EQ(parseError(R"({"prompt": ["a", "b"], "n": 40})").message,
+            "n: 2 prompts x n 40 exceed the 64 choices of one request");
   Failure f = parseError(R"({"prompt": [1, "x"]})");
   EXPECT_EQ(f.message, "prompt[1]: expected an integer, got string");
   EXPECT_EQ(f.param, "prompt[1]");
@@ -82,11 +91,19 @@ TEST(ServeApi, MissingOrEmptyPrompt) {
 
 // Tests the accepted prompt forms.
 TEST(ServeApi, PromptForms) {
-  EXPECT_EQ(parseOk(R"({"prompt": "hi"})").prompt, "hi");
-  EXPECT_EQ(parseOk(R"({"prompt": ["hi"]})").prompt, "hi");
+  EXPECT_EQ(parseOk(R"({"prompt": "hi"})").prompts.at(0).text, "hi");
+  EXPECT_EQ(parseOk(R"({"prompt": ["hi"]})").prompts.at(0).text, "hi");
   CompletionRequest r = parseOk(R"({"prompt": [3, 1, 2]})");
-  ASSERT_TRUE(r.prompt_ids);
-  EXPECT_EQ(*r.prompt_ids, (std::vector<int32_t>{3, 1, 2}));
+  ASSERT_EQ(r.prompts.size(), 1u);
+  ASSERT_TRUE(r.prompts[0].ids);
+  EXPECT_EQ(*r.prompts[0].ids, (std::vector<int32_t>{3, 1, 2}));
+  // Batches: several strings, several token-id arrays.
+  r = parseOk(R"({"prompt": ["a", "bc"]})");
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(r.prompts[1].text, "bc");
+  r = parseOk(R"({"prompt": [[5], [6, 7]]})");
+  ASSERT_EQ(r.prompts.size(), 2u);
+  EXPECT_EQ(*r.prompts[1].ids, (std::vector<int32_t>{6, 7}));
 }
 
 // Tests message validation: shape, role, content, unknown fields.
@@ -184,20 +201,28 @@ TEST(ServeApi, WrongTypesAndRanges) {
       {"top_p", "1.5", "top_p: must be in (0, 1], got 1.5"},
       {"top_k", "-2", "top_k: must be -1, 0 (disabled) or positive, got -2"},
       {"top_k", "true", "top_k: expected an integer, got boolean"},
-      {"n", "2", "n: only 1 is supported, got 2"},
-      {"n", "0", "n: only 1 is supported, got 0"},
-      {"best_of", "3", "best_of: only 1 is supported, got 3"},
+      {"n", "0", "n: must be in [1, 64], got 0"},
+      {"n", "65", "n: must be in [1, 64], got 65"},
+      {"best_of", "3", "best_of: only 1 or n (1) is supported (vLLM's V1 engine has no best_of either), got 3"},
       {"seed", "1.5", "seed: expected an integer, got a non-integer number"},
       {"stop", "5", "stop: expected a string or an array of strings, got number"},
       {"stop", "[\"a\", 1]", "stop[1]: expected a string, got number"},
       {"stop", "[\"a\",\"b\",\"c\",\"d\",\"e\"]", "stop: at most 4 stop sequences are supported, got 5"},
       {"stop", "\"\"", "stop: stop sequences must not be empty"},
-      {"presence_penalty", "0.5", "presence_penalty: only 0 is supported, got 0.5"},
+      {"presence_penalty", "2.5", "presence_penalty: must be in [-2, 2], got 2.5"},
       {"frequency_penalty", "\"x\"", "frequency_penalty: expected a number, got string"},
-      {"logit_bias", "{\"1\": 5}", "logit_bias: logit_bias is not supported"},
+      {"frequency_penalty", "-3", "frequency_penalty: must be in [-2, 2], got -3"},
+      {"repetition_penalty", "0", "repetition_penalty: must be a finite number > 0, got 0"},
+      {"min_p", "1.5", "min_p: must be in [0, 1], got 1.5"},
+      {"logit_bias", "{\"x\": 5}", "logit_bias.x: keys must be token ids (non-negative integers)"},
+      {"logit_bias", "{\"1\": \"5\"}", "logit_bias.1: expected a number, got string"},
       {"logit_bias", "[]", "logit_bias: expected an object, got array"},
-      {"logprobs", "1", "logprobs: logprobs are not supported"},
-      {"echo", "true", "echo: echo is not supported"},
+      {"logprobs", "21", "logprobs: must be in [0, 20], got 21"},
+      {"logprobs", "true", "logprobs: expected an integer, got boolean"},
+      {"stop_token_ids", "[1, -1]", "stop_token_ids[1]: token id out of range: -1"},
+      {"stop_token_ids", "3", "stop_token_ids: expected an array of token ids, got number"},
+      {"skip_special_tokens", "1", "skip_special_tokens: expected a boolean, got number"},
+      {"include_stop_str_in_output", "\"y\"", "include_stop_str_in_output: expected a boolean, got string"},
       {"suffix", "\"end\"", "suffix: suffix is not supported"},
       {"stream_options", "1", "stream_options: expected an object, got number"},
       {"stream_options", "{\"include_usage\": true}", "stream_options: only allowed when stream is true"},
@@ -211,13 +236,17 @@ TEST(ServeApi, WrongTypesAndRanges) {
     EXPECT_EQ(f.param.substr(0, std::string(c.field).size()), c.field) << body;
   }
   struct Case chat_cases[] = {
-      {"logprobs", "true", "logprobs: logprobs are not supported"},
       {"logprobs", "2", "logprobs: expected a boolean, got number"},
-      {"top_logprobs", "2", "top_logprobs: logprobs are not supported"},
+      {"top_logprobs", "2", "top_logprobs: requires logprobs: true"},
+      {"top_logprobs", "30", "top_logprobs: must be in [0, 20], got 30"},
       {"response_format", "{\"type\": \"json_object\"}", "response_format: only {\"type\": \"text\"} is supported"},
-      {"tools", "[{\"type\": \"function\"}]", "tools: tools are not supported"},
+      {"tools", "[{\"type\": \"function\"}]", "tools[0].function: expected an object"},
+      {"tools", "[{\"type\": \"code\"}]", "tools[0].type: expected \"function\""},
+      {"tools", "[{\"type\": \"function\", \"function\": {}}]", "tools[0].function.name: missing"},
+      {"tools", "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"x\": 1}}]", "tools[0].function.x: unknown field"},
       {"tools", "{}", "tools: expected an array, got object"},
-      {"tool_choice", "\"required\"", "tool_choice: only \"none\" and \"auto\" without tools are supported"},
+      {"tool_choice", "\"required\"", "tool_choice: needs tools"},
+      {"tool_choice", "\"sometimes\"", "tool_choice: expected \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}"},
       {"max_completion_tokens", "-3", "max_completion_tokens: must be at least 1, got -3"},
       {"chat_template_kwargs", "{\"foo\": 1}", "chat_template_kwargs.foo: unknown field"},
       {"chat_template_kwargs", "{\"enable_thinking\": 1}", "chat_template_kwargs.enable_thinking: expected a boolean, got number"},
@@ -289,19 +318,35 @@ TEST(ServeApi, ErrorBody) {
   EXPECT_TRUE(j["error"]["code"].is_null());
 }
 
+ChoiceResult choice(int32_t index, const std::string &text,
+                    FinishReason finish) {
+  ChoiceResult c;
+  c.index = index;
+  c.text = text;
+  c.finish = finish;
+  return c;
+}
+
 // Tests the response objects of both endpoints.
 TEST(ServeApi, Responses) {
   ResponseIds ids{"cmpl-7", "m", 100};
-  json c = completionResponse(Endpoint::kCompletions, ids, "hi",
-                              FinishReason::kLength, Usage{3, 2});
+  json c = completionResponse(Endpoint::kCompletions, ids,
+                              {choice(0, "hi", FinishReason::kLength)},
+                              Usage{3, 2, 1});
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["choices"][0]["text"], "hi");
   EXPECT_EQ(c["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(c["usage"],
             json({{"prompt_tokens", 3}, {"completion_tokens", 2},
-                  {"total_tokens", 5}}));
-  json chat = completionResponse(Endpoint::kChatCompletions, ids, "yo",
-                                 FinishReason::kStop, Usage{1, 1});
+                  {"total_tokens", 5},
+                  {"prompt_tokens_details", {{"cached_tokens", 1}}}}));
+  json chat = completionResponse(
+      Endpoint::kChatCompletions, ids,
+      {choice(0, "yo", FinishReason::kStop),
+       choice(1, "ya", FinishReason::kLength)},
+      Usage{1, 1, 0});
+  EXPECT_EQ(chat["choices"][1]["index"], 1);
+  EXPECT_EQ(chat["choices"][1]["message"]["content"], "ya");
   EXPECT_EQ(chat["object"], "chat.completion");
   EXPECT_EQ(chat["choices"][0]["message"],
             json({{"role", "assistant"}, {"content", "yo"}}));
@@ -312,22 +357,134 @@ TEST(ServeApi, Responses) {
 // finish_reason until the last, the usage-only chunk.
 TEST(ServeApi, StreamChunks) {
   ResponseIds ids{"chatcmpl-1", "m", 5};
-  json first = streamChunk(Endpoint::kChatCompletions, ids, "He", std::nullopt,
-                           true);
+  json first = streamChunk(Endpoint::kChatCompletions, ids, 0, "He",
+                           std::nullopt, true);
   EXPECT_EQ(first["object"], "chat.completion.chunk");
   EXPECT_EQ(first["choices"][0]["delta"],
             json({{"role", "assistant"}, {"content", "He"}}));
   EXPECT_TRUE(first["choices"][0]["finish_reason"].is_null());
-  json last = streamChunk(Endpoint::kChatCompletions, ids, "", FinishReason::kStop,
-                          false);
+  json last = streamChunk(Endpoint::kChatCompletions, ids, 2, "",
+                          FinishReason::kStop, false);
+  EXPECT_EQ(last["choices"][0]["index"], 2);
   EXPECT_EQ(last["choices"][0]["delta"], json::object());
   EXPECT_EQ(last["choices"][0]["finish_reason"], "stop");
-  json text = streamChunk(Endpoint::kCompletions, ids, "x", std::nullopt, true);
+  json text =
+      streamChunk(Endpoint::kCompletions, ids, 0, "x", std::nullopt, true);
   EXPECT_EQ(text["object"], "text_completion");
   EXPECT_EQ(text["choices"][0]["text"], "x");
   json usage = usageChunk(Endpoint::kChatCompletions, ids, Usage{2, 3});
   EXPECT_TRUE(usage["choices"].empty());
   EXPECT_EQ(usage["usage"]["total_tokens"], 5);
+}
+
+// Tests that the vLLM extensions and penalties land in the request, and the
+// exact bodies of the two standard load generators parse.
+TEST(ServeApi, VllmFields) {
+  CompletionRequest r = parseOk(
+      R"({"prompt": "x", "repetition_penalty": 1.2, "presence_penalty": -1,
+          "frequency_penalty": 0.5, "min_p": 0.1, "logit_bias": {"7": 300, "8": -2.5},
+          "stop_token_ids": [4, 5], "skip_special_tokens": false,
+          "include_stop_str_in_output": true, "n": 3, "best_of": 3,
+          "logprobs": 2, "echo": false, "ignore_eos": true, "min_tokens": 2})");
+  EXPECT_EQ(r.repetition_penalty, 1.2);
+  EXPECT_EQ(r.presence_penalty, -1);
+  EXPECT_EQ(r.frequency_penalty, 0.5);
+  EXPECT_EQ(r.min_p, 0.1);
+  ASSERT_EQ(r.logit_bias.size(), 2u);
+  EXPECT_EQ(r.logit_bias[0], (std::pair<int32_t, float>{7, 100.0f})); // clamped
+  EXPECT_EQ(r.logit_bias[1], (std::pair<int32_t, float>{8, -2.5f}));
+  EXPECT_EQ(r.stop_token_ids, (std::vector<int32_t>{4, 5}));
+  EXPECT_FALSE(r.skip_special_tokens);
+  EXPECT_TRUE(r.include_stop_str_in_output);
+  EXPECT_EQ(r.n, 3);
+  EXPECT_EQ(r.logprobs, 2);
+  r = parseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                  "logprobs": true, "top_logprobs": 3})",
+              Endpoint::kChatCompletions);
+  EXPECT_EQ(r.logprobs, 3);
+  r = parseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                  "logprobs": true})",
+              Endpoint::kChatCompletions);
+  EXPECT_EQ(r.logprobs, 0);
+  EXPECT_EQ(parseError(R"({"prompt": "x", "echo": true, "logprobs": 1})")
+                .message,
+            "echo: echo with logprobs (prompt log-probabilities) is not "
+            "supported");
+  // vllm bench serve, completions backend (vllm/benchmarks/lib/
+  // endpoint_request_func.py), with --ignore-eos.
+  r = parseOk(R"({"model": "m", "prompt": "hello", "repetition_penalty": 1.0,
+                  "max_tokens": 128, "logprobs": null, "stream": true,
+                  "stream_options": {"include_usage": true}, "ignore_eos": true})");
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.logprobs, -1);
+  // sglang.bench_serving, completions (python/sglang/bench_serving.py).
+  r = parseOk(R"({"model": "m", "prompt": "hello", "temperature": 0.0,
+                  "best_of": 1, "max_tokens": 128, "stream": true,
+                  "ignore_eos": true})");
+  EXPECT_TRUE(r.ignore_eos);
+  r = parseOk(R"({"prompt": "x", "stream": true, "stream_options":
+                  {"include_usage": true, "continuous_usage_stats": true}})");
+  EXPECT_TRUE(r.continuous_usage_stats);
+}
+
+// Tests tools, tool_choice and assistant tool_calls in the history.
+TEST(ServeApi, Tools) {
+  const char *tools = R"("tools": [{"type": "function", "function": {"name": "get",
+      "description": "d", "parameters": {"type": "object", "properties":
+      {"city": {"type": "string"}, "n": {"type": "integer"}}}}}])";
+  CompletionRequest r = parseOk(
+      std::string(R"({"messages": [{"role": "user", "content": "x"}], )") +
+          tools + "}",
+      Endpoint::kChatCompletions);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);
+  ASSERT_EQ(r.tools_json.size(), 1u);
+  EXPECT_EQ(r.tool_string_params.at("get"), (std::vector<std::string>{"city"}));
+  r = parseOk(std::string(R"({"messages": [{"role": "user", "content": "x"}],
+                 "tool_choice": {"type": "function", "function": {"name": "get"}}, )") +
+                  tools + "}",
+              Endpoint::kChatCompletions);
+  EXPECT_EQ(r.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(r.tool_choice_name, "get");
+  EXPECT_EQ(chatError(std::string(R"({"messages": [{"role": "user", "content": "x"}],
+                 "tool_choice": {"type": "function", "function": {"name": "put"}}, )") +
+                      tools + "}")
+                .message,
+            "tool_choice: names \"put\", which is not in tools");
+  r = parseOk(R"({"messages": [{"role": "user", "content": "x"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+         "type": "function", "function": {"name": "get", "arguments": "{\"city\": \"P\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "22C"}]})",
+              Endpoint::kChatCompletions);
+  ASSERT_EQ(r.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.messages[1].tool_calls[0].name, "get");
+  EXPECT_EQ(r.messages[1].tool_calls[0].arguments_json, "{\"city\": \"P\"}");
+  EXPECT_EQ(chatError(R"({"messages": [{"role": "assistant", "tool_calls": [{"type": "function",
+        "function": {"name": "f", "arguments": "[1]"}}]}]})")
+                .message,
+            "messages[0].tool_calls[0].function.arguments: expected a JSON "
+            "object text");
+}
+
+// Tests the logprobs objects of both endpoints.
+TEST(ServeApi, LogprobsJson) {
+  std::vector<LogprobEntry> entries(2);
+  entries[0].token = "ab";
+  entries[0].bytes = "ab";
+  entries[0].logprob = -0.5;
+  entries[0].top = {{"ab", "ab", -0.5}, {"c", "c", -1.5}};
+  entries[1].token = "d";
+  entries[1].bytes = "d";
+  entries[1].logprob = -std::numeric_limits<double>::infinity();
+  json c = logprobsJson(Endpoint::kCompletions, entries, 3);
+  EXPECT_EQ(c["tokens"], json({"ab", "d"}));
+  EXPECT_EQ(c["token_logprobs"], json({-0.5, -9999.0}));
+  EXPECT_EQ(c["top_logprobs"][0], json({{"ab", -0.5}, {"c", -1.5}}));
+  EXPECT_EQ(c["text_offset"], json({3, 5}));
+  json chat = logprobsJson(Endpoint::kChatCompletions, entries, 0);
+  EXPECT_EQ(chat["content"][0]["token"], "ab");
+  EXPECT_EQ(chat["content"][0]["bytes"], json({97, 98}));
+  EXPECT_EQ(chat["content"][0]["top_logprobs"][1]["token"], "c");
+  EXPECT_EQ(chat["content"][1]["logprob"], -9999.0);
 }
 
 // Tests SSE framing: one data line per event (newlines escaped), blank line

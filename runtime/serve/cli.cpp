@@ -1,9 +1,14 @@
 //===- cli.cpp - strata-serve command line ----------------------------------===//
 //
-// Part of strata. Start-up order: flags, tokenizer, artifact (validated by
-// runtime/loader; it gives the context length and the end-of-sequence id),
-// checkpoint folder, engine (model_engine.h), server. Serves until SIGINT or
-// SIGTERM, then stops cleanly (Server::stop).
+// Part of strata. Flags through CLI11 (Debian libcli11-dev, header-only; its
+// parse errors are exceptions, caught here and nowhere else). strata's own
+// flag names are the documented ones; vLLM's spellings of the same settings
+// (`vllm serve`) are accepted as aliases so a vLLM command line works
+// (docs/Serving.md has the table). Start-up order: flags, tokenizer,
+// artifact (validated by runtime/loader; it gives the context length and the
+// end-of-sequence ids), checkpoint folder, engine (model_engine.h), server.
+// Serves until SIGINT or SIGTERM, then drains (--shutdown-timeout) and stops
+// (Server::drain, Server::stop).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <string>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <pthread.h>
 
 #include "runtime/checkpoint/weight_source.h"
@@ -28,61 +34,227 @@
 
 namespace strata::runtime::serve {
 
-static const char *kUsage =
-    "usage: strata-serve --artifact FILE --checkpoint DIR --tokenizer FILE "
-    "[options]\n"
-    "  --artifact FILE     compiled model (strata-compile output)\n"
-    "  --checkpoint DIR    weights: config.json and *.safetensors, or\n"
-    "                      procedural:CONFIG.json (docs/ProceduralWeights.md,\n"
-    "                      generated at start-up, nothing on disk)\n"
-    "  --tokenizer FILE    Hugging Face tokenizer.json\n"
-    "  --host ADDR         listen address (default 127.0.0.1)\n"
-    "  --port P            listen port (default 8000; 0 picks a free one)\n"
-    "  --max-queue N       generation requests admitted at once (default "
-    "64 on the\n"
-    "                      CPU, 1024 on GPU targets); more get 503\n"
-    "  --model NAME        model id in /v1/models (default strata)\n"
-    "  --gpu-memory-utilization F  share of the device's total memory to use\n"
-    "                      (0 < F <= 1): the caches get what the weights and\n"
-    "                      the step buffers leave of it (default 0.9 on GPU\n"
-    "                      targets; the log line says what was sized)\n"
-    "  --kv-memory-mb M    cache memory budget instead (default on the CPU:\n"
-    "                      256): KV blocks are what is left after the\n"
-    "                      per-request states\n"
-    "  --kv-blocks N       KV blocks, overriding --kv-memory-mb\n"
-    "  --max-requests N    requests running at once (default 8 on the CPU,\n"
-    "                      256 on GPU targets)\n"
-    "  --max-step-tokens N tokens per engine step (default 256 on the CPU,\n"
-    "                      2048 on GPU targets)\n"
-    "  --chunk N           longest prefill chunk of one request (default:\n"
-    "                      --max-step-tokens)\n"
-    "  --prefix-cache on|off  prefix reuse (default on)\n"
-    "  --decode-graphs on|off  replay decode steps from captured graphs\n"
-    "                      (default on)\n"
-    "  --checkpoint-interval N  KDA snapshot interval in tokens for prefix\n"
-    "                      reuse (a multiple of the page size; default 16 pages)\n"
-    "  --snapshot-slots N  KDA state snapshots kept for prefix reuse (default\n"
-    "                      2 per running request)\n"
-    "  --target T          artifact target to run: cpu (default), sm_90 (CUDA),\n"
-    "                      gfx942 / gfx950 (HIP)\n"
-    "  --mtp K             MTP speculative decoding with K = 0..3 draft tokens\n"
-    "                      (default 0)\n";
-
-static bool parseUnsigned(const std::string &s, unsigned long long max,
-                          unsigned long long &out) {
-  char *end = nullptr;
-  if (s.empty() || s[0] == '-')
-    return false;
-  out = std::strtoull(s.c_str(), &end, 10);
-  return end && *end == '\0' && out <= max;
-}
+/// strata-serve's version (printed by --version).
+static constexpr const char *kServeVersion = "0.1.0";
 
 static int fail(const Status &status) {
   fmt::print(stderr, "strata-serve: error: {}\n", status.message());
   return 1;
 }
 
+static int usageError(const std::string &message) {
+  fmt::print(stderr,
+             "strata-serve: error: {}\nRun with --help for more information.\n",
+             message);
+  return 2;
+}
+
+StatusOr<uint32_t> parseSpeculativeConfig(const std::string &text) {
+  nlohmann::json j =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return invalidArgument("--speculative-config expects a JSON object, got "
+                           "'{}'",
+                           text);
+  uint32_t k = 1;
+  bool has_method = false;
+  for (auto &[key, value] : j.items()) {
+    if (key == "method") {
+      if (!value.is_string() || value != "mtp")
+        return invalidArgument("--speculative-config: only method \"mtp\" is "
+                               "supported, got {}",
+                               value.dump());
+      has_method = true;
+    } else if (key == "num_speculative_tokens") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+          value.get<int64_t>() > 3)
+        return invalidArgument("--speculative-config: num_speculative_tokens "
+                               "must be an integer in 1..3, got {}",
+                               value.dump());
+      k = static_cast<uint32_t>(value.get<int64_t>());
+    } else {
+      return invalidArgument("--speculative-config: unknown field \"{}\"", key);
+    }
+  }
+  if (!has_method)
+    return invalidArgument("--speculative-config: \"method\": \"mtp\" is "
+                           "required");
+  return k;
+}
+
 int runServeCli(int argc, char **argv) {
+  std::string artifact_path, checkpoint_dir, tokenizer_path;
+  ModelEngineOptions engine_options;
+  ServerOptions options;
+  options.port = 8000;
+  options.host = "127.0.0.1";
+  uint64_t kv_memory_mb = 256, kv_blocks = 0, max_queue = 64;
+  uint64_t max_model_len = 0;
+  std::string prefix_cache = "on", decode_graphs = "on", speculative_config;
+  uint32_t mtp = 0;
+
+  CLI::App app{"strata-serve: the OpenAI-compatible server (docs/Serving.md). "
+               "vLLM's flag spellings are accepted where they mean the same "
+               "setting.",
+               "strata-serve"};
+  app.set_version_flag("--version", fmt::format("strata-serve {}",
+                                                kServeVersion));
+  app.get_formatter()->column_width(36);
+  app.add_option("--artifact", artifact_path,
+                 "compiled model (strata-compile output; required)");
+  app.add_option("--checkpoint", checkpoint_dir,
+                 "weights: config.json and *.safetensors, or "
+                 "procedural:CONFIG.json (docs/ProceduralWeights.md; "
+                 "required)");
+  app.add_option("--tokenizer", tokenizer_path,
+                 "Hugging Face tokenizer.json (required)");
+  app.add_option("--host", options.host, "listen address (default 127.0.0.1)");
+  app.add_option("--port", options.port,
+                 "listen port (default 8000; 0 picks a free one)")
+      ->check(CLI::Range(0, 65535));
+  auto *queue_opt =
+      app.add_option("--max-queue", max_queue,
+                     "generation requests admitted at once (default 64 on the "
+                     "CPU, 1024 on GPU targets); more get 503")
+          ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
+  app.add_option("--model,--served-model-name", options.model_id,
+                 "model id in /v1/models and responses (default strata)");
+  app.add_option("--max-model-len", max_model_len,
+                 "context length, prompt plus output (default: the model's, "
+                 "at most 131072); at most the model's")
+      ->check(CLI::PositiveNumber);
+  auto *util_opt =
+      app.add_option("--gpu-memory-utilization",
+                     engine_options.gpu_memory_utilization,
+                     "share of the device's memory to use (0 < F <= 1; "
+                     "default 0.9 on GPU targets): the caches get what the "
+                     "weights and the step buffers leave")
+          ->check(CLI::Validator(
+              [](std::string &value) -> std::string {
+                char *end = nullptr;
+                double f = std::strtod(value.c_str(), &end);
+                if (value.empty() || *end != '\0' || !(f > 0.0 && f <= 1.0))
+                  return "expects a number in (0, 1], got \"" + value + "\"";
+                return "";
+              },
+              "(0, 1]"));
+  auto *kv_mb_opt =
+      app.add_option("--kv-memory-mb", kv_memory_mb,
+                     "cache memory budget instead (default 256 on the CPU)")
+          ->check(CLI::PositiveNumber);
+  auto *kv_blocks_opt =
+      app.add_option("--kv-blocks", kv_blocks,
+                     "KV blocks, overriding --kv-memory-mb")
+          ->check(CLI::PositiveNumber);
+  auto *requests_opt =
+      app.add_option("--max-requests,--max-num-seqs",
+                     engine_options.max_requests,
+                     "requests running at once (default 8 on the CPU, 256 on "
+                     "GPU targets)")
+          ->check(CLI::PositiveNumber);
+  auto *step_opt =
+      app.add_option("--max-step-tokens,--max-num-batched-tokens",
+                     engine_options.max_step_tokens,
+                     "tokens per engine step (default 256 on the CPU, 2048 "
+                     "on GPU targets)");
+  app.add_option("--chunk", engine_options.max_chunk_tokens,
+                 "longest prefill chunk of one request (default: "
+                 "--max-step-tokens)");
+  auto *prefix_opt =
+      app.add_option("--prefix-cache", prefix_cache,
+                     "prefix reuse on|off (default on)")
+          ->check(CLI::IsMember({"on", "off"}));
+  bool enable_prefix_caching = true;
+  auto *enable_prefix =
+      app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching",
+                   enable_prefix_caching,
+                   "vLLM's spelling of --prefix-cache on / off")
+          ->excludes(prefix_opt);
+  app.add_option("--decode-graphs", decode_graphs,
+                 "replay decode steps from captured graphs on|off (default "
+                 "on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--checkpoint-interval",
+                 engine_options.checkpoint_interval_tokens,
+                 "KDA snapshot interval in tokens for prefix reuse (a "
+                 "multiple of the page size; default 16 pages)");
+  app.add_option("--snapshot-slots", engine_options.snapshot_slots,
+                 "KDA state snapshots kept for prefix reuse (default 2 per "
+                 "running request)");
+  app.add_option("--target", engine_options.target,
+                 "artifact target to run: cpu (default), sm_90 (CUDA), "
+                 "gfx942 / gfx950 (HIP)");
+  auto *mtp_opt = app.add_option("--mtp", mtp,
+                                 "MTP speculative decoding with K = 0..3 "
+                                 "draft tokens (default 0)")
+                      ->check(CLI::Range(0, 3));
+  app.add_option("--speculative-config", speculative_config,
+                 "vLLM's spelling of --mtp: "
+                 "'{\"method\":\"mtp\",\"num_speculative_tokens\":K}'")
+      ->excludes(mtp_opt);
+  app.add_option("--api-key", options.api_key,
+                 "require 'Authorization: Bearer KEY' on /v1/* (default: "
+                 "none)");
+  app.add_option("--allowed-origins", options.allowed_origins,
+                 "CORS: origins allowed to call the server from a browser, "
+                 "comma-separated or repeated (\"*\": any; default none)")
+      ->delimiter(',');
+  std::string reasoning_parser = "glm45";
+  app.add_option("--reasoning-parser", reasoning_parser,
+                 "glm45 (default): chat answers put the text between <think> "
+                 "and </think> in reasoning_content; none: all in content")
+      ->check(CLI::IsMember({"glm45", "none"}));
+  std::string tool_call_parser = "glm45";
+  app.add_option("--tool-call-parser", tool_call_parser,
+                 "glm45 / glm47 (default; the same parser reads both forms): "
+                 "chat answers with tools get tool_calls; none: tools are "
+                 "rendered but calls stay in content")
+      ->check(CLI::IsMember({"glm45", "glm47", "none"}));
+  app.add_flag("--enable-auto-tool-choice",
+               "accepted for vLLM command lines: tool_choice auto is always "
+               "on when --tool-call-parser is not none");
+  bool enforce_eager = false;
+  app.add_flag("--enforce-eager", enforce_eager,
+               "vLLM's spelling of --decode-graphs off");
+  double shutdown_timeout = 30;
+  app.add_option("--shutdown-timeout", shutdown_timeout,
+                 "seconds SIGTERM / SIGINT waits for requests in flight "
+                 "(new ones get 503, /health 503) before cancelling the rest "
+                 "(default 30; 0: cancel at once)")
+      ->check(CLI::Range(0.0, 86400.0));
+  bool request_log = true;
+  app.add_flag("--enable-log-requests,!--disable-log-requests", request_log,
+               "one log line per finished generation request with its "
+               "X-Request-Id (default on)");
+  util_opt->excludes(kv_mb_opt)->excludes(kv_blocks_opt);
+
+  // Unknown arguments are collected rather than thrown, so they are
+  // reported before missing required flags.
+  app.allow_extras();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp &e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion &e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError &e) {
+    return usageError(e.what());
+  }
+  if (!app.remaining().empty())
+    return usageError(fmt::format("unknown argument {}", app.remaining()[0]));
+  engine_options.mtp_draft_tokens = mtp;
+  if (!speculative_config.empty()) {
+    StatusOr<uint32_t> k = parseSpeculativeConfig(speculative_config);
+    if (!k.ok())
+      return usageError(std::string(k.status().message()));
+    engine_options.mtp_draft_tokens = *k;
+  }
+  for (auto [flag, value] : {std::pair{"--artifact", &artifact_path},
+                             std::pair{"--checkpoint", &checkpoint_dir},
+                             std::pair{"--tokenizer", &tokenizer_path}})
+    if (value->empty())
+      return usageError(fmt::format("{} is required", flag));
+
   // SIGINT/SIGTERM are blocked here, before any thread starts (threads
   // inherit the mask), and taken with sigwait() below for a clean stop().
   sigset_t stop_signals;
@@ -91,139 +263,23 @@ int runServeCli(int argc, char **argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  std::string artifact_path, checkpoint_dir, tokenizer_path;
-  ModelEngineOptions engine_options;
-  ServerOptions options;
-  options.port = 8000;
-  // Flags given explicitly (GPU targets change the defaults of the others).
-  std::set<std::string> given;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") {
-      fmt::print("{}", kUsage);
-      return 0;
-    }
-    if (i + 1 >= argc) {
-      fmt::print(stderr, "strata-serve: error: {} needs a value\n{}", flag,
-                 kUsage);
-      return 2;
-    }
-    std::string value = argv[++i];
-    given.insert(flag);
-    unsigned long long n = 0;
-    if (flag == "--artifact") {
-      artifact_path = value;
-    } else if (flag == "--checkpoint") {
-      checkpoint_dir = value;
-    } else if (flag == "--tokenizer") {
-      tokenizer_path = value;
-    } else if (flag == "--host") {
-      options.host = value;
-    } else if (flag == "--model") {
-      options.model_id = value;
-    } else if (flag == "--port") {
-      if (!parseUnsigned(value, 65535, n)) {
-        fmt::print(stderr,
-                   "strata-serve: error: --port expects 0..65535, got \"{}\"\n",
-                   value);
-        return 2;
-      }
-      options.port = static_cast<int>(n);
-    } else if (flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
-               flag == "--max-requests" || flag == "--max-step-tokens" ||
-               flag == "--chunk" || flag == "--checkpoint-interval" ||
-               flag == "--snapshot-slots" || flag == "--mtp") {
-      unsigned long long limit = flag == "--mtp" ? 3 : (1ull << 40);
-      bool positive = flag == "--kv-memory-mb" || flag == "--kv-blocks" ||
-                      flag == "--max-requests";
-      if (!parseUnsigned(value, limit, n) || (positive && n == 0)) {
-        fmt::print(stderr,
-                   "strata-serve: error: {} expects {} integer up to {}, got "
-                   "\"{}\"\n",
-                   flag, positive ? "a positive" : "a non-negative", limit,
-                   value);
-        return 2;
-      }
-      if (flag == "--kv-memory-mb")
-        engine_options.kv_memory_bytes = n << 20;
-      else if (flag == "--kv-blocks")
-        engine_options.kv_blocks = n;
-      else if (flag == "--max-requests")
-        engine_options.max_requests = static_cast<uint32_t>(n);
-      else if (flag == "--max-step-tokens")
-        engine_options.max_step_tokens = static_cast<size_t>(n);
-      else if (flag == "--chunk")
-        engine_options.max_chunk_tokens = static_cast<size_t>(n);
-      else if (flag == "--checkpoint-interval")
-        engine_options.checkpoint_interval_tokens = n;
-      else if (flag == "--snapshot-slots")
-        engine_options.snapshot_slots = static_cast<uint32_t>(n);
-      else
-        engine_options.mtp_draft_tokens = static_cast<uint32_t>(n);
-    } else if (flag == "--target") {
-      engine_options.target = value;
-    } else if (flag == "--gpu-memory-utilization") {
-      char *end = nullptr;
-      double f = std::strtod(value.c_str(), &end);
-      if (value.empty() || !end || *end != '\0' || !(f > 0.0 && f <= 1.0)) {
-        fmt::print(stderr,
-                   "strata-serve: error: --gpu-memory-utilization expects a "
-                   "number in (0, 1], got \"{}\"\n",
-                   value);
-        return 2;
-      }
-      engine_options.gpu_memory_utilization = f;
-    } else if (flag == "--prefix-cache" || flag == "--decode-graphs") {
-      if (value != "on" && value != "off") {
-        fmt::print(stderr,
-                   "strata-serve: error: {} expects on or off, got \"{}\"\n",
-                   flag, value);
-        return 2;
-      }
-      (flag == "--prefix-cache" ? engine_options.prefix_cache
-                                : engine_options.decode_graphs) = value == "on";
-    } else if (flag == "--max-queue") {
-      if (!parseUnsigned(value, 1u << 20, n) || n == 0) {
-        fmt::print(stderr,
-                   "strata-serve: error: --max-queue expects a positive "
-                   "integer, got \"{}\"\n",
-                   value);
-        return 2;
-      }
-      options.max_queue = static_cast<size_t>(n);
-    } else {
-      fmt::print(stderr, "strata-serve: error: unknown flag {}\n{}", flag,
-                 kUsage);
-      return 2;
-    }
-  }
-  if (given.count("--gpu-memory-utilization") &&
-      (given.count("--kv-memory-mb") || given.count("--kv-blocks"))) {
-    fmt::print(stderr, "strata-serve: error: --gpu-memory-utilization sizes "
-                       "the caches; it cannot be combined with --kv-memory-mb "
-                       "or --kv-blocks\n");
-    return 2;
-  }
+  engine_options.kv_memory_bytes = kv_memory_mb << 20;
+  engine_options.kv_blocks = kv_blocks;
+  options.max_queue = static_cast<size_t>(max_queue);
+  engine_options.decode_graphs = decode_graphs == "on" && !enforce_eager;
+  engine_options.prefix_cache =
+      enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).
   if (engine_options.target != "cpu") {
-    if (!given.count("--kv-memory-mb") && !given.count("--kv-blocks") &&
-        !given.count("--gpu-memory-utilization"))
+    if (!kv_mb_opt->count() && !kv_blocks_opt->count() && !util_opt->count())
       engine_options.gpu_memory_utilization = kDefaultGpuMemoryUtilization;
-    if (!given.count("--max-requests"))
+    if (!requests_opt->count())
       engine_options.max_requests = 256;
-    if (!given.count("--max-step-tokens"))
+    if (!step_opt->count())
       engine_options.max_step_tokens = 2048;
-    if (!given.count("--max-queue"))
+    if (!queue_opt->count())
       options.max_queue = 1024;
   }
-  for (auto [flag, value] : {std::pair{"--artifact", &artifact_path},
-                             std::pair{"--checkpoint", &checkpoint_dir},
-                             std::pair{"--tokenizer", &tokenizer_path}})
-    if (value->empty()) {
-      fmt::print(stderr, "strata-serve: error: {} is required\n{}", flag,
-                 kUsage);
-      return 2;
-    }
 
   auto tokenizer = tokenizer::Tokenizer::fromFile(tokenizer_path);
   if (!tokenizer.ok())
@@ -240,8 +296,15 @@ int runServeCli(int argc, char **argv) {
   if (!config || config->max_position_embeddings() == 0)
     return fail(invalidArgument("{}: artifact has no max_position_embeddings",
                                 artifact_path));
-  options.max_context_tokens =
+  const auto model_context =
       static_cast<int64_t>(config->max_position_embeddings());
+  if (max_model_len > static_cast<uint64_t>(model_context))
+    return fail(invalidArgument("--max-model-len {} exceeds the model's "
+                                "context of {} tokens",
+                                max_model_len, model_context));
+  options.max_context_tokens =
+      max_model_len ? static_cast<int64_t>(max_model_len)
+                    : std::min<int64_t>(model_context, kDefaultMaxModelLen);
   // Every end-of-sequence id stops generation (GLM ends turns with
   // <|user|> as well as <|endoftext|>).
   if (config->eos_token_ids() && config->eos_token_ids()->size() > 0) {
@@ -267,6 +330,10 @@ int runServeCli(int argc, char **argv) {
   if (!engine.ok())
     return fail(engine.status());
 
+  if (request_log)
+    options.log = engine_options.log;
+  options.reasoning_parser = reasoning_parser == "glm45";
+  options.tool_parser = tool_call_parser != "none";
   auto server = Server::create(std::move(options), std::move(*engine),
                                std::move(*tokenizer));
   if (!server.ok())
@@ -278,7 +345,17 @@ int runServeCli(int argc, char **argv) {
   std::fflush(stdout);
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
-  fmt::print("strata-serve: signal {}, stopping\n", signal_number);
+  fmt::print("strata-serve: signal {}, draining (up to {} s)\n",
+             signal_number, shutdown_timeout);
+  std::fflush(stdout);
+  bool drained = (*server)->drain(std::chrono::milliseconds(
+      static_cast<int64_t>(shutdown_timeout * 1000)));
+  EngineStats stats = (*server)->engine().stats();
+  fmt::print("strata-serve: {}, stopping ({} kv blocks in use)\n",
+             drained ? "every request finished"
+                     : "shutdown timeout reached, cancelling the rest",
+             stats.kv_blocks_in_use);
+  std::fflush(stdout);
   (*server)->stop();
   return 0;
 }

@@ -21,6 +21,8 @@ std::string_view finishReasonName(FinishReason reason) {
     return "cancelled";
   case FinishReason::kError:
     return "error";
+  case FinishReason::kToolCalls:
+    return "tool_calls";
   }
   return "error";
 }

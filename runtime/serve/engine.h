@@ -20,7 +20,8 @@
 //  * cancel(id) is non-blocking and thread-safe; the request ends soon after
 //    with finish_reason kCancelled (unless it had already finished, in which
 //    case nothing more happens). Unknown and finished ids are ignored.
-//  * stats() is a thread-safe snapshot for /metrics.
+//  * stats() is a thread-safe snapshot for /metrics; health() says whether
+//    the engine still works (/health).
 //  * Ids of stop tokens (SamplingParams::stop_token_ids) end the request with
 //    kStop; the stop token is counted in completion_tokens but is not
 //    delivered in token_ids.
@@ -38,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "runtime/base/status.h"
@@ -62,6 +64,26 @@ struct SamplingParams {
   /// Stop token ids are not generated before this many tokens (their
   /// logits are masked; vLLM's min_tokens). 0: off.
   int32_t min_tokens = 0;
+  /// vLLM's min_p in [0, 1] (0: off), repetition_penalty > 0 (1: off),
+  /// OpenAI's presence and frequency penalties in [-2, 2] (0: off), and
+  /// logit_bias as (token id, bias in [-100, 100]) pairs
+  /// (runtime/sampling/logits_processors.h has the rules).
+  double min_p = 0.0;
+  double repetition_penalty = 1.0;
+  double presence_penalty = 0.0;
+  double frequency_penalty = 0.0;
+  std::vector<std::pair<int32_t, float>> logit_bias;
+  /// Log-probabilities per generated token: -1 none, 0 the sampled token's,
+  /// n > 0 also the n most likely tokens (raw: before penalties and
+  /// temperature, vLLM's default).
+  int32_t logprobs = -1;
+};
+
+/// Log-probabilities of one generated token.
+struct TokenLogprob {
+  double logprob = 0;
+  /// The most likely tokens at that position with theirs, best first.
+  std::vector<std::pair<int32_t, double>> top;
 };
 
 /// One generation request: the prompt as token ids plus sampling.
@@ -76,9 +98,12 @@ enum class FinishReason {
   kLength,    // max_tokens reached
   kCancelled, // cancel() or server shutdown
   kError,     // engine failure; EngineEvent::error says what
+  kToolCalls, // set by the server, never by an engine: the answer is tool
+              // calls (chat with tools; OpenAI's "tool_calls")
 };
 
-/// OpenAI's spelling of `reason` ("stop", "length", "cancelled", "error").
+/// OpenAI's spelling of `reason` ("stop", "length", "cancelled", "error",
+/// "tool_calls").
 std::string_view finishReasonName(FinishReason reason);
 
 /// One delivery to a request's callback.
@@ -86,6 +111,8 @@ struct EngineEvent {
   /// Tokens generated since the previous event, in order (several per step
   /// when MTP drafts are accepted). Never holds a stop token.
   std::vector<int32_t> token_ids;
+  /// With SamplingParams::logprobs >= 0: one entry per id of token_ids.
+  std::vector<TokenLogprob> logprobs;
   /// True on the last event of the request.
   bool finished = false;
   /// Set when finished.
@@ -94,6 +121,11 @@ struct EngineEvent {
   /// included) of the request.
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  /// Prompt tokens served from the prefix cache (at admission).
+  int32_t cached_tokens = 0;
+  /// Seconds the request waited in the engine's queue before it first ran;
+  /// -1 when not known (not admitted yet, or an engine that does not say).
+  double queue_seconds = -1;
   /// Non-OK only with kError.
   Status error;
 };
@@ -132,6 +164,7 @@ struct EngineStats {
   uint64_t kv_blocks_total = 0;
   uint64_t prefix_cache_queried_tokens = 0; // prompt tokens looked up
   uint64_t prefix_cache_hit_tokens = 0;     // prompt tokens served from cache
+  uint64_t preemptions = 0; // requests preempted (recomputed later)
   uint64_t mtp_draft_tokens = 0;
   uint64_t mtp_accepted_tokens = 0;
   /// Index k-1 holds draft position k (1-based).
@@ -154,6 +187,9 @@ public:
   virtual void cancel(RequestId id) = 0;
   /// A snapshot of the counters.
   virtual EngineStats stats() const = 0;
+  /// OK while the engine can serve; the error that broke it otherwise
+  /// (/health answers 503 with it). Thread-safe. Default: always OK.
+  virtual Status health() const { return okStatus(); }
 };
 
 } // namespace strata::runtime::serve

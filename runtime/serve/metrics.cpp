@@ -23,6 +23,16 @@ ServerMetrics::requests() const {
   return requests_;
 }
 
+void ServerMetrics::countFinished(const std::string &reason) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++finished_[reason];
+}
+
+std::map<std::string, uint64_t> ServerMetrics::finished() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return finished_;
+}
+
 namespace {
 
 void header(std::string &out, const char *name, const char *type,
@@ -36,6 +46,25 @@ void metric(std::string &out, const char *name, const char *type,
   out += fmt::format("{} {}\n", name, value);
 }
 
+/// A histogram with `labels` (already formatted, no braces) on every line.
+void histogram(std::string &out, const std::string &name, const char *help,
+               const std::string &labels, const HistogramSnapshot &h) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  std::string sep = labels.empty() ? "" : ",";
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < h.upper_bounds.size() && i < h.bucket_counts.size();
+       ++i) {
+    cumulative += h.bucket_counts[i];
+    out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, sep,
+                       h.upper_bounds[i], cumulative);
+  }
+  out += fmt::format("{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, sep,
+                     h.count);
+  std::string braces = labels.empty() ? "" : "{" + labels + "}";
+  out += fmt::format("{}_sum{} {}\n", name, braces, h.sum);
+  out += fmt::format("{}_count{} {}\n", name, braces, h.count);
+}
+
 void byPosition(std::string &out, const char *name, const char *help,
                 const std::vector<uint64_t> &values) {
   header(out, name, "counter", help);
@@ -43,11 +72,96 @@ void byPosition(std::string &out, const char *name, const char *help,
     out += fmt::format("{}{{position=\"{}\"}} {}\n", name, k + 1, values[k]);
 }
 
+/// vLLM's names and semantics (vllm/v1/metrics/loggers.py), labelled with
+/// model_name and engine as vLLM labels them.
+void appendVllmMetrics(std::string &out, const ServerMetrics &server,
+                       const EngineStats &engine,
+                       const std::string &model_name) {
+  // Label values escape backslash, quote and newline (Prometheus text).
+  std::string escaped;
+  for (char c : model_name) {
+    if (c == '\\' || c == '"')
+      escaped += '\\';
+    if (c == '\n') {
+      escaped += "\\n";
+      continue;
+    }
+    escaped += c;
+  }
+  const std::string labels =
+      fmt::format("model_name=\"{}\",engine=\"0\"", escaped);
+  auto one = [&](const char *name, const char *type, const char *help,
+                 auto value) {
+    header(out, name, type, help);
+    out += fmt::format("{}{{{}}} {}\n", name, labels, value);
+  };
+  one("vllm:num_requests_running", "gauge",
+      "Number of requests in model execution batches.",
+      engine.running_requests);
+  one("vllm:num_requests_waiting", "gauge",
+      "Number of requests waiting to be processed.", engine.queued_requests);
+  one("vllm:kv_cache_usage_perc", "gauge",
+      "KV-cache usage. 1 means 100 percent usage.",
+      engine.kv_blocks_total ? double(engine.kv_blocks_in_use) /
+                                   double(engine.kv_blocks_total)
+                             : 0.0);
+  one("vllm:prefix_cache_queries_total", "counter",
+      "Prefix cache queries, in terms of number of queried tokens.",
+      engine.prefix_cache_queried_tokens);
+  one("vllm:prefix_cache_hits_total", "counter",
+      "Prefix cache hits, in terms of number of cached tokens.",
+      engine.prefix_cache_hit_tokens);
+  one("vllm:num_preemptions_total", "counter",
+      "Cumulative number of preemption from the engine.", engine.preemptions);
+  one("vllm:prompt_tokens_total", "counter",
+      "Number of prefill tokens processed.", server.promptTokens());
+  one("vllm:generation_tokens_total", "counter",
+      "Number of generation tokens processed.", server.generationTokens());
+  header(out, "vllm:request_success_total", "counter",
+         "Count of successfully processed requests.");
+  std::map<std::string, uint64_t> finished = server.finished();
+  for (const char *reason : {"stop", "length", "abort", "error"})
+    out += fmt::format("vllm:request_success_total{{{},finished_reason=\"{}\"}} "
+                       "{}\n",
+                       labels, reason, finished[reason]);
+  histogram(out, "vllm:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.", labels,
+            server.ttft());
+  histogram(out, "vllm:inter_token_latency_seconds",
+            "Histogram of inter-token latency in seconds.", labels,
+            server.itl());
+  histogram(out, "vllm:e2e_request_latency_seconds",
+            "Histogram of e2e request latency in seconds.", labels,
+            server.e2e());
+  histogram(out, "vllm:request_queue_time_seconds",
+            "Histogram of time spent in WAITING phase for request.", labels,
+            server.queue());
+  // Speculative decoding: every verification has a first draft, so the
+  // verifications are the drafts at position 1.
+  one("vllm:spec_decode_num_drafts_total", "counter",
+      "Number of spec decoding drafts.",
+      engine.mtp_draft_tokens_by_position.empty()
+          ? uint64_t(0)
+          : engine.mtp_draft_tokens_by_position[0]);
+  one("vllm:spec_decode_num_draft_tokens_total", "counter",
+      "Number of draft tokens.", engine.mtp_draft_tokens);
+  one("vllm:spec_decode_num_accepted_tokens_total", "counter",
+      "Number of accepted tokens.", engine.mtp_accepted_tokens);
+  header(out, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
+         "Accepted tokens per draft position.");
+  for (size_t k = 0; k < engine.mtp_accepted_tokens_by_position.size(); ++k)
+    out += fmt::format(
+        "vllm:spec_decode_num_accepted_tokens_per_pos{{{},position=\"{}\"}} "
+        "{}\n",
+        labels, k, engine.mtp_accepted_tokens_by_position[k]);
+}
+
 } // namespace
 
 std::string renderMetrics(const ServerMetrics &server,
                           const AdmissionState &admission,
-                          const EngineStats &engine) {
+                          const EngineStats &engine,
+                          const std::string &model_name) {
   std::string out;
   header(out, "strata_http_requests_total", "counter",
          "HTTP requests answered, by endpoint and status code.");
@@ -110,6 +224,7 @@ std::string renderMetrics(const ServerMetrics &server,
                      h.count);
   out += fmt::format("strata_step_time_seconds_sum {}\n", h.sum);
   out += fmt::format("strata_step_time_seconds_count {}\n", h.count);
+  appendVllmMetrics(out, server, engine, model_name);
   return out;
 }
 

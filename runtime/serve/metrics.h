@@ -2,9 +2,10 @@
 //
 // Part of strata. The server's own counters (HTTP requests by endpoint and
 // status, tokens in and out, admitted requests) and the text exposition
-// (Prometheus format 0.0.4) of those plus the engine's EngineStats. Metric
-// names are a contract with runtime/eval (strata-eval reads the prefix-cache
-// and MTP counters); docs/Serving.md lists them all.
+// (Prometheus format 0.0.4) of those plus the engine's EngineStats, under
+// strata's names and under vLLM's (so vLLM dashboards read strata-serve).
+// Metric names are a contract with runtime/eval (strata-eval reads the
+// prefix-cache and MTP counters); docs/Serving.md lists them all.
 //
 // Thread-safety: ServerMetrics may be updated and read from any thread.
 //
@@ -14,11 +15,13 @@
 #define STRATA_RUNTIME_SERVE_METRICS_H
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "runtime/serve/engine.h"
 
@@ -35,15 +38,51 @@ public:
   void addGenerationTokens(uint64_t n) { generation_tokens_ += n; }
   void countCancelled() { cancelled_ += 1; }
 
+  /// Per finished engine request (one per choice), vLLM's request metrics:
+  /// time to first token, each inter-token gap, end-to-end latency and
+  /// queue time (seconds), and the finish reason ("stop", "length",
+  /// "abort", "error").
+  void observeTtft(double seconds) { ttft_.observe(seconds); }
+  void observeItl(double seconds) { itl_.observe(seconds); }
+  /// TTFT for the first delivery of a request, ITL for later ones.
+  void observeTtftOrItl(bool first,
+                        std::chrono::steady_clock::duration elapsed) {
+    double seconds = std::chrono::duration<double>(elapsed).count();
+    first ? observeTtft(seconds) : observeItl(seconds);
+  }
+  void observeE2e(double seconds) { e2e_.observe(seconds); }
+  void observeQueue(double seconds) { queue_.observe(seconds); }
+  void countFinished(const std::string &reason);
+
   /// (endpoint, status) -> count.
   std::map<std::pair<std::string, int>, uint64_t> requests() const;
   uint64_t promptTokens() const { return prompt_tokens_; }
   uint64_t generationTokens() const { return generation_tokens_; }
   uint64_t cancelled() const { return cancelled_; }
 
+  /// finish reason -> requests.
+  std::map<std::string, uint64_t> finished() const;
+  HistogramSnapshot ttft() const { return ttft_.snapshot(); }
+  HistogramSnapshot itl() const { return itl_.snapshot(); }
+  HistogramSnapshot e2e() const { return e2e_.snapshot(); }
+  HistogramSnapshot queue() const { return queue_.snapshot(); }
+
 private:
   mutable std::mutex mutex_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
+  std::map<std::string, uint64_t> finished_;
+  // vLLM's bucket choices (vllm/v1/metrics/loggers.py).
+  Histogram ttft_{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
+                   0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0,
+                   160.0, 640.0, 2560.0}};
+  Histogram itl_{{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+                  0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}};
+  Histogram e2e_{kRequestLatencyBuckets()};
+  Histogram queue_{kRequestLatencyBuckets()};
+  static std::vector<double> kRequestLatencyBuckets() {
+    return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,   15.0, 20.0,
+            30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
+  }
   std::atomic<uint64_t> prompt_tokens_{0};
   std::atomic<uint64_t> generation_tokens_{0};
   std::atomic<uint64_t> cancelled_{0};
@@ -55,10 +94,13 @@ struct AdmissionState {
   uint64_t capacity = 0;  // --max-queue
 };
 
-/// The full /metrics text.
+/// The full /metrics text: strata's own names, then vLLM's (`vllm:*`,
+/// labelled model_name=`model_name` and engine="0"; docs/Serving.md maps
+/// the two).
 std::string renderMetrics(const ServerMetrics &server,
                           const AdmissionState &admission,
-                          const EngineStats &engine);
+                          const EngineStats &engine,
+                          const std::string &model_name = "strata");
 
 } // namespace strata::runtime::serve
 

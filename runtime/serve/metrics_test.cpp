@@ -92,8 +92,47 @@ TEST(ServeMetrics, Render) {
     if (line.rfind("# ", 0) == 0)
       continue;
     EXPECT_NE(line.find(' '), std::string::npos) << line;
-    EXPECT_EQ(line.rfind("strata_", 0), 0u) << line;
+    EXPECT_TRUE(line.rfind("strata_", 0) == 0 || line.rfind("vllm:", 0) == 0)
+        << line;
   }
+}
+
+// Tests vLLM's names: the model_name label, KV usage as a fraction, the
+// request histograms with vLLM's buckets, success by finish reason.
+TEST(ServeMetrics, VllmNames) {
+  ServerMetrics m;
+  m.observeTtft(0.03);
+  m.observeItl(0.02);
+  m.observeE2e(1.2);
+  m.observeQueue(0.1);
+  m.countFinished("stop");
+  m.countFinished("stop");
+  m.countFinished("abort");
+  EngineStats stats = sampleStats();
+  stats.preemptions = 4;
+  std::string text = renderMetrics(m, AdmissionState{}, stats, "glm");
+  const std::string l = "model_name=\"glm\",engine=\"0\"";
+  for (std::string line : {
+           "vllm:num_requests_running{" + l + "} 2",
+           "vllm:num_requests_waiting{" + l + "} 3",
+           "vllm:kv_cache_usage_perc{" + l + "} 0.078125",
+           "vllm:prefix_cache_queries_total{" + l + "} 500",
+           "vllm:prefix_cache_hits_total{" + l + "} 320",
+           "vllm:num_preemptions_total{" + l + "} 4",
+           "vllm:request_success_total{" + l + ",finished_reason=\"stop\"} 2",
+           "vllm:request_success_total{" + l + ",finished_reason=\"abort\"} 1",
+           "vllm:request_success_total{" + l + ",finished_reason=\"length\"} 0",
+           "vllm:time_to_first_token_seconds_bucket{" + l + ",le=\"0.02\"} 0",
+           "vllm:time_to_first_token_seconds_bucket{" + l + ",le=\"0.04\"} 1",
+           "vllm:time_to_first_token_seconds_bucket{" + l + ",le=\"2560\"} 1",
+           "vllm:inter_token_latency_seconds_bucket{" + l + ",le=\"0.025\"} 1",
+           "vllm:e2e_request_latency_seconds_bucket{" + l + ",le=\"1\"} 0",
+           "vllm:e2e_request_latency_seconds_bucket{" + l + ",le=\"1.5\"} 1",
+           "vllm:request_queue_time_seconds_count{" + l + "} 1",
+           "vllm:spec_decode_num_drafts_total{" + l + "} 50",
+           "vllm:spec_decode_num_accepted_tokens_per_pos{" + l + ",position=\"1\"} 20",
+       })
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
 }
 
 // Tests that strata-eval's parser finds the prefix-cache and MTP counters.

@@ -52,11 +52,38 @@ public:
     params.max_tokens = request.sampling.max_tokens;
     params.stop_token_ids = request.sampling.stop_token_ids;
     params.min_tokens = request.sampling.min_tokens;
+    params.min_p = static_cast<float>(request.sampling.min_p);
+    params.repetition_penalty =
+        static_cast<float>(request.sampling.repetition_penalty);
+    params.presence_penalty =
+        static_cast<float>(request.sampling.presence_penalty);
+    params.frequency_penalty =
+        static_cast<float>(request.sampling.frequency_penalty);
+    params.logit_bias = request.sampling.logit_bias;
+    params.logprobs = request.sampling.logprobs;
     return engine_->submit(
         std::move(request.prompt_ids), params,
-        [callback = std::move(callback)](const RequestOutput &out) {
+        [callback = std::move(callback),
+         stops = params.stop_token_ids](const RequestOutput &out) {
           EngineEvent event;
           event.token_ids = out.tokens;
+          event.logprobs.reserve(out.logprobs.size());
+          for (const TokenLogprobs &l : out.logprobs)
+            event.logprobs.push_back({l.logprob, l.top});
+          // The scheduler commits the stop token that ended the request;
+          // the contract (engine.h) counts it but does not deliver it, so
+          // it never shows in text decoded with special tokens kept.
+          if (out.finished && out.status.ok() &&
+              out.finish_reason == runtime::FinishReason::kStop &&
+              !event.token_ids.empty() &&
+              std::find(stops.begin(), stops.end(), event.token_ids.back()) !=
+                  stops.end()) {
+            event.token_ids.pop_back();
+            if (event.logprobs.size() > event.token_ids.size())
+              event.logprobs.pop_back();
+          }
+          event.cached_tokens = static_cast<int32_t>(out.cached_tokens);
+          event.queue_seconds = out.queue_seconds;
           event.finished = out.finished;
           event.prompt_tokens = static_cast<int32_t>(out.prompt_tokens);
           event.completion_tokens = static_cast<int32_t>(out.completion_tokens);
@@ -71,6 +98,10 @@ public:
 
   void cancel(RequestId id) override { (void)engine_->cancel(id); }
 
+  /// A model step that failed (a device or kernel error) leaves the engine
+  /// unhealthy for good: the first such error.
+  Status health() const override { return engine_->lastError(); }
+
   EngineStats stats() const override {
     SchedulerStats s = engine_->stats();
     EngineStats e;
@@ -80,6 +111,7 @@ public:
     e.kv_blocks_total = s.kv.num_blocks;
     e.prefix_cache_queried_tokens = s.kv.prefix_queried_tokens;
     e.prefix_cache_hit_tokens = s.kv.prefix_hit_tokens;
+    e.preemptions = s.preemptions;
     e.mtp_draft_tokens = s.mtp.draft_tokens;
     e.mtp_accepted_tokens = s.mtp.accepted_tokens;
     e.mtp_draft_tokens_by_position.assign(s.mtp.draft_by_position.begin(),

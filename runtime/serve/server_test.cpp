@@ -201,10 +201,18 @@ TEST(ServeServer, Completion) {
   EXPECT_EQ(r["choices"][0]["text"], "hellohel");
   EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(r["usage"], json({{"prompt_tokens", 5}, {"completion_tokens", 8},
-                              {"total_tokens", 13}}));
-  // Without max_tokens, the rest of the 64-token context is the budget.
-  json rest = post(h, "/v1/completions", {{"prompt", "abcd"}}, 200);
-  EXPECT_EQ(rest["usage"]["completion_tokens"], 60);
+                              {"total_tokens", 13},
+                              {"prompt_tokens_details", {{"cached_tokens", 0}}}}));
+  // Without max_tokens: 16 for completions (OpenAI's and vLLM's default),
+  // the rest of the 64-token context for chat (vLLM's).
+  json sixteen = post(h, "/v1/completions", {{"prompt", "abcd"}}, 200);
+  EXPECT_EQ(sixteen["usage"]["completion_tokens"], 16);
+  json rest = post(h, "/v1/chat/completions",
+                   {{"messages", {{{"role", "user"}, {"content", "abcd"}}}}},
+                   200);
+  EXPECT_EQ(rest["usage"]["prompt_tokens"].get<int>() +
+                rest["usage"]["completion_tokens"].get<int>(),
+            64);
 }
 
 // Tests the two ways to stop: a stop token (not in the text) and a stop
@@ -228,10 +236,11 @@ TEST(ServeServer, CompletionStops) {
   EXPECT_EQ(ignored["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(ignored["usage"]["completion_tokens"], 10);
   // min_tokens beyond what the 64-token context leaves (no max_tokens).
-  json too_many = post(h, "/v1/completions", {{"prompt", "abcd"}, {"min_tokens", 61}},
+  json too_many = post(h, "/v1/completions", {{"prompt", "abcd"}, {"min_tokens", 17}},
                        400);
   EXPECT_EQ(too_many["error"]["message"],
-            "min_tokens 61 exceeds the 60 tokens the context leaves");
+            "min_tokens 17 exceeds the 16 tokens max_tokens (or the context) "
+            "leaves");
   EXPECT_EQ(too_many["error"]["param"], "min_tokens");
   json stop = post(h, "/v1/completions",
                    {{"prompt", "abcabc"}, {"max_tokens", 40}, {"stop", {"ca"}}},
@@ -337,8 +346,8 @@ TEST(ServeServer, BadRequests) {
   EXPECT_EQ(malformed->status, 400);
   EXPECT_EQ(json::parse(malformed->body)["error"]["message"],
             "request body is not valid JSON");
-  json n2 = post(h, "/v1/completions", {{"prompt", "x"}, {"n", 2}}, 400);
-  EXPECT_EQ(n2["error"]["param"], "n");
+  json n0 = post(h, "/v1/completions", {{"prompt", "x"}, {"n", 0}}, 400);
+  EXPECT_EQ(n0["error"]["param"], "n");
   json empty = post(h, "/v1/chat/completions", {{"messages", json::array()}}, 400);
   EXPECT_EQ(empty["error"]["message"], "messages: must not be empty");
   json long_prompt =
@@ -402,7 +411,7 @@ TEST(ServeServer, QueueFull) {
   EXPECT_EQ(r["error"]["type"], "server_error");
   EXPECT_EQ(r["error"]["code"], "server_busy");
   EXPECT_EQ(r["error"]["message"],
-            "server busy: 2 of 2 request slots in use, retry later");
+            "server busy: 2 of 2 request slots in use, 1 needed, retry later");
   for (std::thread &t : busy)
     t.join();
   // Slots come back once the engine finishes.

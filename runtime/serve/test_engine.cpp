@@ -48,7 +48,10 @@ StatusOr<RequestId> TestEngine::submit(GenerationRequest request,
                              waiting_.size(), options_.max_waiting);
   RequestId id = next_id_++;
   stats_.prefix_cache_queried_tokens += request.prompt_ids.size();
-  waiting_[id] = Active{std::move(request), std::move(callback)};
+  Active &a = waiting_[id];
+  a.request = std::move(request);
+  a.callback = std::move(callback);
+  a.submitted = std::chrono::steady_clock::now();
   cv_.notify_all();
   return id;
 }
@@ -74,6 +77,11 @@ EngineStats TestEngine::stats() const {
   s.kv_blocks_in_use = std::min<uint64_t>(64, running_.size());
   s.step_time = step_time_.snapshot();
   return s;
+}
+
+Status TestEngine::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return health_;
 }
 
 size_t TestEngine::cancelledCount() const {
@@ -108,6 +116,10 @@ void TestEngine::loop() {
     // Admit waiting requests.
     while (!waiting_.empty() && (!options_.max_running ||
                                  running_.size() < options_.max_running)) {
+      Active &a = waiting_.begin()->second;
+      a.queue_seconds = std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - a.submitted)
+                            .count();
       running_.insert(waiting_.extract(waiting_.begin()));
     }
     // One step: collect events under the lock, deliver them after.
@@ -133,9 +145,15 @@ void TestEngine::loop() {
       Active &a = it->second;
       const SamplingParams &s = a.request.sampling;
       const std::vector<int32_t> &prompt = a.request.prompt_ids;
+      size_t from = 0;
+      for (size_t i = 0; i + 1 < prompt.size(); ++i)
+        if (std::find(options_.echo_after.begin(), options_.echo_after.end(),
+                      prompt[i]) != options_.echo_after.end())
+          from = i + 1;
       EngineEvent e;
+      e.queue_seconds = a.queue_seconds;
       for (int k = 0; k < options_.tokens_per_step; ++k) {
-        int32_t token = prompt[a.generated % prompt.size()];
+        int32_t token = prompt[from + a.generated % (prompt.size() - from)];
         ++a.generated;
         if (std::find(s.stop_token_ids.begin(), s.stop_token_ids.end(),
                       token) != s.stop_token_ids.end()) {
@@ -144,6 +162,16 @@ void TestEngine::loop() {
           break;
         }
         e.token_ids.push_back(token);
+        if (s.logprobs >= 0) {
+          // Synthetic: token i has logprob -i/8 (mod 8); the top list is
+          // the token and the next ids, each 1 lower.
+          TokenLogprob lp;
+          int32_t k = (a.generated - 1) % 8;
+          lp.logprob = k == 0 ? 0.0 : -0.125 * k;
+          for (int32_t j = 0; j < s.logprobs; ++j)
+            lp.top.emplace_back((token + j) % 256, lp.logprob - j);
+          e.logprobs.push_back(std::move(lp));
+        }
         if (a.generated >= s.max_tokens) {
           e.finished = true;
           e.finish_reason = FinishReason::kLength;
@@ -157,6 +185,7 @@ void TestEngine::loop() {
         e.finish_reason = FinishReason::kError;
         e.error = internalError("test engine failure after {} tokens",
                                 a.generated);
+        health_ = e.error;
       }
       if (options_.tokens_per_step > 1) {
         size_t drafts = options_.tokens_per_step - 1;

@@ -8,7 +8,9 @@
 // batching scheduler would. It keeps the Engine contract (engine.h): queue
 // limit -> RESOURCE_EXHAUSTED, stop tokens -> kStop, max_tokens -> kLength,
 // cancel -> kCancelled, and records every cancel so tests can check that a
-// vanished client was cancelled.
+// vanished client was cancelled. Asked for log-probabilities it sends
+// synthetic ones (token i of a request: -(i mod 8)/8; top list: the token
+// and the ids after it, each 1 lower), so the wire format can be tested.
 //
 // Also provides the byte-level test tokenizer the serve tests use: one token
 // per byte (ids 0..255, no merges) plus GLM's special tokens from id 256, so
@@ -26,6 +28,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/serve/engine.h"
 
@@ -41,11 +44,15 @@ struct TestEngineOptions {
   /// Tokens per step; > 1 also counts MTP drafts (tokens_per_step - 1 per
   /// step, all accepted, by position).
   int tokens_per_step = 1;
+  /// When non-empty, the echo starts after the last of these ids in the
+  /// prompt (e.g. <|user|> and <|observation|>: the echo is then the last
+  /// turn, which lets a chat test script the model's answer).
+  std::vector<int32_t> echo_after;
   /// A prompt holding this id is refused by submit() with INVALID_ARGUMENT
   /// (-1: none).
   int32_t reject_token = -1;
-  /// A prompt holding this id fails with kError after its first token
-  /// (-1: none).
+  /// A prompt holding this id fails with kError after its first token, and
+  /// the engine reports itself unhealthy from then on (-1: none).
   int32_t error_token = -1;
 };
 
@@ -58,6 +65,8 @@ public:
                              EngineCallback callback) override;
   void cancel(RequestId id) override;
   EngineStats stats() const override;
+  /// Unhealthy once a request failed through error_token.
+  Status health() const override;
 
   /// Requests cancel() was called for (that were still active).
   size_t cancelledCount() const;
@@ -74,6 +83,8 @@ private:
     EngineCallback callback;
     int32_t generated = 0;
     bool cancelled = false;
+    std::chrono::steady_clock::time_point submitted;
+    double queue_seconds = -1;
   };
   void loop();
 
@@ -85,6 +96,7 @@ private:
   RequestId next_id_ = 1;
   bool shutdown_ = false;
   EngineStats stats_;
+  Status health_;
   Histogram step_time_;
   std::thread thread_;
 };

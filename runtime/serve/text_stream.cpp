@@ -22,13 +22,16 @@ bool endsWith(const std::string &s, std::string_view suffix) {
 } // namespace
 
 TextStream::TextStream(const tokenizer::Tokenizer &tokenizer,
-                       std::vector<std::string> stop_strings)
-    : tokenizer_(tokenizer), stop_(std::move(stop_strings)) {}
+                       std::vector<std::string> stop_strings,
+                       bool skip_special_tokens, bool include_stop_str)
+    : tokenizer_(tokenizer), stop_(std::move(stop_strings)),
+      skip_special_tokens_(skip_special_tokens),
+      include_stop_str_(include_stop_str) {}
 
 StatusOr<std::string> TextStream::push(const std::vector<int32_t> &ids) {
   std::string out;
   tokenizer::DecodeOptions options;
-  options.skip_special_tokens = true;
+  options.skip_special_tokens = skip_special_tokens_;
   for (int32_t id : ids) {
     if (stopped_)
       break;
@@ -58,7 +61,7 @@ StatusOr<std::string> TextStream::finish() {
   std::string tail;
   if (read_offset_ < ids_.size()) {
     tokenizer::DecodeOptions options;
-    options.skip_special_tokens = true;
+    options.skip_special_tokens = skip_special_tokens_;
     std::vector<int32_t> window(ids_.begin() + prefix_offset_, ids_.end());
     std::vector<int32_t> before(ids_.begin() + prefix_offset_,
                                 ids_.begin() + read_offset_);
@@ -75,11 +78,17 @@ StatusOr<std::string> TextStream::finish() {
 
 std::string TextStream::release(const std::string &text, bool final) {
   pending_ += text;
-  size_t first = std::string::npos;
-  for (const std::string &s : stop_)
-    first = std::min(first, pending_.find(s));
+  size_t first = std::string::npos, first_size = 0;
+  for (const std::string &s : stop_) {
+    size_t at = pending_.find(s);
+    if (at < first || (at == first && s.size() > first_size)) {
+      first = at;
+      first_size = s.size();
+    }
+  }
   if (first != std::string::npos) {
-    std::string out = pending_.substr(0, first);
+    std::string out =
+        pending_.substr(0, include_stop_str_ ? first + first_size : first);
     pending_.clear();
     stopped_ = true;
     return out;

@@ -8,9 +8,11 @@
 //    TGI) so the cost per token stays constant;
 //  * stop strings: text that could still be the start of a stop string is
 //    held back; when a stop string appears, the text before it is emitted and
-//    the stream reports `stopped` (the stop string itself is never sent, as
-//    OpenAI does).
-// Special tokens are skipped in the text.
+//    the stream reports `stopped` (the stop string itself is not sent, as
+//    OpenAI does, unless include_stop_str, vLLM's
+//    include_stop_str_in_output).
+// Special tokens are skipped in the text unless skip_special_tokens is off
+// (vLLM's skip_special_tokens).
 //
 // Ownership: holds a reference to the tokenizer, which must outlive it.
 // Thread-safety: one TextStream per request, used from one thread at a time.
@@ -32,7 +34,8 @@ namespace strata::runtime::serve {
 class TextStream {
 public:
   TextStream(const tokenizer::Tokenizer &tokenizer,
-             std::vector<std::string> stop_strings);
+             std::vector<std::string> stop_strings,
+             bool skip_special_tokens = true, bool include_stop_str = false);
 
   /// Appends generated ids; returns the text that became final. After a stop
   /// string matched, further ids are ignored and "" is returned.
@@ -53,6 +56,8 @@ private:
 
   const tokenizer::Tokenizer &tokenizer_;
   std::vector<std::string> stop_;
+  bool skip_special_tokens_ = true;
+  bool include_stop_str_ = false;
   std::vector<int32_t> ids_;
   size_t prefix_offset_ = 0; // decoding window start
   size_t read_offset_ = 0;   // ids before this are already text

@@ -1,8 +1,8 @@
 //===- main.cpp - strata-serve ----------------------------------*- C++ -*-===//
 //
 // Part of strata. `strata-serve --artifact FILE --checkpoint DIR --tokenizer
-// FILE [--port P] [--max-queue N]`: the OpenAI-compatible server. Logic lives
-// in runtime/serve/.
+// FILE [options]` (--help lists them; vLLM's flag spellings are accepted):
+// the OpenAI-compatible server. Logic lives in runtime/serve/.
 //
 //===----------------------------------------------------------------------===//
 

@@ -24,8 +24,8 @@ if (!args.npm || (!args.server && !args.url)) {
 const require = createRequire(path.join(path.resolve(args.npm), 'package.json'));
 const OpenAI = require('openai');
 
-async function startServer(binary) {
-  const child = spawn(binary, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+async function startServer(binary, serverArgs = []) {
+  const child = spawn(binary, serverArgs, { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = readline.createInterface({ input: child.stdout });
   const port = await new Promise((resolve, reject) => {
     lines.once('line', (line) => {
@@ -91,7 +91,26 @@ try {
   for await (const chunk of cstream) ctext += chunk.choices[0]?.text ?? '';
   console.log(`completion stream: ${JSON.stringify(ctext)}`);
 
-  await expectError('n=2', client.completions.create({ model, prompt: 'x', n: 2 }));
+  const two = await client.completions.create({ model, prompt: 'nm', n: 2, max_tokens: 3, seed: 7 });
+  console.log(`n=2: ${JSON.stringify(two.choices.map((c) => [c.index, c.text]))} usage ${two.usage.completion_tokens}`);
+  const lp = await client.chat.completions.create({
+    model, messages: [{ role: 'user', content: 'q' }], max_tokens: 2, logprobs: true, top_logprobs: 1,
+  });
+  console.log(`chat logprobs: ${JSON.stringify(lp.choices[0].logprobs.content.map((t) => [t.token, t.logprob]))}`);
+  // GLM reasoning parser: "<think>" and "</think>" are special tokens.
+  const think = { model, messages: [{ role: 'user', content: '<think>why</think>so' }], max_tokens: 13 };
+  const thought = await client.chat.completions.create(think);
+  console.log(`reasoning: ${JSON.stringify(thought.choices[0].message.reasoning_content)} content ${JSON.stringify(thought.choices[0].message.content)}`);
+  let sr = '';
+  let sc = '';
+  for await (const chunk of await client.chat.completions.create({ ...think, stream: true })) {
+    for (const choice of chunk.choices) {
+      sr += choice.delta.reasoning_content ?? '';
+      sc += choice.delta.content ?? '';
+    }
+  }
+  console.log(`reasoning stream: ${JSON.stringify(sr)} content ${JSON.stringify(sc)}`);
+  await expectError('n=65', client.completions.create({ model, prompt: 'x', n: 65 }));
   await expectError('other model', client.completions.create({ model: 'gpt-4', prompt: 'x' }));
   await expectError('empty messages', client.chat.completions.create({ model, messages: [] }));
 
@@ -125,6 +144,51 @@ try {
     await new Promise((r) => setTimeout(r, 50));
   }
   console.log(`in flight: ${inFlight}`);
+
+  if (args.server) {
+    // Tools, against a second test server whose echo is the last turn, so
+    // the user turn scripts what the "model" writes: turn 1 is a call in
+    // GLM's format, turn 2 (after the tool result) repeats the result.
+    const toolServer = await startServer(args.server, ['--echo-last-turn', '1']);
+    try {
+      const tc = new OpenAI({ apiKey: 'unused', baseURL: `${toolServer.url}/v1`, maxRetries: 0 });
+      const tools = [{
+        type: 'function',
+        function: {
+          name: 'get_weather', description: 'Weather of a city',
+          parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } } },
+        },
+      }];
+      const user = { role: 'user', content: '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n<arg_key>days</arg_key>\n<arg_value>2</arg_value>\n</tool_call>' };
+      // <|assistant|> (id 261 of the test tokenizer) ends the echoed turn.
+      const first = await tc.chat.completions.create({ model, messages: [user], tools, stop_token_ids: [261] });
+      const call = first.choices[0].message.tool_calls[0];
+      console.log(`tool call: ${call.function.name} ${call.function.arguments} type ${call.type} finish ${first.choices[0].finish_reason} content ${first.choices[0].message.content}`);
+      const second = await tc.chat.completions.create({
+        model, tools, stop_token_ids: [261],
+        messages: [user, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '22C' }],
+      });
+      console.log(`after tool: ${JSON.stringify(second.choices[0].message.content)} finish ${second.choices[0].finish_reason}`);
+      const calls = [];
+      for await (const chunk of await tc.chat.completions.create({ model, messages: [user], tools, stop_token_ids: [261], stream: true })) {
+        for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) calls.push(`${d.index}:${d.function.name}:${d.function.arguments}`);
+      }
+      console.log(`streamed tool calls: ${calls.join(' ')}`);
+      const named = await tc.chat.completions.create({
+        model, tools, stop_token_ids: [261],
+        tool_choice: { type: 'function', function: { name: 'get_weather' } },
+        messages: [{ role: 'user', content: '<arg_key>city</arg_key>\n<arg_value>Rome</arg_value>\n</tool_call>' }],
+      });
+      const n = named.choices[0].message.tool_calls[0].function;
+      console.log(`named tool_choice: ${n.name} ${n.arguments} finish ${named.choices[0].finish_reason}`);
+      const none = await tc.chat.completions.create({ model, messages: [user], tools, tool_choice: 'none', stop_token_ids: [261] });
+      console.log(`tool_choice none: tool_calls ${none.choices[0].message.tool_calls} finish ${none.choices[0].finish_reason}`);
+      await expectError('unknown named tool', tc.chat.completions.create({
+        model, messages: [user], tools, tool_choice: { type: 'function', function: { name: 'nope' } } }));
+    } finally {
+      toolServer.child.stdin.end();
+    }
+  }
 } finally {
   if (server.child) server.child.stdin.end();
 }
