@@ -14,11 +14,13 @@
 
 #include "runtime/serve/cli.h"
 
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -350,7 +352,15 @@ int runServeCli(int argc, char **argv) {
   std::fflush(stdout);
   bool drained = (*server)->drain(std::chrono::milliseconds(
       static_cast<int64_t>(shutdown_timeout * 1000)));
+  // The engine's statistics are those of its last step, taken just after
+  // it delivered the final events: give that snapshot a moment to land.
   EngineStats stats = (*server)->engine().stats();
+  for (int ms = 0; ms < 2000 && drained &&
+                   (stats.running_requests > 0 || stats.kv_blocks_in_use > 0);
+       ms += 10) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stats = (*server)->engine().stats();
+  }
   fmt::print("strata-serve: {}, stopping ({} kv blocks in use)\n",
              drained ? "every request finished"
                      : "shutdown timeout reached, cancelling the rest",

@@ -14,7 +14,13 @@
 #include <ctime>
 #include <deque>
 
+#include <cerrno>
+#include <cstdlib>
+
+#include <dirent.h>
+#include <netdb.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -47,6 +53,68 @@ std::string routeLabel(const std::string &path) {
 void setError(httplib::Response &res, const ApiError &error) {
   res.status = error.http_status;
   res.set_content(errorBody(error), kJson);
+}
+
+/// How often a non-streaming request checks that its client is still there.
+constexpr auto kPeerCheckInterval = std::chrono::milliseconds(250);
+
+/// "host:port" of a socket address, numerically; "" on failure.
+std::string addressOf(const sockaddr_storage &addr, socklen_t len) {
+  char host[NI_MAXHOST], port[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr *>(&addr), len, host,
+                  sizeof host, port, sizeof port,
+                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return "";
+  return std::string(host) + ":" + port;
+}
+
+/// The socket a request arrived on: the descriptor whose peer and local
+/// addresses are the request's (httplib 0.11 does not hand the socket to
+/// handlers). -1 when none matches. The descriptor stays valid while the
+/// handler runs: httplib closes it only after the handler returns.
+int connectionSocket(const httplib::Request &req) {
+  const std::string peer =
+      req.remote_addr + ":" + std::to_string(req.remote_port);
+  const std::string local =
+      req.local_addr + ":" + std::to_string(req.local_port);
+  DIR *dir = opendir("/proc/self/fd");
+  if (!dir)
+    return -1;
+  int found = -1;
+  while (dirent *entry = readdir(dir)) {
+    char *end = nullptr;
+    long fd = std::strtol(entry->d_name, &end, 10);
+    struct stat st;
+    if (!end || *end != '\0' || fd == dirfd(dir) ||
+        fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode))
+      continue;
+    sockaddr_storage addr{};
+    socklen_t len = sizeof addr;
+    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&addr),
+                    &len) != 0 ||
+        addressOf(addr, len) != peer)
+      continue;
+    len = sizeof addr;
+    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr *>(&addr),
+                    &len) != 0 ||
+        addressOf(addr, len) != local)
+      continue;
+    found = static_cast<int>(fd);
+    break;
+  }
+  closedir(dir);
+  return found;
+}
+
+/// Whether the peer of `fd` closed the connection (end of stream or a
+/// reset), without consuming anything. A client that only half-closes its
+/// sending side after the request would count as gone; HTTP clients do not
+/// do that.
+bool peerClosed(int fd) {
+  char c;
+  ssize_t n = ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 ||
+         (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 /// The client's X-Request-Id when it is usable (1..128 printable ASCII
@@ -847,7 +915,8 @@ void Server::handleGenerate(const httplib::Request &req,
   if (prepared.request.stream)
     respondStreaming(res, prepared, std::move(channel), std::move(choices));
   else
-    respondNonStreaming(res, prepared, std::move(channel), std::move(choices));
+    respondNonStreaming(req, res, prepared, std::move(channel),
+                        std::move(choices));
 }
 
 LogprobEntry Server::logprobEntry(int32_t token,
@@ -1050,7 +1119,7 @@ Usage Server::usageOf(const Prepared &prepared,
 }
 
 void Server::respondNonStreaming(
-    httplib::Response &res, Prepared &prepared,
+    const httplib::Request &req, httplib::Response &res, Prepared &prepared,
     std::shared_ptr<Channel> channel,
     std::shared_ptr<std::vector<ChoiceState>> choices_ptr) {
   std::vector<ChoiceState> &choices = *choices_ptr;
@@ -1066,6 +1135,10 @@ void Server::respondNonStreaming(
         recordFinish(prepared, c); // abort
       }
   };
+  // A client that hangs up is noticed by peeking at its socket (nothing is
+  // written before the answer), and its requests are cancelled.
+  int socket = -2; // -2: not looked up yet
+  auto next_check = std::chrono::steady_clock::now() + kPeerCheckInterval;
   while (open > 0) {
     if (stopping_) {
       cancelAll();
@@ -1073,6 +1146,19 @@ void Server::respondNonStreaming(
       setError(res, serverError(503, "server is shutting down",
                                 "shutting_down"));
       return;
+    }
+    if (std::chrono::steady_clock::now() >= next_check) {
+      next_check += kPeerCheckInterval;
+      if (socket == -2)
+        socket = connectionSocket(req);
+      if (socket >= 0 && peerClosed(socket)) {
+        cancelAll();
+        metrics_.countCancelled();
+        logRequest(prepared, choices, 499, usageOf(prepared, choices));
+        setError(res, serverError(499, "client closed the connection",
+                                  "client_closed"));
+        return;
+      }
     }
     for (Channel::Tagged &tagged : channel->take(kWaitSlice)) {
       ChoiceState &c = choices[tagged.choice];

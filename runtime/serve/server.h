@@ -10,8 +10,9 @@
 // `max_queue` generation requests at once, more get 503) and submitted to the
 // engine; generated ids become text with stop strings applied
 // (text_stream.h). A streaming client that goes away is noticed on the next
-// write (a token or a heartbeat comment) and its request is cancelled in the
-// engine. docs/Serving.md describes the behaviour in full.
+// write (a token or a heartbeat comment), a non-streaming one by peeking at
+// its socket, and its requests are cancelled in the engine. docs/Serving.md
+// describes the behaviour in full.
 //
 // Ownership: the Server owns the engine and the tokenizer. Lifetime:
 // create() -> start() -> (serve) -> stop() (or the destructor). stop()
@@ -154,7 +155,8 @@ private:
   /// `out_error` and returns false.
   bool prepare(const httplib::Request &req, Endpoint endpoint,
                Prepared &out, ApiError &out_error);
-  void respondNonStreaming(httplib::Response &res, Prepared &prepared,
+  void respondNonStreaming(const httplib::Request &req,
+                           httplib::Response &res, Prepared &prepared,
                            std::shared_ptr<Channel> channel,
                            std::shared_ptr<std::vector<ChoiceState>> choices);
   void respondStreaming(httplib::Response &res, Prepared &prepared,

@@ -467,6 +467,33 @@ TEST(ServeServer, DisconnectCancels) {
             std::string::npos);
 }
 
+// Tests that a non-streaming client hanging up gets its request cancelled
+// too (the server peeks at its socket).
+TEST(ServeServer, NonStreamingDisconnectCancels) {
+  ServerOptions o = defaultOptions();
+  o.max_context_tokens = 100000;
+  TestEngineOptions eo;
+  eo.step_delay = std::chrono::milliseconds(10);
+  Harness h = start(o, eo);
+  RawClient raw(h.server->port());
+  ASSERT_TRUE(raw.send("/v1/completions",
+                       json({{"prompt", "hello"}, {"max_tokens", 50000}})
+                           .dump()));
+  for (int i = 0; i < 200 && h.engine->lastId() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(h.engine->lastId(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  raw.hangUp();
+  EXPECT_TRUE(h.engine->waitForCancel(1, std::chrono::seconds(2)));
+  EXPECT_TRUE(h.engine->waitIdle(std::chrono::seconds(2)));
+  EXPECT_NE(h.server->metricsText().find("strata_cancelled_requests_total 1\n"),
+            std::string::npos);
+  // A client that stays gets its answer.
+  json r = post(h, "/v1/completions", {{"prompt", "ab"}, {"max_tokens", 30}},
+                200);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 30);
+}
+
 // Tests that a stream waiting in the engine's queue (no tokens yet) is
 // cancelled too: heartbeats notice the hang-up.
 TEST(ServeServer, DisconnectWhileQueuedCancels) {
