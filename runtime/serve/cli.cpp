@@ -14,6 +14,8 @@
 
 #include "runtime/serve/cli.h"
 
+#include "runtime/base/version.h"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -36,8 +38,6 @@
 
 namespace strata::runtime::serve {
 
-/// strata-serve's version (printed by --version).
-static constexpr const char *kServeVersion = "0.1.0";
 
 static int fail(const Status &status) {
   fmt::print(stderr, "strata-serve: error: {}\n", status.message());
@@ -99,8 +99,10 @@ int runServeCli(int argc, char **argv) {
                "vLLM's flag spellings are accepted where they mean the same "
                "setting.",
                "strata-serve"};
-  app.set_version_flag("--version", fmt::format("strata-serve {}",
-                                                kServeVersion));
+  // The shared text of every tool: version and configure-time git commit.
+  std::string version = versionText("strata-serve");
+  version.pop_back(); // CLI11 ends the line itself
+  app.set_version_flag("--version", version);
   app.get_formatter()->column_width(36);
   app.add_option("--artifact", artifact_path,
                  "compiled model (strata-compile output; required)");
