@@ -5,11 +5,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Driver/Driver.h"
+#include "lib/Artifact/ModelConfig.h"
+#include "lib/Driver/ArtifactEmitter.h"
 #include "lib/Frontend/Config.h"
 #include "lib/Frontend/MLIRGen.h"
 #include "lib/Frontend/Parser.h"
-#include "lib/Artifact/ModelConfig.h"
-#include "lib/Driver/ArtifactEmitter.h"
 #include "lib/InitAll.h"
 #include "lib/Pipelines/Pipelines.h"
 #include "lib/Tools/ToolCommandLine.h"
@@ -247,14 +247,12 @@ int mlir::strata::compileMain(int argc, char **argv) {
   // strata-compile's own options, listed first by --help ("Compile" sorts
   // before LLVM's "Generic Options"); LLVM's and MLIR's are hidden there.
   static cl::OptionCategory compileCategory("Compile options");
-  static cl::opt<std::string> inputPath(cl::Positional,
-                                        cl::desc("<model.dsl>"),
+  static cl::opt<std::string> inputPath(cl::Positional, cl::desc("<model.dsl>"),
                                         cl::init("-"),
-      cl::cat(compileCategory));
+                                        cl::cat(compileCategory));
   static cl::opt<std::string> configPath(
       "config", cl::desc("Hugging Face config.json of the model"),
-      cl::value_desc("file"),
-      cl::cat(compileCategory));
+      cl::value_desc("file"), cl::cat(compileCategory));
   static cl::opt<CompilePhase> phase(
       "compile-to", cl::desc("Stop after this phase and print its output"),
       cl::init(CompilePhase::Llm),
@@ -268,77 +266,66 @@ int mlir::strata::compileMain(int argc, char **argv) {
                      "the flatbuffer artifact")),
       cl::cat(compileCategory));
   static cl::alias emitAlias("emit", cl::desc("Alias for --compile-to"),
-                             cl::aliasopt(phase),
-      cl::cat(compileCategory));
-  static cl::opt<std::string> outputPath(
-      "o", cl::desc("Output file"), cl::value_desc("file"), cl::init("-"),
-      cl::cat(compileCategory));
+                             cl::aliasopt(phase), cl::cat(compileCategory));
+  static cl::opt<std::string> outputPath("o", cl::desc("Output file"),
+                                         cl::value_desc("file"), cl::init("-"),
+                                         cl::cat(compileCategory));
   static cl::opt<std::string> target(
       "target",
       cl::desc("Targets of code generation, a comma list of cpu, sm_90, "
                "gfx942, gfx950 (one TargetDef each in the artifact)"),
-      cl::init("cpu"),
-      cl::cat(compileCategory));
+      cl::init("cpu"), cl::cat(compileCategory));
   static cl::opt<std::string> gpuToolkit(
       "gpu-toolkit",
       cl::desc("CUDA toolkit folder for sm_90 (bin/ptxas, nvvm/libdevice); "
                "default /usr/local/cuda"),
-      cl::value_desc("dir"), cl::init(""),
-      cl::cat(compileCategory));
+      cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<std::string> rocmToolkit(
       "rocm-toolkit",
       cl::desc("ROCm-like toolkit folder for gfx942/gfx950 (llvm/bin/ld.lld, "
                "amdgcn/bitcode); default: rocm-toolkit beside the folder of "
                "strata-compile (the build's), else MLIR's lookup "
                "(ROCM_PATH, /opt/rocm)"),
-      cl::value_desc("dir"), cl::init(""),
-      cl::cat(compileCategory));
+      cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<std::string> gpuIsaDir(
       "gpu-isa-dir",
       cl::desc("Also write each GPU target's assembly to <dir>/<chip>.ptx "
                "(sm_90) or <dir>/<chip>.s (gfx942, gfx950)"),
-      cl::value_desc("dir"), cl::init(""),
-      cl::cat(compileCategory));
+      cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<bool> gpuBlockThreads(
       "gpu-block-threads",
       cl::desc("GPU targets: threads of a block share its rows (default); "
                "=false keeps one thread per block (for bisecting a device "
                "result)"),
-      cl::init(true),
-      cl::cat(compileCategory));
+      cl::init(true), cl::cat(compileCategory));
   static cl::opt<bool> gpuMatrixUnits(
       "gpu-matrix-units",
       cl::desc("GPU targets: linears that tile run on mma.sync / MFMA "
                "(default); =false keeps them generic kernels"),
-      cl::init(true),
-      cl::cat(compileCategory));
+      cl::init(true), cl::cat(compileCategory));
   static cl::opt<bool> kernelStrategyRemarks(
       "kernel-strategy-remarks",
       cl::desc("GPU targets: a remark for every kernel that could run on "
                "the matrix units but keeps the generic kernel, saying why"),
-      cl::init(false),
-      cl::cat(compileCategory));
+      cl::init(false), cl::cat(compileCategory));
   static cl::opt<bool> fuseHyperConnections(
       "fuse-hyper-connections",
       cl::desc("Fold each sub-layer's input RMSNorm into its mhc_pre and its "
                "output projection into its mhc_post (default); =false keeps "
                "them separate kernels (same logits on the CPU)"),
-      cl::init(true),
-      cl::cat(compileCategory));
+      cl::init(true), cl::cat(compileCategory));
   static cl::opt<std::string> activationType(
       "activation-type",
       cl::desc("Element type of activations and caches: bf16 (as the model "
                "is written) or f32 (full precision, what the fp32 goldens "
                "are compared in)"),
-      cl::init("bf16"),
-      cl::cat(compileCategory));
+      cl::init("bf16"), cl::cat(compileCategory));
   static cl::opt<std::string> kvCacheDtype(
       "kv-cache-dtype",
       cl::desc("Element type of the MLA latent cache: bf16 (default) or fp8 "
                "(e4m3 values with one fp32 scale per 128 lanes, 528 instead "
                "of 1024 bytes per token and layer; docs/KVCache.md)"),
-      cl::init("bf16"),
-      cl::cat(compileCategory));
+      cl::init("bf16"), cl::cat(compileCategory));
   static cl::opt<int64_t> tensorParallelSize(
       "tensor-parallel-size",
       cl::desc("Ranks that split attention heads, the dense MLP's and every "
@@ -351,23 +338,18 @@ int mlir::strata::compileMain(int argc, char **argv) {
       "expert-parallel-size",
       cl::desc("Ranks that split the routed experts (llm-shard-model; "
                "default 1); T * E ranks in all"),
-      cl::init(1),
-      cl::cat(compileCategory));
+      cl::init(1), cl::cat(compileCategory));
   static cl::opt<bool> quiet(
       cl::cat(compileCategory), "quiet",
       cl::desc("No progress lines on stderr (shown after 2 s: the phase, "
                "the target being compiled, the time so far)"),
-      cl::init(false),
-      cl::cat(compileCategory));
-  static cl::alias quietShort("q",
-                              cl::desc("Alias for --quiet"),
-                              cl::aliasopt(quiet),
-      cl::cat(compileCategory));
+      cl::init(false), cl::cat(compileCategory));
+  static cl::alias quietShort("q", cl::desc("Alias for --quiet"),
+                              cl::aliasopt(quiet), cl::cat(compileCategory));
   static cl::opt<bool> verifyDiagnostics(
       "verify-diagnostics",
       cl::desc("Check expected-* comments instead of printing diagnostics"),
-      cl::init(false),
-      cl::cat(compileCategory));
+      cl::init(false), cl::cat(compileCategory));
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   hideUnrelatedOptions({&compileCategory});
@@ -414,7 +396,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   if (phase.getNumOccurrences() == 0 &&
       llvm::StringRef(outputPath).ends_with(".strata"))
     options.phase = CompilePhase::Artifact;
-  ::strata::runtime::ProgressReporter progress({"strata-compile", stderr, quiet});
+  ::strata::runtime::ProgressReporter progress(
+      {"strata-compile", stderr, quiet});
   options.progress = &progress;
   if (failed(compile(options, output->os())))
     return 1;

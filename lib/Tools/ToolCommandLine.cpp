@@ -1,4 +1,4 @@
-//===- ToolCommandLine.cpp - --help and --version of compiler tools ---------===//
+//===- ToolCommandLine.cpp - --help and --version of compiler tools -------===//
 //
 // Part of strata, under the Apache License v2.0.
 //

@@ -1,4 +1,4 @@
-//===- ToolCommandLine.h - --help and --version of compiler tools -*- C++ -*-===//
+//===- ToolCommandLine.h - --help and --version of compilers ----*- C++ -*-===//
 //
 // Part of strata, under the Apache License v2.0.
 //
@@ -37,8 +37,9 @@ void hideUnrelatedOptions(
 
 /// The main of strata-opt: MlirOptMain with the strata dialects and passes
 /// registered, the driver's own options (pass pipeline, --split-input-file,
-/// --verify-diagnostics, ...) in a "Driver options" category (listed before LLVM's "Generic Options") and the
-/// rest of LLVM's and MLIR's options hidden from --help.
+/// --verify-diagnostics, ...) in a "Driver options" category (listed before
+/// LLVM's "Generic Options") and the rest of LLVM's and MLIR's options hidden
+/// from --help.
 int optMain(int argc, char **argv);
 
 } // namespace mlir::strata

@@ -53,8 +53,8 @@ void collectNames(const CLI::App &app, std::vector<std::string> &flags,
     for (const std::string &name : option->get_snames())
       flags.push_back("-" + name);
   }
-  for (const CLI::App *sub : app.get_subcommands(
-           [](const CLI::App *) { return true; })) {
+  for (const CLI::App *sub :
+       app.get_subcommands([](const CLI::App *) { return true; })) {
     commands.push_back(sub->get_name());
     if (sub->parsed())
       collectNames(*sub, flags, commands);
@@ -108,8 +108,7 @@ CommandLine::CommandLine(std::string tool, std::string usage,
   // them and suggest a spelling.
   app_.allow_extras();
   // As the hand-written parsers did: a flag given twice keeps its last value.
-  app_.option_defaults()->multi_option_policy(
-      CLI::MultiOptionPolicy::TakeLast);
+  app_.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
 }
 
 CLI::Option *CommandLine::addRepeated(const std::string &name,
@@ -145,17 +144,17 @@ std::optional<int> CommandLine::parse(const std::vector<std::string> &args,
   collectNames(app_, flags, commands);
   const std::string &extra = extras.front();
   bool is_flag = extra.size() > 1 && extra[0] == '-';
-  bool is_command = !is_flag && !commands.empty() &&
-                    app_.get_subcommands().empty();
+  bool is_command =
+      !is_flag && !commands.empty() && app_.get_subcommands().empty();
   std::string name = is_flag ? extra.substr(0, extra.find('=')) : extra;
-  std::string suggestion =
-      is_flag || is_command ? closestName(name, is_flag ? flags : commands)
-                            : "";
-  std::string message =
-      fmt::format("{} '{}'", is_flag      ? "unknown flag"
-                             : is_command ? "unknown command"
-                                          : "unexpected argument",
-                  name);
+  std::string suggestion = is_flag || is_command
+                               ? closestName(name, is_flag ? flags : commands)
+                               : "";
+  std::string message = fmt::format("{} '{}'",
+                                    is_flag      ? "unknown flag"
+                                    : is_command ? "unknown command"
+                                                 : "unexpected argument",
+                                    name);
   if (!suggestion.empty())
     message += fmt::format(" (did you mean '{}'?)", suggestion);
   return usageError(err, message);

@@ -90,8 +90,8 @@ TEST(CommandLineTest, RepeatedFlagsKeepEveryValueInOrder) {
   auto ordered = cl.valuesInOrder({"--ids", "--ids-file"});
   ASSERT_EQ(ordered.size(), 3u);
   EXPECT_EQ(ordered[0].second, "1,2");
-  EXPECT_EQ(ordered[1], std::make_pair(std::string("--ids-file"),
-                                       std::string("f")));
+  EXPECT_EQ(ordered[1],
+            std::make_pair(std::string("--ids-file"), std::string("f")));
   EXPECT_EQ(ordered[2].second, "3");
 }
 

@@ -63,8 +63,8 @@ ProgressReporter::ProgressReporter(ProgressOptions options)
     style_ = forced == "line" ? ProgressStyle::kLine : ProgressStyle::kLog;
     delay_seconds_ = 0;
   } else {
-    style_ = isatty(fileno(stream_)) ? ProgressStyle::kLine
-                                     : ProgressStyle::kLog;
+    style_ =
+        isatty(fileno(stream_)) ? ProgressStyle::kLine : ProgressStyle::kLog;
     if (forced == "now")
       delay_seconds_ = 0;
   }
@@ -159,9 +159,9 @@ std::string ProgressReporter::render(Clock::time_point now, bool final) const {
                                          : fmt::format("{:.0f}", units);
   };
   double rate = seconds > 0 ? done / seconds : 0;
-  std::string rate_text =
-      unit_ == ProgressUnit::kBytes ? humanBytes(rate) + "/s"
-                                    : fmt::format("{:.1f}/s", rate);
+  std::string rate_text = unit_ == ProgressUnit::kBytes
+                              ? humanBytes(rate) + "/s"
+                              : fmt::format("{:.1f}/s", rate);
   if (final)
     return fmt::format("{}{}: {} in {}, {}", prefix, what_, amount(done),
                        humanDuration(seconds), rate_text);

@@ -5,7 +5,8 @@
 // keeps one line up to date with '\r'; elsewhere (a pipe, a log file) it
 // writes plain lines, at most one every few seconds; quiet, nothing.
 //
-//   strata-write-checkpoint: writing tensors: 1.2 GB of 24.0 GB (5%), 350 MB/s, ETA 65 s
+//   strata-write-checkpoint: writing tensors: 1.2 GB of 24.0 GB (5%),
+//                            350 MB/s, ETA 65 s   (one line)
 //
 // Nothing is shown before the tool has worked for `delay_seconds` (2 s by
 // default), so quick runs print what they always printed. A ticker thread
@@ -112,8 +113,8 @@ private:
   uint64_t total_ = 0;
   ProgressUnit unit_ = ProgressUnit::kBytes;
   bool active_ = false;
-  bool shown_ = false;      // anything of this task written
-  bool line_open_ = false;  // a '\r' line without its '\n' yet
+  bool shown_ = false;     // anything of this task written
+  bool line_open_ = false; // a '\r' line without its '\n' yet
   Clock::time_point started_, last_report_;
 
   std::atomic<uint64_t> done_{0};

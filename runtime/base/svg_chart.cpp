@@ -125,17 +125,17 @@ std::string chartSvg(const Chart &chart) {
       width, height, left + pw / 2, escapeXml(chart.title));
   // Grid, ticks and labels.
   for (double x : sx.ticks)
-    s += fmt::format(
-        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
-        "stroke=\"#ddd\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
-        "text-anchor=\"middle\">{4:g}</text>\n",
-        px(x), top, top + ph, top + ph + 18, x);
+    s +=
+        fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" "
+                    "stroke=\"#ddd\"/>\n<text x=\"{0:.1f}\" y=\"{3}\" "
+                    "text-anchor=\"middle\">{4:g}</text>\n",
+                    px(x), top, top + ph, top + ph + 18, x);
   for (double y : sy.ticks)
-    s += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" "
-        "stroke=\"#ddd\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
-        "text-anchor=\"end\">{5:g}</text>\n",
-        left, py(y), left + pw, left - 8, py(y) + 4, y);
+    s +=
+        fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" "
+                    "stroke=\"#ddd\"/>\n<text x=\"{3}\" y=\"{4:.1f}\" "
+                    "text-anchor=\"end\">{5:g}</text>\n",
+                    left, py(y), left + pw, left - 8, py(y) + 4, y);
   s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
                    "fill=\"none\" stroke=\"#333\"/>\n",
                    left, top, pw, ph);
@@ -163,8 +163,7 @@ std::string chartSvg(const Chart &chart) {
     colors.push_back(color);
     std::vector<size_t> shown;
     for (size_t i = 0; i < series.points.size(); ++i)
-      if (sx.shows(series.points[i].first) &&
-          sy.shows(series.points[i].second))
+      if (sx.shows(series.points[i].first) && sy.shows(series.points[i].second))
         shown.push_back(i);
     if (series.line && shown.size() > 1) {
       std::string path;
@@ -221,10 +220,10 @@ std::string stackedChartsSvg(const std::vector<Chart> &charts) {
     width = std::max(width, chart.width);
     height += chart.height;
   }
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
-      "height=\"{1}\" viewBox=\"0 0 {0} {1}\">\n",
-      width, height);
+  std::string s =
+      fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" "
+                  "height=\"{1}\" viewBox=\"0 0 {0} {1}\">\n",
+                  width, height);
   double y = 0;
   for (const Chart &chart : charts) {
     std::string one = chartSvg(chart);

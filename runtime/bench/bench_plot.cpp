@@ -127,10 +127,10 @@ Chart rooflineChart(const std::vector<StepBenchReport> &reports) {
         "{} kernel(s) without a linear's shape (no FLOP count) are not drawn",
         uncounted.size()));
   if (!too_fast.empty())
-    chart.notes.push_back(fmt::format(
-        "{} kernel(s) above twice the run's roofline (empty twins, "
-        "overstated FLOPs) are not drawn",
-        too_fast.size()));
+    chart.notes.push_back(
+        fmt::format("{} kernel(s) above twice the run's roofline (empty twins, "
+                    "overstated FLOPs) are not drawn",
+                    too_fast.size()));
   return chart;
 }
 
@@ -189,18 +189,17 @@ std::string benchPlotSvg(const std::vector<StepBenchReport> &reports) {
   if (reports.empty())
     return "";
   std::vector<Chart> charts = {rooflineChart(reports)};
-  bool decode = std::any_of(reports.begin(), reports.end(),
-                            [](const StepBenchReport &r) {
-                              return r.step == "decode";
-                            });
+  bool decode =
+      std::any_of(reports.begin(), reports.end(),
+                  [](const StepBenchReport &r) { return r.step == "decode"; });
   if (reports.size() > 1 && decode)
     charts.push_back(decodeChart(reports));
   return charts.size() == 1 ? chartSvg(charts[0]) : stackedChartsSvg(charts);
 }
 
-StatusOr<std::vector<StepBenchReport>>
-parseBenchJson(const std::string &text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+StatusOr<std::vector<StepBenchReport>> parseBenchJson(const std::string &text) {
+  nlohmann::json j =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return invalidArgument("not a strata-bench JSON report");
   std::vector<nlohmann::json> cases;
@@ -235,12 +234,10 @@ parseBenchJson(const std::string &text) {
                             number(c, "step_wall_seconds"));
     STRATA_ASSIGN_OR_RETURN(r.copy_bytes_per_second,
                             number(c, "copy_bytes_per_second"));
-    const nlohmann::json &f = c.contains("roofline") ? c["roofline"]
-                                                     : nlohmann::json();
-    STRATA_ASSIGN_OR_RETURN(r.roofline.weight_bytes,
-                            number(f, "weight_bytes"));
-    STRATA_ASSIGN_OR_RETURN(r.roofline.expert_bytes,
-                            number(f, "expert_bytes"));
+    const nlohmann::json &f =
+        c.contains("roofline") ? c["roofline"] : nlohmann::json();
+    STRATA_ASSIGN_OR_RETURN(r.roofline.weight_bytes, number(f, "weight_bytes"));
+    STRATA_ASSIGN_OR_RETURN(r.roofline.expert_bytes, number(f, "expert_bytes"));
     STRATA_ASSIGN_OR_RETURN(r.roofline.state_bytes, number(f, "state_bytes"));
     STRATA_ASSIGN_OR_RETURN(r.roofline.flops, number(f, "flops"));
     STRATA_ASSIGN_OR_RETURN(r.gemm_flops_per_second,

@@ -48,7 +48,8 @@ TEST(BenchPlotTest, DrawsStepsKernelsAndCeilings) {
   r.roofline.weight_bytes = 1e6;
   r.roofline.flops = 2e6;
   r.kernels = {kernel({{4, 64}, {32, 64}, {4, 32}}),
-               kernel({{4, 64}, {64}, {4, 64}}), kernel({{4, 64}, {32, 64}, {4, 32}})};
+               kernel({{4, 64}, {64}, {4, 64}}),
+               kernel({{4, 64}, {32, 64}, {4, 32}})};
   // The third went through 1 MB in 1 us: far above the copy roof.
   r.kernels[2].name = "twin";
   r.kernels[2].seconds = 1e-6;

@@ -144,7 +144,8 @@ StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
     options.repeat_given = true;
   }
   if (!f.copy_mib.empty()) {
-    STRATA_ASSIGN_OR_RETURN(int64_t mib, parseIntFlag("--copy-mib", f.copy_mib));
+    STRATA_ASSIGN_OR_RETURN(int64_t mib,
+                            parseIntFlag("--copy-mib", f.copy_mib));
     if (mib <= 0 || mib > (int64_t(1) << 20))
       return invalidArgument("--copy-mib: {} is not in [1, 1048576]", mib);
     options.bench.copy_bytes = static_cast<uint64_t>(mib) << 20;

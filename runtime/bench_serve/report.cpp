@@ -219,8 +219,7 @@ std::string sweepSvg(const std::vector<SweepPoint> &points,
   for (const SweepPoint &p : points) {
     curve.points.emplace_back(p.result.metrics.tpot.median * 1e3,
                               p.result.metrics.output_throughput);
-    curve.labels.push_back(
-        "c=" + concurrencyText(p.label.max_concurrency));
+    curve.labels.push_back("c=" + concurrencyText(p.label.max_concurrency));
   }
   Chart chart;
   chart.title = title;

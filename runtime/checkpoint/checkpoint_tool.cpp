@@ -118,13 +118,15 @@ void declareFlags(CommandLine &cl, Args &args, Flags &f) {
 
 Status finishArgs(const Flags &f, Args &args) {
   if (!f.max_shard_bytes.empty()) {
-    STRATA_ASSIGN_OR_RETURN(args.max_shard_bytes,
-                            parseUnsigned("--max-shard-bytes", f.max_shard_bytes));
+    STRATA_ASSIGN_OR_RETURN(
+        args.max_shard_bytes,
+        parseUnsigned("--max-shard-bytes", f.max_shard_bytes));
     if (args.max_shard_bytes == 0)
       return invalidArgument("--max-shard-bytes must be positive");
   }
   if (!f.threads.empty()) {
-    STRATA_ASSIGN_OR_RETURN(args.threads, parseUnsigned("--threads", f.threads));
+    STRATA_ASSIGN_OR_RETURN(args.threads,
+                            parseUnsigned("--threads", f.threads));
     if (args.threads == 0 || args.threads > 1024)
       return invalidArgument("--threads must be in [1, 1024], got {}",
                              args.threads);

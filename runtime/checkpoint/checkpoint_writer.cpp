@@ -325,9 +325,8 @@ writeProceduralCheckpoint(const WriteCheckpointOptions &options) {
                                        (8 * i));
     STRATA_RETURN_IF_ERROR(out.write(length, 8));
     STRATA_RETURN_IF_ERROR(out.write(header.data(), header.size()));
-    STRATA_RETURN_IF_ERROR(
-        writeShardData(out, shard, threads, chunk_elements, scales,
-                       options.progress));
+    STRATA_RETURN_IF_ERROR(writeShardData(out, shard, threads, chunk_elements,
+                                          scales, options.progress));
     STRATA_RETURN_IF_ERROR(out.close());
     summary.num_tensors += shard.tensors.size();
     summary.total_bytes += shard.tensor_bytes;

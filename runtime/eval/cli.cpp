@@ -72,8 +72,8 @@ int runEvalCli(int argc, char **argv) {
   std::string output, timeout;
   // Counts stay text: parseUnsigned gives the tool's own message.
   std::vector<std::pair<std::string, std::string>> counts = {
-      {"--shots", ""},       {"--seed", ""},        {"--passes", ""},
-      {"--limit", ""},       {"--concurrency", ""}, {"--max-tokens", ""}};
+      {"--shots", ""}, {"--seed", ""},        {"--passes", ""},
+      {"--limit", ""}, {"--concurrency", ""}, {"--max-tokens", ""}};
   const char *count_help[] = {
       "few-shot count (default 5)",
       "shot selection seed (default 1234)",
@@ -85,17 +85,21 @@ int runEvalCli(int argc, char **argv) {
   gsm8k->add_option("--url", o.url, "server base URL")->type_name("URL");
   gsm8k->add_option("--data", o.dataPath, "GSM8K test JSONL")
       ->type_name("FILE");
-  gsm8k->add_option("--shots-data", o.shotsPath,
-                    "few-shot pool (default: train.jsonl beside --data)")
+  gsm8k
+      ->add_option("--shots-data", o.shotsPath,
+                   "few-shot pool (default: train.jsonl beside --data)")
       ->type_name("FILE");
   for (size_t i = 0; i < counts.size(); ++i)
     gsm8k->add_option(counts[i].first, counts[i].second, count_help[i])
-        ->type_name(i == 1 ? "S" : i == 0 ? "K" : "N");
+        ->type_name(i == 1   ? "S"
+                    : i == 0 ? "K"
+                             : "N");
   bool completions = false;
   gsm8k->add_flag("--completions", completions,
                   "raw /v1/completions instead of chat multi-turn");
-  gsm8k->add_option("--model", o.model,
-                    "model field (default: first of /v1/models)")
+  gsm8k
+      ->add_option("--model", o.model,
+                   "model field (default: first of /v1/models)")
       ->type_name("NAME");
   gsm8k->add_option("--timeout", timeout, "per request (default 600)")
       ->type_name("SECONDS");

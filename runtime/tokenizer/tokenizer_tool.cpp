@@ -375,8 +375,9 @@ int runTokenizerTool(const std::vector<std::string> &args, std::istream &in,
       "check-goldens", "compare every golden case of a goldens file");
   tokenizerArg(check);
   check->add_option("goldens", goldens, "goldens.jsonl")->required();
-  check->add_option("--gsm8k", gsm8k_path,
-                    "GSM8K test JSONL the gsm8k goldens were made from")
+  check
+      ->add_option("--gsm8k", gsm8k_path,
+                   "GSM8K test JSONL the gsm8k goldens were made from")
       ->type_name("FILE");
   CLI::App *bench = app.add_subcommand(
       "bench", "time loading and encoding every GSM8K question");
