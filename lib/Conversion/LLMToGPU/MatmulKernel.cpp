@@ -11,9 +11,12 @@
 // fp32 accumulators; block scales (fp8) are applied to a per-K-block
 // accumulator; the 64-row tiles of M are walked with a grid stride (any grid
 // x is right); the tail rows of M are clamped on load and skipped on store.
-// A plain linear's kernel also has a decode form, taken when M is at most one
-// instruction's rows: the subgroups split K and add their partial tiles in
-// workgroup memory in subgroup order (buildSplitK). With DenseMatmul::hcMult
+// A plain linear's kernel also has decode forms: when M is at most one
+// instruction's rows, and (multi-row form) when M is at most
+// kMultiRowDecodeMaxRows, with blocks of tileM rows whose row fragments past
+// M are skipped: the subgroups split K and add their partial tiles in
+// workgroup memory in subgroup order (buildSplitK), so each block reads its
+// 16 columns of the weight once for all of its rows. With DenseMatmul::hcMult
 // either form ends in mHC's residual write instead of a store of y
 // (storeStreams: an attention o_proj, an FFN's last projection).
 // Shared-memory staging is not done yet (docs/GPULowering.md).
@@ -74,12 +77,15 @@ public:
   /// arguments (buildMatmulKernel, buildDenseMatmulKernel), without the
   /// return.
   void build(ValueRange args, const DenseMatmul &dense);
-  /// A plain linear's body for steps of at most mma.m rows (decode): built
-  /// with the split tiling (chooseDecodeSplitK), subgroup s of the block's
-  /// `splits` accumulates the rows' columns of the block over the s-th K
-  /// range, the partial sums meet in workgroup memory of `func` and are
-  /// added in subgroup order, then rounded once into y.
-  void buildSplitK(ValueRange args, gpu::GPUFuncOp func, int64_t splits,
+  /// A plain linear's body for decode steps: built with a split tiling
+  /// (chooseDecodeSplitK: one row fragment, steps of at most mma.m rows;
+  /// chooseMultiRowDecodeSplitK: tileM rows, block x taking rows [x * tileM,
+  /// + tileM)), subgroup s of the block's `splits` accumulates the block's
+  /// rows and columns over the s-th K range, the partial sums meet in
+  /// `partial` (workgroup memory, at least [splits, weights, tileM,
+  /// columns] f32) and are added in subgroup order, then rounded once into
+  /// y.
+  void buildSplitK(ValueRange args, Value partial, int64_t splits,
                    const DenseMatmul &dense);
 
 private:
@@ -227,6 +233,33 @@ private:
     return frags;
   }
 
+  /// The fragment of instruction step `s` of the K block at `kb` of the
+  /// tile at `outerBase`: loadKBlock's s-th fragment, read on its own (the
+  /// lane's perStep elements of each of its rows at the step's place in
+  /// the K-run order; the instruction's own order without K runs).
+  Value loadKStep(Value mem, Type elem, const FragmentLayout &l,
+                  const LaneCoords &c, Value outerBase, Value kb, int64_t s,
+                  bool clamp) {
+    if (!kRuns)
+      return loadFragment(mem, elem, l, c, outerBase, add(kb, s * mi.k),
+                          clamp);
+    KRunGroups g = getKRunGroups(l);
+    int64_t run = g.perStep * (t.blockK / mi.k);
+    Value q = laneMap({l.inner.div, l.inner.mod, 1});
+    Value col = add(add(kb, mul(q, run)), s * g.perStep);
+    SmallVector<Value> parts;
+    for (int64_t outer : g.outer)
+      parts.push_back(loadRun(mem, elem, g.perStep,
+                              elementIndices(add(add(outerBase, c.outer), outer),
+                                             col, clamp)));
+    Value second = parts.size() > 1 ? parts[1] : parts[0];
+    SmallVector<int64_t> mask;
+    for (auto [pi, piece] : llvm::enumerate(l.pieces))
+      for (int64_t e = 0; e < l.count; ++e)
+        mask.push_back(g.group[pi] * g.perStep + g.rank[pi] * l.count + e);
+    return vector::ShuffleOp::create(b, loc, parts[0], second, mask);
+  }
+
   /// Decodes OCP e4m3fn values to bf16 exactly: on NVIDIA by the
   /// hardware conversion (decodeFp8Pairs), elsewhere by integer code
   /// (normal numbers re-biased into an f32, subnormals m * 2^-9).
@@ -320,6 +353,11 @@ private:
     return memref::LoadOp::create(b, loc, from, indices);
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
+  /// buildKBlock of a stepwiseA tiling (the multi-row decode form): every
+  /// weight's B fragments of the block read and decoded once, then row
+  /// fragment by row fragment (those past the step's rows skipped, a
+  /// block-uniform branch) the A fragments step by step against them.
+  SmallVector<Value> buildKBlockByRows(Value kb, ValueRange accs);
   /// The K loop of one tile: fragsM x fragsN fp32 accumulators per weight
   /// (`weights` of them, W's first), built by buildKBlock.
   SmallVector<Value> accumulate(int64_t weights, Value kBegin = {},
@@ -425,32 +463,49 @@ public:
 private:
   Grouped bindGroupedArgs(ValueRange args, const GroupedExperts &e);
   void buildGrouped(Grouped g);
-  /// The expert of grouped tile `tile` (tiles of `tileRows` slots, each
-  /// expert's in order) and the tile's place among that expert's tiles;
-  /// the expert is `experts` for a tile past the last one.
-  std::pair<Value, Value> findTileExpert(Value tile, int64_t tileRows);
+  /// The experts' tiles of `tileRows` slots (each expert's in order) as
+  /// the block sees them: every thread holds `perThread` consecutive
+  /// experts from `firstExpert`, whose `tiles` tiles start at `firstTile`
+  /// (a block-wide scan of the tile counts, done once per kernel instead of
+  /// a walk over all experts per tile); `found` (workgroup memory) carries
+  /// a tile's expert and place from the thread that holds it to the block.
+  struct ExpertTiles {
+    int64_t tileRows = 0, perThread = 0;
+    Value tid, firstExpert, firstTile, tiles, found;
+  };
+  ExpertTiles scanExpertTiles(int64_t tileRows);
+  /// Tiles of expert `e` (< experts, else 0) of `table`.
+  Value expertTiles(const ExpertTiles &table, Value e);
+  /// The expert of grouped tile `tile` and the tile's place among that
+  /// expert's tiles; the expert is `experts` for a tile past the last one.
+  /// Block-uniform (three barriers): every thread of the block calls it
+  /// with the same tile.
+  std::pair<Value, Value> findTileExpert(const ExpertTiles &table, Value tile);
   /// The split forms' first half: subgroup `sg` accumulates its K range
   /// (K / splits) for every weight and stores its partial tiles into
-  /// `partial` [splits, weights, m, columns]; then a barrier.
+  /// `partial` [splits, weights, rows, columns] (rows at least tileM);
+  /// then a barrier.
   void storePartials(Value partial, Value sg, int64_t splits,
                      int64_t numWeights) {
     int64_t range = p.k / splits;
     Value kBegin = mul(sg, range);
     SmallVector<Value> accs =
         accumulate(numWeights, kBegin, add(kBegin, range));
+    int64_t perWeight = t.fragsM * t.fragsN;
     for (int64_t wi = 0; wi < numWeights; ++wi)
-      for (int64_t j = 0; j < t.fragsN; ++j) {
-        int64_t e = 0;
-        for (auto piece : mi.c.pieces)
-          for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-            Value row = add(cLane.outer, piece[0]);
-            Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-            memref::StoreOp::create(
-                b, loc,
-                vector::ExtractOp::create(b, loc, accs[wi * t.fragsN + j], e),
-                partial, ValueRange{sg, idx(wi), row, col});
-          }
-      }
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        for (int64_t j = 0; j < t.fragsN; ++j) {
+          Value acc = accs[wi * perWeight + i * t.fragsN + j];
+          int64_t e = 0;
+          for (auto piece : mi.c.pieces)
+            for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+              Value row = add(cLane.outer, i * mi.m + piece[0]);
+              Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+              memref::StoreOp::create(b, loc,
+                                      vector::ExtractOp::create(b, loc, acc, e),
+                                      partial, ValueRange{sg, idx(wi), row, col});
+            }
+        }
     gpu::BarrierOp::create(b, loc);
   }
   /// The second half: element (row, col) of every weight, the subgroups'
@@ -669,8 +724,96 @@ Value MatmulKernelBuilder::emitMma(Value a, Value bv, Value acc) {
   return emitMatrixInstruction(b, loc, mi, a, bv, acc);
 }
 
+SmallVector<Value> MatmulKernelBuilder::buildKBlockByRows(Value kb,
+                                                          ValueRange accs) {
+  int64_t steps = t.blockK / mi.k;
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> out(accs.begin(), accs.end());
+  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
+  if (w2)
+    weights.push_back({w2, scales2});
+  int64_t perWeight = t.fragsM * t.fragsN;
+  bool blockScaled = t.fp8Mode != Fp8Mode::None;
+
+  // B of every weight and column fragment, [weight][j][step], decoded once
+  // for all row fragments; the block scales as C-fragment vectors.
+  SmallVector<SmallVector<SmallVector<Value>>> bvs;
+  SmallVector<SmallVector<Value>> blockScales;
+  for (auto weight : weights) {
+    bvs.emplace_back();
+    blockScales.emplace_back();
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      SmallVector<Value> raw = loadKBlock(weight.first, blockScaled ? fp8 : bf16,
+                                          mi.b, bLane, colBases[j], kb, false);
+      if (blockScaled) {
+        for (Value &v : raw)
+          v = decodeFp8(v);
+        blockScales.back().push_back(splat(
+            loadWeightScale(weight.second, colBases[j], kb), mi.c.size()));
+      }
+      bvs.back().push_back(raw);
+    }
+  }
+
+  for (int64_t i = 0; i < t.fragsM; ++i) {
+    // Accumulators of row fragment i, weight by weight.
+    SmallVector<int64_t> at;
+    for (size_t wi = 0; wi < weights.size(); ++wi)
+      for (int64_t j = 0; j < t.fragsN; ++j)
+        at.push_back(wi * perWeight + i * t.fragsN + j);
+    SmallVector<Value> current;
+    for (int64_t a : at)
+      current.push_back(out[a]);
+    auto multiply = [&]() {
+      SmallVector<Value> blk =
+          blockScaled ? SmallVector<Value>(at.size(), zeros(accType)) : current;
+      for (int64_t s = 0; s < steps; ++s) {
+        Value a = loadKStep(x, bf16, mi.a, aLane, rowBases[i], kb, s, true);
+        for (size_t wi = 0; wi < weights.size(); ++wi)
+          for (int64_t j = 0; j < t.fragsN; ++j) {
+            Value &acc = blk[wi * t.fragsN + j];
+            acc = emitMma(a, bvs[wi][j][s], acc);
+          }
+      }
+      if (!blockScaled)
+        return blk;
+      for (size_t wi = 0; wi < weights.size(); ++wi)
+        for (int64_t j = 0; j < t.fragsN; ++j) {
+          int64_t n = wi * t.fragsN + j;
+          blk[n] = math::FmaOp::create(b, loc, blk[n], blockScales[wi][j],
+                                       current[n]);
+        }
+      return blk;
+    };
+    SmallVector<Value> next;
+    if (i == 0) {
+      // The block has rows (buildSplitK), so its first fragment has some.
+      next = multiply();
+    } else {
+      auto has = scf::IfOp::create(
+          b, loc, ValueRange(current).getTypes(),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rowBases[i],
+                                numRows),
+          /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(has.thenBlock());
+        scf::YieldOp::create(b, loc, multiply());
+        b.setInsertionPointToStart(has.elseBlock());
+        scf::YieldOp::create(b, loc, current);
+      }
+      next.assign(has.getResults().begin(), has.getResults().end());
+    }
+    for (auto [n, a] : llvm::enumerate(at))
+      out[a] = next[n];
+  }
+  return out;
+}
+
 SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
                                                     ValueRange accs) {
+  if (t.stepwiseA)
+    return buildKBlockByRows(kb, accs);
   int64_t steps = t.blockK / mi.k;
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> out(accs.begin(), accs.end());
@@ -905,43 +1048,43 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   b.setInsertionPointAfter(tileLoop);
 }
 
-void MatmulKernelBuilder::buildSplitK(ValueRange args, gpu::GPUFuncOp func,
+void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
                                       int64_t splits, const DenseMatmul &d) {
   bindArgs(args, d);
   auto [tid, bx, sg, colBase] = placeSplitSubgroup();
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
-  rowBases.push_back(idx(0));
-
   int64_t numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
-  auto space =
-      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-  Value partial = func.addWorkgroupAttribution(
-      MemRefType::get({splits, numWeights, mi.m, t.tileN()}, f32,
-                      MemRefLayoutAttrInterface(), space),
-      loc);
 
-  // Every block of the grid's first row tile (the rows fit one tile).
-  auto first = scf::IfOp::create(
+  // The block's rows [bx * tileM, + tileM), if it has any (grid x is the
+  // row tiles' ceil(M / tileM); with one row fragment only block 0 has
+  // rows).
+  Value rowBase = mul(bx, t.tileM());
+  auto has = scf::IfOp::create(
       b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, bx, idx(0)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rowBase,
+                            numRows),
       false);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(first.thenBlock()->getTerminator());
+  b.setInsertionPoint(has.thenBlock()->getTerminator());
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowBases.push_back(add(rowBase, i * mi.m));
   storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
   int64_t threads = splits * t.subgroupSize;
-  for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
+  for (int64_t i = 0; i < t.tileM() * t.tileN() / threads; ++i) {
     Value at = add(tid, i * threads);
-    Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+    Value local = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
     Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+    Value row = add(rowBase, local);
     auto inBounds = scf::IfOp::create(
         b, loc,
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, row, numRows),
         false);
     OpBuilder::InsertionGuard rowGuard(b);
     b.setInsertionPoint(inBounds.thenBlock()->getTerminator());
-    SmallVector<Value> sums = sumPartials(partial, splits, numWeights, row, col);
+    SmallVector<Value> sums =
+        sumPartials(partial, splits, numWeights, local, col);
     SmallVector<Value> streamWeights;
     if (dense.hcMult)
       streamWeights = loadStreamWeights(row);
@@ -1036,6 +1179,48 @@ static void branchOnStepSize(OpBuilder &builder, Location loc,
   builder.setInsertionPointAfter(small);
 }
 
+/// The body of a plain linear or dense projection with decode forms:
+/// steps of at most mma.m rows take `split` (one row fragment), steps of at
+/// most kMultiRowDecodeMaxRows the multi-row form where the tiling has one,
+/// the others the row tiles of `kb`. Both decode forms share one workgroup
+/// buffer of partial sums.
+static void buildWithDecodeForms(OpBuilder &builder, Location loc,
+                                 gpu::GPUFuncOp func, MatmulKernelBuilder &kb,
+                                 const MatmulTiling &tiling,
+                                 const MatmulTiling &split, int64_t splits,
+                                 const MatmulProblem &problem,
+                                 const MatmulTypes &types,
+                                 const DenseMatmul &dense) {
+  int64_t multiSplits = 0;
+  std::optional<MatmulTiling> multi =
+      chooseMultiRowDecodeSplitK(tiling, problem, multiSplits);
+  if (multi && multiSplits != splits)
+    multi.reset();
+  int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
+  int64_t rows = multi ? multi->tileM() : split.tileM();
+  Value partial =
+      addWorkgroupBuffer(func, loc, {splits, weights, rows, split.tileN()},
+                         builder.getF32Type());
+  MatmulKernelBuilder decode(builder, loc, split, problem, types);
+  auto oneRow = [&] {
+    decode.buildSplitK(func.getArguments(), partial, splits, dense);
+  };
+  auto tiles = [&] { kb.build(func.getArguments(), dense); };
+  if (!multi) {
+    branchOnStepSize(builder, loc, func, 1, tiling.mma.m, oneRow, tiles);
+    return;
+  }
+  MatmulKernelBuilder multiRow(builder, loc, *multi, problem, types);
+  branchOnStepSize(builder, loc, func, 1, tiling.mma.m, oneRow, [&] {
+    branchOnStepSize(
+        builder, loc, func, 1, kMultiRowDecodeMaxRows,
+        [&] {
+          multiRow.buildSplitK(func.getArguments(), partial, splits, dense);
+        },
+        tiles);
+  });
+}
+
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
@@ -1071,15 +1256,11 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
           kb.build(func.getArguments(), epilogue);
           return;
         }
-        // Steps of at most one instruction's rows (decode) split K over the
-        // block's subgroups; larger ones take the row tiles.
-        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        branchOnStepSize(
-            builder, loc, func, 1, tiling.mma.m,
-            [&] {
-              decode.buildSplitK(func.getArguments(), func, splits, epilogue);
-            },
-            [&] { kb.build(func.getArguments(), epilogue); });
+        // Decode steps split K over the block's subgroups (one row
+        // fragment, or tileM rows up to kMultiRowDecodeMaxRows); larger
+        // ones take the row tiles.
+        buildWithDecodeForms(builder, loc, func, kb, tiling, *split, splits,
+                             problem, types, epilogue);
       });
 }
 
@@ -1101,11 +1282,8 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
           kb.build(func.getArguments(), dense);
           return;
         }
-        MatmulKernelBuilder decode(builder, loc, *split, problem, types);
-        branchOnStepSize(
-            builder, loc, func, 1, tiling.mma.m,
-            [&] { decode.buildSplitK(func.getArguments(), func, splits, dense); },
-            [&] { kb.build(func.getArguments(), dense); });
+        buildWithDecodeForms(builder, loc, func, kb, tiling, *split, splits,
+                             problem, types, dense);
       });
 }
 
@@ -1143,37 +1321,133 @@ void MatmulKernelBuilder::buildGroupedKernel(ValueRange args,
   buildGrouped(bindGroupedArgs(args, e));
 }
 
-std::pair<Value, Value> MatmulKernelBuilder::findTileExpert(Value tile,
-                                                            int64_t tileRows) {
-  auto start = [&](Value e) {
-    return arith::IndexCastOp::create(
-        b, loc, b.getIndexType(),
-        memref::LoadOp::create(b, loc, grouped->starts, e));
+Value MatmulKernelBuilder::expertTiles(const ExpertTiles &table, Value e) {
+  Value experts = idx(grouped->experts);
+  Value valid =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, e, experts);
+  Value at = minu(e, idx(grouped->experts - 1));
+  auto start = [&](Value v) {
+    return toIndex(memref::LoadOp::create(b, loc, grouped->starts, v));
   };
-  // Walk the experts' tile counts (each expert's start read once: the
-  // previous iteration's end).
-  auto search = scf::ForOp::create(
-      b, loc, idx(0), idx(grouped->experts), idx(1),
-      ValueRange{idx(grouped->experts), idx(0), idx(0), start(idx(0))},
-      [&](OpBuilder &nb, Location, Value e, ValueRange c) {
-        OpBuilder::InsertionGuard inner(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        Value end = start(add(e, 1));
-        Value count = arith::SubIOp::create(b, loc, end, c[3]);
-        Value tiles = arith::CeilDivUIOp::create(b, loc, count, idx(tileRows));
-        Value next = arith::AddIOp::create(b, loc, c[2], tiles);
-        Value hit = arith::AndIOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile,
-                                  c[2]),
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tile,
-                                  next));
-        Value found = arith::SelectOp::create(b, loc, hit, e, c[0]);
-        Value local = arith::SelectOp::create(
-            b, loc, hit, arith::SubIOp::create(b, loc, tile, c[2]), c[1]);
-        scf::YieldOp::create(b, loc, ValueRange{found, local, next, end});
+  Value count = arith::SubIOp::create(b, loc, start(add(at, 1)), start(at));
+  Value tiles =
+      arith::CeilDivUIOp::create(b, loc, count, idx(table.tileRows));
+  return arith::SelectOp::create(b, loc, valid, tiles, idx(0));
+}
+
+MatmulKernelBuilder::ExpertTiles
+MatmulKernelBuilder::scanExpertTiles(int64_t tileRows) {
+  auto func = b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
+  int64_t threads = func.getKnownBlockSizeAttr()[0];
+  int64_t subgroups = threads / t.subgroupSize;
+  ExpertTiles table;
+  table.tileRows = tileRows;
+  table.perThread = llvm::divideCeil(grouped->experts, threads);
+  table.tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  table.firstExpert = mul(table.tid, table.perThread);
+  Value tiles = idx(0);
+  for (int64_t i = 0; i < table.perThread; ++i)
+    tiles = add(tiles, expertTiles(table, add(table.firstExpert, i)));
+  table.tiles = tiles;
+
+  // Inclusive scan of the tile counts over the subgroup (shuffles up), then
+  // over the subgroups through workgroup memory.
+  Type i32 = b.getI32Type();
+  Value lane32 = arith::IndexCastOp::create(
+      b, loc, i32, arith::RemUIOp::create(b, loc, table.tid, idx(t.subgroupSize)));
+  Value sg = arith::DivUIOp::create(b, loc, table.tid, idx(t.subgroupSize));
+  Value v = arith::IndexCastOp::create(b, loc, i32, tiles);
+  for (int64_t d = 1; d < t.subgroupSize; d *= 2) {
+    auto up = gpu::ShuffleOp::create(b, loc, v, ci32(d), ci32(t.subgroupSize),
+                                     gpu::ShuffleMode::UP);
+    Value take = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge,
+                                       lane32, ci32(d));
+    v = arith::SelectOp::create(
+        b, loc, take, arith::AddIOp::create(b, loc, v, up.getShuffleResult()),
+        v);
+  }
+  Value totals = addWorkgroupBuffer(func, loc, {subgroups}, i32);
+  table.found = addWorkgroupBuffer(func, loc, {2}, i32);
+  auto last = scf::IfOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane32,
+                            ci32(t.subgroupSize - 1)),
+      false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(last.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, loc, v, totals, ValueRange{sg});
+  }
+  gpu::BarrierOp::create(b, loc);
+  Value before = ci32(0);
+  for (int64_t w = 0; w + 1 < subgroups; ++w) {
+    Value total = memref::LoadOp::create(b, loc, totals, ValueRange{idx(w)});
+    Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                          idx(w), sg);
+    before = arith::AddIOp::create(
+        b, loc, before,
+        arith::SelectOp::create(b, loc, earlier, total, ci32(0)));
+  }
+  Value inclusive = toIndex(arith::AddIOp::create(b, loc, before, v));
+  table.firstTile = arith::SubIOp::create(b, loc, inclusive, tiles);
+  return table;
+}
+
+std::pair<Value, Value>
+MatmulKernelBuilder::findTileExpert(const ExpertTiles &table, Value tile) {
+  Type i32 = b.getI32Type();
+  auto store = [&](Value v, int64_t at) {
+    memref::StoreOp::create(b, loc,
+                            arith::IndexCastOp::create(b, loc, i32, v),
+                            table.found, ValueRange{idx(at)});
+  };
+  auto ifThen = [&](Value cond, llvm::function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(op.thenBlock()->getTerminator());
+    body();
+  };
+  auto ult = [&](Value l, Value r) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, l, r);
+  };
+  // The previous tile's readers are done; thread 0 sets "past the last".
+  gpu::BarrierOp::create(b, loc);
+  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, table.tid,
+                               idx(0)),
+         [&] {
+           store(idx(grouped->experts), 0);
+           store(idx(0), 1);
+         });
+  gpu::BarrierOp::create(b, loc);
+  // The thread whose experts hold the tile names the expert.
+  Value mineEnd = add(table.firstTile, table.tiles);
+  Value holds = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile,
+                            table.firstTile),
+      ult(tile, mineEnd));
+  ifThen(holds, [&] {
+    Value begin = table.firstTile;
+    for (int64_t i = 0; i < table.perThread; ++i) {
+      Value e = add(table.firstExpert, i);
+      Value end = add(begin, expertTiles(table, e));
+      Value hit = arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, tile, begin),
+          ult(tile, end));
+      Value local = arith::SubIOp::create(b, loc, tile, begin);
+      ifThen(hit, [&] {
+        store(e, 0);
+        store(local, 1);
       });
-  return {search.getResult(0), search.getResult(1)};
+      begin = end;
+    }
+  });
+  gpu::BarrierOp::create(b, loc);
+  return {toIndex(memref::LoadOp::create(b, loc, table.found,
+                                         ValueRange{idx(0)})),
+          toIndex(memref::LoadOp::create(b, loc, table.found,
+                                         ValueRange{idx(1)}))};
 }
 
 void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
@@ -1191,11 +1465,12 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
   // over the grid with a grid stride; none below minSlots (the `_rows`
   // kernel's steps).
   Value slots = mul(memref::DimOp::create(b, loc, x, 0), grouped->topK);
+  ExpertTiles table = scanExpertTiles(mi.m);
   scf::ForOp tileLoop =
       createTileLoop(bx, groupedTiles(slots, mi.m), slots, grouped->minSlots);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
-  auto [found, local] = findTileExpert(tileLoop.getInductionVar(), mi.m);
+  auto [found, local] = findTileExpert(table, tileLoop.getInductionVar());
   // The tile is the block's: the branch is uniform, its barriers too.
   auto ifValid = scf::IfOp::create(
       b, loc,
@@ -1246,6 +1521,7 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   // Tiles: at most ceil(slots / tileM) + min(experts, slots) (one partial
   // tile per expert with slots), over the grid with a grid stride.
   Value slots = mul(memref::DimOp::create(b, loc, x, 0), g.topK);
+  ExpertTiles table = scanExpertTiles(t.tileM());
   scf::ForOp tileLoop =
       createTileLoop(bx, groupedTiles(slots, t.tileM()), slots, g.minSlots);
   OpBuilder::InsertionGuard guard(b);
@@ -1256,7 +1532,7 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
         b, loc, b.getIndexType(),
         memref::LoadOp::create(b, loc, g.starts, e));
   };
-  auto [found, local] = findTileExpert(tile, t.tileM());
+  auto [found, local] = findTileExpert(table, tile);
   Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
                                       found, idx(g.experts));
   auto ifValid = scf::IfOp::create(b, loc, valid, false);

@@ -179,7 +179,8 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
 std::optional<MatmulTiling>
 mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
-                                 int64_t &splits, int64_t columns) {
+                                 int64_t &splits, int64_t columns,
+                                 int64_t rowFrags) {
   splits = tiling.subgroupsM * tiling.subgroupsN;
   // `columns` per block (at least one instruction's n): with 16, a decode
   // step streams the weight through N / 16 blocks, enough to fill the GPU
@@ -187,16 +188,30 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   int64_t fragsN = std::max<int64_t>(columns / tiling.mma.n, 1);
   columns = fragsN * tiling.mma.n;
   if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
-      (problem.k / tiling.blockK) % splits != 0 ||
+      rowFrags < 1 || (problem.k / tiling.blockK) % splits != 0 ||
       tiling.tileN() % columns != 0 ||
-      (tiling.mma.m * columns) % tiling.threads() != 0)
+      (rowFrags * tiling.mma.m * columns) % tiling.threads() != 0)
     return std::nullopt;
   MatmulTiling split = tiling;
   split.fragsN = fragsN;
   split.subgroupsN = 1;
-  split.fragsM = 1;
+  split.fragsM = rowFrags;
   split.subgroupsM = 1;
+  split.stepwiseA = rowFrags > 1;
   return split;
+}
+
+std::optional<MatmulTiling>
+mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
+                                         const MatmulProblem &problem,
+                                         int64_t &splits) {
+  // Each subgroup holds rowFrags x fragsN accumulators (and as many block
+  // accumulators for fp8): beyond 8 row fragments they would spill.
+  int64_t rowFrags = tiling.tileM() / tiling.mma.m;
+  if (tiling.tileM() % tiling.mma.m != 0 || rowFrags < 2 || rowFrags > 8)
+    return std::nullopt;
+  return chooseDecodeSplitK(tiling, problem, splits, kDecodeTileColumns,
+                            rowFrags);
 }
 
 int64_t mlir::strata::columnBlocks(const MatmulTiling &tiling,

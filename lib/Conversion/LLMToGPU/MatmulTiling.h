@@ -64,6 +64,11 @@ struct MatmulTiling {
   /// A and B are permuted alike (supportsKRuns), so every product is the
   /// same, only the instruction step that adds it differs.
   bool kRuns = false;
+  /// The A fragments are read one instruction step at a time (in the K-run
+  /// order of the B fragments when kRuns) instead of a whole K block at a
+  /// time: the multi-row decode form holds several row fragments, whose
+  /// whole-block A would not fit in registers beside W's block.
+  bool stepwiseA = false;
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
@@ -107,16 +112,32 @@ FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
 /// Columns of a block of the decode forms (chooseDecodeSplitK).
 inline constexpr int64_t kDecodeTileColumns = 16;
 
+/// Steps of more than one instruction's rows and at most this many take a
+/// plain linear's multi-row decode form (tiles of tileM rows, K split over
+/// the subgroups; chooseMultiRowDecodeSplitK), larger ones its row tiles.
+inline constexpr int64_t kMultiRowDecodeMaxRows = 128;
+
 /// The tiling of the decode forms (MatmulKernelBuilder::buildSplitK,
-/// buildGroupedSplitKKernel): one row of instruction tiles (mma.m rows)
-/// across `columns` (kDecodeTileColumns, or the row tiles' tileN for the
-/// grouped experts) columns per subgroup, the K loop split over
-/// `splits` = the workgroup's subgroups. None for fp8 with activation
-/// quantisation (its row scales assume the tiled layout) or when K does not
-/// split into whole K blocks.
+/// buildGroupedSplitKKernel): `rowFrags` rows of instruction tiles
+/// (rowFrags x mma.m rows) across `columns` (kDecodeTileColumns, or the row
+/// tiles' tileN for the grouped experts) columns per subgroup, the K loop
+/// split over `splits` = the workgroup's subgroups; with rowFrags > 1 the
+/// A fragments are read step by step (stepwiseA). None for fp8 with
+/// activation quantisation (its row scales assume the tiled layout) or when
+/// K does not split into whole K blocks.
 std::optional<MatmulTiling>
 chooseDecodeSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
-                   int64_t &splits, int64_t columns = kDecodeTileColumns);
+                   int64_t &splits, int64_t columns = kDecodeTileColumns,
+                   int64_t rowFrags = 1);
+
+/// The multi-row decode form of a plain linear or dense projection: the
+/// decode split with tiling.tileM() rows per block (rowFrags = tileM /
+/// mma.m), so that it covers the row tiles' grid x (ceil(M / tileM)) for
+/// the steps of more than mma.m and at most kMultiRowDecodeMaxRows rows:
+/// each block streams its 16 columns of the weight once for tileM rows.
+std::optional<MatmulTiling>
+chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
+                           const MatmulProblem &problem, int64_t &splits);
 
 /// Column blocks (grid y) of a matmul kernel over `problem`: N / tileN, or
 /// N / the decode form's columns when the kernel has one (`decodeForm` and

@@ -18,7 +18,7 @@
 // CHECK: bufferization.to_tensor %[[Y]] restrict writable
 // CHECK: gpu.module @strata_kernels
 // CHECK: gpu.func @linear_bf16_128x256_bf16(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<128x256xbf16>, %{{.*}}: memref<?x128xbf16>)
-// SPLIT-SAME: workgroup(%[[PART:.*]] : memref<4x1x16x16xf32, #gpu.address_space<workgroup>>) kernel
+// SPLIT-SAME: workgroup(%[[PART:.*]] : memref<4x1x64x16xf32, #gpu.address_space<workgroup>>{{.*}}) kernel
 // GFX950-SAME: kernel
 // GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.tile = array<i64: 64, 64>
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
@@ -43,6 +43,11 @@
 // SPLIT: memref.load %[[PART]][%c2
 // SPLIT: memref.load %[[PART]][%c3
 // SPLIT: arith.truncf %{{.*}} : f32 to bf16
+// SPLIT: } else {
+// Steps of 17 to 128 rows take the multi-row decode form
+// (multi-row-decode.mlir), larger ones the row tiles.
+// SPLIT: %[[MULTI:.*]] = arith.cmpi ule, %{{.*}}, %c128
+// SPLIT: scf.if %[[MULTI]] {
 // SPLIT: } else {
 // Row tiles with a grid stride: any grid x covers every row; with a decode
 // form only the first N / 64 column blocks take tiles.

@@ -1,0 +1,55 @@
+// RUN: strata-opt --convert-llm-to-gpu=chip=sm_90 %s | FileCheck %s --check-prefixes=CHECK,SM90
+// RUN: strata-opt --convert-llm-to-gpu=chip=gfx942 %s | FileCheck %s --check-prefixes=CHECK,GFX942
+
+// Tests the multi-row decode form of a linear (MatmulKernel.cpp buildSplitK
+// with chooseMultiRowDecodeSplitK): steps of more than one instruction's rows
+// and at most 128 take blocks of 64 rows (block x: rows [x * 64, + 64), the
+// row tiles' grid x) across 16 columns (block y); the 4 subgroups each walk
+// a quarter of K over all 64 rows, reading each K block of the weight once
+// (K runs, 16-byte loads) and the rows' A fragments step by step (sm_90:
+// 8-byte loads of 4 elements of rows g and g + 8); row fragments 1..3 run
+// only when the step has rows there (a block-uniform scf.if carrying their
+// accumulators); the partial sums meet in the workgroup buffer the
+// one-fragment form shares ([4 subgroups, 1 weight, 64 rows, 16 columns])
+// and are added in subgroup order, rows past M not stored.
+// CHECK-LABEL: gpu.func @linear_bf16_128x256_bf16
+// CHECK-SAME: workgroup(%[[PART:.*]] : memref<4x1x64x16xf32, #gpu.address_space<workgroup>>
+// CHECK: arith.cmpi ule, %{{.*}}, %c16
+// CHECK: } else {
+// CHECK: %[[M:.*]] = memref.dim %arg0, %c0
+// CHECK: %[[MULTI:.*]] = arith.cmpi ule, %[[M]], %c128
+// CHECK: scf.if %[[MULTI]] {
+// CHECK: %[[BX:.*]] = gpu.block_id x
+// CHECK: %[[ROW0:.*]] = arith.muli %[[BX]], %c64
+// CHECK: %[[HAS:.*]] = arith.cmpi ult, %[[ROW0]], %{{.*}}
+// CHECK: scf.if %[[HAS]] {
+// Accumulators: 4 row fragments x 2 column fragments of m16n8 on sm_90,
+// 4 x 1 of 16x16 on gfx942.
+// SM90: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+// GFX942: scf.for {{.*}} -> (vector<4xf32>, vector<4xf32>, vector<4xf32>, vector<4xf32>) {
+// SM90: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<128x256xbf16>, vector<16xbf16>
+// SM90: vector.load %arg0[{{.*}}] {alignment = 8 : i64} : memref<?x256xbf16>, vector<4xbf16>
+// SM90: nvvm.mma.sync
+// GFX942: amdgpu.mfma 16x16x16
+// CHECK: %[[ROW1:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}}
+// SM90: scf.if %[[ROW1]] -> (vector<4xf32>, vector<4xf32>) {
+// SM90-COUNT-8: nvvm.mma.sync
+// SM90: } else {
+// SM90: scf.yield %{{.*}}, %{{.*}} : vector<4xf32>, vector<4xf32>
+// GFX942: scf.if %[[ROW1]] -> (vector<4xf32>) {
+// GFX942-COUNT-4: amdgpu.mfma
+// GFX942: } else {
+// CHECK: memref.store %{{.*}}, %[[PART]][
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[PART]][%c0
+// CHECK: memref.load %[[PART]][%c1
+// CHECK: memref.load %[[PART]][%c2
+// CHECK: memref.load %[[PART]][%c3
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: } else {
+// CHECK: arith.ceildivui %{{.*}}, %c64
+func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
+  %w = llm.weight "proj.weight" : tensor<128x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<128x256xbf16>) -> tensor<?x128xbf16>
+  return %y : tensor<?x128xbf16>
+}
