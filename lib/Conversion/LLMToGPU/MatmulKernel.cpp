@@ -12,9 +12,9 @@
 // accumulator; the 64-row tiles of M are walked with a grid stride (any grid
 // x is right); the tail rows of M are clamped on load and skipped on store.
 // A plain linear's kernel also has decode forms: when M is at most one
-// instruction's rows, and (multi-row form) when M is at most
-// kMultiRowDecodeMaxRows, with blocks of tileM rows whose row fragments past
-// M are skipped: the subgroups split K and add their partial tiles in
+// instruction's rows, and (multi-row form, N up to 16384) when M is at most
+// tileM (128 for N up to 2048), with blocks of tileM rows whose row
+// fragments past M are skipped: the subgroups split K and add their partial tiles in
 // workgroup memory in subgroup order (buildSplitK), so each block reads its
 // 16 columns of the weight once for all of its rows. With DenseMatmul::hcMult
 // either form ends in mHC's residual write instead of a store of y
@@ -1181,8 +1181,8 @@ static void branchOnStepSize(OpBuilder &builder, Location loc,
 
 /// The body of a plain linear or dense projection with decode forms:
 /// steps of at most mma.m rows take `split` (one row fragment), steps of at
-/// most kMultiRowDecodeMaxRows the multi-row form where the tiling has one,
-/// the others the row tiles of `kb`. Both decode forms share one workgroup
+/// most the multi-row form's rows that form where the problem has one
+/// (chooseMultiRowDecodeSplitK), the others the row tiles of `kb`. Both decode forms share one workgroup
 /// buffer of partial sums.
 static void buildWithDecodeForms(OpBuilder &builder, Location loc,
                                  gpu::GPUFuncOp func, MatmulKernelBuilder &kb,
@@ -1191,9 +1191,9 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
                                  const MatmulProblem &problem,
                                  const MatmulTypes &types,
                                  const DenseMatmul &dense) {
-  int64_t multiSplits = 0;
+  int64_t multiSplits = 0, maxRows = 0;
   std::optional<MatmulTiling> multi =
-      chooseMultiRowDecodeSplitK(tiling, problem, multiSplits);
+      chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows);
   if (multi && multiSplits != splits)
     multi.reset();
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
@@ -1213,7 +1213,7 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
   MatmulKernelBuilder multiRow(builder, loc, *multi, problem, types);
   branchOnStepSize(builder, loc, func, 1, tiling.mma.m, oneRow, [&] {
     branchOnStepSize(
-        builder, loc, func, 1, kMultiRowDecodeMaxRows,
+        builder, loc, func, 1, maxRows,
         [&] {
           multiRow.buildSplitK(func.getArguments(), partial, splits, dense);
         },
@@ -1257,7 +1257,7 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
           return;
         }
         // Decode steps split K over the block's subgroups (one row
-        // fragment, or tileM rows up to kMultiRowDecodeMaxRows); larger
+        // fragment, or tileM rows: the multi-row form); larger
         // ones take the row tiles.
         buildWithDecodeForms(builder, loc, func, kb, tiling, *split, splits,
                              problem, types, epilogue);

@@ -204,12 +204,16 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
 std::optional<MatmulTiling>
 mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                                          const MatmulProblem &problem,
-                                         int64_t &splits) {
+                                         int64_t &splits, int64_t &maxRows) {
   // Each subgroup holds rowFrags x fragsN accumulators (and as many block
   // accumulators for fp8): beyond 8 row fragments they would spill.
   int64_t rowFrags = tiling.tileM() / tiling.mma.m;
-  if (tiling.tileM() % tiling.mma.m != 0 || rowFrags < 2 || rowFrags > 8)
+  if (tiling.tileM() % tiling.mma.m != 0 || rowFrags < 2 || rowFrags > 8 ||
+      problem.n > kMultiRowDecodeMaxColumns)
     return std::nullopt;
+  maxRows = problem.n <= kMultiRowDecodeTwoBlockMaxColumns
+                ? std::max(kMultiRowDecodeMaxRows, tiling.tileM())
+                : tiling.tileM();
   return chooseDecodeSplitK(tiling, problem, splits, kDecodeTileColumns,
                             rowFrags);
 }

@@ -112,10 +112,18 @@ FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
 /// Columns of a block of the decode forms (chooseDecodeSplitK).
 inline constexpr int64_t kDecodeTileColumns = 16;
 
-/// Steps of more than one instruction's rows and at most this many take a
-/// plain linear's multi-row decode form (tiles of tileM rows, K split over
-/// the subgroups; chooseMultiRowDecodeSplitK), larger ones its row tiles.
+/// The multi-row decode form (chooseMultiRowDecodeSplitK) re-reads the
+/// step's rows for every 16-column block: rows / 16 times the weight's bytes
+/// again from L2. Measured on the H200 (glm5-slice-fp8, docs/bench/
+/// h200-matrix.md): it beats the row tiles at 17..64 rows for N up to 16384
+/// (kda.qkv_proj 78 -> 52 us at 32 rows, the fp8 o_proj 207 -> 93 us) but
+/// not for lm_head's N = 154880 (551 -> 666 us at 32 rows, 963 -> 1727 us
+/// at 128), whose row tiles already fill the GPU; at 65..128 rows (two row
+/// blocks) it wins only for N up to 2048 (q_a_proj 59 -> 50 us, kv_a_proj
+/// 56 -> 37 us; qkv_proj 85 -> 109 us).
+inline constexpr int64_t kMultiRowDecodeMaxColumns = 16384;
 inline constexpr int64_t kMultiRowDecodeMaxRows = 128;
+inline constexpr int64_t kMultiRowDecodeTwoBlockMaxColumns = 2048;
 
 /// The tiling of the decode forms (MatmulKernelBuilder::buildSplitK,
 /// buildGroupedSplitKKernel): `rowFrags` rows of instruction tiles
@@ -132,12 +140,15 @@ chooseDecodeSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
 
 /// The multi-row decode form of a plain linear or dense projection: the
 /// decode split with tiling.tileM() rows per block (rowFrags = tileM /
-/// mma.m), so that it covers the row tiles' grid x (ceil(M / tileM)) for
-/// the steps of more than mma.m and at most kMultiRowDecodeMaxRows rows:
-/// each block streams its 16 columns of the weight once for tileM rows.
+/// mma.m), so that it covers the row tiles' grid x (ceil(M / tileM)); each
+/// block streams its 16 columns of the weight once for tileM rows. Taken
+/// by steps of more than mma.m and at most `maxRows` rows: tileM, or
+/// kMultiRowDecodeMaxRows for N <= kMultiRowDecodeTwoBlockMaxColumns; none
+/// for N > kMultiRowDecodeMaxColumns.
 std::optional<MatmulTiling>
 chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
-                           const MatmulProblem &problem, int64_t &splits);
+                           const MatmulProblem &problem, int64_t &splits,
+                           int64_t &maxRows);
 
 /// Column blocks (grid y) of a matmul kernel over `problem`: N / tileN, or
 /// N / the decode form's columns when the kernel has one (`decodeForm` and

@@ -1,5 +1,5 @@
-// RUN: strata-opt --convert-llm-to-gpu=chip=sm_90 %s | FileCheck %s --check-prefixes=CHECK,SM90
-// RUN: strata-opt --convert-llm-to-gpu=chip=gfx942 %s | FileCheck %s --check-prefixes=CHECK,GFX942
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=sm_90 %s | FileCheck %s --check-prefixes=CHECK,SM90
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=gfx942 %s | FileCheck %s --check-prefixes=CHECK,GFX942
 
 // Tests the multi-row decode form of a linear (MatmulKernel.cpp buildSplitK
 // with chooseMultiRowDecodeSplitK): steps of more than one instruction's rows
@@ -52,4 +52,35 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
   %w = llm.weight "proj.weight" : tensor<128x256xbf16>
   %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<128x256xbf16>) -> tensor<?x128xbf16>
   return %y : tensor<?x128xbf16>
+}
+
+// -----
+
+// N = 4096 (above 2048): the multi-row form takes steps of up to 64 rows
+// (one row block); 65..128 rows take the row tiles (MatmulTiling.h,
+// measured on the H200).
+// CHECK-LABEL: gpu.func @linear_bf16_4096x256_bf16
+// CHECK: arith.cmpi ule, %{{.*}}, %c16
+// CHECK: } else {
+// CHECK: %[[MULTI:.*]] = arith.cmpi ule, %{{.*}}, %c64
+// CHECK: scf.if %[[MULTI]] {
+func.func @linear_n4096(%x: tensor<?x256xbf16>) -> tensor<?x4096xbf16> {
+  %w = llm.weight "proj.weight" : tensor<4096x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<4096x256xbf16>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
+// N = 16448 (lm_head-like, above 16384): no multi-row form; steps of more
+// than 16 rows take the row tiles, whose grid fills the GPU.
+// CHECK-LABEL: gpu.func @linear_bf16_16448x256_bf16
+// CHECK: arith.cmpi ule, %{{.*}}, %c16
+// CHECK: } else {
+// CHECK-NOT: arith.cmpi ule
+// CHECK: arith.ceildivui %{{.*}}, %c64
+func.func @linear_wide(%x: tensor<?x256xbf16>) -> tensor<?x16448xbf16> {
+  %w = llm.weight "proj.weight" : tensor<16448x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<16448x256xbf16>) -> tensor<?x16448xbf16>
+  return %y : tensor<?x16448xbf16>
 }
