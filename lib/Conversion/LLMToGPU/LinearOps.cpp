@@ -188,7 +188,8 @@ static GpuGrid rowTileGrid(const MatmulTiling &tiling,
 /// The grid of a grouped-expert matmul: x = ceil(T * topK / tile rows) +
 /// min(experts, T * topK) tiles (at most one partial tile per expert with
 /// slots; the decode form's tiles of splitTileRows slots where there is
-/// one), one block below minSlots; y = N / tileN (both forms' columns).
+/// one), one block below minSlots; y = N / tileN (the caller widens it to
+/// the decode form's column blocks).
 static GpuGrid groupedExpertGrid(const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
                                  const GroupedExperts &grouped) {
@@ -388,7 +389,9 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   // `_rows` twin is built empty.
   std::string twin = coverSmallSteps(kernel, *tiling, problem, grouped.minSlots);
   int64_t splits = 0;
-  if (chooseDecodeSplitK(*tiling, problem, splits))
+  std::optional<MatmulTiling> split =
+      chooseGroupedDecodeSplitK(*tiling, problem, splits);
+  if (split)
     grouped.splitTileRows = tiling->mma.m;
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
@@ -397,6 +400,10 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   result.func = func;
   result.tiling = *tiling;
   result.grid = groupedExpertGrid(*tiling, problem, grouped);
+  // The decode form's column blocks (the row tiles use the first N /
+  // tileN of them).
+  if (split)
+    result.grid[1].blocks = problem.n / split->tileN();
   result.rowsTwin = twin;
   return result;
 }

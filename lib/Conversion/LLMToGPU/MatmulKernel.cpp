@@ -22,7 +22,9 @@
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
-// nvvm.mma.sync (bf16 packed in i32 pairs) on NVIDIA.
+// nvvm.mma.sync (bf16 packed in i32 pairs) on NVIDIA. fp32 weights (the MoE
+// router's) enter as three exact bf16 terms (weightTerms).
+
 //
 // buildGroupedExpertKernel: the same tiles over the routed slots of an MoE,
 // grouped by expert (moe_group's order / starts): a block takes one tile of
@@ -258,6 +260,51 @@ private:
       for (int64_t e = 0; e < l.count; ++e)
         mask.push_back(g.group[pi] * g.perStep + g.rank[pi] * l.count + e);
     return vector::ShuffleOp::create(b, loc, parts[0], second, mask);
+  }
+
+  /// The element type W's fragments are read in: fp8 bytes, fp32 values or
+  /// bf16.
+  Type weightElement() const {
+    if (t.fp8Mode != Fp8Mode::None)
+      return fp8;
+    return p.f32Weight ? f32 : bf16;
+  }
+  /// The bf16 B operands of W's fragment `raw` (read as weightElement()),
+  /// whose products with A are summed in order: the fp8 bytes decoded; the
+  /// fp32 values as lo, mid, hi (splitF32, small terms first); bf16 as is.
+  SmallVector<Value> weightTerms(Value raw) {
+    if (t.fp8Mode == Fp8Mode::DecodeWeights)
+      return {decodeFp8(raw)};
+    if (p.f32Weight)
+      return splitF32(raw);
+    return {raw};
+  }
+  /// fp32 values w as bf16 terms lo, mid, hi with hi + mid + lo = w exactly:
+  /// hi keeps w's top 16 bits (a bf16 value, so the truncation is exact),
+  /// mid those of the exact remainder w - hi, lo the rest (at most 8
+  /// significant bits: exact in bf16).
+  SmallVector<Value> splitF32(Value v) {
+    auto type = cast<VectorType>(v.getType());
+    auto i32 = VectorType::get(type.getShape(), b.getI32Type());
+    auto half = VectorType::get(type.getShape(), bf16);
+    Value mask = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(
+                    i32, b.getI32IntegerAttr(int32_t(0xffff0000u))));
+    auto top = [&](Value x) {
+      return arith::BitcastOp::create(
+          b, loc, type,
+          arith::AndIOp::create(b, loc,
+                                arith::BitcastOp::create(b, loc, i32, x),
+                                mask));
+    };
+    Value hi = top(v);
+    Value rest = arith::SubFOp::create(b, loc, v, hi);
+    Value mid = top(rest);
+    Value lo = arith::SubFOp::create(b, loc, rest, mid);
+    auto toBf16 = [&](Value x) -> Value {
+      return arith::TruncFOp::create(b, loc, half, x);
+    };
+    return {toBf16(lo), toBf16(mid), toBf16(hi)};
   }
 
   /// Decodes OCP e4m3fn values to bf16 exactly: on NVIDIA by the
@@ -735,23 +782,25 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlockByRows(Value kb,
   int64_t perWeight = t.fragsM * t.fragsN;
   bool blockScaled = t.fp8Mode != Fp8Mode::None;
 
-  // B of every weight and column fragment, [weight][j][step], decoded once
-  // for all row fragments; the block scales as C-fragment vectors.
+  // B of every weight and column fragment, [weight][j][step x terms]
+  // (weightTerms), decoded once for all row fragments; the block scales as
+  // C-fragment vectors.
   SmallVector<SmallVector<SmallVector<Value>>> bvs;
   SmallVector<SmallVector<Value>> blockScales;
   for (auto weight : weights) {
     bvs.emplace_back();
     blockScales.emplace_back();
     for (int64_t j = 0; j < t.fragsN; ++j) {
-      SmallVector<Value> raw = loadKBlock(weight.first, blockScaled ? fp8 : bf16,
-                                          mi.b, bLane, colBases[j], kb, false);
-      if (blockScaled) {
-        for (Value &v : raw)
-          v = decodeFp8(v);
+      SmallVector<Value> raw = loadKBlock(weight.first, weightElement(), mi.b,
+                                          bLane, colBases[j], kb, false);
+      if (blockScaled)
         blockScales.back().push_back(splat(
             loadWeightScale(weight.second, colBases[j], kb), mi.c.size()));
-      }
-      bvs.back().push_back(raw);
+      // [step * terms + term]
+      SmallVector<Value> terms;
+      for (Value v : raw)
+        llvm::append_range(terms, weightTerms(v));
+      bvs.back().push_back(terms);
     }
   }
 
@@ -772,7 +821,9 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlockByRows(Value kb,
         for (size_t wi = 0; wi < weights.size(); ++wi)
           for (int64_t j = 0; j < t.fragsN; ++j) {
             Value &acc = blk[wi * t.fragsN + j];
-            acc = emitMma(a, bvs[wi][j][s], acc);
+            int64_t terms = bvs[wi][j].size() / steps;
+            for (int64_t term = 0; term < terms; ++term)
+              acc = emitMma(a, bvs[wi][j][s * terms + term], acc);
           }
       }
       if (!blockScaled)
@@ -841,14 +892,13 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       a.push_back(loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true));
     for (auto [wi, weight] : llvm::enumerate(weights))
       for (int64_t j = 0; j < t.fragsN; ++j) {
-        SmallVector<Value> bvs =
-            loadKBlock(weight.first, blockScaled ? fp8 : bf16, mi.b, bLane,
-                       colBases[j], kb, false);
-        for (int64_t s = 0; s < steps; ++s) {
-          Value bv = blockScaled ? decodeFp8(bvs[s]) : bvs[s];
-          for (int64_t i = 0; i < t.fragsM; ++i)
-            blk[atW(wi, i, j)] = emitMma(a[i][s], bv, blk[atW(wi, i, j)]);
-        }
+        SmallVector<Value> bvs = loadKBlock(weight.first, weightElement(),
+                                            mi.b, bLane, colBases[j], kb,
+                                            false);
+        for (int64_t s = 0; s < steps; ++s)
+          for (Value bv : weightTerms(bvs[s]))
+            for (int64_t i = 0; i < t.fragsM; ++i)
+              blk[atW(wi, i, j)] = emitMma(a[i][s], bv, blk[atW(wi, i, j)]);
       }
     if (!blockScaled)
       return blk;
@@ -1599,12 +1649,8 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
       builder, loc, module, name, argTypes, tiling, problem, types,
       [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
-        // The decode form keeps the row tiles' columns: a narrower tile
-        // would repeat the tile's expert search and row gather for less
-        // work (measured on the H200: 16 columns took moe_up and moe_down
-        // at 128 decode tokens from 10.9 to 20.5 ms).
         std::optional<MatmulTiling> split =
-            chooseDecodeSplitK(tiling, problem, splits, tiling.tileN());
+            chooseGroupedDecodeSplitK(tiling, problem, splits);
         if (!split) {
           kb.buildGroupedKernel(func.getArguments(), experts);
           return;

@@ -218,6 +218,14 @@ mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                             rowFrags);
 }
 
+std::optional<MatmulTiling>
+mlir::strata::chooseGroupedDecodeSplitK(const MatmulTiling &tiling,
+                                        const MatmulProblem &problem,
+                                        int64_t &splits) {
+  return chooseDecodeSplitK(tiling, problem, splits,
+                            std::min(kGroupedDecodeColumns, tiling.tileN()));
+}
+
 int64_t mlir::strata::columnBlocks(const MatmulTiling &tiling,
                                    const MatmulProblem &problem,
                                    bool decodeForm) {
@@ -241,11 +249,13 @@ LogicalResult mlir::strata::describeLinearMatmul(
   }
   bool fp8 = blockN > 0 && blockK > 0;
   Type w = weight.getElementType();
-  if (fp8 ? !isa<Float8E4M3FNType>(w) : !w.isBF16()) {
-    why = fp8 ? "expected an f8E4M3FN weight" : "expected a bf16 weight";
+  Type result = y.getElementType();
+  bool f32Weight = !fp8 && w.isF32() && result.isF32();
+  if (fp8 ? !isa<Float8E4M3FNType>(w) : !w.isBF16() && !f32Weight) {
+    why = fp8 ? "expected an f8E4M3FN weight"
+              : "expected a bf16 weight (or an f32 weight with an f32 result)";
     return failure();
   }
-  Type result = y.getElementType();
   if (!result.isBF16() && !result.isF32()) {
     why = "expected a bf16 or f32 result";
     return failure();
@@ -259,6 +269,7 @@ LogicalResult mlir::strata::describeLinearMatmul(
     return failure();
   }
   problem.fp8Weight = fp8;
+  problem.f32Weight = f32Weight;
   problem.scaleBlockN = fp8 ? blockN : 0;
   problem.scaleBlockK = fp8 ? blockK : 0;
   types = {x.getElementType(), w, result};

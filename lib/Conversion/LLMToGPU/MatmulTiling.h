@@ -40,10 +40,16 @@ enum class Fp8Mode {
 };
 
 /// What is multiplied: `n` outputs, `k` inputs, bf16 or fp8 weights with
-/// `scaleBlockN x scaleBlockK` block scales.
+/// `scaleBlockN x scaleBlockK` block scales, or fp32 weights (the MoE
+/// router's): each fp32 weight value w is split into three bf16 terms hi +
+/// mid + lo = w exactly (hi: w's top 16 bits, mid: the remainder's, lo: what
+/// is left, at most 8 significant bits), so three bf16 instructions give
+/// the fp32 dot product of bf16 activations with fp32 weights (every
+/// product exact, fp32 accumulation) on the matrix units.
 struct MatmulProblem {
   int64_t n = 0, k = 0;
   bool fp8Weight = false;
+  bool f32Weight = false;
   int64_t scaleBlockN = 0, scaleBlockK = 0;
 };
 
@@ -150,6 +156,17 @@ chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                            const MatmulProblem &problem, int64_t &splits,
                            int64_t &maxRows);
 
+/// Columns per block of the grouped experts' decode form (at most the row
+/// tiles' tileN).
+inline constexpr int64_t kGroupedDecodeColumns = 64;
+
+/// The grouped experts' decode split (buildGroupedExpertKernel): tiles of
+/// mma.m slots across kGroupedDecodeColumns columns, K split over the
+/// subgroups (chooseDecodeSplitK).
+std::optional<MatmulTiling>
+chooseGroupedDecodeSplitK(const MatmulTiling &tiling,
+                          const MatmulProblem &problem, int64_t &splits);
+
 /// Column blocks (grid y) of a matmul kernel over `problem`: N / tileN, or
 /// N / the decode form's columns when the kernel has one (`decodeForm` and
 /// chooseDecodeSplitK gives one): the row-tile form then leaves the blocks
@@ -198,9 +215,9 @@ struct MatmulTypes {
 
 /// The problem and element types of a linear y[M, N] = x[M, K] * W[N, K]^T
 /// with `x`, `y` of rank 2, weight data `weight` [N, K] and, for an fp8
-/// weight, its `blockN x blockK` block scales (both 0 for bf16 weights):
-/// fails with `why` unless x is bf16, the weight bf16 or f8E4M3FN and y bf16
-/// or f32. Shared by the llm.linear pattern (tensor types) and the kernel
+/// weight, its `blockN x blockK` block scales (both 0 for bf16 and f32
+/// weights): fails with `why` unless x is bf16, the weight bf16, f32 (with
+/// an f32 y: MatmulProblem::f32Weight) or f8E4M3FN and y bf16 or f32. Shared by the llm.linear pattern (tensor types) and the kernel
 /// function path (memref types), so both accept the same linears.
 LogicalResult describeLinearMatmul(ShapedType x, ShapedType weight,
                                    int64_t blockN, int64_t blockK,

@@ -14,7 +14,8 @@
 // spreads over the whole grid:
 //   swiglu_mlp:  swiglu_up_rows, swiglu_up      (token, i) -> a [T, I]
 //                swiglu_down_rows, swiglu_down  (token, o) -> out [T, D]
-//   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E]
+//   moe_ffn:     moe_router   (token, e) -> fp32 logits [T, E] (a linear
+//                             kernel for the GPU targets)
 //                moe_select   token      -> chosen [T, k] i32, weight [T, k]
 //                moe_group    expert     -> the slots grouped by expert: order
 //                             [T, k] (flat slot ids t * k + j, expert by
@@ -389,6 +390,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       unsigned out = call.addResult(MemRefType::get({dyn, experts}, f32),
                                     tokens);
       Type rt = op.getRouter().getType();
+      // An unquantised router (x, W, logits) is a plain linear for the GPU
+      // targets: an fp32 weight runs as three exact bf16 terms on the
+      // matrix units (MatmulTiling.h MatmulProblem).
+      if (cast<ShapedType>(rt).getElementType().isF32() ||
+          cast<ShapedType>(rt).getElementType().isBF16())
+        call.attributes.push_back(rewriter.getNamedAttr(
+            kLinearKernelAttrName, rewriter.getUnitAttr()));
       logits = call.emit(rewriter, op, "moe_router",
                          [&](KernelBuilder &kb, ValueRange args) {
         WeightView router = viewAt(rt, args, *r);
