@@ -14,11 +14,11 @@
 // A plain linear's kernel also has decode forms: when M is at most one
 // instruction's rows, and (multi-row form, N up to 16384) when M is at most
 // tileM (128 for N up to 2048), with blocks of tileM rows whose row
-// fragments past M are skipped: the subgroups split K and add their partial tiles in
-// workgroup memory in subgroup order (buildSplitK), so each block reads its
-// 16 columns of the weight once for all of its rows. With DenseMatmul::hcMult
-// either form ends in mHC's residual write instead of a store of y
-// (storeStreams: an attention o_proj, an FFN's last projection).
+// fragments past M are skipped: the subgroups split K and add their partial
+// tiles in workgroup memory in subgroup order (buildSplitK), so each block
+// reads its 16 columns of the weight once for all of its rows. With
+// DenseMatmul::hcMult either form ends in mHC's residual write instead of a
+// store of y (storeStreams: an attention o_proj, an FFN's last projection).
 // Shared-memory staging is not done yet (docs/GPULowering.md).
 //
 // Only emitMma depends on the MatrixFamily: amdgpu.mfma on AMD,
@@ -243,17 +243,16 @@ private:
                   const LaneCoords &c, Value outerBase, Value kb, int64_t s,
                   bool clamp) {
     if (!kRuns)
-      return loadFragment(mem, elem, l, c, outerBase, add(kb, s * mi.k),
-                          clamp);
+      return loadFragment(mem, elem, l, c, outerBase, add(kb, s * mi.k), clamp);
     KRunGroups g = getKRunGroups(l);
     int64_t run = g.perStep * (t.blockK / mi.k);
     Value q = laneMap({l.inner.div, l.inner.mod, 1});
     Value col = add(add(kb, mul(q, run)), s * g.perStep);
     SmallVector<Value> parts;
     for (int64_t outer : g.outer)
-      parts.push_back(loadRun(mem, elem, g.perStep,
-                              elementIndices(add(add(outerBase, c.outer), outer),
-                                             col, clamp)));
+      parts.push_back(loadRun(
+          mem, elem, g.perStep,
+          elementIndices(add(add(outerBase, c.outer), outer), col, clamp)));
     Value second = parts.size() > 1 ? parts[1] : parts[0];
     SmallVector<int64_t> mask;
     for (auto [pi, piece] : llvm::enumerate(l.pieces))
@@ -282,20 +281,20 @@ private:
   /// fp32 values w as bf16 terms lo, mid, hi with hi + mid + lo = w exactly:
   /// hi keeps w's top 16 bits (a bf16 value, so the truncation is exact),
   /// mid those of the exact remainder w - hi, lo the rest (at most 8
-  /// significant bits: exact in bf16).
+  /// significant bits: exact in bf16). For finite w (an infinite one gives
+  /// NaN terms).
   SmallVector<Value> splitF32(Value v) {
     auto type = cast<VectorType>(v.getType());
     auto i32 = VectorType::get(type.getShape(), b.getI32Type());
     auto half = VectorType::get(type.getShape(), bf16);
     Value mask = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(
-                    i32, b.getI32IntegerAttr(int32_t(0xffff0000u))));
+        b, loc,
+        DenseElementsAttr::get(i32, b.getI32IntegerAttr(int32_t(0xffff0000u))));
     auto top = [&](Value x) {
       return arith::BitcastOp::create(
           b, loc, type,
-          arith::AndIOp::create(b, loc,
-                                arith::BitcastOp::create(b, loc, i32, x),
-                                mask));
+          arith::AndIOp::create(
+              b, loc, arith::BitcastOp::create(b, loc, i32, x), mask));
     };
     Value hi = top(v);
     Value rest = arith::SubFOp::create(b, loc, v, hi);
@@ -548,9 +547,9 @@ private:
             for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
               Value row = add(cLane.outer, i * mi.m + piece[0]);
               Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
-              memref::StoreOp::create(b, loc,
-                                      vector::ExtractOp::create(b, loc, acc, e),
-                                      partial, ValueRange{sg, idx(wi), row, col});
+              memref::StoreOp::create(
+                  b, loc, vector::ExtractOp::create(b, loc, acc, e), partial,
+                  ValueRange{sg, idx(wi), row, col});
             }
         }
     gpu::BarrierOp::create(b, loc);
@@ -892,9 +891,8 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       a.push_back(loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true));
     for (auto [wi, weight] : llvm::enumerate(weights))
       for (int64_t j = 0; j < t.fragsN; ++j) {
-        SmallVector<Value> bvs = loadKBlock(weight.first, weightElement(),
-                                            mi.b, bLane, colBases[j], kb,
-                                            false);
+        SmallVector<Value> bvs = loadKBlock(weight.first, weightElement(), mi.b,
+                                            bLane, colBases[j], kb, false);
         for (int64_t s = 0; s < steps; ++s)
           for (Value bv : weightTerms(bvs[s]))
             for (int64_t i = 0; i < t.fragsM; ++i)
@@ -1110,11 +1108,11 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
   // row tiles' ceil(M / tileM); with one row fragment only block 0 has
   // rows).
   Value rowBase = mul(bx, t.tileM());
-  auto has = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, rowBase,
-                            numRows),
-      false);
+  auto has =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
+                                              rowBase, numRows),
+                        false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(has.thenBlock()->getTerminator());
   for (int64_t i = 0; i < t.fragsM; ++i)
@@ -1232,8 +1230,8 @@ static void branchOnStepSize(OpBuilder &builder, Location loc,
 /// The body of a plain linear or dense projection with decode forms:
 /// steps of at most mma.m rows take `split` (one row fragment), steps of at
 /// most the multi-row form's rows that form where the problem has one
-/// (chooseMultiRowDecodeSplitK), the others the row tiles of `kb`. Both decode forms share one workgroup
-/// buffer of partial sums.
+/// (chooseMultiRowDecodeSplitK), the others the row tiles of `kb`. Both decode
+/// forms share one workgroup buffer of partial sums.
 static void buildWithDecodeForms(OpBuilder &builder, Location loc,
                                  gpu::GPUFuncOp func, MatmulKernelBuilder &kb,
                                  const MatmulTiling &tiling,
@@ -1248,9 +1246,8 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
     multi.reset();
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t rows = multi ? multi->tileM() : split.tileM();
-  Value partial =
-      addWorkgroupBuffer(func, loc, {splits, weights, rows, split.tileN()},
-                         builder.getF32Type());
+  Value partial = addWorkgroupBuffer(
+      func, loc, {splits, weights, rows, split.tileN()}, builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
   auto oneRow = [&] {
     decode.buildSplitK(func.getArguments(), partial, splits, dense);
@@ -1380,14 +1377,14 @@ Value MatmulKernelBuilder::expertTiles(const ExpertTiles &table, Value e) {
     return toIndex(memref::LoadOp::create(b, loc, grouped->starts, v));
   };
   Value count = arith::SubIOp::create(b, loc, start(add(at, 1)), start(at));
-  Value tiles =
-      arith::CeilDivUIOp::create(b, loc, count, idx(table.tileRows));
+  Value tiles = arith::CeilDivUIOp::create(b, loc, count, idx(table.tileRows));
   return arith::SelectOp::create(b, loc, valid, tiles, idx(0));
 }
 
 MatmulKernelBuilder::ExpertTiles
 MatmulKernelBuilder::scanExpertTiles(int64_t tileRows) {
-  auto func = b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
+  auto func =
+      b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
   int64_t threads = func.getKnownBlockSizeAttr()[0];
   int64_t subgroups = threads / t.subgroupSize;
   ExpertTiles table;
@@ -1404,7 +1401,8 @@ MatmulKernelBuilder::scanExpertTiles(int64_t tileRows) {
   // over the subgroups through workgroup memory.
   Type i32 = b.getI32Type();
   Value lane32 = arith::IndexCastOp::create(
-      b, loc, i32, arith::RemUIOp::create(b, loc, table.tid, idx(t.subgroupSize)));
+      b, loc, i32,
+      arith::RemUIOp::create(b, loc, table.tid, idx(t.subgroupSize)));
   Value sg = arith::DivUIOp::create(b, loc, table.tid, idx(t.subgroupSize));
   Value v = arith::IndexCastOp::create(b, loc, i32, tiles);
   for (int64_t d = 1; d < t.subgroupSize; d *= 2) {
@@ -1418,11 +1416,11 @@ MatmulKernelBuilder::scanExpertTiles(int64_t tileRows) {
   }
   Value totals = addWorkgroupBuffer(func, loc, {subgroups}, i32);
   table.found = addWorkgroupBuffer(func, loc, {2}, i32);
-  auto last = scf::IfOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane32,
-                            ci32(t.subgroupSize - 1)),
-      false);
+  auto last =
+      scf::IfOp::create(b, loc,
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                              lane32, ci32(t.subgroupSize - 1)),
+                        false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(last.thenBlock()->getTerminator());
@@ -1432,8 +1430,8 @@ MatmulKernelBuilder::scanExpertTiles(int64_t tileRows) {
   Value before = ci32(0);
   for (int64_t w = 0; w + 1 < subgroups; ++w) {
     Value total = memref::LoadOp::create(b, loc, totals, ValueRange{idx(w)});
-    Value earlier = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                          idx(w), sg);
+    Value earlier =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, idx(w), sg);
     before = arith::AddIOp::create(
         b, loc, before,
         arith::SelectOp::create(b, loc, earlier, total, ci32(0)));
@@ -1447,8 +1445,7 @@ std::pair<Value, Value>
 MatmulKernelBuilder::findTileExpert(const ExpertTiles &table, Value tile) {
   Type i32 = b.getI32Type();
   auto store = [&](Value v, int64_t at) {
-    memref::StoreOp::create(b, loc,
-                            arith::IndexCastOp::create(b, loc, i32, v),
+    memref::StoreOp::create(b, loc, arith::IndexCastOp::create(b, loc, i32, v),
                             table.found, ValueRange{idx(at)});
   };
   auto ifThen = [&](Value cond, llvm::function_ref<void()> body) {
@@ -1494,10 +1491,9 @@ MatmulKernelBuilder::findTileExpert(const ExpertTiles &table, Value tile) {
     }
   });
   gpu::BarrierOp::create(b, loc);
-  return {toIndex(memref::LoadOp::create(b, loc, table.found,
-                                         ValueRange{idx(0)})),
-          toIndex(memref::LoadOp::create(b, loc, table.found,
-                                         ValueRange{idx(1)}))};
+  return {
+      toIndex(memref::LoadOp::create(b, loc, table.found, ValueRange{idx(0)})),
+      toIndex(memref::LoadOp::create(b, loc, table.found, ValueRange{idx(1)}))};
 }
 
 void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,

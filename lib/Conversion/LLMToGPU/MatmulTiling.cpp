@@ -178,9 +178,8 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
 
 std::optional<MatmulTiling>
 mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
-                                 const MatmulProblem &problem,
-                                 int64_t &splits, int64_t columns,
-                                 int64_t rowFrags) {
+                                 const MatmulProblem &problem, int64_t &splits,
+                                 int64_t columns, int64_t rowFrags) {
   splits = tiling.subgroupsM * tiling.subgroupsN;
   // `columns` per block (at least one instruction's n): with 16, a decode
   // step streams the weight through N / 16 blocks, enough to fill the GPU
@@ -218,10 +217,8 @@ mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                             rowFrags);
 }
 
-std::optional<MatmulTiling>
-mlir::strata::chooseGroupedDecodeSplitK(const MatmulTiling &tiling,
-                                        const MatmulProblem &problem,
-                                        int64_t &splits) {
+std::optional<MatmulTiling> mlir::strata::chooseGroupedDecodeSplitK(
+    const MatmulTiling &tiling, const MatmulProblem &problem, int64_t &splits) {
   return chooseDecodeSplitK(tiling, problem, splits,
                             std::min(kGroupedDecodeColumns, tiling.tileN()));
 }

@@ -217,8 +217,9 @@ struct MatmulTypes {
 /// with `x`, `y` of rank 2, weight data `weight` [N, K] and, for an fp8
 /// weight, its `blockN x blockK` block scales (both 0 for bf16 and f32
 /// weights): fails with `why` unless x is bf16, the weight bf16, f32 (with
-/// an f32 y: MatmulProblem::f32Weight) or f8E4M3FN and y bf16 or f32. Shared by the llm.linear pattern (tensor types) and the kernel
-/// function path (memref types), so both accept the same linears.
+/// an f32 y: MatmulProblem::f32Weight) or f8E4M3FN and y bf16 or f32. Shared by
+/// the llm.linear pattern (tensor types) and the kernel function path (memref
+/// types), so both accept the same linears.
 LogicalResult describeLinearMatmul(ShapedType x, ShapedType weight,
                                    int64_t blockN, int64_t blockK,
                                    ShapedType y, MatmulProblem &problem,
