@@ -21,6 +21,7 @@ Engine::create(const EngineOptions &options,
   runner_options.kv_pages = options.scheduler.num_blocks;
   runner_options.target = options.target;
   runner_options.decode_graphs = options.decode_graphs;
+  runner_options.progress = options.progress;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
   if (!options.size_caches) {

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/progress.h"
 #include "runtime/scheduler/scheduler.h"
 
 namespace strata::runtime {
@@ -54,6 +55,9 @@ struct EngineOptions {
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;
+  /// Shows the weight upload (ExecutorOptions::progress); not owned, must
+  /// outlive create(). Default: none.
+  ProgressReporter *progress = nullptr;
   /// When set, the caches are sized by it after the weights are loaded
   /// (scheduler.num_blocks may then be 0).
   CacheSizer size_caches;

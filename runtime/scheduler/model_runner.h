@@ -66,6 +66,9 @@ struct ExecutorRunnerOptions {
   /// Caches allocated later through executor().allocateCaches
   /// (ExecutorOptions::defer_caches); kv_pages and state_slots may be 0.
   bool defer_caches = false;
+  /// Shows the weight upload (ExecutorOptions::progress); not owned, must
+  /// outlive create(). Default: none.
+  ProgressReporter *progress = nullptr;
 };
 
 /// Reads the cache geometry of an artifact file without loading the model

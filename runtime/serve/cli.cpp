@@ -29,6 +29,7 @@
 #include <nlohmann/json.hpp>
 #include <pthread.h>
 
+#include "runtime/base/progress.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/memory_sizing.h"
@@ -94,6 +95,7 @@ int runServeCli(int argc, char **argv) {
   uint64_t max_model_len = 0;
   std::string prefix_cache = "on", decode_graphs = "on", speculative_config;
   uint32_t mtp = 0;
+  bool quiet = false;
 
   CLI::App app{"strata-serve: the OpenAI-compatible server (docs/Serving.md). "
                "vLLM's flag spellings are accepted where they mean the same "
@@ -230,6 +232,8 @@ int runServeCli(int argc, char **argv) {
   app.add_flag("--enable-log-requests,!--disable-log-requests", request_log,
                "one log line per finished generation request with its "
                "X-Request-Id (default on)");
+  app.add_flag("-q,--quiet", quiet,
+               "no progress lines on stderr (the weight upload)");
   util_opt->excludes(kv_mb_opt)->excludes(kv_blocks_opt);
 
   // Unknown arguments are collected rather than thrown, so they are
@@ -330,6 +334,10 @@ int runServeCli(int argc, char **argv) {
     fmt::print("strata-serve: {}\n", line);
     std::fflush(stdout);
   };
+  // The weight upload's progress on stderr (stdout carries the port line
+  // clients wait for).
+  ProgressReporter progress({"strata-serve", stderr, quiet});
+  engine_options.progress = &progress;
   auto engine = createModelEngine(engine_options);
   if (!engine.ok())
     return fail(engine.status());

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/engine.h"
@@ -48,6 +49,9 @@ struct ModelEngineOptions {
   double gpu_memory_utilization = 0;
   /// Receives start-up log lines (the memory sizing, the weights). Optional.
   std::function<void(const std::string &)> log;
+  /// Shows the weight upload (bytes, rate, ETA); not owned, must outlive
+  /// the engine's creation. Optional.
+  ProgressReporter *progress = nullptr;
   /// Artifact target to run on (--target: cpu, sm_90, gfx942, gfx950).
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (--decode-graphs on|off).
