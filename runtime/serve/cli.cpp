@@ -16,6 +16,7 @@
 
 #include "runtime/base/version.h"
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -32,6 +34,7 @@
 #include "runtime/base/progress.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/artifact.h"
+#include "runtime/serve/compiled_settings.h"
 #include "runtime/serve/memory_sizing.h"
 #include "runtime/serve/model_engine.h"
 #include "runtime/serve/server.h"
@@ -96,6 +99,7 @@ int runServeCli(int argc, char **argv) {
   std::string prefix_cache = "on", decode_graphs = "on", speculative_config;
   uint32_t mtp = 0;
   bool quiet = false;
+  CompiledSettingFlags compiled;
 
   CLI::App app{"strata-serve: the OpenAI-compatible server (docs/Serving.md). "
                "vLLM's flag spellings are accepted where they mean the same "
@@ -232,6 +236,14 @@ int runServeCli(int argc, char **argv) {
   app.add_flag("--enable-log-requests,!--disable-log-requests", request_log,
                "one log line per finished generation request with its "
                "X-Request-Id (default on)");
+  app.add_option("--kv-cache-dtype", compiled.kv_cache_dtype,
+                 "checked against the artifact's KV cache: auto, bfloat16, "
+                 "fp8 (fp8_e4m3), float32; compiled in (strata-compile "
+                 "--kv-cache-dtype)");
+  app.add_option("--tensor-parallel-size", compiled.tensor_parallel_size,
+                 "checked against the artifact's tensor-parallel size (vLLM's "
+                 "-tp too); compiled in (strata-compile "
+                 "--tensor-parallel-size)");
   app.add_flag("-q,--quiet", quiet,
                "no progress lines on stderr (the weight upload)");
   util_opt->excludes(kv_mb_opt)->excludes(kv_blocks_opt);
@@ -239,8 +251,14 @@ int runServeCli(int argc, char **argv) {
   // Unknown arguments are collected rather than thrown, so they are
   // reported before missing required flags.
   app.allow_extras();
+  // vLLM's two-letter short flag -tp, which CLI11 cannot declare.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string &arg : args)
+    if (arg == "-tp")
+      arg = "--tensor-parallel-size";
+  std::reverse(args.begin(), args.end()); // CLI11 takes them last first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp &e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion &e) {
@@ -300,6 +318,9 @@ int runServeCli(int argc, char **argv) {
     return fail(notFound("checkpoint folder {} does not exist",
                          checkpoint_dir));
   std::shared_ptr<const Artifact> model(std::move(*artifact));
+  Status settings = checkCompiledSettings(*model, compiled);
+  if (!settings.ok())
+    return fail(settings);
   const artifact::ModelConfig *config = model->def().model();
   if (!config || config->max_position_embeddings() == 0)
     return fail(invalidArgument("{}: artifact has no max_position_embeddings",
