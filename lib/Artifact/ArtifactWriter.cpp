@@ -343,7 +343,8 @@ public:
         m.vHeadDim, m.indexNHeads, m.indexHeadDim, m.indexTopk, m.indexKpool,
         m.hcMult, m.nRoutedExperts, m.nSharedExperts, m.numExpertsPerTok,
         m.kdaNumHeads, m.kdaHeadDim, m.shortConvKernelSize, m.rmsNormEps,
-        m.maxPositionEmbeddings, m.eosTokenId, m.padTokenId, eosVec);
+        m.maxPositionEmbeddings, m.eosTokenId, m.padTokenId, eosVec,
+        m.activationDtype);
   }
 
   Offset<fb::CacheLayout> cacheLayout(const CacheLayoutDesc &c) {

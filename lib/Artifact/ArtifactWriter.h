@@ -173,6 +173,9 @@ struct ModelDesc {
   int64_t eosTokenId = 0, padTokenId = 0;
   /// Every end-of-sequence id (eosTokenId is the first).
   std::vector<int64_t> eosTokenIds;
+  /// Element type of the activations (strata-compile --activation-type);
+  /// invalid: not recorded.
+  fb::DType activationDtype = fb::DType::invalid;
 };
 
 struct MlaLatentDesc {

@@ -176,6 +176,9 @@ LogicalResult compileWithHandler(const CompileOptions &options,
            << llvm::toString(model.takeError());
   ArtifactEmitOptions emitOptions;
   emitOptions.model = std::move(*model);
+  emitOptions.model.activationDtype = options.activationType == "f32"
+                                          ? ::strata::artifact::DType::f32
+                                          : ::strata::artifact::DType::bf16;
   emitOptions.producer = "strata-compile (activations " +
                          options.activationType + ", kv cache " +
                          options.kvCacheDtype + ")";

@@ -85,6 +85,8 @@ void printModel(const ModelConfig &m, std::string &out) {
   if (m.eos_token_ids() && m.eos_token_ids()->size() > 0)
     fmt::format_to(std::back_inserter(out), "  eos_token_ids: [{}]\n",
                    fmt::join(*m.eos_token_ids(), ", "));
+  if (m.activation_dtype() != DType::invalid)
+    field("activation_dtype", EnumNameDType(m.activation_dtype()));
 }
 
 void printBinding(const ArtifactDef &def, const ExecutionPlan &plan,

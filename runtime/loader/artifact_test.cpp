@@ -233,6 +233,16 @@ TEST(Artifact, LayerKindsLength) {
                               "entries, expected num_hidden_layers 1");
 }
 
+// Tests that a recorded activation type is bf16 or f32.
+TEST(Artifact, ActivationDtype) {
+  TestArtifactKnobs knobs;
+  knobs.activation_dtype = artifact::DType::f8e4m3fn;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: model: activation_dtype "
+                              "f8e4m3fn (expected bf16 or f32)");
+  knobs.activation_dtype = artifact::DType::f32;
+  EXPECT_TRUE(Artifact::fromBytes(buildTestArtifact(knobs)).ok());
+}
+
 // Tests the cache geometry checks: alignment and derived state sizes.
 TEST(Artifact, CacheGeometry) {
   TestArtifactKnobs knobs;

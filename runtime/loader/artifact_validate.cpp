@@ -76,6 +76,11 @@ Status validateModel(const ModelConfig *model) {
     if (!known(model->mlp_kinds()->Get(i)))
       return invalidArgument("model: mlp_kinds[{}]: unknown kind {}", i,
                              static_cast<int>(model->mlp_kinds()->Get(i)));
+  DType activations = model->activation_dtype();
+  if (activations != DType::invalid && activations != DType::bf16 &&
+      activations != DType::f32)
+    return invalidArgument("model: activation_dtype {} (expected bf16 or f32)",
+                           EnumNameDType(activations));
   return okStatus();
 }
 

@@ -210,8 +210,18 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   std::vector<fb::LayerKind> layer_kinds(k.layer_kind_count,
                                          fb::LayerKind::kda);
   std::vector<fb::MlpKind> mlp_kinds = {fb::MlpKind::dense};
-  auto model = fb::CreateModelConfigDirect(b, "test-model", 16, 8, 1, 0,
-                                           &layer_kinds, &mlp_kinds);
+  auto model_name = b.CreateString("test-model");
+  auto layer_vec = b.CreateVector(layer_kinds);
+  auto mlp_vec = b.CreateVector(mlp_kinds);
+  fb::ModelConfigBuilder model_builder(b);
+  model_builder.add_name(model_name);
+  model_builder.add_vocab_size(16);
+  model_builder.add_hidden_size(8);
+  model_builder.add_num_hidden_layers(1);
+  model_builder.add_layer_kinds(layer_vec);
+  model_builder.add_mlp_kinds(mlp_vec);
+  model_builder.add_activation_dtype(k.activation_dtype);
+  auto model = model_builder.Finish();
   // KDA: 1 head of 4x4 f32 = 64 bytes; conv (2 - 1) * 12 bf16 = 24 -> 64.
   auto kda = fb::CreateKdaStateCache(b, 1, 1, 4, 4, fb::DType::f32, k.kda_recurrent_bytes, 2, 12,
                                      fb::DType::bf16, 64);

@@ -51,6 +51,8 @@ struct TestArtifactKnobs {
   uint32_t format_version = kArtifactFormatVersion;
   /// Number of layer_kinds entries (the model has 1 layer).
   uint32_t layer_kind_count = 1;
+  /// ModelConfig.activation_dtype (invalid: not recorded).
+  fb::DType activation_dtype = fb::DType::invalid;
   /// CacheLayout.alignment.
   uint64_t cache_alignment = 64;
   /// KdaStateCache.recurrent_bytes_per_layer (64 is right).

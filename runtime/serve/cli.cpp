@@ -236,6 +236,10 @@ int runServeCli(int argc, char **argv) {
   app.add_flag("--enable-log-requests,!--disable-log-requests", request_log,
                "one log line per finished generation request with its "
                "X-Request-Id (default on)");
+  app.add_option("--dtype", compiled.dtype,
+                 "checked against the artifact's activation type: auto, "
+                 "bfloat16, float32; compiled in (strata-compile "
+                 "--activation-type)");
   app.add_option("--kv-cache-dtype", compiled.kv_cache_dtype,
                  "checked against the artifact's KV cache: auto, bfloat16, "
                  "fp8 (fp8_e4m3), float32; compiled in (strata-compile "

@@ -38,6 +38,18 @@ std::string canonicalKvCacheDtype(const std::string &asked) {
   return "";
 }
 
+/// `asked` (any accepted --dtype spelling) in vLLM's canonical words, or ""
+/// when it is no activation type vLLM names.
+std::string canonicalActivationDtype(const std::string &asked) {
+  if (asked == "bfloat16" || asked == "bf16")
+    return "bfloat16";
+  if (asked == "float32" || asked == "f32" || asked == "float")
+    return "float32";
+  if (asked == "float16" || asked == "half" || asked == "f16")
+    return "float16";
+  return "";
+}
+
 /// strata-compile's --kv-cache-dtype / --activation-type for a cache type.
 std::string compileFlagsFor(const std::string &dtype) {
   if (dtype == "fp8_e4m3")
@@ -56,6 +68,13 @@ std::string artifactKvCacheDtype(const Artifact &artifact) {
   return vllmDtypeName(layout->mla_latent()->dtype());
 }
 
+std::string artifactActivationDtype(const Artifact &artifact) {
+  const artifact::ModelConfig *model = artifact.def().model();
+  if (!model || model->activation_dtype() == artifact::DType::invalid)
+    return "unrecorded";
+  return vllmDtypeName(model->activation_dtype());
+}
+
 uint32_t artifactTensorParallelSize(const Artifact &artifact) {
   const artifact::ParallelLayout *layout = artifact.def().parallel();
   return layout ? layout->tensor_parallel_size() : 1;
@@ -63,6 +82,19 @@ uint32_t artifactTensorParallelSize(const Artifact &artifact) {
 
 Status checkCompiledSettings(const Artifact &artifact,
                              const CompiledSettingFlags &flags) {
+  if (flags.dtype != "auto") {
+    std::string asked = canonicalActivationDtype(flags.dtype);
+    if (asked.empty())
+      return invalidArgument("--dtype {}: expected auto, bfloat16, float32 "
+                             "or float16",
+                             flags.dtype);
+    std::string compiled = artifactActivationDtype(artifact);
+    if (asked != compiled)
+      return invalidArgument(
+          "--dtype {}: the artifact computes in {} (the activation type is "
+          "compiled in: strata-compile --activation-type=bf16 or f32)",
+          flags.dtype, compiled);
+  }
   if (flags.kv_cache_dtype != "auto") {
     std::string asked = canonicalKvCacheDtype(flags.kv_cache_dtype);
     if (asked.empty())
