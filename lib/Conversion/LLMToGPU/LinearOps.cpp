@@ -205,16 +205,14 @@ static GpuGrid groupedExpertGrid(const MatmulTiling &tiling,
 }
 
 /// The `_rows` twin of matrix kernel function `kernel` (kRowsTwinAttrName)
-/// when `tiling` has a decode split form, which lets the matrix kernel take
-/// every step size: `minCount` (its min_rows / min_slots) becomes 0 and the
-/// twin's name is returned for the caller to build empty. Else "".
-static std::string coverSmallSteps(func::FuncOp kernel,
-                                   const MatmulTiling &tiling,
-                                   const MatmulProblem &problem,
+/// when the kernel's builder takes a decode split form (`hasDecodeForm`),
+/// which lets the matrix kernel take every step size: `minCount` (its
+/// min_rows / min_slots) becomes 0 and the twin's name is returned for the
+/// caller to build empty. Else "".
+static std::string coverSmallSteps(func::FuncOp kernel, bool hasDecodeForm,
                                    int64_t &minCount) {
   auto twin = kernel->getAttrOfType<FlatSymbolRefAttr>(kRowsTwinAttrName);
-  int64_t splits = 0;
-  if (!twin || !chooseDecodeSplitK(tiling, problem, splits))
+  if (!twin || !hasDecodeForm)
     return "";
   minCount = 0;
   return twin.getValue().str();
@@ -387,10 +385,11 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     return failure();
   // With a decode split form the kernel takes every step size and its
   // `_rows` twin is built empty.
-  std::string twin = coverSmallSteps(kernel, *tiling, problem, grouped.minSlots);
   int64_t splits = 0;
   std::optional<MatmulTiling> split =
       chooseGroupedDecodeSplitK(*tiling, problem, splits);
+  std::string twin =
+      coverSmallSteps(kernel, split.has_value(), grouped.minSlots);
   if (split)
     grouped.splitTileRows = tiling->mma.m;
   gpu::GPUFuncOp func = buildGroupedExpertKernel(
@@ -568,8 +567,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   std::string twin;
+  int64_t splits = 0;
   if (!dense.heads)
-    twin = coverSmallSteps(kernel, *tiling, problem, dense.minRows);
+    twin = coverSmallSteps(
+        kernel, chooseDecodeSplitK(*tiling, problem, splits).has_value(),
+        dense.minRows);
   gpu::GPUFuncOp func = buildDenseMatmulKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
       *tiling, problem, types, dense);

@@ -1239,11 +1239,10 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
                                  const MatmulProblem &problem,
                                  const MatmulTypes &types,
                                  const DenseMatmul &dense) {
+  // Both decode forms split K over the same subgroups (`splits`).
   int64_t multiSplits = 0, maxRows = 0;
   std::optional<MatmulTiling> multi =
       chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows);
-  if (multi && multiSplits != splits)
-    multi.reset();
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t rows = multi ? multi->tileM() : split.tileM();
   Value partial = addWorkgroupBuffer(
