@@ -507,10 +507,16 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     // The slots grouped by expert: one row per expert (a block of the grid
     // on the GPU) counts the slots routed to smaller experts (its start; a
     // block reduction over the slots, in f32: exact below 2^24 slots), then
-    // lists its own slots in slot order from there. No row depends on
-    // another, so the experts' rows run in parallel.
+    // lists its own slots in slot order from there, in kGroupChunks chunks
+    // of tokens: each chunk counts its slots of the expert (independent
+    // iterations: the block's threads on the GPU), then each chunk writes
+    // them from start + the counts of the chunks before it. No row depends
+    // on another, so the experts' rows run in parallel.
     Value order, starts;
     {
+      // Chunks of tokens an expert's listing is split into: one per thread
+      // of an AMD block (256), two per thread of an NVIDIA one (128).
+      constexpr int64_t kGroupChunks = 256;
       KernelCall call;
       unsigned c = call.addInput(chosen);
       unsigned orderOut = call.addResult(
@@ -524,6 +530,9 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         Value st = args[startsOut];
         Value numTokens = kb.dim(args[c], 0);
         Value one = kb.f32(1.0), zero = kb.f32(0.0);
+        // Each chunk's slot count of the row's expert (f32: exact below
+        // 2^24), reused row after row.
+        Value counts = kb.scratch({kGroupChunks});
         kb.parallelRows({kb.idx(0)}, {kb.idx(experts)}, [&](ValueRange ev) {
           Value e = ev[0];
           Value below = kb.reduce(
@@ -542,24 +551,58 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             kb.storeIndex(kb.imul(numTokens, kb.idx(topK)), st,
                           kb.idx(experts));
           });
-          kb.loopCarry(
-              kb.idx(0), numTokens, ValueRange{start},
-              [&](Value t, ValueRange cursor) -> SmallVector<Value> {
-                return kb.loopCarry(
-                    kb.idx(0), kb.idx(topK), cursor,
-                    [&](Value j, ValueRange at) -> SmallVector<Value> {
-                      Value pos = at[0];
-                      Value hit = kb.ieq(kb.loadIndex(args[c], {t, j}), e);
-                      kb.ifThen(hit, [&] {
-                        Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
-                        kb.storeIndex(slot, args[orderOut],
-                                      {kb.idiv(pos, kb.idx(topK)),
-                                       kb.irem(pos, kb.idx(topK))});
+          // Tokens [chunk * per, min((chunk + 1) * per, T)) of a chunk.
+          Value per = kb.idiv(kb.iadd(numTokens, kb.idx(kGroupChunks - 1)),
+                              kb.idx(kGroupChunks));
+          auto chunkTokens = [&](Value chunk) {
+            Value first = kb.imin(kb.imul(chunk, per), numTokens);
+            return std::pair{first, kb.imin(kb.iadd(first, per), numTokens)};
+          };
+          auto hit = [&](Value t, Value j) {
+            return kb.ieq(kb.loadIndex(args[c], {t, j}), e);
+          };
+          kb.parallel({kb.idx(0)}, {kb.idx(kGroupChunks)}, [&](ValueRange cv) {
+            auto [first, end] = chunkTokens(cv[0]);
+            Value n = kb.reduce(first, end, zero, [&](Value t, Value acc) {
+              return kb.add(acc, kb.reduce(0, topK, zero,
+                                           [&](Value j, Value a) {
+                return kb.add(a, kb.select(hit(t, j), one, zero));
+              }));
+            });
+            kb.store(n, counts, cv[0]);
+          });
+          kb.parallel({kb.idx(0)}, {kb.idx(kGroupChunks)}, [&](ValueRange cv) {
+            Value chunk = cv[0];
+            Value before = kb.reduce(kb.idx(0), chunk, zero,
+                                     [&](Value k, Value acc) {
+                                       return kb.add(acc, kb.load(counts, k));
+                                     });
+            Value from = kb.iadd(
+                start, arith::IndexCastOp::create(
+                           b, l, b.getIndexType(),
+                           arith::FPToSIOp::create(b, l, b.getI64Type(),
+                                                   before)));
+            auto [first, end] = chunkTokens(chunk);
+            kb.loopCarry(
+                first, end, ValueRange{from},
+                [&](Value t, ValueRange cursor) -> SmallVector<Value> {
+                  return kb.loopCarry(
+                      kb.idx(0), kb.idx(topK), cursor,
+                      [&](Value j, ValueRange at) -> SmallVector<Value> {
+                        Value pos = at[0];
+                        Value isHit = hit(t, j);
+                        kb.ifThen(isHit, [&] {
+                          Value slot = kb.iadd(kb.imul(t, kb.idx(topK)), j);
+                          kb.storeIndex(slot, args[orderOut],
+                                        {kb.idiv(pos, kb.idx(topK)),
+                                         kb.irem(pos, kb.idx(topK))});
+                        });
+                        return {kb.select(isHit, kb.iadd(pos, kb.idx(1)), pos)};
                       });
-                      return {kb.select(hit, kb.iadd(pos, kb.idx(1)), pos)};
-                    });
-              });
+                });
+          });
         });
+        kb.dealloc(counts);
       });
       order = results[0];
       starts = results[1];
