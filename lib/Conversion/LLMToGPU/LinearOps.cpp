@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -146,7 +147,8 @@ static LogicalResult prepareMatmulModule(OpBuilder &builder,
   builder.getContext()
       ->loadDialect<amdgpu::AMDGPUDialect, arith::ArithDialect,
                     gpu::GPUDialect, LLVM::LLVMDialect, math::MathDialect,
-                    memref::MemRefDialect, NVVM::NVVMDialect, scf::SCFDialect,
+                    memref::MemRefDialect, NVVM::NVVMDialect,
+                    nvgpu::NVGPUDialect, scf::SCFDialect,
                     vector::VectorDialect>();
   if (module.lookupSymbol(kernel.getSymName())) {
     why = "the GPU module already has a kernel of that name";

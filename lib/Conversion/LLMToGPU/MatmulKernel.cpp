@@ -45,6 +45,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -137,6 +138,10 @@ private:
     return indices;
   }
 
+  /// Indices into an operand's memory of element (row, col) of a fragment
+  /// (elementIndices, or a staged form's workgroup buffer).
+  using Indexer = llvm::function_ref<SmallVector<Value>(Value, Value)>;
+
   /// `n` consecutive elements of `mem` from `indices` as a vector of
   /// `elem`, aligned to their size (rows hold a multiple of the instruction
   /// k elements and runs start at a multiple of their length, so the vector
@@ -162,7 +167,7 @@ private:
   /// order. `clamp` keeps rows < M.
   Value loadFragment(Value mem, Type elem, const FragmentLayout &l,
                      const LaneCoords &c, Value outerBase, Value innerBase,
-                     bool clamp) {
+                     bool clamp, Indexer at = nullptr) {
     VectorType pieceType = VectorType::get({l.count}, elem);
     VectorType fragType = VectorType::get({l.size()}, elem);
     Value frag;
@@ -170,7 +175,9 @@ private:
       Value row = add(add(outerBase, c.outer), piece[0]);
       Value col = add(add(innerBase, c.inner), piece[1]);
       Value v;
-      if (dense.heads && dense.transposedWeight && !clamp) {
+      if (at) {
+        v = loadRun(mem, elem, l.count, at(row, col));
+      } else if (dense.heads && dense.transposedWeight && !clamp) {
         // W^T: the fragment's K run lies down a column; one load each.
         Value base = add(mul(head, dense.weightRowStride),
                          dense.weightRowOffset);
@@ -204,13 +211,13 @@ private:
   /// it changes. Without, each step loads the instruction's own K order.
   SmallVector<Value> loadKBlock(Value mem, Type elem, const FragmentLayout &l,
                                 const LaneCoords &c, Value outerBase, Value kb,
-                                bool clamp) {
+                                bool clamp, Indexer at = nullptr) {
     int64_t steps = t.blockK / mi.k;
     SmallVector<Value> frags;
     if (!kRuns) {
       for (int64_t s = 0; s < steps; ++s)
-        frags.push_back(
-            loadFragment(mem, elem, l, c, outerBase, add(kb, s * mi.k), clamp));
+        frags.push_back(loadFragment(mem, elem, l, c, outerBase,
+                                     add(kb, s * mi.k), clamp, at));
       return frags;
     }
     KRunGroups g = getKRunGroups(l);
@@ -218,10 +225,12 @@ private:
     Value q = laneMap({l.inner.div, l.inner.mod, 1});
     Value col = add(kb, mul(q, run));
     SmallVector<Value> runs;
-    for (int64_t outer : g.outer)
+    for (int64_t outer : g.outer) {
+      Value row = add(add(outerBase, c.outer), outer);
       runs.push_back(loadRun(mem, elem, run,
-                             elementIndices(add(add(outerBase, c.outer), outer),
-                                            col, clamp)));
+                             at ? at(row, col)
+                                : elementIndices(row, col, clamp)));
+    }
     Value second = runs.size() > 1 ? runs[1] : runs[0];
     for (int64_t s = 0; s < steps; ++s) {
       SmallVector<int64_t> mask;
@@ -408,6 +417,8 @@ private:
   /// (`weights` of them, W's first), built by buildKBlock.
   SmallVector<Value> accumulate(int64_t weights, Value kBegin = {},
                                 Value kEnd = {}) {
+    if (t.staged)
+      return accumulateStaged(weights);
     VectorType accType = VectorType::get({mi.c.size()}, f32);
     SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
     auto loop = scf::ForOp::create(
@@ -422,6 +433,53 @@ private:
     return SmallVector<Value>(loop.getResults());
   }
   void storeResults(ValueRange accs);
+
+  /// The staged form's K loop (MatmulTiling::staged): fragsM x fragsN fp32
+  /// accumulators per weight, from the tile's operands staged block by
+  /// block through two workgroup buffers (stageArena's, else the kernel's
+  /// own).
+  SmallVector<Value> accumulateStaged(int64_t weights);
+  /// This thread's chunks (8 elements of one row) of a stage: the leading
+  /// indices of each chunk's row in x, then in every weight (col = 0 left
+  /// for the K block), and where it goes in the stage buffers.
+  struct StageChunk {
+    SmallVector<Value> at; // indices of the row's element 0
+    Value row, part;       // row in the tile, chunk in the K block
+    int64_t weight = -1;   // -1: A (x)
+  };
+  SmallVector<StageChunk> stageChunks(int64_t weights);
+  /// The chunks' values of the K block at `kb`: bf16 rows of x; the weight
+  /// rows as bf16, fp8 decoded and multiplied by their block scale
+  /// (rounded once to bf16).
+  SmallVector<Value> loadStage(ArrayRef<StageChunk> chunks, Value kb);
+  void storeStage(ArrayRef<StageChunk> chunks, ArrayRef<Value> values,
+                  Value stageA, Value stageB, Value buf);
+  /// One stage's products: every subgroup's A and B fragments read from
+  /// buffer `buf` of the stage buffers, added into `accs`.
+  SmallVector<Value> multiplyStage(Value stageA, Value stageB, Value buf,
+                                   ValueRange accs, int64_t weights);
+  /// multiplyStage with ldmatrix reads (MatmulTiling::ldmatrix).
+  SmallVector<Value> multiplyStageLdmatrix(Value stageA, Value stageB,
+                                           Value buf, ValueRange accs,
+                                           int64_t weights);
+  /// The element column of 16-byte chunk `chunk` of stage row `row`
+  /// (swizzled with ldmatrix reads).
+  Value stageColumn(Value row, Value chunk);
+  /// Four 8 x 8 bf16 tiles of stage buffer `mem` (leading indices `at`):
+  /// this lane addresses row `row`, chunk `chunk` (nvgpu.ldmatrix x4).
+  Value loadMatrixTiles(Value mem, SmallVector<Value> at, Value row,
+                        Value chunk);
+
+public:
+  /// The i8 workgroup buffer the staged form takes its stage buffers from
+  /// (shared with the kernel's decode forms); unset: its own.
+  Value stageArena;
+  /// Bytes the staged form needs of stageArena (0 without one).
+  int64_t stagedArenaBytes(int64_t weights) const {
+    return t.staged ? stagedBufferBytes(t, weights) : 0;
+  }
+
+private:
   /// The grid-stride loop over `numTiles` tiles from block `bx`; none when
   /// `count` (rows or slots) is below `minCount` > 0, since the op's `*_rows`
   /// kernel does those steps.
@@ -477,14 +535,17 @@ private:
     Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
     Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
     Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
-    Value colBase = add(mul(by, t.tileN()), mul(sgN, t.fragsN * mi.n));
+    tileCol = mul(by, t.tileN());
+    subgroupCol = mul(sgN, t.fragsN * mi.n);
+    subgroupRow = mul(sgM, t.fragsM * mi.m);
+    Value colBase = add(tileCol, subgroupCol);
     for (int64_t j = 0; j < t.fragsN; ++j)
       colBases.push_back(add(colBase, j * mi.n));
     aLane = coords(mi.a);
     bLane = coords(mi.b);
     kRuns = t.kRuns && !(dense.heads && dense.transposedWeight);
     cLane = coords(mi.c);
-    return {bx, mul(sgM, t.fragsM * mi.m)};
+    return {bx, subgroupRow};
   }
 
 public:
@@ -501,10 +562,10 @@ public:
   /// The grouped kernel's decode form: built with the split tiling
   /// (chooseDecodeSplitK), a block takes one instruction's rows (mma.m) of
   /// one expert's slots and its `splits` subgroups each accumulate them over
-  /// a K range; the partial sums meet in workgroup memory of `func`, are
-  /// added in subgroup order and go through the grouped epilogue.
+  /// a K range; the partial sums meet in `arena` (an i8 workgroup buffer),
+  /// are added in subgroup order and go through the grouped epilogue.
   void buildGroupedSplitKKernel(ValueRange args, const GroupedExperts &e,
-                                gpu::GPUFuncOp func, int64_t splits);
+                                Value arena, int64_t splits);
 
 private:
   Grouped bindGroupedArgs(ValueRange args, const GroupedExperts &e);
@@ -654,6 +715,10 @@ private:
   /// Batched over heads: blockIdx.z.
   Value head;
   SmallVector<Value> rowBases, colBases; // per fragment
+  /// The row tile's first row (as elementIndices takes rows: absolute, or
+  /// within the expert's slots when grouped) and first column; the
+  /// subgroup's first row and column within the tile.
+  Value tileRow, tileCol, subgroupRow, subgroupCol;
   LaneCoords aLane, bLane, cLane;
   /// The tiling's K runs, unless a weight is read transposed (one element
   /// per load: no run to widen, and A must follow B's K order).
@@ -1009,6 +1074,214 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
     }
 }
 
+SmallVector<MatmulKernelBuilder::StageChunk>
+MatmulKernelBuilder::stageChunks(int64_t weights) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t threads = t.threads();
+  int64_t perRow = kStageK / 8;
+  SmallVector<StageChunk> chunks;
+  for (int64_t wi = -1; wi < weights; ++wi) {
+    int64_t rows = wi < 0 ? t.tileM() : t.tileN();
+    for (int64_t c = 0; c < rows * perRow / threads; ++c) {
+      StageChunk chunk;
+      chunk.weight = wi;
+      Value at = add(tid, c * threads);
+      chunk.row = arith::DivUIOp::create(b, loc, at, idx(perRow));
+      chunk.part = arith::RemUIOp::create(b, loc, at, idx(perRow));
+      // A rows past M re-read the last row (elementIndices' clamp).
+      chunk.at = wi < 0 ? elementIndices(add(tileRow, chunk.row), idx(0),
+                                         /*clamp=*/true)
+                        : elementIndices(add(tileCol, chunk.row), idx(0),
+                                         /*clamp=*/false);
+      chunks.push_back(chunk);
+    }
+  }
+  return chunks;
+}
+
+SmallVector<Value>
+MatmulKernelBuilder::loadStage(ArrayRef<StageChunk> chunks, Value kb) {
+  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
+  if (w2)
+    weights.push_back({w2, scales2});
+  SmallVector<Value> values;
+  for (const StageChunk &chunk : chunks) {
+    SmallVector<Value> at = chunk.at;
+    at.back() = add(kb, mul(chunk.part, 8));
+    if (chunk.weight < 0) {
+      values.push_back(loadRun(x, bf16, 8, at));
+      continue;
+    }
+    auto [weight, weightScales] = weights[chunk.weight];
+    Value raw = loadRun(weight, weightElement(), 8, at);
+    if (t.fp8Mode == Fp8Mode::None) {
+      values.push_back(raw);
+      continue;
+    }
+    // round(decoded * scale), the reference's bf16 dequantisation.
+    auto wide = VectorType::get({8}, f32);
+    Value scale = loadWeightScale(weightScales, at[at.size() - 2], kb);
+    Value scaled = arith::MulFOp::create(
+        b, loc, arith::ExtFOp::create(b, loc, wide, decodeFp8(raw)),
+        splat(scale, 8));
+    values.push_back(arith::TruncFOp::create(
+        b, loc, VectorType::get({8}, bf16), scaled));
+  }
+  return values;
+}
+
+void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
+                                     ArrayRef<Value> values, Value stageA,
+                                     Value stageB, Value buf) {
+  for (auto [chunk, value] : llvm::zip_equal(chunks, values)) {
+    Value col = stageColumn(chunk.row, chunk.part);
+    SmallVector<Value> at = {buf, chunk.row, col};
+    if (chunk.weight >= 0)
+      at.insert(at.begin() + 1, idx(chunk.weight));
+    auto store = vector::StoreOp::create(b, loc, value,
+                                         chunk.weight < 0 ? stageA : stageB,
+                                         at);
+    store.setAlignment(uint64_t(16));
+  }
+}
+
+Value MatmulKernelBuilder::stageColumn(Value row, Value chunk) {
+  if (t.ldmatrix) {
+    Value swizzle = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, row, idx(1)), idx(3));
+    chunk = arith::XOrIOp::create(b, loc, chunk, swizzle);
+  }
+  return mul(chunk, 8);
+}
+
+Value MatmulKernelBuilder::loadMatrixTiles(Value mem, SmallVector<Value> at,
+                                           Value row, Value chunk) {
+  at.push_back(row);
+  at.push_back(stageColumn(row, chunk));
+  auto type = VectorType::get({4, 2}, bf16);
+  return nvgpu::LdMatrixOp::create(b, loc, type, mem, at,
+                                   /*transpose=*/false, /*numTiles=*/4);
+}
+
+SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
+    Value stageA, Value stageB, Value buf, ValueRange accs, int64_t weights) {
+  // Lane group q = lane / 8 addresses tile q of the four: its lane's row
+  // (lane mod 8) of that tile.
+  int64_t steps = kStageK / mi.k;
+  Value inGroup = arith::RemUIOp::create(b, loc, lane, idx(8));
+  Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
+  Value qLow = arith::RemUIOp::create(b, loc, q, idx(2));
+  Value qHigh = arith::DivUIOp::create(b, loc, q, idx(2));
+  auto flat = [&](Value v, int64_t first, int64_t tiles) -> Value {
+    auto part = vector::ExtractStridedSliceOp::create(
+        b, loc, v, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{tiles},
+        ArrayRef<int64_t>{1});
+    return vector::ShapeCastOp::create(
+        b, loc, VectorType::get({tiles * 2}, bf16), part);
+  };
+  // A (16 x 16 per step): tiles (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+  // (rows 0-7, k 8-15), (rows 8-15, k 8-15): a0..a3 of the instruction.
+  SmallVector<SmallVector<Value>> a(t.fragsM); // [i][step]
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    for (int64_t s = 0; s < steps; ++s) {
+      Value row = add(add(add(subgroupRow, i * mi.m), inGroup), mul(qLow, 8));
+      Value chunk = add(qHigh, 2 * s);
+      a[i].push_back(flat(loadMatrixTiles(stageA, {buf}, row, chunk), 0, 4));
+    }
+  // B (two column fragments of 8 per load): tiles (cols j, k 0-7), (cols j,
+  // k 8-15), (cols j + 1, k 0-7), (cols j + 1, k 8-15): b0, b1 of each.
+  SmallVector<Value> out(accs.begin(), accs.end());
+  int64_t perWeight = t.fragsM * t.fragsN;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; j += 2)
+      for (int64_t s = 0; s < steps; ++s) {
+        Value col = add(add(add(subgroupCol, j * mi.n), inGroup), mul(qHigh, 8));
+        Value chunk = add(qLow, 2 * s);
+        Value tiles = loadMatrixTiles(stageB, {buf, idx(wi)}, col, chunk);
+        for (int64_t half = 0; half < 2; ++half) {
+          Value bv = flat(tiles, 2 * half, 2);
+          for (int64_t i = 0; i < t.fragsM; ++i) {
+            Value &acc = out[wi * perWeight + i * t.fragsN + j + half];
+            acc = emitMma(a[i][s], bv, acc);
+          }
+        }
+      }
+  return out;
+}
+
+SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA,
+                                                      Value stageB, Value buf,
+                                                      ValueRange accs,
+                                                      int64_t weights) {
+  if (t.ldmatrix)
+    return multiplyStageLdmatrix(stageA, stageB, buf, accs, weights);
+  int64_t steps = kStageK / mi.k;
+  SmallVector<Value> out(accs.begin(), accs.end());
+  SmallVector<SmallVector<Value>> a; // [i][step]
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    a.push_back(loadKBlock(stageA, bf16, mi.a, aLane,
+                           add(subgroupRow, i * mi.m), idx(0), false,
+                           [&](Value row, Value col) {
+                             return SmallVector<Value>{buf, row, col};
+                           }));
+  int64_t perWeight = t.fragsM * t.fragsN;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      SmallVector<Value> bv = loadKBlock(
+          stageB, bf16, mi.b, bLane, add(subgroupCol, j * mi.n), idx(0), false,
+          [&](Value row, Value col) {
+            return SmallVector<Value>{buf, idx(wi), row, col};
+          });
+      for (int64_t s = 0; s < steps; ++s)
+        for (int64_t i = 0; i < t.fragsM; ++i) {
+          Value &acc = out[wi * perWeight + i * t.fragsN + j];
+          acc = emitMma(a[i][s], bv[s], acc);
+        }
+    }
+  return out;
+}
+
+SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
+  Value arena = stageArena;
+  if (!arena) {
+    auto func =
+        b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
+    arena = addWorkgroupBuffer(func, loc, {stagedBufferBytes(t, weights)},
+                               b.getI8Type());
+  }
+  Value stageA =
+      viewWorkgroupArena(b, loc, arena, 0, {2, t.tileM(), kStageK}, bf16);
+  Value stageB = viewWorkgroupArena(b, loc, arena,
+                                    2 * t.tileM() * kStageK * 2,
+                                    {2, weights, t.tileN(), kStageK}, bf16);
+  SmallVector<StageChunk> chunks = stageChunks(weights);
+  // Block 0 into buffer 0; then per block: the next block's loads issued,
+  // the current buffer multiplied, the next block stored into the other
+  // buffer (read last in the previous block, before its barrier), a
+  // barrier. The last block re-reads itself as its "next" (no branch).
+  storeStage(chunks, loadStage(chunks, idx(0)), stageA, stageB, idx(0));
+  gpu::BarrierOp::create(b, loc);
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
+  auto loop = scf::ForOp::create(
+      b, loc, idx(0), idx(p.k), idx(kStageK), inits,
+      [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        Value buf = arith::RemUIOp::create(
+            b, loc, arith::DivUIOp::create(b, loc, kb, idx(kStageK)), idx(2));
+        Value next = minu(add(kb, kStageK), idx(p.k - kStageK));
+        SmallVector<Value> values = loadStage(chunks, next);
+        SmallVector<Value> accs =
+            multiplyStage(stageA, stageB, buf, iterArgs, weights);
+        storeStage(chunks, values, stageA, stageB,
+                   arith::SubIOp::create(b, loc, idx(1), buf));
+        gpu::BarrierOp::create(b, loc);
+        scf::YieldOp::create(b, loc, accs);
+      });
+  return SmallVector<Value>(loop.getResults());
+}
+
 void MatmulKernelBuilder::storeDenseElement(Value row, Value col, Value acc,
                                             Value upAcc,
                                             ArrayRef<Value> streamWeights) {
@@ -1087,7 +1360,8 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(tileLoop.getBody()->getTerminator());
   Value tile = tileLoop.getInductionVar();
-  Value rowBase = add(mul(tile, t.tileM()), subgroupRow);
+  tileRow = mul(tile, t.tileM());
+  Value rowBase = add(tileRow, subgroupRow);
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
 
@@ -1185,22 +1459,6 @@ void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col,
 /// kernel with the tiling's block size and launch attributes (rows and
 /// columns per workgroup, the instruction) whose body `build` fills with a
 /// MatmulKernelBuilder, then the return.
-static gpu::GPUFuncOp buildMatmulFunc(
-    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MatmulTiling &tiling,
-    const MatmulProblem &problem, const MatmulTypes &types,
-    llvm::function_ref<void(MatmulKernelBuilder &, gpu::GPUFuncOp)> build) {
-  return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, tiling.threads(),
-      tiling.mma.mnemonic, [&](gpu::GPUFuncOp func) {
-        func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
-                                         {tiling.tileM(), tiling.tileN()}));
-        MatmulKernelBuilder kb(builder, loc, tiling, problem, types);
-        build(kb, func);
-        gpu::ReturnOp::create(builder, loc);
-      });
-}
-
 /// The body of a kernel with a decode form: `if (size <= threshold)
 /// decode() else tiles()`, size being argument 0's rows times `perRow` (a
 /// block-uniform branch; both forms' loops stay inside their region).
@@ -1227,13 +1485,113 @@ static void branchOnStepSize(OpBuilder &builder, Location loc,
   builder.setInsertionPointAfter(small);
 }
 
+namespace {
+/// A kernel's row tiles: the unstaged ones, and the staged ones (when the
+/// problem has them) for steps of at least `minRows` rows of argument 0 (a
+/// block-uniform branch; 0: every step that reaches the row tiles).
+class RowTiles {
+public:
+  RowTiles(OpBuilder &b, Location loc, gpu::GPUFuncOp func,
+           MatmulKernelBuilder &plain, MatmulKernelBuilder *staged,
+           int64_t minRows)
+      : b(b), loc(loc), func(func), plain(plain), staged(staged),
+        minRows(minRows) {}
+
+  void build(ValueRange args, const DenseMatmul &dense) {
+    emit([&](MatmulKernelBuilder &kb) { kb.build(args, dense); });
+  }
+  void buildGroupedKernel(ValueRange args, const GroupedExperts &e) {
+    emit([&](MatmulKernelBuilder &kb) { kb.buildGroupedKernel(args, e); });
+  }
+  /// Workgroup bytes the staged tiles take from the kernel's arena.
+  int64_t stagedArenaBytes(int64_t weights) const {
+    return staged ? staged->stagedArenaBytes(weights) : 0;
+  }
+  void setArena(Value arena) {
+    if (staged)
+      staged->stageArena = arena;
+  }
+
+private:
+  void emit(llvm::function_ref<void(MatmulKernelBuilder &)> body) {
+    if (!staged) {
+      body(plain);
+      return;
+    }
+    if (minRows <= 1) {
+      body(*staged);
+      return;
+    }
+    branchOnStepSize(
+        b, loc, func, 1, minRows - 1, [&] { body(plain); },
+        [&] { body(*staged); });
+  }
+
+  OpBuilder &b;
+  Location loc;
+  gpu::GPUFuncOp func;
+  MatmulKernelBuilder &plain;
+  MatmulKernelBuilder *staged;
+  int64_t minRows;
+};
+} // namespace
+
+int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
+                                    const MatmulProblem &problem) {
+  int64_t columnTiles = std::max<int64_t>(problem.n / staged.tileN(), 1);
+  return std::max<int64_t>(
+      kStagedMinRows,
+      staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
+}
+
+/// The row tiles given to `build`: staged tiles of `stagedRows` rows
+/// (chooseStagedTiling, recorded as `strata.staged_tile` with the steps
+/// they take, `strata.staged_min_rows`) where the problem has them
+/// (stagedRows > 0) for steps of at least stagedMinRows rows (every step
+/// that reaches the row tiles when `grouped`), the tiling's below.
+static gpu::GPUFuncOp buildMatmulFunc(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types, int64_t weights,
+    int64_t stagedRows, bool grouped,
+    llvm::function_ref<void(RowTiles &, gpu::GPUFuncOp)> build) {
+  return getOrCreateMatrixKernel(
+      builder, loc, module, name, argTypes, tiling.threads(),
+      tiling.mma.mnemonic, [&](gpu::GPUFuncOp func) {
+        func->setAttr("strata.tile", builder.getDenseI64ArrayAttr(
+                                         {tiling.tileM(), tiling.tileN()}));
+        std::string why;
+        std::optional<MatmulTiling> staged;
+        if (stagedRows > 0)
+          staged = chooseStagedTiling(tiling, problem, weights, stagedRows,
+                                      why);
+        int64_t minRows = 0;
+        if (staged) {
+          minRows = grouped ? 0 : stagedMinRows(*staged, problem);
+          func->setAttr("strata.staged_tile",
+                        builder.getDenseI64ArrayAttr(
+                            {staged->tileM(), staged->tileN()}));
+          func->setAttr("strata.staged_min_rows",
+                        builder.getI64IntegerAttr(minRows));
+        }
+        MatmulKernelBuilder plain(builder, loc, tiling, problem, types);
+        std::optional<MatmulKernelBuilder> stagedKb;
+        if (staged)
+          stagedKb.emplace(builder, loc, *staged, problem, types);
+        RowTiles kb(builder, loc, func, plain,
+                    stagedKb ? &*stagedKb : nullptr, minRows);
+        build(kb, func);
+        gpu::ReturnOp::create(builder, loc);
+      });
+}
+
 /// The body of a plain linear or dense projection with decode forms:
 /// steps of at most mma.m rows take `split` (one row fragment), steps of at
 /// most the multi-row form's rows that form where the problem has one
 /// (chooseMultiRowDecodeSplitK), the others the row tiles of `kb`. Both decode
 /// forms share one workgroup buffer of partial sums.
 static void buildWithDecodeForms(OpBuilder &builder, Location loc,
-                                 gpu::GPUFuncOp func, MatmulKernelBuilder &kb,
+                                 gpu::GPUFuncOp func, RowTiles &kb,
                                  const MatmulTiling &tiling,
                                  const MatmulTiling &split, int64_t splits,
                                  const MatmulProblem &problem,
@@ -1245,8 +1603,14 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
       chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows);
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t rows = multi ? multi->tileM() : split.tileM();
-  Value partial = addWorkgroupBuffer(
-      func, loc, {splits, weights, rows, split.tileN()}, builder.getF32Type());
+  SmallVector<int64_t> partialShape = {splits, weights, rows, split.tileN()};
+  int64_t partialBytes = splits * weights * rows * split.tileN() * 4;
+  Value arena = addWorkgroupBuffer(
+      func, loc, {std::max(partialBytes, kb.stagedArenaBytes(weights))},
+      builder.getI8Type());
+  kb.setArena(arena);
+  Value partial = viewWorkgroupArena(builder, loc, arena, 0, partialShape,
+                                     builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
   auto oneRow = [&] {
     decode.buildSplitK(func.getArguments(), partial, splits, dense);
@@ -1294,7 +1658,8 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
-      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+      /*weights=*/1, kStagedTileRows, /*grouped=*/false,
+      [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
@@ -1315,9 +1680,12 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
+  // W^T is read one element per load: no staged form.
+  int64_t stagedRows = dense.transposedWeight ? 0 : kStagedTileRows;
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
-      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+      dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1, stagedRows,
+      /*grouped=*/false, [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
@@ -1497,14 +1865,14 @@ MatmulKernelBuilder::findTileExpert(const ExpertTiles &table, Value tile) {
 
 void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                                                    const GroupedExperts &e,
-                                                   gpu::GPUFuncOp func,
+                                                   Value arena,
                                                    int64_t splits) {
   grouped = bindGroupedArgs(args, e);
   auto [tid, bx, sg, colBase] = placeSplitSubgroup();
   rowBases.push_back(idx(0));
   int64_t numWeights = grouped->up ? 2 : 1;
-  Value partial = addWorkgroupBuffer(func, loc,
-                                     {splits, numWeights, mi.m, t.tileN()}, f32);
+  Value partial = viewWorkgroupArena(
+      b, loc, arena, 0, {splits, numWeights, mi.m, t.tileN()}, f32);
 
   // Tiles of mma.m slots: at most ceil(slots / m) + min(experts, slots),
   // over the grid with a grid stride; none below minSlots (the `_rows`
@@ -1585,6 +1953,7 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   expert = found;
   rowStart = add(start(expert), mul(local, t.tileM()));
   rowEnd = start(add(expert, 1));
+  tileRow = idx(0);
 
   storeGroupedResults(accumulate(g.up ? 2 : 1));
 }
@@ -1640,9 +2009,11 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const GroupedExperts &experts) {
+  int64_t weights = experts.up ? 2 : 1;
   return buildMatmulFunc(
-      builder, loc, module, name, argTypes, tiling, problem, types,
-      [&](MatmulKernelBuilder &kb, gpu::GPUFuncOp func) {
+      builder, loc, module, name, argTypes, tiling, problem, types, weights,
+      kGroupedStagedTileRows, /*grouped=*/true,
+      [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
             chooseGroupedDecodeSplitK(tiling, problem, splits);
@@ -1651,13 +2022,21 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
           return;
         }
         // Steps of at most kGroupedSplitKMaxSlots slots (decode: a few
-        // slots per expert) take the split form, larger ones the row tiles.
+        // slots per expert) take the split form, larger ones the row tiles;
+        // the split form's partial sums and the staged tiles share one
+        // workgroup buffer.
+        int64_t partialBytes =
+            splits * weights * split->mma.m * split->tileN() * 4;
+        Value arena = addWorkgroupBuffer(
+            func, loc, {std::max(partialBytes, kb.stagedArenaBytes(weights))},
+            builder.getI8Type());
+        kb.setArena(arena);
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
         branchOnStepSize(
             builder, loc, func, experts.topK, kGroupedSplitKMaxSlots,
             [&] {
               decode.buildGroupedSplitKKernel(func.getArguments(), experts,
-                                              func, splits);
+                                              arena, splits);
             },
             [&] { kb.buildGroupedKernel(func.getArguments(), experts); });
       });

@@ -9,7 +9,9 @@
 
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -311,4 +313,71 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
       LLVM::LLVMDialect::getAlignAttrName(),
       IntegerAttr::get(IntegerType::get(func.getContext(), 64), 16));
   return v;
+}
+
+std::optional<MatmulTiling>
+mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
+                                 const MatmulProblem &problem, int64_t weights,
+                                 int64_t tileRows, std::string &why) {
+  const MatrixInstruction *mi = &tiling.mma;
+  if (mi->operands != MatrixElement::BF16) {
+    why = "fp8 instruction on quantised activations";
+    return std::nullopt;
+  }
+  if (problem.f32Weight) {
+    why = "fp32 weights";
+    return std::nullopt;
+  }
+  if (kStageK % mi->k || problem.k % kStageK ||
+      (problem.fp8Weight && problem.scaleBlockK % kStageK)) {
+    why = llvm::formatv("K = {0} does not split into stages of {1}",
+                        problem.k, kStageK)
+              .str();
+    return std::nullopt;
+  }
+  MatmulTiling t = tiling;
+  t.fp8Mode = problem.fp8Weight ? Fp8Mode::DecodeWeights : Fp8Mode::None;
+  t.kRuns = supportsKRuns(*mi);
+  t.stepwiseA = false;
+  t.staged = true;
+  t.blockK = kStageK;
+  t.subgroupsM = 2;
+  t.subgroupsN = 2;
+  t.fragsM = tileRows / (2 * mi->m);
+  int64_t accRegisters = 128;
+  int64_t chunksPerRow = kStageK / 8;
+  for (int64_t tileN : {128, 64}) {
+    t.fragsN = tileN / (2 * mi->n);
+    if (t.fragsM < 1 || t.fragsN < 1 || tileRows % (2 * mi->m) ||
+        problem.n % tileN ||
+        weights * t.fragsM * t.fragsN * mi->c.size() > accRegisters ||
+        (tileRows * chunksPerRow) % t.threads() ||
+        (tileN * chunksPerRow) % t.threads())
+      continue;
+    t.ldmatrix = mi->family == MatrixFamily::MmaSync && mi->m == 16 &&
+                 mi->n == 8 && mi->k == 16 && t.fragsN % 2 == 0;
+    if (t.ldmatrix)
+      t.kRuns = false;
+    return t;
+  }
+  why = llvm::formatv("no staged tile of {0} rows divides N = {1}", tileRows,
+                      problem.n)
+            .str();
+  return std::nullopt;
+}
+
+int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
+                                        int64_t weights) {
+  // Two buffers of the tile's A rows and every weight's B rows, bf16.
+  return 2 * (staged.tileM() + weights * staged.tileN()) * kStageK * 2;
+}
+
+Value mlir::strata::viewWorkgroupArena(OpBuilder &b, Location loc, Value arena,
+                                       int64_t offset, ArrayRef<int64_t> shape,
+                                       Type elem) {
+  auto arenaType = cast<MemRefType>(arena.getType());
+  auto type = MemRefType::get(shape, elem, MemRefLayoutAttrInterface(),
+                              arenaType.getMemorySpace());
+  Value shift = arith::ConstantIndexOp::create(b, loc, offset);
+  return memref::ViewOp::create(b, loc, type, arena, shift, ValueRange{});
 }

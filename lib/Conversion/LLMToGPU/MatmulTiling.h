@@ -75,6 +75,18 @@ struct MatmulTiling {
   /// time: the multi-row decode form holds several row fragments, whose
   /// whole-block A would not fit in registers beside W's block.
   bool stepwiseA = false;
+  /// The row-tile form of chooseStagedTiling: each K block (kStageK) of the
+  /// tile's rows of x and columns of W is copied once into workgroup memory
+  /// (two buffers: the next block's global loads are in flight while the
+  /// subgroups multiply the current one), and the subgroups read their
+  /// fragments from there.
+  bool staged = false;
+  /// The staged form reads its fragments with ldmatrix (nvgpu.ldmatrix,
+  /// four 8 x 8 tiles per lane group: the instruction's own register order,
+  /// no K runs) from stage rows whose 16-byte chunks are swizzled (chunk
+  /// c of row r at c ^ ((r / 2) mod 4)), so that the 8 rows of a tile hit
+  /// distinct banks; mma.sync m16n8k16 with an even fragsN.
+  bool ldmatrix = false;
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
@@ -156,6 +168,45 @@ chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                            const MatmulProblem &problem, int64_t &splits,
                            int64_t &maxRows);
 
+/// K elements per stage of the staged row tiles (chooseStagedTiling): rows
+/// of 64 bytes in workgroup memory, which the lanes' 16-byte K runs read
+/// without bank conflicts.
+inline constexpr int64_t kStageK = 32;
+
+/// The staged row-tile form of `tiling` (MatmulTiling::staged) for tiles of
+/// `tileRows` rows: 2 x 2 subgroups, kStageK-wide K blocks through
+/// workgroup memory, as many columns (128 or 64) as keep `weights` x the
+/// subgroup's accumulators within 128 fp32 registers per lane, on the bf16
+/// instruction. fp8 weights (DecodeWeights: sm_90) are decoded and
+/// multiplied by their block scale once per element while staging, rounded
+/// to bf16 (the reference's bf16 dequantisation, round(q * scale)). None
+/// for fp32 weights, fp8 instructions on quantised activations (gfx942 /
+/// gfx950 fp8 weights keep their row tiles), or shapes that do not tile
+/// (`why` says which); the caller leaves out transposed weights.
+std::optional<MatmulTiling> chooseStagedTiling(const MatmulTiling &tiling,
+                                               const MatmulProblem &problem,
+                                               int64_t weights,
+                                               int64_t tileRows,
+                                               std::string &why);
+
+/// Rows of the staged tiles of the plain linears and dense projections
+/// (prefill steps of thousands of rows), and of the grouped experts (a
+/// 2048-token prefill routes ~57 slots to each of 288 experts).
+inline constexpr int64_t kStagedTileRows = 128;
+inline constexpr int64_t kGroupedStagedTileRows = 64;
+
+/// The staged tiles of a plain linear or dense projection take steps of at
+/// least stagedMinRows rows: kStagedMinRows, and enough rows for
+/// kStagedMinTiles tiles (about two per streaming multiprocessor of the
+/// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
+/// measured on the H200, docs/bench/h200-matrix.md).
+inline constexpr int64_t kStagedMinRows = 256;
+inline constexpr int64_t kStagedMinTiles = 256;
+int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem);
+
+/// Workgroup bytes of the staged form's two stage buffers.
+int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
+
 /// Columns per block of the grouped experts' decode form (at most the row
 /// tiles' tileN).
 inline constexpr int64_t kGroupedDecodeColumns = 64;
@@ -198,6 +249,12 @@ getOrCreateMatrixKernel(OpBuilder &builder, Location loc,
 /// merges neighbouring accesses into 16-byte ones).
 Value addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
                          ArrayRef<int64_t> shape, Type elem);
+
+/// `memref<shape x elem>` in workgroup memory at byte `offset` of `arena`
+/// (an i8 workgroup buffer): the forms of one kernel (decode forms' partial
+/// sums, staged row tiles) run in exclusive branches and share one arena.
+Value viewWorkgroupArena(OpBuilder &b, Location loc, Value arena,
+                         int64_t offset, ArrayRef<int64_t> shape, Type elem);
 
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);

@@ -119,14 +119,16 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
   // nvvm-attach-target: the chip with PTX ISA 8.0 (the +ptx60 default
   // aborts for sm_90, toolchain.md F7). Inside each gpu.module: arith
   // expansions, branches, GPU ops to NVVM (the kernels already hold
-  // nvvm.mma.sync; it maps the workgroup address space, so vector accesses
+  // nvvm.mma.sync; the staged matmuls' nvgpu.ldmatrix becomes nvvm.ldmatrix
+  // first; it maps the workgroup address space, so vector accesses
   // to workgroup memory lower here), then the remaining vector ops to LLVM
   // (test/Target/GPU/workgroup-vector.test). gpu-module-to-binary runs ptxas
   // from <toolkit>/bin and links libdevice from <toolkit>/nvvm (F6).
   std::string pipeline = llvm::formatv(
       "nvvm-attach-target{{chip={0} features=+ptx80 O=3},"
-      "gpu.module(arith-expand,convert-scf-to-cf,convert-gpu-to-nvvm,"
-      "convert-vector-to-llvm,reconcile-unrealized-casts),"
+      "gpu.module(arith-expand,convert-scf-to-cf,convert-nvgpu-to-nvvm,"
+      "convert-gpu-to-nvvm,"
+      "convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),"
       "gpu-module-to-binary{{format={1} toolkit={2}}",
       chip, options.format, options.toolkit);
   return parsePassPipeline(pipeline, pm);

@@ -13,7 +13,8 @@
 // one-fragment form shares ([4 subgroups, 1 weight, 64 rows, 16 columns])
 // and are added in subgroup order, rows past M not stored.
 // CHECK-LABEL: gpu.func @linear_bf16_128x256_bf16
-// CHECK-SAME: workgroup(%[[PART:.*]] : memref<4x1x64x16xf32, #gpu.address_space<workgroup>>
+// CHECK-SAME: workgroup(%[[ARENA:.*]] : memref<32768xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[PART:.*]] = memref.view %[[ARENA]][%c0][] : {{.*}} to memref<4x1x64x16xf32, #gpu.address_space<workgroup>>
 // CHECK: arith.cmpi ule, %{{.*}}, %c16
 // CHECK: } else {
 // CHECK: %[[M:.*]] = memref.dim %arg0, %c0
@@ -77,7 +78,7 @@ func.func @linear_n4096(%x: tensor<?x256xbf16>) -> tensor<?x4096xbf16> {
 // CHECK-LABEL: gpu.func @linear_bf16_16448x256_bf16
 // CHECK: arith.cmpi ule, %{{.*}}, %c16
 // CHECK: } else {
-// CHECK-NOT: arith.cmpi ule
+// CHECK-NOT: arith.cmpi ule, %{{.*}}, %c128
 // CHECK: arith.ceildivui %{{.*}}, %c64
 func.func @linear_wide(%x: tensor<?x256xbf16>) -> tensor<?x16448xbf16> {
   %w = llm.weight "proj.weight" : tensor<16448x256xbf16>
