@@ -454,6 +454,11 @@ private:
   SmallVector<Value> loadStage(ArrayRef<StageChunk> chunks, Value kb);
   void storeStage(ArrayRef<StageChunk> chunks, ArrayRef<Value> values,
                   Value stageA, Value stageB, Value buf);
+  /// The chunks' rows of the K block at `kb` copied into buffer `buf` by
+  /// asynchronous copies (nvgpu.device_async_copy, 16 bytes each); their
+  /// group's token, null without chunks.
+  Value copyStage(ArrayRef<StageChunk> chunks, Value kb, Value stageA,
+                  Value stageB, Value buf);
   /// One stage's products: every subgroup's A and B fragments read from
   /// buffer `buf` of the stage buffers, added into `accs`.
   SmallVector<Value> multiplyStage(Value stageA, Value stageB, Value buf,
@@ -1130,6 +1135,27 @@ MatmulKernelBuilder::loadStage(ArrayRef<StageChunk> chunks, Value kb) {
   return values;
 }
 
+Value MatmulKernelBuilder::copyStage(ArrayRef<StageChunk> chunks, Value kb,
+                                     Value stageA, Value stageB, Value buf) {
+  if (chunks.empty())
+    return {};
+  SmallVector<Value> tokens;
+  auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  for (const StageChunk &chunk : chunks) {
+    SmallVector<Value> from = chunk.at;
+    from.back() = add(kb, mul(chunk.part, 8));
+    SmallVector<Value> to = {buf, chunk.row,
+                             stageColumn(chunk.row, chunk.part)};
+    if (chunk.weight >= 0)
+      to.insert(to.begin() + 1, idx(chunk.weight));
+    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, token, chunk.weight < 0 ? stageA : stageB, to,
+        chunk.weight < 0 ? x : (chunk.weight == 0 ? w : w2), from,
+        b.getIndexAttr(8), Value(), b.getUnitAttr()));
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
+}
+
 void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
                                      ArrayRef<Value> values, Value stageA,
                                      Value stageB, Value buf) {
@@ -1255,12 +1281,33 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
                                     2 * t.tileM() * kStageK * 2,
                                     {2, weights, t.tileN(), kStageK}, bf16);
   SmallVector<StageChunk> chunks = stageChunks(weights);
-  // Block 0 into buffer 0; then per block: the next block's loads issued,
-  // the current buffer multiplied, the next block stored into the other
-  // buffer (read last in the previous block, before its barrier), a
-  // barrier. The last block re-reads itself as its "next" (no branch).
-  storeStage(chunks, loadStage(chunks, idx(0)), stageA, stageB, idx(0));
-  gpu::BarrierOp::create(b, loc);
+  // Chunks the asynchronous copy moves (MatmulTiling::asyncCopy: rows
+  // stored as bf16, no conversion) and those that go through registers (fp8
+  // weights decoded, f32 activations rounded).
+  auto storedAsBf16 = [](Value mem) {
+    return cast<MemRefType>(mem.getType()).getElementType().isBF16();
+  };
+  SmallVector<StageChunk> copied, converted;
+  for (const StageChunk &chunk : chunks)
+    (t.asyncCopy && storedAsBf16(chunk.weight < 0 ? x : w) ? copied
+                                                           : converted)
+        .push_back(chunk);
+  // Block 0 into buffer 0; then per block: the next block's copies and
+  // loads issued, the current buffer multiplied, the converted chunks of
+  // the next block stored into the other buffer (read last in the previous
+  // block, before its barrier), the copies waited for, a barrier. The last
+  // block re-reads itself as its "next" (no branch).
+  auto stage = [&](Value kb, Value buf, auto &&between) {
+    Value group = copyStage(copied, kb, stageA, stageB, buf);
+    SmallVector<Value> values = loadStage(converted, kb);
+    between();
+    storeStage(converted, values, stageA, stageB, buf);
+    if (group)
+      nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                       b.getI32IntegerAttr(0));
+    gpu::BarrierOp::create(b, loc);
+  };
+  stage(idx(0), idx(0), [] {});
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
@@ -1271,12 +1318,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
         Value buf = arith::RemUIOp::create(
             b, loc, arith::DivUIOp::create(b, loc, kb, idx(kStageK)), idx(2));
         Value next = minu(add(kb, kStageK), idx(p.k - kStageK));
-        SmallVector<Value> values = loadStage(chunks, next);
-        SmallVector<Value> accs =
-            multiplyStage(stageA, stageB, buf, iterArgs, weights);
-        storeStage(chunks, values, stageA, stageB,
-                   arith::SubIOp::create(b, loc, idx(1), buf));
-        gpu::BarrierOp::create(b, loc);
+        SmallVector<Value> accs;
+        stage(next, arith::SubIOp::create(b, loc, idx(1), buf), [&] {
+          accs = multiplyStage(stageA, stageB, buf, iterArgs, weights);
+        });
         scf::YieldOp::create(b, loc, accs);
       });
   return SmallVector<Value>(loop.getResults());

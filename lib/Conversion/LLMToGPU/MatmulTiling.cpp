@@ -358,6 +358,7 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
                  mi->n == 8 && mi->k == 16 && t.fragsN % 2 == 0;
     if (t.ldmatrix)
       t.kRuns = false;
+    t.asyncCopy = t.ldmatrix;
     return t;
   }
   why = llvm::formatv("no staged tile of {0} rows divides N = {1}", tileRows,

@@ -87,6 +87,11 @@ struct MatmulTiling {
   /// c of row r at c ^ ((r / 2) mod 4)), so that the 8 rows of a tile hit
   /// distinct banks; mma.sync m16n8k16 with an even fragsN.
   bool ldmatrix = false;
+  /// The staged form copies bf16 operand rows into workgroup memory with
+  /// asynchronous copies (nvgpu.device_async_copy: cp.async, sm_80+), which
+  /// hold no registers while in flight; fp8 weight rows, which are decoded
+  /// on the way, still go through registers.
+  bool asyncCopy = false;
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }

@@ -24,24 +24,34 @@
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} {
 // CHECK: %[[A:.*]] = memref.view %{{.*}}[%c0][] : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>> to memref<2x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[B:.*]] = memref.view %{{.*}}[%c16384][] : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
-// Rows of x past M re-read the last row.
+// Rows of x past M re-read the last row. AMD loads each chunk into
+// registers and stores it; sm_90 copies it asynchronously (cp.async, 16
+// bytes, no registers in flight) into a swizzled place (16-byte chunk c of
+// row r at c ^ ((r / 2) mod 4)), waits for the group, then the barrier.
 // CHECK: arith.minui
-// CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<8xbf16>
-// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<128x256xbf16>, vector<8xbf16>
-// sm_90 swizzles the 16-byte chunks of a stage row (chunk ^ ((row / 2) mod 4)).
+// AMD: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<8xbf16>
+// AMD: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<128x256xbf16>, vector<8xbf16>
+// AMD: vector.store %{{.*}}, %[[A]][%c0, {{.*}}] {alignment = 16 : i64}
+// AMD: vector.store %{{.*}}, %[[B]][%c0, %c0, {{.*}}] {alignment = 16 : i64}
 // SM90: %[[HALF:.*]] = arith.shrui %{{.*}}, %c1
 // SM90: %[[SW:.*]] = arith.andi %[[HALF]], %c3
 // SM90: arith.xori %{{.*}}, %[[SW]]
-// CHECK: vector.store %{{.*}}, %[[A]][%c0, {{.*}}] {alignment = 16 : i64}
-// CHECK: vector.store %{{.*}}, %[[B]][%c0, %c0, {{.*}}] {alignment = 16 : i64}
+// SM90: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0, {{.*}}], 8 {bypassL1} : memref<?x256xbf16> to memref<2x128x32xbf16, #gpu.address_space<workgroup>>
+// SM90: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0, {{.*}}], 8 {bypassL1} : memref<128x256xbf16> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
+// SM90: %[[G0:.*]] = nvgpu.device_async_create_group
+// SM90: nvgpu.device_async_wait %[[G0]] {numGroups = 0 : i32}
 // CHECK: gpu.barrier
 // CHECK: scf.for %[[KB:.*]] = %c0 to %c256 step %c32 iter_args
 // CHECK: %[[BLK:.*]] = arith.divui %[[KB]], %c32
 // CHECK: %[[BUF:.*]] = arith.remui %[[BLK]], %c2
 // CHECK: %[[NEXT:.*]] = arith.addi %[[KB]], %c32
 // CHECK: arith.minui %[[NEXT]], %c224
-// CHECK: vector.load %arg0[
-// CHECK: vector.load %arg1[
+// CHECK: %[[OTHER:.*]] = arith.subi %c1, %[[BUF]]
+// AMD: vector.load %arg0[
+// AMD: vector.load %arg1[
+// SM90: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%[[OTHER]],
+// SM90: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%[[OTHER]], %c0,
+// SM90: %[[G:.*]] = nvgpu.device_async_create_group
 // On AMD, K runs from the stage buffer: a lane's 8 elements of a row in one
 // 16-byte load, A and B alike. sm_90: ldmatrix x4, four 8 x 8 tiles per
 // load (A: the instruction's a0..a3; B: b0, b1 of two column fragments).
@@ -52,9 +62,9 @@
 // SM90: nvvm.mma.sync
 // GFX942: amdgpu.mfma 16x16x16
 // GFX950: amdgpu.mfma 16x16x32
-// CHECK: %[[OTHER:.*]] = arith.subi %c1, %[[BUF]]
-// CHECK: vector.store %{{.*}}, %[[A]][%[[OTHER]],
-// CHECK: vector.store %{{.*}}, %[[B]][%[[OTHER]], %c0,
+// AMD: vector.store %{{.*}}, %[[A]][%[[OTHER]],
+// AMD: vector.store %{{.*}}, %[[B]][%[[OTHER]], %c0,
+// SM90: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
@@ -68,8 +78,8 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// Tests that sm_90 stages an fp8 weight as bf16: 8 weight bytes per chunk
-// decoded in pairs, multiplied by the chunk row's block scale and rounded
+// Tests that sm_90 stages an fp8 weight as bf16 through registers (x still
+// by asynchronous copies): 8 weight bytes per chunk decoded in pairs, multiplied by the chunk row's block scale and rounded
 // once (round(q * scale), the reference's bf16 weights); gfx942 / gfx950
 // run fp8 MFMA on quantised rows and keep their row tiles (no staged tile).
 // CHECK-LABEL: gpu.func @linear_fp8_128x256_bf16
@@ -79,6 +89,8 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 // GFX950-NOT: strata.staged_tile
 // GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FN>
 // SM90: scf.for %[[KB:.*]] = %c0 to %c256 step %c32 iter_args
+// SM90: nvgpu.device_async_copy %arg0
+// SM90-NOT: nvgpu.device_async_copy %arg1
 // SM90: %[[Q:.*]] = vector.load %arg1[{{.*}}] {alignment = 8 : i64} : memref<128x256xf8E4M3FN>, vector<8xf8E4M3FN>
 // SM90: %[[S:.*]] = memref.load %arg2[{{.*}}] : memref<1x2xf32>
 // SM90: nvvm.convert.f8x2.to.f16x2

@@ -152,6 +152,13 @@ if [ -e "$WORK/goldens/slice_goldens.json" ]; then
       --dump-ids "$WORK/long16.ids.npy" \
       && { run_times long_bf16; compare long_bf16 --prompts 1 --logits "$WORK/long16.logits.npy" \
              --ids "$WORK/long16.ids.npy" --max-tokens 1 --bf16 --min-top1 "$BOUND1"; }
+    # The same in one step of 2304 rows: the staged row tiles of the linears
+    # (from stagedMinRows rows) and of the grouped experts (18432 slots).
+    step long_bf16_whole 200 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8.strata" \
+      --checkpoint "$CK" --prompt-ids-file "$WORK/p1.txt" --chunk 0 --max-tokens 1 \
+      --dump-logits "$WORK/long16w.logits.npy" --dump-ids "$WORK/long16w.ids.npy" \
+      && { run_times long_bf16_whole; compare long_bf16_whole --prompts 1 --logits "$WORK/long16w.logits.npy" \
+             --ids "$WORK/long16w.ids.npy" --max-tokens 1 --bf16 --min-top1 "$BOUND1"; }
     step long 600 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
       --prompt-ids-file "$WORK/p1.txt" --chunk 256 --max-tokens 1 --dump-logits "$WORK/long.logits.npy" \
       --dump-ids "$WORK/long.ids.npy" \
