@@ -270,6 +270,15 @@ private:
     return vector::ShuffleOp::create(b, loc, parts[0], second, mask);
   }
 
+  /// The weights multiplied by the same A fragments, each with its block
+  /// scales: W, and the SwiGLU's W_up (whose accumulators follow W's).
+  SmallVector<std::pair<Value, Value>> weightOperands() const {
+    SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
+    if (w2)
+      weights.push_back({w2, scales2});
+    return weights;
+  }
+
   /// The element type W's fragments are read in: fp8 bytes, fp32 values or
   /// bf16.
   Type weightElement() const {
@@ -448,6 +457,10 @@ private:
     int64_t weight = -1;   // -1: A (x)
   };
   SmallVector<StageChunk> stageChunks(int64_t weights);
+  /// A chunk's indices in its operand (x or a weight) for the K block at
+  /// `kb`, and in its stage buffer `buf` (swizzled with ldmatrix reads).
+  SmallVector<Value> chunkSource(const StageChunk &chunk, Value kb);
+  SmallVector<Value> chunkTarget(const StageChunk &chunk, Value buf);
   /// The chunks' values of the K block at `kb`: bf16 rows of x; the weight
   /// rows as bf16, fp8 decoded and multiplied by their block scale
   /// (rounded once to bf16).
@@ -845,9 +858,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlockByRows(Value kb,
   int64_t steps = t.blockK / mi.k;
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> out(accs.begin(), accs.end());
-  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
-  if (w2)
-    weights.push_back({w2, scales2});
+  SmallVector<std::pair<Value, Value>> weights = weightOperands();
   int64_t perWeight = t.fragsM * t.fragsN;
   bool blockScaled = t.fp8Mode != Fp8Mode::None;
 
@@ -939,11 +950,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   SmallVector<Value> out(accs.begin(), accs.end());
   auto at = [&](int64_t i, int64_t j) { return i * t.fragsN + j; };
 
-  // Weights multiplied by the same A fragments: W, and the SwiGLU's W_up
-  // (its accumulators follow W's in `accs`).
-  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
-  if (w2)
-    weights.push_back({w2, scales2});
+  SmallVector<std::pair<Value, Value>> weights = weightOperands();
   int64_t perWeight = t.fragsM * t.fragsN;
   auto atW = [&](size_t wi, int64_t i, int64_t j) {
     return wi * perWeight + at(i, j);
@@ -1104,15 +1111,27 @@ MatmulKernelBuilder::stageChunks(int64_t weights) {
   return chunks;
 }
 
+SmallVector<Value> MatmulKernelBuilder::chunkSource(const StageChunk &chunk,
+                                                    Value kb) {
+  SmallVector<Value> at = chunk.at;
+  at.back() = add(kb, mul(chunk.part, 8));
+  return at;
+}
+
+SmallVector<Value> MatmulKernelBuilder::chunkTarget(const StageChunk &chunk,
+                                                    Value buf) {
+  SmallVector<Value> at = {buf, chunk.row, stageColumn(chunk.row, chunk.part)};
+  if (chunk.weight >= 0)
+    at.insert(at.begin() + 1, idx(chunk.weight));
+  return at;
+}
+
 SmallVector<Value>
 MatmulKernelBuilder::loadStage(ArrayRef<StageChunk> chunks, Value kb) {
-  SmallVector<std::pair<Value, Value>> weights = {{w, scales}};
-  if (w2)
-    weights.push_back({w2, scales2});
+  SmallVector<std::pair<Value, Value>> weights = weightOperands();
   SmallVector<Value> values;
   for (const StageChunk &chunk : chunks) {
-    SmallVector<Value> at = chunk.at;
-    at.back() = add(kb, mul(chunk.part, 8));
+    SmallVector<Value> at = chunkSource(chunk, kb);
     if (chunk.weight < 0) {
       values.push_back(loadRun(x, bf16, 8, at));
       continue;
@@ -1141,17 +1160,15 @@ Value MatmulKernelBuilder::copyStage(ArrayRef<StageChunk> chunks, Value kb,
     return {};
   SmallVector<Value> tokens;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  SmallVector<std::pair<Value, Value>> weights = weightOperands();
   for (const StageChunk &chunk : chunks) {
-    SmallVector<Value> from = chunk.at;
-    from.back() = add(kb, mul(chunk.part, 8));
-    SmallVector<Value> to = {buf, chunk.row,
-                             stageColumn(chunk.row, chunk.part)};
-    if (chunk.weight >= 0)
-      to.insert(to.begin() + 1, idx(chunk.weight));
+    bool isA = chunk.weight < 0;
+    SmallVector<Value> from = chunkSource(chunk, kb);
+    SmallVector<Value> to = chunkTarget(chunk, buf);
     tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, token, chunk.weight < 0 ? stageA : stageB, to,
-        chunk.weight < 0 ? x : (chunk.weight == 0 ? w : w2), from,
-        b.getIndexAttr(8), Value(), b.getUnitAttr()));
+        b, loc, token, isA ? stageA : stageB, to,
+        isA ? x : weights[chunk.weight].first, from, b.getIndexAttr(8),
+        Value(), b.getUnitAttr()));
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
 }
@@ -1160,13 +1177,9 @@ void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
                                      ArrayRef<Value> values, Value stageA,
                                      Value stageB, Value buf) {
   for (auto [chunk, value] : llvm::zip_equal(chunks, values)) {
-    Value col = stageColumn(chunk.row, chunk.part);
-    SmallVector<Value> at = {buf, chunk.row, col};
-    if (chunk.weight >= 0)
-      at.insert(at.begin() + 1, idx(chunk.weight));
     auto store = vector::StoreOp::create(b, loc, value,
                                          chunk.weight < 0 ? stageA : stageB,
-                                         at);
+                                         chunkTarget(chunk, buf));
     store.setAlignment(uint64_t(16));
   }
 }
@@ -1500,10 +1513,6 @@ void MatmulKernelBuilder::storeStreams(Value acc, Value row, Value col,
   }
 }
 
-/// `gpu.func @name(argTypes)` (the existing one if `module` has it), a
-/// kernel with the tiling's block size and launch attributes (rows and
-/// columns per workgroup, the instruction) whose body `build` fills with a
-/// MatmulKernelBuilder, then the return.
 /// The body of a kernel with a decode form: `if (size <= threshold)
 /// decode() else tiles()`, size being argument 0's rows times `perRow` (a
 /// block-uniform branch; both forms' loops stay inside their region).
@@ -1548,13 +1557,19 @@ public:
   void buildGroupedKernel(ValueRange args, const GroupedExperts &e) {
     emit([&](MatmulKernelBuilder &kb) { kb.buildGroupedKernel(args, e); });
   }
-  /// Workgroup bytes the staged tiles take from the kernel's arena.
-  int64_t stagedArenaBytes(int64_t weights) const {
-    return staged ? staged->stagedArenaBytes(weights) : 0;
-  }
-  void setArena(Value arena) {
+  /// The kernel's i8 workgroup arena, large enough for a decode form's fp32
+  /// partial sums of `partialShape` and the staged tiles of `weights`
+  /// weights (the forms run in exclusive branches), given to the latter.
+  Value addArena(ArrayRef<int64_t> partialShape, int64_t weights) {
+    int64_t partialBytes = 4;
+    for (int64_t extent : partialShape)
+      partialBytes *= extent;
+    int64_t stagedBytes = staged ? staged->stagedArenaBytes(weights) : 0;
+    Value arena = addWorkgroupBuffer(
+        func, loc, {std::max(partialBytes, stagedBytes)}, b.getI8Type());
     if (staged)
       staged->stageArena = arena;
+    return arena;
   }
 
 private:
@@ -1589,8 +1604,11 @@ int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
 }
 
-/// The row tiles given to `build`: staged tiles of `stagedRows` rows
-/// (chooseStagedTiling, recorded as `strata.staged_tile` with the steps
+/// `gpu.func @name(argTypes)` (the existing one if `module` has it), a
+/// kernel with the tiling's block size and launch attributes (rows and
+/// columns per workgroup, the instruction) whose body `build` fills, then
+/// the return. The row tiles given to `build`: staged tiles of `stagedRows`
+/// rows (chooseStagedTiling, recorded as `strata.staged_tile` with the steps
 /// they take, `strata.staged_min_rows`) where the problem has them
 /// (stagedRows > 0) for steps of at least stagedMinRows rows (every step
 /// that reaches the row tiles when `grouped`), the tiling's below.
@@ -1649,11 +1667,7 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t rows = multi ? multi->tileM() : split.tileM();
   SmallVector<int64_t> partialShape = {splits, weights, rows, split.tileN()};
-  int64_t partialBytes = splits * weights * rows * split.tileN() * 4;
-  Value arena = addWorkgroupBuffer(
-      func, loc, {std::max(partialBytes, kb.stagedArenaBytes(weights))},
-      builder.getI8Type());
-  kb.setArena(arena);
+  Value arena = kb.addArena(partialShape, weights);
   Value partial = viewWorkgroupArena(builder, loc, arena, 0, partialShape,
                                      builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
@@ -2070,12 +2084,8 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
         // slots per expert) take the split form, larger ones the row tiles;
         // the split form's partial sums and the staged tiles share one
         // workgroup buffer.
-        int64_t partialBytes =
-            splits * weights * split->mma.m * split->tileN() * 4;
-        Value arena = addWorkgroupBuffer(
-            func, loc, {std::max(partialBytes, kb.stagedArenaBytes(weights))},
-            builder.getI8Type());
-        kb.setArena(arena);
+        Value arena = kb.addArena(
+            {splits, weights, split->mma.m, split->tileN()}, weights);
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
         branchOnStepSize(
             builder, loc, func, experts.topK, kGroupedSplitKMaxSlots,
