@@ -9,11 +9,11 @@
 // complete pools (sum_h w_h relu(q_h . K_p) * scale) into a [T, block_table
 // width, rows per page] plan buffer (GPU targets: on the matrix units,
 // LLMToGPU/KpoolScoresKernel.cpp); `kpool_indexer`, per token, the
-// top-(min(topk/kpool, |V|)) pools by repeated arg-max (descending score,
-// ties to the lowest pool; each arg-max over 128 strided slices, then their
-// bests), or every visible pool in pool order when that is all of them,
-// expansion to kpool positions per pool, then the open tail, then -1
-// padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
+// top-(min(topk/kpool, |V|)) pools (descending score, ties to the lowest
+// pool) by radix select over 128 slices of the visible pools
+// (TopPoolSelect), or every visible pool when that is all of them, each in
+// pool order, expanded to kpool positions per pool, then the open tail,
+// then -1 padding. With an fp8 pool (Hadamard-rotated ue8m0 keys) the
 // queries are rotated in fp32 (not quantised): scores equal the bf16-pool
 // scores up to the key's fp8 rounding.
 //
@@ -32,9 +32,12 @@ using namespace mlir::strata;
 
 namespace {
 
-/// Strided slices of the visible pools per arg-max of the indexer's top-k
-/// (a GPU block's 128 threads take one each).
-constexpr int64_t kTopkChunks = 128;
+/// Contiguous slices of the visible pools in the indexer's selection (a GPU
+/// block's 128 threads take one each).
+constexpr int64_t kSelectSlices = 128;
+/// Key bits per radix pass, and the bins of a pass.
+constexpr int64_t kRadixBits = 4;
+constexpr int64_t kRadixBins = int64_t{1} << kRadixBits;
 
 /// The indices of pool p of token t in kpool_scores' [T, block_table width,
 /// rows per page] scores: [t, p / rows, p % rows].
@@ -42,6 +45,220 @@ SmallVector<Value> scoreIndices(KernelBuilder &kb, Value t, Value p,
                                 int64_t rowsPerPage) {
   return {t, kb.idiv(p, kb.idx(rowsPerPage)), kb.irem(p, kb.idx(rowsPerPage))};
 }
+
+/// The top `numSel` (< visible) of a token's visible pool scores, descending
+/// score with ties to the lowest pool, by radix select on 32-bit keys that
+/// order as the scores do:
+///  * 32 / kRadixBits passes, most significant digit first: per slice a
+///    histogram of the keys that share the threshold's digits found so far,
+///    the bins' totals, then (every thread) the digit whose bin holds the
+///    `need`-th largest of them. After the passes the threshold key K is
+///    known, and `need` of the keys equal to K are taken;
+///  * per slice the keys above K and equal to K, their exclusive prefix sums
+///    over the slices (pool order), then each slice emits its selected pools
+///    at slot (keys above K before them) + min(keys equal to K before them,
+///    need): the pools in pool order, the lowest of the tied ones taken.
+/// Per token that is visible / kSelectSlices + kSelectSlices steps per pass
+/// on a thread of a GPU block, whatever numSel is.
+class TopPoolSelect {
+public:
+  TopPoolSelect(KernelBuilder &kb, Value scores, int64_t rowsPerPage)
+      : kb(kb), scores(scores), rowsPerPage(rowsPerPage) {
+    hist = kb.scratch({kSelectSlices, kRadixBins});
+    binTotals = kb.scratch({kRadixBins});
+    sliceAbove = kb.scratch({kSelectSlices});
+    sliceEqual = kb.scratch({kSelectSlices});
+  }
+
+  /// Calls `emit(pool, slot)` for every selected pool of token t.
+  void build(Value t, Value visible, Value numSel,
+             llvm::function_ref<void(Value, Value)> emit) {
+    this->t = t;
+    this->visible = visible;
+    // Slice length, out of the slice loops (a division there would make
+    // their iterations look unsafe to spread).
+    rounds = kb.idiv(kb.iadd(visible, kb.idx(kSelectSlices - 1)),
+                     kb.idx(kSelectSlices));
+    Value prefix = i32(0), mask = i32(0), need = kb.toF32(numSel);
+    for (int64_t shift = 32 - kRadixBits; shift >= 0; shift -= kRadixBits) {
+      countDigits(prefix, mask, shift);
+      auto [digit, remaining] = chooseDigit(need);
+      OpBuilder &b = kb.builder();
+      Location l = kb.getLoc();
+      Value shifted = arith::ShLIOp::create(
+          b, l, arith::IndexCastOp::create(b, l, b.getI32Type(), digit),
+          i32(shift));
+      prefix = arith::OrIOp::create(b, l, prefix, shifted);
+      mask = arith::OrIOp::create(
+          b, l, mask,
+          i32(static_cast<int32_t>(uint32_t(kRadixBins - 1) << shift)));
+      need = remaining;
+    }
+    emitSelected(prefix, need, emit);
+  }
+
+  void release() {
+    for (Value m : {hist, binTotals, sliceAbove, sliceEqual})
+      kb.dealloc(m);
+  }
+
+private:
+  Value i32(int64_t v) { return kb.i32(v); }
+
+  /// Slice q's pools: [lo, hi).
+  std::pair<Value, Value> sliceBounds(Value q) {
+    Value lo = kb.imin(kb.imul(q, rounds), visible);
+    return {lo, kb.imin(kb.iadd(lo, rounds), visible)};
+  }
+
+  /// Pool p's score as an i32 whose unsigned order is the scores' order
+  /// (-0 read as +0, so that equal scores have equal keys): the bits with
+  /// the sign flipped when positive, all flipped when negative.
+  Value key(Value p) {
+    OpBuilder &b = kb.builder();
+    Location l = kb.getLoc();
+    Value v = kb.load(scores, {t, kb.idiv(p, kb.idx(rowsPerPage)),
+                               kb.irem(p, kb.idx(rowsPerPage))});
+    Value zero = kb.f32(0.0);
+    v = kb.select(
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v, zero), zero,
+        v);
+    Value bits = arith::BitcastOp::create(b, l, b.getI32Type(), v);
+    Value sign = arith::ShRSIOp::create(b, l, bits, i32(31));
+    Value flip = arith::OrIOp::create(b, l, sign, i32(INT32_MIN));
+    return arith::XOrIOp::create(b, l, bits, flip);
+  }
+
+  Value cmpKeys(arith::CmpIPredicate pred, Value a, Value c) {
+    return arith::CmpIOp::create(kb.builder(), kb.getLoc(), pred, a, c);
+  }
+
+  /// One as f32 where `cond`, else zero.
+  Value indicator(Value cond) {
+    return kb.select(cond, kb.f32(1.0), kb.f32(0.0));
+  }
+
+  /// binTotals[d]: the keys with (key & mask) == prefix whose digit at
+  /// `shift` is d.
+  void countDigits(Value prefix, Value mask, int64_t shift) {
+    OpBuilder &b = kb.builder();
+    Location l = kb.getLoc();
+    kb.parallel({kb.idx(0)}, {kb.idx(kSelectSlices)}, [&](ValueRange ivs) {
+      Value q = ivs[0];
+      kb.loop(0, kRadixBins, [&](Value d) {
+        kb.store(kb.f32(0.0), hist, {q, d});
+      });
+      auto [lo, hi] = sliceBounds(q);
+      kb.loop(lo, hi, [&](Value p) {
+        Value k = key(p);
+        Value shares = cmpKeys(arith::CmpIPredicate::eq,
+                               arith::AndIOp::create(b, l, k, mask), prefix);
+        Value digit = arith::AndIOp::create(
+            b, l, arith::ShRUIOp::create(b, l, k, i32(shift)),
+            i32(kRadixBins - 1));
+        Value d = arith::IndexCastOp::create(b, l, b.getIndexType(), digit);
+        kb.ifThen(shares, [&] {
+          kb.store(kb.add(kb.load(hist, {q, d}), kb.f32(1.0)), hist, {q, d});
+        });
+      });
+    });
+    kb.loop(0, kRadixBins, [&](Value d) {
+      Value total =
+          kb.reduce(0, kSelectSlices, kb.f32(0.0), [&](Value q, Value acc) {
+            return kb.add(acc, kb.load(hist, {q, d}));
+          });
+      kb.store(total, binTotals, d);
+    });
+  }
+
+  /// The digit whose bin holds the `need`-th largest counted key, from the
+  /// top bin down, and how many of that bin are still needed.
+  std::pair<Value, Value> chooseDigit(Value need) {
+    OpBuilder &b = kb.builder();
+    Location l = kb.getLoc();
+    Value no = arith::ConstantIntOp::create(b, l, b.getI1Type(), 0);
+    SmallVector<Value> found = kb.loopCarry(
+        kb.idx(0), kb.idx(kRadixBins),
+        ValueRange{no, kb.idx(0), kb.f32(0.0), need},
+        [&](Value i, ValueRange c) -> SmallVector<Value> {
+          Value d = kb.isub(kb.idx(kRadixBins - 1), i);
+          Value inBin = kb.load(binTotals, d);
+          Value notYet = arith::XOrIOp::create(
+              b, l, c[0], arith::ConstantIntOp::create(b, l, b.getI1Type(), 1));
+          Value reaches = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE,
+                                                kb.add(c[2], inBin), need);
+          Value hit = arith::AndIOp::create(b, l, notYet, reaches);
+          return {arith::OrIOp::create(b, l, c[0], hit),
+                  kb.select(hit, d, c[1]),
+                  kb.select(arith::OrIOp::create(b, l, c[0], hit), c[2],
+                            kb.add(c[2], inBin)),
+                  kb.select(hit, kb.sub(need, c[2]), c[3])};
+        });
+    return {found[1], found[3]};
+  }
+
+  /// Emits the pools above `threshold` and the first `need` equal to it.
+  void emitSelected(Value threshold, Value need,
+                    llvm::function_ref<void(Value, Value)> emit) {
+    kb.parallel({kb.idx(0)}, {kb.idx(kSelectSlices)}, [&](ValueRange ivs) {
+      Value q = ivs[0];
+      auto [lo, hi] = sliceBounds(q);
+      SmallVector<Value> n = kb.loopCarry(
+          lo, hi, ValueRange{kb.f32(0.0), kb.f32(0.0)},
+          [&](Value p, ValueRange c) -> SmallVector<Value> {
+            Value k = key(p);
+            return {kb.add(c[0], indicator(cmpKeys(arith::CmpIPredicate::ugt, k,
+                                                   threshold))),
+                    kb.add(c[1], indicator(cmpKeys(arith::CmpIPredicate::eq, k,
+                                                   threshold)))};
+          });
+      kb.store(n[0], sliceAbove, q);
+      kb.store(n[1], sliceEqual, q);
+    });
+    // Exclusive prefix sums over the slices, in place.
+    kb.loopCarry(kb.idx(0), kb.idx(kSelectSlices),
+                 ValueRange{kb.f32(0.0), kb.f32(0.0)},
+                 [&](Value q, ValueRange c) -> SmallVector<Value> {
+                   Value above = kb.load(sliceAbove, q);
+                   Value equal = kb.load(sliceEqual, q);
+                   kb.store(c[0], sliceAbove, q);
+                   kb.store(c[1], sliceEqual, q);
+                   return {kb.add(c[0], above), kb.add(c[1], equal)};
+                 });
+    OpBuilder &b = kb.builder();
+    Location l = kb.getLoc();
+    kb.parallel({kb.idx(0)}, {kb.idx(kSelectSlices)}, [&](ValueRange ivs) {
+      Value q = ivs[0];
+      auto [lo, hi] = sliceBounds(q);
+      kb.loopCarry(
+          lo, hi, ValueRange{kb.load(sliceAbove, q), kb.load(sliceEqual, q)},
+          [&](Value p, ValueRange c) -> SmallVector<Value> {
+            Value k = key(p);
+            Value above = cmpKeys(arith::CmpIPredicate::ugt, k, threshold);
+            Value equal = cmpKeys(arith::CmpIPredicate::eq, k, threshold);
+            Value take = arith::OrIOp::create(
+                b, l, above,
+                arith::AndIOp::create(b, l, equal, kb.lt(c[1], need)));
+            Value slot = arith::FPToSIOp::create(
+                b, l, b.getI64Type(), kb.add(c[0], kb.min(c[1], need)));
+            kb.ifThen(take, [&] {
+              emit(p, arith::IndexCastOp::create(b, l, b.getIndexType(), slot));
+            });
+            return {kb.add(c[0], indicator(above)),
+                    kb.add(c[1], indicator(equal))};
+          });
+    });
+  }
+
+  KernelBuilder &kb;
+  Value scores;
+  int64_t rowsPerPage;
+  // Scratch: per-slice histograms, bin totals, per-slice counts (then their
+  // exclusive prefix sums), all f32 (exact counts below 2^24).
+  Value hist, binTotals, sliceAbove, sliceEqual;
+  // Per token.
+  Value t, visible, rounds;
+};
 
 struct KpoolCompressToKernel : OpConversionPattern<llm::KpoolCompressOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -202,8 +419,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
           kb.dealloc(m);
     })[0];
 
-    // kpool_indexer, one row per token: the top pools from its scores row
-    // (which it overwrites), expanded to positions, the open tail, padding.
+    // kpool_indexer, one row per token: the top pools from its scores row,
+    // expanded to positions, the open tail, padding.
     KernelCall call;
     for (Value v : {adaptor.getPositions(), allScores})
       call.addInput(v);
@@ -217,14 +434,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
                              [&](KernelBuilder &kb, ValueRange a) {
       Value positions = a[0], allScores = a[1];
       Value sel = a[selOut], counts = a[cntOut];
-      OpBuilder &b = kb.builder();
-      Location l = kb.getLoc();
-      Value negInf = kb.f32(-INFINITY);
       Value width = kb.dim(sel, 1);
-      // The per-slice bests of the two-level arg-max (pool ids as f32:
-      // exact below 2^24).
-      Value chunkScore = kb.scratch({kTopkChunks});
-      Value chunkPool = kb.scratch({kTopkChunks});
+      TopPoolSelect select(kb, allScores, rowsPerPage);
       // One row per token (on the GPU a grid row); its request is not
       // needed.
       kb.loop(kb.idx(0), kb.dim(allScores, 0), [&](Value t) {
@@ -232,72 +443,23 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         Value len = kb.iadd(x, kb.idx(1));
         Value visible = kb.idiv(len, kb.idx(kpool));
         Value numSel = kb.imin(kb.idx(topk / kpool), visible);
-        // Pool p's score.
-        auto at = [&](Value p) { return scoreIndices(kb, t, p, rowsPerPage); };
-        // Top pools by repeated arg-max (descending score, ties to the
-        // lowest pool), expanded to positions. Each arg-max is two-level:
-        // the best of each of `chunks` strided slices of the visible pools
-        // (independent iterations: a GPU block's threads share them), then
-        // the best of those (ties again to the lowest pool), so a selection
-        // costs visible / chunks + chunks steps on a thread instead of
-        // visible. The same pools in the same order as one scan.
-        // (At least 1: with no visible pool nothing is selected, but the
-        // slice length below is computed.)
-        Value chunks =
-            kb.imax(kb.imin(visible, kb.idx(kTopkChunks)), kb.idx(1));
-        // Slice length, out of the slice loop (a division there would make
-        // its iterations look unsafe to spread).
-        Value rounds = kb.idiv(kb.iadd(visible, kb.isub(chunks, kb.idx(1))),
-                               chunks);
-        Value lastPool = kb.isub(visible, kb.idx(1));
+        // Pool p's positions at selection slot n.
+        auto expand = [&](Value p, Value n) {
+          kb.loop(0, kpool, [&](Value s) {
+            kb.storeIndex(kb.iadd(kb.imul(p, kb.idx(kpool)), s), sel,
+                          {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
+          });
+        };
         // Every visible pool selected (short contexts): their positions in
-        // order, no arg-max (the order does not matter to the attention).
+        // order, no selection.
         Value everyPool = kb.ige(numSel, visible);
         kb.ifThen(everyPool, [&] {
           kb.loop(kb.idx(0), kb.imul(visible, kb.idx(kpool)), [&](Value i) {
             kb.storeIndex(i, sel, {t, i});
           });
         });
-        Value argMaxSteps = kb.select(everyPool, kb.idx(0), numSel);
-        kb.loop(kb.idx(0), argMaxSteps, [&](Value n) {
-          kb.loop(kb.idx(0), chunks, [&](Value q) {
-            SmallVector<Value> best = kb.loopCarry(
-                kb.idx(0), rounds, ValueRange{negInf, q},
-                [&](Value m, ValueRange c) -> SmallVector<Value> {
-                  Value p = kb.iadd(q, kb.imul(m, chunks));
-                  Value v = kb.load(allScores, at(kb.imin(p, lastPool)));
-                  Value better = arith::AndIOp::create(b, l, kb.ilt(p, visible),
-                                                       kb.gt(v, c[0]));
-                  return {kb.select(better, v, c[0]),
-                          kb.select(better, p, c[1])};
-                });
-            kb.store(best[0], chunkScore, q);
-            kb.store(kb.toF32(best[1]), chunkPool, q);
-          });
-          SmallVector<Value> best = kb.loopCarry(
-              kb.idx(0), chunks, ValueRange{negInf, kb.f32(0.0)},
-              [&](Value q, ValueRange c) -> SmallVector<Value> {
-                Value v = kb.load(chunkScore, q);
-                Value pool = kb.load(chunkPool, q);
-                Value tie = arith::AndIOp::create(
-                    b, l,
-                    arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v,
-                                          c[0]),
-                    kb.lt(pool, c[1]));
-                Value better =
-                    arith::OrIOp::create(b, l, kb.gt(v, c[0]), tie);
-                return {kb.select(better, v, c[0]),
-                        kb.select(better, pool, c[1])};
-              });
-          Value bestPool = arith::IndexCastOp::create(
-              b, l, b.getIndexType(),
-              arith::FPToSIOp::create(b, l, b.getI64Type(), best[1]));
-          kb.store(negInf, allScores, at(bestPool));
-          kb.loop(0, kpool, [&](Value s) {
-            kb.storeIndex(kb.iadd(kb.imul(bestPool, kb.idx(kpool)), s), sel,
-                          {t, kb.iadd(kb.imul(n, kb.idx(kpool)), s)});
-          });
-        });
+        kb.ifThen(kb.ilt(numSel, visible),
+                  [&] { select.build(t, visible, numSel, expand); });
         // Open tail, then -1 padding.
         Value pooled = kb.imul(numSel, kb.idx(kpool));
         Value tailStart = kb.imul(visible, kb.idx(kpool));
@@ -310,8 +472,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         });
         kb.storeIndex(count, counts, t);
       });
-      kb.dealloc(chunkScore);
-      kb.dealloc(chunkPool);
+      select.release();
     });
     rewriter.replaceOp(op, results);
     return success();

@@ -929,19 +929,19 @@ def kpool_compress():
     return p, [ref]
 
 
-@case
-def kpool_indexer():
-    p = Program(16)
-    PS, KP, W, HI, TOPK, S, dt = 8, 4, 16, 3, 8, 12, "bf16"
-    pos = np.array([0, 1, 2, 3, 4, 14, 17, 18, 19], dtype=np.int32)
-    starts = np.array([0, 5, 9], dtype=np.int32)
-    bt = np.array([[2, 0, 5], [3, 1, 4]], dtype=np.int32)
-    owner = np.array([0] * 5 + [1] * 4)
+def _kpool_indexer(p, PS, KP, TOPK, S, pos, starts, bt, owner, w_lo=0.0, pages=6, dup=False):
+    """kpool_indexer over a bf16 pool of `pages` pages (with `dup`, every
+    odd pool row a copy of the row before it: tied scores)."""
+    W, HI, dt = 16, 3, "bf16"
     T = len(pos)
     RPP = PS // KP
-    pool = p.rand((6, RPP, W), dt)
+    pool = p.rand((pages, RPP, W), dt)
+    if dup:
+        flat = pool.reshape(-1, W)
+        flat[1::2] = flat[0::2][:len(flat[1::2])]
+        pool = flat.reshape(pages, RPP, W)
     q = p.rand((T, HI, W), dt)
-    w = p.rand((T, HI), "f32", 0, 1)
+    w = p.rand((T, HI), "f32", w_lo, 1)
     ty = f"!llm.index_pool<page_size = {PS}, kpool = {KP}, width = {W}, {dt}>"
     vc, _ = p.cache(pool, dt, ty)
     vq, vw = p.input(q, dt), p.input(w, "f32")
@@ -951,7 +951,7 @@ def kpool_indexer():
     p.op(f"{sel}, {cnt} = llm.kpool_indexer {vq}, {vw}, {vc}, {vp}, {vs}, {vb} "
          f"{{topk = {TOPK} : i64, kpool = {KP} : i64, heads = {HI} : i64, head_dim = {W} : i64, scale = {scale} : f32}} : "
          f"({ttype((T, HI, W), dt, True)}, {ttype((T, HI), 'f32', True)}, {ty}, {ttype((T,), 'i32', True)}, "
-         f"{ttype((3,), 'i32', True)}, {ttype((2, 3), 'i32', True)}) -> ({ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)})")
+         f"{ttype(starts.shape, 'i32', True)}, {ttype(bt.shape, 'i32', True)}) -> ({ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)})")
     p.print_tensor(sel, (T, S), "i32")
     p.print_tensor(cnt, (T,), "i32")
     rsel = np.full((T, S), -1, dtype=np.int64)
@@ -962,14 +962,37 @@ def kpool_indexer():
         nv = L // KP
         K = np.array([pool[bt[r][pp // RPP], pp % RPP] for pp in range(nv)], np.float64).reshape(nv, W)
         sc = (w[t][:, None] * np.maximum(q[t].astype(np.float64) @ K.T, 0)).sum(0) * np.float32(scale)
-        # Every visible pool selected: pool order (no arg-max), else
-        # descending score, ties to the lowest pool.
-        chosen = (range(nv) if TOPK // KP >= nv
-                  else np.argsort(-sc, kind="stable")[:TOPK // KP])
+        # The top pools (descending score, ties to the lowest pool), or
+        # every visible pool, in pool order.
+        chosen = sorted(range(nv) if TOPK // KP >= nv
+                        else np.argsort(-sc, kind="stable")[:TOPK // KP])
         lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
         rsel[t, :len(lst)] = lst
         rcnt[t] = len(lst)
     return p, [rsel, rcnt]
+
+
+@case
+def kpool_indexer():
+    pos = np.array([0, 1, 2, 3, 4, 14, 17, 18, 19], dtype=np.int32)
+    starts = np.array([0, 5, 9], dtype=np.int32)
+    bt = np.array([[2, 0, 5], [3, 1, 4]], dtype=np.int32)
+    owner = np.array([0] * 5 + [1] * 4)
+    return _kpool_indexer(Program(16), 8, 4, 8, 12, pos, starts, bt, owner)
+
+
+@case
+def kpool_indexer_wide():
+    """Past 128 visible pools (several per selection slice), negative and
+    zero scores, tied scores (duplicated key rows)."""
+    PS, KP = 8, 4
+    pos = np.array([1203, 601, 97, 1199], dtype=np.int32)
+    starts = np.array([0, 1, 3, 4], dtype=np.int32)
+    rng = np.random.default_rng(7)
+    bt = np.stack([rng.permutation(160)[:152] for _ in range(3)]).astype(np.int32)
+    owner = np.array([0, 1, 1, 2])
+    return _kpool_indexer(Program(20), PS, KP, 37 * KP, 37 * KP + 8, pos, starts, bt, owner,
+                          w_lo=-1.0, pages=160, dup=True)
 
 
 FP8_POS = fp8_decode(np.arange(127, dtype=np.uint8))  # codes 0..126
@@ -1209,10 +1232,10 @@ def kpool_indexer_fp8():
         K = np.array([deq[bt[r][pp // RPP], pp % RPP] for pp in range(nv)]).reshape(nv, W)
         qr = q[t].astype(np.float64) @ Hm.T
         sc = (w[t][:, None] * np.maximum(qr @ K.T, 0)).sum(0)
-        # Every visible pool selected: pool order (no arg-max), else
-        # descending score, ties to the lowest pool.
-        chosen = (range(nv) if TOPK // KP >= nv
-                  else np.argsort(-sc, kind="stable")[:TOPK // KP])
+        # The top pools (descending score, ties to the lowest pool), or
+        # every visible pool, in pool order.
+        chosen = sorted(range(nv) if TOPK // KP >= nv
+                        else np.argsort(-sc, kind="stable")[:TOPK // KP])
         lst = [pp * KP + s_ for pp in chosen for s_ in range(KP)] + list(range(nv * KP, L))
         rsel[t, :len(lst)] = lst
         rcnt[t] = len(lst)
