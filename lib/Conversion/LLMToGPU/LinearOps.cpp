@@ -30,6 +30,7 @@
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/MlaSplit.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -615,14 +616,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   auto info = kernel->getAttrOfType<DictionaryAttr>(kMlaAttendAttrName);
   auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
   FunctionType type = kernel.getFunctionType();
-  if (!scale || type.getNumInputs() != 7 ||
-      type.getNumResults() != 0) {
+  if (!scale || type.getNumInputs() != 8 || type.getNumResults() != 0) {
     why = "not an mla_attend kernel function";
     return failure();
   }
   MemRefType qa = identityMemRefInput(type, 0);
   MemRefType cache = identityMemRefInput(type, 1);
   MemRefType oh = identityMemRefInput(type, 6);
+  MemRefType parts = identityMemRefInput(type, 7);
   Type i32 = builder.getI32Type();
   auto isI32Vector = [&](unsigned i, int64_t rank) {
     return isMemRefInput(type, i, rank, i32);
@@ -631,7 +632,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
       !qa.getElementType().isF32() || cache.getRank() != 3 ||
       !isI32Vector(2, 2) || !isI32Vector(3, 1) || !isI32Vector(4, 1) ||
       !isI32Vector(5, 2) || ShapedType::isDynamic(qa.getDimSize(1)) ||
-      ShapedType::isDynamic(qa.getDimSize(2))) {
+      ShapedType::isDynamic(qa.getDimSize(2)) || !parts ||
+      parts.getShape() != ArrayRef<int64_t>{kMlaSplitSlots, qa.getDimSize(1),
+                                            qa.getDimSize(2) + 2}) {
     why = "unexpected mla_attend kernel signature";
     return failure();
   }
@@ -644,6 +647,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   shape.heads = qa.getDimSize(1);
   shape.rank = qa.getDimSize(2);
   shape.pageSize = cache.getDimSize(1);
+  shape.poolWidth = cache.getDimSize(2);
   shape.scale = scale.getValueAsDouble();
   FailureOr<const MatrixInstruction *> mi =
       chooseMlaAttendInstruction(target, shape, why);
@@ -656,8 +660,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
                                      kernel.getSymName(), type.getInputs(),
                                      shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  // (tokens, ceil(heads / m), 1).
+  // (tokens + kMlaSplitSlots, ceil(heads / m), 1): at least one block per
+  // (token, position range) of a split step (MlaSplit.h), the extra ones idle
+  // in larger steps.
   result.grid[0] = {0, 0, 1};
+  result.grid[0].addend = kMlaSplitSlots;
   result.grid[1].blocks = llvm::divideCeilSigned(shape.heads, (**mi).m);
   return result;
 }

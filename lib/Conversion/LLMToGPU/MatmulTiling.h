@@ -365,13 +365,15 @@ gpu::GPUFuncOp buildDenseMatmulKernel(OpBuilder &builder, Location loc,
 
 /// The shape of an mla_attend kernel function (MlaOps.cpp).
 struct MlaAttend {
-  int64_t heads = 0, rank = 0, pageSize = 0;
+  /// Heads, latent width R, the pool's rows per page and row width (>= R).
+  int64_t heads = 0, rank = 0, pageSize = 0, poolWidth = 0;
   double scale = 1.0;
 };
 
 /// The bf16 instruction buildMlaAttendKernel uses on `target` (smallest m,
-/// then largest k); fails with `why` when there is none or the latent width
-/// does not tile into 4 subgroup slices of it.
+/// then largest k); fails with `why` when there is none, the latent width
+/// does not tile into 4 subgroup slices of it, or the latent rows do not copy
+/// into the workgroup tile in 16-byte runs.
 FailureOr<const MatrixInstruction *>
 chooseMlaAttendInstruction(const TargetInfo &target, const MlaAttend &shape,
                            std::string &why);

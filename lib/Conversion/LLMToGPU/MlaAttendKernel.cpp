@@ -6,15 +6,21 @@
 // softmax_j(scale * qa[t, h] . L_j) . L over the selected latent rows L_j of
 // token t, with the heads of a block sharing every latent row it reads.
 //
-// A block takes one token (grid x, grid-stride) and 16 heads (the
-// instruction's m; grid y; heads past H are clamped on load and never
-// stored). Its 4 subgroups split the latent width R: subgroup w owns columns
-// [w R/4, (w + 1) R/4). Per chunk of 64 selected positions:
+// A block takes one token, or in steps of at most 32 tokens one (token,
+// position range) pair (MlaSplit.h: the selected positions split into 64 / T
+// ranges, each range's partial softmax into the parts buffer for
+// mla_combine), grid x grid-stride, and 16 heads (the instruction's m; grid
+// y; heads past H are clamped on load and never stored). Its 4 subgroups split
+// the latent width R: subgroup w owns columns [w R/4, (w + 1) R/4). Per chunk
+// of 32 selected positions:
+//   0. the block's threads copy the chunk's 32 latent rows (gathered through
+//      the selection and the block table, 16 bytes per thread and copy) into
+//      a workgroup tile whose rows are padded by 16 bytes (the 8 rows of a
+//      fragment fall on different banks);
 //   1. each subgroup multiplies its qa columns (rounded to bf16, held in
-//      registers for the whole token) by the same columns of the 64 latent
-//      rows (B fragments read straight from the paged pool: rows gathered
-//      through the selection and the block table, contiguous along R) and
-//      stores its partial 16 x 64 scores in workgroup memory;
+//      registers for the whole token) by the same columns of the tile's rows
+//      (B fragments) and stores its partial 16 x 32 scores in workgroup
+//      memory;
 //   2. after a barrier every subgroup sums the 4 partials (lane pairs /
 //      quads own a head row), masks positions past the token's count, and
 //      runs the online softmax update (running max and sum in registers,
@@ -22,7 +28,7 @@
 //      own 16 x 64 bf16 tile and the rescale factor to a 16-entry row;
 //   3. after a barrier it rescales its output accumulators and adds
 //      P (A fragments from its tile) times its latent columns (B fragments
-//      gathered element by element: positions run along K).
+//      from the latent tile element by element: positions run along K).
 // At the end oh = acc / sum, stored f32. Rounding points beyond the generic
 // kernel's fp32: qa and p enter the matrix unit as bf16 (as in a bf16
 // flash attention); the max, sums and accumulators are fp32.
@@ -42,14 +48,22 @@
 
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+#include "lib/Conversion/LLMToKernel/MlaSplit.h"
 
 using namespace mlir;
 using namespace mlir::strata;
 
 namespace {
 
-/// Positions per chunk of the online softmax.
-constexpr int64_t kChunk = 64;
+/// Positions per chunk of the online softmax (the latent tile of a chunk,
+/// 32 x (512 + 8) bf16, and the score tiles fit the 48 KiB of static
+/// workgroup memory).
+constexpr int64_t kChunk = 32;
+/// bf16 elements per copy of a latent row into the tile (16 bytes).
+constexpr int64_t kCopyElements = 8;
+/// Padding of a tile row in bf16 elements (16 bytes: consecutive rows start
+/// 4 banks apart).
+constexpr int64_t kTilePad = 8;
 /// Subgroups per block; each owns R / kSubgroups latent columns.
 constexpr int64_t kSubgroups = 4;
 
@@ -93,8 +107,10 @@ private:
     return minu(add(j0, offset), lastPos);
   }
 
-  void buildToken();
+  void buildItem();
+  void storeOutputs(ValueRange chunkResults);
   SmallVector<Value> buildChunk(Value j0, ValueRange carried);
+  void stageLatentRows(Value j0);
 
   const MlaAttend &s;
   const MatrixInstruction &mi;
@@ -102,14 +118,17 @@ private:
   int64_t lanesPerRow = 0, colsPerLane = 0;
   Type f32, bf16;
   // Arguments.
-  Value qa, cache, sel, counts, starts, blockTable, oh;
-  // Workgroup buffers: partial scores [4, m, 64] f32, p [4, m, 64] bf16,
-  // per-row factors [4, m] f32.
-  Value partial, probs, factors;
+  Value qa, cache, sel, counts, starts, blockTable, oh, parts;
+  // Workgroup buffers: partial scores [4, m, chunk] f32, p [4, m, chunk]
+  // bf16, per-row factors [4, m] f32, the chunk's latent rows [chunk, R +
+  // pad] bf16.
+  Value partial, probs, factors, tile;
   // Per thread.
-  Value warp, sliceBase, headBase, softRow, softCol;
-  // Per token.
-  Value t, request, count, lastPos;
+  Value tid, warp, sliceBase, headBase, softRow, softCol;
+  // Per block: the position ranges per token and whether there are several.
+  Value splits, isSplit;
+  // Per work item: the token, its range [j0, j1) and row of `parts`.
+  Value t, request, rangeBegin, rangeEnd, lastPos, slot;
   SmallVector<Value> qaFrags;
 };
 
@@ -124,13 +143,15 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   starts = args[4];
   blockTable = args[5];
   oh = args[6];
+  parts = args[7];
   partial = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, f32);
   probs = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, bf16);
   factors = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m}, f32);
+  tile = addWorkgroupBuffer(func, loc, {kChunk, s.rank + kTilePad}, bf16);
 
   lanesPerRow = subgroupSize / mi.m;
   colsPerLane = kChunk / lanesPerRow;
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
   sliceBase = mul(warp, slice);
@@ -139,18 +160,39 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   softCol = mul(arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)),
                 colsPerLane);
 
-  forEachGridToken(memref::DimOp::create(b, loc, qa, 0), [&](Value token) {
-    t = token;
-    buildToken();
-  });
+  // S(T) ranges per token (MlaSplit.h), T * S work items over the grid.
+  Value tokens = memref::DimOp::create(b, loc, qa, 0);
+  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, tokens,
+                                      idx(kMlaSplitMaxTokens));
+  splits = arith::SelectOp::create(
+      b, loc, small,
+      arith::DivUIOp::create(b, loc, idx(kMlaSplitSlots),
+                             arith::MaxUIOp::create(b, loc, tokens, idx(1))),
+      idx(1));
+  isSplit =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, splits, idx(1));
+  forEachGridToken(
+      arith::MulIOp::create(b, loc, tokens, splits), [&](Value item) {
+        t = arith::DivUIOp::create(b, loc, item, splits);
+        Value range = arith::RemUIOp::create(b, loc, item, splits);
+        slot = item;
+        // Range `range`: L = ceil(count / S) rounded up to kMlaSplitAlign.
+        Value count = toIndex(memref::LoadOp::create(b, loc, counts, t));
+        Value perSplit = arith::CeilDivUIOp::create(b, loc, count, splits);
+        Value len = mul(
+            arith::CeilDivUIOp::create(b, loc, perSplit, idx(kMlaSplitAlign)),
+            kMlaSplitAlign);
+        rangeBegin = minu(arith::MulIOp::create(b, loc, range, len), count);
+        rangeEnd = minu(add(rangeBegin, len), count);
+        buildItem();
+      });
   gpu::ReturnOp::create(b, loc);
 }
 
-void MlaAttendBuilder::buildToken() {
+void MlaAttendBuilder::buildItem() {
   request = requestOfToken(starts, t);
-  count = toIndex(memref::LoadOp::create(b, loc, counts, t));
   lastPos = arith::SubIOp::create(
-      b, loc, arith::MaxUIOp::create(b, loc, count, idx(1)), idx(1));
+      b, loc, arith::MaxUIOp::create(b, loc, rangeEnd, idx(1)), idx(1));
 
   // qa's A fragments for this subgroup's columns, bf16, for every chunk.
   Value lastHead = idx(s.heads - 1);
@@ -175,7 +217,7 @@ void MlaAttendBuilder::buildToken() {
   for (int64_t nf = 0; nf < slice / mi.n; ++nf)
     init.push_back(zeros(mi.c.size()));
   auto chunks = scf::ForOp::create(
-      b, loc, idx(0), count, idx(kChunk), init,
+      b, loc, rangeBegin, rangeEnd, idx(kChunk), init,
       [&](OpBuilder &nb, Location, Value j0, ValueRange c) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
@@ -196,50 +238,122 @@ void MlaAttendBuilder::buildToken() {
                             ValueRange{warp, softRow});
   }
   gpu::BarrierOp::create(b, loc);
+  storeOutputs(chunks.getResults());
+  // The next work item rewrites `factors`.
+  gpu::BarrierOp::create(b, loc);
+}
+
+void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
   Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
-  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
-    Value acc = chunks.getResult(2 + nf);
-    int64_t e = 0;
-    for (auto piece : mi.c.pieces) {
-      Value row = add(cOuter, piece[0]);
-      Value h = add(headBase, row);
-      Value sum = memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
-      auto inHeads = scf::IfOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
-                                idx(s.heads)),
-          false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(inHeads.thenBlock());
-      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-        Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
-        Value v = arith::DivFOp::create(
-            b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
-        memref::StoreOp::create(b, loc, v, oh, ValueRange{t, h, col});
+  // acc / sum of this lane's elements into oh[t] or, split, parts[slot]
+  // (0 for an empty range: its sum is 0).
+  auto store = [&](bool split) {
+    for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+      Value acc = chunkResults[2 + nf];
+      int64_t e = 0;
+      for (auto piece : mi.c.pieces) {
+        Value row = add(cOuter, piece[0]);
+        Value h = add(headBase, row);
+        Value sum =
+            memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
+        Value nonEmpty = arith::CmpFOp::create(
+            b, loc, arith::CmpFPredicate::OGT, sum, cf32(0.0));
+        auto inHeads = scf::IfOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
+                                  idx(s.heads)),
+            false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(inHeads.thenBlock());
+        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+          Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
+          Value v = arith::DivFOp::create(
+              b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
+          if (split)
+            memref::StoreOp::create(
+                b, loc, arith::SelectOp::create(b, loc, nonEmpty, v, cf32(0.0)),
+                parts, ValueRange{slot, h, col});
+          else
+            memref::StoreOp::create(b, loc, v, oh, ValueRange{t, h, col});
+        }
       }
     }
+  };
+  auto ifSplit = scf::IfOp::create(b, loc, isSplit, /*withElse=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifSplit.thenBlock());
+  store(true);
+  // The range's maximum and sum, from subgroup 0's row owners.
+  Value h = add(headBase, softRow);
+  Value owner = arith::AndIOp::create(
+      b, loc,
+      arith::AndIOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, softCol,
+                                idx(0)),
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
+                                idx(0))),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
+                            idx(s.heads)));
+  auto ifOwner = scf::IfOp::create(b, loc, owner, false);
+  b.setInsertionPointToStart(ifOwner.thenBlock());
+  memref::StoreOp::create(b, loc, chunkResults[0], parts,
+                          ValueRange{slot, h, idx(s.rank)});
+  memref::StoreOp::create(b, loc, chunkResults[1], parts,
+                          ValueRange{slot, h, idx(s.rank + 1)});
+  b.setInsertionPointToStart(ifSplit.elseBlock());
+  store(false);
+}
+
+void MlaAttendBuilder::stageLatentRows(Value j0) {
+  // The previous chunk's reads of the tile are done.
+  gpu::BarrierOp::create(b, loc);
+  int64_t perRow = s.rank / kCopyElements;
+  int64_t threads = kSubgroups * subgroupSize;
+  int64_t copies = kChunk * perRow / threads;
+  // Loads first, then stores, a few at a time: the rows' gathers overlap.
+  constexpr int64_t kInFlight = 8;
+  auto type = VectorType::get({kCopyElements}, bf16);
+  for (int64_t first = 0; first < copies; first += kInFlight) {
+    SmallVector<std::pair<Value, Value>> targets;
+    SmallVector<Value> values;
+    for (int64_t i = first; i < std::min(copies, first + kInFlight); ++i) {
+      Value piece = add(tid, i * threads);
+      Value row = arith::DivUIOp::create(b, loc, piece, idx(perRow));
+      Value col = mul(arith::RemUIOp::create(b, loc, piece, idx(perRow)),
+                      kCopyElements);
+      auto [page, pageRow] = latentRow(position(j0, row));
+      auto load = vector::LoadOp::create(b, loc, type, cache,
+                                         ValueRange{page, pageRow, col});
+      load.setAlignment(uint64_t(16));
+      values.push_back(load);
+      targets.push_back({row, col});
+    }
+    for (auto [value, target] : llvm::zip_equal(values, targets)) {
+      auto store = vector::StoreOp::create(
+          b, loc, value, tile, ValueRange{target.first, target.second});
+      store.setAlignment(uint64_t(16));
+    }
   }
-  // The next token rewrites `factors`.
   gpu::BarrierOp::create(b, loc);
 }
 
 SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
-  // 1. Partial scores of this subgroup's columns: 16 heads x 64 positions.
+  // 0. The chunk's latent rows into the tile.
+  stageLatentRows(j0);
+  // 1. Partial scores of this subgroup's columns: 16 heads x 32 positions.
   Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
   Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
   for (int64_t nf = 0; nf < kChunk / mi.n; ++nf) {
-    SmallVector<std::pair<Value, Value>> rows;
-    for (auto piece : mi.b.pieces)
-      rows.push_back(
-          latentRow(position(j0, add(add(bOuter, nf * mi.n), piece[0]))));
     Value acc = zeros(mi.c.size());
     for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
       SmallVector<Value> parts;
-      for (auto [i, piece] : llvm::enumerate(mi.b.pieces)) {
+      for (auto piece : mi.b.pieces) {
+        Value row = add(add(bOuter, nf * mi.n), piece[0]);
         Value c = add(add(add(sliceBase, ks * mi.k), bInner), piece[1]);
-        parts.push_back(vector::LoadOp::create(
-            b, loc, VectorType::get({mi.b.count}, bf16), cache,
-            ValueRange{rows[i].first, rows[i].second, c}));
+        parts.push_back(
+            vector::LoadOp::create(b, loc, VectorType::get({mi.b.count}, bf16),
+                                   tile, ValueRange{row, c}));
       }
       acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], concat(parts, mi.b, bf16),
                                   acc);
@@ -268,7 +382,7 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
                                  ValueRange{idx(w), softRow, col}));
     Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
     Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        add(j0, col), count);
+                                        add(j0, col), rangeEnd);
     score = arith::SelectOp::create(b, loc, valid, score, cf32(-INFINITY));
     scores.push_back(score);
     chunkMax = arith::MaximumFOp::create(b, loc, chunkMax, score);
@@ -328,22 +442,20 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
                        add(add(aInner, ks * mi.k), piece[1] + e)}));
     Value pFrag = vector::FromElementsOp::create(
         b, loc, VectorType::get({mi.a.size()}, bf16), pElems);
-    // B (k = position, n = latent column): the rows of this lane's
+    // B (k = position, n = latent column): the tile rows of this lane's
     // positions, each element its own load.
-    SmallVector<std::pair<Value, Value>> rows;
+    SmallVector<Value> rows;
     for (auto piece : mi.b.pieces)
       for (int64_t e = 0; e < mi.b.count; ++e)
-        rows.push_back(latentRow(
-            position(j0, add(add(bInner, ks * mi.k), piece[1] + e))));
+        rows.push_back(add(add(bInner, ks * mi.k), piece[1] + e));
     for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
       SmallVector<Value> elems;
       int64_t r = 0;
       for (auto piece : mi.b.pieces) {
         Value col = add(add(add(sliceBase, nf * mi.n), bOuter), piece[0]);
         for (int64_t e = 0; e < mi.b.count; ++e, ++r)
-          elems.push_back(memref::LoadOp::create(
-              b, loc, cache,
-              ValueRange{rows[r].first, rows[r].second, col}));
+          elems.push_back(
+              memref::LoadOp::create(b, loc, tile, ValueRange{rows[r], col}));
       }
       Value vFrag = vector::FromElementsOp::create(
           b, loc, VectorType::get({mi.b.size()}, bf16), elems);
@@ -383,6 +495,12 @@ mlir::strata::chooseMlaAttendInstruction(const TargetInfo &target,
       kChunk % best->n || kChunk % best->k || subgroupSize % best->m ||
       kChunk % (subgroupSize / best->m)) {
     why = "the latent width does not tile";
+    return failure();
+  }
+  // The tile copies: 16-byte runs of the pool's rows, as many per thread.
+  if (shape.rank % kCopyElements || shape.poolWidth % kCopyElements ||
+      (kChunk * shape.rank / kCopyElements) % (kSubgroups * subgroupSize)) {
+    why = "the latent rows do not copy in 16-byte runs";
     return failure();
   }
   return best;

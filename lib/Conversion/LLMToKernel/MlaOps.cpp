@@ -10,9 +10,12 @@
 // throughout with one rounding at the store; the selection order does not
 // matter.
 //
-// Three kernels, every step size (decode included):
+// Four kernels, every step size (decode included):
 //   mla_absorb     (token, head) -> qa [T, H, R] f32,
 //   mla_attend     (token, head) -> oh [T, H, R] f32 (scores, softmax, sum),
+//                  or in steps of at most 32 tokens per (token, position
+//                  range) partial results into a parts buffer (MlaSplit.h),
+//   mla_combine    (token, head) of those steps: the ranges merged into oh,
 //   mla_project    (token, head) -> the result.
 // mla_attend carries kMlaAttendAttrName: a GPU target with matrix units
 // replaces it by a kernel in which the 16 heads of a block share each
@@ -28,6 +31,7 @@
 #include "dialects/llm/IR/LLMOps.h"
 #include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/MlaSplit.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
 
 using namespace mlir;
@@ -60,22 +64,23 @@ struct MlaHead {
     });
   }
 
-  /// The softmax over the selected latent rows of token t (request r) of
-  /// the scores qa . latent * scale, and oh[c] = sum_j p_j latent_j[c]
-  /// (stored through `store`); `prob` is a [width of sel] f32 scratch.
-  void attend(KernelBuilder &kb, const PagedPoolAccess &cache, Value sel,
-              Value counts, Value bt, Value prob, Value r, Value t,
-              llvm::function_ref<Value(Value)> qaAt,
-              llvm::function_ref<void(Value, Value)> store) const {
+  /// The softmax over the selected latent rows [j0, j1) of token t
+  /// (request r) of the scores qa . latent * scale, and oh[c] = sum_j p_j
+  /// latent_j[c] (stored through `store`; 0 for an empty range); `prob` is a
+  /// [width of sel] f32 scratch. Returns the largest score and the sum of
+  /// exp(score - it).
+  std::pair<Value, Value>
+  attend(KernelBuilder &kb, const PagedPoolAccess &cache, Value sel, Value bt,
+         Value prob, Value r, Value t, Value j0, Value j1,
+         llvm::function_ref<Value(Value)> qaAt,
+         llvm::function_ref<void(Value, Value)> store) const {
     Value zero = kb.f32(0.0);
-    Value count = kb.loadIndex(counts, t);
     auto latent = [&](Value j, Value c) {
       auto [page, row] =
           pagedRow(kb, bt, r, kb.loadIndex(sel, {t, j}), pageSize);
       return cache.load(kb, page, row, c);
     };
-    Value mx = kb.reduce(kb.idx(0), count, kb.f32(-INFINITY),
-                         [&](Value j, Value acc) {
+    Value mx = kb.reduce(j0, j1, kb.f32(-INFINITY), [&](Value j, Value acc) {
       Value dot = kb.reduce(0, rank, zero, [&](Value c, Value s) {
         return kb.add(s, kb.mul(qaAt(c), latent(j, c)));
       });
@@ -83,17 +88,19 @@ struct MlaHead {
       kb.store(score, prob, j);
       return kb.max(acc, score);
     });
-    Value sum = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+    Value sum = kb.reduce(j0, j1, zero, [&](Value j, Value s) {
       Value e = kb.exp(kb.sub(kb.load(prob, j), mx));
       kb.store(e, prob, j);
       return kb.add(s, e);
     });
+    Value nonEmpty = kb.gt(sum, zero);
     kb.loop(0, rank, [&](Value c) {
-      Value v = kb.reduce(kb.idx(0), count, zero, [&](Value j, Value s) {
+      Value v = kb.reduce(j0, j1, zero, [&](Value j, Value s) {
         return kb.add(s, kb.mul(kb.load(prob, j), latent(j, c)));
       });
-      store(c, kb.div(v, sum));
+      store(c, kb.select(nonEmpty, kb.div(v, sum), zero));
     });
+    return {mx, sum};
   }
 
   /// out[t, h, e] = sum_c W_UV^h[e, c] oh[c].
@@ -122,6 +129,15 @@ NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
            b.getNamedAttr("weight_row_offset", b.getI64IntegerAttr(offset)),
            b.getNamedAttr("weight_row_stride", b.getI64IntegerAttr(stride)),
            b.getNamedAttr("weight_transposed", b.getBoolAttr(transposed))}));
+}
+
+/// S(T), the position ranges per token of a step of `tokens` tokens
+/// (MlaSplit.h).
+Value splitsPerToken(KernelBuilder &kb, Value tokens) {
+  Value small = kb.ilt(tokens, kb.idx(kMlaSplitMaxTokens + 1));
+  return kb.select(small,
+                   kb.idiv(kb.idx(kMlaSplitSlots), kb.imax(tokens, kb.idx(1))),
+                   kb.idx(1));
 }
 
 struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
@@ -191,32 +207,125 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
         });
       })[0];
     }
-    Value ohAll;
+    Value ohAll, partsAll;
     {
       KernelCall call;
       call.addInput(qaAll);
       unsigned cacheArg = addCacheArgs(call);
       unsigned o = call.addResult(perHead, tokens);
+      unsigned parts =
+          call.addResult(MemRefType::get({kMlaSplitSlots, heads, rank + 2},
+                                         rewriter.getF32Type()),
+                         {});
       call.attributes.push_back(rewriter.getNamedAttr(
           kMlaAttendAttrName,
           rewriter.getDictionaryAttr(
               {rewriter.getNamedAttr("softmax_scale",
                                      op.getSoftmaxScaleAttr())})));
-      ohAll = call.emit(rewriter, op, "mla_attend",
-                        [&](KernelBuilder &kb, ValueRange a) {
-        MlaHead mla = head(a, 0);
-        Value sel = a[cacheArg + 1];
-        PagedPoolAccess cache(a[cacheArg], pool);
-        Value prob = kb.scratch({ShapedType::kDynamic},
-                                ValueRange{kb.dim(sel, 1)});
-        forEachTokenHeadRow(kb, a[cacheArg + 3], a[0], heads,
-                            [&](Value r, Value t, Value h) {
-          mla.attend(kb, cache, sel, a[cacheArg + 2], a[cacheArg + 4], prob,
-                     r, t, [&](Value c) { return kb.load(a[0], {t, h, c}); },
-                     [&](Value c, Value v) { kb.store(v, a[o], {t, h, c}); });
-        });
-        kb.dealloc(prob);
-      })[0];
+      auto results = call.emit(
+          rewriter, op, "mla_attend", [&](KernelBuilder &kb, ValueRange a) {
+            MlaHead mla = head(a, 0);
+            Value sel = a[cacheArg + 1];
+            PagedPoolAccess cache(a[cacheArg], pool);
+            Value prob =
+                kb.scratch({ShapedType::kDynamic}, ValueRange{kb.dim(sel, 1)});
+            // One range per token, all of its positions (the others empty: only
+            // their maximum and sum are written, mla_combine skips their sums):
+            // mla_combine then reproduces the unsplit result exactly, so the
+            // generic kernels' results do not depend on how tokens are grouped
+            // into steps.
+            Value splits = splitsPerToken(kb, kb.dim(a[0], 0));
+            Value split = kb.ilt(kb.idx(1), splits);
+            Value whole = kb.ige(kb.idx(1), splits);
+            forEachTokenHeadRow(
+                kb, a[cacheArg + 3], a[0], heads,
+                [&](Value r, Value t, Value h) {
+                  Value count = kb.loadIndex(a[cacheArg + 2], t);
+                  Value first = kb.imul(t, splits);
+                  std::pair<Value, Value> stats = mla.attend(
+                      kb, cache, sel, a[cacheArg + 4], prob, r, t, kb.idx(0),
+                      count,
+                      [&](Value c) {
+                        return kb.load(a[0], {t, h, c});
+                      },
+                      [&](Value c, Value v) {
+                        kb.ifThen(whole, [&] { kb.store(v, a[o], {t, h, c}); });
+                        kb.ifThen(split, [&] {
+                          kb.store(v, a[parts], {first, h, c});
+                        });
+                      });
+                  kb.ifThen(split, [&] {
+                    kb.store(stats.first, a[parts], {first, h, kb.idx(rank)});
+                    kb.store(stats.second, a[parts],
+                             {first, h, kb.idx(rank + 1)});
+                    kb.loop(kb.idx(1), splits, [&](Value s) {
+                      Value slot = kb.iadd(first, s);
+                      kb.store(kb.f32(-INFINITY), a[parts],
+                               {slot, h, kb.idx(rank)});
+                      kb.store(kb.f32(0.0), a[parts],
+                               {slot, h, kb.idx(rank + 1)});
+                    });
+                  });
+                });
+            kb.dealloc(prob);
+          });
+      ohAll = results[0];
+      partsAll = results[1];
+    }
+    {
+      // mla_combine: the ranges of split steps merged into oh (in place).
+      KernelCall call;
+      unsigned oh = call.addInput(ohAll);
+      unsigned parts = call.addInput(partsAll);
+      call.emit(
+          rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
+            Value tokens = kb.dim(a[oh], 0);
+            Value splits = splitsPerToken(kb, tokens);
+            Value rows =
+                kb.rowsIfStepSize(tokens, tokens, kMlaSplitMaxTokens + 1,
+                                  /*atLeast=*/false);
+            kb.parallelRows(
+                {kb.idx(0), kb.idx(0)}, {rows, kb.idx(heads)},
+                [&](ValueRange th) {
+                  Value t = th[0], h = th[1];
+                  auto part = [&](Value s, Value c) {
+                    return kb.load(a[parts],
+                                   {kb.iadd(kb.imul(t, splits), s), h, c});
+                  };
+                  Value top =
+                      kb.reduce(kb.idx(0), splits, kb.f32(-INFINITY),
+                                [&](Value s, Value acc) {
+                                  return kb.max(acc, part(s, kb.idx(rank)));
+                                });
+                  // Range s's weight: exp(m_s - top) l_s (0 for an empty
+                  // range).
+                  auto weight = [&](Value s) {
+                    return kb.mul(kb.exp(kb.sub(part(s, kb.idx(rank)), top)),
+                                  part(s, kb.idx(rank + 1)));
+                  };
+                  Value total = kb.reduce(kb.idx(0), splits, kb.f32(0.0),
+                                          [&](Value s, Value acc) {
+                                            return kb.add(acc, weight(s));
+                                          });
+                  // sum_s (w_s / total) o_s over the ranges of weight > 0 (an
+                  // empty range's o_s need not be written): exactly o_0 when
+                  // range 0 is the only non-empty one (the generic mla_attend's
+                  // form).
+                  kb.loop(0, rank, [&](Value c) {
+                    Value v =
+                        kb.reduce(kb.idx(0), splits, kb.f32(0.0),
+                                  [&](Value s, Value acc) {
+                                    Value w = weight(s);
+                                    Value term = kb.select(
+                                        kb.gt(w, kb.f32(0.0)),
+                                        kb.mul(kb.div(w, total), part(s, c)),
+                                        kb.f32(0.0));
+                                    return kb.add(acc, term);
+                                  });
+                    kb.store(v, a[oh], {t, h, c});
+                  });
+                });
+          });
     }
     {
       // Marked as a head-batched matmul (W_UV^h: the rows [h (dq + dv) + dq,

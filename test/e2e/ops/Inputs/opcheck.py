@@ -851,9 +851,21 @@ def mla_attention_split():
     return _mla(pos, starts, bt, owner)
 
 
-def _mla(pos, starts, bt, owner):
-    p = Program(14)
-    PS, R, H, DQ, DV, S, dt = 4, 16, 2, 8, 6, 10, "bf16"
+@case
+def mla_attention_ranges():
+    # 3 tokens, up to 700 selected positions each: a step of at most 32
+    # tokens, whose 21 ranges per token (the first holding every position on
+    # the CPU) mla_combine merges.
+    pos = np.array([699, 650, 300], dtype=np.int32)
+    starts = np.array([0, 1, 3], dtype=np.int32)
+    bt = np.stack([np.arange(176), np.arange(176, 352)]).astype(np.int32)
+    owner = np.array([0, 1, 1])
+    return _mla(pos, starts, bt, owner, S=720, seed=21)
+
+
+def _mla(pos, starts, bt, owner, S=10, seed=14):
+    p = Program(seed)
+    PS, R, H, DQ, DV, dt = 4, 16, 2, 8, 6, "bf16"
     T = len(pos)
     pool = p.rand((int(bt.max()) + 1, PS, R), dt, -2, 2)
     q = p.rand((T, H, DQ), dt, -2, 2)

@@ -1,0 +1,43 @@
+//===- MlaSplit.h - sparse MLA attention split over positions ---*- C++ -*-===//
+//
+// Part of strata, under the Apache License v2.0.
+//
+// The contract of mla_attend and mla_combine for small steps
+// (flash-decoding): a step of T tokens gives each token S(T) position
+// ranges, S(T) = kMlaSplitSlots / T for T <= kMlaSplitMaxTokens and 1 above.
+// With S = 1 mla_attend stores each (token, head)'s attention output oh
+// directly. With S > 1 it stores, for range s of token t, into row t * S + s
+// of a [kMlaSplitSlots, heads, R + 2] f32 parts buffer: the range's
+// softmax-weighted latent sum normalised by its own sum (R values, not read
+// for an empty range), its largest scaled score (-inf when empty) and its
+// sum of exp(score - that maximum) (0 when empty); mla_combine then writes
+// oh[t, h] = sum_s (w_s / sum_s' w_s') o_s over the ranges with
+// w_s = exp(m_s - max_s m_s) l_s > 0.
+// How the positions are cut into the S ranges is the producer's choice:
+// the GPU's matrix-unit mla_attend (LLMToGPU/MlaAttendKernel.cpp) takes
+// [min(s L, count), min((s + 1) L, count)) with L = ceil(count / S) rounded
+// up to kMlaSplitAlign positions, spreading a token over S blocks; the
+// generic kernel (MlaOps.cpp) puts every position in range 0, for which
+// mla_combine's weights are exactly 1, 0, ..., 0, so its results are those
+// of the unsplit form bit for bit.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_LIB_CONVERSION_LLMTOKERNEL_MLASPLIT_H
+#define STRATA_LIB_CONVERSION_LLMTOKERNEL_MLASPLIT_H
+
+#include <cstdint>
+
+namespace mlir::strata {
+
+/// Rows of the parts buffer: the (token, range) pairs of a split step.
+inline constexpr int64_t kMlaSplitSlots = 64;
+/// The largest step that splits (at least 2 ranges per token).
+inline constexpr int64_t kMlaSplitMaxTokens = kMlaSplitSlots / 2;
+/// Ranges start at multiples of this many positions (the GPU kernel's
+/// chunk).
+inline constexpr int64_t kMlaSplitAlign = 32;
+
+} // namespace mlir::strata
+
+#endif // STRATA_LIB_CONVERSION_LLMTOKERNEL_MLASPLIT_H
