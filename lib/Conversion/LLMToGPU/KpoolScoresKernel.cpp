@@ -8,7 +8,10 @@
 // heads as the rows of the matrix instruction, so every key row it reads
 // serves all heads at once.
 //
-// A block takes one token (grid x, grid stride). Its heads are ceil(H / m)
+// A block takes one token (grid x, grid stride) and every
+// kKpoolScoreBlocks-th group of 4 x n pools from group blockIdx.y on (grid
+// y: a long context's pools spread over that many blocks; a block whose
+// token has fewer groups has nothing to do). Its heads are ceil(H / m)
 // row tiles of the instruction (heads past H clamped on load, weight 0);
 // their A fragments (q[t], bf16) stay in registers for the token. Per group
 // of 4 x n pools, subgroup w takes the n pools from (4 g + w) n: the
@@ -74,6 +77,7 @@ private:
   }
 
   void buildToken();
+  void buildTokenGroups();
   void buildGroup(Value group);
 
   const KpoolScores &s;
@@ -87,7 +91,7 @@ private:
   // Per thread.
   Value tid, warp;
   // Per token.
-  Value t, request, visible;
+  Value t, request, visible, groups;
   SmallVector<Value> qFrags;
 };
 
@@ -116,9 +120,17 @@ void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
 }
 
 void KpoolScoresBuilder::buildToken() {
-  request = requestOfToken(starts, t);
   Value x = toIndex(memref::LoadOp::create(b, loc, positions, t));
   visible = arith::DivUIOp::create(b, loc, add(x, 1), idx(s.kpool));
+  groups = arith::CeilDivUIOp::create(b, loc, visible,
+                                      idx(kSubgroups * mi.n));
+  // Blocks past the token's groups skip it (uniform within the block).
+  ifThen(ult(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), groups),
+         [&] { buildTokenGroups(); });
+}
+
+void KpoolScoresBuilder::buildTokenGroups() {
+  request = requestOfToken(starts, t);
 
   // q[t]'s A fragments, one per (row tile, k step), for the whole token.
   Value lastHead = idx(s.heads - 1);
@@ -138,11 +150,12 @@ void KpoolScoresBuilder::buildToken() {
     }
   }
 
-  // Groups of kSubgroups x n pools; every thread runs the same trip count
-  // (the barriers inside are uniform).
-  int64_t perGroup = kSubgroups * mi.n;
-  Value groups = arith::CeilDivUIOp::create(b, loc, visible, idx(perGroup));
-  auto loop = scf::ForOp::create(b, loc, idx(0), groups, idx(1));
+  // Groups of kSubgroups x n pools, this block's from blockIdx.y in steps of
+  // gridDim.y; every thread runs the same trip count (the barriers inside
+  // are uniform).
+  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::y);
+  auto loop = scf::ForOp::create(b, loc, first, groups, step);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   buildGroup(loop.getInductionVar());

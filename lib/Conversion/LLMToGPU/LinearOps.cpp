@@ -789,8 +789,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
                                        kernel.getSymName(), type.getInputs(),
                                        shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  // (tokens, 1, 1).
+  // (tokens, kKpoolScoreBlocks, 1).
   result.grid[0] = {0, 0, 1};
+  result.grid[1].blocks = kKpoolScoreBlocks;
   return result;
 }
 

@@ -397,6 +397,10 @@ struct KpoolScores {
   double scale = 1.0;
 };
 
+/// Blocks per token of buildKpoolScoresKernel (grid y): a long context's
+/// pools spread over them.
+inline constexpr int64_t kKpoolScoreBlocks = 16;
+
 /// The bf16 instruction buildKpoolScoresKernel uses on `target`; fails with
 /// `why` when there is none or the head dimension does not tile.
 FailureOr<const MatrixInstruction *>
@@ -406,8 +410,9 @@ chooseKpoolScoresInstruction(const TargetInfo &target,
 /// Builds `gpu.func @name` with the arguments `argTypes` of a kpool_scores
 /// kernel function (q memref<?xHxDxbf16>, weights memref<?xHxf32>, the bf16
 /// index pool memref<?xPxDxbf16>, positions, sequence starts, block table,
-/// scores memref<?x?xPxf32>): one token per block (grid (tokens, 1, 1)), its
-/// heads the instruction's rows, 4 subgroups (KpoolScoresKernel.cpp).
+/// scores memref<?x?xPxf32>): grid (tokens, kKpoolScoreBlocks, 1), a block
+/// taking every kKpoolScoreBlocks-th group of its token's pools, the heads
+/// the instruction's rows, 4 subgroups (KpoolScoresKernel.cpp).
 gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,
                                       TypeRange argTypes,
