@@ -8,10 +8,12 @@
 // heads as the rows of the matrix instruction, so every key row it reads
 // serves all heads at once.
 //
-// A block takes one token (grid x, grid stride) and every
-// kKpoolScoreBlocks-th group of 4 x n pools from group blockIdx.y on (grid
-// y: a long context's pools spread over that many blocks; a block whose
-// token has fewer groups has nothing to do). Its heads are ceil(H / m)
+// A block takes one work item (grid x = tokens + kKpoolScoreItems, grid
+// stride): a step of T tokens gives each token P = clamp(kKpoolScoreItems /
+// T, 1, kKpoolScoreMaxParts) items, item (t, part) taking every P-th group
+// of 4 x n pools from group `part` on (small steps spread a long context's
+// pools over several blocks; large ones keep one block per token, which
+// loads the token's queries once). Its heads are ceil(H / m)
 // row tiles of the instruction (heads past H clamped on load, weight 0);
 // their A fragments (q[t], bf16) stay in registers for the token. Per group
 // of 4 x n pools, subgroup w takes the n pools from (4 g + w) n: the
@@ -90,8 +92,10 @@ private:
   Value partial;
   // Per thread.
   Value tid, warp;
-  // Per token.
-  Value t, request, visible, groups;
+  // Parts per token (per kernel), the work item's token and part.
+  Value parts, t, part;
+  // Per work item.
+  Value request, visible, groups;
   SmallVector<Value> qFrags;
 };
 
@@ -112,8 +116,19 @@ void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
 
-  forEachGridToken(memref::DimOp::create(b, loc, q, 0), [&](Value token) {
-    t = token;
+  // P parts per token, T * P work items over the grid.
+  Value tokens = memref::DimOp::create(b, loc, q, 0);
+  parts = arith::MaxUIOp::create(
+      b, loc,
+      minu(arith::DivUIOp::create(
+               b, loc, idx(kKpoolScoreItems),
+               arith::MaxUIOp::create(b, loc, tokens, idx(1))),
+           idx(kKpoolScoreMaxParts)),
+      idx(1));
+  forEachGridToken(arith::MulIOp::create(b, loc, tokens, parts),
+                   [&](Value item) {
+    t = arith::DivUIOp::create(b, loc, item, parts);
+    part = arith::RemUIOp::create(b, loc, item, parts);
     buildToken();
   });
   gpu::ReturnOp::create(b, loc);
@@ -124,9 +139,8 @@ void KpoolScoresBuilder::buildToken() {
   visible = arith::DivUIOp::create(b, loc, add(x, 1), idx(s.kpool));
   groups = arith::CeilDivUIOp::create(b, loc, visible,
                                       idx(kSubgroups * mi.n));
-  // Blocks past the token's groups skip it (uniform within the block).
-  ifThen(ult(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), groups),
-         [&] { buildTokenGroups(); });
+  // Parts past the token's groups skip it (uniform within the block).
+  ifThen(ult(part, groups), [&] { buildTokenGroups(); });
 }
 
 void KpoolScoresBuilder::buildTokenGroups() {
@@ -150,12 +164,10 @@ void KpoolScoresBuilder::buildTokenGroups() {
     }
   }
 
-  // Groups of kSubgroups x n pools, this block's from blockIdx.y in steps of
-  // gridDim.y; every thread runs the same trip count (the barriers inside
-  // are uniform).
-  Value first = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  Value step = gpu::GridDimOp::create(b, loc, gpu::Dimension::y);
-  auto loop = scf::ForOp::create(b, loc, first, groups, step);
+  // Groups of kSubgroups x n pools, this part's from `part` in steps of
+  // P; every thread runs the same trip count (the barriers inside are
+  // uniform).
+  auto loop = scf::ForOp::create(b, loc, part, groups, parts);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   buildGroup(loop.getInductionVar());

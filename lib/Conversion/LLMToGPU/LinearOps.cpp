@@ -789,9 +789,10 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
                                        kernel.getSymName(), type.getInputs(),
                                        shape, **mi, target.getSubgroupSize());
   result.tiling.mma = **mi;
-  // (tokens, kKpoolScoreBlocks, 1).
+  // (tokens + kKpoolScoreItems, 1, 1): every work item a block, the extra
+  // ones idle in larger steps.
   result.grid[0] = {0, 0, 1};
-  result.grid[1].blocks = kKpoolScoreBlocks;
+  result.grid[0].addend = kKpoolScoreItems;
   return result;
 }
 

@@ -397,9 +397,11 @@ struct KpoolScores {
   double scale = 1.0;
 };
 
-/// Blocks per token of buildKpoolScoresKernel (grid y): a long context's
-/// pools spread over them.
-inline constexpr int64_t kKpoolScoreBlocks = 16;
+/// buildKpoolScoresKernel's work items: a step of T tokens splits each
+/// token's pools over clamp(kKpoolScoreItems / T, 1, kKpoolScoreMaxParts)
+/// blocks (grid x = T + kKpoolScoreItems).
+inline constexpr int64_t kKpoolScoreItems = 256;
+inline constexpr int64_t kKpoolScoreMaxParts = 16;
 
 /// The bf16 instruction buildKpoolScoresKernel uses on `target`; fails with
 /// `why` when there is none or the head dimension does not tile.
@@ -410,9 +412,9 @@ chooseKpoolScoresInstruction(const TargetInfo &target,
 /// Builds `gpu.func @name` with the arguments `argTypes` of a kpool_scores
 /// kernel function (q memref<?xHxDxbf16>, weights memref<?xHxf32>, the bf16
 /// index pool memref<?xPxDxbf16>, positions, sequence starts, block table,
-/// scores memref<?x?xPxf32>): grid (tokens, kKpoolScoreBlocks, 1), a block
-/// taking every kKpoolScoreBlocks-th group of its token's pools, the heads
-/// the instruction's rows, 4 subgroups (KpoolScoresKernel.cpp).
+/// scores memref<?x?xPxf32>): grid (tokens + kKpoolScoreItems, 1, 1), a
+/// block taking a part of a token's pools, the heads the instruction's rows,
+/// 4 subgroups (KpoolScoresKernel.cpp).
 gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,
                                       TypeRange argTypes,

@@ -140,6 +140,72 @@ Value splitsPerToken(KernelBuilder &kb, Value tokens) {
                    kb.idx(1));
 }
 
+/// mla_combine, rows (token, head) of steps of at most kMlaSplitMaxTokens
+/// tokens: the token's ranges in `parts` merged into `oh` in place
+/// (MlaSplit.h). Every loop over the ranges runs over all kMlaSplitSlots
+/// with the ranges past S masked, 8 ranges per iteration written out, so
+/// that their loads are in flight together.
+void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
+                    Value ohAll, Value partsAll, int64_t heads, int64_t rank) {
+  KernelCall call;
+  unsigned oh = call.addInput(ohAll);
+  unsigned parts = call.addInput(partsAll);
+  call.emit(rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
+    Value tokens = kb.dim(a[oh], 0);
+    Value splits = splitsPerToken(kb, tokens);
+    Value rows = kb.rowsIfStepSize(tokens, tokens, kMlaSplitMaxTokens + 1,
+                                   /*atLeast=*/false);
+    kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(heads)},
+                    [&](ValueRange th) {
+      Value t = th[0], h = th[1];
+      Value first = kb.imul(t, splits);
+      Value lastSlot = kb.idx(kMlaSplitSlots - 1);
+      auto inRange = [&](Value s) { return kb.ilt(s, splits); };
+      auto part = [&](Value s, Value c) {
+        return kb.load(a[parts], {kb.imin(kb.iadd(first, s), lastSlot), h, c});
+      };
+      // In steps of kUnroll ranges written out (loads in flight together).
+      constexpr int64_t kUnroll = 8;
+      auto overRanges = [&](Value init,
+                            llvm::function_ref<Value(Value, Value)> body) {
+        return kb.reduce(0, kMlaSplitSlots / kUnroll, init,
+                         [&](Value step, Value acc) {
+          for (int64_t i = 0; i < kUnroll; ++i)
+            acc = body(kb.iadd(kb.imul(step, kb.idx(kUnroll)), kb.idx(i)),
+                       acc);
+          return acc;
+        });
+      };
+      Value top = overRanges(kb.f32(-INFINITY), [&](Value s, Value acc) {
+        return kb.select(inRange(s), kb.max(acc, part(s, kb.idx(rank))), acc);
+      });
+      // Range s's weight: exp(m_s - top) l_s (0 for an empty range and past
+      // S).
+      auto weight = [&](Value s) {
+        Value w = kb.mul(kb.exp(kb.sub(part(s, kb.idx(rank)), top)),
+                         part(s, kb.idx(rank + 1)));
+        return kb.select(inRange(s), w, kb.f32(0.0));
+      };
+      Value total = overRanges(kb.f32(0.0), [&](Value s, Value acc) {
+        return kb.add(acc, weight(s));
+      });
+      // sum_s (w_s / total) o_s over the ranges of weight > 0 (an empty
+      // range's o_s need not be written): exactly o_0 when range 0 is the
+      // only non-empty one (the generic mla_attend's form).
+      kb.loop(0, rank, [&](Value c) {
+        Value v = overRanges(kb.f32(0.0), [&](Value s, Value acc) {
+          Value w = weight(s);
+          Value term = kb.select(kb.gt(w, kb.f32(0.0)),
+                                 kb.mul(kb.div(w, total), part(s, c)),
+                                 kb.f32(0.0));
+          return kb.add(acc, term);
+        });
+        kb.store(v, a[oh], {t, h, c});
+      });
+    });
+  });
+}
+
 struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -272,61 +338,7 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       ohAll = results[0];
       partsAll = results[1];
     }
-    {
-      // mla_combine: the ranges of split steps merged into oh (in place).
-      KernelCall call;
-      unsigned oh = call.addInput(ohAll);
-      unsigned parts = call.addInput(partsAll);
-      call.emit(
-          rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
-            Value tokens = kb.dim(a[oh], 0);
-            Value splits = splitsPerToken(kb, tokens);
-            Value rows =
-                kb.rowsIfStepSize(tokens, tokens, kMlaSplitMaxTokens + 1,
-                                  /*atLeast=*/false);
-            kb.parallelRows(
-                {kb.idx(0), kb.idx(0)}, {rows, kb.idx(heads)},
-                [&](ValueRange th) {
-                  Value t = th[0], h = th[1];
-                  auto part = [&](Value s, Value c) {
-                    return kb.load(a[parts],
-                                   {kb.iadd(kb.imul(t, splits), s), h, c});
-                  };
-                  Value top =
-                      kb.reduce(kb.idx(0), splits, kb.f32(-INFINITY),
-                                [&](Value s, Value acc) {
-                                  return kb.max(acc, part(s, kb.idx(rank)));
-                                });
-                  // Range s's weight: exp(m_s - top) l_s (0 for an empty
-                  // range).
-                  auto weight = [&](Value s) {
-                    return kb.mul(kb.exp(kb.sub(part(s, kb.idx(rank)), top)),
-                                  part(s, kb.idx(rank + 1)));
-                  };
-                  Value total = kb.reduce(kb.idx(0), splits, kb.f32(0.0),
-                                          [&](Value s, Value acc) {
-                                            return kb.add(acc, weight(s));
-                                          });
-                  // sum_s (w_s / total) o_s over the ranges of weight > 0 (an
-                  // empty range's o_s need not be written): exactly o_0 when
-                  // range 0 is the only non-empty one (the generic mla_attend's
-                  // form).
-                  kb.loop(0, rank, [&](Value c) {
-                    Value v =
-                        kb.reduce(kb.idx(0), splits, kb.f32(0.0),
-                                  [&](Value s, Value acc) {
-                                    Value w = weight(s);
-                                    Value term = kb.select(
-                                        kb.gt(w, kb.f32(0.0)),
-                                        kb.mul(kb.div(w, total), part(s, c)),
-                                        kb.f32(0.0));
-                                    return kb.add(acc, term);
-                                  });
-                    kb.store(v, a[oh], {t, h, c});
-                  });
-                });
-          });
-    }
+    emitMlaCombine(rewriter, op, ohAll, partsAll, heads, rank);
     {
       // Marked as a head-batched matmul (W_UV^h: the rows [h (dq + dv) + dq,
       // + dv) of kv_b) for matrix-unit targets (LLMToGPU
