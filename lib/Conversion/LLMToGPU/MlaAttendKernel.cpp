@@ -94,7 +94,7 @@ private:
   }
   /// (page, row in page) of the latent row of selected position `p`.
   std::pair<Value, Value> latentRow(Value p) {
-    Value row = toIndex(memref::LoadOp::create(b, loc, sel, ValueRange{t, p}));
+    Value row = toIndex(memref::LoadOp::create(b, loc, rangeSel, p));
     Value rows = idx(s.pageSize);
     Value page = toIndex(memref::LoadOp::create(
         b, loc, blockTable,
@@ -128,7 +128,10 @@ private:
   // Per block: the position ranges per token and whether there are several.
   Value splits, isSplit;
   // Per work item: the token, its range [j0, j1) and row of `parts`.
-  Value t, request, rangeBegin, rangeEnd, lastPos, slot;
+  // Positions are counted from the range's start: `rangeSel` is the token's
+  // selection from there (a loop from 0 keeps the kernel at 168 registers,
+  // one from the range's start took 228).
+  Value t, request, rangeBegin, rangeLength, lastPos, slot, rangeSel;
   SmallVector<Value> qaFrags;
 };
 
@@ -183,7 +186,8 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
             arith::CeilDivUIOp::create(b, loc, perSplit, idx(kMlaSplitAlign)),
             kMlaSplitAlign);
         rangeBegin = minu(arith::MulIOp::create(b, loc, range, len), count);
-        rangeEnd = minu(add(rangeBegin, len), count);
+        rangeLength = arith::SubIOp::create(
+            b, loc, minu(add(rangeBegin, len), count), rangeBegin);
         buildItem();
       });
   gpu::ReturnOp::create(b, loc);
@@ -192,7 +196,18 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
 void MlaAttendBuilder::buildItem() {
   request = requestOfToken(starts, t);
   lastPos = arith::SubIOp::create(
-      b, loc, arith::MaxUIOp::create(b, loc, rangeEnd, idx(1)), idx(1));
+      b, loc, arith::MaxUIOp::create(b, loc, rangeLength, idx(1)), idx(1));
+  Value width = memref::DimOp::create(b, loc, sel, 1);
+  rangeSel = memref::SubViewOp::create(
+      b, loc,
+      MemRefType::get(
+          {ShapedType::kDynamic}, b.getI32Type(),
+          StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, {1})),
+      sel, ArrayRef<OpFoldResult>{t, rangeBegin},
+      ArrayRef<OpFoldResult>{
+          b.getIndexAttr(1),
+          arith::SubIOp::create(b, loc, width, rangeBegin).getResult()},
+      ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
 
   // qa's A fragments for this subgroup's columns, bf16, for every chunk.
   Value lastHead = idx(s.heads - 1);
@@ -217,7 +232,7 @@ void MlaAttendBuilder::buildItem() {
   for (int64_t nf = 0; nf < slice / mi.n; ++nf)
     init.push_back(zeros(mi.c.size()));
   auto chunks = scf::ForOp::create(
-      b, loc, rangeBegin, rangeEnd, idx(kChunk), init,
+      b, loc, idx(0), rangeLength, idx(kChunk), init,
       [&](OpBuilder &nb, Location, Value j0, ValueRange c) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
@@ -246,44 +261,42 @@ void MlaAttendBuilder::buildItem() {
 void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
   Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
   // acc / sum of this lane's elements into oh[t] or, split, parts[slot]
-  // (0 for an empty range: its sum is 0).
-  auto store = [&](bool split) {
-    for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
-      Value acc = chunkResults[2 + nf];
-      int64_t e = 0;
-      for (auto piece : mi.c.pieces) {
-        Value row = add(cOuter, piece[0]);
-        Value h = add(headBase, row);
-        Value sum =
-            memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
-        Value nonEmpty = arith::CmpFOp::create(
-            b, loc, arith::CmpFPredicate::OGT, sum, cf32(0.0));
-        auto inHeads = scf::IfOp::create(
-            b, loc,
-            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
-                                  idx(s.heads)),
-            false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(inHeads.thenBlock());
-        for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-          Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
-          Value v = arith::DivFOp::create(
-              b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
-          if (split)
-            memref::StoreOp::create(
-                b, loc, arith::SelectOp::create(b, loc, nonEmpty, v, cf32(0.0)),
-                parts, ValueRange{slot, h, col});
-          else
-            memref::StoreOp::create(b, loc, v, oh, ValueRange{t, h, col});
-        }
+  // (0 for an empty range: its sum is 0), one store path for both (two
+  // paths cost the kernel 56 registers).
+  auto dynamic = MemRefType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, f32);
+  Value target = arith::SelectOp::create(
+      b, loc, isSplit, memref::CastOp::create(b, loc, dynamic, parts),
+      memref::CastOp::create(b, loc, dynamic, oh));
+  Value targetRow = arith::SelectOp::create(b, loc, isSplit, slot, t);
+  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+    Value acc = chunkResults[2 + nf];
+    int64_t e = 0;
+    for (auto piece : mi.c.pieces) {
+      Value row = add(cOuter, piece[0]);
+      Value h = add(headBase, row);
+      Value sum =
+          memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
+      Value nonEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                             sum, cf32(0.0));
+      auto inHeads = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
+                                idx(s.heads)),
+          false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(inHeads.thenBlock());
+      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
+        Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
+        Value v = arith::DivFOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
+        memref::StoreOp::create(
+            b, loc, arith::SelectOp::create(b, loc, nonEmpty, v, cf32(0.0)),
+            target, ValueRange{targetRow, h, col});
       }
     }
-  };
-  auto ifSplit = scf::IfOp::create(b, loc, isSplit, /*withElse=*/true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifSplit.thenBlock());
-  store(true);
-  // The range's maximum and sum, from subgroup 0's row owners.
+  }
+  // Split: the range's maximum and sum, from subgroup 0's row owners.
   Value h = add(headBase, softRow);
   Value owner = arith::AndIOp::create(
       b, loc,
@@ -293,16 +306,17 @@ void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
                                 idx(0)),
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
                                 idx(0))),
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
-                            idx(s.heads)));
+      arith::AndIOp::create(b, loc, isSplit,
+                            arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::ult, h,
+                                                  idx(s.heads))));
   auto ifOwner = scf::IfOp::create(b, loc, owner, false);
+  OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOwner.thenBlock());
   memref::StoreOp::create(b, loc, chunkResults[0], parts,
                           ValueRange{slot, h, idx(s.rank)});
   memref::StoreOp::create(b, loc, chunkResults[1], parts,
                           ValueRange{slot, h, idx(s.rank + 1)});
-  b.setInsertionPointToStart(ifSplit.elseBlock());
-  store(false);
 }
 
 void MlaAttendBuilder::stageLatentRows(Value j0) {
@@ -382,7 +396,7 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
                                  ValueRange{idx(w), softRow, col}));
     Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
     Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        add(j0, col), rangeEnd);
+                                        add(j0, col), rangeLength);
     score = arith::SelectOp::create(b, loc, valid, score, cf32(-INFINITY));
     scores.push_back(score);
     chunkMax = arith::MaximumFOp::create(b, loc, chunkMax, score);

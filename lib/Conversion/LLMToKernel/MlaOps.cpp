@@ -142,9 +142,9 @@ Value splitsPerToken(KernelBuilder &kb, Value tokens) {
 
 /// mla_combine, rows (token, head) of steps of at most kMlaSplitMaxTokens
 /// tokens: the token's ranges in `parts` merged into `oh` in place
-/// (MlaSplit.h). Every loop over the ranges runs over all kMlaSplitSlots
-/// with the ranges past S masked, 8 ranges per iteration written out, so
-/// that their loads are in flight together.
+/// (MlaSplit.h). The ranges' normalised weights are computed once per row
+/// into a scratch row; the loops over the ranges take 8 per iteration
+/// (masked past S), so that their loads are in flight together.
 void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
                     Value ohAll, Value partsAll, int64_t heads, int64_t rank) {
   KernelCall call;
@@ -155,54 +155,55 @@ void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
     Value splits = splitsPerToken(kb, tokens);
     Value rows = kb.rowsIfStepSize(tokens, tokens, kMlaSplitMaxTokens + 1,
                                    /*atLeast=*/false);
+    Value weights = kb.scratch({kMlaSplitSlots});
+    constexpr int64_t kUnroll = 8;
+    Value steps =
+        kb.idiv(kb.iadd(splits, kb.idx(kUnroll - 1)), kb.idx(kUnroll));
+    Value lastSlot = kb.idx(kMlaSplitSlots - 1);
+    auto inRange = [&](Value s) { return kb.ilt(s, splits); };
+    // body(s, acc) for s in [0, S), kUnroll per iteration written out (the
+    // bodies mask s >= S themselves).
+    auto overRanges = [&](Value init,
+                          llvm::function_ref<Value(Value, Value)> body) {
+      return kb.reduce(kb.idx(0), steps, init, [&](Value step, Value acc) {
+        for (int64_t i = 0; i < kUnroll; ++i)
+          acc = body(kb.iadd(kb.imul(step, kb.idx(kUnroll)), kb.idx(i)), acc);
+        return acc;
+      });
+    };
     kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(heads)},
                     [&](ValueRange th) {
       Value t = th[0], h = th[1];
       Value first = kb.imul(t, splits);
-      Value lastSlot = kb.idx(kMlaSplitSlots - 1);
-      auto inRange = [&](Value s) { return kb.ilt(s, splits); };
       auto part = [&](Value s, Value c) {
         return kb.load(a[parts], {kb.imin(kb.iadd(first, s), lastSlot), h, c});
-      };
-      // In steps of kUnroll ranges written out (loads in flight together).
-      constexpr int64_t kUnroll = 8;
-      auto overRanges = [&](Value init,
-                            llvm::function_ref<Value(Value, Value)> body) {
-        return kb.reduce(0, kMlaSplitSlots / kUnroll, init,
-                         [&](Value step, Value acc) {
-          for (int64_t i = 0; i < kUnroll; ++i)
-            acc = body(kb.iadd(kb.imul(step, kb.idx(kUnroll)), kb.idx(i)),
-                       acc);
-          return acc;
-        });
       };
       Value top = overRanges(kb.f32(-INFINITY), [&](Value s, Value acc) {
         return kb.select(inRange(s), kb.max(acc, part(s, kb.idx(rank))), acc);
       });
-      // Range s's weight: exp(m_s - top) l_s (0 for an empty range and past
-      // S).
+      // Range s's weight: exp(m_s - top) l_s (0 for an empty range).
       auto weight = [&](Value s) {
-        Value w = kb.mul(kb.exp(kb.sub(part(s, kb.idx(rank)), top)),
-                         part(s, kb.idx(rank + 1)));
-        return kb.select(inRange(s), w, kb.f32(0.0));
+        return kb.mul(kb.exp(kb.sub(part(s, kb.idx(rank)), top)),
+                      part(s, kb.idx(rank + 1)));
       };
       Value total = overRanges(kb.f32(0.0), [&](Value s, Value acc) {
-        return kb.add(acc, weight(s));
+        return kb.select(inRange(s), kb.add(acc, weight(s)), acc);
       });
+      kb.loop(kb.idx(0), splits,
+              [&](Value s) { kb.store(kb.div(weight(s), total), weights, s); });
       // sum_s (w_s / total) o_s over the ranges of weight > 0 (an empty
       // range's o_s need not be written): exactly o_0 when range 0 is the
       // only non-empty one (the generic mla_attend's form).
       kb.loop(0, rank, [&](Value c) {
         Value v = overRanges(kb.f32(0.0), [&](Value s, Value acc) {
-          Value w = weight(s);
-          Value term = kb.select(kb.gt(w, kb.f32(0.0)),
-                                 kb.mul(kb.div(w, total), part(s, c)),
-                                 kb.f32(0.0));
-          return kb.add(acc, term);
+          Value w = kb.load(weights, kb.imin(s, lastSlot));
+          Value take = kb.andi(inRange(s), kb.gt(w, kb.f32(0.0)));
+          return kb.select(take, kb.add(acc, kb.mul(w, part(s, c))), acc);
         });
         kb.store(v, a[oh], {t, h, c});
       });
     });
+    kb.dealloc(weights);
   });
 }
 
