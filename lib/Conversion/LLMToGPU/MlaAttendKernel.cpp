@@ -129,8 +129,8 @@ private:
   Value splits, isSplit;
   // Per work item: the token, its range [j0, j1) and row of `parts`.
   // Positions are counted from the range's start: `rangeSel` is the token's
-  // selection from there (a loop from 0 keeps the kernel at 168 registers,
-  // one from the range's start took 228).
+  // selection from there (for the tiny config's kernel a loop from 0 took
+  // 168 registers, one from the range's start 228).
   Value t, request, rangeBegin, rangeLength, lastPos, slot, rangeSel;
   SmallVector<Value> qaFrags;
 };
