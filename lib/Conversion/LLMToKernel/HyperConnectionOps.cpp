@@ -25,6 +25,26 @@ using namespace mlir::strata;
 
 namespace {
 
+/// Columns per iteration of forColumnGroups.
+constexpr int64_t kColumnGroup = 4;
+
+/// body(cols) for every column of [0, d) in groups of kColumnGroup columns
+/// d / kColumnGroup apart (the iterations independent: on the GPU spread over
+/// the block's threads, each iteration's loads issued together before its
+/// stores, where a loop of one column waited for each column's loads in
+/// turn); one column per iteration when d does not divide.
+void forColumnGroups(KernelBuilder &kb, int64_t d,
+                     llvm::function_ref<void(ArrayRef<Value>)> body) {
+  int64_t group = d % kColumnGroup == 0 ? kColumnGroup : 1;
+  int64_t stride = d / group;
+  kb.parallel({kb.idx(0)}, {kb.idx(stride)}, [&](ValueRange ivs) {
+    SmallVector<Value> cols;
+    for (int64_t k = 0; k < group; ++k)
+      cols.push_back(kb.iadd(ivs[0], kb.idx(k * stride)));
+    body(cols);
+  });
+}
+
 struct HcExpandToKernel : OpConversionPattern<llm::HcExpandOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -213,11 +233,19 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           for (int64_t j = 0; j < h; ++j)
             kb.store(c[i * h + j], comb, {t, kb.idx(i), kb.idx(j)});
         // x = sum_s pre_s * R[t, s].
-        kb.loop(0, d, [&](Value col) {
-          Value sum = kb.f32(0.0);
-          for (int64_t s = 0; s < h; ++s)
-            sum = kb.add(sum, kb.mul(pre[s], kb.load(r, {t, kb.idx(s), col})));
-          kb.store(sum, x, {t, col});
+        forColumnGroups(kb, d, [&](ArrayRef<Value> cols) {
+          SmallVector<SmallVector<Value>> streams;
+          for (Value col : cols) {
+            streams.emplace_back();
+            for (int64_t s = 0; s < h; ++s)
+              streams.back().push_back(kb.load(r, {t, kb.idx(s), col}));
+          }
+          for (auto [col, values] : llvm::zip_equal(cols, streams)) {
+            Value sum = kb.f32(0.0);
+            for (int64_t s = 0; s < h; ++s)
+              sum = kb.add(sum, kb.mul(pre[s], values[s]));
+            kb.store(sum, x, {t, col});
+          }
         });
         if (normArg >= 0) {
           // The sub-layer's input RMSNorm on the rounded x, in place: the
@@ -230,10 +258,15 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           });
           Value inv = kb.rsqrt(kb.add(kb.div(ss, kb.f32(double(d))),
                                       kb.f32(xNormEps)));
-          kb.loop(0, d, [&](Value col) {
-            Value n = kb.mul(kb.load(x, {t, col}), inv);
-            kb.store(kb.mul(kb.round(n, xElement), kb.load(args[normArg], col)),
-                     x, {t, col});
+          forColumnGroups(kb, d, [&](ArrayRef<Value> cols) {
+            SmallVector<Value> values, weights;
+            for (Value col : cols) {
+              values.push_back(kb.load(x, {t, col}));
+              weights.push_back(kb.load(args[normArg], col));
+            }
+            for (auto [col, v, w] : llvm::zip_equal(cols, values, weights))
+              kb.store(kb.mul(kb.round(kb.mul(v, inv), xElement), w), x,
+                       {t, col});
           });
         }
       });
