@@ -1611,7 +1611,8 @@ int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
 /// rows (chooseStagedTiling, recorded as `strata.staged_tile` with the steps
 /// they take, `strata.staged_min_rows`) where the problem has them
 /// (stagedRows > 0) for steps of at least stagedMinRows rows (every step
-/// that reaches the row tiles when `grouped`), the tiling's below.
+/// that reaches the row tiles when `grouped`), the tiling's below; where
+/// the problem declines them, kUnstagedAttrName with the reason.
 static gpu::GPUFuncOp buildMatmulFunc(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MatmulTiling &tiling,
@@ -1628,6 +1629,8 @@ static gpu::GPUFuncOp buildMatmulFunc(
         if (stagedRows > 0)
           staged = chooseStagedTiling(tiling, problem, weights, stagedRows,
                                       why);
+        if (stagedRows > 0 && !staged)
+          func->setAttr(kUnstagedAttrName, builder.getStringAttr(why));
         int64_t minRows = 0;
         if (staged) {
           minRows = grouped ? 0 : stagedMinRows(*staged, problem);

@@ -397,6 +397,10 @@ struct KpoolScores {
   double scale = 1.0;
 };
 
+/// On a matmul gpu.func whose large steps keep the unstaged row tiles (no
+/// staged tile for its problem): why, for select-kernel-strategy's remark.
+inline constexpr llvm::StringLiteral kUnstagedAttrName = "strata.unstaged";
+
 /// buildKpoolScoresKernel's work items: a step of T tokens splits each
 /// token's pools over clamp(kKpoolScoreItems / T, 1, kKpoolScoreMaxParts)
 /// blocks (grid x = T + kKpoolScoreItems).

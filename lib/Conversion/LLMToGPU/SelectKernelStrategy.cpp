@@ -6,8 +6,10 @@
 // kernel with (kGpuStrategyAttrName): a matrix-unit builder of LinearOps.cpp
 // that accepts the function (tried once in a scratch module), else the
 // generic rows; `_rows` twins of matrix kernels that take every step size
-// are marked empty. compileGpuKernels (lib/Driver) runs it and builds each
-// kernel by its mark; strata-opt runs it alone for the IR-level tests.
+// are marked empty. With `remarks`, a remark for every kernel that falls
+// back: to the generic kernel, or to unstaged row tiles in large steps.
+// compileGpuKernels (lib/Driver) runs it and builds each kernel by its mark;
+// strata-opt runs it alone for the IR-level tests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -80,6 +82,12 @@ struct SelectKernelStrategyPass
         if (succeeded(built)) {
           if (!built->rowsTwin.empty())
             twins.push_back({built->rowsTwin, func.getSymName().str()});
+          if (auto why =
+                  built->func->getAttrOfType<StringAttr>(kUnstagedAttrName);
+              why && remarks)
+            func.emitRemark()
+                << chip << ": kernel '" << func.getSymName()
+                << "' keeps unstaged row tiles: " << why.getValue();
         } else {
           if (remarks)
             func.emitRemark() << chip << ": kernel '" << func.getSymName()
