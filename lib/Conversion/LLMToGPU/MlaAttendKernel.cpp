@@ -22,16 +22,17 @@
 //      (B fragments) and stores its partial 16 x 32 scores in workgroup
 //      memory;
 //   2. after a barrier every subgroup sums the 4 partials (lane pairs /
-//      quads own a head row), masks positions past the token's count, and
+//      quads own a head row), masks positions past the range's end, and
 //      runs the online softmax update (running max and sum in registers,
 //      shuffles across the lanes of a row); p = exp(s - max) goes to its
-//      own 16 x 64 bf16 tile and the rescale factor to a 16-entry row;
+//      own 16 x 32 bf16 tile and the rescale factor to a 16-entry row;
 //   3. after a barrier it rescales its output accumulators and adds
 //      P (A fragments from its tile) times its latent columns (B fragments
 //      from the latent tile element by element: positions run along K).
-// At the end oh = acc / sum, stored f32. Rounding points beyond the generic
-// kernel's fp32: qa and p enter the matrix unit as bf16 (as in a bf16
-// flash attention); the max, sums and accumulators are fp32.
+// At the end acc / sum, stored f32 into oh or, split, into the parts buffer
+// with the range's maximum and sum (0 for an empty range). Rounding points
+// beyond the generic kernel's fp32: qa and p enter the matrix unit as bf16 (as
+// in a bf16 flash attention); the max, sums and accumulators are fp32.
 //
 // Only what FragmentLayout describes depends on the target, so the same
 // builder serves mma.sync (subgroups of 32: two lanes per head row) and
@@ -165,13 +166,7 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
 
   // S(T) ranges per token (MlaSplit.h), T * S work items over the grid.
   Value tokens = memref::DimOp::create(b, loc, qa, 0);
-  Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, tokens,
-                                      idx(kMlaSplitMaxTokens));
-  splits = arith::SelectOp::create(
-      b, loc, small,
-      arith::DivUIOp::create(b, loc, idx(kMlaSplitSlots),
-                             arith::MaxUIOp::create(b, loc, tokens, idx(1))),
-      idx(1));
+  splits = buildMlaSplitsPerToken(b, loc, tokens);
   isSplit =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, splits, idx(1));
   forEachGridToken(

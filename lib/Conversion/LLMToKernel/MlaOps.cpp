@@ -131,15 +131,6 @@ NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
            b.getNamedAttr("weight_transposed", b.getBoolAttr(transposed))}));
 }
 
-/// S(T), the position ranges per token of a step of `tokens` tokens
-/// (MlaSplit.h).
-Value splitsPerToken(KernelBuilder &kb, Value tokens) {
-  Value small = kb.ilt(tokens, kb.idx(kMlaSplitMaxTokens + 1));
-  return kb.select(small,
-                   kb.idiv(kb.idx(kMlaSplitSlots), kb.imax(tokens, kb.idx(1))),
-                   kb.idx(1));
-}
-
 /// mla_combine, rows (token, head) of steps of at most kMlaSplitMaxTokens
 /// tokens: the token's ranges in `parts` merged into `oh` in place
 /// (MlaSplit.h). The ranges' normalised weights are computed once per row
@@ -152,7 +143,7 @@ void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
   unsigned parts = call.addInput(partsAll);
   call.emit(rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
     Value tokens = kb.dim(a[oh], 0);
-    Value splits = splitsPerToken(kb, tokens);
+    Value splits = buildMlaSplitsPerToken(kb.builder(), kb.getLoc(), tokens);
     Value rows = kb.rowsIfStepSize(tokens, tokens, kMlaSplitMaxTokens + 1,
                                    /*atLeast=*/false);
     Value weights = kb.scratch({kMlaSplitSlots});
@@ -301,7 +292,8 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
             // mla_combine then reproduces the unsplit result exactly, so the
             // generic kernels' results do not depend on how tokens are grouped
             // into steps.
-            Value splits = splitsPerToken(kb, kb.dim(a[0], 0));
+            Value splits = buildMlaSplitsPerToken(kb.builder(), kb.getLoc(),
+                                                  kb.dim(a[0], 0));
             Value split = kb.ilt(kb.idx(1), splits);
             Value whole = kb.ige(kb.idx(1), splits);
             forEachTokenHeadRow(

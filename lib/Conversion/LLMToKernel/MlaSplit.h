@@ -28,6 +28,8 @@
 
 #include <cstdint>
 
+#include "mlir/IR/Builders.h"
+
 namespace mlir::strata {
 
 /// Rows of the parts buffer: the (token, range) pairs of a split step.
@@ -37,6 +39,11 @@ inline constexpr int64_t kMlaSplitMaxTokens = kMlaSplitSlots / 2;
 /// Ranges start at multiples of this many positions (the GPU kernel's
 /// chunk).
 inline constexpr int64_t kMlaSplitAlign = 32;
+
+/// S(T) as an index value for a step of `tokens` tokens: kMlaSplitSlots / T
+/// for T <= kMlaSplitMaxTokens, else 1. Every producer and mla_combine use
+/// this one definition.
+Value buildMlaSplitsPerToken(OpBuilder &b, Location loc, Value tokens);
 
 } // namespace mlir::strata
 
