@@ -117,8 +117,7 @@ private:
   Value key(Value p) {
     OpBuilder &b = kb.builder();
     Location l = kb.getLoc();
-    Value v = kb.load(scores, {t, kb.idiv(p, kb.idx(rowsPerPage)),
-                               kb.irem(p, kb.idx(rowsPerPage))});
+    Value v = kb.load(scores, scoreIndices(kb, t, p, rowsPerPage));
     Value zero = kb.f32(0.0);
     v = kb.select(
         arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v, zero), zero,
