@@ -36,7 +36,7 @@ struct LatentCacheWriteToKernel : OpConversionPattern<llm::LatentCacheWriteOp> {
               [&](KernelBuilder &kb, ValueRange a) {
       PagedPoolAccess cache(a[0], pool);
       Value latent = a[1], positions = a[2], bt = a[4];
-      forEachToken(kb, a[3], [&](Value r, Value t) {
+      forEachTokenRow(kb, a[3], latent, [&](Value r, Value t) {
         auto [page, row] =
             pagedRow(kb, bt, r, kb.loadIndex(positions, t), pageSize);
         cache.storeLatentRow(kb, page, row, [&](Value c) {
@@ -56,7 +56,7 @@ void buildPagedGather(KernelBuilder &kb, Value ids, Value seqStarts,
                       Value blockTable, Value out, int64_t rowsPerPage,
                       int64_t width,
                       llvm::function_ref<Value(Value, Value, Value)> loadElement) {
-  forEachToken(kb, seqStarts, [&](Value r, Value t) {
+  forEachTokenRow(kb, seqStarts, ids, [&](Value r, Value t) {
     kb.loop(kb.idx(0), kb.dim(ids, 1), [&](Value i) {
       Value id = kb.loadIndex(ids, {t, i});
       kb.ifThen(kb.ige(id, kb.idx(0)), [&] {
@@ -118,7 +118,7 @@ struct IndexCacheWriteToKernel : OpConversionPattern<llm::IndexCacheWriteOp> {
       PagedPoolAccess cache(a[0], pool);
       Value pooled = a[1], positions = a[2], bt = a[4];
       Value vec = kb.scratch({width}), tmp = kb.scratch({width});
-      forEachToken(kb, a[3], [&](Value r, Value t) {
+      forEachTokenRow(kb, a[3], pooled, [&](Value r, Value t) {
         Value x = kb.loadIndex(positions, t);
         Value closes = kb.ieq(kb.irem(x, kb.idx(kpool)), kb.idx(kpool - 1));
         kb.ifThen(closes, [&] {
@@ -179,13 +179,19 @@ struct TailRingWriteToKernel : OpConversionPattern<llm::TailRingWriteOp> {
     call.emit(rewriter, op, "tail_ring_write",
               [&](KernelBuilder &kb, ValueRange a) {
       Value buf = a[0], k = a[1], g = a[2], positions = a[3], slots = a[5];
-      // Token order is position order, so the last `depth` tokens win.
-      forEachToken(kb, a[4], [&](Value r, Value t) {
-        Value slot = kb.loadIndex(slots, r);
-        Value row = kb.irem(kb.loadIndex(positions, t), kb.idx(depth));
-        kb.loop(0, width, [&](Value c) {
-          kb.store(kb.load(k, {t, c}), buf, {slot, kb.idx(0), row, c});
-          kb.store(kb.load(g, {t, c}), buf, {slot, kb.idx(1), row, c});
+      // A request's tokens have consecutive positions, so its last `depth`
+      // tokens own distinct rows and overwrite whatever its earlier ones
+      // would write: only they are written (tokens in any order).
+      Value starts = a[4];
+      forEachTokenRow(kb, starts, k, [&](Value r, Value t) {
+        Value end = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+        kb.ifThen(kb.ige(kb.iadd(t, kb.idx(depth)), end), [&] {
+          Value slot = kb.loadIndex(slots, r);
+          Value row = kb.irem(kb.loadIndex(positions, t), kb.idx(depth));
+          kb.loop(0, width, [&](Value c) {
+            kb.store(kb.load(k, {t, c}), buf, {slot, kb.idx(0), row, c});
+            kb.store(kb.load(g, {t, c}), buf, {slot, kb.idx(1), row, c});
+          });
         });
       });
     });

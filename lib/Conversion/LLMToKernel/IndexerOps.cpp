@@ -279,7 +279,7 @@ struct KpoolCompressToKernel : OpConversionPattern<llm::KpoolCompressOp> {
       Value k = a[0], g = a[1], ape = a[2], buf = a[3], positions = a[4];
       Value starts = a[5], slots = a[6], y = a[out];
       Type f32 = kb.builder().getF32Type();
-      forEachToken(kb, starts, [&](Value r, Value t) {
+      forEachTokenRow(kb, starts, k, [&](Value r, Value t) {
         Value t0 = kb.loadIndex(starts, r);
         Value first = kb.loadIndex(positions, t0);
         Value slot = kb.loadIndex(slots, r);

@@ -521,16 +521,6 @@ SmallVector<Value> mlir::strata::dynamicSizesLike(OpBuilder &b, Location loc,
   return sizes;
 }
 
-void mlir::strata::forEachToken(KernelBuilder &kb, Value seqStarts,
-                                llvm::function_ref<void(Value, Value)> body) {
-  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
-  kb.loop(kb.idx(0), numRequests, [&](Value r) {
-    Value t0 = kb.loadIndex(seqStarts, r);
-    Value t1 = kb.loadIndex(seqStarts, kb.iadd(r, kb.idx(1)));
-    kb.loop(t0, t1, [&](Value t) { body(r, t); });
-  });
-}
-
 /// The request of token `t`: requests are contiguous runs of tokens in
 /// order, so it is the last one that starts at or before t (empty requests
 /// before it are skipped).

@@ -72,6 +72,11 @@ inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// On mhc_mix (HyperConnectionOps.cpp): {slices}, the slices of MhcMix.h's
+/// contract; a GPU target rebuilds it with a block per (tile of tokens,
+/// slice) (LLMToGPU buildMhcMixKernelFunction).
+inline constexpr llvm::StringLiteral kMhcMixAttrName = "llm.mhc_mix";
+
 /// On kpool_scores (IndexerOps.cpp): {kpool, scale}, what a GPU target
 /// needs to rebuild it with the heads' dot products of a token on the matrix
 /// units (LLMToGPU buildKpoolScoresKernelFunction; bf16 queries and pool).
@@ -351,11 +356,6 @@ struct StreamWrite {
 /// of memref `m` (a row loop nest).
 void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,
                 llvm::function_ref<void(SmallVector<Value>)> body);
-
-/// Runs `body(r, t)` for every request r (seq_starts has N + 1 entries) and
-/// every token t of it, in token order.
-void forEachToken(KernelBuilder &kb, Value seqStarts,
-                  llvm::function_ref<void(Value, Value)> body);
 
 /// Runs `body(r, t)` for every token t in [0, dim(tokens, 0)) with r its
 /// request (the last r with seq_starts[r] <= t), tokens in any order: one
