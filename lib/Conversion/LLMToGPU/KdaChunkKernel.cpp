@@ -56,6 +56,18 @@ namespace {
 constexpr int64_t kChunk = 32;
 /// Subgroups per block.
 constexpr int64_t kSubgroups = 4;
+/// Row padding (f32 elements) of the workgroup buffers whose fragment reads
+/// take rows from lane / 4 and columns from lane % 4 (the tf32 A layout: B
+/// in the coefficients' and products' fragments, A_q in the outputs'; 4 banks
+/// apart, 8 rows x 4 columns hit 32 banks), and of those read with rows from
+/// lane % 4 and columns from lane / 4 (B fragments of the delta rows D: 8
+/// banks apart). Unpadded, every such read was an 8- or 4-way bank conflict
+/// (ncu on the H200: 80 % of the kernel's shared wavefronts were excess, L1
+/// 95 % busy). A_k (read as broadcasts in the substitution) and the state
+/// part (B reads, 4-way) stay unpadded: padding them spilled registers
+/// (A_k) or would take the kernel past 48 KiB (the state).
+constexpr int64_t kPadRowsByLane = 4;
+constexpr int64_t kPadRowsByQuad = 8;
 /// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
 /// entries kept have at most |gate bound| * (m - 1) (5 * 15 for GLM's -5 and
 /// 16-row blocks; chooseKdaChunkInstruction refuses bounds past this); the
@@ -219,12 +231,14 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
   auto shared = [&](ArrayRef<int64_t> shape) {
     return addWorkgroupBuffer(func, loc, shape, f32);
   };
+  // Rows padded so that the fragments' lane patterns hit distinct banks
+  // (kPadRowsByLane, kPadRowsByQuad); the indices are unchanged.
   int64_t d = s.headDim;
   ss = shared({d, dp});
-  bs = shared({kChunk, d});
+  bs = shared({kChunk, d + kPadRowsByLane});
   akk = shared({kChunk, kChunk});
-  aqk = shared({kChunk, kChunk});
-  ds = shared({kChunk, dp});
+  aqk = shared({kChunk, kChunk + kPadRowsByLane});
+  ds = shared({kChunk, dp + kPadRowsByQuad});
   betaS = shared({kChunk});
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
