@@ -49,6 +49,7 @@ inline constexpr llvm::StringLiteral kStrategyDenseMatmul = "dense_matmul";
 inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
 inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
 inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
+inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
 inline constexpr llvm::StringLiteral kStrategyEmptyTwin = "empty_twin";
 
 /// The matrix-unit strategy whose builder takes `kernel`'s kind (by its
@@ -150,6 +151,19 @@ FailureOr<MatmulKernelFunction>
 buildKpoolScoresKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
+
+/// True when `kernel` carries kMhcMixAttrName.
+bool isMhcMixKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMhcMixKernel for an
+/// mhc_mix kernel function (streams memref<?xHxDxT> with T bf16 or f32, fn
+/// memref<MIXx(H*D)xf32>, parts memref<?xSx(MIX+1)xf32>), the same arguments
+/// in the same order. Fails with `why` (and builds nothing) for another
+/// signature or a shape checkMhcMix refuses.
+FailureOr<MatmulKernelFunction>
+buildMhcMixKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                          func::FuncOp kernel, const TargetInfo &target,
+                          std::string &why);
 
 /// True when `kernel` has a matrix-unit form on targets with matrix units
 /// (a linear, grouped-expert, dense-projection or mla_attend kernel

@@ -796,13 +796,62 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   return result;
 }
 
+bool mlir::strata::isMhcMixKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMhcMixAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kMhcMixAttrName);
+  auto slices = info ? info.getAs<IntegerAttr>("slices") : nullptr;
+  FunctionType type = kernel.getFunctionType();
+  if (!slices || type.getNumInputs() != 3 || type.getNumResults() != 0) {
+    why = "not an mhc_mix kernel function";
+    return failure();
+  }
+  Type f32 = builder.getF32Type();
+  MemRefType streams = identityMemRefInput(type, 0);
+  MemRefType fn = identityMemRefInput(type, 1);
+  MemRefType parts = identityMemRefInput(type, 2);
+  if (!streams || !fn || !parts || streams.getRank() != 3 ||
+      !isMemRefInput(type, 1, 2, f32) || !isMemRefInput(type, 2, 3, f32) ||
+      streams.isDynamicDim(1) || streams.isDynamicDim(2) ||
+      fn.isDynamicDim(0) || parts.isDynamicDim(1) || parts.isDynamicDim(2) ||
+      fn.getDimSize(1) != streams.getDimSize(1) * streams.getDimSize(2) ||
+      parts.getDimSize(1) != slices.getInt() ||
+      parts.getDimSize(2) != fn.getDimSize(0) + 1 ||
+      !(streams.getElementType().isBF16() ||
+        streams.getElementType().isF32())) {
+    why = "unexpected mhc_mix kernel signature";
+    return failure();
+  }
+  MhcMix shape;
+  shape.hcMult = streams.getDimSize(1);
+  shape.width = streams.getDimSize(2);
+  shape.mix = fn.getDimSize(0);
+  shape.slices = slices.getInt();
+  if (failed(checkMhcMix(shape, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func =
+      buildMhcMixKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
+                        type.getInputs(), shape, target.getSubgroupSize());
+  // (ceil(tokens / kMhcMixTokens), slices, 1).
+  result.grid[0] = {0, 0, 1};
+  result.grid[0].divisor = kMhcMixTokens;
+  result.grid[1].blocks = shape.slices;
+  return result;
+}
+
 bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
   return isLinearKernelFunction(kernel) ||
          isGroupedExpertKernelFunction(kernel) ||
          isDenseMatmulKernelFunction(kernel) ||
          isMlaAttendKernelFunction(kernel) ||
          isKdaChunkKernelFunction(kernel) ||
-         isKpoolScoresKernelFunction(kernel);
+         isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -821,5 +870,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
   if (isKpoolScoresKernelFunction(kernel))
     return buildKpoolScoresKernelFunction(builder, module, kernel, target,
                                           why);
+  if (isMhcMixKernelFunction(kernel))
+    return buildMhcMixKernelFunction(builder, module, kernel, target, why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

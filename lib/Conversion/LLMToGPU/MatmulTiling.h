@@ -426,6 +426,30 @@ gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       const MatrixInstruction &mi,
                                       int64_t subgroupSize);
 
+/// The shape of an mhc_mix kernel function (HyperConnectionOps.cpp,
+/// MhcMix.h): `hcMult` streams of `width` values, `mix` fp32 weight rows,
+/// the streams' h * width values in `slices` slices.
+struct MhcMix {
+  int64_t hcMult = 0, width = 0, mix = 0, slices = 0;
+};
+
+/// Tokens per block of buildMhcMixKernel (grid x = ceil(T / kMhcMixTokens)).
+inline constexpr int64_t kMhcMixTokens = 8;
+
+/// Fails with `why` where buildMhcMixKernel cannot take `shape`: mix not a
+/// multiple of its 4 subgroups, or an odd number of positions per slice (the
+/// lanes read pairs).
+LogicalResult checkMhcMix(const MhcMix &shape, std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of an mhc_mix
+/// kernel function (streams, fn, parts): one (tile of kMhcMixTokens tokens,
+/// slice) per block (grid (ceil(T / kMhcMixTokens), slices, 1)), 4
+/// subgroups, fp32 FMA (MhcMixKernel.cpp).
+gpu::GPUFuncOp buildMhcMixKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module, StringRef name,
+                                 TypeRange argTypes, const MhcMix &shape,
+                                 int64_t subgroupSize);
+
 /// The shape of a chunked kda_attention kernel function (KdaOps.cpp):
 /// `heads` heads of `headDim` key and value channels, the value columns
 /// split over `parts` blocks.

@@ -44,6 +44,8 @@ StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return kStrategyKdaChunk;
   if (isKpoolScoresKernelFunction(kernel))
     return kStrategyKpoolScores;
+  if (isMhcMixKernelFunction(kernel))
+    return kStrategyMhcMix;
   if (isLinearKernelFunction(kernel))
     return kStrategyTiledMatmul;
   return "";

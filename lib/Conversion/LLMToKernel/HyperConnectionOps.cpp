@@ -3,12 +3,14 @@
 // Part of strata, under the Apache License v2.0.
 //
 // llm.hc_expand / llm.hc_collapse are copy / mean loops. llm.mhc_pre is two
-// kernels: mhc_mix, one row per (token, mixing output) (on the GPU a grid of
-// tokens x outputs whose blocks reduce one [h * d] dot product each), the
-// fp32 mixing projection of the normalised flattened streams; then mhc_pre
-// per token: the pre/post sigmoids and the softmax + Sinkhorn iterations on
-// values (the h x h comb matrix in registers), the pre-weighted stream
-// collapse and, in the x_norm form, the sub-layer's input RMSNorm.
+// kernels (MhcMix.h): mhc_mix, one row per (token, slice of the flattened
+// streams, mixing output or the sum of squares), the fp32 mixing
+// projection's partial sums (GPU targets build their own kernel,
+// LLMToGPU/MhcMixKernel.cpp); then mhc_pre per token: the slices added, the
+// norm applied, the pre/post sigmoids, the softmax + Sinkhorn passes as loops
+// over the h x h comb entries (workgroup memory on the GPU, one entry per
+// thread), the pre-weighted stream collapse and, in the x_norm form, the
+// sub-layer's input RMSNorm.
 // llm.mhc_post writes the sub-layer output back into the streams, one
 // (token, column) per iteration; its projection form (mhc_post_linear) first
 // computes that column of the sub-layer's output projection. Everything is
@@ -18,6 +20,7 @@
 
 #include "dialects/llm/IR/LLMOps.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
+#include "lib/Conversion/LLMToKernel/MhcMix.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
 
 using namespace mlir;
@@ -109,46 +112,50 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     int64_t h = op.getHcMult();
     int64_t d = op.getResidual().getType().getDimSize(2);
     int64_t mix = (2 + h) * h;
+    int64_t slices = mhcMixSlices(h * d), sliceWidth = h * d / slices;
     double normEps = op.getNormEps().convertToFloat();
-    // m[t, j] = (fn[j] . r[t]) * rsqrt(mean(r[t]^2) + norm_eps).
-    Value mixed;
+    // parts[t, s, j]: slice s's dot products with fn's rows, then its sum of
+    // squares (MhcMix.h).
+    Value parts;
     {
       KernelCall call;
       call.addInput(adaptor.getResidual());
       call.addInput(adaptor.getFn());
       unsigned out = call.addResult(
-          MemRefType::get({ShapedType::kDynamic, mix}, rewriter.getF32Type()),
+          MemRefType::get({ShapedType::kDynamic, slices, mix + 1},
+                          rewriter.getF32Type()),
           {getDimValue(rewriter, loc, adaptor.getResidual(), 0)});
-      mixed = call.emit(rewriter, op, "mhc_mix",
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kMhcMixAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("slices",
+                                     rewriter.getI64IntegerAttr(slices))})));
+      parts = call.emit(rewriter, op, "mhc_mix",
                         [&](KernelBuilder &kb, ValueRange args) {
         Value r = args[0], fn = args[1];
-        kb.parallelRows({kb.idx(0), kb.idx(0)}, {kb.dim(r, 0), kb.idx(mix)},
-                        [&](ValueRange tj) {
-          Value t = tj[0], j = tj[1];
-          // A flat loop over the h * d stream values, which a GPU block
-          // shares.
-          auto stream = [&](Value i) {
-            return kb.load(r, {t, kb.idiv(i, kb.idx(d)), kb.irem(i, kb.idx(d))});
-          };
-          // The sum of squares and the dot product in one pass over the
-          // streams (two block reductions on the GPU).
-          SmallVector<Value> sums = kb.loopCarry(
-              kb.idx(0), kb.idx(h * d), ValueRange{kb.f32(0.0), kb.f32(0.0)},
-              [&](Value i, ValueRange a) -> SmallVector<Value> {
-                Value v = stream(i);
-                return {kb.add(a[0], kb.mul(v, v)),
-                        kb.add(a[1], kb.mul(kb.load(fn, {j, i}), v))};
+        kb.parallelRows({kb.idx(0), kb.idx(0), kb.idx(0)},
+                        {kb.dim(r, 0), kb.idx(slices), kb.idx(mix + 1)},
+                        [&](ValueRange tsj) {
+          Value t = tsj[0], j = tsj[2];
+          // Row `mix` squares the streams instead of weighing them.
+          Value squares = kb.ieq(j, kb.idx(mix));
+          Value row = kb.imin(j, kb.idx(mix - 1));
+          Value k0 = kb.imul(tsj[1], kb.idx(sliceWidth));
+          Value sum = kb.reduce(
+              k0, kb.iadd(k0, kb.idx(sliceWidth)), kb.f32(0.0),
+              [&](Value k, Value acc) {
+                Value v = kb.load(
+                    r, {t, kb.idiv(k, kb.idx(d)), kb.irem(k, kb.idx(d))});
+                Value w = kb.select(squares, v, kb.load(fn, {row, k}));
+                return kb.add(acc, kb.mul(w, v));
               });
-          Value inv = kb.rsqrt(
-              kb.add(kb.div(sums[0], kb.f32(static_cast<double>(h * d))),
-                     kb.f32(normEps)));
-          kb.store(kb.mul(sums[1], inv), args[out], tj);
+          kb.store(sum, args[out], tsj);
         });
       })[0];
     }
     KernelCall call;
     call.addInput(adaptor.getResidual());
-    call.addInput(mixed);
+    call.addInput(parts);
     call.addInput(adaptor.getBase());
     call.addInput(adaptor.getScale());
     int normArg = -1;
@@ -166,7 +173,7 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     Type xElement = op.getResult().getType().getElementType();
     auto results = call.emit(rewriter, op, "mhc_pre",
                              [&](KernelBuilder &kb, ValueRange args) {
-      Value r = args[0], mixed = args[1], base = args[2], scale = args[3];
+      Value r = args[0], parts = args[1], base = args[2], scale = args[3];
       unsigned firstResult = normArg >= 0 ? 5 : 4;
       Value x = args[firstResult], post = args[firstResult + 1],
             comb = args[firstResult + 2];
@@ -174,64 +181,92 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       Value scale0 = kb.load(scale, kb.idx(0));
       Value scale1 = kb.load(scale, kb.idx(1));
       Value scale2 = kb.load(scale, kb.idx(2));
+      // Per token: the slices' sums, the mixing values m, and the comb
+      // matrix's two Sinkhorn buffers (row-major c[i * h + j]). Every step
+      // below is a loop over independent entries (on the GPU spread over
+      // the block's threads, one barrier apart: a thread does one division
+      // per entry and pass instead of all h * h of them).
+      Value sums = kb.scratch({mix + 1}), m = kb.scratch({mix});
+      Value c = kb.scratch({h * h}), next = kb.scratch({h * h});
+      auto entries = [&](int64_t n, llvm::function_ref<void(Value)> body) {
+        kb.parallel({kb.idx(0)}, {kb.idx(n)},
+                    [&](ValueRange iv) { body(iv[0]); });
+      };
+      // to[i * h + j] = from[i * h + j] / (sum over j' (rows) or i' (columns)
+      // of from + eps), the sum in index order.
+      auto normalize = [&](Value from, Value to, bool rows) {
+        entries(h * h, [&](Value e) {
+          Value i = kb.idiv(e, kb.idx(h)), j = kb.irem(e, kb.idx(h));
+          Value sum = kb.f32(0.0);
+          for (int64_t k = 0; k < h; ++k)
+            sum = kb.add(sum, kb.load(from, kb.iadd(
+                                          rows ? kb.imul(i, kb.idx(h))
+                                               : kb.imul(kb.idx(k), kb.idx(h)),
+                                          rows ? kb.idx(k) : j)));
+          kb.store(kb.div(kb.load(from, e), kb.add(sum, eps)), to, e);
+        });
+      };
       kb.loop(kb.idx(0), kb.dim(r, 0), [&](Value t) {
-        // The token's (2 + h) h mixing values, its pre weights and its comb
-        // matrix live in values (registers), not memory: on the GPU every
-        // thread of the block computes them alike, with no barrier between
-        // Sinkhorn's 2 * sinkhorn_iters dependent passes. Same operations in
-        // the same order as loops over memory.
-        auto m = [&](int64_t k) { return kb.load(mixed, {t, kb.idx(k)}); };
-        auto baseAt = [&](int64_t k) { return kb.load(base, kb.idx(k)); };
+        entries(mix + 1, [&](Value j) {
+          kb.store(kb.reduce(0, slices, kb.f32(0.0),
+                             [&](Value s, Value acc) {
+                               return kb.add(acc, kb.load(parts, {t, s, j}));
+                             }),
+                   sums, j);
+        });
+        // m[j] = dot[j] * rsqrt(mean(r^2) + norm_eps); entries [h, 2h) also
+        // give the post weights.
+        entries(mix, [&](Value j) {
+          Value inv = kb.rsqrt(
+              kb.add(kb.div(kb.load(sums, kb.idx(mix)),
+                            kb.f32(static_cast<double>(h * d))),
+                     kb.f32(normEps)));
+          Value mj = kb.mul(kb.load(sums, j), inv);
+          kb.store(mj, m, j);
+          Value s = kb.isub(j, kb.idx(h));
+          kb.ifThen(kb.andi(kb.ige(j, kb.idx(h)), kb.ilt(j, kb.idx(2 * h))),
+                    [&] {
+                      Value q = kb.add(kb.mul(mj, scale1), kb.load(base, j));
+                      kb.store(kb.mul(kb.f32(postMult), kb.sigmoid(q)), post,
+                               {t, s});
+                    });
+        });
+        // comb = softmax_j(C0) + eps, then Sinkhorn: columns, then
+        // (rows, columns) sinkhorn_iters - 1 times.
+        entries(h * h, [&](Value e) {
+          Value i = kb.idiv(e, kb.idx(h));
+          auto logit = [&](Value k) {
+            Value at = kb.iadd(kb.idx(2 * h), k);
+            return kb.add(kb.mul(kb.load(m, at), scale2), kb.load(base, at));
+          };
+          Value rowStart = kb.imul(i, kb.idx(h));
+          SmallVector<Value> row;
+          for (int64_t k = 0; k < h; ++k)
+            row.push_back(logit(kb.iadd(rowStart, kb.idx(k))));
+          Value mx = kb.f32(-INFINITY);
+          for (Value l : row)
+            mx = kb.max(mx, l);
+          Value sum = kb.f32(0.0);
+          for (Value l : row)
+            sum = kb.add(sum, kb.exp(kb.sub(l, mx)));
+          Value own = kb.exp(kb.sub(logit(e), mx));
+          kb.store(kb.add(kb.div(own, sum), eps), c, e);
+        });
+        normalize(c, next, /*rows=*/false);
+        kb.loop(1, iters, [&](Value) {
+          normalize(next, c, /*rows=*/true);
+          normalize(c, next, /*rows=*/false);
+        });
+        entries(h * h, [&](Value e) {
+          kb.store(kb.load(next, e), comb,
+                   {t, kb.idiv(e, kb.idx(h)), kb.irem(e, kb.idx(h))});
+        });
         SmallVector<Value> pre;
         for (int64_t s = 0; s < h; ++s)
           pre.push_back(kb.add(
-              kb.sigmoid(kb.add(kb.mul(m(s), scale0), baseAt(s))), eps));
-        // comb = softmax_j(C0) + eps (row-major c[i * h + j]), then Sinkhorn.
-        SmallVector<Value> c(h * h);
-        for (int64_t i = 0; i < h; ++i) {
-          SmallVector<Value> logit;
-          for (int64_t j = 0; j < h; ++j) {
-            int64_t k = 2 * h + i * h + j;
-            logit.push_back(kb.add(kb.mul(m(k), scale2), baseAt(k)));
-          }
-          Value mx = kb.f32(-INFINITY);
-          for (int64_t j = 0; j < h; ++j)
-            mx = kb.max(mx, logit[j]);
-          Value sum = kb.f32(0.0);
-          for (int64_t j = 0; j < h; ++j) {
-            c[i * h + j] = kb.exp(kb.sub(logit[j], mx));
-            sum = kb.add(sum, c[i * h + j]);
-          }
-          for (int64_t j = 0; j < h; ++j)
-            c[i * h + j] = kb.add(kb.div(c[i * h + j], sum), eps);
-        }
-        // C[:, j] /= sum_i C[i, j] + eps; rows likewise.
-        auto normalize = [&](SmallVector<Value> v, bool rows) {
-          for (int64_t a = 0; a < h; ++a) {
-            auto at = [&](int64_t b) { return rows ? a * h + b : b * h + a; };
-            Value sum = kb.f32(0.0);
-            for (int64_t b = 0; b < h; ++b)
-              sum = kb.add(sum, v[at(b)]);
-            Value denom = kb.add(sum, eps);
-            for (int64_t b = 0; b < h; ++b)
-              v[at(b)] = kb.div(v[at(b)], denom);
-          }
-          return v;
-        };
-        c = normalize(c, /*rows=*/false);
-        c = kb.loopCarry(kb.idx(1), kb.idx(iters), c,
-                         [&](Value, ValueRange v) {
-                           return normalize(
-                               normalize(SmallVector<Value>(v), true), false);
-                         });
-        for (int64_t s = 0; s < h; ++s) {
-          Value q = kb.add(kb.mul(m(h + s), scale1), baseAt(h + s));
-          kb.store(kb.mul(kb.f32(postMult), kb.sigmoid(q)), post,
-                   {t, kb.idx(s)});
-        }
-        for (int64_t i = 0; i < h; ++i)
-          for (int64_t j = 0; j < h; ++j)
-            kb.store(c[i * h + j], comb, {t, kb.idx(i), kb.idx(j)});
+              kb.sigmoid(kb.add(kb.mul(kb.load(m, kb.idx(s)), scale0),
+                                kb.load(base, kb.idx(s)))),
+              eps));
         // x = sum_s pre_s * R[t, s].
         forColumnGroups(kb, d, [&](ArrayRef<Value> cols) {
           SmallVector<SmallVector<Value>> streams;
@@ -270,6 +305,8 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           });
         }
       });
+      for (Value buffer : {sums, m, c, next})
+        kb.dealloc(buffer);
     });
     rewriter.replaceOp(op, results);
     return success();

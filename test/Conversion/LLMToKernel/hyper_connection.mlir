@@ -1,29 +1,43 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-kernel %s | FileCheck %s
 
-// Tests that llm.mhc_pre becomes two kernels: the fp32 mixing projection
-// [T, 24], one (token, output) row each (marked llm.threads_within_row: a GPU
-// block reduces one dot product), then the per-token kernel with three
-// destinations (x, post, comb).
+// Tests that llm.mhc_pre becomes two kernels (MhcMix.h): the fp32 mixing
+// projection's partial sums [T, 16 slices, 24 + 1] (one (token, slice, output
+// or sum of squares) row each, marked llm.threads_within_row: a GPU block
+// reduces one slice; llm.mhc_mix names the slices for a GPU target's own
+// kernel), then the per-token kernel with three destinations (x, post, comb).
 // CHECK-LABEL: func.func @mhc_pre
-// CHECK: %[[MIX:.*]] = memref.alloc(%{{.*}}) : memref<?x24xf32>
+// CHECK: %[[MIX:.*]] = memref.alloc(%{{.*}}) : memref<?x16x25xf32>
 // CHECK: call @mhc_mix_0(%{{.*}}, %{{.*}}, %[[MIX]])
 // CHECK: %[[X:.*]] = memref.alloc(%{{.*}}) : memref<?x32xbf16>
 // CHECK: %[[POST:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
 // CHECK: %[[COMB:.*]] = memref.alloc(%{{.*}}) : memref<?x4x4xf32>
 // CHECK: call @mhc_pre_0(%{{.*}}, %[[MIX]], %{{.*}}, %{{.*}}, %[[X]], %[[POST]], %[[COMB]])
-// CHECK: func.func @mhc_mix_0
-// CHECK: scf.parallel (%{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c24)
-// CHECK: scf.for %{{.*}} = %c0{{.*}} to %c128
+// CHECK: func.func @mhc_mix_0({{.*}}llm.mhc_mix = {slices = 16 : i64}
+// CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c16, %c25)
+// CHECK: scf.for %{{.*}} = %[[K0:.*]] to %{{.*}} step
+// CHECK: arith.select
 // CHECK: } {llm.threads_within_row}
-// The per-token kernel keeps the mixing values, pre weights and comb matrix
-// in values: no scratch, Sinkhorn's further 19 iterations one scf.for
-// carrying the 16 comb entries.
+// The per-token kernel: the slices' sums, the mixing values and the comb
+// matrix's two Sinkhorn buffers are scratch; each step a loop over
+// independent entries (sums, m with the post weights, the softmax, the
+// first column pass), Sinkhorn's further 19 iterations one scf.for around a
+// row pass and a column pass.
 // CHECK: func.func @mhc_pre_0
-// CHECK-NOT: memref.alloc
+// CHECK: memref.alloc() : memref<25xf32>
+// CHECK: memref.alloc() : memref<24xf32>
+// CHECK: memref.alloc() : memref<16xf32>
+// CHECK: memref.alloc() : memref<16xf32>
+// CHECK: scf.for
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c25)
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c24)
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c16)
 // CHECK: math.exp
-// CHECK-NOT: memref.alloc
-// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
-// CHECK-NOT: memref.alloc
+// CHECK: scf.parallel (%{{.*}}) = (%{{.*}}) to (%c16
+// CHECK: arith.divf
+// CHECK: scf.for %{{.*}} = %c1{{(_[0-9]+)?}} to %c20{{(_[0-9]+)?}} step %c1{{(_[0-9]+)?}} {
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: memref.dealloc
 // CHECK: return
 func.func @mhc_pre(%r: tensor<?x4x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) {
   %fn = llm.weight "hc_attn_fn" : tensor<24x128xf32>
@@ -62,7 +76,7 @@ func.func @streams(%e: tensor<?x32xbf16>, %y: tensor<?x32xbf16>, %post: tensor<?
 // CHECK-LABEL: func.func @fused
 // CHECK: call @mhc_pre_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: call @mhc_post_linear_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}})
-// CHECK: func.func @mhc_pre_0(%{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x24xf32>, %{{.*}}: memref<24xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<32xbf16>, %{{.*}}: memref<?x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>)
+// CHECK: func.func @mhc_pre_0(%{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x16x25xf32>, %{{.*}}: memref<24xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<32xbf16>, %{{.*}}: memref<?x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>)
 // CHECK: math.sqrt
 // CHECK: func.func @mhc_post_linear_0(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<32x256xf8E4M3FN>, %{{.*}}: memref<1x2xf32>, %{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>, %{{.*}}: memref<?x4x32xbf16>)
 // CHECK-SAME: llm.linear_epilogue = {epilogue = "mhc_post", hc_mult = 4 : i64}
