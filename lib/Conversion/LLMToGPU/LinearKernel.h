@@ -50,6 +50,7 @@ inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
 inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
 inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
 inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
+inline constexpr llvm::StringLiteral kStrategyMhcPre = "mhc_pre";
 inline constexpr llvm::StringLiteral kStrategyEmptyTwin = "empty_twin";
 
 /// The matrix-unit strategy whose builder takes `kernel`'s kind (by its
@@ -162,6 +163,18 @@ bool isMhcMixKernelFunction(func::FuncOp kernel);
 /// signature or a shape checkMhcMix refuses.
 FailureOr<MatmulKernelFunction>
 buildMhcMixKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                          func::FuncOp kernel, const TargetInfo &target,
+                          std::string &why);
+
+/// True when `kernel` carries kMhcPreAttrName.
+bool isMhcPreKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMhcPreKernel for an
+/// mhc_pre kernel function with bf16 streams, the same arguments in the same
+/// order. Fails with `why` (and builds nothing) for another signature, f32
+/// streams or a shape checkMhcPre refuses.
+FailureOr<MatmulKernelFunction>
+buildMhcPreKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,
                           std::string &why);
 

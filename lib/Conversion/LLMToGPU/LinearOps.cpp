@@ -845,13 +845,83 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
   return result;
 }
 
+bool mlir::strata::isMhcPreKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMhcPreAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kMhcPreAttrName);
+  auto integer = [&](StringRef key) {
+    return info ? info.getAs<IntegerAttr>(key) : nullptr;
+  };
+  auto real = [&](StringRef key) {
+    return info ? info.getAs<FloatAttr>(key) : nullptr;
+  };
+  FunctionType type = kernel.getFunctionType();
+  bool xNorm = real("x_norm_eps") != nullptr;
+  unsigned inputs = xNorm ? 8 : 7;
+  if (!integer("hc_mult") || !integer("sinkhorn_iters") || !real("hc_eps") ||
+      !real("norm_eps") || !real("post_mult") ||
+      type.getNumInputs() != inputs || type.getNumResults() != 0) {
+    why = "not an mhc_pre kernel function";
+    return failure();
+  }
+  Type f32 = builder.getF32Type(), bf16 = builder.getBF16Type();
+  MemRefType streams = identityMemRefInput(type, 0);
+  MemRefType parts = identityMemRefInput(type, 1);
+  unsigned xArg = xNorm ? 5 : 4;
+  if (!streams || !parts || streams.getRank() != 3 ||
+      streams.isDynamicDim(1) || streams.isDynamicDim(2) ||
+      !isMemRefInput(type, 1, 3, f32) || parts.isDynamicDim(1) ||
+      !isMemRefInput(type, 2, 1, f32) || !isMemRefInput(type, 3, 1, f32) ||
+      !isMemRefInput(type, xArg + 1, 2, f32) ||
+      !isMemRefInput(type, xArg + 2, 3, f32)) {
+    why = "unexpected mhc_pre kernel signature";
+    return failure();
+  }
+  if (streams.getElementType() != bf16 ||
+      !isMemRefInput(type, xArg, 2, bf16) ||
+      (xNorm && !isMemRefInput(type, 4, 1, bf16))) {
+    why = "the GPU mhc_pre reads bf16 streams";
+    return failure();
+  }
+  MhcPre shape;
+  shape.hcMult = integer("hc_mult").getInt();
+  shape.width = streams.getDimSize(2);
+  shape.slices = parts.getDimSize(1);
+  shape.sinkhornIters = integer("sinkhorn_iters").getInt();
+  shape.hcEps = real("hc_eps").getValueAsDouble();
+  shape.normEps = real("norm_eps").getValueAsDouble();
+  shape.postMult = real("post_mult").getValueAsDouble();
+  shape.xNorm = xNorm;
+  shape.xNormEps = xNorm ? real("x_norm_eps").getValueAsDouble() : 0;
+  if (streams.getDimSize(1) != shape.hcMult ||
+      parts.getDimSize(2) != (2 + shape.hcMult) * shape.hcMult + 1) {
+    why = "unexpected mhc_pre kernel signature";
+    return failure();
+  }
+  if (failed(checkMhcPre(target, shape, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func =
+      buildMhcPreKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
+                        type.getInputs(), shape, target.getSubgroupSize());
+  // One block per token.
+  result.grid[0] = {0, 0, 1};
+  return result;
+}
+
 bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
   return isLinearKernelFunction(kernel) ||
          isGroupedExpertKernelFunction(kernel) ||
          isDenseMatmulKernelFunction(kernel) ||
          isMlaAttendKernelFunction(kernel) ||
          isKdaChunkKernelFunction(kernel) ||
-         isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel);
+         isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
+         isMhcPreKernelFunction(kernel);
 }
 
 FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
@@ -872,5 +942,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
                                           why);
   if (isMhcMixKernelFunction(kernel))
     return buildMhcMixKernelFunction(builder, module, kernel, target, why);
+  if (isMhcPreKernelFunction(kernel))
+    return buildMhcPreKernelFunction(builder, module, kernel, target, why);
   return buildLinearMatmulKernel(builder, module, kernel, target, why);
 }

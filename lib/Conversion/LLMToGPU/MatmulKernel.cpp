@@ -1599,6 +1599,8 @@ private:
 int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
                                     const MatmulProblem &problem) {
   int64_t columnTiles = std::max<int64_t>(problem.n / staged.tileN(), 1);
+  if (columnTiles >= kStagedWideColumnTiles)
+    return staged.tileM();
   return std::max<int64_t>(
       kStagedMinRows,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));

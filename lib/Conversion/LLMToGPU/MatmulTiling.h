@@ -202,11 +202,17 @@ inline constexpr int64_t kGroupedStagedTileRows = 64;
 
 /// The staged tiles of a plain linear or dense projection take steps of at
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
-/// kStagedMinTiles tiles (about two per streaming multiprocessor of the
+/// kStagedMinTiles tiles (one tile of rows for kStagedWideColumnTiles
+/// columns tiles) (about two per streaming multiprocessor of the
 /// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
 /// measured on the H200, docs/bench/h200-matrix.md).
 inline constexpr int64_t kStagedMinRows = 256;
 inline constexpr int64_t kStagedMinTiles = 256;
+/// A problem with at least this many staged column tiles (lm_head's 1210)
+/// takes them from one tile of rows on: its columns alone fill the GPU, and
+/// one 128-row tile reads each weight column once where two 64-row ones
+/// read it twice (H200, lm_head at 128 rows: 906 -> 794 us).
+inline constexpr int64_t kStagedWideColumnTiles = 4 * kStagedMinTiles;
 int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem);
 
 /// Workgroup bytes of the staged form's two stage buffers.
@@ -448,6 +454,31 @@ LogicalResult checkMhcMix(const MhcMix &shape, std::string &why);
 gpu::GPUFuncOp buildMhcMixKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
                                  TypeRange argTypes, const MhcMix &shape,
+                                 int64_t subgroupSize);
+
+/// The shape of an mhc_pre kernel function (HyperConnectionOps.cpp):
+/// `hcMult` bf16 streams of `width` values, mhc_mix's `slices`, the
+/// op's constants, and whether it ends in the sub-layer's input RMSNorm
+/// (`xNorm`: the norm weight follows the scales).
+struct MhcPre {
+  int64_t hcMult = 0, width = 0, slices = 0, sinkhornIters = 0;
+  double hcEps = 0, normEps = 0, postMult = 0, xNormEps = 0;
+  bool xNorm = false;
+};
+
+/// Fails with `why` where buildMhcPreKernel cannot take `shape` on
+/// `target`: an h x h comb matrix past a subgroup's lanes, or streams not
+/// in runs of 8 columns.
+LogicalResult checkMhcPre(const TargetInfo &target, const MhcPre &shape,
+                          std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of an mhc_pre kernel
+/// function (streams, parts, base, scale[, norm weight], x, post, comb):
+/// one token per block (grid (T, 1, 1)), 4 subgroups, Sinkhorn on subgroup
+/// shuffles (MhcPreKernel.cpp).
+gpu::GPUFuncOp buildMhcPreKernel(OpBuilder &builder, Location loc,
+                                 gpu::GPUModuleOp module, StringRef name,
+                                 TypeRange argTypes, const MhcPre &shape,
                                  int64_t subgroupSize);
 
 /// The shape of a chunked kda_attention kernel function (KdaOps.cpp):

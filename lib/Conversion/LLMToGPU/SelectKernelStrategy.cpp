@@ -46,6 +46,8 @@ StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return kStrategyKpoolScores;
   if (isMhcMixKernelFunction(kernel))
     return kStrategyMhcMix;
+  if (isMhcPreKernelFunction(kernel))
+    return kStrategyMhcPre;
   if (isLinearKernelFunction(kernel))
     return kStrategyTiledMatmul;
   return "";

@@ -77,6 +77,11 @@ inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
 /// slice) (LLMToGPU buildMhcMixKernelFunction).
 inline constexpr llvm::StringLiteral kMhcMixAttrName = "llm.mhc_mix";
 
+/// On mhc_pre (HyperConnectionOps.cpp): {hc_mult, sinkhorn_iters, hc_eps,
+/// norm_eps, post_mult[, x_norm_eps]}, what a GPU target needs to rebuild it
+/// with Sinkhorn on subgroup shuffles (LLMToGPU buildMhcPreKernelFunction).
+inline constexpr llvm::StringLiteral kMhcPreAttrName = "llm.mhc_pre";
+
 /// On kpool_scores (IndexerOps.cpp): {kpool, scale}, what a GPU target
 /// needs to rebuild it with the heads' dot products of a token on the matrix
 /// units (LLMToGPU buildKpoolScoresKernelFunction; bf16 queries and pool).
