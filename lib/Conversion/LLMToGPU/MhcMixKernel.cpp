@@ -13,7 +13,7 @@
 // per (token, output), re-read the 1.5 MB fn for every token) and a decode
 // token still spreads over S blocks. Subgroup w takes the outputs [w J,
 // (w + 1) J) (J = mix / 4) and every lane the tile's tokens at pairs of
-// neighbouring positions of the slice (lane-strided, two loop steps in
+// neighbouring positions of the slice (lane-strided, four loop steps in
 // flight; a slice that is not a whole number of iterations masks its last
 // pairs): per pair, J two-float weight loads and one two-element stream
 // load per token feed J + 1 fp32 accumulators per token. The lanes' sums
@@ -40,8 +40,9 @@ namespace {
 
 /// Subgroups per block; each takes mix / kSubgroups outputs.
 constexpr int64_t kSubgroups = 4;
-/// Loop steps whose loads are issued together.
-constexpr int64_t kUnroll = 2;
+/// Loop steps whose loads are issued together (H200, one decode token: 12.4
+/// us per call with 2, 11.2 with 4).
+constexpr int64_t kUnroll = 4;
 
 class MhcMixBuilder : LaneArith {
 public:
