@@ -96,22 +96,11 @@ private:
   Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
   Value ule(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
   }
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  void barrier() { gpu::BarrierOp::create(b, loc); }
-  /// Runs `body` in the threads for which `cond` holds.
-  void ifThen(Value cond, llvm::function_ref<void()> body) {
-    auto op = scf::IfOp::create(b, loc, cond, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    body();
   }
   /// A loop over [lo, hi) with step `step`, the body at the induction
   /// variable.

@@ -68,15 +68,6 @@ private:
         ValueRange{request, arith::DivUIOp::create(b, loc, p, rows)}));
     return {page, arith::RemUIOp::create(b, loc, p, rows)};
   }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
-  void ifThen(Value cond, llvm::function_ref<void()> then) {
-    auto op = scf::IfOp::create(b, loc, cond, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    then();
-  }
 
   void buildToken();
   void buildTokenGroups();

@@ -3,10 +3,12 @@
 // Part of strata, under the Apache License v2.0.
 //
 // The small builders the matrix-unit kernel generators (MatmulKernel.cpp,
-// MlaAttendKernel.cpp, KdaChunkKernel.cpp, KpoolScoresKernel.cpp) share:
-// constants, index additions and products that skip their identities, this
-// lane's coordinate under a LaneMap of TargetInfo's fragment layouts, an
-// operand assembled from its pieces, and the per-token grid loop.
+// MlaAttendKernel.cpp, KdaChunkKernel.cpp, KpoolScoresKernel.cpp,
+// MhcMixKernel.cpp, MhcPreKernel.cpp) share:
+// constants, index additions and products that skip their identities,
+// index compares, guarded regions and barriers, a subgroup sum, this lane's
+// coordinate under a LaneMap of TargetInfo's fragment layouts, an operand
+// assembled from its pieces, and the per-token grid loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +41,31 @@ protected:
   Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
   Value toIndex(Value v) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+  }
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
+  }
+  Value ieq(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+  }
+  /// Runs `body` in the threads for which `cond` holds.
+  void ifThen(Value cond, llvm::function_ref<void()> body) {
+    auto op = scf::IfOp::create(b, loc, cond, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(op.thenBlock());
+    body();
+  }
+  void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// `v` summed over the `lanes` lanes of a subgroup by a butterfly of XOR
+  /// shuffles: every lane ends with the total.
+  Value subgroupSum(Value v, int64_t lanes) {
+    for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
+      Value other = gpu::ShuffleOp::create(b, loc, v, ci32(offset),
+                                           ci32(lanes), gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      v = arith::AddFOp::create(b, loc, v, other);
+    }
+    return v;
   }
   /// A zero vector<n x f32> (an accumulator's start).
   Value zeros(int64_t n) {

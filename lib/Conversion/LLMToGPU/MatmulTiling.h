@@ -202,10 +202,10 @@ inline constexpr int64_t kGroupedStagedTileRows = 64;
 
 /// The staged tiles of a plain linear or dense projection take steps of at
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
-/// kStagedMinTiles tiles (one tile of rows for kStagedWideColumnTiles
-/// columns tiles) (about two per streaming multiprocessor of the
+/// kStagedMinTiles tiles (about two per streaming multiprocessor of the
 /// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
-/// measured on the H200, docs/bench/h200-matrix.md).
+/// measured on the H200, docs/bench/h200-matrix.md); one tile of rows for
+/// problems of kStagedWideColumnTiles column tiles or more.
 inline constexpr int64_t kStagedMinRows = 256;
 inline constexpr int64_t kStagedMinTiles = 256;
 /// A problem with at least this many staged column tiles (lm_head's 1210)

@@ -77,9 +77,6 @@ private:
     }
     return {lo, hi};
   }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
 
   const MhcMix &s;
   int64_t subgroupSize, outputs, sliceWidth;
@@ -184,25 +181,12 @@ void MhcMixBuilder::buildTile(Value tile) {
       });
 
   // Butterfly over the subgroup's lanes: every lane ends with the sums.
-  SmallVector<Value> sums(loop.getResults());
-  for (Value &v : sums)
-    for (int64_t offset = subgroupSize / 2; offset > 0; offset /= 2) {
-      Value other = gpu::ShuffleOp::create(b, loc, v, ci32(offset),
-                                           ci32(subgroupSize),
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      v = arith::AddFOp::create(b, loc, v, other);
-    }
+  SmallVector<Value> sums;
+  for (Value v : loop.getResults())
+    sums.push_back(subgroupSum(v, subgroupSize));
 
-  auto ifThen = [&](Value cond, llvm::function_ref<void()> then) {
-    auto op = scf::IfOp::create(b, loc, cond, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    then();
-  };
   Value tokens = add(lastToken, 1);
-  ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane, idx(0)),
-         [&] {
+  ifThen(ieq(lane, idx(0)), [&] {
     for (int64_t t = 0; t < kMhcMixTokens; ++t) {
       Value token = add(t0, t);
       ifThen(ult(token, tokens), [&] {
@@ -210,13 +194,10 @@ void MhcMixBuilder::buildTile(Value tile) {
           memref::StoreOp::create(
               b, loc, sums[j * kMhcMixTokens + t], parts,
               ValueRange{token, slice, add(mul(warp, outputs), j)});
-        ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
-                                     idx(0)),
-               [&] {
-                 memref::StoreOp::create(
-                     b, loc, sums[outputs * kMhcMixTokens + t], parts,
-                     ValueRange{token, slice, idx(s.mix)});
-               });
+        ifThen(ieq(warp, idx(0)), [&] {
+          memref::StoreOp::create(b, loc, sums[outputs * kMhcMixTokens + t],
+                                  parts, ValueRange{token, slice, idx(s.mix)});
+        });
       });
     }
   });

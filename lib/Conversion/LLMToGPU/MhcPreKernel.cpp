@@ -86,34 +86,19 @@ private:
     Value narrowed = arith::TruncFOp::create(b, loc, narrow, v);
     return arith::ExtFOp::create(b, loc, type, narrowed);
   }
-  Value ult(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, y);
-  }
-  Value ieq(Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
-  }
-  void ifThen(Value cond, llvm::function_ref<void()> then) {
-    auto op = scf::IfOp::create(b, loc, cond, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(op.thenBlock());
-    then();
-  }
-  void barrier() { gpu::BarrierOp::create(b, loc); }
-  Value shuffle(Value v, Value from, gpu::ShuffleMode mode) {
-    Value lanes = ci32(subgroupSize);
-    return gpu::ShuffleOp::create(b, loc, v, from, lanes, mode)
+  /// `v` as lane `from` (an index) of the subgroup holds it.
+  Value readLane(Value v, Value from) {
+    Value at = arith::IndexCastOp::create(b, loc, b.getI32Type(), from);
+    return gpu::ShuffleOp::create(b, loc, v, at, ci32(subgroupSize),
+                                  gpu::ShuffleMode::IDX)
         .getShuffleResult();
   }
-  Value laneI32(Value lane) {
-    return arith::IndexCastOp::create(b, loc, b.getI32Type(), lane);
-  }
   /// m[k] = dot[k] * inv from the workgroup sums.
-  Value m(int64_t k) {
-    return fmul(memref::LoadOp::create(b, loc, sums, ValueRange{idx(k)}),
-                inv);
+  Value m(Value k) {
+    return fmul(memref::LoadOp::create(b, loc, sums, ValueRange{k}), inv);
   }
-  Value baseAt(int64_t k) {
-    return memref::LoadOp::create(b, loc, base, ValueRange{idx(k)});
+  Value baseAt(Value k) {
+    return memref::LoadOp::create(b, loc, base, ValueRange{k});
   }
 
   const MhcPre &s;
@@ -176,18 +161,16 @@ void MhcPreBuilder::buildToken(Value t) {
   pre.clear();
   for (int64_t k = 0; k < h; ++k)
     pre.push_back(
-        fadd(sigmoid(fadd(fmul(m(k), scale0), baseAt(k))), eps));
+        fadd(sigmoid(fadd(fmul(m(idx(k)), scale0), baseAt(idx(k)))), eps));
 
   // 2. Softmax and Sinkhorn on the lanes; subgroup 0 stores.
   Value c = sinkhorn();
   Value first = ieq(warp, idx(0));
   ifThen(arith::AndIOp::create(b, loc, first, ult(lane, idx(h))), [&] {
-    for (int64_t k = 0; k < h; ++k)
-      ifThen(ieq(lane, idx(k)), [&] {
-        Value q = fadd(fmul(m(h + k), scale1), baseAt(h + k));
-        memref::StoreOp::create(b, loc, fmul(cf32(s.postMult), sigmoid(q)),
-                                post, ValueRange{t, idx(k)});
-      });
+    Value at = add(lane, h);
+    Value q = fadd(fmul(m(at), scale1), baseAt(at));
+    memref::StoreOp::create(b, loc, fmul(cf32(s.postMult), sigmoid(q)), post,
+                            ValueRange{t, lane});
   });
   ifThen(arith::AndIOp::create(b, loc, first, ult(lane, idx(h * h))), [&] {
     memref::StoreOp::create(
@@ -212,9 +195,7 @@ Value MhcPreBuilder::sinkhorn() {
   SmallVector<Value> logits;
   for (int64_t k = 0; k < h; ++k) {
     Value at = add(add(mul(i, h), k), 2 * h);
-    Value mk = fmul(memref::LoadOp::create(b, loc, sums, ValueRange{at}), inv);
-    logits.push_back(fadd(
-        fmul(mk, scale2), memref::LoadOp::create(b, loc, base, ValueRange{at})));
+    logits.push_back(fadd(fmul(m(at), scale2), baseAt(at)));
   }
   Value mx = cf32(-INFINITY);
   for (Value l : logits)
@@ -232,7 +213,7 @@ Value MhcPreBuilder::sinkhorn() {
     Value total = cf32(0.0);
     for (int64_t k = 0; k < h; ++k) {
       Value from = rows ? add(mul(i, h), k) : add(mul(idx(k), h), j);
-      total = fadd(total, shuffle(v, laneI32(from), gpu::ShuffleMode::IDX));
+      total = fadd(total, readLane(v, from));
     }
     return fdiv(v, fadd(total, eps));
   };
@@ -309,8 +290,7 @@ void MhcPreBuilder::collapse(Value t) {
       ss = fadd(ss, v);
     }
   }
-  for (int64_t offset = subgroupSize / 2; offset > 0; offset /= 2)
-    ss = fadd(ss, shuffle(ss, ci32(offset), gpu::ShuffleMode::XOR));
+  ss = subgroupSum(ss, subgroupSize);
   ifThen(ieq(lane, idx(0)), [&] {
     memref::StoreOp::create(b, loc, ss, norms, ValueRange{warp});
   });

@@ -8,9 +8,9 @@
 // projection's partial sums (GPU targets build their own kernel,
 // LLMToGPU/MhcMixKernel.cpp); then mhc_pre per token: the slices added, the
 // norm applied, the pre/post sigmoids, the softmax + Sinkhorn passes as loops
-// over the h x h comb entries (workgroup memory on the GPU, one entry per
-// thread), the pre-weighted stream collapse and, in the x_norm form, the
-// sub-layer's input RMSNorm.
+// over the h x h comb entries, the pre-weighted stream collapse and, in the
+// x_norm form, the sub-layer's input RMSNorm (GPU targets build their own
+// for bf16 streams, LLMToGPU/MhcPreKernel.cpp).
 // llm.mhc_post writes the sub-layer output back into the streams, one
 // (token, column) per iteration; its projection form (mhc_post_linear) first
 // computes that column of the sub-layer's output projection. Everything is
@@ -210,11 +210,11 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
         entries(h * h, [&](Value e) {
           Value i = kb.idiv(e, kb.idx(h)), j = kb.irem(e, kb.idx(h));
           Value sum = kb.f32(0.0);
-          for (int64_t k = 0; k < h; ++k)
-            sum = kb.add(sum, kb.load(from, kb.iadd(
-                                          rows ? kb.imul(i, kb.idx(h))
-                                               : kb.imul(kb.idx(k), kb.idx(h)),
-                                          rows ? kb.idx(k) : j)));
+          for (int64_t k = 0; k < h; ++k) {
+            Value at = rows ? kb.iadd(kb.imul(i, kb.idx(h)), kb.idx(k))
+                            : kb.iadd(kb.idx(k * h), j);
+            sum = kb.add(sum, kb.load(from, at));
+          }
           kb.store(kb.div(kb.load(from, e), kb.add(sum, eps)), to, e);
         });
       };
