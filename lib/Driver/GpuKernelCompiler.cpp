@@ -19,6 +19,7 @@
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
 #include "lib/Conversion/LLMToGPU/LinearKernel.h"
+#include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/Passes.h"
@@ -130,6 +131,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
              << kernel.name << "' has no block size";
     for (int d = 0; d < 3; ++d)
       kernel.launch->block[d] = static_cast<uint32_t>(block[d]);
+    if (auto bytes =
+            func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
+      kernel.launch->sharedMemoryBytes = bytes.getInt();
     std::array<GpuGridDim, 3> dims;
     auto matmul = matmuls.find(kernel.name);
     if (matmul != matmuls.end()) {

@@ -33,4 +33,22 @@ def WriteGpuBinariesPass : Pass<"strata-write-gpu-binaries", "ModuleOp"> {
   ];
 }
 
+def ExternDynamicSharedMemoryPass
+    : Pass<"strata-extern-dynamic-shared-memory", "gpu::GPUModuleOp"> {
+  let summary = "make gpu.dynamic_shared_memory's symbol an external "
+                "declaration";
+  let description = [{
+    convert-gpu-to-nvvm lowers `gpu.dynamic_shared_memory` to an internal
+    zero-sized workgroup array, which the NVPTX backend emits as a one-byte
+    static `.shared` variable: ptxas may place the kernel's other static
+    workgroup buffers after it, where the dynamic arena overlaps them. This
+    pass gives every zero-sized array of address space 3 external linkage,
+    so it is emitted as `.extern .shared .b8 name[]`, whose address is the
+    start of the dynamic shared memory, after every static buffer
+    (CUDA's `extern __shared__`). Runs on the LLVM dialect inside each
+    gpu.module, before gpu-module-to-binary.
+  }];
+  let dependentDialects = ["LLVM::LLVMDialect"];
+}
+
 #endif // STRATA_LIB_TARGET_PASSES_TD

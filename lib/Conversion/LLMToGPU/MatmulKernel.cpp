@@ -328,6 +328,12 @@ private:
   /// hardware conversion (decodeFp8Pairs), elsewhere by integer code
   /// (normal numbers re-biased into an f32, subnormals m * 2^-9).
   Value decodeFp8(Value v) {
+    int64_t n = cast<VectorType>(v.getType()).getNumElements();
+    return arith::TruncFOp::create(b, loc, VectorType::get({n}, bf16),
+                                   decodeFp8ToF32(v));
+  }
+  /// decodeFp8's values as f32 (exact), for a product taken in f32.
+  Value decodeFp8ToF32(Value v) {
     if (mi.family == MatrixFamily::MmaSync)
       return decodeFp8Pairs(v);
     auto type = cast<VectorType>(v.getType());
@@ -355,12 +361,11 @@ private:
     Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, em,
                                         splatI(8));
     Value magnitude = arith::SelectOp::create(b, loc, isSub, subBits, normal);
-    Value f = arith::BitcastOp::create(
+    return arith::BitcastOp::create(
         b, loc, vf32, arith::OrIOp::create(b, loc, magnitude, sign));
-    return arith::TruncFOp::create(b, loc, VectorType::get({n}, bf16), f);
   }
 
-  /// e4m3fn pairs to bf16 with `cvt.rn.f16x2.e4m3x2` (sm_89+), one
+  /// e4m3fn pairs to f32 with `cvt.rn.f16x2.e4m3x2` (sm_89+), one
   /// instruction per pair instead of about ten integer ops per value; both
   /// steps are exact (every e4m3 value is an f16 and a bf16 value), so the
   /// result is the integer decode's bit for bit.
@@ -380,9 +385,7 @@ private:
       halves = vector::InsertStridedSliceOp::create(
           b, loc, h, halves, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{1});
     }
-    Value wide =
-        arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), halves);
-    return arith::TruncFOp::create(b, loc, VectorType::get({n}, bf16), wide);
+    return arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), halves);
   }
 
   /// OCP e4m3fn weight bytes as operands of the fp8 instruction: as is for
@@ -472,14 +475,29 @@ private:
   /// group's token, null without chunks.
   Value copyStage(ArrayRef<StageChunk> chunks, Value kb, Value stageA,
                   Value stageB, Value buf);
-  /// One stage's products: every subgroup's A and B fragments read from
-  /// buffer `buf` of the stage buffers, added into `accs`.
-  SmallVector<Value> multiplyStage(Value stageA, Value stageB, Value buf,
-                                   ValueRange accs, int64_t weights);
+  /// One stage's products: every subgroup's A fragments read from buffer
+  /// `bufA` of stageA and B fragments from buffer `bufB` of stageB, added
+  /// into `accs`.
+  SmallVector<Value> multiplyStage(Value stageA, Value bufA, Value stageB,
+                                   Value bufB, ValueRange accs,
+                                   int64_t weights);
   /// multiplyStage with ldmatrix reads (MatmulTiling::ldmatrix).
-  SmallVector<Value> multiplyStageLdmatrix(Value stageA, Value stageB,
-                                           Value buf, ValueRange accs,
-                                           int64_t weights);
+  SmallVector<Value> multiplyStageLdmatrix(Value stageA, Value bufA,
+                                           Value stageB, Value bufB,
+                                           ValueRange accs, int64_t weights);
+  /// accumulateStaged with the ring of asynchronous copies
+  /// (MatmulTiling::ring).
+  SmallVector<Value> accumulateRing(Value arena, int64_t weights);
+  /// This thread's 16-byte chunks (16 values) of the raw fp8 weight rows of
+  /// a ring stage: the thread that copies a chunk also decodes it.
+  SmallVector<StageChunk> rawWeightChunks(int64_t weights);
+  /// The block scale of each raw chunk's rows at the K block `kb`.
+  SmallVector<Value> rawChunkScales(ArrayRef<StageChunk> chunks, Value kb);
+  /// The raw chunks of ring slot `slot` decoded, multiplied by their block
+  /// scales and rounded to bf16 (the reference's dequantised weight), into
+  /// buffer `buf` of `decoded` ([2, weights, tileN, kStageK] bf16).
+  void decodeRawChunks(ArrayRef<StageChunk> chunks, ArrayRef<Value> scales,
+                       Value ring, Value slot, Value decoded, Value buf);
   /// The element column of 16-byte chunk `chunk` of stage row `row`
   /// (swizzled with ldmatrix reads).
   Value stageColumn(Value row, Value chunk);
@@ -493,6 +511,8 @@ public:
   /// (shared with the kernel's decode forms); unset: its own.
   Value stageArena;
   /// Bytes the staged form needs of stageArena (0 without one).
+  /// The staged form's buffers are a ring in dynamic workgroup memory.
+  bool ring() const { return t.ring(); }
   int64_t stagedArenaBytes(int64_t weights) const {
     return t.staged ? stagedBufferBytes(t, weights) : 0;
   }
@@ -1143,11 +1163,9 @@ MatmulKernelBuilder::loadStage(ArrayRef<StageChunk> chunks, Value kb) {
       continue;
     }
     // round(decoded * scale), the reference's bf16 dequantisation.
-    auto wide = VectorType::get({8}, f32);
     Value scale = loadWeightScale(weightScales, at[at.size() - 2], kb);
-    Value scaled = arith::MulFOp::create(
-        b, loc, arith::ExtFOp::create(b, loc, wide, decodeFp8(raw)),
-        splat(scale, 8));
+    Value scaled =
+        arith::MulFOp::create(b, loc, decodeFp8ToF32(raw), splat(scale, 8));
     values.push_back(arith::TruncFOp::create(
         b, loc, VectorType::get({8}, bf16), scaled));
   }
@@ -1203,7 +1221,8 @@ Value MatmulKernelBuilder::loadMatrixTiles(Value mem, SmallVector<Value> at,
 }
 
 SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
-    Value stageA, Value stageB, Value buf, ValueRange accs, int64_t weights) {
+    Value stageA, Value bufA, Value stageB, Value bufB, ValueRange accs,
+    int64_t weights) {
   // Lane group q = lane / 8 addresses tile q of the four: its lane's row
   // (lane mod 8) of that tile.
   int64_t steps = kStageK / mi.k;
@@ -1225,7 +1244,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
     for (int64_t s = 0; s < steps; ++s) {
       Value row = add(add(add(subgroupRow, i * mi.m), inGroup), mul(qLow, 8));
       Value chunk = add(qHigh, 2 * s);
-      a[i].push_back(flat(loadMatrixTiles(stageA, {buf}, row, chunk), 0, 4));
+      a[i].push_back(flat(loadMatrixTiles(stageA, {bufA}, row, chunk), 0, 4));
     }
   // B (two column fragments of 8 per load): tiles (cols j, k 0-7), (cols j,
   // k 8-15), (cols j + 1, k 0-7), (cols j + 1, k 8-15): b0, b1 of each.
@@ -1236,7 +1255,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
       for (int64_t s = 0; s < steps; ++s) {
         Value col = add(add(add(subgroupCol, j * mi.n), inGroup), mul(qHigh, 8));
         Value chunk = add(qLow, 2 * s);
-        Value tiles = loadMatrixTiles(stageB, {buf, idx(wi)}, col, chunk);
+        Value tiles = loadMatrixTiles(stageB, {bufB, idx(wi)}, col, chunk);
         for (int64_t half = 0; half < 2; ++half) {
           Value bv = flat(tiles, 2 * half, 2);
           for (int64_t i = 0; i < t.fragsM; ++i) {
@@ -1248,12 +1267,12 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
   return out;
 }
 
-SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA,
-                                                      Value stageB, Value buf,
+SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA, Value bufA,
+                                                      Value stageB, Value bufB,
                                                       ValueRange accs,
                                                       int64_t weights) {
   if (t.ldmatrix)
-    return multiplyStageLdmatrix(stageA, stageB, buf, accs, weights);
+    return multiplyStageLdmatrix(stageA, bufA, stageB, bufB, accs, weights);
   int64_t steps = kStageK / mi.k;
   SmallVector<Value> out(accs.begin(), accs.end());
   SmallVector<SmallVector<Value>> a; // [i][step]
@@ -1261,7 +1280,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA,
     a.push_back(loadKBlock(stageA, bf16, mi.a, aLane,
                            add(subgroupRow, i * mi.m), idx(0), false,
                            [&](Value row, Value col) {
-                             return SmallVector<Value>{buf, row, col};
+                             return SmallVector<Value>{bufA, row, col};
                            }));
   int64_t perWeight = t.fragsM * t.fragsN;
   for (int64_t wi = 0; wi < weights; ++wi)
@@ -1269,7 +1288,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA,
       SmallVector<Value> bv = loadKBlock(
           stageB, bf16, mi.b, bLane, add(subgroupCol, j * mi.n), idx(0), false,
           [&](Value row, Value col) {
-            return SmallVector<Value>{buf, idx(wi), row, col};
+            return SmallVector<Value>{bufB, idx(wi), row, col};
           });
       for (int64_t s = 0; s < steps; ++s)
         for (int64_t i = 0; i < t.fragsM; ++i) {
@@ -1285,9 +1304,12 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   if (!arena) {
     auto func =
         b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
-    arena = addWorkgroupBuffer(func, loc, {stagedBufferBytes(t, weights)},
-                               b.getI8Type());
+    int64_t bytes = stagedBufferBytes(t, weights);
+    arena = t.ring() ? addDynamicWorkgroupArena(func, loc, bytes)
+                     : addWorkgroupBuffer(func, loc, {bytes}, b.getI8Type());
   }
+  if (t.ring())
+    return accumulateRing(arena, weights);
   Value stageA =
       viewWorkgroupArena(b, loc, arena, 0, {2, t.tileM(), kStageK}, bf16);
   Value stageB = viewWorkgroupArena(b, loc, arena,
@@ -1333,10 +1355,181 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
         Value next = minu(add(kb, kStageK), idx(p.k - kStageK));
         SmallVector<Value> accs;
         stage(next, arith::SubIOp::create(b, loc, idx(1), buf), [&] {
-          accs = multiplyStage(stageA, stageB, buf, iterArgs, weights);
+          accs = multiplyStage(stageA, buf, stageB, buf, iterArgs, weights);
         });
         scf::YieldOp::create(b, loc, accs);
       });
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<MatmulKernelBuilder::StageChunk>
+MatmulKernelBuilder::rawWeightChunks(int64_t weights) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t threads = t.threads();
+  int64_t perRow = kStageK / 16;
+  SmallVector<StageChunk> chunks;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t c = 0; c < t.tileN() * perRow / threads; ++c) {
+      StageChunk chunk;
+      chunk.weight = wi;
+      Value at = add(tid, c * threads);
+      chunk.row = arith::DivUIOp::create(b, loc, at, idx(perRow));
+      chunk.part = arith::RemUIOp::create(b, loc, at, idx(perRow));
+      chunk.at = elementIndices(add(tileCol, chunk.row), idx(0),
+                                /*clamp=*/false);
+      chunks.push_back(chunk);
+    }
+  return chunks;
+}
+
+SmallVector<Value>
+MatmulKernelBuilder::rawChunkScales(ArrayRef<StageChunk> chunks, Value kb) {
+  SmallVector<std::pair<Value, Value>> weights = weightOperands();
+  SmallVector<Value> scales;
+  for (const StageChunk &chunk : chunks)
+    scales.push_back(loadWeightScale(weights[chunk.weight].second,
+                                     chunk.at[chunk.at.size() - 2], kb));
+  return scales;
+}
+
+void MatmulKernelBuilder::decodeRawChunks(ArrayRef<StageChunk> chunks,
+                                          ArrayRef<Value> scales, Value ring,
+                                          Value slot, Value decoded,
+                                          Value buf) {
+  for (auto [chunk, scale] : llvm::zip_equal(chunks, scales)) {
+    auto raw = vector::LoadOp::create(
+        b, loc, VectorType::get({16}, fp8), ring,
+        ValueRange{slot, idx(chunk.weight), chunk.row, mul(chunk.part, 16)});
+    raw.setAlignment(uint64_t(16));
+    // round(decoded * scale), the reference's bf16 dequantisation.
+    Value scaled =
+        arith::MulFOp::create(b, loc, decodeFp8ToF32(raw), splat(scale, 16));
+    Value values = arith::TruncFOp::create(
+        b, loc, VectorType::get({16}, bf16), scaled);
+    for (int64_t half = 0; half < 2; ++half) {
+      Value part = vector::ExtractStridedSliceOp::create(
+          b, loc, values, ArrayRef<int64_t>{8 * half}, ArrayRef<int64_t>{8},
+          ArrayRef<int64_t>{1});
+      Value column = stageColumn(chunk.row, add(mul(chunk.part, 2), half));
+      auto store = vector::StoreOp::create(
+          b, loc, part, decoded,
+          ValueRange{buf, idx(chunk.weight), chunk.row, column});
+      store.setAlignment(uint64_t(16));
+    }
+  }
+}
+
+/// The ring (MatmulTiling::ring), K block k of nK in slot k mod S:
+///   prologue: copy blocks 0 .. S-2 (a group each); [fp8: wait for block 0,
+///             decode it into decoded buffer 0]
+///   block k:  barrier (block k's rows, copied or decoded by every thread,
+///             are visible; every subgroup is done with block k-1, whose
+///             slot and decoded buffer are now free);
+///             copy block k+S-1 into slot (k-1) mod S; [fp8: load the block
+///             scales of block k+1];
+///             multiply slot k mod S (A) and slot k mod S or decoded buffer
+///             k mod 2 (B);
+///             wait for this thread's copies of block k+1; [fp8: decode them
+///             from slot (k+1) mod S into decoded buffer (k+1) mod 2]
+///   after:    wait for every copy, barrier (the next tile reuses the ring).
+/// Blocks past the last one are copied with no source bytes (zero fill, no
+/// reads), so the loop has no branch. One barrier per block.
+SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
+                                                       int64_t weights) {
+  int64_t stages = t.stages;
+  bool fp8Weights = t.fp8Mode == Fp8Mode::DecodeWeights;
+  Type ringElement = fp8Weights ? Type(fp8) : Type(bf16);
+  int64_t ringABytes = stages * t.tileM() * kStageK * 2;
+  int64_t ringBBytes =
+      stages * weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
+  Value stageA =
+      viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), kStageK}, bf16);
+  Value ringB =
+      viewWorkgroupArena(b, loc, arena, ringABytes,
+                         {stages, weights, t.tileN(), kStageK}, ringElement);
+  Value decoded =
+      fp8Weights ? viewWorkgroupArena(b, loc, arena, ringABytes + ringBBytes,
+                                      {2, weights, t.tileN(), kStageK}, bf16)
+                 : Value();
+  SmallVector<StageChunk> copied = stageChunks(fp8Weights ? 0 : weights);
+  SmallVector<StageChunk> raw;
+  if (fp8Weights)
+    raw = rawWeightChunks(weights);
+  int64_t blocks = p.k / kStageK;
+  auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  SmallVector<std::pair<Value, Value>> operands = weightOperands();
+  // Block `block` (index) into slot `slot`: the source clamped to the last
+  // block, with no bytes read past it.
+  auto copyBlock = [&](Value block, Value slot) {
+    Value inside = ult(block, idx(blocks));
+    Value kb = mul(minu(block, idx(blocks - 1)), kStageK);
+    SmallVector<Value> tokens;
+    auto copy = [&](Value dst, SmallVector<Value> to, Value src,
+                    SmallVector<Value> from, int64_t elements) {
+      Value count = arith::SelectOp::create(b, loc, inside, idx(elements),
+                                            idx(0));
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, token, dst, to, src, from, b.getIndexAttr(elements), count,
+          b.getUnitAttr()));
+    };
+    for (const StageChunk &chunk : copied) {
+      bool isA = chunk.weight < 0;
+      SmallVector<Value> to = chunkTarget(chunk, slot);
+      copy(isA ? stageA : ringB, to, isA ? x : operands[chunk.weight].first,
+           chunkSource(chunk, kb), 8);
+    }
+    for (const StageChunk &chunk : raw) {
+      SmallVector<Value> from = chunk.at;
+      from.back() = add(kb, mul(chunk.part, 16));
+      copy(ringB, {slot, idx(chunk.weight), chunk.row, mul(chunk.part, 16)},
+           operands[chunk.weight].first, from, 16);
+    }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
+  };
+  Value group;
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    group = copyBlock(idx(s), idx(s));
+  auto waitForNext = [&] {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(stages - 2));
+  };
+  waitForNext();
+  if (fp8Weights)
+    decodeRawChunks(raw, rawChunkScales(raw, idx(0)), ringB, idx(0), decoded,
+                    idx(0));
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
+  auto loop = scf::ForOp::create(
+      b, loc, idx(0), idx(blocks), idx(1), inits,
+      [&](OpBuilder &nb, Location, Value k, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        gpu::BarrierOp::create(b, loc);
+        auto slotOf = [&](Value block) {
+          return arith::RemUIOp::create(b, loc, block, idx(stages));
+        };
+        Value slot = slotOf(k);
+        Value ahead = add(k, stages - 1);
+        copyBlock(ahead, slotOf(ahead));
+        Value next = add(k, 1);
+        SmallVector<Value> scales;
+        if (fp8Weights)
+          scales = rawChunkScales(
+              raw, mul(minu(next, idx(blocks - 1)), kStageK));
+        Value half = arith::RemUIOp::create(b, loc, k, idx(2));
+        SmallVector<Value> accs =
+            fp8Weights ? multiplyStage(stageA, slot, decoded, half, iterArgs,
+                                       weights)
+                       : multiplyStage(stageA, slot, ringB, slot, iterArgs,
+                                       weights);
+        waitForNext();
+        if (fp8Weights)
+          decodeRawChunks(raw, scales, ringB, slotOf(next), decoded,
+                          arith::RemUIOp::create(b, loc, next, idx(2)));
+        scf::YieldOp::create(b, loc, accs);
+      });
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
   return SmallVector<Value>(loop.getResults());
 }
 
@@ -1565,8 +1758,10 @@ public:
     for (int64_t extent : partialShape)
       partialBytes *= extent;
     int64_t stagedBytes = staged ? staged->stagedArenaBytes(weights) : 0;
-    Value arena = addWorkgroupBuffer(
-        func, loc, {std::max(partialBytes, stagedBytes)}, b.getI8Type());
+    int64_t bytes = std::max(partialBytes, stagedBytes);
+    Value arena = staged && staged->ring()
+                      ? addDynamicWorkgroupArena(func, loc, bytes)
+                      : addWorkgroupBuffer(func, loc, {bytes}, b.getI8Type());
     if (staged)
       staged->stageArena = arena;
     return arena;
@@ -1633,6 +1828,11 @@ static gpu::GPUFuncOp buildMatmulFunc(
                                       why);
         if (stagedRows > 0 && !staged)
           func->setAttr(kUnstagedAttrName, builder.getStringAttr(why));
+        // f32 activations (MLA's heads) are rounded on the way in: the two
+        // register-staged buffers, not the ring.
+        if (staged &&
+            !cast<MemRefType>(argTypes[0]).getElementType().isBF16())
+          staged->stages = 2;
         int64_t minRows = 0;
         if (staged) {
           minRows = grouped ? 0 : stagedMinRows(*staged, problem);
@@ -1641,6 +1841,8 @@ static gpu::GPUFuncOp buildMatmulFunc(
                             {staged->tileM(), staged->tileN()}));
           func->setAttr("strata.staged_min_rows",
                         builder.getI64IntegerAttr(minRows));
+          func->setAttr("strata.staged_stages",
+                        builder.getI64IntegerAttr(staged->stages));
         }
         MatmulKernelBuilder plain(builder, loc, tiling, problem, types);
         std::optional<MatmulKernelBuilder> stagedKb;

@@ -359,6 +359,10 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
     if (t.ldmatrix)
       t.kRuns = false;
     t.asyncCopy = t.ldmatrix;
+    // The ring's fp8 rows move in 16-byte chunks of 16 values.
+    int64_t rawChunks = tileN * kStageK / 16;
+    if (t.asyncCopy && rawChunks % t.threads() == 0)
+      t.stages = kAsyncStages;
     return t;
   }
   why = llvm::formatv("no staged tile of {0} rows divides N = {1}", tileRows,
@@ -369,8 +373,33 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
 
 int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
                                         int64_t weights) {
-  // Two buffers of the tile's A rows and every weight's B rows, bf16.
-  return 2 * (staged.tileM() + weights * staged.tileN()) * kStageK * 2;
+  if (!staged.ring()) {
+    // Two buffers of the tile's A rows and every weight's B rows, bf16.
+    return 2 * (staged.tileM() + weights * staged.tileN()) * kStageK * 2;
+  }
+  bool fp8 = staged.fp8Mode == Fp8Mode::DecodeWeights;
+  int64_t ringA = staged.stages * staged.tileM() * kStageK * 2;
+  int64_t ringB =
+      staged.stages * weights * staged.tileN() * kStageK * (fp8 ? 1 : 2);
+  int64_t decoded = fp8 ? 2 * weights * staged.tileN() * kStageK * 2 : 0;
+  return ringA + ringB + decoded;
+}
+
+Value mlir::strata::addDynamicWorkgroupArena(gpu::GPUFuncOp func,
+                                             Location loc, int64_t bytes) {
+  OpBuilder b(func.getContext());
+  b.setInsertionPointToStart(&func.getBody().front());
+  auto space = gpu::AddressSpaceAttr::get(func.getContext(),
+                                          gpu::AddressSpace::Workgroup);
+  auto type = MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                              MemRefLayoutAttrInterface(), space);
+  Value arena = gpu::DynamicSharedMemoryOp::create(b, loc, type);
+  int64_t recorded = 0;
+  if (auto old = func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
+    recorded = old.getInt();
+  func->setAttr(kDynamicSharedMemoryAttrName,
+                b.getI64IntegerAttr(std::max(recorded, bytes)));
+  return arena;
 }
 
 Value mlir::strata::viewWorkgroupArena(OpBuilder &b, Location loc, Value arena,

@@ -90,8 +90,19 @@ struct MatmulTiling {
   /// The staged form copies bf16 operand rows into workgroup memory with
   /// asynchronous copies (nvgpu.device_async_copy: cp.async, sm_80+), which
   /// hold no registers while in flight; fp8 weight rows, which are decoded
-  /// on the way, still go through registers.
+  /// on the way, still go through registers (two stages).
   bool asyncCopy = false;
+  /// K blocks in flight of the staged form. 2: the two buffers above. More
+  /// (asyncCopy with bf16 x, kAsyncStages): a ring of `stages` K blocks of
+  /// x and of the raw weight rows (fp8 bytes as stored), every one copied
+  /// asynchronously, `stages - 1` blocks ahead of the one multiplied; fp8
+  /// blocks are decoded from the ring into two bf16 buffers by the thread
+  /// that copied them, one block ahead (stagedBufferBytes; the arena is
+  /// dynamic workgroup memory).
+  int64_t stages = 2;
+
+  /// The staged form's ring of asynchronous copies (stages > 2).
+  bool ring() const { return staged && stages > 2; }
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
@@ -178,6 +189,14 @@ chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
 /// without bank conflicts.
 inline constexpr int64_t kStageK = 32;
 
+/// K blocks of the staged form's ring (MatmulTiling::stages with
+/// asynchronous copies): three in flight while one is multiplied. On the
+/// H200 a streaming multiprocessor needs ~32 KiB in flight to cover the
+/// memory latency at full bandwidth; two blocks of 64-row grouped-expert
+/// tiles with two buffers had ~8 KiB (Nsight Compute, moe_up at 2048
+/// tokens: 1.08 TB/s).
+inline constexpr int64_t kAsyncStages = 4;
+
 /// The staged row-tile form of `tiling` (MatmulTiling::staged) for tiles of
 /// `tileRows` rows: 2 x 2 subgroups, kStageK-wide K blocks through
 /// workgroup memory, as many columns (128 or 64) as keep `weights` x the
@@ -215,8 +234,19 @@ inline constexpr int64_t kStagedMinTiles = 256;
 inline constexpr int64_t kStagedWideColumnTiles = 4 * kStagedMinTiles;
 int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem);
 
-/// Workgroup bytes of the staged form's two stage buffers.
+/// Workgroup bytes of the staged form's buffers: two stage buffers, or the
+/// ring of `stages` blocks of x and of the raw weight rows plus, for fp8
+/// weights, two decoded bf16 blocks.
 int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
+
+/// An i8 arena of `bytes` in the dynamic workgroup memory of `func`
+/// (gpu.dynamic_shared_memory at the body's start), recorded as
+/// kDynamicSharedMemoryAttrName for the launch: a ring's buffers pass the
+/// 48 KiB of static shared memory that sm_90 allows.
+Value addDynamicWorkgroupArena(gpu::GPUFuncOp func, Location loc,
+                               int64_t bytes);
+inline constexpr llvm::StringLiteral kDynamicSharedMemoryAttrName =
+    "strata.dynamic_shared_memory_bytes";
 
 /// Columns per block of the grouped experts' decode form (at most the row
 /// tiles' tileN).

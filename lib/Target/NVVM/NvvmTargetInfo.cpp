@@ -20,9 +20,12 @@
 
 #include "lib/Target/NVVM/NvvmTargetInfo.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include "lib/Target/Passes.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -124,12 +127,19 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
   // to workgroup memory lower here), then the remaining vector ops to LLVM
   // (test/Target/GPU/workgroup-vector.test). gpu-module-to-binary runs ptxas
   // from <toolkit>/bin and links libdevice from <toolkit>/nvvm (F6).
-  std::string pipeline = llvm::formatv(
+  // The dynamic workgroup arena (gpu.dynamic_shared_memory) becomes an
+  // extern declaration before the binary (ExternDynamicSharedMemoryPass).
+  std::string lowering = llvm::formatv(
       "nvvm-attach-target{{chip={0} features=+ptx80 O=3},"
       "gpu.module(arith-expand,convert-scf-to-cf,convert-nvgpu-to-nvvm,"
       "convert-gpu-to-nvvm,"
-      "convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts),"
-      "gpu-module-to-binary{{format={1} toolkit={2}}",
-      chip, options.format, options.toolkit);
-  return parsePassPipeline(pipeline, pm);
+      "convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts)",
+      chip);
+  if (failed(parsePassPipeline(lowering, pm)))
+    return failure();
+  pm.addNestedPass<gpu::GPUModuleOp>(createExternDynamicSharedMemoryPass());
+  std::string binary =
+      llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
+                    options.format, options.toolkit);
+  return parsePassPipeline(binary, pm);
 }

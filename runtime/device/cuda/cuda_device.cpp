@@ -40,8 +40,6 @@ constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCuFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr unsigned kCuStreamNonBlocking = 1;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
-/// Dynamic shared memory above this needs the per-function opt-in.
-constexpr uint64_t kDefaultDynamicSharedLimit = 48 * 1024;
 
 struct CudaApi {
   CUresult (*cuInit)(unsigned);
@@ -307,7 +305,10 @@ public:
         cuModuleGetFunction(&out_function, module, name.c_str()));
   }
   Status prepareFunction(void *function, const LaunchDims &launch) override {
-    if (launch.shared_memory_bytes <= kDefaultDynamicSharedLimit)
+    // Static and dynamic shared memory together past 48 KiB need the
+    // per-function opt-in, and the static bytes are the binary's: every
+    // kernel with dynamic shared memory opts in to exactly its bytes.
+    if (launch.shared_memory_bytes == 0)
       return okStatus();
     if (launch.shared_memory_bytes > INT32_MAX)
       return invalidArgument("{} bytes of dynamic shared memory",

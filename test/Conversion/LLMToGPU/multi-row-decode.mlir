@@ -10,10 +10,12 @@
 // 8-byte loads of 4 elements of rows g and g + 8); row fragments 1..3 run
 // only when the step has rows there (a block-uniform scf.if carrying their
 // accumulators); the partial sums meet in the workgroup buffer the
-// one-fragment form shares ([4 subgroups, 1 weight, 64 rows, 16 columns])
+// one-fragment form shares ([4 subgroups, 1 weight, 64 rows, 16 columns];
+// on sm_90 the arena is dynamic workgroup memory, for the staged ring)
 // and are added in subgroup order, rows past M not stored.
 // CHECK-LABEL: gpu.func @linear_bf16_128x256_bf16
-// CHECK-SAME: workgroup(%[[ARENA:.*]] : memref<32768xi8, #gpu.address_space<workgroup>>
+// GFX942-SAME: workgroup(%[[ARENA:.*]] : memref<32768xi8, #gpu.address_space<workgroup>>
+// SM90: %[[ARENA:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // CHECK: %[[PART:.*]] = memref.view %[[ARENA]][%c0][] : {{.*}} to memref<4x1x64x16xf32, #gpu.address_space<workgroup>>
 // CHECK: arith.cmpi ule, %{{.*}}, %c16
 // CHECK: } else {
