@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "runtime/device/gpu/gpu_device.h"
+#include "runtime/device/gpu/memory_cache.h"
 
 #include <cstring>
 
@@ -16,16 +17,24 @@ constexpr uint64_t kGpuAllocationAlignment = 256;
 
 class GpuBuffer final : public Buffer {
 public:
-  GpuBuffer(GpuDriver &driver, uint64_t address, void *host, uint64_t size,
-            MemoryKind kind)
-      : driver_(driver), address_(address), host_(host), size_(size),
-        kind_(kind) {}
+  /// Host memory, freed on destruction.
+  GpuBuffer(GpuDriver &driver, void *host, uint64_t size)
+      : driver_(driver), address_(reinterpret_cast<uint64_t>(host)),
+        host_(host), size_(size),
+        kind_(MemoryKind::kHost) {}
+  /// Device memory of size class `size_class`, handed back to `cache` on
+  /// destruction.
+  GpuBuffer(GpuDriver &driver, DeviceMemoryCache &cache, uint64_t address,
+            uint64_t size, uint64_t size_class)
+      : driver_(driver), cache_(&cache), address_(address), host_(nullptr),
+        size_(size), size_class_(size_class), kind_(MemoryKind::kDevice) {}
   ~GpuBuffer() override {
+    if (kind_ == MemoryKind::kDevice) {
+      cache_->release(address_, size_class_);
+      return;
+    }
     (void)driver_.makeCurrent();
-    if (kind_ == MemoryKind::kHost)
-      (void)driver_.hostFree(host_);
-    else
-      (void)driver_.deviceFree(address_);
+    (void)driver_.hostFree(host_);
   }
   uint64_t size() const override { return size_; }
   MemoryKind memoryKind() const override { return kind_; }
@@ -35,9 +44,11 @@ public:
 
 private:
   GpuDriver &driver_;
+  DeviceMemoryCache *cache_ = nullptr;
   uint64_t address_;
   void *host_;
   uint64_t size_;
+  uint64_t size_class_ = 0;
   MemoryKind kind_;
 };
 
@@ -244,7 +255,16 @@ private:
 class GpuDevice final : public Device {
 public:
   explicit GpuDevice(std::unique_ptr<GpuDriver> driver)
-      : driver_(std::move(driver)) {}
+      : driver_(std::move(driver)),
+        cache_(
+            [this](uint64_t size, uint64_t &address) {
+              return driver_->deviceAlloc(size, address);
+            },
+            [this](uint64_t address) {
+              (void)driver_->makeCurrent();
+              return driver_->deviceFree(address);
+            },
+            [this] { return driver_->contextSynchronize(); }) {}
 
   /// Creates the default stream; separate from the constructor so failures
   /// are reported.
@@ -265,6 +285,8 @@ public:
     MemoryInfo info;
     STRATA_RETURN_IF_ERROR(
         driver_->memoryInfo(info.free_bytes, info.total_bytes));
+    // Cached blocks are free for the next allocation.
+    info.free_bytes += cache_.cachedBytes();
     return info;
   }
 
@@ -278,13 +300,13 @@ public:
                              "{} allocations",
                              alignment, kGpuAllocationAlignment, name());
     STRATA_RETURN_IF_ERROR(driver_->makeCurrent());
-    uint64_t address = 0;
-    Status allocated = driver_->deviceAlloc(size == 0 ? 1 : size, address);
+    uint64_t address = 0, size_class = 0;
+    Status allocated = cache_.allocate(size, address, size_class);
     if (!allocated.ok())
       return allocated.withContext(
           fmt::format("cannot allocate {} bytes", size));
-    auto buffer = std::make_unique<GpuBuffer>(*driver_, address, nullptr, size,
-                                              MemoryKind::kDevice);
+    auto buffer = std::make_unique<GpuBuffer>(*driver_, cache_, address, size,
+                                              size_class);
     // Zero on the default stream and wait, so the memory is zero for every
     // stream that uses it afterwards.
     if (size > 0) {
@@ -305,9 +327,7 @@ public:
       return allocated.withContext(
           fmt::format("cannot allocate {} bytes of host memory", size));
     std::memset(pointer, 0, size);
-    return std::unique_ptr<Buffer>(
-        new GpuBuffer(*driver_, reinterpret_cast<uint64_t>(pointer), pointer,
-                      size, MemoryKind::kHost));
+    return std::unique_ptr<Buffer>(new GpuBuffer(*driver_, pointer, size));
   }
 
   Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
@@ -409,6 +429,8 @@ private:
   // Declaration order is destruction order in reverse: the default stream
   // goes before the driver that destroys it.
   std::unique_ptr<GpuDriver> driver_;
+  // Freed device allocations (memory_cache.h); freed before the driver goes.
+  DeviceMemoryCache cache_;
   int capturing_streams_ = 0;
   std::unique_ptr<GpuStream> default_stream_;
 };
