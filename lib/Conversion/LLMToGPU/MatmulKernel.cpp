@@ -451,17 +451,22 @@ private:
   /// block through two workgroup buffers (stageArena's, else the kernel's
   /// own).
   SmallVector<Value> accumulateStaged(int64_t weights);
-  /// This thread's chunks (8 elements of one row) of a stage: the leading
-  /// indices of each chunk's row in x, then in every weight (col = 0 left
-  /// for the K block), and where it goes in the stage buffers.
+  /// This thread's chunks (16 bytes: `elements` values of one row) of a
+  /// stage: the leading indices of each chunk's row in x (with `withA`),
+  /// then in every weight (col = 0 left for the K block), and where it goes
+  /// in the stage buffers. 8 elements for bf16 rows; 16 for the ring's raw
+  /// fp8 weight rows, which the thread that copies a chunk also decodes.
   struct StageChunk {
     SmallVector<Value> at; // indices of the row's element 0
     Value row, part;       // row in the tile, chunk in the K block
     int64_t weight = -1;   // -1: A (x)
+    int64_t elements = 8;  // values per chunk
   };
-  SmallVector<StageChunk> stageChunks(int64_t weights);
+  SmallVector<StageChunk> stageChunks(int64_t weights, int64_t elements = 8,
+                                      bool withA = true);
   /// A chunk's indices in its operand (x or a weight) for the K block at
-  /// `kb`, and in its stage buffer `buf` (swizzled with ldmatrix reads).
+  /// `kb`, and in its stage buffer `buf` (8-element chunks; swizzled with
+  /// ldmatrix reads).
   SmallVector<Value> chunkSource(const StageChunk &chunk, Value kb);
   SmallVector<Value> chunkTarget(const StageChunk &chunk, Value buf);
   /// The chunks' values of the K block at `kb`: bf16 rows of x; the weight
@@ -488,9 +493,6 @@ private:
   /// accumulateStaged with the ring of asynchronous copies
   /// (MatmulTiling::ring).
   SmallVector<Value> accumulateRing(Value arena, int64_t weights);
-  /// This thread's 16-byte chunks (16 values) of the raw fp8 weight rows of
-  /// a ring stage: the thread that copies a chunk also decodes it.
-  SmallVector<StageChunk> rawWeightChunks(int64_t weights);
   /// The block scale of each raw chunk's rows at the K block `kb`.
   SmallVector<Value> rawChunkScales(ArrayRef<StageChunk> chunks, Value kb);
   /// The raw chunks of ring slot `slot` decoded, multiplied by their block
@@ -1107,16 +1109,18 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
 }
 
 SmallVector<MatmulKernelBuilder::StageChunk>
-MatmulKernelBuilder::stageChunks(int64_t weights) {
+MatmulKernelBuilder::stageChunks(int64_t weights, int64_t elements,
+                                 bool withA) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   int64_t threads = t.threads();
-  int64_t perRow = kStageK / 8;
+  int64_t perRow = kStageK / elements;
   SmallVector<StageChunk> chunks;
-  for (int64_t wi = -1; wi < weights; ++wi) {
+  for (int64_t wi = withA ? -1 : 0; wi < weights; ++wi) {
     int64_t rows = wi < 0 ? t.tileM() : t.tileN();
     for (int64_t c = 0; c < rows * perRow / threads; ++c) {
       StageChunk chunk;
       chunk.weight = wi;
+      chunk.elements = elements;
       Value at = add(tid, c * threads);
       chunk.row = arith::DivUIOp::create(b, loc, at, idx(perRow));
       chunk.part = arith::RemUIOp::create(b, loc, at, idx(perRow));
@@ -1134,7 +1138,7 @@ MatmulKernelBuilder::stageChunks(int64_t weights) {
 SmallVector<Value> MatmulKernelBuilder::chunkSource(const StageChunk &chunk,
                                                     Value kb) {
   SmallVector<Value> at = chunk.at;
-  at.back() = add(kb, mul(chunk.part, 8));
+  at.back() = add(kb, mul(chunk.part, chunk.elements));
   return at;
 }
 
@@ -1362,26 +1366,6 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   return SmallVector<Value>(loop.getResults());
 }
 
-SmallVector<MatmulKernelBuilder::StageChunk>
-MatmulKernelBuilder::rawWeightChunks(int64_t weights) {
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  int64_t threads = t.threads();
-  int64_t perRow = kStageK / 16;
-  SmallVector<StageChunk> chunks;
-  for (int64_t wi = 0; wi < weights; ++wi)
-    for (int64_t c = 0; c < t.tileN() * perRow / threads; ++c) {
-      StageChunk chunk;
-      chunk.weight = wi;
-      Value at = add(tid, c * threads);
-      chunk.row = arith::DivUIOp::create(b, loc, at, idx(perRow));
-      chunk.part = arith::RemUIOp::create(b, loc, at, idx(perRow));
-      chunk.at = elementIndices(add(tileCol, chunk.row), idx(0),
-                                /*clamp=*/false);
-      chunks.push_back(chunk);
-    }
-  return chunks;
-}
-
 SmallVector<Value>
 MatmulKernelBuilder::rawChunkScales(ArrayRef<StageChunk> chunks, Value kb) {
   SmallVector<std::pair<Value, Value>> weights = weightOperands();
@@ -1454,7 +1438,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   SmallVector<StageChunk> copied = stageChunks(fp8Weights ? 0 : weights);
   SmallVector<StageChunk> raw;
   if (fp8Weights)
-    raw = rawWeightChunks(weights);
+    raw = stageChunks(weights, /*elements=*/16, /*withA=*/false);
   int64_t blocks = p.k / kStageK;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
@@ -1478,12 +1462,9 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
       copy(isA ? stageA : ringB, to, isA ? x : operands[chunk.weight].first,
            chunkSource(chunk, kb), 8);
     }
-    for (const StageChunk &chunk : raw) {
-      SmallVector<Value> from = chunk.at;
-      from.back() = add(kb, mul(chunk.part, 16));
+    for (const StageChunk &chunk : raw)
       copy(ringB, {slot, idx(chunk.weight), chunk.row, mul(chunk.part, 16)},
-           operands[chunk.weight].first, from, 16);
-    }
+           operands[chunk.weight].first, chunkSource(chunk, kb), 16);
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
   };
   Value group;
