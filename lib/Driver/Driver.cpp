@@ -115,13 +115,15 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   StringRef(options.target).split(targets, ',', -1, /*KeepEmpty=*/false);
   if (targets.empty())
     return mlir::emitError(UnknownLoc::get(&context))
-           << "--target needs at least one of cpu, sm_90, gfx942, gfx950";
+           << "--target needs at least one of cpu, sm_90, sm_90a, gfx942, "
+              "gfx950";
   for (auto [i, name] : llvm::enumerate(targets)) {
-    if (!llvm::is_contained({"cpu", "sm_90", "gfx942", "gfx950"}, name))
+    if (!llvm::is_contained({"cpu", "sm_90", "sm_90a", "gfx942", "gfx950"},
+                            name))
       return mlir::emitError(UnknownLoc::get(&context))
              << "target '" << name
-             << "' has no code generation (available: cpu, sm_90, gfx942, "
-                "gfx950)";
+             << "' has no code generation (available: cpu, sm_90, sm_90a, "
+                "gfx942, gfx950)";
     if (llvm::is_contained(ArrayRef(targets).take_front(i), name))
       return mlir::emitError(UnknownLoc::get(&context))
              << "target '" << name << "' is listed twice";
@@ -276,11 +278,11 @@ int mlir::strata::compileMain(int argc, char **argv) {
   static cl::opt<std::string> target(
       "target",
       cl::desc("Targets of code generation, a comma list of cpu, sm_90, "
-               "gfx942, gfx950 (one TargetDef each in the artifact)"),
+               "sm_90a, gfx942, gfx950 (one TargetDef each in the artifact)"),
       cl::init("cpu"), cl::cat(compileCategory));
   static cl::opt<std::string> gpuToolkit(
       "gpu-toolkit",
-      cl::desc("CUDA toolkit folder for sm_90 (bin/ptxas, nvvm/libdevice); "
+      cl::desc("CUDA toolkit folder for sm_90* (bin/ptxas, nvvm/libdevice); "
                "default /usr/local/cuda"),
       cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<std::string> rocmToolkit(
@@ -293,7 +295,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   static cl::opt<std::string> gpuIsaDir(
       "gpu-isa-dir",
       cl::desc("Also write each GPU target's assembly to <dir>/<chip>.ptx "
-               "(sm_90) or <dir>/<chip>.s (gfx942, gfx950)"),
+               "(sm_90*) or <dir>/<chip>.s (gfx942, gfx950)"),
       cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<bool> gpuBlockThreads(
       "gpu-block-threads",

@@ -38,6 +38,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
   library.chip = chip.str();
   if (chip == "sm_90")
     library.kind = fb::TargetKind::sm_90;
+  else if (chip == "sm_90a")
+    library.kind = fb::TargetKind::sm_90a;
   else if (chip == "gfx942")
     library.kind = fb::TargetKind::gfx942;
   else if (chip == "gfx950")

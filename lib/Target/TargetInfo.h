@@ -98,7 +98,7 @@ public:
   virtual ~TargetInfo() = default;
 
   /// Target name as used in pipeline options and artifacts (the artifact's
-  /// TargetKind: "cpu", "gfx942", "gfx950", "sm_90").
+  /// TargetKind: "cpu", "gfx942", "gfx950", "sm_90", "sm_90a").
   virtual llvm::StringRef getName() const = 0;
   /// The chip or CPU baseline kernels are compiled for.
   virtual llvm::StringRef getChip() const = 0;

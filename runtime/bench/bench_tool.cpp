@@ -26,7 +26,7 @@ namespace {
 
 constexpr const char *kUsage =
     "usage: strata-bench --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
-    "                    [--target cpu|sm_90] [--step prefill|decode]\n"
+    "                    [--target cpu|sm_90|sm_90a] [--step prefill|decode]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
     "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
     "                    [--json out.json] [--plot out.svg] [--quiet]\n"
@@ -78,7 +78,7 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
                  "checkpoint folder, or procedural:CONFIG.json")
       ->type_name("DIR");
   app.add_option("--target", o.bench.target,
-                 "cpu (default), sm_90, gfx942 or gfx950")
+                 "cpu (default), sm_90, sm_90a, gfx942 or gfx950")
       ->type_name("T");
   app.add_option("--step", o.bench.step, "prefill or decode (default)")
       ->type_name("S");

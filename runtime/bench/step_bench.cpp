@@ -326,7 +326,8 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
       report.copy_seconds > 0
           ? 2.0 * static_cast<double>(report.copy_bytes) / report.copy_seconds
           : 0;
-  if (target.target() == artifact::TargetKind::sm_90)
+  if (target.target() == artifact::TargetKind::sm_90 ||
+      target.target() == artifact::TargetKind::sm_90a)
     report.ceiling_bytes_per_second = kH200BandwidthCeiling;
 
   StepShape shape;

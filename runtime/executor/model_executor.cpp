@@ -66,12 +66,14 @@ static StatusOr<artifact::TargetKind> targetKindOf(const std::string &name) {
     return artifact::TargetKind::cpu;
   if (name == "sm_90")
     return artifact::TargetKind::sm_90;
+  if (name == "sm_90a")
+    return artifact::TargetKind::sm_90a;
   if (name == "gfx942")
     return artifact::TargetKind::gfx942;
   if (name == "gfx950")
     return artifact::TargetKind::gfx950;
-  return invalidArgument("unknown target '{}' (expected cpu, sm_90, gfx942 "
-                         "or gfx950)",
+  return invalidArgument("unknown target '{}' (expected cpu, sm_90, sm_90a, "
+                         "gfx942 or gfx950)",
                          name);
 }
 
@@ -116,7 +118,8 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
   case artifact::TargetKind::cpu:
     executor->device_ = createCpuDevice();
     break;
-  case artifact::TargetKind::sm_90: {
+  case artifact::TargetKind::sm_90:
+  case artifact::TargetKind::sm_90a: {
     STRATA_ASSIGN_OR_RETURN(executor->device_, createCudaDevice());
     break;
   }

@@ -37,7 +37,7 @@ constexpr const char *kUsage =
     "                  [--max-tokens N] [--chunk N] [--dump-logits F.npy]\n"
     "                  [--dump-ids F.npy] [--dump-mtp-logits F.npy] "
     "[--ignore-eos]\n"
-    "                  [--target cpu|sm_90|gfx942|gfx950]\n"
+    "                  [--target cpu|sm_90|sm_90a|gfx942|gfx950]\n"
     "                  [--kv-pages N] [--first-page P] [--decode-graphs on|off]\n"
     "                  [--tensor-parallel-size T] [--expert-parallel-size E]\n"
     "                  [--rank R --world-size N --store file:DIR|tcp:HOST:PORT]\n"
@@ -141,7 +141,7 @@ void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
       ->type_name("F.npy");
   app.add_flag("--ignore-eos", o.ignore_eos,
                "decode --max-tokens tokens whatever the model ends with");
-  app.add_option("--target", o.target, "cpu (default), sm_90, gfx942 or gfx950")
+  app.add_option("--target", o.target, "cpu (default), sm_90, sm_90a, gfx942 or gfx950")
       ->type_name("T");
   app.add_option("--kv-pages", f.kv_pages,
                  "pages in each paged pool (default 0: just enough)")

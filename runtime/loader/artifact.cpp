@@ -152,7 +152,8 @@ StatusOr<TargetKind> parseTargetKind(std::string_view name) {
     if (name == EnumNameTargetKind(kind))
       return kind;
   return invalidArgument(
-      "unknown target '{}' (expected cpu, gfx942, gfx950 or sm_90)", name);
+      "unknown target '{}' (expected cpu, gfx942, gfx950, sm_90 or sm_90a)",
+      name);
 }
 
 StatusOr<StepKind> parseStepKind(std::string_view name) {

@@ -84,7 +84,7 @@ private:
 /// Bytes per element of `dtype` (0 for invalid).
 uint32_t dtypeBytes(artifact::DType dtype);
 
-/// Parses a target name ("cpu", "gfx942", "gfx950", "sm_90").
+/// Parses a target name ("cpu", "gfx942", "gfx950", "sm_90", "sm_90a").
 StatusOr<artifact::TargetKind> parseTargetKind(std::string_view name);
 
 /// Parses a step name ("prefill", "decode", "mtp_draft", "mtp_verify").

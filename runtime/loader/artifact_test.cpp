@@ -299,6 +299,7 @@ TEST(Artifact, UnknownTargetKind) {
 // Tests target and step name parsing.
 TEST(Artifact, ParseNames) {
   EXPECT_EQ(*parseTargetKind("sm_90"), artifact::TargetKind::sm_90);
+  EXPECT_EQ(*parseTargetKind("sm_90a"), artifact::TargetKind::sm_90a);
   EXPECT_EQ(*parseStepKind("mtp_verify"), artifact::StepKind::mtp_verify);
   EXPECT_EQ(parseStepKind("verify").status().message(),
             "unknown step 'verify' (expected prefill, decode, mtp_draft or "

@@ -50,6 +50,7 @@ BinaryFormat expectedFormat(TargetKind kind) {
   case TargetKind::gfx950:
     return BinaryFormat::hsaco;
   case TargetKind::sm_90:
+  case TargetKind::sm_90a:
     return BinaryFormat::cubin;
   }
   return BinaryFormat::elf_so;

@@ -51,7 +51,7 @@ struct EngineOptions {
   std::string artifact_path, checkpoint_dir;
   /// Batching, cache and MTP options (max_requests and num_blocks required).
   SchedulerOptions scheduler;
-  /// Artifact target to run on (cpu, sm_90, gfx942, gfx950).
+  /// Artifact target to run on (cpu, sm_90, sm_90a, gfx942, gfx950).
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (ExecutorOptions).
   bool decode_graphs = true;

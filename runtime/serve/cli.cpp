@@ -192,8 +192,8 @@ int runServeCli(int argc, char **argv) {
                  "KDA state snapshots kept for prefix reuse (default 2 per "
                  "running request)");
   app.add_option("--target", engine_options.target,
-                 "artifact target to run: cpu (default), sm_90 (CUDA), "
-                 "gfx942 / gfx950 (HIP)");
+                 "artifact target to run: cpu (default), sm_90 / sm_90a "
+                 "(CUDA), gfx942 / gfx950 (HIP)");
   auto *mtp_opt = app.add_option("--mtp", mtp,
                                  "MTP speculative decoding with K = 0..3 "
                                  "draft tokens (default 0)")

@@ -52,7 +52,7 @@ struct ModelEngineOptions {
   /// Shows the weight upload (bytes, rate, ETA); not owned, must outlive
   /// the engine's creation. Optional.
   ProgressReporter *progress = nullptr;
-  /// Artifact target to run on (--target: cpu, sm_90, gfx942, gfx950).
+  /// Artifact target to run on (--target: cpu, sm_90, sm_90a, gfx942, gfx950).
   std::string target = "cpu";
   /// Decode steps replayed from captured graphs (--decode-graphs on|off).
   bool decode_graphs = true;

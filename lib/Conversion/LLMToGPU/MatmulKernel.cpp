@@ -493,6 +493,21 @@ private:
   /// accumulateStaged with the ring of asynchronous copies
   /// (MatmulTiling::ring).
   SmallVector<Value> accumulateRing(Value arena, int64_t weights);
+  /// One ring block's products on the warpgroup instruction
+  /// (MatmulTiling::wgmma): the tile's A rows at byte `aOffset` and its
+  /// weights x tileN B rows at byte `bOffset` of the arena at shared
+  /// address `arenaAddress` (i64), kStageK / 16 wgmma steps issued as one
+  /// committed group; the results are valid after waitWarpgroup.
+  SmallVector<Value> issueWarpgroupStage(Value arenaAddress, Value aOffset,
+                                         Value bOffset, ValueRange accs,
+                                         int64_t weights);
+  /// The wgmma matrix descriptor of stage rows (64 bytes each, K-major,
+  /// 64-byte swizzle: stageColumn's) starting at byte `offset` of the
+  /// arena at `arenaAddress`.
+  Value warpgroupDescriptor(Value arenaAddress, Value offset);
+  /// Orders this thread's generic-proxy writes of workgroup memory (copies,
+  /// decoded rows) before the wgmma reads of the async proxy.
+  void fenceForWarpgroup();
   /// The block scale of each raw chunk's rows at the K block `kb`.
   SmallVector<Value> rawChunkScales(ArrayRef<StageChunk> chunks, Value kb);
   /// The raw chunks of ring slot `slot` decoded, multiplied by their block
@@ -1207,7 +1222,7 @@ void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
 }
 
 Value MatmulKernelBuilder::stageColumn(Value row, Value chunk) {
-  if (t.ldmatrix) {
+  if (t.ldmatrix || t.wgmma) {
     Value swizzle = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, row, idx(1)), idx(3));
     chunk = arith::XOrIOp::create(b, loc, chunk, swizzle);
@@ -1403,6 +1418,81 @@ void MatmulKernelBuilder::decodeRawChunks(ArrayRef<StageChunk> chunks,
   }
 }
 
+Value MatmulKernelBuilder::warpgroupDescriptor(Value arenaAddress,
+                                               Value offset) {
+  auto i64 = b.getI64Type();
+  auto constant = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getIntegerAttr(i64, APInt(64, v)));
+  };
+  Value address = arith::AddIOp::create(
+      b, loc, arenaAddress,
+      arith::IndexCastUIOp::create(b, loc, i64, offset));
+  // Bits 0-13: the address / 16 (18 bits of shared address).
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, address, constant(0x3ffff)),
+      constant(4));
+  // Bits 16-29: leading byte offset / 16 (unused by K-major swizzled
+  // operands whose K step fits the swizzle row; 1 by convention); 32-45:
+  // stride byte offset / 16 between 8-row groups (8 rows of 64 bytes);
+  // 62-63: layout 2, the 64-byte swizzle.
+  uint64_t fixed = (uint64_t(1) << 16) |
+                   (uint64_t(8 * kStageK * 2 / 16) << 32) |
+                   (uint64_t(2) << 62);
+  return arith::OrIOp::create(b, loc, start, constant(fixed));
+}
+
+void MatmulKernelBuilder::fenceForWarpgroup() {
+  NVVM::FenceProxyOp::create(
+      b, loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+}
+
+SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
+    Value arenaAddress, Value aOffset, Value bOffset, ValueRange accs,
+    int64_t weights) {
+  int64_t n = weights * t.tileN();
+  int64_t lanes = t.threads();
+  int64_t registers = kWarpgroupRows * n / lanes;
+  auto structType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(registers, f32));
+  // The accumulators in the instruction's register order: 4 per 8
+  // columns (weight-major, as accs), the m16n8 fragment order of each.
+  Value d = LLVM::PoisonOp::create(b, loc, structType);
+  int64_t at = 0;
+  for (Value acc : accs)
+    for (int64_t e = 0; e < int64_t(mi.c.size()); ++e)
+      d = LLVM::InsertValueOp::create(
+          b, loc, d, vector::ExtractOp::create(b, loc, acc, e), at++);
+  assert(at == registers && "accumulators do not fill the instruction");
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, 16);
+  for (int64_t step = 0; step < kStageK / 16; ++step) {
+    // A K step of 16 bf16 is 32 bytes along the stage rows.
+    Value descA = warpgroupDescriptor(arenaAddress, add(aOffset, 32 * step));
+    Value descB = warpgroupDescriptor(arenaAddress, add(bOffset, 32 * step));
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, structType, d, descA, descB, shape, NVVM::WGMMATypes::bf16,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
+        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
+        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+        NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> out;
+  at = 0;
+  for (size_t i = 0; i < accs.size(); ++i) {
+    SmallVector<Value> elements;
+    for (int64_t e = 0; e < int64_t(mi.c.size()); ++e)
+      elements.push_back(LLVM::ExtractValueOp::create(b, loc, d, at++));
+    out.push_back(vector::FromElementsOp::create(b, loc, accType, elements));
+  }
+  return out;
+}
+
 /// The ring (MatmulTiling::ring), K block k of nK in slot k mod S:
 ///   prologue: copy blocks 0 .. S-2 (a group each); [fp8: wait for block 0,
 ///             decode it into decoded buffer 0]
@@ -1478,6 +1568,16 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   if (fp8Weights)
     decodeRawChunks(raw, rawChunkScales(raw, idx(0)), ringB, idx(0), decoded,
                     idx(0));
+  Value arenaAddress;
+  if (t.wgmma) {
+    fenceForWarpgroup();
+    arenaAddress = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
+  }
+  int64_t slotBytesA = t.tileM() * kStageK * 2;
+  int64_t slotBytesB = weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
+  int64_t decodedBytes = weights * t.tileN() * kStageK * 2;
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
@@ -1498,15 +1598,29 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
           scales = rawChunkScales(
               raw, mul(minu(next, idx(blocks - 1)), kStageK));
         Value half = arith::RemUIOp::create(b, loc, k, idx(2));
-        SmallVector<Value> accs =
-            fp8Weights ? multiplyStage(stageA, slot, decoded, half, iterArgs,
-                                       weights)
-                       : multiplyStage(stageA, slot, ringB, slot, iterArgs,
-                                       weights);
+        SmallVector<Value> accs;
+        if (t.wgmma) {
+          Value bOffset =
+              fp8Weights
+                  ? add(mul(half, decodedBytes), ringABytes + ringBBytes)
+                  : add(mul(slot, slotBytesB), ringABytes);
+          accs = issueWarpgroupStage(arenaAddress, mul(slot, slotBytesA),
+                                     bOffset, iterArgs, weights);
+        } else if (fp8Weights) {
+          accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
+        } else {
+          accs = multiplyStage(stageA, slot, ringB, slot, iterArgs, weights);
+        }
         waitForNext();
         if (fp8Weights)
           decodeRawChunks(raw, scales, ringB, slotOf(next), decoded,
                           arith::RemUIOp::create(b, loc, next, idx(2)));
+        if (t.wgmma) {
+          // Block k + 1's rows are this thread's writes; block k's
+          // products end before the barrier frees its slot.
+          fenceForWarpgroup();
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        }
         scf::YieldOp::create(b, loc, accs);
       });
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
@@ -1804,15 +1918,16 @@ static gpu::GPUFuncOp buildMatmulFunc(
                                          {tiling.tileM(), tiling.tileN()}));
         std::string why;
         std::optional<MatmulTiling> staged;
+        // f32 activations (MLA's heads) are rounded on the way in: the two
+        // register-staged buffers, not the ring (nor its wgmma form).
+        bool bf16Activations =
+            cast<MemRefType>(argTypes[0]).getElementType().isBF16();
         if (stagedRows > 0)
           staged = chooseStagedTiling(tiling, problem, weights, stagedRows,
-                                      why);
+                                      why, bf16Activations);
         if (stagedRows > 0 && !staged)
           func->setAttr(kUnstagedAttrName, builder.getStringAttr(why));
-        // f32 activations (MLA's heads) are rounded on the way in: the two
-        // register-staged buffers, not the ring.
-        if (staged &&
-            !cast<MemRefType>(argTypes[0]).getElementType().isBF16())
+        if (staged && !bf16Activations)
           staged->stages = 2;
         int64_t minRows = 0;
         if (staged) {
@@ -1824,6 +1939,8 @@ static gpu::GPUFuncOp buildMatmulFunc(
                         builder.getI64IntegerAttr(minRows));
           func->setAttr("strata.staged_stages",
                         builder.getI64IntegerAttr(staged->stages));
+          if (staged->wgmma)
+            func->setAttr("strata.staged_wgmma", builder.getUnitAttr());
         }
         MatmulKernelBuilder plain(builder, loc, tiling, problem, types);
         std::optional<MatmulKernelBuilder> stagedKb;

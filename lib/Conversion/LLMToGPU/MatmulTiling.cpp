@@ -131,6 +131,9 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
   t.mma = *mi;
   t.kRuns = supportsKRuns(*mi);
   t.subgroupSize = target.getSubgroupSize();
+  for (const MatrixInstruction &w : target.getMatrixInstructions())
+    if (w.family == MatrixFamily::Wgmma && w.operands == MatrixElement::BF16)
+      t.targetHasWarpgroupMma = true;
   // 64 rows per workgroup: 2 subgroups along M.
   t.subgroupsM = 2;
   t.fragsM = std::max<int64_t>(1, 64 / (2 * mi->m));
@@ -315,10 +318,41 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
   return v;
 }
 
+/// The wgmma form of the staged tiling `t` (MatmulTiling::wgmma): one
+/// warpgroup of kWarpgroupRows rows, the widest column tile (256, 128, 64)
+/// that divides N, keeps weights x tileN within one instruction (n <= 256)
+/// and the accumulators within 128 fp32 registers per lane; the ring of
+/// kAsyncStages blocks. None when no width fits.
+static std::optional<MatmulTiling>
+chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
+                      int64_t weights) {
+  const MatrixInstruction &mi = t.mma;
+  if (mi.family != MatrixFamily::MmaSync || mi.m != 16 || mi.n != 8)
+    return std::nullopt;
+  t.subgroupsM = kWarpgroupRows / mi.m;
+  t.subgroupsN = 1;
+  t.fragsM = 1;
+  for (int64_t tileN : {256, 128, 64}) {
+    t.fragsN = tileN / mi.n;
+    if (problem.n % tileN || weights * tileN > 256 ||
+        weights * t.fragsN * mi.c.size() > 128 ||
+        (tileN * kStageK / 16) % t.threads())
+      continue;
+    t.wgmma = true;
+    t.ldmatrix = false;
+    t.kRuns = false;
+    t.asyncCopy = true;
+    t.stages = kAsyncStages;
+    return t;
+  }
+  return std::nullopt;
+}
+
 std::optional<MatmulTiling>
 mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
                                  const MatmulProblem &problem, int64_t weights,
-                                 int64_t tileRows, std::string &why) {
+                                 int64_t tileRows, std::string &why,
+                                 bool allowWarpgroup) {
   const MatrixInstruction *mi = &tiling.mma;
   if (mi->operands != MatrixElement::BF16) {
     why = "fp8 instruction on quantised activations";
@@ -341,6 +375,10 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
   t.stepwiseA = false;
   t.staged = true;
   t.blockK = kStageK;
+  if (allowWarpgroup && tiling.targetHasWarpgroupMma)
+    if (std::optional<MatmulTiling> w = chooseWarpgroupTiling(t, problem,
+                                                              weights))
+      return w;
   t.subgroupsM = 2;
   t.subgroupsN = 2;
   t.fragsM = tileRows / (2 * mi->m);

@@ -100,6 +100,17 @@ struct MatmulTiling {
   /// that copied them, one block ahead (stagedBufferBytes; the arena is
   /// dynamic workgroup memory).
   int64_t stages = 2;
+  /// The target has a warpgroup instruction with bf16 operands (wgmma on
+  /// sm_90a) that chooseStagedTiling may give the ring.
+  bool targetHasWarpgroupMma = false;
+  /// The ring's blocks are multiplied by the warpgroup instruction (wgmma
+  /// m64nNk16, N = weights x tileN) straight from workgroup memory: one
+  /// warpgroup (four subgroups of 16 rows: subgroupsM 4, fragsM 1, fragsN
+  /// tileN / 8, the accumulators in the mma.sync m16n8 layout per 8
+  /// columns), operands read through 64-byte-swizzle descriptors of the
+  /// stage rows (the same swizzle as ldmatrix's), issued asynchronously so
+  /// the next block's fp8 decode overlaps the product.
+  bool wgmma = false;
 
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
@@ -207,17 +218,24 @@ inline constexpr int64_t kAsyncStages = 4;
 /// for fp32 weights, fp8 instructions on quantised activations (gfx942 /
 /// gfx950 fp8 weights keep their row tiles), or shapes that do not tile
 /// (`why` says which); the caller leaves out transposed weights.
+/// Where the target has a bf16 warpgroup instruction and `allowWarpgroup`
+/// (bf16 activations: the ring), the tiles are the wgmma form
+/// (MatmulTiling::wgmma) of 64 rows, whatever `tileRows`, and up to 256
+/// columns x weights.
 std::optional<MatmulTiling> chooseStagedTiling(const MatmulTiling &tiling,
                                                const MatmulProblem &problem,
                                                int64_t weights,
                                                int64_t tileRows,
-                                               std::string &why);
+                                               std::string &why,
+                                               bool allowWarpgroup = true);
 
 /// Rows of the staged tiles of the plain linears and dense projections
 /// (prefill steps of thousands of rows), and of the grouped experts (a
 /// 2048-token prefill routes ~57 slots to each of 288 experts).
 inline constexpr int64_t kStagedTileRows = 128;
 inline constexpr int64_t kGroupedStagedTileRows = 64;
+/// Rows of the wgmma tiles (MatmulTiling::wgmma): one warpgroup's m64.
+inline constexpr int64_t kWarpgroupRows = 64;
 
 /// The staged tiles of a plain linear or dense projection take steps of at
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for

@@ -6,7 +6,10 @@
 // that convert-gpu-to-nvvm makes for gpu.dynamic_shared_memory become
 // external declarations (`.extern .shared .b8 name[]` in PTX), so the
 // dynamic arena starts after the kernel's static workgroup buffers instead
-// of overlapping them (lib/Target/Passes.td).
+// of overlapping them, aligned to 1024 bytes: the swizzled layouts that
+// wgmma reads repeat every 512 bytes of shared address, and the staged
+// tiles place them at multiples of 512 from the arena's start
+// (lib/Target/Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +29,8 @@ using namespace mlir::strata;
 namespace {
 /// LLVM's address space of workgroup (shared) memory on NVPTX and AMDGPU.
 constexpr unsigned kWorkgroupAddressSpace = 3;
+/// Alignment of the dynamic arena (the wgmma swizzle's repeat, with room).
+constexpr uint64_t kArenaAlignment = 1024;
 
 struct ExternDynamicSharedMemoryPass
     : mlir::strata::impl::ExternDynamicSharedMemoryPassBase<ExternDynamicSharedMemoryPass> {
@@ -36,6 +41,7 @@ struct ExternDynamicSharedMemoryPass
           array.getNumElements() != 0 || global.getValueOrNull())
         return;
       global.setLinkage(LLVM::Linkage::External);
+      global.setAlignment(kArenaAlignment);
     });
   }
 };

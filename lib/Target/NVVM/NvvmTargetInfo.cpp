@@ -127,12 +127,14 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
   // to workgroup memory lower here), then the remaining vector ops to LLVM
   // (test/Target/GPU/workgroup-vector.test). gpu-module-to-binary runs ptxas
   // from <toolkit>/bin and links libdevice from <toolkit>/nvvm (F6).
-  // The dynamic workgroup arena (gpu.dynamic_shared_memory) becomes an
-  // extern declaration before the binary (ExternDynamicSharedMemoryPass).
+  // NVVM ops written as inline PTX (wgmma on sm_90a) become inline
+  // assembly (convert-nvvm-to-llvm). The dynamic workgroup arena
+  // (gpu.dynamic_shared_memory) becomes an extern declaration, aligned for
+  // the wgmma swizzle, before the binary (ExternDynamicSharedMemoryPass).
   std::string lowering = llvm::formatv(
       "nvvm-attach-target{{chip={0} features=+ptx80 O=3},"
       "gpu.module(arith-expand,convert-scf-to-cf,convert-nvgpu-to-nvvm,"
-      "convert-gpu-to-nvvm,"
+      "convert-gpu-to-nvvm,convert-nvvm-to-llvm,"
       "convert-vector-to-llvm,convert-ub-to-llvm,reconcile-unrealized-casts)",
       chip);
   if (failed(parsePassPipeline(lowering, pm)))

@@ -22,7 +22,7 @@ public:
   /// `chip` is "sm_90" or "sm_90a" (wgmma).
   explicit NvvmTargetInfo(llvm::StringRef chip);
 
-  llvm::StringRef getName() const override { return "sm_90"; }
+  llvm::StringRef getName() const override { return chip; }
   llvm::StringRef getChip() const override { return chip; }
   bool needsBF16Expansion() const override { return false; }
   bool isHost() const override { return false; }

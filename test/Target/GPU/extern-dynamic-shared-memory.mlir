@@ -2,10 +2,11 @@
 
 // Tests that gpu.dynamic_shared_memory's symbol becomes an external
 // declaration (PTX `.extern .shared .b8 name[]`: the dynamic arena starts
-// after the kernel's static workgroup buffers), while a static workgroup
+// after the kernel's static workgroup buffers) aligned to 1024 bytes (the
+// wgmma swizzle's repeat is 512), while a static workgroup
 // buffer keeps its internal definition.
 // CHECK-DAG: llvm.mlir.global internal @__wg_k_0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<16 x i8>
-// CHECK-DAG: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 16 : i64} : !llvm.array<0 x i8>
+// CHECK-DAG: llvm.mlir.global external @__dynamic_shmem__0() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
 gpu.module @kernels {
   gpu.func @k(%out: memref<2xi8>) workgroup(%table : memref<16xi8, #gpu.address_space<workgroup>> {llvm.align = 16 : i64}) kernel {
     %c0 = arith.constant 0 : index

@@ -6,7 +6,8 @@
 # false, for AB="unfused new") and, when given, an older compiler's
 # artifact as slice-fp8-old.strata (for AB="old new"); env EXTRA="NAME=PATH
 # ..." adds more artifacts as slice-fp8-NAME.strata (AB="old NAME new");
-# xz-packed.
+# xz-packed. Every artifact has the targets COMPILE_TARGETS (default
+# sm_90,sm_90a,cpu).
 # Usage: make_device_pack.sh BUILD_BIN PACK.txz [OLD_SLICE_ARTIFACT]
 #   then: device run `sh test/models/glm5_next/gpu/run_device_call.sh PACK.txz $OUT`
 #   with the pack's folder carried.
@@ -26,7 +27,7 @@ CFG=$REPO/models/glm5_next/configs/glm5-slice-fp8.json
 slice() {  # slice NAME FLAGS...
   name=$1; shift
   "$BIN/strata-compile" "$REPO/models/glm5_next/model.dsl" --config "$CFG" \
-    --target sm_90,cpu "$@" -o "$ART/$name.strata" &
+    --target ${COMPILE_TARGETS:-sm_90,sm_90a,cpu} "$@" -o "$ART/$name.strata" &
 }
 slice slice-fp8
 slice slice-fp8-f32 --activation-type=f32

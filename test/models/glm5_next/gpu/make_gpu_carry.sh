@@ -1,8 +1,9 @@
 #!/bin/sh
 # Assembles the carry folder for run_all.sh (docs/GPURun-H200.md): bin/ (the
-# tools, carry_bins.sh), art/ (run_goldens.sh's five tiny artifacts, sm_90,cpu),
+# tools, carry_bins.sh), art/ (run_goldens.sh's five tiny artifacts,
+# COMPILE_TARGETS, default sm_90,sm_90a,cpu),
 # art-plain/ (the same with --gpu-block-threads=false --gpu-matrix-units=false,
-# the bisecting set), micro.strata (the trained micro model, sm_90), configs/
+# the bisecting set), micro.strata (the trained micro model, sm_90 and sm_90a), configs/
 # and compare_goldens.py (pages_past_4gib.sh reads them from the carry).
 # Usage: make_gpu_carry.sh BUILD_BIN CARRY   (run on this machine)
 set -eu
@@ -16,7 +17,7 @@ cp "$M/configs/glm5-tiny-bf16.json" "$M/configs/glm5-tiny-fp8.json" "$CARRY/conf
 cp "$REPO/test/models/glm5_next/cpu/compare_goldens.py" "$CARRY/"
 compile() {  # compile OUT CONFIG FLAGS...
   out=$1 cfg=$2; shift 2
-  "$BIN/strata-compile" "$M/model.dsl" --config "$M/configs/$cfg.json" --target sm_90,cpu "$@" -o "$out" &
+  "$BIN/strata-compile" "$M/model.dsl" --config "$M/configs/$cfg.json" --target ${COMPILE_TARGETS:-sm_90,sm_90a,cpu} "$@" -o "$out" &
 }
 for dir in art art-plain; do
   extra=""; [ $dir = art-plain ] && extra="--gpu-block-threads=false --gpu-matrix-units=false"
@@ -28,6 +29,6 @@ for dir in art art-plain; do
   wait
   compile "$CARRY/$dir/tiny-bf16-kvfp8.strata" glm5-tiny-bf16 --kv-cache-dtype=fp8 $extra
 done
-"$BIN/strata-compile" "$M/model.dsl" --config "$M/micro/config.json" --target sm_90 -o "$CARRY/micro.strata" &
+"$BIN/strata-compile" "$M/model.dsl" --config "$M/micro/config.json" --target ${COMPILE_GPU_TARGETS:-sm_90,sm_90a} -o "$CARRY/micro.strata" &
 wait
 du -sh "$CARRY" "$CARRY"/*

@@ -10,7 +10,7 @@ REPO=$(cd "$(dirname "$0")/../../../.." && pwd)
 mkdir -p "$CARRY/art"
 sh "$(dirname "$0")/carry_bins.sh" "$BIN" "$CARRY/bin" strata-run strata-bench strata-write-checkpoint
 time "$BIN/strata-compile" "$REPO/models/glm5_next/model.dsl" --config "$REPO/models/glm5_next/configs/$CFG.json" \
-  --target sm_90,cpu --activation-type=f32 -o "$CARRY/art/slice-fp8-f32.strata"
+  --target ${COMPILE_TARGETS:-sm_90,sm_90a,cpu} --activation-type=f32 -o "$CARRY/art/slice-fp8-f32.strata"
 time "$BIN/strata-compile" "$REPO/models/glm5_next/model.dsl" --config "$REPO/models/glm5_next/configs/$CFG.json" \
-  --target sm_90,cpu -o "$CARRY/art/slice-fp8.strata"
+  --target ${COMPILE_TARGETS:-sm_90,sm_90a,cpu} -o "$CARRY/art/slice-fp8.strata"
 du -sh "$CARRY"

@@ -25,7 +25,8 @@
 #   allows for every config), MICRO_CONFIGS (default "prefix-2pass"),
 #   MICRO_MAX_REQUESTS (default 64), MICRO_STEP_TOKENS (default 16384),
 #   MICRO_SNAPSHOT_SLOTS (default 16384), MICRO_KV_MB (default 40960),
-#   STEPS (default "goldens pages bench micro").
+#   STEPS (default "goldens pages bench micro"), GPU_TARGET (the artifacts'
+#   target every step runs: sm_90, default, or sm_90a).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU; else exits 1 if a
 # step failed.
 set -u
@@ -73,7 +74,7 @@ if has goldens; then
     say "goldens on the default artifacts with --decode-graphs off: rc $? in $(( $(date +%s) - t0 ))s"
     grep -E "^(==|PASS|FAIL)" "$OUT/goldens-nographs.txt" | cut -c1-200 >> "$SUMMARY"
     for a in tiny-bf16 tiny-bf16-f32; do
-      timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$C/bin/strata-run" --target sm_90 \
+      timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$C/bin/strata-run" --target ${GPU_TARGET:-sm_90} \
         --artifact "$C/art/$a.strata" --checkpoint "$W/goldens/ck-bf16" --prompt-ids-file "$W/goldens/bf16.txt" \
         --chunk 64 --max-tokens 2 > "$OUT/sanitizer-$a.txt" 2>&1
       say "compute-sanitizer $a: rc $? ($(grep -c 'Invalid\|ERROR' "$OUT/sanitizer-$a.txt") error lines)"
@@ -95,7 +96,7 @@ fi
 if has bench && [ "$(left)" -gt 150 ]; then
   t0=$(date +%s)
   mkdir -p "$W/bench"
-  B="$C/bin/strata-bench --artifact $C/art/tiny-bf16.strata --checkpoint $W/goldens/ck-bf16 --target sm_90"
+  B="$C/bin/strata-bench --artifact $C/art/tiny-bf16.strata --checkpoint $W/goldens/ck-bf16 --target ${GPU_TARGET:-sm_90}"
   [ -d "$W/goldens/ck-bf16" ] || "$C/bin/strata-write-checkpoint" \
     --config "$REPO/models/glm5_next/configs/glm5-tiny-bf16.json" --out "$W/goldens/ck-bf16" > /dev/null
   timeout 60 $B --step decode --requests 1 --context 128 --repeat 20 --json "$W/bench/decode-b1-c128.json" > "$W/bench/decode-b1-c128.md" 2>&1
@@ -116,7 +117,7 @@ if has micro && [ "$(left)" -gt 60 ]; then
   export KV_MB=${MICRO_KV_MB:-40960} MAX_REQUESTS=${MICRO_MAX_REQUESTS:-64} BIN="$C/bin"
   eval_() {  # eval_ CONFIGS LIMIT OUTDIR: run_eval.sh until 20 s before the budget ends
     (cd "$REPO" && DEADLINE=$(( START + BUDGET - 20 )) CONFIGS="$1" \
-      bash models/glm5_next/micro/strata-runs/run_eval.sh "$C/micro.strata" sm_90 "$2" "$3")
+      bash models/glm5_next/micro/strata-runs/run_eval.sh "$C/micro.strata" ${GPU_TARGET:-sm_90} "$2" "$3")
   }
   limit=${MICRO_LIMIT:-64}
   if [ "$limit" = auto ]; then

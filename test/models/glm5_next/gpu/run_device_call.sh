@@ -14,7 +14,9 @@
 # "new" = slice-fp8.strata; default "old new"), SKIP_ALL=1 skips run_all.sh,
 # MATRIX=1 runs the step matrix of each AB artifact (run_matrix.sh: decode
 # B x ctx, prefill shapes, PyTorch's linears and ceilings) instead of one
-# decode and one prefill step each.
+# decode and one prefill step each; GPU_TARGET (sm_90 or sm_90a, default
+# sm_90) is the artifact target every step runs; an AB name NAME:TARGET runs
+# NAME's artifact on TARGET (e.g. AB="new:sm_90 new:sm_90a").
 # Prints SKIP and exits 0 without an NVIDIA GPU.
 set -u
 PACK=$1; OUT=$2
@@ -46,11 +48,13 @@ if [ "${MATRIX:-0}" = 1 ]; then
   exit 0
 fi
 mkdir -p $R/ab
-for v in ${AB:-old new}; do
-  a=/tmp/s/art/slice-fp8-$v.strata; [ "$v" = new ] && a=/tmp/s/art/slice-fp8.strata
-  timeout 100 $W/strata-bench --artifact $a --checkpoint $CK --target sm_90 --step decode --requests 1 \
+for entry in ${AB:-old new}; do
+  v=${entry%%:*} target=${GPU_TARGET:-sm_90}
+  [ "$v" != "$entry" ] && target=${entry#*:} && v=$v-$target
+  a=/tmp/s/art/slice-fp8-${entry%%:*}.strata; [ "${entry%%:*}" = new ] && a=/tmp/s/art/slice-fp8.strata
+  timeout 100 $W/strata-bench --artifact $a --checkpoint $CK --target $target --step decode --requests 1 \
     --context 128 --repeat 3 --json $R/ab/$v-decode.json > $R/ab/$v-decode.log 2>&1
-  timeout 150 $W/strata-bench --artifact $a --checkpoint $CK --target sm_90 --step prefill --requests 1 \
+  timeout 150 $W/strata-bench --artifact $a --checkpoint $CK --target $target --step prefill --requests 1 \
     --tokens 2048 --repeat 2 --json $R/ab/$v-prefill.json > $R/ab/$v-prefill.log 2>&1
 done
 mkdir -p "$OUT" && tar czf "$OUT/results.tgz" -C $R .

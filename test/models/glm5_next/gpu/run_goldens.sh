@@ -57,7 +57,7 @@ case_() {
   echo "== $name"
   $PY "$COMPARE" "$GOLD/$gold" --prompts "$prompts" --write-prompts "$WORK/$name.txt" >/dev/null
   start=$(date +%s%N)
-  if ! T="timeout ${CASE_TIMEOUT:-600}" tool strata-run --target sm_90 --artifact "$ART/$art" --checkpoint "$WORK/$ck" \
+  if ! T="timeout ${CASE_TIMEOUT:-600}" tool strata-run --target ${GPU_TARGET:-sm_90} --artifact "$ART/$art" --checkpoint "$WORK/$ck" \
       --prompt-ids-file "$WORK/$name.txt" $runflags ${RUN_FLAGS:-} --dump-logits "$WORK/$name.logits.npy" \
       --dump-ids "$WORK/$name.ids.npy" > "$WORK/$name.run.txt" 2>&1; then
     cat "$WORK/$name.run.txt"; echo "FAIL $name: strata-run failed"; status=1; return

@@ -10,7 +10,8 @@
 #   OUT   results: baselines-matrix.json, matrix-NAME.{md,json,log},
 #         matrix.md (the merged table)
 # Env: NAMES (default "new"; NAME+copy runs NAME's artifact with
-#   --copy-logits), BATCHES (1,8,32,128), CONTEXTS (128,4096),
+#   --copy-logits; NAME:TARGET runs it on artifact target TARGET instead of
+#   GPU_TARGET, default sm_90, and labels it NAME-TARGET), BATCHES (1,8,32,128), CONTEXTS (128,4096),
 #   PREFILL (1x2048,4x2048,1x8192), CONFIG (glm5-slice-fp8), PYTHON,
 #   BASELINE_TIMEOUT and MATRIX_TIMEOUT (seconds, default 150 each).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU.
@@ -35,18 +36,22 @@ echo "baselines: rc $? ($(grep -c . "$OUT/baselines-matrix.log") lines)"
 GEMM=$($PY -c "import json,sys; print('%.1f' % (json.load(open(sys.argv[1]))['measured_ceilings']['ceiling.gemm_bf16'] / 1e12))" \
   "$OUT/baselines-matrix.json" 2>/dev/null || echo 780)
 echo "GEMM rate (bf16, this run): $GEMM TFLOP/s"
-for name in ${NAMES:-new}; do
+label() { echo "$1" | tr ':' '-'; }
+for entry in ${NAMES:-new}; do
   # NAME+copy: NAME's artifact with --copy-logits (the timed steps copy the
   # logits and hidden rows back, not only the greedy tokens).
+  name=${entry%%:*} target=${GPU_TARGET:-sm_90}
+  [ "$name" != "$entry" ] && target=${entry#*:}
   base=${name%+copy} copy=
   [ "$base" != "$name" ] && copy=--copy-logits
   a=$ART/slice-fp8-$base.strata; [ "$base" = new ] && a=$ART/slice-fp8.strata
-  timeout ${MATRIX_TIMEOUT:-150} "$WRAP/strata-bench" --matrix --artifact "$a" --checkpoint "$CK" --target sm_90 \
+  l=$(label "$entry")
+  timeout ${MATRIX_TIMEOUT:-150} "$WRAP/strata-bench" --matrix --artifact "$a" --checkpoint "$CK" --target "$target" \
     --batches "$BATCHES" --contexts "$CONTEXTS" --prefill "$PREFILL" --gemm-tflops "$GEMM" $copy \
-    --json "$OUT/matrix-$name.json" > "$OUT/matrix-$name.md" 2> "$OUT/matrix-$name.log"
-  echo "matrix $name: rc $?"
+    --json "$OUT/matrix-$l.json" > "$OUT/matrix-$l.md" 2> "$OUT/matrix-$l.log"
+  echo "matrix $l: rc $?"
 done
 set --
-for name in ${NAMES:-new}; do set -- "$@" --strata "$name=$OUT/matrix-$name.json"; done
+for entry in ${NAMES:-new}; do l=$(label "$entry"); set -- "$@" --strata "$l=$OUT/matrix-$l.json"; done
 $PY "$REPO/models/glm5_next/bench/matrix_table.py" "$@" --baselines "$OUT/baselines-matrix.json" \
   --out "$OUT/matrix.md" && echo "table: matrix.md"

@@ -20,8 +20,8 @@ for spec in new=$C/micro.strata "$@"; do
   echo "== $name ($art)"
   (cd "$REPO" && BIN=$C/bin SNAPSHOT_SLOTS=16384 MAX_STEP_TOKENS=16384 KV_MB=40960 MAX_REQUESTS=64 \
     RUN_TIMEOUT=${RUN_TIMEOUT:-90} CONFIGS=prefix-2pass \
-    bash models/glm5_next/micro/strata-runs/run_eval.sh "$art" sm_90 "${LIMIT:-32}" "$OUT/$name") 2>&1 | tail -8
-  timeout 60 "$C/bin/strata-bench" --artifact "$art" --checkpoint "$M" --target sm_90 --step decode \
+    bash models/glm5_next/micro/strata-runs/run_eval.sh "$art" ${GPU_TARGET:-sm_90} "${LIMIT:-32}" "$OUT/$name") 2>&1 | tail -8
+  timeout 60 "$C/bin/strata-bench" --artifact "$art" --checkpoint "$M" --target ${GPU_TARGET:-sm_90} --step decode \
     --requests 32 --context 512 --repeat 5 > "$OUT/$name-bench.md" 2>&1
   grep -E "^\| (kernel|[a-z_0-9]+ \|)" "$OUT/$name-bench.md" | head -12
 done

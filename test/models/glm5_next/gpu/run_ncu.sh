@@ -19,7 +19,7 @@ profile() {  # profile NAME STRATA-BENCH-FLAGS...
   timeout "${NCU_TIMEOUT:-120}" ncu --clock-control none --target-processes all -k "$K" \
     --launch-count "${NCU_LAUNCHES:-8}" --section SpeedOfLight --section Occupancy \
     --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis \
-    "$WRAP/strata-bench" --artifact "$ART" --checkpoint "$CK" --target sm_90 --repeat 1 "$@" \
+    "$WRAP/strata-bench" --artifact "$ART" --checkpoint "$CK" --target ${GPU_TARGET:-sm_90} --repeat 1 "$@" \
     > "$OUT/ncu-$name.txt" 2>&1
   echo "ncu $name: rc $? ($(grep -c 'Section: SpeedOfLight\|GPU Speed Of Light' "$OUT/ncu-$name.txt") kernels)"
 }

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Real-width slice of GLM-5.3-Flash on the H200 in ONE device call
 # (docs/GPURun-H200.md "Real-width slices"): writes the procedural checkpoint,
-# makes the transformers goldens, runs strata-run --target sm_90 on the
+# makes the transformers goldens, runs strata-run --target $GPU_TARGET (default sm_90) on the
 # sm_90,cpu slice artifacts and compares, times the PyTorch baselines and
 # strata-bench and merges them into one table.
 # Usage: run_slice.sh CARRY OUT
@@ -102,7 +102,7 @@ if [ -e "$WORK/goldens/slice-goldens.safetensors" ]; then
   # fp32: 45-token prompt in one chunk, 4 greedy steps, MTP draft over the prompt rows.
   # Bound: row relative error < 1e-4 (the CPU/GPU tiny tests' bound; fp32 reordering over
   # K <= 16384 gives ~1e-5 at most), greedy ids equal, argmax printed.
-  step fp32 200 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
+  step fp32 200 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
     --prompt-ids-file "$WORK/p0.txt" --max-tokens 4 --dump-logits "$WORK/fp32.logits.npy" \
     --dump-ids "$WORK/fp32.ids.npy" --dump-mtp-logits "$WORK/fp32.mtp.npy" \
     && { run_times fp32; compare fp32 --prompts 0 --logits "$WORK/fp32.logits.npy" --ids "$WORK/fp32.ids.npy" \
@@ -116,7 +116,7 @@ if [ -n "${SLICE_WAIT_FOR:-}" ]; then
 fi
 step baselines 120 $PY "$REPO/models/glm5_next/bench/bench_baselines.py" \
   --config "$REPO/models/glm5_next/configs/$CFG.json" --json "$WORK/baselines.json" --prefill-tokens 2048
-step bench 100 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" --target sm_90 \
+step bench 100 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" --target ${GPU_TARGET:-sm_90} \
   --step decode --requests 1 --context 128 --repeat 1 --json "$WORK/bench-decode.json"
 if [ -e "$WORK/bench-decode.json" ] && [ -e "$WORK/baselines.json" ]; then
   $PY "$REPO/models/glm5_next/bench/bench_table.py" --strata "$WORK/bench-decode.json" \
@@ -125,7 +125,7 @@ fi
 if [ "${SLICE_PREFILL:-0}" = 1 ]; then
   # One request of 2048 tokens in one step, against the baselines' prefill ops (same T).
   step bench_prefill 200 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
-    --target sm_90 --step prefill --requests 1 --tokens 2048 --repeat 1 --json "$WORK/bench-prefill.json"
+    --target ${GPU_TARGET:-sm_90} --step prefill --requests 1 --tokens 2048 --repeat 1 --json "$WORK/bench-prefill.json"
   if [ -e "$WORK/bench-prefill.json" ] && [ -e "$WORK/baselines.json" ]; then
     $PY "$REPO/models/glm5_next/bench/bench_table.py" --strata "$WORK/bench-prefill.json" --step prefill \
       --baselines "$WORK/baselines.json" --out "$OUT/bench-prefill.md" >/dev/null && say "table: bench-prefill.md"
@@ -137,7 +137,7 @@ if [ -e "$WORK/goldens/slice_goldens.json" ]; then
   # each other than either is to fp32; 0.94 is the tiny tests' bound).
   BOUND=$($PY -c "import json,sys; a=json.load(open(sys.argv[1]))['prompts'][0]['bf16_vs_fp32_prefill_argmax_agree']; print('%.3f' % max(0.5, min(0.94, a - 0.05)))" "$WORK/goldens/slice_goldens.json" 2>/dev/null || echo 0.94)
   say "bf16 bound: $BOUND"
-  step bf16 150 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
+  step bf16 150 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
     --prompt-ids-file "$WORK/p0.txt" --max-tokens 4 --dump-logits "$WORK/bf16.logits.npy" --dump-ids "$WORK/bf16.ids.npy" \
     && { run_times bf16; compare bf16 --prompts 0 --logits "$WORK/bf16.logits.npy" --ids "$WORK/bf16.ids.npy" \
            --max-tokens 4 --bf16 --min-top1 "$BOUND"; }
@@ -147,19 +147,19 @@ if [ -e "$WORK/goldens/slice_goldens.json" ]; then
     # the indexer's selection; bound as for p0, from p1's own bf16-vs-fp32 agreement.
     BOUND1=$($PY -c "import json,sys; a=json.load(open(sys.argv[1]))['prompts'][1]['bf16_vs_fp32_prefill_argmax_agree']; print('%.3f' % max(0.5, min(0.94, a - 0.05)))" "$WORK/goldens/slice_goldens.json" 2>/dev/null || echo 0.94)
     say "long bf16 bound: $BOUND1"
-    step long_bf16 200 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
+    step long_bf16 200 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" \
       --prompt-ids-file "$WORK/p1.txt" --chunk 256 --max-tokens 1 --dump-logits "$WORK/long16.logits.npy" \
       --dump-ids "$WORK/long16.ids.npy" \
       && { run_times long_bf16; compare long_bf16 --prompts 1 --logits "$WORK/long16.logits.npy" \
              --ids "$WORK/long16.ids.npy" --max-tokens 1 --bf16 --min-top1 "$BOUND1"; }
     # The same in one step of 2304 rows: the staged row tiles of the linears
     # (from stagedMinRows rows) and of the grouped experts (18432 slots).
-    step long_bf16_whole 200 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8.strata" \
+    step long_bf16_whole 200 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8.strata" \
       --checkpoint "$CK" --prompt-ids-file "$WORK/p1.txt" --chunk 0 --max-tokens 1 \
       --dump-logits "$WORK/long16w.logits.npy" --dump-ids "$WORK/long16w.ids.npy" \
       && { run_times long_bf16_whole; compare long_bf16_whole --prompts 1 --logits "$WORK/long16w.logits.npy" \
              --ids "$WORK/long16w.ids.npy" --max-tokens 1 --bf16 --min-top1 "$BOUND1"; }
-    step long 600 "$W/strata-run" --target sm_90 --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
+    step long 600 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
       --prompt-ids-file "$WORK/p1.txt" --chunk 256 --max-tokens 1 --dump-logits "$WORK/long.logits.npy" \
       --dump-ids "$WORK/long.ids.npy" \
       && { run_times long; compare long --prompts 1 --logits "$WORK/long.logits.npy" --ids "$WORK/long.ids.npy" --max-tokens 1; }

@@ -1,0 +1,102 @@
+// RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=sm_90a %s | FileCheck %s
+
+// Tests the staged row tiles' wgmma form on sm_90a (MatmulTiling::wgmma,
+// issueWarpgroupStage): one warpgroup (128 lanes) per 64-row tile, the
+// widest column tile that keeps weights x tileN <= 256 (here 256), the ring
+// of 4 K blocks of 32 in dynamic workgroup memory (x: 4 x 64 x 64 bytes =
+// 16384, W: 4 x 256 x 64 = 65536; 81920 in all). After the prologue's
+// copies land, a proxy fence orders them before the wgmma reads, and the
+// arena's shared address is taken once. Each K block: the barrier, the copy
+// of block k + 3, then wgmma.fence and two m64n256k16 steps whose
+// descriptors address slot k mod 4 (A at 4096 x slot, B at 16384 + 16384 x
+// slot; the second step 32 bytes further along the 64-byte rows) with the
+// 64-byte swizzle, stride 512 between 8-row groups (0x8000002000010000 =
+// -9223371899415756800 ORed onto address / 16); one committed group; then
+// the wait for block k + 1's copies, a proxy fence for them, and the wait
+// for the products before the next barrier frees their slot.
+// CHECK-LABEL: gpu.func @linear_bf16_256x256_bf16
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 81920 : i64
+// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 64, 256>, strata.staged_wgmma
+// CHECK: %[[ARENA:.*]] = gpu.dynamic_shared_memory
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0,
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0,
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c2,
+// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[ARENA]]
+// CHECK-NEXT: %[[BASE:.*]] = arith.index_castui %[[PTR]] : index to i64
+// CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c4
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][
+// CHECK: nvgpu.device_async_create_group
+// CHECK: %[[BSLOT:.*]] = arith.muli %[[SLOT]], %c16384
+// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c16384
+// CHECK-NEXT: %[[AOFF:.*]] = arith.muli %[[SLOT]], %c4096
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-NEXT: %[[AOFF64:.*]] = arith.index_castui %[[AOFF]] : index to i64
+// CHECK-NEXT: %[[AADDR:.*]] = arith.addi %[[BASE]], %[[AOFF64]]
+// CHECK-NEXT: %[[AMASK:.*]] = arith.andi %[[AADDR]], %c262143_i64
+// CHECK-NEXT: %[[ASTART:.*]] = arith.shrui %[[AMASK]], %c4_i64
+// CHECK-NEXT: %[[DESCA:.*]] = arith.ori %[[ASTART]], %c-9223371899415756800_i64
+// CHECK-NEXT: arith.index_castui %[[BOFF]] : index to i64
+// CHECK: %[[DESCB:.*]] = arith.ori %{{.*}}, %c-9223371899415756800_i64
+// CHECK-NEXT: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DESCA]], %[[DESCB]], %{{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: arith.addi %[[AOFF]], %c32
+// CHECK: arith.addi %[[BOFF]], %c32
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 256, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.yield
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+module {
+func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  %w = llm.weight "proj.weight" : tensor<256x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<256x256xbf16>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([4, 1, 256, 32]
+// fp8 at 16384) is decoded one block ahead into two bf16 blocks ([2, 1, 256,
+// 32] at 16384 + 32768 = 49152), which the B descriptors address (49152 +
+// 16384 x (k mod 2)) while the next block is decoded; 81920 bytes.
+// CHECK-LABEL: gpu.func @linear_fp8_256x256_bf16
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 81920 : i64
+// CHECK-SAME: strata.staged_tile = array<i64: 64, 256>, strata.staged_wgmma
+// CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x256x32xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_wait
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: vector.store %{{.*}}, %[[DEC]][%c0,
+// CHECK: nvvm.fence.proxy
+// CHECK: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
+// CHECK: %[[HALF:.*]] = arith.remui %[[K]], %c2
+// CHECK: %[[HOFF:.*]] = arith.muli %[[HALF]], %c16384
+// CHECK-NEXT: arith.addi %[[HOFF]], %c49152
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.mma_async
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvgpu.device_async_wait
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: vector.store %{{.*}}, %[[DEC]][
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.yield
+module {
+func.func @linear_fp8(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
+  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, block = [128, 128]>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, block = [128, 128]>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
