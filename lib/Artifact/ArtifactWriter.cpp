@@ -262,7 +262,8 @@ public:
           b, b.CreateVector(block), exprs(grid), k.launch->sharedMemoryBytes,
           k.launch->matrixInstruction.empty()
               ? 0
-              : b.CreateString(k.launch->matrixInstruction));
+              : b.CreateString(k.launch->matrixInstruction),
+          k.launch->sharedMemory ? expr(*k.launch->sharedMemory) : 0);
     }
     fb::KernelAbi abi = t.kind == fb::TargetKind::cpu
                             ? fb::KernelAbi::packed_memref_descriptor

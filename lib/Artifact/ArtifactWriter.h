@@ -77,6 +77,9 @@ struct LaunchDesc {
   uint32_t block[3] = {1, 1, 1};
   SizeExpression grid[3];
   uint64_t sharedMemoryBytes = 0;
+  /// Dynamic shared memory per block as a function of the step's sizes, at
+  /// most sharedMemoryBytes; absent: sharedMemoryBytes for every dispatch.
+  std::optional<SizeExpression> sharedMemory;
   /// The matrix-unit instruction of the kernel's inner loop (TargetInfo
   /// mnemonic); empty for kernels without one.
   std::string matrixInstruction;

@@ -683,6 +683,21 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
               : SizeExpression::max(active ? std::move(extents[d]) * *active
                                            : std::move(extents[d]),
                                     SizeExpression::constant(1));
+    // Steps of at most `smallSteps` (argument 0's rows x perRow) launch with
+    // the bytes they use: small + (all - small) x (smallSteps < size).
+    const std::vector<int64_t> &small = library->smallStepSharedMemory[k];
+    if (small.size() == 3 && dispatch && !dispatch->bindings.empty() &&
+        !dispatch->bindings[0].shape.empty()) {
+      auto all = static_cast<int64_t>(launch.sharedMemoryBytes);
+      SizeExpression size = dispatch->bindings[0].shape[0];
+      if (small[0] > 1)
+        size = std::move(size) * SizeExpression::constant(small[0]);
+      launch.sharedMemory =
+          SizeExpression::constant(small[2]) +
+          SizeExpression::constant(all - small[2]) *
+              SizeExpression::less(SizeExpression::constant(small[1]),
+                                   size);
+    }
   }
   // Global scratch: each dispatch of a kernel with a scratch argument binds
   // grid blocks x its bytes per block (for that dispatch's extents) of the

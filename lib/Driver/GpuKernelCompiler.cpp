@@ -136,6 +136,11 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     if (auto bytes =
             func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
       kernel.launch->sharedMemoryBytes = bytes.getInt();
+    library.smallStepSharedMemory.emplace_back();
+    if (auto small = func->getAttrOfType<DenseI64ArrayAttr>(
+            kSmallStepSharedMemoryAttrName))
+      library.smallStepSharedMemory.back().assign(small.asArrayRef().begin(),
+                                                  small.asArrayRef().end());
     std::array<GpuGridDim, 3> dims;
     auto matmul = matmuls.find(kernel.name);
     if (matmul != matmuls.end()) {

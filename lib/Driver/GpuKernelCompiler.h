@@ -49,6 +49,10 @@ struct GpuKernelLibrary {
   std::vector<KernelDesc> kernels;
   /// Per kernel: the grid in terms of its arguments.
   std::vector<std::array<GpuGridDim, 3>> grids;
+  /// Per kernel: [perRow, smallSteps, bytes] when steps whose argument 0
+  /// has at most smallSteps / perRow rows need only `bytes` of its dynamic
+  /// shared memory (kSmallStepSharedMemoryAttrName); empty otherwise.
+  std::vector<std::vector<int64_t>> smallStepSharedMemory;
   /// Per kernel: its bytes per block of global scratch as a postfix program
   /// over its arguments' extents; empty when it has no scratch argument
   /// (then kernels[k].args has no trailing `scratch` argument).

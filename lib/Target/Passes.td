@@ -45,9 +45,15 @@ def ExternDynamicSharedMemoryPass
     pass gives every zero-sized array of address space 3 external linkage,
     so it is emitted as `.extern .shared .b8 name[]`, whose address is the
     start of the dynamic shared memory, after every static buffer
-    (CUDA's `extern __shared__`). Runs on the LLVM dialect inside each
-    gpu.module, before gpu-module-to-binary.
+    (CUDA's `extern __shared__`), aligned to `alignment` bytes (sm_90a:
+    1024, the wgmma swizzle's repeat with room; ptxas pads every kernel's
+    static buffers of the module up to it, so other targets keep 16). Runs
+    on the LLVM dialect inside each gpu.module, before gpu-module-to-binary.
   }];
+  let options = [
+    Option<"alignment", "alignment", "uint64_t", /*default=*/"16",
+           "byte alignment of the dynamic arena">,
+  ];
   let dependentDialects = ["LLVM::LLVMDialect"];
 }
 

@@ -186,6 +186,19 @@ public:
                           const std::vector<DispatchArg> &args,
                           const uint64_t grid[3]) = 0;
 
+  /// dispatch with `shared_memory_bytes` of dynamic shared memory per block
+  /// instead of the kernel's LaunchDims bytes, which it must not pass
+  /// (INVALID_ARGUMENT): a kernel whose small steps use less than its large
+  /// ones. Backends without shared memory (the CPU) ignore it.
+  virtual Status dispatchWithSharedMemory(Executable &executable,
+                                          size_t kernel_index,
+                                          const std::vector<DispatchArg> &args,
+                                          const uint64_t grid[3],
+                                          uint64_t shared_memory_bytes) {
+    (void)shared_memory_bytes;
+    return dispatch(executable, kernel_index, args, grid);
+  }
+
   /// Enqueues a copy of `size` bytes from host memory `src` into `dst` at
   /// `offset`. `src` must stay valid until the copy has run (synchronize).
   virtual Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,

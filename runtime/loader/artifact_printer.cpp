@@ -156,6 +156,9 @@ void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
       if (launch->matrix_instruction())
         fmt::format_to(it, " matrix {}",
                        str(launch->matrix_instruction()));
+      if (launch->shared_memory())
+        fmt::format_to(it, " shared by step {}",
+                       formatSizeExpr(launch->shared_memory()));
       fmt::format_to(it, "\n");
     }
   }

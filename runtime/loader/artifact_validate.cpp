@@ -364,6 +364,10 @@ Status validateKernel(const TargetDef &target, const Kernel &kernel,
       STRATA_RETURN_IF_ERROR(validateSizeExpr(
           launch->grid()->Get(d), fmt::format("{}: launch.grid[{}]", where, d)));
     }
+    if (launch->shared_memory())
+      STRATA_RETURN_IF_ERROR(validateSizeExpr(
+          launch->shared_memory(), fmt::format("{}: launch.shared_memory",
+                                               where)));
   } else if (kernel.launch()) {
     return invalidArgument("{}: cpu kernel with launch info", where);
   }

@@ -313,8 +313,21 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
       if (!status.ok())
         return status.withContext(where);
     }
-    Status status =
-        target_stream.dispatch(*executables_[executable], index, args, grid);
+    // A kernel whose small steps use less dynamic shared memory than its
+    // large ones launches with the bytes of this step.
+    const SizeExpr *shared = kernel->launch() ? kernel->launch()->shared_memory()
+                                              : nullptr;
+    Status status = okStatus();
+    if (shared) {
+      StatusOr<uint64_t> bytes = evaluateSizeExpr(shared, sizes);
+      if (!bytes.ok())
+        return bytes.status().withContext(where);
+      status = target_stream.dispatchWithSharedMemory(
+          *executables_[executable], index, args, grid, *bytes);
+    } else {
+      status =
+          target_stream.dispatch(*executables_[executable], index, args, grid);
+    }
     if (!status.ok())
       return status.withContext(where);
     if (observer) {

@@ -592,7 +592,7 @@ private:
     Value sgN = arith::DivUIOp::create(b, loc, sg, idx(t.subgroupsM));
     tileCol = mul(by, t.tileN());
     subgroupCol = mul(sgN, t.fragsN * mi.n);
-    subgroupRow = mul(sgM, t.fragsM * mi.m);
+    subgroupRow = mul(sgM, t.subgroupRows());
     Value colBase = add(tileCol, subgroupCol);
     for (int64_t j = 0; j < t.fragsN; ++j)
       colBases.push_back(add(colBase, j * mi.n));
@@ -1454,42 +1454,60 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     Value arenaAddress, Value aOffset, Value bOffset, ValueRange accs,
     int64_t weights) {
   int64_t n = weights * t.tileN();
-  int64_t lanes = t.threads();
-  int64_t registers = kWarpgroupRows * n / lanes;
+  int64_t registers = kWarpgroupRows * n / t.threads();
+  int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
-  // The accumulators in the instruction's register order: 4 per 8
-  // columns (weight-major, as accs), the m16n8 fragment order of each.
-  Value d = LLVM::PoisonOp::create(b, loc, structType);
-  int64_t at = 0;
-  for (Value acc : accs)
-    for (int64_t e = 0; e < int64_t(mi.c.size()); ++e)
-      d = LLVM::InsertValueOp::create(
-          b, loc, d, vector::ExtractOp::create(b, loc, acc, e), at++);
-  assert(at == registers && "accumulators do not fill the instruction");
-  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  // accs[w * perWeight + i * fragsN + j]: weight w, row fragment i (the
+  // tile's rows 64 i ..), 8 columns j.
+  int64_t perWeight = t.fragsM * t.fragsN;
+  auto accIndex = [&](int64_t i, int64_t r) {
+    int64_t column = r / perFragment;
+    return (column / t.fragsN) * perWeight + i * t.fragsN +
+           column % t.fragsN;
+  };
   auto shape = NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, 16);
+  // The accumulators of each 64-row half in the instruction's register
+  // order: 4 per 8 columns (weight-major), the m16n8 fragment order of
+  // each.
+  SmallVector<Value> d;
+  for (int64_t i = 0; i < t.fragsM; ++i) {
+    Value packed = LLVM::PoisonOp::create(b, loc, structType);
+    for (int64_t r = 0; r < registers; ++r)
+      packed = LLVM::InsertValueOp::create(
+          b, loc, packed,
+          vector::ExtractOp::create(b, loc, accs[accIndex(i, r)],
+                                    r % perFragment),
+          r);
+    d.push_back(packed);
+  }
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
   for (int64_t step = 0; step < kStageK / 16; ++step) {
     // A K step of 16 bf16 is 32 bytes along the stage rows.
-    Value descA = warpgroupDescriptor(arenaAddress, add(aOffset, 32 * step));
     Value descB = warpgroupDescriptor(arenaAddress, add(bOffset, 32 * step));
-    d = NVVM::WgmmaMmaAsyncOp::create(
-        b, loc, structType, d, descA, descB, shape, NVVM::WGMMATypes::bf16,
-        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32,
-        NVVM::WGMMAScaleOut::one, NVVM::WGMMAScaleIn::one,
-        NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
-        NVVM::MMAIntOverflowAttr());
+    for (int64_t i = 0; i < t.fragsM; ++i) {
+      Value descA = warpgroupDescriptor(
+          arenaAddress,
+          add(aOffset, i * kWarpgroupRows * kStageK * 2 + 32 * step));
+      d[i] = NVVM::WgmmaMmaAsyncOp::create(
+          b, loc, structType, d[i], descA, descB, shape,
+          NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
+          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          NVVM::MMAIntOverflowAttr());
+    }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
-  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  VectorType accType = VectorType::get({perFragment}, f32);
+  SmallVector<SmallVector<Value>> elements(accs.size());
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    for (int64_t r = 0; r < registers; ++r)
+      elements[accIndex(i, r)].push_back(
+          LLVM::ExtractValueOp::create(b, loc, d[i], r));
   SmallVector<Value> out;
-  at = 0;
-  for (size_t i = 0; i < accs.size(); ++i) {
-    SmallVector<Value> elements;
-    for (int64_t e = 0; e < int64_t(mi.c.size()); ++e)
-      elements.push_back(LLVM::ExtractValueOp::create(b, loc, d, at++));
-    out.push_back(vector::FromElementsOp::create(b, loc, accType, elements));
-  }
+  for (auto &e : elements)
+    out.push_back(vector::FromElementsOp::create(b, loc, accType, e));
   return out;
 }
 
@@ -1709,7 +1727,7 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   tileRow = mul(tile, t.tileM());
   Value rowBase = add(tileRow, subgroupRow);
   for (int64_t i = 0; i < t.fragsM; ++i)
-    rowBases.push_back(add(rowBase, i * mi.m));
+    rowBases.push_back(add(rowBase, i * t.fragmentRowStride()));
 
   storeResults(
       accumulate(dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1));
@@ -1848,17 +1866,27 @@ public:
   /// The kernel's i8 workgroup arena, large enough for a decode form's fp32
   /// partial sums of `partialShape` and the staged tiles of `weights`
   /// weights (the forms run in exclusive branches), given to the latter.
-  Value addArena(ArrayRef<int64_t> partialShape, int64_t weights) {
+  /// The staged tiles run in steps whose rows x `perRow` pass `smallSteps`
+  /// (default: below minRows rows they do not run); a dynamic arena records
+  /// that the smaller steps need only the partial sums' bytes
+  /// (recordSmallStepBytes).
+  Value addArena(ArrayRef<int64_t> partialShape, int64_t weights,
+                 int64_t perRow = 1, int64_t smallSteps = -1) {
     int64_t partialBytes = 4;
     for (int64_t extent : partialShape)
       partialBytes *= extent;
     int64_t stagedBytes = staged ? staged->stagedArenaBytes(weights) : 0;
     int64_t bytes = std::max(partialBytes, stagedBytes);
-    Value arena = staged && staged->ring()
+    bool dynamic = staged && staged->ring();
+    Value arena = dynamic
                       ? addDynamicWorkgroupArena(func, loc, bytes)
                       : addWorkgroupBuffer(func, loc, {bytes}, b.getI8Type());
     if (staged)
       staged->stageArena = arena;
+    if (smallSteps < 0)
+      smallSteps = minRows - 1;
+    if (dynamic && smallSteps > 0)
+      recordSmallStepBytes(func, perRow, smallSteps, partialBytes);
     return arena;
   }
 
@@ -1875,6 +1903,10 @@ private:
     branchOnStepSize(
         b, loc, func, 1, minRows - 1, [&] { body(plain); },
         [&] { body(*staged); });
+    // Without decode forms (no addArena) the steps below minRows take the
+    // plain tiles, which need no dynamic workgroup memory.
+    if (staged->ring() && !func->hasAttr(kSmallStepSharedMemoryAttrName))
+      recordSmallStepBytes(func, 1, minRows - 1, 0);
   }
 
   OpBuilder &b;
@@ -2293,7 +2325,7 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   OpBuilder::InsertionGuard columnGuard(b);
   guardColumnBlock();
   for (int64_t i = 0; i < t.fragsM; ++i)
-    rowBases.push_back(add(rowBase, i * mi.m));
+    rowBases.push_back(add(rowBase, i * t.fragmentRowStride()));
 
   // Tiles: at most ceil(slots / tileM) + min(experts, slots) (one partial
   // tile per expert with slots), over the grid with a grid stride.
@@ -2389,8 +2421,9 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
         // slots per expert) take the split form, larger ones the row tiles;
         // the split form's partial sums and the staged tiles share one
         // workgroup buffer.
-        Value arena = kb.addArena(
-            {splits, weights, split->mma.m, split->tileN()}, weights);
+        Value arena =
+            kb.addArena({splits, weights, split->mma.m, split->tileN()},
+                        weights, experts.topK, kGroupedSplitKMaxSlots);
         MatmulKernelBuilder decode(builder, loc, *split, problem, types);
         branchOnStepSize(
             builder, loc, func, experts.topK, kGroupedSplitKMaxSlots,

@@ -319,23 +319,27 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
 }
 
 /// The wgmma form of the staged tiling `t` (MatmulTiling::wgmma): one
-/// warpgroup of kWarpgroupRows rows, the widest column tile (256, 128, 64)
-/// that divides N, keeps weights x tileN within one instruction (n <= 256)
-/// and the accumulators within 128 fp32 registers per lane; the ring of
-/// kAsyncStages blocks. None when no width fits.
+/// warpgroup, tiles of `tileRows` (64 or 128: one instruction per 64 rows)
+/// by the widest column tile (128, 64) that divides N, keeps weights x
+/// tileN within one instruction (n <= 256) and the accumulators within 128
+/// fp32 registers per lane; the ring of kAsyncStages blocks. None when no
+/// width fits. Not 256 columns: the kernel's registers are its widest
+/// form's, and a 64 x 256 moe_down tile (128 accumulators where the sm_90
+/// ring has 64) made its decode form 16-20 % slower on the H200.
 static std::optional<MatmulTiling>
 chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
-                      int64_t weights) {
+                      int64_t weights, int64_t tileRows) {
   const MatrixInstruction &mi = t.mma;
-  if (mi.family != MatrixFamily::MmaSync || mi.m != 16 || mi.n != 8)
+  if (mi.family != MatrixFamily::MmaSync || mi.m != 16 || mi.n != 8 ||
+      tileRows % kWarpgroupRows)
     return std::nullopt;
   t.subgroupsM = kWarpgroupRows / mi.m;
   t.subgroupsN = 1;
-  t.fragsM = 1;
-  for (int64_t tileN : {256, 128, 64}) {
+  t.fragsM = tileRows / kWarpgroupRows;
+  for (int64_t tileN : {128, 64}) {
     t.fragsN = tileN / mi.n;
     if (problem.n % tileN || weights * tileN > 256 ||
-        weights * t.fragsN * mi.c.size() > 128 ||
+        weights * t.fragsM * t.fragsN * mi.c.size() > 128 ||
         (tileN * kStageK / 16) % t.threads())
       continue;
     t.wgmma = true;
@@ -376,8 +380,8 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
   t.staged = true;
   t.blockK = kStageK;
   if (allowWarpgroup && tiling.targetHasWarpgroupMma)
-    if (std::optional<MatmulTiling> w = chooseWarpgroupTiling(t, problem,
-                                                              weights))
+    if (std::optional<MatmulTiling> w =
+            chooseWarpgroupTiling(t, problem, weights, tileRows))
       return w;
   t.subgroupsM = 2;
   t.subgroupsN = 2;
@@ -421,6 +425,13 @@ int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
       staged.stages * weights * staged.tileN() * kStageK * (fp8 ? 1 : 2);
   int64_t decoded = fp8 ? 2 * weights * staged.tileN() * kStageK * 2 : 0;
   return ringA + ringB + decoded;
+}
+
+void mlir::strata::recordSmallStepBytes(gpu::GPUFuncOp func, int64_t perRow,
+                                        int64_t smallSteps, int64_t bytes) {
+  func->setAttr(kSmallStepSharedMemoryAttrName,
+                DenseI64ArrayAttr::get(func.getContext(),
+                                       {perRow, smallSteps, bytes}));
 }
 
 Value mlir::strata::addDynamicWorkgroupArena(gpu::GPUFuncOp func,

@@ -105,17 +105,26 @@ struct MatmulTiling {
   bool targetHasWarpgroupMma = false;
   /// The ring's blocks are multiplied by the warpgroup instruction (wgmma
   /// m64nNk16, N = weights x tileN) straight from workgroup memory: one
-  /// warpgroup (four subgroups of 16 rows: subgroupsM 4, fragsM 1, fragsN
-  /// tileN / 8, the accumulators in the mma.sync m16n8 layout per 8
-  /// columns), operands read through 64-byte-swizzle descriptors of the
-  /// stage rows (the same swizzle as ldmatrix's), issued asynchronously so
-  /// the next block's fp8 decode overlaps the product.
+  /// warpgroup (four subgroups of 16 rows: subgroupsM 4, fragsN tileN / 8,
+  /// the accumulators in the mma.sync m16n8 layout per 8 columns) and one
+  /// instruction per 64 rows of the tile (fragsM: 1 or 2; see
+  /// fragmentRowStride), operands read through 64-byte-swizzle descriptors
+  /// of the stage rows (the same swizzle as ldmatrix's), issued
+  /// asynchronously so the next block's fp8 decode overlaps the product.
   bool wgmma = false;
 
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
+  /// Rows between a subgroup's row fragments: the instruction's m, or with
+  /// wgmma one warpgroup's 64 (fragment i of subgroup s holds rows
+  /// 64 i + 16 s ..).
+  int64_t fragmentRowStride() const {
+    return wgmma ? subgroupsM * mma.m : mma.m;
+  }
+  /// Where subgroup s's first row is: s x this.
+  int64_t subgroupRows() const { return wgmma ? mma.m : fragsM * mma.m; }
   int64_t tileN() const { return subgroupsN * fragsN * mma.n; }
   int64_t threads() const { return subgroupsM * subgroupsN * subgroupSize; }
 };
@@ -220,8 +229,8 @@ inline constexpr int64_t kAsyncStages = 4;
 /// (`why` says which); the caller leaves out transposed weights.
 /// Where the target has a bf16 warpgroup instruction and `allowWarpgroup`
 /// (bf16 activations: the ring), the tiles are the wgmma form
-/// (MatmulTiling::wgmma) of 64 rows, whatever `tileRows`, and up to 256
-/// columns x weights.
+/// (MatmulTiling::wgmma) of `tileRows` rows and up to 256 columns x
+/// weights.
 std::optional<MatmulTiling> chooseStagedTiling(const MatmulTiling &tiling,
                                                const MatmulProblem &problem,
                                                int64_t weights,
@@ -263,6 +272,16 @@ int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
 /// 48 KiB of static shared memory that sm_90 allows.
 Value addDynamicWorkgroupArena(gpu::GPUFuncOp func, Location loc,
                                int64_t bytes);
+/// Records on `func` that steps whose `dim(argument 0, 0) x perRow` is at
+/// most `smallSteps` use only `bytes` of its dynamic workgroup memory (the
+/// staged tiles' ring runs in larger steps only): kSmallStepSharedMemoryAttrName
+/// = [perRow, smallSteps, bytes], which the artifact turns into a launch
+/// size that follows the step (LaunchInfo.shared_memory), so that a decode
+/// step's blocks do not reserve the ring's bytes they never touch.
+void recordSmallStepBytes(gpu::GPUFuncOp func, int64_t perRow,
+                          int64_t smallSteps, int64_t bytes);
+inline constexpr llvm::StringLiteral kSmallStepSharedMemoryAttrName =
+    "strata.small_step_shared_memory";
 inline constexpr llvm::StringLiteral kDynamicSharedMemoryAttrName =
     "strata.dynamic_shared_memory_bytes";
 

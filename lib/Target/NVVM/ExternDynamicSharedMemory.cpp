@@ -6,10 +6,10 @@
 // that convert-gpu-to-nvvm makes for gpu.dynamic_shared_memory become
 // external declarations (`.extern .shared .b8 name[]` in PTX), so the
 // dynamic arena starts after the kernel's static workgroup buffers instead
-// of overlapping them, aligned to 1024 bytes: the swizzled layouts that
-// wgmma reads repeat every 512 bytes of shared address, and the staged
-// tiles place them at multiples of 512 from the arena's start
-// (lib/Target/Passes.td).
+// of overlapping them, aligned as the target asks (sm_90a: 1024 bytes; the
+// swizzled layouts that wgmma reads repeat every 512 bytes of shared
+// address, and the staged tiles place them at multiples of 512 from the
+// arena's start; lib/Target/Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,19 +29,18 @@ using namespace mlir::strata;
 namespace {
 /// LLVM's address space of workgroup (shared) memory on NVPTX and AMDGPU.
 constexpr unsigned kWorkgroupAddressSpace = 3;
-/// Alignment of the dynamic arena (the wgmma swizzle's repeat, with room).
-constexpr uint64_t kArenaAlignment = 1024;
 
 struct ExternDynamicSharedMemoryPass
     : mlir::strata::impl::ExternDynamicSharedMemoryPassBase<ExternDynamicSharedMemoryPass> {
+  using Base::Base;
   void runOnOperation() override {
-    getOperation().walk([](LLVM::GlobalOp global) {
+    getOperation().walk([&](LLVM::GlobalOp global) {
       auto array = dyn_cast<LLVM::LLVMArrayType>(global.getGlobalType());
       if (global.getAddrSpace() != kWorkgroupAddressSpace || !array ||
           array.getNumElements() != 0 || global.getValueOrNull())
         return;
       global.setLinkage(LLVM::Linkage::External);
-      global.setAlignment(kArenaAlignment);
+      global.setAlignment(uint64_t(alignment));
     });
   }
 };

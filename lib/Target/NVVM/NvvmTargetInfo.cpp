@@ -139,7 +139,11 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
       chip);
   if (failed(parsePassPipeline(lowering, pm)))
     return failure();
-  pm.addNestedPass<gpu::GPUModuleOp>(createExternDynamicSharedMemoryPass());
+  ExternDynamicSharedMemoryPassOptions arena;
+  // wgmma's swizzled operands repeat every 512 bytes of shared address.
+  arena.alignment = chip == "sm_90a" ? 1024 : 16;
+  pm.addNestedPass<gpu::GPUModuleOp>(
+      createExternDynamicSharedMemoryPass(arena));
   std::string binary =
       llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
                     options.format, options.toolkit);

@@ -277,6 +277,41 @@ TEST_P(DeviceCts, LaunchesKernelWithMemrefAbi) {
     ASSERT_EQ(streamed[i], 0.5f * input[i] + 1.0f) << i;
 }
 
+// Tests dispatchWithSharedMemory: the kernel's own bytes (none for axpb)
+// give the same result as dispatch; on a GPU, more than the kernel's bytes
+// is refused by name before anything runs (the CPU has no shared memory and
+// ignores the bytes).
+TEST_P(DeviceCts, DispatchesWithStepSharedMemory) {
+  LOAD_AXPB_OR_SKIP(executable);
+  constexpr int64_t n = 300;
+  std::vector<float> input(n);
+  for (int64_t i = 0; i < n; ++i)
+    input[i] = static_cast<float>(i) - 100.0f;
+  auto in = allocate(n * 4);
+  auto out = allocate(n * 4);
+  ASSERT_TRUE(in && out);
+  ASSERT_TRUE(device_->copyToDevice(*in, 0, input.data(), n * 4).ok());
+  uint64_t grid[3];
+  gridFor(n, grid);
+  auto args = axpbArgs(*in, 0, *out, 0, n, 2.0f, 3.0f);
+  Stream &stream = device_->defaultStream();
+  Status status =
+      stream.dispatchWithSharedMemory(*executable, 0, args, grid, 0);
+  ASSERT_TRUE(status.ok()) << status.toString();
+  ASSERT_TRUE(device_->synchronize().ok());
+  std::vector<float> result = read(*out, 0, n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(result[i], 2.0f * input[i] + 3.0f) << i;
+  if (std::string(device_->name()) == "cpu")
+    return;
+  status = stream.dispatchWithSharedMemory(*executable, 0, args, grid, 1024);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("1024 bytes of dynamic shared memory, "
+                                  "more than its 0"),
+            std::string::npos)
+      << status.message();
+}
+
 // Tests 64-bit sizes and offsets: a buffer over 4 GiB, copies and a kernel
 // region past the 4 GiB mark. Runs only when the device has the memory.
 TEST_P(DeviceCts, HandlesBuffersOver4GiB) {

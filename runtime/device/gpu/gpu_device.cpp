@@ -8,6 +8,7 @@
 #include "runtime/device/gpu/memory_cache.h"
 
 #include <cstring>
+#include <optional>
 
 namespace strata::runtime {
 namespace {
@@ -132,33 +133,15 @@ public:
   Status dispatch(Executable &executable, size_t kernel_index,
                   const std::vector<DispatchArg> &args,
                   const uint64_t grid[3]) override {
-    auto &gpu = static_cast<GpuExecutable &>(executable);
-    if (kernel_index >= gpu.kernelCount())
-      return outOfRange("kernel index {} out of range ({} kernels)",
-                        kernel_index, gpu.kernelCount());
-    const KernelSpec &kernel = gpu.kernel(kernel_index);
-    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
-    uint32_t blocks[3];
-    for (int d = 0; d < 3; ++d) {
-      if (grid[d] == 0 || grid[d] > UINT32_MAX)
-        return invalidArgument("kernel '{}': grid ({}, {}, {}) has an extent "
-                               "outside [1, 2^32)",
-                               kernel.name, grid[0], grid[1], grid[2]);
-      blocks[d] = static_cast<uint32_t>(grid[d]);
-    }
-    // Kernel parameters: one pointer per flattened 8-byte value; the
-    // driver copies the values at launch (and into the graph node).
-    std::vector<uint64_t> values = flattenDispatchArgs(kernel, args);
-    std::vector<void *> params(values.size());
-    for (size_t s = 0; s < values.size(); ++s)
-      params[s] = &values[s];
-    STRATA_RETURN_IF_ERROR(driver_.makeCurrent());
-    Status launched = driver_.launch(gpu.function(kernel_index), blocks,
-                                     kernel.launch, stream_, params.data());
-    if (!launched.ok())
-      return launched.withContext(fmt::format("kernel '{}'", kernel.name));
-    countOperation();
-    return okStatus();
+    return launchKernel(executable, kernel_index, args, grid, std::nullopt);
+  }
+
+  Status dispatchWithSharedMemory(Executable &executable, size_t kernel_index,
+                                  const std::vector<DispatchArg> &args,
+                                  const uint64_t grid[3],
+                                  uint64_t shared_memory_bytes) override {
+    return launchKernel(executable, kernel_index, args, grid,
+                        shared_memory_bytes);
   }
 
   Status copyToDevice(Buffer &dst, uint64_t offset, const void *src,
@@ -234,6 +217,51 @@ public:
   void *handle() const { return stream_; }
 
 private:
+  /// The kernel launch of dispatch, with `shared_memory_bytes` (at most the
+  /// kernel's) instead of the kernel's dynamic shared memory when given.
+  Status launchKernel(Executable &executable, size_t kernel_index,
+                      const std::vector<DispatchArg> &args,
+                      const uint64_t grid[3],
+                      std::optional<uint64_t> shared_memory_bytes) {
+    auto &gpu = static_cast<GpuExecutable &>(executable);
+    if (kernel_index >= gpu.kernelCount())
+      return outOfRange("kernel index {} out of range ({} kernels)",
+                        kernel_index, gpu.kernelCount());
+    const KernelSpec &kernel = gpu.kernel(kernel_index);
+    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+    LaunchDims launch = kernel.launch;
+    if (shared_memory_bytes) {
+      if (*shared_memory_bytes > launch.shared_memory_bytes)
+        return invalidArgument("kernel '{}': {} bytes of dynamic shared "
+                               "memory, more than its {}",
+                               kernel.name, *shared_memory_bytes,
+                               launch.shared_memory_bytes);
+      launch.shared_memory_bytes = *shared_memory_bytes;
+    }
+    uint32_t blocks[3];
+    for (int d = 0; d < 3; ++d) {
+      if (grid[d] == 0 || grid[d] > UINT32_MAX)
+        return invalidArgument("kernel '{}': grid ({}, {}, {}) has an extent "
+                               "outside [1, 2^32)",
+                               kernel.name, grid[0], grid[1], grid[2]);
+      blocks[d] = static_cast<uint32_t>(grid[d]);
+    }
+    // Kernel parameters: one pointer per flattened 8-byte value; the
+    // driver copies the values at launch (and into the graph node).
+    std::vector<uint64_t> values = flattenDispatchArgs(kernel, args);
+    std::vector<void *> params(values.size());
+    for (size_t s = 0; s < values.size(); ++s)
+      params[s] = &values[s];
+    STRATA_RETURN_IF_ERROR(driver_.makeCurrent());
+    Status launched = driver_.launch(gpu.function(kernel_index), blocks,
+                                     launch, stream_, params.data());
+    if (!launched.ok())
+      return launched.withContext(fmt::format("kernel '{}'", kernel.name));
+    countOperation();
+    return okStatus();
+  }
+
+
   Status checkNotCapturing(const char *what) const {
     if (capturing_)
       return failedPrecondition("cannot {} while the stream is capturing",

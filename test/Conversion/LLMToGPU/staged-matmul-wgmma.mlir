@@ -1,25 +1,30 @@
 // RUN: strata-opt --split-input-file --convert-llm-to-gpu=chip=sm_90a %s | FileCheck %s
 
 // Tests the staged row tiles' wgmma form on sm_90a (MatmulTiling::wgmma,
-// issueWarpgroupStage): one warpgroup (128 lanes) per 64-row tile, the
-// widest column tile that keeps weights x tileN <= 256 (here 256), the ring
-// of 4 K blocks of 32 in dynamic workgroup memory (x: 4 x 64 x 64 bytes =
-// 16384, W: 4 x 256 x 64 = 65536; 81920 in all). After the prologue's
-// copies land, a proxy fence orders them before the wgmma reads, and the
-// arena's shared address is taken once. Each K block: the barrier, the copy
-// of block k + 3, then wgmma.fence and two m64n256k16 steps whose
-// descriptors address slot k mod 4 (A at 4096 x slot, B at 16384 + 16384 x
-// slot; the second step 32 bytes further along the 64-byte rows) with the
-// 64-byte swizzle, stride 512 between 8-row groups (0x8000002000010000 =
-// -9223371899415756800 ORed onto address / 16); one committed group; then
-// the wait for block k + 1's copies, a proxy fence for them, and the wait
-// for the products before the next barrier frees their slot.
+// issueWarpgroupStage): one warpgroup (128 lanes) per 128 x 128 tile, one
+// instruction per 64 rows (wgmma m64n128k16), the ring of 4 K blocks of 32
+// in dynamic workgroup memory (x: 4 x 128 x 64 bytes = 32768 at 0, W: 4 x
+// 128 x 64 = 32768 after it; 65536 in all). Steps below the staged tiles'
+// 16384 rows launch with the decode forms' 16384 bytes only
+// (strata.small_step_shared_memory = [rows per step row, largest small
+// step, bytes]). After the prologue's copies land, a proxy fence orders
+// them before the wgmma reads, and the arena's shared address is taken
+// once. Each K block: the barrier, the copy of block k + 3, then
+// wgmma.fence and, per K step of 16, one instruction per 64-row half whose
+// descriptors address slot k mod 4 (A at 8192 x slot, + 4096 for rows
+// 64..127; B at 32768 + 8192 x slot; the second step 32 bytes further along
+// the 64-byte rows) with the 64-byte swizzle, stride 512 between 8-row
+// groups (0x8000002000010000 = -9223371899415756800 ORed onto address /
+// 16); one committed group; then the wait for block k + 1's copies, a proxy
+// fence for them, and the wait for the products before the next barrier
+// frees their slot.
 // CHECK-LABEL: gpu.func @linear_bf16_256x256_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 81920 : i64
-// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 64, 256>, strata.staged_wgmma
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
+// CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 16384>
+// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
 // CHECK: %[[ARENA:.*]] = gpu.dynamic_shared_memory
-// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x64x32xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0,
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0,
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c2,
@@ -33,22 +38,26 @@
 // CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c4
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][
 // CHECK: nvgpu.device_async_create_group
-// CHECK: %[[BSLOT:.*]] = arith.muli %[[SLOT]], %c16384
-// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c16384
-// CHECK-NEXT: %[[AOFF:.*]] = arith.muli %[[SLOT]], %c4096
+// CHECK-NEXT: %[[BSLOT:.*]] = arith.muli %[[SLOT]], %c8192
+// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c32768
+// CHECK-NEXT: %[[AOFF:.*]] = arith.muli %[[SLOT]], %c8192
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK-NEXT: %[[AOFF64:.*]] = arith.index_castui %[[AOFF]] : index to i64
-// CHECK-NEXT: %[[AADDR:.*]] = arith.addi %[[BASE]], %[[AOFF64]]
-// CHECK-NEXT: %[[AMASK:.*]] = arith.andi %[[AADDR]], %c262143_i64
-// CHECK-NEXT: %[[ASTART:.*]] = arith.shrui %[[AMASK]], %c4_i64
-// CHECK-NEXT: %[[DESCA:.*]] = arith.ori %[[ASTART]], %c-9223371899415756800_i64
-// CHECK-NEXT: arith.index_castui %[[BOFF]] : index to i64
-// CHECK: %[[DESCB:.*]] = arith.ori %{{.*}}, %c-9223371899415756800_i64
-// CHECK-NEXT: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DESCA]], %[[DESCB]], %{{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// CHECK-NEXT: arith.addi %[[AOFF]], %c32
-// CHECK: arith.addi %[[BOFF]], %c32
-// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 256, k = 16>
+// CHECK-NEXT: %[[BOFF64:.*]] = arith.index_castui %[[BOFF]] : index to i64
+// CHECK-NEXT: %[[BADDR:.*]] = arith.addi %[[BASE]], %[[BOFF64]]
+// CHECK-NEXT: %[[BMASK:.*]] = arith.andi %[[BADDR]], %c262143_i64
+// CHECK-NEXT: %[[BSTART:.*]] = arith.shrui %[[BMASK]], %c4_i64
+// CHECK-NEXT: %[[DESCB:.*]] = arith.ori %[[BSTART]], %c-9223371899415756800_i64
+// CHECK-NEXT: arith.index_castui %[[AOFF]] : index to i64
+// CHECK: %[[DESCA:.*]] = arith.ori %{{.*}}, %c-9223371899415756800_i64
+// CHECK-NEXT: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DESCA]], %[[DESCB]], %{{.*}}, <m = 64, n = 128, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-NEXT: arith.addi %[[AOFF]], %c4096
+// CHECK: %[[D1:.*]] = nvvm.wgmma.mma_async %{{.*}}, %[[DESCB]], %{{.*}}, <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[BOFF]], %c32
+// CHECK: arith.addi %[[AOFF]], %c32
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[AOFF]], %c4128
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D1]], <m = 64, n = 128, k = 16>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
@@ -66,26 +75,27 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
-// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([4, 1, 256, 32]
-// fp8 at 16384) is decoded one block ahead into two bf16 blocks ([2, 1, 256,
-// 32] at 16384 + 32768 = 49152), which the B descriptors address (49152 +
-// 16384 x (k mod 2)) while the next block is decoded; 81920 bytes.
+// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([4, 1, 128, 32]
+// fp8 at 32768) is decoded one block ahead into two bf16 blocks ([2, 1, 128,
+// 32] at 32768 + 16384 = 49152), which the B descriptors address (49152 +
+// 8192 x (k mod 2)) while the next block is decoded; 65536 bytes, none in
+// steps below the staged tiles (no decode forms: their plain tiles).
 // CHECK-LABEL: gpu.func @linear_fp8_256x256_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 81920 : i64
-// CHECK-SAME: strata.staged_tile = array<i64: 64, 256>, strata.staged_wgmma
-// CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c16384][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x256x32xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x256x32xbf16, #gpu.address_space<workgroup>>
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
+// CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 0>
+// CHECK-SAME: strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
+// CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_wait
 // CHECK: nvvm.convert.f8x2.to.f16x2
 // CHECK: vector.store %{{.*}}, %[[DEC]][%c0,
 // CHECK: nvvm.fence.proxy
 // CHECK: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
 // CHECK: %[[HALF:.*]] = arith.remui %[[K]], %c2
-// CHECK: %[[HOFF:.*]] = arith.muli %[[HALF]], %c16384
+// CHECK: %[[HOFF:.*]] = arith.muli %[[HALF]], %c8192
 // CHECK-NEXT: arith.addi %[[HOFF]], %c49152
 // CHECK: nvvm.wgmma.fence.aligned
-// CHECK: nvvm.wgmma.mma_async
-// CHECK: nvvm.wgmma.mma_async
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: nvgpu.device_async_wait
 // CHECK: nvvm.convert.f8x2.to.f16x2
