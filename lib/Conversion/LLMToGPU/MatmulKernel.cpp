@@ -497,7 +497,8 @@ private:
   /// (MatmulTiling::wgmma): the tile's A rows at byte `aOffset` and its
   /// weights x tileN B rows at byte `bOffset` of the arena at shared
   /// address `arenaAddress` (i64), kStageK / 16 wgmma steps issued as one
-  /// committed group; the results are valid after waitWarpgroup.
+  /// committed group; the results are valid after the group's
+  /// wgmma.wait_group (accumulateRing waits before the next barrier).
   SmallVector<Value> issueWarpgroupStage(Value arenaAddress, Value aOffset,
                                          Value bOffset, ValueRange accs,
                                          int64_t weights);
@@ -1531,9 +1532,13 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   int64_t stages = t.stages;
   bool fp8Weights = t.fp8Mode == Fp8Mode::DecodeWeights;
   Type ringElement = fp8Weights ? Type(fp8) : Type(bf16);
-  int64_t ringABytes = stages * t.tileM() * kStageK * 2;
-  int64_t ringBBytes =
-      stages * weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
+  // Bytes of one ring slot of x and of the weights, and of one decoded
+  // bf16 block of fp8 weights.
+  int64_t slotBytesA = t.tileM() * kStageK * 2;
+  int64_t slotBytesB = weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
+  int64_t decodedBytes = weights * t.tileN() * kStageK * 2;
+  int64_t ringABytes = stages * slotBytesA;
+  int64_t ringBBytes = stages * slotBytesB;
   Value stageA =
       viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), kStageK}, bf16);
   Value ringB =
@@ -1593,9 +1598,6 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         b, loc, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
   }
-  int64_t slotBytesA = t.tileM() * kStageK * 2;
-  int64_t slotBytesB = weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
-  int64_t decodedBytes = weights * t.tileN() * kStageK * 2;
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(

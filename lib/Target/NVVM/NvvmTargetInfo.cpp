@@ -141,7 +141,11 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
     return failure();
   ExternDynamicSharedMemoryPassOptions arena;
   // wgmma's swizzled operands repeat every 512 bytes of shared address.
-  arena.alignment = chip == "sm_90a" ? 1024 : 16;
+  bool wgmma =
+      llvm::any_of(matrixInstructions, [](const MatrixInstruction &mi) {
+        return mi.family == MatrixFamily::Wgmma;
+      });
+  arena.alignment = wgmma ? 1024 : 16;
   pm.addNestedPass<gpu::GPUModuleOp>(
       createExternDynamicSharedMemoryPass(arena));
   std::string binary =

@@ -261,7 +261,6 @@ private:
     return okStatus();
   }
 
-
   Status checkNotCapturing(const char *what) const {
     if (capturing_)
       return failedPrecondition("cannot {} while the stream is capturing",
