@@ -658,14 +658,15 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   MatmulKernelFunction result;
   result.func = buildMlaAttendKernel(builder, kernel.getLoc(), module,
                                      kernel.getSymName(), type.getInputs(),
-                                     shape, **mi, target.getSubgroupSize());
+                                     shape, **mi, target);
   result.tiling.mma = **mi;
-  // (tokens + kMlaSplitSlots, ceil(heads / m), 1): at least one block per
-  // (token, position range) of a split step (MlaSplit.h), the extra ones idle
-  // in larger steps.
+  // (tokens + kMlaSplitSlots, ceil(heads / heads per block), 1): at least
+  // one block per (token, position range) of a split step (MlaSplit.h), the
+  // extra ones idle in larger steps.
   result.grid[0] = {0, 0, 1};
   result.grid[0].addend = kMlaSplitSlots;
-  result.grid[1].blocks = llvm::divideCeilSigned(shape.heads, (**mi).m);
+  result.grid[1].blocks = llvm::divideCeilSigned(
+      shape.heads, mlaAttendHeadsPerBlock(shape, **mi));
   return result;
 }
 

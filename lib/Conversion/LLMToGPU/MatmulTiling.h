@@ -445,22 +445,28 @@ struct MlaAttend {
 
 /// The bf16 instruction buildMlaAttendKernel uses on `target` (smallest m,
 /// then largest k); fails with `why` when there is none, the latent width
-/// does not tile into 4 subgroup slices of it, or the latent rows do not copy
-/// into the workgroup tile in 16-byte runs.
+/// does not tile into 2 subgroup halves of it, the block does not fit the
+/// target, or the latent rows do not copy into the workgroup tile in 16-byte
+/// runs.
 FailureOr<const MatrixInstruction *>
 chooseMlaAttendInstruction(const TargetInfo &target, const MlaAttend &shape,
                            std::string &why);
 
+/// Heads one block of buildMlaAttendKernel takes (grid y: ceil(H / this)).
+int64_t mlaAttendHeadsPerBlock(const MlaAttend &shape,
+                               const MatrixInstruction &mi);
+
 /// Builds `gpu.func @name` with the arguments `argTypes` of an mla_attend
 /// kernel function (qa memref<?xHxRxf32>, the bf16 latent pool
 /// memref<?xPxWxbf16>, selection memref<?xSxi32>, counts, sequence starts,
-/// block table, oh memref<?xHxRxf32>): one token and m heads per block
-/// (grid (tokens, ceil(H / m), 1)), 4 subgroups (MlaAttendKernel.cpp).
+/// block table, oh memref<?xHxRxf32>): one token (or position range) and
+/// mlaAttendHeadsPerBlock heads per block, two subgroups per m heads
+/// (MlaAttendKernel.cpp).
 gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module, StringRef name,
                                     TypeRange argTypes, const MlaAttend &shape,
                                     const MatrixInstruction &mi,
-                                    int64_t subgroupSize);
+                                    const TargetInfo &target);
 
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
 /// query heads of `headDim`, pools of `kpool` tokens, index pool pages of

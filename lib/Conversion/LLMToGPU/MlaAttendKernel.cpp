@@ -9,34 +9,39 @@
 // A block takes one token, or in steps of at most 32 tokens one (token,
 // position range) pair (MlaSplit.h: the selected positions split into 64 / T
 // ranges, each range's partial softmax into the parts buffer for
-// mla_combine), grid x grid-stride, and 16 heads (the instruction's m; grid
-// y; heads past H are clamped on load and never stored). Its 4 subgroups split
-// the latent width R: subgroup w owns columns [w R/4, (w + 1) R/4). Per chunk
-// of 32 selected positions:
-//   0. the block's threads copy the chunk's 32 latent rows (gathered through
-//      the selection and the block table, 16 bytes per thread and copy) into
-//      a workgroup tile whose rows are padded by 16 bytes (the 8 rows of a
-//      fragment fall on different banks);
-//   1. each subgroup multiplies its qa columns (rounded to bf16, held in
-//      registers for the whole token) by the same columns of the tile's rows
-//      (B fragments) and stores its partial 16 x 32 scores in workgroup
-//      memory;
-//   2. after a barrier every subgroup sums the 4 partials (lane pairs /
-//      quads own a head row), masks positions past the range's end, and
-//      runs the online softmax update (running max and sum in registers,
-//      shuffles across the lanes of a row); p = exp(s - max) goes to its
-//      own 16 x 32 bf16 tile and the rescale factor to a 16-entry row;
-//   3. after a barrier it rescales its output accumulators and adds
-//      P (A fragments from its tile) times its latent columns (B fragments
-//      from the latent tile element by element: positions run along K).
-// At the end acc / sum, stored f32 into oh or, split, into the parts buffer
-// with the range's maximum and sum (0 for an empty range). Rounding points
-// beyond the generic kernel's fp32: qa and p enter the matrix unit as bf16 (as
-// in a bf16 flash attention); the max, sums and accumulators are fp32.
-//
-// Only what FragmentLayout describes depends on the target, so the same
-// builder serves mma.sync (subgroups of 32: two lanes per head row) and
-// MFMA (64: four lanes per row).
+// mla_combine), grid x grid-stride, and up to 64 heads: head tiles of the
+// instruction's m rows (grid y covers the rest; heads past H are clamped on
+// load and never stored). Each head tile has two subgroups, each owning half
+// of the latent width R: for the scores it multiplies its half of qa (bf16
+// A fragments held in registers for the whole token) by the same half of
+// the latent rows, for the output it owns that half's columns. Per chunk of
+// 32 selected positions:
+//   0. the chunk's 32 latent rows (gathered through the selection and the
+//      block table, 16 bytes per copy) are in a workgroup tile whose rows are
+//      padded by 16 bytes (the 8 rows of a fragment fall on different
+//      banks). With asynchronous copies (NVIDIA) two tiles alternate: the
+//      next chunk's rows are copied while this one is multiplied; without
+//      (AMD) the block copies each chunk before using it;
+//   1. each subgroup's partial 16 x 32 scores go to its own rows of a
+//      workgroup buffer;
+//   2. after a barrier each subgroup adds its partner's partial scores to its
+//      own in the accumulator layout (both subgroups of a head tile hold the
+//      same sums: a + b = b + a), masks positions past the range's end and
+//      runs the online softmax on its registers: a lane's rows are those of
+//      its accumulator pieces, reduced over the lanes sharing a row by
+//      shuffles; the running maxima and sums stay in registers;
+//   3. it rescales its output accumulators and adds P times its latent
+//      columns. Where the accumulators of two instruction tiles are the A
+//      operand of one k step (mma.sync m16n8k16), P goes from registers
+//      into the instruction; otherwise it goes through the subgroup's own
+//      workgroup rows (and a barrier).
+// On mma.sync the latent fragments are read with ldmatrix (the scores' B
+// operand as stored, the output's B operand transposed: positions run
+// along K); elsewhere element by element. At the end acc / sum, stored f32
+// into oh or, split, into the parts buffer with the range's maximum and sum
+// (0 for an empty range). Rounding points beyond the generic kernel's fp32:
+// qa and p enter the matrix unit as bf16 (as in a bf16 flash attention); the
+// max, sums and accumulators are fp32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,6 +49,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -56,34 +62,115 @@ using namespace mlir::strata;
 
 namespace {
 
-/// Positions per chunk of the online softmax (the latent tile of a chunk,
-/// 32 x (512 + 8) bf16, and the score tiles fit the 48 KiB of static
-/// workgroup memory).
+/// Positions per chunk of the online softmax.
 constexpr int64_t kChunk = 32;
 /// bf16 elements per copy of a latent row into the tile (16 bytes).
 constexpr int64_t kCopyElements = 8;
 /// Padding of a tile row in bf16 elements (16 bytes: consecutive rows start
 /// 4 banks apart).
 constexpr int64_t kTilePad = 8;
-/// Subgroups per block; each owns R / kSubgroups latent columns.
-constexpr int64_t kSubgroups = 4;
+/// Padding of a row of the score and probability buffers, in elements.
+constexpr int64_t kScorePad = 8;
+/// Lanes that copy one latent row at least (a 128-byte run per pass); more
+/// when the block has more threads than a chunk's rows need.
+constexpr int64_t kMinLanesPerRow = 8;
+/// Subgroups per head tile; each owns R / kColumnSplits latent columns.
+constexpr int64_t kColumnSplits = 2;
+/// Head tiles per block at most (64 heads with m = 16).
+constexpr int64_t kMaxHeadTiles = 4;
+
+bool sameLaneMap(const LaneMap &x, const LaneMap &y) {
+  return x.div == y.div && x.mod == y.mod && x.mul == y.mul;
+}
+
+/// True when the accumulators of instruction tiles 2s and 2s + 1 (n columns
+/// each), concatenated, are the A operand of k step s (mma.sync m16n8k16):
+/// the softmax's probabilities then feed the next product from registers.
+bool accumulatorsFormOperandA(const MatrixInstruction &mi) {
+  const FragmentLayout &a = mi.a, &c = mi.c;
+  if (mi.k != 2 * mi.n || a.count != c.count ||
+      a.pieces.size() != 2 * c.pieces.size() ||
+      !sameLaneMap(a.outer, c.outer) || !sameLaneMap(a.inner, c.inner))
+    return false;
+  size_t half = c.pieces.size();
+  for (size_t i = 0; i < half; ++i)
+    if (a.pieces[i] != c.pieces[i] ||
+        a.pieces[half + i] !=
+            std::array<int64_t, 2>{c.pieces[i][0], c.pieces[i][1] + mi.n})
+      return false;
+  return true;
+}
+
+/// ldmatrix reads (nvgpu.ldmatrix x4) for mma.sync m16n8k16 bf16.
+bool readsWithLdmatrix(const MatrixInstruction &mi) {
+  return mi.family == MatrixFamily::MmaSync && mi.m == 16 && mi.n == 8 &&
+         mi.k == 16;
+}
+
+/// How one target's kernel is laid out.
+struct MlaAttendLayout {
+  int64_t headTiles = 0, subgroups = 0, threads = 0;
+  /// Latent tiles in workgroup memory (2 with asynchronous copies).
+  int64_t stages = 1;
+  bool asyncCopy = false, ldmatrix = false, registerProbs = false;
+  /// qa's rows of the block as bf16 in workgroup memory, read with ldmatrix
+  /// per chunk (with ldmatrix: 64 registers a lane does not hold beside the
+  /// 128 of its output accumulators); else A fragments in registers.
+  bool queryInWorkgroup = false;
+  /// Lanes that copy one latent row (16 bytes each per pass).
+  int64_t lanesPerRow = kMinLanesPerRow;
+  /// Byte offsets in the workgroup arena and its size.
+  int64_t tileOffset = 0, partialOffset = 0, probsOffset = 0, queryOffset = 0,
+          bytes = 0;
+};
+
+MlaAttendLayout layoutFor(const MlaAttend &s, const MatrixInstruction &mi,
+                          int64_t subgroupSize) {
+  MlaAttendLayout l;
+  l.headTiles =
+      std::min(kMaxHeadTiles, llvm::divideCeilSigned(s.heads, mi.m));
+  l.subgroups = l.headTiles * kColumnSplits;
+  l.threads = l.subgroups * subgroupSize;
+  l.asyncCopy = mi.family == MatrixFamily::MmaSync;
+  l.stages = l.asyncCopy ? 2 : 1;
+  l.lanesPerRow = std::max(kMinLanesPerRow, l.threads / kChunk);
+  l.ldmatrix = readsWithLdmatrix(mi);
+  l.registerProbs = accumulatorsFormOperandA(mi);
+  l.queryInWorkgroup = l.ldmatrix;
+  int64_t tileBytes = l.stages * kChunk * (s.rank + kTilePad) * 2;
+  int64_t partialBytes = l.subgroups * mi.m * (kChunk + kScorePad) * 4;
+  int64_t probsBytes =
+      l.registerProbs ? 0 : l.subgroups * mi.m * (kChunk + kScorePad) * 2;
+  l.tileOffset = 0;
+  l.partialOffset = tileBytes;
+  l.probsOffset = tileBytes + partialBytes;
+  l.queryOffset = l.probsOffset + probsBytes;
+  int64_t queryBytes =
+      l.queryInWorkgroup ? l.headTiles * mi.m * (s.rank + kTilePad) * 2 : 0;
+  l.bytes = l.queryOffset + queryBytes;
+  return l;
+}
 
 class MlaAttendBuilder : LaneArith {
 public:
   MlaAttendBuilder(OpBuilder &b, Location loc, const MlaAttend &shape,
-                   const MatrixInstruction &mi, int64_t subgroupSize)
-      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+                   const MatrixInstruction &mi, int64_t subgroupSize,
+                   const MlaAttendLayout &layout)
+      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
+        l(layout) {
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
-    slice = s.rank / kSubgroups;
+    slice = s.rank / kColumnSplits;
+    pieces = mi.c.pieces.size();
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, int64_t staticBytes);
 
 private:
-  /// `v` combined over the `lanesPerRow` lanes of a head row.
+  /// `v` combined over the lanes that hold the same accumulator rows.
   Value rowReduce(Value v, bool max) {
-    for (int64_t g = 1; g < lanesPerRow; g *= 2) {
+    const LaneMap &inner = mi.c.inner;
+    for (int64_t g = inner.div; g < inner.div * inner.mod; g *= 2) {
       auto shuffle = gpu::ShuffleOp::create(b, loc, v, ci32(g),
                                             ci32(subgroupSize),
                                             gpu::ShuffleMode::XOR);
@@ -102,43 +189,101 @@ private:
         ValueRange{request, arith::DivUIOp::create(b, loc, row, rows)}));
     return {page, arith::RemUIOp::create(b, loc, row, rows)};
   }
-  /// Position j0 + offset, clamped to the token's last selected one (masked
+  /// Position j0 + offset, clamped to the range's last selected one (masked
   /// positions read a written row, so no NaN reaches the products).
   Value position(Value j0, Value offset) {
     return minu(add(j0, offset), lastPos);
   }
+  /// Lane group q = lane / 8 of an ldmatrix x4 addresses matrix q, row
+  /// lane mod 8.
+  Value ldmatrix(Value mem, Value buf, Value row, Value col, bool transpose) {
+    return nvgpu::LdMatrixOp::create(b, loc, VectorType::get({4, 2}, bf16),
+                                     mem, ValueRange{buf, row, col},
+                                     transpose, /*numTiles=*/4);
+  }
+  /// Matrices `first`, `first` + 1 of an ldmatrix x4 result: one B operand.
+  Value matrixPair(Value tiles, int64_t first) {
+    auto part = vector::ExtractStridedSliceOp::create(
+        b, loc, tiles, ArrayRef<int64_t>{first}, ArrayRef<int64_t>{2},
+        ArrayRef<int64_t>{1});
+    return vector::ShapeCastOp::create(b, loc, VectorType::get({4}, bf16),
+                                       part);
+  }
 
+  void addBuffers(gpu::GPUFuncOp func, int64_t staticBytes);
   void buildItem();
-  void storeOutputs(ValueRange chunkResults);
+  void loadQueryFragments();
+  /// (page, row in page) of this thread's rows of the chunk at j0.
+  SmallVector<std::pair<Value, Value>> locateRows(Value j0);
+  /// Copies this thread's parts of `rows` into tile `buf`: the copies'
+  /// group (asynchronous) or null (synchronous).
+  Value copyRows(ArrayRef<std::pair<Value, Value>> rows, Value buf);
+  /// copyRows when `cond`, an empty group otherwise (asynchronous only).
+  Value
+  copyRowsIf(Value cond,
+             function_ref<SmallVector<std::pair<Value, Value>>()> rows,
+             Value buf);
+  void waitForCopies(Value group);
   SmallVector<Value> buildChunk(Value j0, ValueRange carried);
-  void stageLatentRows(Value j0);
+  SmallVector<Value> partialScores(Value buf);
+  SmallVector<Value> probabilityOperands(ArrayRef<Value> probs);
+  SmallVector<Value> addProducts(SmallVector<Value> accs,
+                                 ArrayRef<Value> pFrags, Value buf);
+  void storeOutputs(ValueRange chunkResults);
 
   const MlaAttend &s;
   const MatrixInstruction &mi;
-  int64_t subgroupSize, slice;
-  int64_t lanesPerRow = 0, colsPerLane = 0;
+  int64_t subgroupSize, slice, pieces;
+  const MlaAttendLayout &l;
   Type f32, bf16;
   // Arguments.
   Value qa, cache, sel, counts, starts, blockTable, oh, parts;
-  // Workgroup buffers: partial scores [4, m, chunk] f32, p [4, m, chunk]
-  // bf16, per-row factors [4, m] f32, the chunk's latent rows [chunk, R +
-  // pad] bf16.
-  Value partial, probs, factors, tile;
-  // Per thread.
-  Value tid, warp, sliceBase, headBase, softRow, softCol;
+  // Workgroup buffers: latent tiles [stages, chunk, R + pad] bf16, partial
+  // scores [subgroups, m, chunk + pad] f32, probabilities (not in
+  // registers) [subgroups, m, chunk + pad] bf16, the block's qa rows
+  // (queryInWorkgroup) [heads, R + pad] bf16.
+  Value tile, partial, probs, query;
+  // Per thread: subgroup, its head tile's partner, its latent columns, the
+  // block's and its tile's first head, lane coordinates of the accumulator
+  // layout.
+  Value tid, warp, partner, sliceBase, blockHead, headBase, cOuter, cInner;
   // Per block: the position ranges per token and whether there are several.
   Value splits, isSplit;
   // Per work item: the token, its range [j0, j1) and row of `parts`.
   // Positions are counted from the range's start: `rangeSel` is the token's
-  // selection from there (for the tiny config's kernel a loop from 0 took
-  // 168 registers, one from the range's start 228).
+  // selection from there.
   Value t, request, rangeBegin, rangeLength, lastPos, slot, rangeSel;
   SmallVector<Value> qaFrags;
 };
 
 } // namespace
 
-void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
+void MlaAttendBuilder::addBuffers(gpu::GPUFuncOp func, int64_t staticBytes) {
+  SmallVector<int64_t> tileShape = {l.stages, kChunk, s.rank + kTilePad};
+  SmallVector<int64_t> scoreShape = {l.subgroups, mi.m, kChunk + kScorePad};
+  SmallVector<int64_t> queryShape = {l.headTiles * mi.m, s.rank + kTilePad};
+  if (l.bytes <= staticBytes) {
+    tile = addWorkgroupBuffer(func, loc, tileShape, bf16);
+    partial = addWorkgroupBuffer(func, loc, scoreShape, f32);
+    if (!l.registerProbs)
+      probs = addWorkgroupBuffer(func, loc, scoreShape, bf16);
+    if (l.queryInWorkgroup)
+      query = addWorkgroupBuffer(func, loc, queryShape, bf16);
+    return;
+  }
+  Value arena = addDynamicWorkgroupArena(func, loc, l.bytes);
+  tile = viewWorkgroupArena(b, loc, arena, l.tileOffset, tileShape, bf16);
+  partial =
+      viewWorkgroupArena(b, loc, arena, l.partialOffset, scoreShape, f32);
+  if (!l.registerProbs)
+    probs =
+        viewWorkgroupArena(b, loc, arena, l.probsOffset, scoreShape, bf16);
+  if (l.queryInWorkgroup)
+    query =
+        viewWorkgroupArena(b, loc, arena, l.queryOffset, queryShape, bf16);
+}
+
+void MlaAttendBuilder::build(gpu::GPUFuncOp func, int64_t staticBytes) {
   ValueRange args = func.getArguments();
   qa = args[0];
   cache = args[1];
@@ -148,21 +293,21 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   blockTable = args[5];
   oh = args[6];
   parts = args[7];
-  partial = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, f32);
-  probs = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m, kChunk}, bf16);
-  factors = addWorkgroupBuffer(func, loc, {kSubgroups, mi.m}, f32);
-  tile = addWorkgroupBuffer(func, loc, {kChunk, s.rank + kTilePad}, bf16);
+  addBuffers(func, staticBytes);
 
-  lanesPerRow = subgroupSize / mi.m;
-  colsPerLane = kChunk / lanesPerRow;
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
-  sliceBase = mul(warp, slice);
-  headBase = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y), mi.m);
-  softRow = arith::DivUIOp::create(b, loc, lane, idx(lanesPerRow));
-  softCol = mul(arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)),
-                colsPerLane);
+  // Subgroups 2i and 2i + 1 share head tile i.
+  partner = arith::XOrIOp::create(b, loc, warp, idx(1));
+  sliceBase = mul(arith::RemUIOp::create(b, loc, warp, idx(kColumnSplits)),
+                  slice);
+  Value headTile = arith::DivUIOp::create(b, loc, warp, idx(kColumnSplits));
+  blockHead = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
+                  l.headTiles * mi.m);
+  headBase = add(blockHead, mul(headTile, mi.m));
+  cOuter = laneMap(mi.c.outer);
+  cInner = laneMap(mi.c.inner);
 
   // S(T) ranges per token (MlaSplit.h), T * S work items over the grid.
   Value tokens = memref::DimOp::create(b, loc, qa, 0);
@@ -188,6 +333,46 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func) {
   gpu::ReturnOp::create(b, loc);
 }
 
+void MlaAttendBuilder::loadQueryFragments() {
+  Value lastHead = idx(s.heads - 1);
+  qaFrags.clear();
+  if (l.queryInWorkgroup) {
+    // The block's qa rows (heads past H clamped) as bf16, 4 columns per
+    // load; read back per chunk (the barrier before the first chunk orders
+    // them, the one ending the previous work item protects them).
+    int64_t rows = l.headTiles * mi.m, perRow = s.rank / 4;
+    for (int64_t i = 0; i < rows * perRow / l.threads; ++i) {
+      Value piece = add(tid, i * l.threads);
+      Value row = arith::DivUIOp::create(b, loc, piece, idx(perRow));
+      Value col = mul(arith::RemUIOp::create(b, loc, piece, idx(perRow)), 4);
+      auto load = vector::LoadOp::create(
+          b, loc, VectorType::get({4}, f32), qa,
+          ValueRange{t, minu(add(blockHead, row), lastHead), col});
+      load.setAlignment(uint64_t(16));
+      auto store = vector::StoreOp::create(
+          b, loc,
+          arith::TruncFOp::create(b, loc, VectorType::get({4}, bf16), load),
+          query, ValueRange{row, col});
+      store.setAlignment(uint64_t(8));
+    }
+    return;
+  }
+  // qa's A fragments for this subgroup's columns, bf16, for every chunk.
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
+    SmallVector<Value> parts;
+    for (auto piece : mi.a.pieces) {
+      Value h = minu(add(add(headBase, aOuter), piece[0]), lastHead);
+      Value c = add(add(add(sliceBase, ks * mi.k), aInner), piece[1]);
+      Value v = vector::LoadOp::create(
+          b, loc, VectorType::get({mi.a.count}, f32), qa, ValueRange{t, h, c});
+      parts.push_back(arith::TruncFOp::create(
+          b, loc, VectorType::get({mi.a.count}, bf16), v));
+    }
+    qaFrags.push_back(concat(parts, mi.a, bf16));
+  }
+}
+
 void MlaAttendBuilder::buildItem() {
   request = requestOfToken(starts, t);
   lastPos = arith::SubIOp::create(
@@ -203,27 +388,19 @@ void MlaAttendBuilder::buildItem() {
           b.getIndexAttr(1),
           arith::SubIOp::create(b, loc, width, rangeBegin).getResult()},
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  loadQueryFragments();
 
-  // qa's A fragments for this subgroup's columns, bf16, for every chunk.
-  Value lastHead = idx(s.heads - 1);
-  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
-  qaFrags.clear();
-  for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
-    SmallVector<Value> parts;
-    for (auto piece : mi.a.pieces) {
-      Value h = minu(add(add(headBase, aOuter), piece[0]), lastHead);
-      Value c = add(add(add(sliceBase, ks * mi.k), aInner), piece[1]);
-      Value v = vector::LoadOp::create(
-          b, loc, VectorType::get({mi.a.count}, f32), qa, ValueRange{t, h, c});
-      parts.push_back(arith::TruncFOp::create(
-          b, loc, VectorType::get({mi.a.count}, bf16), v));
-    }
-    qaFrags.push_back(concat(parts, mi.a, bf16));
-  }
+  // The first chunk's rows (asynchronous copies: later chunks are copied
+  // one chunk ahead).
+  if (l.asyncCopy)
+    waitForCopies(copyRowsIf(
+        ult(idx(0), rangeLength), [&] { return locateRows(idx(0)); },
+        idx(0)));
 
-  // Chunks: carried running max and sum (of this lane's head row) and the
+  // Chunks: carried running max and sum per accumulator row piece, the
   // output accumulators.
-  SmallVector<Value> init = {cf32(-INFINITY), cf32(0.0)};
+  SmallVector<Value> init(pieces, cf32(-INFINITY));
+  init.append(pieces, cf32(0.0));
   for (int64_t nf = 0; nf < slice / mi.n; ++nf)
     init.push_back(zeros(mi.c.size()));
   auto chunks = scf::ForOp::create(
@@ -233,258 +410,436 @@ void MlaAttendBuilder::buildItem() {
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         scf::YieldOp::create(b, loc, buildChunk(j0, c));
       });
-
-  // oh = acc / sum: the sums from the row owners through workgroup memory
-  // (after the last chunk's reads of `factors`).
-  gpu::BarrierOp::create(b, loc);
-  Value isOwner = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::eq,
-      arith::RemUIOp::create(b, loc, lane, idx(lanesPerRow)), idx(0));
-  {
-    auto ifOwner = scf::IfOp::create(b, loc, isOwner, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOwner.thenBlock());
-    memref::StoreOp::create(b, loc, chunks.getResult(1), factors,
-                            ValueRange{warp, softRow});
-  }
-  gpu::BarrierOp::create(b, loc);
   storeOutputs(chunks.getResults());
-  // The next work item rewrites `factors`.
-  gpu::BarrierOp::create(b, loc);
+  // The next work item rewrites the tiles.
+  barrier();
+}
+
+SmallVector<std::pair<Value, Value>>
+MlaAttendBuilder::locateRows(Value j0) {
+  // Each run of lanesPerRow lanes copies contiguous bytes of one row per
+  // pass (128 or more): a thread keeps its row for every pass, one lookup
+  // per row group.
+  int64_t rowsAtOnce = l.threads / l.lanesPerRow;
+  Value row = arith::DivUIOp::create(b, loc, tid, idx(l.lanesPerRow));
+  SmallVector<std::pair<Value, Value>> rows;
+  for (int64_t g = 0; g < kChunk / rowsAtOnce; ++g)
+    rows.push_back(latentRow(position(j0, add(row, g * rowsAtOnce))));
+  return rows;
+}
+
+Value MlaAttendBuilder::copyRows(ArrayRef<std::pair<Value, Value>> rows,
+                                 Value buf) {
+  int64_t rowsAtOnce = l.threads / l.lanesPerRow;
+  int64_t passes = s.rank / (kCopyElements * l.lanesPerRow);
+  Value row = arith::DivUIOp::create(b, loc, tid, idx(l.lanesPerRow));
+  Value part = mul(arith::RemUIOp::create(b, loc, tid, idx(l.lanesPerRow)),
+                   kCopyElements);
+  auto copies = [&](auto &&copy) {
+    for (auto [g, at] : llvm::enumerate(rows))
+      for (int64_t p = 0; p < passes; ++p)
+        copy(add(row, int64_t(g) * rowsAtOnce),
+             add(part, p * kCopyElements * l.lanesPerRow), at.first,
+             at.second);
+  };
+  if (l.asyncCopy) {
+    auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+    SmallVector<Value> tokens;
+    copies([&](Value r, Value col, Value page, Value pageRow) {
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, token, tile, ValueRange{buf, r, col}, cache,
+          ValueRange{page, pageRow, col}, b.getIndexAttr(kCopyElements),
+          Value(), b.getUnitAttr()));
+    });
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
+  }
+  // Loads first, then stores, a few at a time: the rows' gathers overlap.
+  constexpr int64_t kInFlight = 8;
+  auto type = VectorType::get({kCopyElements}, bf16);
+  SmallVector<std::pair<Value, Value>> targets;
+  SmallVector<Value> values;
+  auto flush = [&] {
+    for (auto [value, target] : llvm::zip_equal(values, targets)) {
+      auto store = vector::StoreOp::create(
+          b, loc, value, tile, ValueRange{buf, target.first, target.second});
+      store.setAlignment(uint64_t(16));
+    }
+    values.clear();
+    targets.clear();
+  };
+  copies([&](Value r, Value col, Value page, Value pageRow) {
+    auto load = vector::LoadOp::create(b, loc, type, cache,
+                                       ValueRange{page, pageRow, col});
+    load.setAlignment(uint64_t(16));
+    values.push_back(load);
+    targets.push_back({r, col});
+    if (int64_t(values.size()) == kInFlight)
+      flush();
+  });
+  flush();
+  return {};
+}
+
+Value MlaAttendBuilder::copyRowsIf(Value cond,
+                                   function_ref<SmallVector<std::pair<Value, Value>>()> rows,
+                                   Value buf) {
+  auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  auto op = scf::IfOp::create(b, loc, TypeRange{token}, cond, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(op.thenBlock());
+  scf::YieldOp::create(b, loc, copyRows(rows(), buf));
+  b.setInsertionPointToStart(op.elseBlock());
+  // An empty group: waiting for it waits for nothing.
+  scf::YieldOp::create(
+      b, loc,
+      nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, ValueRange{})
+          .getResult());
+  return op.getResult(0);
+}
+
+void MlaAttendBuilder::waitForCopies(Value group) {
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  barrier();
+}
+
+SmallVector<Value> MlaAttendBuilder::partialScores(Value buf) {
+  // kChunk / n accumulators: this subgroup's heads x positions over its half
+  // of the latent width.
+  int64_t tiles = kChunk / mi.n;
+  SmallVector<Value> accs(tiles, zeros(mi.c.size()));
+  if (l.ldmatrix) {
+    // Matrices (positions 8j.., k 0-7), (8j.., k 8-15), (8(j+1).., k 0-7),
+    // (8(j+1).., k 8-15): B of tiles j and j + 1.
+    Value inGroup = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
+    Value kHalf = mul(arith::RemUIOp::create(b, loc, q, idx(2)), 8);
+    Value nextTile = mul(arith::DivUIOp::create(b, loc, q, idx(2)), mi.n);
+    // A (queryInWorkgroup): matrices (rows 0-7, k 0-7), (rows 8-15, k 0-7),
+    // (rows 0-7, k 8-15), (rows 8-15, k 8-15) of this subgroup's heads.
+    Value rowHalf = mul(arith::RemUIOp::create(b, loc, q, idx(2)), 8);
+    Value colHalf = mul(arith::DivUIOp::create(b, loc, q, idx(2)), 8);
+    Value aRow = add(add(arith::SubIOp::create(b, loc, headBase, blockHead),
+                         inGroup),
+                     rowHalf);
+    for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
+      Value a = l.queryInWorkgroup
+                    ? Value(vector::ShapeCastOp::create(
+                          b, loc, VectorType::get({8}, bf16),
+                          nvgpu::LdMatrixOp::create(
+                              b, loc, VectorType::get({4, 2}, bf16), query,
+                              ValueRange{aRow, add(add(sliceBase, ks * mi.k),
+                                                   colHalf)},
+                              /*transpose=*/false, /*numTiles=*/4)))
+                    : qaFrags[ks];
+      for (int64_t j = 0; j < tiles; j += 2) {
+        Value row = add(add(nextTile, inGroup), j * mi.n);
+        Value col = add(add(sliceBase, ks * mi.k), kHalf);
+        Value m = ldmatrix(tile, buf, row, col, /*transpose=*/false);
+        for (int64_t half = 0; half < 2; ++half)
+          accs[j + half] = emitMatrixInstruction(
+              b, loc, mi, a, matrixPair(m, 2 * half), accs[j + half]);
+      }
+    }
+    return accs;
+  }
+  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
+  for (int64_t ks = 0; ks < slice / mi.k; ++ks)
+    for (int64_t j = 0; j < tiles; ++j) {
+      SmallVector<Value> parts;
+      for (auto piece : mi.b.pieces) {
+        Value row = add(add(bOuter, j * mi.n), piece[0]);
+        Value c = add(add(add(sliceBase, ks * mi.k), bInner), piece[1]);
+        parts.push_back(vector::LoadOp::create(
+            b, loc, VectorType::get({mi.b.count}, bf16), tile,
+            ValueRange{buf, row, c}));
+      }
+      accs[j] = emitMatrixInstruction(b, loc, mi, qaFrags[ks],
+                                      concat(parts, mi.b, bf16), accs[j]);
+    }
+  return accs;
+}
+
+SmallVector<Value>
+MlaAttendBuilder::probabilityOperands(ArrayRef<Value> probsAcc) {
+  // probsAcc: kChunk / n accumulator-layout vectors of p (f32).
+  auto bf16Of = [&](Value v) {
+    return arith::TruncFOp::create(
+        b, loc, VectorType::get({mi.c.size()}, bf16), v);
+  };
+  SmallVector<Value> frags;
+  if (l.registerProbs) {
+    for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
+      Value frag = arith::ConstantOp::create(
+          b, loc, b.getZeroAttr(VectorType::get({mi.a.size()}, bf16)));
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, bf16Of(probsAcc[2 * ks]), frag, ArrayRef<int64_t>{0},
+          ArrayRef<int64_t>{1});
+      frag = vector::InsertStridedSliceOp::create(
+          b, loc, bf16Of(probsAcc[2 * ks + 1]), frag,
+          ArrayRef<int64_t>{mi.c.size()}, ArrayRef<int64_t>{1});
+      frags.push_back(frag);
+    }
+    return frags;
+  }
+  // Through this subgroup's rows of `probs`: stored in the accumulator
+  // layout, read in the A layout after a barrier.
+  for (auto [j, acc] : llvm::enumerate(probsAcc)) {
+    Value p16 = bf16Of(acc);
+    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
+      Value v = vector::ExtractStridedSliceOp::create(
+          b, loc, p16, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
+          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
+      vector::StoreOp::create(
+          b, loc, v, probs,
+          ValueRange{warp, add(cOuter, piece[0]),
+                     add(add(cInner, int64_t(j) * mi.n), piece[1])});
+    }
+  }
+  barrier();
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
+    SmallVector<Value> parts;
+    for (auto piece : mi.a.pieces)
+      parts.push_back(vector::LoadOp::create(
+          b, loc, VectorType::get({mi.a.count}, bf16), probs,
+          ValueRange{warp, add(aOuter, piece[0]),
+                     add(add(aInner, ks * mi.k), piece[1])}));
+    frags.push_back(concat(parts, mi.a, bf16));
+  }
+  return frags;
+}
+
+SmallVector<Value> MlaAttendBuilder::addProducts(SmallVector<Value> accs,
+                                                 ArrayRef<Value> pFrags,
+                                                 Value buf) {
+  int64_t tiles = slice / mi.n;
+  if (l.ldmatrix) {
+    // Transposed matrices (positions 16ks.., columns of tile j),
+    // (16ks + 8.., tile j), (16ks.., tile j + 1), (16ks + 8.., tile j + 1):
+    // B of tiles j and j + 1 with positions along K.
+    Value inGroup = arith::RemUIOp::create(b, loc, lane, idx(8));
+    Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
+    Value kHalf = mul(arith::RemUIOp::create(b, loc, q, idx(2)), 8);
+    Value nextTile = mul(arith::DivUIOp::create(b, loc, q, idx(2)), mi.n);
+    for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
+      Value row = add(add(kHalf, inGroup), ks * mi.k);
+      for (int64_t j = 0; j < tiles; j += 2) {
+        Value col = add(add(sliceBase, nextTile), j * mi.n);
+        Value m = ldmatrix(tile, buf, row, col, /*transpose=*/true);
+        for (int64_t half = 0; half < 2; ++half)
+          accs[j + half] = emitMatrixInstruction(
+              b, loc, mi, pFrags[ks], matrixPair(m, 2 * half), accs[j + half]);
+      }
+    }
+    return accs;
+  }
+  // B (k = position, n = latent column): the tile rows of this lane's
+  // positions, each element its own load.
+  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
+  for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
+    SmallVector<Value> rows;
+    for (auto piece : mi.b.pieces)
+      for (int64_t e = 0; e < mi.b.count; ++e)
+        rows.push_back(add(add(bInner, ks * mi.k), piece[1] + e));
+    for (int64_t j = 0; j < tiles; ++j) {
+      SmallVector<Value> elems;
+      int64_t r = 0;
+      for (auto piece : mi.b.pieces) {
+        Value col = add(add(add(sliceBase, j * mi.n), bOuter), piece[0]);
+        for (int64_t e = 0; e < mi.b.count; ++e, ++r)
+          elems.push_back(memref::LoadOp::create(
+              b, loc, tile, ValueRange{buf, rows[r], col}));
+      }
+      Value vFrag = vector::FromElementsOp::create(
+          b, loc, VectorType::get({mi.b.size()}, bf16), elems);
+      accs[j] = emitMatrixInstruction(b, loc, mi, pFrags[ks], vFrag, accs[j]);
+    }
+  }
+  return accs;
+}
+
+SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
+  Value chunk = arith::DivUIOp::create(b, loc, j0, idx(kChunk));
+  Value buf = arith::RemUIOp::create(b, loc, chunk, idx(l.stages));
+  Value next = add(j0, kChunk);
+  SmallVector<std::pair<Value, Value>> nextRows;
+  if (l.asyncCopy) {
+    // The next chunk's rows looked up now (positions past the range clamp
+    // to its last one), copied after this chunk's scores are issued.
+    nextRows = locateRows(next);
+  } else {
+    // The previous chunk's reads of the tile are done.
+    barrier();
+    copyRows(locateRows(j0), buf);
+    barrier();
+  }
+
+  // 1. This subgroup's partial scores, to its rows of `partial`.
+  SmallVector<Value> own = partialScores(buf);
+  // The next chunk into the other tile (last read in the previous chunk,
+  // which every subgroup finished before the barrier that ended it).
+  Value nextGroup;
+  if (l.asyncCopy)
+    nextGroup =
+        copyRowsIf(ult(next, rangeLength), [&] { return nextRows; },
+                   arith::XOrIOp::create(b, loc, buf, idx(1)));
+  auto storeScores = [&](Value acc, int64_t j) {
+    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
+      Value v = vector::ExtractStridedSliceOp::create(
+          b, loc, acc, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
+          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
+      vector::StoreOp::create(
+          b, loc, v, partial,
+          ValueRange{warp, add(cOuter, piece[0]),
+                     add(add(cInner, j * mi.n), piece[1])});
+    }
+  };
+  for (auto [j, acc] : llvm::enumerate(own))
+    storeScores(acc, int64_t(j));
+  barrier();
+
+  // 2. Scores = own + partner's, masked past the range; online softmax per
+  // row piece on registers.
+  SmallVector<Value> scores; // [j][piece * count + e]
+  SmallVector<Value> chunkMax(pieces, cf32(-INFINITY));
+  for (auto [j, acc] : llvm::enumerate(own)) {
+    SmallVector<Value> elems;
+    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
+      Value other = vector::LoadOp::create(
+          b, loc, VectorType::get({mi.c.count}, f32), partial,
+          ValueRange{partner, add(cOuter, piece[0]),
+                     add(add(cInner, int64_t(j) * mi.n), piece[1])});
+      for (int64_t e = 0; e < mi.c.count; ++e) {
+        Value sum = arith::AddFOp::create(
+            b, loc,
+            vector::ExtractOp::create(b, loc, acc,
+                                      int64_t(pi) * mi.c.count + e),
+            vector::ExtractOp::create(b, loc, other, e));
+        Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
+        Value col = add(add(cInner, int64_t(j) * mi.n), piece[1] + e);
+        score = arith::SelectOp::create(b, loc, ult(add(j0, col), rangeLength),
+                                        score, cf32(-INFINITY));
+        chunkMax[pi] = arith::MaximumFOp::create(b, loc, chunkMax[pi], score);
+        elems.push_back(score);
+      }
+    }
+    scores.push_back(vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.c.size()}, f32), elems));
+  }
+  SmallVector<Value> newMax, factor, newSum;
+  for (int64_t pi = 0; pi < pieces; ++pi) {
+    Value runMax = carried[pi];
+    newMax.push_back(arith::MaximumFOp::create(
+        b, loc, runMax, rowReduce(chunkMax[pi], /*max=*/true)));
+    factor.push_back(math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, runMax, newMax[pi])));
+  }
+  // Per-element row maxima and factors, in the accumulator layout.
+  auto perElement = [&](ArrayRef<Value> perPiece) {
+    SmallVector<Value> v;
+    for (int64_t pi = 0; pi < pieces; ++pi)
+      v.append(mi.c.count, perPiece[pi]);
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.c.size()}, f32), v);
+  };
+  Value maxVec = perElement(newMax), factorVec = perElement(factor);
+  SmallVector<Value> probsAcc;
+  SmallVector<Value> chunkSum(pieces, cf32(0.0));
+  for (Value score : scores) {
+    Value p = math::ExpOp::create(
+        b, loc, arith::SubFOp::create(b, loc, score, maxVec));
+    probsAcc.push_back(p);
+    for (int64_t pi = 0; pi < pieces; ++pi)
+      for (int64_t e = 0; e < mi.c.count; ++e)
+        chunkSum[pi] = arith::AddFOp::create(
+            b, loc, chunkSum[pi],
+            vector::ExtractOp::create(b, loc, p, pi * mi.c.count + e));
+  }
+  for (int64_t pi = 0; pi < pieces; ++pi)
+    newSum.push_back(arith::AddFOp::create(
+        b, loc, arith::MulFOp::create(b, loc, carried[pieces + pi], factor[pi]),
+        rowReduce(chunkSum[pi], /*max=*/false)));
+
+  // 3. Rescale the accumulators, add P x this subgroup's latent columns.
+  SmallVector<Value> accs;
+  for (int64_t nf = 0; nf < slice / mi.n; ++nf)
+    accs.push_back(
+        arith::MulFOp::create(b, loc, carried[2 * pieces + nf], factorVec));
+  accs = addProducts(accs, probabilityOperands(probsAcc), buf);
+
+  if (l.asyncCopy)
+    waitForCopies(nextGroup);
+
+  SmallVector<Value> results = newMax;
+  results.append(newSum);
+  results.append(accs);
+  return results;
 }
 
 void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
-  Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
   // acc / sum of this lane's elements into oh[t] or, split, parts[slot]
-  // (0 for an empty range: its sum is 0), one store path for both (two
-  // paths cost the kernel 56 registers).
+  // (0 for an empty range: its sum is 0), one store path for both.
   auto dynamic = MemRefType::get(
       {ShapedType::kDynamic, ShapedType::kDynamic, ShapedType::kDynamic}, f32);
   Value target = arith::SelectOp::create(
       b, loc, isSplit, memref::CastOp::create(b, loc, dynamic, parts),
       memref::CastOp::create(b, loc, dynamic, oh));
   Value targetRow = arith::SelectOp::create(b, loc, isSplit, slot, t);
-  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
-    Value acc = chunkResults[2 + nf];
-    int64_t e = 0;
-    for (auto piece : mi.c.pieces) {
-      Value row = add(cOuter, piece[0]);
-      Value h = add(headBase, row);
-      Value sum =
-          memref::LoadOp::create(b, loc, factors, ValueRange{warp, row});
-      Value nonEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
-                                             sum, cf32(0.0));
-      auto inHeads = scf::IfOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, h,
-                                idx(s.heads)),
-          false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(inHeads.thenBlock());
-      for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
-        Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1] + c);
-        Value v = arith::DivFOp::create(
-            b, loc, vector::ExtractOp::create(b, loc, acc, e), sum);
-        memref::StoreOp::create(
-            b, loc, arith::SelectOp::create(b, loc, nonEmpty, v, cf32(0.0)),
-            target, ValueRange{targetRow, h, col});
+  auto pieceType = VectorType::get({mi.c.count}, f32);
+  for (int64_t pi = 0; pi < pieces; ++pi) {
+    std::array<int64_t, 2> piece = mi.c.pieces[pi];
+    Value sum = chunkResults[pieces + pi];
+    Value h = add(add(headBase, cOuter), piece[0]);
+    Value nonEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                           sum, cf32(0.0));
+    Value divisor = vector::BroadcastOp::create(
+        b, loc, pieceType,
+        arith::SelectOp::create(b, loc, nonEmpty, sum, cf32(1.0)));
+    ifThen(ult(h, idx(s.heads)), [&] {
+      for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
+        Value v = vector::ExtractStridedSliceOp::create(
+            b, loc, chunkResults[2 * pieces + nf],
+            ArrayRef<int64_t>{pi * mi.c.count}, ArrayRef<int64_t>{mi.c.count},
+            ArrayRef<int64_t>{1});
+        v = arith::DivFOp::create(b, loc, v, divisor);
+        Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1]);
+        auto store = vector::StoreOp::create(b, loc, v, target,
+                                             ValueRange{targetRow, h, col});
+        store.setAlignment(uint64_t(4 * mi.c.count));
       }
-    }
+    });
+    // Split: the range's maximum and sum, from one lane per row of the
+    // head tile's first subgroup.
+    Value owner = arith::AndIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, ieq(cInner, idx(0)),
+                                      ieq(sliceBase, idx(0))),
+        arith::AndIOp::create(b, loc, isSplit, ult(h, idx(s.heads))));
+    ifThen(owner, [&] {
+      memref::StoreOp::create(b, loc, chunkResults[pi], parts,
+                              ValueRange{slot, h, idx(s.rank)});
+      memref::StoreOp::create(b, loc, sum, parts,
+                              ValueRange{slot, h, idx(s.rank + 1)});
+    });
   }
-  // Split: the range's maximum and sum, from subgroup 0's row owners.
-  Value h = add(headBase, softRow);
-  Value owner = arith::AndIOp::create(
-      b, loc,
-      arith::AndIOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, softCol,
-                                idx(0)),
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, warp,
-                                idx(0))),
-      arith::AndIOp::create(b, loc, isSplit,
-                            arith::CmpIOp::create(b, loc,
-                                                  arith::CmpIPredicate::ult, h,
-                                                  idx(s.heads))));
-  auto ifOwner = scf::IfOp::create(b, loc, owner, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOwner.thenBlock());
-  memref::StoreOp::create(b, loc, chunkResults[0], parts,
-                          ValueRange{slot, h, idx(s.rank)});
-  memref::StoreOp::create(b, loc, chunkResults[1], parts,
-                          ValueRange{slot, h, idx(s.rank + 1)});
 }
 
-void MlaAttendBuilder::stageLatentRows(Value j0) {
-  // The previous chunk's reads of the tile are done.
-  gpu::BarrierOp::create(b, loc);
-  int64_t perRow = s.rank / kCopyElements;
-  int64_t threads = kSubgroups * subgroupSize;
-  int64_t copies = kChunk * perRow / threads;
-  // Loads first, then stores, a few at a time: the rows' gathers overlap.
-  constexpr int64_t kInFlight = 8;
-  auto type = VectorType::get({kCopyElements}, bf16);
-  for (int64_t first = 0; first < copies; first += kInFlight) {
-    SmallVector<std::pair<Value, Value>> targets;
-    SmallVector<Value> values;
-    for (int64_t i = first; i < std::min(copies, first + kInFlight); ++i) {
-      Value piece = add(tid, i * threads);
-      Value row = arith::DivUIOp::create(b, loc, piece, idx(perRow));
-      Value col = mul(arith::RemUIOp::create(b, loc, piece, idx(perRow)),
-                      kCopyElements);
-      auto [page, pageRow] = latentRow(position(j0, row));
-      auto load = vector::LoadOp::create(b, loc, type, cache,
-                                         ValueRange{page, pageRow, col});
-      load.setAlignment(uint64_t(16));
-      values.push_back(load);
-      targets.push_back({row, col});
-    }
-    for (auto [value, target] : llvm::zip_equal(values, targets)) {
-      auto store = vector::StoreOp::create(
-          b, loc, value, tile, ValueRange{target.first, target.second});
-      store.setAlignment(uint64_t(16));
-    }
-  }
-  gpu::BarrierOp::create(b, loc);
-}
-
-SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
-  // 0. The chunk's latent rows into the tile.
-  stageLatentRows(j0);
-  // 1. Partial scores of this subgroup's columns: 16 heads x 32 positions.
-  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
-  Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
-  for (int64_t nf = 0; nf < kChunk / mi.n; ++nf) {
-    Value acc = zeros(mi.c.size());
-    for (int64_t ks = 0; ks < slice / mi.k; ++ks) {
-      SmallVector<Value> parts;
-      for (auto piece : mi.b.pieces) {
-        Value row = add(add(bOuter, nf * mi.n), piece[0]);
-        Value c = add(add(add(sliceBase, ks * mi.k), bInner), piece[1]);
-        parts.push_back(
-            vector::LoadOp::create(b, loc, VectorType::get({mi.b.count}, bf16),
-                                   tile, ValueRange{row, c}));
-      }
-      acc = emitMatrixInstruction(b, loc, mi, qaFrags[ks], concat(parts, mi.b, bf16),
-                                  acc);
-    }
-    int64_t e = 0;
-    for (auto piece : mi.c.pieces)
-      for (int64_t c = 0; c < mi.c.count; ++c, ++e)
-        memref::StoreOp::create(
-            b, loc, vector::ExtractOp::create(b, loc, acc, e), partial,
-            ValueRange{warp, add(cOuter, piece[0]),
-                       add(add(cInner, nf * mi.n), piece[1] + c)});
-  }
-  gpu::BarrierOp::create(b, loc);
-
-  // 2. Online softmax: this lane's row, colsPerLane positions.
-  Value runMax = carried[0], runSum = carried[1];
-  SmallVector<Value> scores;
-  Value chunkMax = cf32(-INFINITY);
-  for (int64_t i = 0; i < colsPerLane; ++i) {
-    Value col = add(softCol, i);
-    Value sum = cf32(0.0);
-    for (int64_t w = 0; w < kSubgroups; ++w)
-      sum = arith::AddFOp::create(
-          b, loc, sum,
-          memref::LoadOp::create(b, loc, partial,
-                                 ValueRange{idx(w), softRow, col}));
-    Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
-    Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult,
-                                        add(j0, col), rangeLength);
-    score = arith::SelectOp::create(b, loc, valid, score, cf32(-INFINITY));
-    scores.push_back(score);
-    chunkMax = arith::MaximumFOp::create(b, loc, chunkMax, score);
-  }
-  chunkMax = rowReduce(chunkMax, /*max=*/true);
-  Value newMax = arith::MaximumFOp::create(b, loc, runMax, chunkMax);
-  Value factor = math::ExpOp::create(
-      b, loc, arith::SubFOp::create(b, loc, runMax, newMax));
-  Value chunkSum = cf32(0.0);
-  for (int64_t i = 0; i < colsPerLane; ++i) {
-    Value p = math::ExpOp::create(
-        b, loc, arith::SubFOp::create(b, loc, scores[i], newMax));
-    chunkSum = arith::AddFOp::create(b, loc, chunkSum, p);
-    memref::StoreOp::create(b, loc, arith::TruncFOp::create(b, loc, bf16, p),
-                            probs, ValueRange{warp, softRow, add(softCol, i)});
-  }
-  chunkSum = rowReduce(chunkSum, /*max=*/false);
-  Value newSum = arith::AddFOp::create(
-      b, loc, arith::MulFOp::create(b, loc, runSum, factor), chunkSum);
-  Value isOwner = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        softCol, idx(0));
-  {
-    auto ifOwner = scf::IfOp::create(b, loc, isOwner, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOwner.thenBlock());
-    memref::StoreOp::create(b, loc, factor, factors,
-                            ValueRange{warp, softRow});
-  }
-  gpu::BarrierOp::create(b, loc);
-
-  // 3. Rescale the accumulators, add P x latent columns.
-  SmallVector<Value> accs;
-  for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
-    Value acc = carried[2 + nf];
-    SmallVector<Value> perElement;
-    for (auto piece : mi.c.pieces) {
-      Value f = memref::LoadOp::create(
-          b, loc, factors, ValueRange{warp, add(cOuter, piece[0])});
-      for (int64_t c = 0; c < mi.c.count; ++c)
-        perElement.push_back(f);
-    }
-    Value scale = vector::FromElementsOp::create(
-        b, loc, VectorType::get({mi.c.size()}, f32), perElement);
-    accs.push_back(arith::MulFOp::create(b, loc, acc, scale));
-  }
-  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
-  for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
-    // Scalar workgroup loads (as run on the H200; vector loads from
-    // workgroup memory lower too since the binary pipelines convert the GPU
-    // dialect first).
-    SmallVector<Value> pElems;
-    for (auto piece : mi.a.pieces)
-      for (int64_t e = 0; e < mi.a.count; ++e)
-        pElems.push_back(memref::LoadOp::create(
-            b, loc, probs,
-            ValueRange{warp, add(aOuter, piece[0]),
-                       add(add(aInner, ks * mi.k), piece[1] + e)}));
-    Value pFrag = vector::FromElementsOp::create(
-        b, loc, VectorType::get({mi.a.size()}, bf16), pElems);
-    // B (k = position, n = latent column): the tile rows of this lane's
-    // positions, each element its own load.
-    SmallVector<Value> rows;
-    for (auto piece : mi.b.pieces)
-      for (int64_t e = 0; e < mi.b.count; ++e)
-        rows.push_back(add(add(bInner, ks * mi.k), piece[1] + e));
-    for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
-      SmallVector<Value> elems;
-      int64_t r = 0;
-      for (auto piece : mi.b.pieces) {
-        Value col = add(add(add(sliceBase, nf * mi.n), bOuter), piece[0]);
-        for (int64_t e = 0; e < mi.b.count; ++e, ++r)
-          elems.push_back(
-              memref::LoadOp::create(b, loc, tile, ValueRange{rows[r], col}));
-      }
-      Value vFrag = vector::FromElementsOp::create(
-          b, loc, VectorType::get({mi.b.size()}, bf16), elems);
-      accs[nf] = emitMatrixInstruction(b, loc, mi, pFrag, vFrag, accs[nf]);
-    }
-  }
-
-  SmallVector<Value> next = {newMax, newSum};
-  next.append(accs);
-  return next;
+int64_t mlir::strata::mlaAttendHeadsPerBlock(const MlaAttend &shape,
+                                             const MatrixInstruction &mi) {
+  return std::min(kMaxHeadTiles, llvm::divideCeilSigned(shape.heads, mi.m)) *
+         mi.m;
 }
 
 gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MlaAttend &shape, const MatrixInstruction &mi,
-    int64_t subgroupSize) {
+    const TargetInfo &target) {
+  int64_t subgroupSize = target.getSubgroupSize();
+  MlaAttendLayout layout = layoutFor(shape, mi, subgroupSize);
   return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
-      mi.mnemonic, [&](gpu::GPUFuncOp func) {
-        MlaAttendBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+      builder, loc, module, name, argTypes, layout.threads, mi.mnemonic,
+      [&](gpu::GPUFuncOp func) {
+        MlaAttendBuilder(builder, loc, shape, mi, subgroupSize, layout)
+            .build(func, target.getStaticSharedMemoryBytes());
       });
 }
 
@@ -499,16 +854,27 @@ mlir::strata::chooseMlaAttendInstruction(const TargetInfo &target,
     return failure();
   }
   int64_t subgroupSize = target.getSubgroupSize();
-  int64_t slice = shape.rank / kSubgroups;
-  if (shape.rank % kSubgroups || slice % best->k || slice % best->n ||
-      kChunk % best->n || kChunk % best->k || subgroupSize % best->m ||
-      kChunk % (subgroupSize / best->m)) {
+  int64_t slice = shape.rank / kColumnSplits;
+  // ldmatrix reads B of two instruction tiles at a time.
+  int64_t tilePairs = readsWithLdmatrix(*best) ? 2 : 1;
+  if (shape.rank % kColumnSplits || slice % best->k ||
+      slice % (best->n * tilePairs) || kChunk % (best->n * tilePairs) ||
+      kChunk % best->k || best->c.count > kScorePad) {
     why = "the latent width does not tile";
     return failure();
   }
-  // The tile copies: 16-byte runs of the pool's rows, as many per thread.
-  if (shape.rank % kCopyElements || shape.poolWidth % kCopyElements ||
-      (kChunk * shape.rank / kCopyElements) % (kSubgroups * subgroupSize)) {
+  MlaAttendLayout layout = layoutFor(shape, *best, subgroupSize);
+  if (layout.threads > target.getMaxWorkgroupSize() ||
+      layout.bytes > target.getSharedMemoryBytes()) {
+    why = "the block's subgroups or workgroup memory do not fit the target";
+    return failure();
+  }
+  // The tile copies: 16-byte runs of the pool's rows, as many per thread;
+  // qa's rows (queryInWorkgroup) 4 columns at a time, as many per thread.
+  if (shape.rank % (kCopyElements * layout.lanesPerRow) ||
+      shape.poolWidth % kCopyElements || layout.threads % layout.lanesPerRow ||
+      kChunk % (layout.threads / layout.lanesPerRow) ||
+      (layout.headTiles * best->m * shape.rank / 4) % layout.threads) {
     why = "the latent rows do not copy in 16-byte runs";
     return failure();
   }
