@@ -12,8 +12,9 @@
 // mla_combine), grid x grid-stride, and up to 64 heads: head tiles of the
 // instruction's m rows (grid y covers the rest; heads past H are clamped on
 // load and never stored). Each head tile has two subgroups, each owning half
-// of the latent width R: for the scores it multiplies its half of qa (bf16
-// A fragments held in registers for the whole token) by the same half of
+// of the latent width R: for the scores it multiplies its half of qa (bf16:
+// A fragments held in registers for the whole token, or with ldmatrix the
+// block's qa rows in workgroup memory, read per chunk) by the same half of
 // the latent rows, for the output it owns that half's columns. Per chunk of
 // 32 selected positions:
 //   0. the chunk's 32 latent rows (gathered through the selection and the
