@@ -9,6 +9,17 @@
 
 namespace strata::runtime {
 
+StatusOr<const KernelSpec *>
+dispatchedKernel(const Executable &executable, size_t kernel_index,
+                 const std::vector<DispatchArg> &args) {
+  if (kernel_index >= executable.kernelCount())
+    return outOfRange("kernel index {} out of range ({} kernels)",
+                      kernel_index, executable.kernelCount());
+  const KernelSpec &kernel = executable.kernel(kernel_index);
+  STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+  return &kernel;
+}
+
 Status validateDispatchArgs(const KernelSpec &kernel,
                             const std::vector<DispatchArg> &args) {
   if (args.size() != kernel.args.size())

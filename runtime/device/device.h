@@ -329,6 +329,13 @@ public:
 Status validateDispatchArgs(const KernelSpec &kernel,
                             const std::vector<DispatchArg> &args);
 
+/// Kernel `kernel_index` of `executable` after the checks every backend's
+/// dispatch makes first: the index in range, `args` valid for the kernel
+/// (validateDispatchArgs).
+StatusOr<const KernelSpec *>
+dispatchedKernel(const Executable &executable, size_t kernel_index,
+                 const std::vector<DispatchArg> &args);
+
 /// Flattens validated `args` of `kernel` into the memref-descriptor ABI's
 /// 8-byte values (docs/Artifact.md "Kernel ABI"): a buffer of rank r as
 /// allocated pointer, aligned pointer (base + offset_bytes), offset 0, r

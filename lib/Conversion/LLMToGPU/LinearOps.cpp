@@ -741,7 +741,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   KdaChunk shape;
   shape.heads = state.getDimSize(1);
   shape.headDim = state.getDimSize(2);
-  shape.parts = shape.headDim % 32 == 0 ? shape.headDim / 32 : 1;
+  shape.parts = kdaAttentionParts(shape.headDim);
   shape.gateLowerBound = bound.getValueAsDouble();
   shape.decodeMaxTokens = decodeMax.getInt();
   // Row widths: H * d channels, H betas (static, so dynamic widths fail).

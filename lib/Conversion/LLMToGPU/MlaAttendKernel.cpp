@@ -12,8 +12,9 @@
 // mla_combine), grid x grid-stride, and up to 64 heads: head tiles of the
 // instruction's m rows (grid y covers the rest; heads past H are clamped on
 // load and never stored). Each head tile has two subgroups, each owning half
-// of the latent width R: for the scores it multiplies its half of qa (bf16
-// A fragments held in registers for the whole token) by the same half of
+// of the latent width R: for the scores it multiplies its half of qa (bf16:
+// A fragments held in registers for the whole token, or with ldmatrix the
+// block's qa rows in workgroup memory, read per chunk) by the same half of
 // the latent rows, for the output it owns that half's columns. Per chunk of
 // 32 selected positions:
 //   0. the chunk's 32 latent rows (gathered through the selection and the
@@ -210,6 +211,19 @@ private:
                                        part);
   }
 
+  /// Instruction tile `j` (columns j n..) of an accumulator-layout vector
+  /// into this subgroup's rows of `buffer` [subgroups, m, chunk + pad].
+  void storeAccumulatorTile(Value acc, Value buffer, int64_t j) {
+    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
+      Value v = vector::ExtractStridedSliceOp::create(
+          b, loc, acc, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
+          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
+      vector::StoreOp::create(
+          b, loc, v, buffer,
+          ValueRange{warp, add(cOuter, piece[0]),
+                     add(add(cInner, j * mi.n), piece[1])});
+    }
+  }
   void addBuffers(gpu::GPUFuncOp func, int64_t staticBytes);
   void buildItem();
   void loadQueryFragments();
@@ -583,18 +597,8 @@ MlaAttendBuilder::probabilityOperands(ArrayRef<Value> probsAcc) {
   }
   // Through this subgroup's rows of `probs`: stored in the accumulator
   // layout, read in the A layout after a barrier.
-  for (auto [j, acc] : llvm::enumerate(probsAcc)) {
-    Value p16 = bf16Of(acc);
-    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
-      Value v = vector::ExtractStridedSliceOp::create(
-          b, loc, p16, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
-          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
-      vector::StoreOp::create(
-          b, loc, v, probs,
-          ValueRange{warp, add(cOuter, piece[0]),
-                     add(add(cInner, int64_t(j) * mi.n), piece[1])});
-    }
-  }
+  for (auto [j, acc] : llvm::enumerate(probsAcc))
+    storeAccumulatorTile(bf16Of(acc), probs, int64_t(j));
   barrier();
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
   for (int64_t ks = 0; ks < kChunk / mi.k; ++ks) {
@@ -683,19 +687,8 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
     nextGroup =
         copyRowsIf(ult(next, rangeLength), [&] { return nextRows; },
                    arith::XOrIOp::create(b, loc, buf, idx(1)));
-  auto storeScores = [&](Value acc, int64_t j) {
-    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
-      Value v = vector::ExtractStridedSliceOp::create(
-          b, loc, acc, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
-          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
-      vector::StoreOp::create(
-          b, loc, v, partial,
-          ValueRange{warp, add(cOuter, piece[0]),
-                     add(add(cInner, j * mi.n), piece[1])});
-    }
-  };
   for (auto [j, acc] : llvm::enumerate(own))
-    storeScores(acc, int64_t(j));
+    storeAccumulatorTile(acc, partial, int64_t(j));
   barrier();
 
   // 2. Scores = own + partner's, masked past the range; online softmax per

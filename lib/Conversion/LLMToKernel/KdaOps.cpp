@@ -152,7 +152,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     int64_t heads = op.getHeads(), d = op.getHeadDim();
     int64_t p = heads * d, kTaps = op.getConvKernel();
     // Value columns per block of the attention kernel.
-    int64_t parts = d % 32 == 0 ? d / 32 : 1, dp = d / parts;
+    int64_t parts = kdaAttentionParts(d), dp = d / parts;
     Type f32 = rewriter.getF32Type();
     MemRefType rawType = MemRefType::get({ShapedType::kDynamic, p}, f32);
     MemRefType betaType = MemRefType::get({ShapedType::kDynamic, heads}, f32);

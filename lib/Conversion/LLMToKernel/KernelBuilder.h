@@ -76,6 +76,14 @@ inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// The blocks that split a KDA head's `headDim` value columns in
+/// kda_attention (rows of the generic kernel, grid z of LLMToGPU's chunk
+/// kernel): 32 columns each, one part when the width is not a multiple of
+/// 32. With 16-column parts one long request ran faster on the H200 and
+/// several requests slower (docs/bench/h200-matrix.md).
+inline int64_t kdaAttentionParts(int64_t headDim) {
+  return headDim % 32 == 0 ? headDim / 32 : 1;
+}
 /// On mhc_mix (HyperConnectionOps.cpp): {slices}, the slices of MhcMix.h's
 /// contract; a GPU target rebuilds it with a block per (tile of tokens,
 /// slice) (LLMToGPU buildMhcMixKernelFunction).

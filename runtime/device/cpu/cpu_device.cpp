@@ -243,11 +243,9 @@ public:
                   const uint64_t grid[3]) override {
     (void)grid;
     auto &cpu = static_cast<CpuExecutable &>(executable);
-    if (kernel_index >= cpu.kernelCount())
-      return outOfRange("kernel index {} out of range ({} kernels)",
-                        kernel_index, cpu.kernelCount());
-    const KernelSpec &kernel = cpu.kernel(kernel_index);
-    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+    STRATA_ASSIGN_OR_RETURN(const KernelSpec *spec,
+                            dispatchedKernel(cpu, kernel_index, args));
+    const KernelSpec &kernel = *spec;
     // The packed ABI: args[i] points at the i-th flattened 8-byte value.
     std::vector<uint64_t> values = flattenDispatchArgs(kernel, args);
     PackedEntry entry = cpu.entry(kernel_index);

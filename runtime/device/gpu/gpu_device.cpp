@@ -224,11 +224,9 @@ private:
                       const uint64_t grid[3],
                       std::optional<uint64_t> shared_memory_bytes) {
     auto &gpu = static_cast<GpuExecutable &>(executable);
-    if (kernel_index >= gpu.kernelCount())
-      return outOfRange("kernel index {} out of range ({} kernels)",
-                        kernel_index, gpu.kernelCount());
-    const KernelSpec &kernel = gpu.kernel(kernel_index);
-    STRATA_RETURN_IF_ERROR(validateDispatchArgs(kernel, args));
+    STRATA_ASSIGN_OR_RETURN(const KernelSpec *spec,
+                            dispatchedKernel(gpu, kernel_index, args));
+    const KernelSpec &kernel = *spec;
     LaunchDims launch = kernel.launch;
     if (shared_memory_bytes) {
       if (*shared_memory_bytes > launch.shared_memory_bytes)
