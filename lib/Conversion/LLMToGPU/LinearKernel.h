@@ -47,6 +47,7 @@ inline constexpr llvm::StringLiteral kStrategyGroupedExperts =
     "grouped_experts";
 inline constexpr llvm::StringLiteral kStrategyDenseMatmul = "dense_matmul";
 inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
+inline constexpr llvm::StringLiteral kStrategyMlaCombine = "mla_combine";
 inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
 inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
 inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
@@ -152,6 +153,19 @@ FailureOr<MatmulKernelFunction>
 buildKpoolScoresKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
+
+/// True when `kernel` carries kMlaCombineAttrName.
+bool isMlaCombineKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMlaCombineKernel for
+/// an mla_combine kernel function (oh memref<?xHxRxf32>, parts
+/// memref<64xHx(R+2)xf32>), the same arguments in the same order. Fails with
+/// `why` (and builds nothing) for another signature or a width
+/// checkMlaCombine refuses.
+FailureOr<MatmulKernelFunction>
+buildMlaCombineKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                              func::FuncOp kernel, const TargetInfo &target,
+                              std::string &why);
 
 /// True when `kernel` carries kMhcMixAttrName.
 bool isMhcMixKernelFunction(func::FuncOp kernel);

@@ -670,6 +670,43 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   return result;
 }
 
+bool mlir::strata::isMlaCombineKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMlaCombineAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  FunctionType type = kernel.getFunctionType();
+  Type f32 = builder.getF32Type();
+  MemRefType oh = identityMemRefInput(type, 0);
+  MemRefType parts = identityMemRefInput(type, 1);
+  if (type.getNumInputs() != 2 || type.getNumResults() != 0 ||
+      !isMemRefInput(type, 0, 3, f32) || !isMemRefInput(type, 1, 3, f32) ||
+      oh.isDynamicDim(1) || oh.isDynamicDim(2) ||
+      parts.getShape() != ArrayRef<int64_t>{kMlaSplitSlots, oh.getDimSize(1),
+                                            oh.getDimSize(2) + 2}) {
+    why = "unexpected mla_combine kernel signature";
+    return failure();
+  }
+  MlaCombine shape;
+  shape.heads = oh.getDimSize(1);
+  shape.rank = oh.getDimSize(2);
+  if (failed(checkMlaCombine(shape, target, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildMlaCombineKernel(builder, kernel.getLoc(), module,
+                                      kernel.getSymName(), type.getInputs(),
+                                      shape, target);
+  // (min(tokens, kMlaSplitMaxTokens), heads, 1), one block in larger steps
+  // (nothing to merge there).
+  result.grid[0] = {0, 0, 1};
+  result.grid[0].cap = kMlaSplitMaxTokens;
+  result.grid[1].blocks = shape.heads;
+  return result;
+}
+
 bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaChunkAttrName);
 }
@@ -920,6 +957,7 @@ bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
          isGroupedExpertKernelFunction(kernel) ||
          isDenseMatmulKernelFunction(kernel) ||
          isMlaAttendKernelFunction(kernel) ||
+         isMlaCombineKernelFunction(kernel) ||
          isKdaChunkKernelFunction(kernel) ||
          isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
          isMhcPreKernelFunction(kernel);
@@ -936,6 +974,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
                                           why);
   if (isMlaAttendKernelFunction(kernel))
     return buildMlaAttendKernelFunction(builder, module, kernel, target, why);
+  if (isMlaCombineKernelFunction(kernel))
+    return buildMlaCombineKernelFunction(builder, module, kernel, target,
+                                         why);
   if (isKdaChunkKernelFunction(kernel))
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   if (isKpoolScoresKernelFunction(kernel))

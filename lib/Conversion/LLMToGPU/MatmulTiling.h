@@ -468,6 +468,32 @@ gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
                                     const MatrixInstruction &mi,
                                     const TargetInfo &target);
 
+/// The shape of an mla_combine kernel function (MlaOps.cpp): heads and the
+/// latent width R of oh [T, H, R] and the parts buffer [kMlaSplitSlots, H,
+/// R + 2].
+struct MlaCombine {
+  int64_t heads = 0, rank = 0;
+};
+
+/// Threads of a buildMlaCombineKernel block on `target` (4 subgroups).
+int64_t mlaCombineThreads(const TargetInfo &target);
+
+/// Fails with `why` where buildMlaCombineKernel cannot take `shape` on
+/// `target`: each thread owns 1, 2 or 4 of the R columns.
+LogicalResult checkMlaCombine(const MlaCombine &shape,
+                              const TargetInfo &target, std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of an mla_combine
+/// kernel function (oh memref<?xHxRxf32>, parts memref<64xHx(R+2)xf32>): one
+/// (token, head) per block in steps of at most kMlaSplitMaxTokens tokens
+/// (grid (min(T, kMlaSplitMaxTokens), H, 1)), every thread its columns
+/// (MlaCombineKernel.cpp).
+gpu::GPUFuncOp buildMlaCombineKernel(OpBuilder &builder, Location loc,
+                                     gpu::GPUModuleOp module, StringRef name,
+                                     TypeRange argTypes,
+                                     const MlaCombine &shape,
+                                     const TargetInfo &target);
+
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
 /// query heads of `headDim`, pools of `kpool` tokens, index pool pages of
 /// `rowsPerPage` rows.

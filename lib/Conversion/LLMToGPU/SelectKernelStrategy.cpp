@@ -40,6 +40,8 @@ StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return kStrategyDenseMatmul;
   if (isMlaAttendKernelFunction(kernel))
     return kStrategyMlaAttend;
+  if (isMlaCombineKernelFunction(kernel))
+    return kStrategyMlaCombine;
   if (isKdaChunkKernelFunction(kernel))
     return kStrategyKdaChunk;
   if (isKpoolScoresKernelFunction(kernel))

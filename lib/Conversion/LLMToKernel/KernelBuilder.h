@@ -67,6 +67,10 @@ inline constexpr llvm::StringLiteral kLinearKernelAttrName =
 /// rebuild it with the heads of a block sharing the latent rows on the
 /// matrix units (LLMToGPU buildMlaAttendKernelFunction).
 inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
+/// Unit attribute on mla_combine (MlaOps.cpp): a GPU target rebuilds it with
+/// a block per (token, head) whose threads own the latent columns (LLMToGPU
+/// buildMlaCombineKernelFunction).
+inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
 /// On kda_attention in chunked mode (KdaOps.cpp): {gate_lower_bound}; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the

@@ -141,6 +141,8 @@ void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
   KernelCall call;
   unsigned oh = call.addInput(ohAll);
   unsigned parts = call.addInput(partsAll);
+  call.attributes.push_back(
+      rewriter.getNamedAttr(kMlaCombineAttrName, rewriter.getUnitAttr()));
   call.emit(rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
     Value tokens = kb.dim(a[oh], 0);
     Value splits = buildMlaSplitsPerToken(kb.builder(), kb.getLoc(), tokens);
