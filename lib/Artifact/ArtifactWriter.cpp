@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Artifact/ArtifactWriter.h"
+#include "runtime/schemas/weight_shard_extent.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -383,7 +384,8 @@ public:
     std::vector<Offset<fb::WeightShard>> shards;
     for (const WeightShardDesc &shard : w.shards)
       shards.push_back(
-          fb::CreateWeightShard(b, shard.dim, shard.parts, shard.group));
+          fb::CreateWeightShard(b, shard.dim, shard.parts, shard.group,
+                                shard.dataExtent, shard.block));
     return fb::CreateWeightEntryDirect(
         b, w.name.c_str(), w.dtype, &w.shape, w.transform, w.runtimeDtype,
         w.scaleName.c_str(), w.scaleDtype, &w.scaleShape,
@@ -441,7 +443,9 @@ mlir::strata::computeParallelLayout(const std::vector<WeightDesc> &weights,
             shard.group == fb::RankGroup::tp   ? rank % tensorParallelSize
             : shard.group == fb::RankGroup::ep ? rank / tensorParallelSize
                                                : rank;
-        slice.offsets[shard.dim] = coordinate * w.shape[shard.dim];
+        slice.offsets[shard.dim] =
+            ::strata::weightShardOffset(coordinate, w.shape[shard.dim],
+                              shard.dataExtent, shard.block);
       }
       if (!w.scaleShape.empty()) {
         if (w.scaleBlock.size() != w.shape.size())

@@ -248,6 +248,10 @@ struct WeightShardDesc {
   uint32_t dim = 0;
   uint32_t parts = 1;
   fb::RankGroup group = fb::RankGroup::tp;
+  /// A block-scale tensor's split (block > 0): one data part's extent and
+  /// the data elements per scale (runtime/schemas/weight_shard_extent.h).
+  int64_t dataExtent = 0;
+  int64_t block = 0;
 };
 
 struct WeightDesc {
@@ -284,8 +288,9 @@ struct ParallelDesc {
 
 /// The slices every rank of a T x E layout reads: rank r's coordinate in
 /// a shard's group (tp: r % T, ep: r / T, world: r) times the extent in each
-/// sharded dimension, 0 elsewhere; scale offsets are those offsets divided
-/// by `scaleBlock`, rounded down.
+/// sharded dimension (a block-scale split: times the data extent over the
+/// block, rounded down), 0 elsewhere; scale offsets are those offsets
+/// divided by `scaleBlock`, rounded down.
 ParallelDesc computeParallelLayout(const std::vector<WeightDesc> &weights,
                                    uint32_t tensorParallelSize,
                                    uint32_t expertParallelSize);

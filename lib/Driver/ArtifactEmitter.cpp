@@ -381,6 +381,25 @@ LogicalResult Emitter::buildCacheLayout() {
   return success();
 }
 
+/// The manifest split of `shard` on `global` (dimension `dim`): a plain
+/// one, or on an fp8 weight's scale global (kWeightScaleBlocksAttrName) a
+/// block-scale split over the data's per-rank extent.
+static WeightShardDesc weightShard(memref::GlobalOp global,
+                                   llm::ShardAttr shard, size_t dim) {
+  WeightShardDesc desc{static_cast<uint32_t>(shard.getDim()),
+                       static_cast<uint32_t>(shard.getParts()),
+                       static_cast<fb::RankGroup>(shard.getGroup())};
+  auto blocks =
+      global->getAttrOfType<DenseI64ArrayAttr>(kWeightScaleBlocksAttrName);
+  auto dataShape =
+      global->getAttrOfType<DenseI64ArrayAttr>(kWeightScaleDataShapeAttrName);
+  if (blocks && dataShape && dim < blocks.size() && dim < dataShape.size()) {
+    desc.dataExtent = dataShape[dim];
+    desc.block = blocks[dim];
+  }
+  return desc;
+}
+
 LogicalResult Emitter::collectWeights(const KernelPlan &plan) {
   for (const std::string &name : plan.weights) {
     if (weightIndex.count(name))
@@ -403,9 +422,7 @@ LogicalResult Emitter::collectWeights(const KernelPlan &plan) {
     if (auto shards = global->getAttrOfType<ArrayAttr>(kWeightShardsAttrName))
       for (auto shard : shards.getAsRange<llm::ShardAttr>())
         weight.shards.push_back(
-            {static_cast<uint32_t>(shard.getDim()),
-             static_cast<uint32_t>(shard.getParts()),
-             static_cast<fb::RankGroup>(shard.getGroup())});
+            weightShard(global, shard, static_cast<size_t>(shard.getDim())));
     weightIndex[name] = artifact.weights.size();
     artifact.weights.push_back(std::move(weight));
   }

@@ -274,6 +274,9 @@ std::string printArtifact(const Artifact &artifact) {
       const WeightShard *shard = e->shards()->Get(s);
       fmt::format_to(it, ", dim {} / {} over {}", shard->dim(), shard->parts(),
                      EnumNameRankGroup(shard->group()));
+      if (shard->block() > 0)
+        fmt::format_to(it, " (scales of {}-element parts in blocks of {})",
+                       shard->data_extent(), shard->block());
     }
     out += "\n";
   }

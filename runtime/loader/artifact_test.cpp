@@ -423,4 +423,33 @@ TEST(Artifact, ParallelLayoutChecks) {
                               "'w': 1 scale offsets for a scale of rank 0");
 }
 
+// Tests the block-scale splits of an fp8 weight's scale tensor: a part of
+// whole blocks loads (rank 1 reads from 256 / 128 = 2); a data part that
+// straddles blocks, or a scale part not sized ceil(data part / block), is
+// refused by name.
+TEST(Artifact, BlockScaleShardChecks) {
+  TestArtifactKnobs knobs;
+  knobs.parallel = true;
+  knobs.shard_data_extent = 256;
+  knobs.shard_scale_block = 128;
+  EXPECT_TRUE(Artifact::fromBytes(testing::buildTestArtifact(knobs)).ok());
+  knobs.shard_data_extent = 96;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: weights[0] 'w': shard 0: a scale part of 2 "
+            "over data parts of 96 in blocks of 128 (a data part is whole "
+            "blocks or inside one)");
+  knobs.shard_data_extent = 64;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: weights[0] 'w': shard 0: a scale part of 2 "
+            "over data parts of 64 in blocks of 128 (a data part is whole "
+            "blocks or inside one)");
+  knobs = {};
+  knobs.parallel = true;
+  knobs.shard_data_extent = 128;
+  EXPECT_EQ(loadError(knobs),
+            "invalid artifact: weights[0] 'w': shard 0: a scale part of 2 "
+            "over data parts of 128 in blocks of 0 (a data part is whole "
+            "blocks or inside one)");
+}
+
 } // namespace strata::runtime

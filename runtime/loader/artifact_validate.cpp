@@ -16,6 +16,7 @@
 
 #include "runtime/loader/artifact.h"
 #include "runtime/loader/size_expr.h"
+#include "runtime/schemas/weight_shard_extent.h"
 
 namespace strata::runtime {
 
@@ -686,6 +687,13 @@ Status validateParallel(const ArtifactDef &def) {
                                where, s, shard->parts(),
                                EnumNameRankGroup(shard->group()),
                                groupSize(shard->group()));
+      if (!isWellFormedScaleShard(w->shape()->Get(shard->dim()),
+                                  shard->data_extent(), shard->block()))
+        return invalidArgument("{}: shard {}: a scale part of {} over data "
+                               "parts of {} in blocks of {} (a data part is "
+                               "whole blocks or inside one)",
+                               where, s, w->shape()->Get(shard->dim()),
+                               shard->data_extent(), shard->block());
     }
   }
   if (!layout)
@@ -708,7 +716,9 @@ Status validateParallel(const ArtifactDef &def) {
         uint64_t coordinate = shard->group() == RankGroup::tp   ? r % tp
                               : shard->group() == RankGroup::ep ? r / tp
                                                                 : r;
-        expected[shard->dim()] = coordinate * w->shape()->Get(shard->dim());
+        expected[shard->dim()] =
+            weightShardOffset(coordinate, w->shape()->Get(shard->dim()),
+                              shard->data_extent(), shard->block());
       }
       std::vector<int64_t> found;
       if (slice->offsets())

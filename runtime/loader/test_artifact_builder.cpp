@@ -11,6 +11,8 @@
 
 #include <unistd.h>
 
+#include "runtime/schemas/weight_shard_extent.h"
+
 namespace strata::runtime::testing {
 
 using flatbuffers::FlatBufferBuilder;
@@ -236,7 +238,8 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   if (sharded)
     shards.push_back(
         fb::CreateWeightShard(b, k.shard_dim, k.shard_parts,
-                              static_cast<fb::RankGroup>(k.shard_group)));
+                              static_cast<fb::RankGroup>(k.shard_group),
+                              k.shard_data_extent, k.shard_scale_block));
   std::vector<Offset<fb::WeightEntry>> weights = {fb::CreateWeightEntryDirect(
       b, "w", k.fp8_without_scale ? fb::DType::f8e4m3fn : fb::DType::f32,
       &w_shape,
@@ -257,7 +260,10 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
       uint32_t coordinate = k.shard_group == 0   ? r % k.parallel_tp
                             : k.shard_group == 1 ? r / k.parallel_tp
                                                  : r;
-      std::vector<int64_t> offsets = {sharded ? coordinate * w_shape[0] : 0};
+      std::vector<int64_t> offsets = {
+          sharded ? weightShardOffset(coordinate, w_shape[0],
+                                      k.shard_data_extent, k.shard_scale_block)
+                  : 0};
       if (r == 1)
         offsets[0] += k.rank1_offset_delta;
       std::vector<int64_t> scale_offsets(k.scale_offsets_count, 0);

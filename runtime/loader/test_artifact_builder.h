@@ -94,6 +94,10 @@ struct TestArtifactKnobs {
   int32_t rank_manifests = -1;
   int32_t slices_per_rank = -1;
   uint32_t scale_offsets_count = 0;
+  /// With shard_scale_block > 0, weight 0's split is a block-scale split
+  /// (WeightShard.data_extent / block) and its offsets follow that rule.
+  int64_t shard_data_extent = 0;
+  int64_t shard_scale_block = 0;
   /// Appends a collective dispatch to the prefill plan: `collective_kind`
   /// over `collective_group` of `collective_dtype` elements from buffer
   /// `out` into buffer `out` (shape [num_tokens]), with

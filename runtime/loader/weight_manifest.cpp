@@ -8,6 +8,8 @@
 
 #include <fmt/ranges.h>
 
+#include "runtime/schemas/weight_shard_extent.h"
+
 namespace strata::runtime {
 
 using namespace strata::artifact;
@@ -80,7 +82,9 @@ std::vector<int64_t> checkpointShape(const WeightEntry &entry) {
   if (entry.shards())
     for (const WeightShard *shard : *entry.shards())
       if (shard->dim() < shape.size())
-        shape[shard->dim()] *= shard->parts();
+        shape[shard->dim()] = weightShardWholeExtent(
+            shard->parts(), shape[shard->dim()], shard->data_extent(),
+            shard->block());
   return shape;
 }
 

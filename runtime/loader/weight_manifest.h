@@ -54,7 +54,8 @@ std::string_view checkpointDTypeName(artifact::DType dtype);
 std::string expertTensorName(std::string_view pattern, int64_t expert);
 
 /// The checkpoint tensor's shape of `entry` (for stack_experts, of the
-/// stacked experts): its shape with every sharded dimension times its parts.
+/// stacked experts): its shape with every sharded dimension times its parts
+/// (a block-scale split: ceil(data extent * parts / block)).
 std::vector<int64_t> checkpointShape(const artifact::WeightEntry &entry);
 
 /// Checks every manifest entry (and its fp8 scale tensor) against `lookup`;

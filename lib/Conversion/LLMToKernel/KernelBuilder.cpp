@@ -425,17 +425,38 @@ mlir::strata::getWeightBuffers(RewriterBase &rewriter, Location loc,
   if (!fp8)
     return SmallVector<Value>{converted};
   StringRef name;
-  if (auto weight = original.getDefiningOp<llm::WeightOp>())
+  ArrayAttr shards;
+  if (auto weight = original.getDefiningOp<llm::WeightOp>()) {
     name = weight.getName();
-  else if (auto experts = original.getDefiningOp<llm::ExpertWeightsOp>())
+    shards = weight.getShardsAttr();
+  } else if (auto experts = original.getDefiningOp<llm::ExpertWeightsOp>()) {
     name = experts.getPattern();
-  else
+    shards = experts.getShardsAttr();
+  } else {
     return failure();
+  }
   auto module = original.getDefiningOp()->getParentOfType<ModuleOp>();
+  std::string scaleName = scaleNameOf(name);
   Value data = getWeightGlobal(rewriter, loc, module, name,
                                getKernelMemRefType(fp8.getWeight()));
-  Value scales = getWeightGlobal(rewriter, loc, module, scaleNameOf(name),
+  Value scales = getWeightGlobal(rewriter, loc, module, scaleName,
                                  getKernelMemRefType(fp8.getScales()));
+  if (shards) {
+    // The rank's slices of both tensors: the scales follow the data's
+    // blocks (the emitter writes block-scale splits).
+    ArrayRef<int64_t> shape = fp8.getWeight().getShape();
+    SmallVector<int64_t> blocks(shape.size(), 1);
+    blocks[shape.size() - 2] = fp8.getBlockRows();
+    blocks[shape.size() - 1] = fp8.getBlockCols();
+    module.lookupSymbol<memref::GlobalOp>(name)->setAttr(kWeightShardsAttrName,
+                                                         shards);
+    Operation *scaleGlobal = module.lookupSymbol(scaleName);
+    scaleGlobal->setAttr(kWeightShardsAttrName, shards);
+    scaleGlobal->setAttr(kWeightScaleBlocksAttrName,
+                         rewriter.getDenseI64ArrayAttr(blocks));
+    scaleGlobal->setAttr(kWeightScaleDataShapeAttrName,
+                         rewriter.getDenseI64ArrayAttr(shape));
+  }
   return SmallVector<Value>{data, scales};
 }
 

@@ -126,6 +126,15 @@ inline constexpr llvm::StringLiteral kRankCoordinateAttrName =
 /// `shards` (#llm.shard array), which the artifact emitter copies into the
 /// manifest entry.
 inline constexpr llvm::StringLiteral kWeightShardsAttrName = "llm.shards";
+/// On the scale global of a sharded fp8 weight (with kWeightShardsAttrName,
+/// the data's shards): the data elements per scale in each dimension (1
+/// where there are no blocks) ...
+inline constexpr llvm::StringLiteral kWeightScaleBlocksAttrName =
+    "llm.scale_blocks";
+/// ... and the data global's per-rank shape, from which the emitter writes
+/// the manifest's block-scale splits (WeightShard.data_extent / block).
+inline constexpr llvm::StringLiteral kWeightScaleDataShapeAttrName =
+    "llm.scale_data_shape";
 
 /// The running rank's coordinate in `group` (a #llm.rank_group attribute)
 /// as an i64 value of the step function: a call of the

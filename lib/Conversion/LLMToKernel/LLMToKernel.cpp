@@ -59,36 +59,11 @@ static bool isCacheType(Type type) {
              llm::KdaStateType, llm::ConvStateType>(type);
 }
 
-/// True for a sharded fp8 weight: the manifest has no per-rank slices of
-/// its scale tensor yet (docs/Parallel.md "Limits").
-static bool isShardedFp8Weight(Operation *op) {
-  if (!isa<llm::Fp8WeightType>(op->getResult(0).getType()))
-    return false;
-  if (auto weight = dyn_cast<llm::WeightOp>(op))
-    return weight.getShards().has_value();
-  if (auto weights = dyn_cast<llm::ExpertWeightsOp>(op))
-    return weights.getShards().has_value();
-  return false;
-}
-
 struct ConvertLLMToKernelPass
     : mlir::strata::impl::ConvertLLMToKernelPassBase<ConvertLLMToKernelPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MLIRContext *ctx = &getContext();
-
-    WalkResult sharded = module.walk([](Operation *op) {
-      if (isa<llm::WeightOp, llm::ExpertWeightsOp>(op) &&
-          isShardedFp8Weight(op)) {
-        op->emitError() << "convert-llm-to-kernel: sharded fp8 weights have "
-                           "no kernel lowering yet (the artifact cannot "
-                           "describe each rank's slice of the scales)";
-        return WalkResult::interrupt();
-      }
-      return WalkResult::advance();
-    });
-    if (sharded.wasInterrupted())
-      return signalPassFailure();
 
     TypeConverter kernelConverter;
     populateKernelTypeConversions(kernelConverter);
