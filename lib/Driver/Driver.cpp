@@ -128,15 +128,6 @@ LogicalResult compileWithHandler(const CompileOptions &options,
       return mlir::emitError(UnknownLoc::get(&context))
              << "target '" << name << "' is listed twice";
   }
-  int64_t ranks = options.tensorParallelSize * options.expertParallelSize;
-  if (ranks > 1 && options.phase >= CompilePhase::Kernel &&
-      llvm::any_of(targets, [](StringRef t) { return t != "cpu"; }))
-    return mlir::emitError(UnknownLoc::get(&context))
-           << "--tensor-parallel-size " << options.tensorParallelSize
-           << " --expert-parallel-size " << options.expertParallelSize
-           << ": sharded programs compile for the cpu target only (the GPU "
-              "kernels of the expert-parallel MoE and the vocabulary-parallel "
-              "embedding are not built; docs/Parallel.md)";
   if (options.phase == CompilePhase::Target &&
       (targets.size() != 1 || targets[0] != "cpu"))
     return mlir::emitError(UnknownLoc::get(&context))
@@ -335,8 +326,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
       "tensor-parallel-size",
       cl::desc("Ranks that split attention heads, the dense MLP's and every "
                "expert's intermediate dimension and the vocabulary "
-               "(llm-shard-model; default 1; sharded artifacts are built "
-               "for the cpu target)"),
+               "(llm-shard-model; default 1)"),
       cl::init(1),
       cl::cat(compileCategory));
   static cl::opt<int64_t> expertParallelSize(

@@ -181,6 +181,14 @@ TEST(GlooCommunicator, FourRanksTcpStore) {
   expectAllOk(runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()), {}));
 }
 
+// Tests every collective with 4 ranks through host-staged communicators
+// that stage every region (the GPU ranks' Gloo form): the worker's exact
+// checks pass through the staging copies.
+TEST(GlooCommunicator, FourRanksHostStaged) {
+  expectAllOk(runRanks(4, fmt::format("tcp:127.0.0.1:{}", freePort()),
+                       {"--staged", "1"}));
+}
+
 // Tests every collective with 4 ranks meeting in a file store.
 TEST(GlooCommunicator, FourRanksFileStore) {
   expectAllOk(runRanks(4, "file:" + tempDir(), {}));

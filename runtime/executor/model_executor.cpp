@@ -120,11 +120,17 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
     break;
   case artifact::TargetKind::sm_90:
   case artifact::TargetKind::sm_90a: {
-    STRATA_ASSIGN_OR_RETURN(executor->device_, createCudaDevice());
+    CudaDeviceOptions cuda;
+    cuda.ordinal = executor->deviceOrdinal();
+    cuda.ordinal_modulo_count = true;
+    STRATA_ASSIGN_OR_RETURN(executor->device_, createCudaDevice(cuda));
     break;
   }
   default: {
-    STRATA_ASSIGN_OR_RETURN(executor->device_, createHipDevice());
+    HipDeviceOptions hip;
+    hip.ordinal = executor->deviceOrdinal();
+    hip.ordinal_modulo_count = true;
+    STRATA_ASSIGN_OR_RETURN(executor->device_, createHipDevice(hip));
     break;
   }
   }
@@ -144,6 +150,10 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
     STRATA_RETURN_IF_ERROR(
         executor->allocateCaches(options.kv_pages, options.state_slots));
   return executor;
+}
+
+int ModelExecutor::deviceOrdinal() const {
+  return options_.ranks ? options_.ranks->rank : 0;
 }
 
 Status ModelExecutor::joinRankGroups() {
@@ -172,7 +182,8 @@ Status ModelExecutor::joinRankGroups() {
   STRATA_ASSIGN_OR_RETURN(rank_groups_,
                           RankGroups::create(*options_.ranks, *device_));
   // Gloo collectives run on the calling thread and cannot be captured.
-  options_.decode_graphs = false;
+  if (!rank_groups_->capturable())
+    options_.decode_graphs = false;
   return okStatus();
 }
 

@@ -43,7 +43,8 @@ struct ExecutorOptions {
   /// Slots in each per-request state pool (KDA, conv, tail ring). Required.
   uint32_t state_slots = 0;
   /// The artifact target to run: cpu (CPU backend), sm_90 (CUDA backend,
-  /// GPU 0), gfx942 or gfx950 (HIP backend, GPU 0). Weights, caches and plan
+  /// GPU 0), gfx942 or gfx950 (HIP backend, GPU 0); rank r of a parallel
+  /// run takes GPU r modulo the machine's GPUs. Weights, caches and plan
   /// buffers live in that device's memory; inputs and outputs are copied.
   std::string target = "cpu";
   /// Decode steps run from captured graphs: a decode step whose shape (the
@@ -62,9 +63,9 @@ struct ExecutorOptions {
   /// This process's rank of a sharded artifact (its parallel layout's T x E
   /// ranks, one process each) and the store the ranks meet at; required for
   /// such an artifact, whose sizes it must repeat. The executor then reads
-  /// the rank's slices of the checkpoint, joins its groups (RankGroups) and
-  /// runs decode steps dispatch by dispatch (Gloo collectives cannot be
-  /// captured).
+  /// the rank's slices of the checkpoint, joins its groups (RankGroups) and,
+  /// with Gloo collectives (which cannot be captured), runs decode steps
+  /// dispatch by dispatch.
   std::optional<RankGroupsOptions> ranks;
   /// Shows the weight upload (bytes, rate, ETA) when set; not owned, must
   /// outlive create(). Default: none.
@@ -206,6 +207,8 @@ public:
 private:
   ModelExecutor() = default;
   Status joinRankGroups();
+  /// The GPU of this process: its rank (modulo the GPUs), else 0.
+  int deviceOrdinal() const;
   Status bindWeights(WeightSource &source);
   /// Copies the plan's outputs that `outputs` asks for into `result`.
   Status readOutputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,

@@ -12,6 +12,8 @@
 #include <fmt/ranges.h>
 
 #include "runtime/collectives/gloo_communicator.h"
+#include "runtime/collectives/host_staged_communicator.h"
+#include "runtime/collectives/nccl_communicator.h"
 
 namespace strata::runtime {
 
@@ -71,19 +73,9 @@ RankGroups::create(const RankGroupsOptions &options, Device &device) {
   if (world > 1 && !options.store)
     return invalidArgument("{} ranks need a rendezvous store", world);
   for (RankGroup group : {RankGroup::tp, RankGroup::ep, RankGroup::world}) {
-    uint32_t size = groups->size(group);
-    if (size == 1)
+    if (groups->size(group) == 1)
       continue;
-    GlooCommunicatorOptions gloo;
-    gloo.group.store = options.store;
-    gloo.group.rank = static_cast<int>(groups->coordinate(group));
-    gloo.group.size = static_cast<int>(size);
-    gloo.group.prefix =
-        prefixOf(group, groups->coordinate(RankGroup::tp),
-                 groups->coordinate(RankGroup::ep));
-    gloo.group.timeout = options.timeout;
-    StatusOr<std::unique_ptr<Communicator>> communicator =
-        createGlooCommunicator(gloo);
+    StatusOr<std::unique_ptr<Communicator>> communicator = groups->join(group);
     if (!communicator.ok())
       return communicator.status().withContext(
           fmt::format("rank {}: joining group '{}'", options.rank,
@@ -91,6 +83,60 @@ RankGroups::create(const RankGroupsOptions &options, Device &device) {
     groups->groups_[static_cast<int>(group)] = std::move(*communicator);
   }
   return groups;
+}
+
+StatusOr<CollectiveBackend> parseCollectiveBackend(std::string_view name) {
+  if (name == "auto")
+    return CollectiveBackend::kAuto;
+  if (name == "gloo")
+    return CollectiveBackend::kGloo;
+  if (name == "nccl")
+    return CollectiveBackend::kNccl;
+  return invalidArgument("--collectives {}: expected auto, gloo or nccl",
+                         name);
+}
+
+StatusOr<std::unique_ptr<Communicator>> RankGroups::join(RankGroup group) {
+  CommunicatorOptions common;
+  common.store = options_.store;
+  common.rank = static_cast<int>(coordinate(group));
+  common.size = static_cast<int>(size(group));
+  common.prefix = prefixOf(group, coordinate(RankGroup::tp),
+                           coordinate(RankGroup::ep));
+  common.timeout = options_.timeout;
+  std::string_view device = device_.name();
+  bool gpu = device != "cpu";
+  if (gpu && options_.backend != CollectiveBackend::kGloo) {
+    NcclCommunicatorOptions nccl;
+    nccl.group = common;
+    nccl.device = &device_;
+    nccl.flavor = device == "hip" ? NcclFlavor::kRccl : NcclFlavor::kNccl;
+    backend_description_ = device == "hip" ? "rccl" : "nccl";
+    return createNcclCommunicator(nccl);
+  }
+  if (!gpu && options_.backend == CollectiveBackend::kNccl)
+    return invalidArgument("--collectives nccl needs a GPU target; the cpu "
+                           "target runs Gloo");
+  GlooCommunicatorOptions gloo;
+  gloo.group = common;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
+                          createGlooCommunicator(gloo));
+  capturable_ = false;
+  if (!gpu) {
+    backend_description_ = "gloo";
+    return communicator;
+  }
+  backend_description_ = "gloo (host-staged)";
+  HostStagedCommunicatorOptions staged;
+  staged.inner = std::move(communicator);
+  staged.device = &device_;
+  return createHostStagedCommunicator(std::move(staged));
+}
+
+bool RankGroups::capturable() const { return capturable_; }
+
+std::string RankGroups::backendDescription() const {
+  return backend_description_;
 }
 
 uint32_t RankGroups::coordinate(RankGroup group) const {

@@ -3,10 +3,13 @@
 // Part of strata. A process of a tensor- and expert-parallel run (T x E
 // ranks, docs/Parallel.md) joins the three groups of its rank r: `tp` (the T
 // ranks of its expert coordinate r / T), `ep` (the E ranks of its tensor
-// coordinate r % T) and `world` (all T * E), each a Gloo communicator with
-// its own key prefix in the shared store (`strata/tp<e>`, `strata/ep<t>`,
-// `strata/world`); a group of one rank has none. RankGroups runs the plan's
-// collective dispatches (Program's CollectiveRunner):
+// coordinate r % T) and `world` (all T * E), each a communicator with its
+// own key prefix in the shared store (`strata/tp<e>`, `strata/ep<t>`,
+// `strata/world`); a group of one rank has none. The communicators are
+// Gloo on the CPU device; on a GPU NCCL (CUDA) or RCCL (HIP) by default, or
+// Gloo staged through pinned host buffers (`CollectiveBackend::kGloo`: ranks
+// sharing one GPU, which NCCL refuses, or no vendor library). RankGroups
+// runs the plan's collective dispatches (Program's CollectiveRunner):
 //
 //   all_reduce  the communicator's sum, send -> recv;
 //   all_gather  along dimension d of send: the communicator gathers whole
@@ -26,11 +29,23 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "runtime/collectives/communicator.h"
 #include "runtime/loader/program.h"
 
 namespace strata::runtime {
+
+/// Which library runs a GPU rank's collectives.
+enum class CollectiveBackend : uint8_t {
+  kAuto = 0, ///< NCCL / RCCL on a GPU, Gloo on the CPU.
+  kGloo = 1, ///< Gloo (on a GPU: staged through pinned host buffers).
+  kNccl = 2, ///< NCCL / RCCL; an error on the CPU device.
+};
+
+/// "auto", "gloo" or "nccl" (the flag's spellings); INVALID_ARGUMENT else.
+StatusOr<CollectiveBackend> parseCollectiveBackend(std::string_view name);
 
 /// Where one rank of a run finds the others.
 struct RankGroupsOptions {
@@ -45,6 +60,8 @@ struct RankGroupsOptions {
   /// Longest a collective may take before it fails naming the ranks at
   /// fault. Default (0): the communicator's (60 s).
   std::chrono::milliseconds timeout{0};
+  /// The communicators' library. Default: NCCL / RCCL on a GPU.
+  CollectiveBackend backend = CollectiveBackend::kAuto;
 };
 
 class RankGroups : public CollectiveRunner {
@@ -65,6 +82,13 @@ public:
   /// The number of ranks in `group`: T, E or T * E.
   uint32_t size(artifact::RankGroup group) const;
 
+  /// Whether the collectives can be captured into a graph (NCCL / RCCL:
+  /// yes; Gloo runs on the calling thread: no). True without communicators.
+  bool capturable() const;
+  /// The communicators' library, for logs: "gloo", "gloo (host-staged)",
+  /// "nccl", "rccl", or "none" for a single rank.
+  std::string backendDescription() const;
+
   /// Sets the SizeSymbols tp_rank, ep_rank and world_rank of `sizes`.
   void setCoordinates(RuntimeSizes &sizes) const;
 
@@ -74,6 +98,7 @@ public:
 private:
   RankGroups(const RankGroupsOptions &options, Device &device)
       : options_(options), device_(device) {}
+  StatusOr<std::unique_ptr<Communicator>> join(artifact::RankGroup group);
   Status allGather(Communicator *communicator, uint32_t parts,
                    const artifact::Collective &collective,
                    const DispatchArg &send, const DispatchArg &recv,
@@ -83,6 +108,8 @@ private:
   Device &device_;
   /// By artifact::RankGroup; null for a group of one rank.
   std::unique_ptr<Communicator> groups_[3];
+  std::string backend_description_ = "none";
+  bool capturable_ = true;
 };
 
 } // namespace strata::runtime

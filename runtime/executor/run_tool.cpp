@@ -41,7 +41,8 @@ constexpr const char *kUsage =
     "                  [--kv-pages N] [--first-page P] [--decode-graphs on|off]\n"
     "                  [--tensor-parallel-size T] [--expert-parallel-size E]\n"
     "                  [--rank R --world-size N --store file:DIR|tcp:HOST:PORT]\n"
-    "                  [--collective-timeout-ms MS] [--quiet]\n";
+    "                  [--collective-timeout-ms MS] [--collectives LIB]\n"
+    "                  [--quiet]\n";
 
 constexpr const char *kDescription =
     "Each --prompt-ids (comma-separated token ids), line of a\n"
@@ -75,6 +76,8 @@ struct RunOptions {
   int64_t tensor_parallel = 0, expert_parallel = 0, rank = -1, world_size = 0;
   std::string store;
   int64_t collective_timeout_ms = 0;
+  // The communicators' library (rank_groups.h).
+  CollectiveBackend collectives = CollectiveBackend::kAuto;
   // The command line, which the launcher gives every rank.
   std::vector<std::string> args;
 };
@@ -103,7 +106,7 @@ struct RunFlags {
   std::string max_tokens = "16", chunk = "0", kv_pages = "0", first_page = "0";
   std::string decode_graphs = "on";
   std::string tensor_parallel, expert_parallel, rank, world_size,
-      collective_timeout_ms;
+      collective_timeout_ms, collectives;
 };
 
 void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
@@ -169,6 +172,10 @@ void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
   app.add_option("--collective-timeout-ms", f.collective_timeout_ms,
                  "a collective's timeout (default: the communicator's)")
       ->type_name("MS");
+  app.add_option("--collectives", f.collectives,
+                 "auto (GPU: NCCL / RCCL; CPU: Gloo), gloo (on a GPU staged "
+                 "through host memory: ranks may share a GPU) or nccl")
+      ->type_name("LIB");
   app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
 }
 
@@ -189,6 +196,10 @@ Status finishRankOptions(RunOptions &options, const RunFlags &f) {
     if (n < least)
       return invalidArgument("{} must be >= {}, got {}", flag, least, n);
     *field = n;
+  }
+  if (!f.collectives.empty()) {
+    STRATA_ASSIGN_OR_RETURN(options.collectives,
+                            parseCollectiveBackend(f.collectives));
   }
   return applyRankEnvironment(options);
 }
@@ -300,6 +311,7 @@ StatusOr<RankGroupsOptions> rankOptions(const RunOptions &options,
   ranks.tensor_parallel_size = layout.tensor_parallel_size();
   ranks.expert_parallel_size = layout.expert_parallel_size();
   ranks.timeout = std::chrono::milliseconds(options.collective_timeout_ms);
+  ranks.backend = options.collectives;
   STRATA_ASSIGN_OR_RETURN(store, openRankStore(options.store, ranks.rank));
   ranks.store = store.get();
   return ranks;

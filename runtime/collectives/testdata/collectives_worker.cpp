@@ -5,6 +5,11 @@
 //
 //   strata-collectives-worker --rank R --size N --store tcp:HOST:PORT|file:DIR
 //       [--timeout-ms T] [--scenario NAME] [--victim V] [--at K]
+//       [--staged 1]
+//
+// With --staged 1 the Gloo communicator is wrapped in a host-staged one
+// that stages every region (host_staged_communicator.h), so the same checks
+// run through the staging copies.
 //
 // Scenarios:
 //   all    every collective on the CPU device's buffers, each result checked
@@ -32,6 +37,7 @@
 
 #include "runtime/base/numeric.h"
 #include "runtime/collectives/gloo_communicator.h"
+#include "runtime/collectives/host_staged_communicator.h"
 #include "runtime/collectives/store.h"
 #include "runtime/device/cpu/cpu_device.h"
 
@@ -46,6 +52,7 @@ struct Args {
   int timeout_ms = 60000;
   std::string scenario = "all";
   int victim = -1, at = 0;
+  bool staged = false;
 };
 
 [[noreturn]] void fail(int rank, const std::string &what) {
@@ -338,6 +345,8 @@ int main(int argc, char **argv) {
       a.victim = std::atoi(v.c_str());
     else if (k == "--at")
       a.at = std::atoi(v.c_str());
+    else if (k == "--staged")
+      a.staged = v == "1";
     else
       fail(a.rank, "unknown flag " + k);
   }
@@ -368,6 +377,14 @@ int main(int argc, char **argv) {
   if (a.store.rfind("file:", 0) == 0)
     o.hostname = "127.0.0.1";
   auto comm = check(a.rank, createGlooCommunicator(o), "communicator");
+  if (a.staged) {
+    HostStagedCommunicatorOptions staged;
+    staged.inner = std::move(comm);
+    staged.device = device.get();
+    staged.always_stage = true;
+    comm = check(a.rank, createHostStagedCommunicator(std::move(staged)),
+                 "host-staged communicator");
+  }
   Env e{a.rank, a.size, device.get(), comm.get()};
   if (a.scenario == "all") {
     runAll(e);

@@ -360,12 +360,15 @@ createCudaDevice(const CudaDeviceOptions &options) {
     return unavailable("no GPU: cuDeviceGetCount: {}", describe(api, result));
   if (count == 0)
     return unavailable("no GPU: the CUDA driver reports no device");
-  if (options.ordinal < 0 || options.ordinal >= count)
-    return invalidArgument("cuda device {} requested, {} present",
-                           options.ordinal, count);
+  int ordinal = options.ordinal_modulo_count && options.ordinal >= 0
+                    ? options.ordinal % count
+                    : options.ordinal;
+  if (ordinal < 0 || ordinal >= count)
+    return invalidArgument("cuda device {} requested, {} present", ordinal,
+                           count);
   CUdevice device = 0;
   STRATA_RETURN_IF_ERROR(
-      check(api, api.cuDeviceGet(&device, options.ordinal), "cuDeviceGet"));
+      check(api, api.cuDeviceGet(&device, ordinal), "cuDeviceGet"));
   char name[256] = {};
   STRATA_RETURN_IF_ERROR(
       check(api, api.cuDeviceGetName(name, sizeof(name) - 1, device),

@@ -31,6 +31,10 @@ struct CudaDeviceOptions {
   int ordinal = 0;
   /// Driver library to dlopen. Default (empty): "libcuda.so.1".
   std::string library;
+  /// Take `ordinal` modulo the number of devices (the ranks of a parallel
+  /// run on a machine with fewer GPUs than ranks share them). Default off:
+  /// an ordinal past the last device is an error.
+  bool ordinal_modulo_count = false;
 };
 
 /// Opens the CUDA driver and creates a device on GPU `options.ordinal`.

@@ -318,26 +318,29 @@ createHipDevice(const HipDeviceOptions &options) {
     return unavailable("no GPU: hipGetDeviceCount: {}", describe(api, result));
   if (count == 0)
     return unavailable("no GPU: the HIP runtime reports no device");
-  if (options.ordinal < 0 || options.ordinal >= count)
-    return invalidArgument("hip device {} requested, {} present",
-                           options.ordinal, count);
+  int ordinal = options.ordinal_modulo_count && options.ordinal >= 0
+                    ? options.ordinal % count
+                    : options.ordinal;
+  if (ordinal < 0 || ordinal >= count)
+    return invalidArgument("hip device {} requested, {} present", ordinal,
+                           count);
   STRATA_RETURN_IF_ERROR(
-      check(api, api.hipSetDevice(options.ordinal), "hipSetDevice"));
+      check(api, api.hipSetDevice(ordinal), "hipSetDevice"));
   char name[256] = {};
   size_t total = 0;
   int version = 0;
   STRATA_RETURN_IF_ERROR(
-      check(api, api.hipDeviceGetName(name, sizeof(name) - 1, options.ordinal),
+      check(api, api.hipDeviceGetName(name, sizeof(name) - 1, ordinal),
             "hipDeviceGetName"));
   STRATA_RETURN_IF_ERROR(check(api,
-                               api.hipDeviceTotalMem(&total, options.ordinal),
+                               api.hipDeviceTotalMem(&total, ordinal),
                                "hipDeviceTotalMem"));
   STRATA_RETURN_IF_ERROR(
       check(api, api.hipRuntimeGetVersion(&version), "hipRuntimeGetVersion"));
   std::string description =
       fmt::format("{} ({:.1f} GiB, HIP runtime {})", name,
                   static_cast<double>(total) / (1ull << 30), version);
-  return createGpuDevice(std::make_unique<HipDriver>(api, options.ordinal,
+  return createGpuDevice(std::make_unique<HipDriver>(api, ordinal,
                                                      std::move(description)));
 }
 

@@ -31,6 +31,10 @@ struct HipDeviceOptions {
   /// Runtime library to dlopen. Default (empty): libamdhip64.so, then
   /// libamdhip64.so.7, .so.6, .so.5.
   std::string library;
+  /// Take `ordinal` modulo the number of devices (the ranks of a parallel
+  /// run on a machine with fewer GPUs than ranks share them). Default off:
+  /// an ordinal past the last device is an error.
+  bool ordinal_modulo_count = false;
 };
 
 /// Opens the HIP runtime and creates a device on GPU `options.ordinal`.
