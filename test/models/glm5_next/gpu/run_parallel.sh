@@ -1,0 +1,59 @@
+#!/bin/sh
+# Sharded artifacts on one H200 (docs/GPURun-H200.md "Sharded artifacts on one
+# GPU"), from make_parallel_carry.sh's pack: NCCL's one-rank tests
+# (strata-runtime-tests: the real library, each collective and a captured
+# all-reduce); the tiny bf16 and fp8 models in f32 mode at TP 2, EP 2 and
+# TP 2 x EP 2 (2-4 ranks sharing GPU 0 through host-staged Gloo,
+# --collectives gloo) against TP 1 on the GPU: logits within 1e-5 relative,
+# greedy ids equal, the MTP draft too (compare_ranks.py); bf16 activations at
+# TP 2 and EP 2 (reported: the ranks' bf16 partial sums are rounded before
+# the all-reduce); NCCL with two ranks on one GPU, which NCCL refuses (the
+# error is shown). Prints one line per step; exits 1 if one failed.
+# Usage: run_parallel.sh PACK.txz OUT   (on the device machine)
+set -u
+PACK=$1 OUT=$2
+REPO=$(cd "$(dirname "$0")/../../../.." && pwd)
+C=/tmp/strata-parallel/parallel D=/tmp/strata-parallel/out
+rm -rf /tmp/strata-parallel && mkdir -p /tmp/strata-parallel "$D" "$OUT"
+tar xJf "$PACK" -C /tmp/strata-parallel || exit 1
+export LD_LIBRARY_PATH="$C/bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+B=$C/bin P=$REPO/test/models/glm5_next/cpu/compare_ranks.py status=0
+for cfg in bf16 fp8; do
+  "$B/strata-write-checkpoint" --config "$REPO/models/glm5_next/configs/glm5-tiny-$cfg.json" --out "$C/ck-$cfg" > /dev/null ||
+    { echo "FAIL checkpoint $cfg"; exit 1; }
+done
+printf '%s\n' 5,17,300,42,9,111,250,3,77,460,12,64,200,201,33,8,99,150,7,412,18,27,36,45,54,63,72,81,90,108,117,126,135,144,153,162,171 \
+  400,2,19,88,301,45,6,222,13,131,77,500,64,32,16,8,4,2,1,311,123 > "$C/prompts.txt"
+timeout 180 "$B/strata-runtime-tests" --gtest_filter='*OneRankOnTheGpu*:*ProbesTheInstalledLibrary*' > "$OUT/unit.txt" 2>&1 ||
+  status=1
+grep -E "OK \]|FAILED  \]" "$OUT/unit.txt"
+run() {  # run NAME ARTIFACT CHECKPOINT FLAGS...
+  rn=$1 art=$2 ck=$3; shift 3
+  t0=$(date +%s%N)
+  timeout 150 "$B/strata-run" --target sm_90 --artifact "$C/$art.strata" --checkpoint "$C/$ck" \
+    --prompt-ids-file "$C/prompts.txt" --chunk 16 --max-tokens 8 --dump-logits "$D/$rn.npy" \
+    --dump-ids "$D/$rn-ids.npy" --dump-mtp-logits "$D/$rn-mtp.npy" "$@" > "$OUT/$rn.log" 2>&1
+  rc=$?
+  echo "$rn: rc $rc in $(( ($(date +%s%N) - t0) / 1000000 )) ms, $(tail -1 "$OUT/$rn.log" | cut -c1-120)"
+  return $rc
+}
+compare() {  # compare REF NAME RTOL
+  python3 "$P" "$2" "$D/$1.npy" "$D/$2.npy" --ref-ids "$D/$1-ids.npy" --ids "$D/$2-ids.npy" --rtol "$3"
+}
+for cfg in bf16 fp8; do
+  run $cfg-tp1 $cfg-tp1 ck-$cfg || status=1
+  for n in tp2 ep2 tp2ep2; do
+    run $cfg-$n $cfg-$n ck-$cfg --collectives gloo || status=1
+    compare $cfg-tp1 $cfg-$n 1e-5 || status=1
+    python3 "$P" $cfg-$n-mtp "$D/$cfg-tp1-mtp.npy" "$D/$cfg-$n-mtp.npy" || status=1
+  done
+done
+run bf16act-tp1 bf16act-tp1 ck-bf16 || status=1
+for n in tp2 ep2; do
+  run bf16act-$n bf16act-$n ck-bf16 --collectives gloo || status=1
+  compare bf16act-tp1 bf16act-$n 0.3
+done
+run nccl-two-ranks-one-gpu bf16-tp2 ck-bf16 --collectives nccl --collective-timeout-ms 20000
+grep -m1 "joining group" "$OUT/nccl-two-ranks-one-gpu.log" | cut -c1-200
+echo "== overall: $([ $status = 0 ] && echo PASS || echo FAIL)"
+exit $status
