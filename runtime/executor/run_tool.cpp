@@ -20,6 +20,7 @@
 #include "runtime/base/progress.h"
 #include "runtime/executor/model_executor.h"
 #include "runtime/executor/npy.h"
+#include "runtime/executor/rank_flags.h"
 #include "runtime/executor/rank_launcher.h"
 #include "runtime/tokenizer/tokenizer.h"
 
@@ -70,34 +71,11 @@ struct RunOptions {
   bool decode_graphs = true;
   // No progress lines (weight loading).
   bool quiet = false;
-  // Tensor/expert parallelism (rank_launcher.h): the sizes asked for (0:
-  // the artifact's), this process's rank (-1: start every rank), the world
-  // size asked for (0: T * E), the store, the collectives' timeout.
-  int64_t tensor_parallel = 0, expert_parallel = 0, rank = -1, world_size = 0;
-  std::string store;
-  int64_t collective_timeout_ms = 0;
-  // The communicators' library (rank_groups.h).
-  CollectiveBackend collectives = CollectiveBackend::kAuto;
+  // Tensor/expert parallelism (rank_flags.h).
+  RankRunOptions ranks;
   // The command line, which the launcher gives every rank.
   std::vector<std::string> args;
 };
-
-/// --rank, --world-size and --store from STRATA_RANK, STRATA_WORLD_SIZE and
-/// STRATA_STORE where the flags are absent.
-Status applyRankEnvironment(RunOptions &options) {
-  if (const char *rank = std::getenv("STRATA_RANK"); rank && options.rank < 0) {
-    STRATA_ASSIGN_OR_RETURN(options.rank, parseIntFlag("STRATA_RANK", rank));
-  }
-  if (const char *size = std::getenv("STRATA_WORLD_SIZE");
-      size && options.world_size == 0) {
-    STRATA_ASSIGN_OR_RETURN(options.world_size,
-                            parseIntFlag("STRATA_WORLD_SIZE", size));
-  }
-  if (const char *store = std::getenv("STRATA_STORE");
-      store && options.store.empty())
-    options.store = store;
-  return okStatus();
-}
 
 /// The flags as typed; numbers stay text so that parseIntFlag reports bad
 /// values the way every runtime tool does.
@@ -105,8 +83,7 @@ struct RunFlags {
   std::vector<std::string> prompt_ids, prompt_files, prompts;
   std::string max_tokens = "16", chunk = "0", kv_pages = "0", first_page = "0";
   std::string decode_graphs = "on";
-  std::string tensor_parallel, expert_parallel, rank, world_size,
-      collective_timeout_ms, collectives;
+  RankFlags ranks;
 };
 
 void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
@@ -155,53 +132,8 @@ void declareFlags(CommandLine &cl, RunOptions &o, RunFlags &f) {
   app.add_option("--decode-graphs", f.decode_graphs,
                  "replay decode steps from captured graphs (default on)")
       ->type_name("on|off");
-  app.add_option("--tensor-parallel-size", f.tensor_parallel,
-                 "ranks the artifact must be compiled for along T (checked)")
-      ->type_name("T");
-  app.add_option("--expert-parallel-size", f.expert_parallel,
-                 "ranks the artifact must be compiled for along E (checked)")
-      ->type_name("E");
-  app.add_option("--rank", f.rank,
-                 "this process's rank (default: start every rank)")
-      ->type_name("R");
-  app.add_option("--world-size", f.world_size, "ranks in all (checked)")
-      ->type_name("N");
-  app.add_option("--store", o.store,
-                 "where the ranks meet: file:DIR or tcp:HOST:PORT")
-      ->type_name("STORE");
-  app.add_option("--collective-timeout-ms", f.collective_timeout_ms,
-                 "a collective's timeout (default: the communicator's)")
-      ->type_name("MS");
-  app.add_option("--collectives", f.collectives,
-                 "auto (GPU: NCCL / RCCL; CPU: Gloo), gloo (on a GPU staged "
-                 "through host memory: ranks may share a GPU) or nccl")
-      ->type_name("LIB");
+  declareRankFlags(app, o.ranks, f.ranks);
   app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
-}
-
-/// The rank flags' numbers (each >= 1, --rank >= 0), then the environment.
-Status finishRankOptions(RunOptions &options, const RunFlags &f) {
-  for (const auto &[flag, text, field, least] :
-       {std::tuple{"--tensor-parallel-size", &f.tensor_parallel,
-                   &options.tensor_parallel, 1},
-        std::tuple{"--expert-parallel-size", &f.expert_parallel,
-                   &options.expert_parallel, 1},
-        std::tuple{"--rank", &f.rank, &options.rank, 0},
-        std::tuple{"--world-size", &f.world_size, &options.world_size, 1},
-        std::tuple{"--collective-timeout-ms", &f.collective_timeout_ms,
-                   &options.collective_timeout_ms, 1}}) {
-    if (text->empty())
-      continue;
-    STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, *text));
-    if (n < least)
-      return invalidArgument("{} must be >= {}, got {}", flag, least, n);
-    *field = n;
-  }
-  if (!f.collectives.empty()) {
-    STRATA_ASSIGN_OR_RETURN(options.collectives,
-                            parseCollectiveBackend(f.collectives));
-  }
-  return applyRankEnvironment(options);
 }
 
 StatusOr<RunOptions> finishOptions(const CommandLine &cl, RunOptions options,
@@ -243,7 +175,7 @@ StatusOr<RunOptions> finishOptions(const CommandLine &cl, RunOptions options,
     return invalidArgument("--decode-graphs must be on or off, not '{}'",
                            f.decode_graphs);
   options.decode_graphs = f.decode_graphs == "on";
-  STRATA_RETURN_IF_ERROR(finishRankOptions(options, f));
+  STRATA_RETURN_IF_ERROR(finishRankFlags(options.ranks, f.ranks));
   if (options.artifact.empty() || options.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
   if (options.prompt_ids.empty() && options.prompts.empty())
@@ -271,52 +203,6 @@ double seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-/// Checks the sizes asked for (--tensor-parallel-size, ...) against the
-/// artifact's parallel layout.
-Status checkRankSizes(const RunOptions &options, const Artifact &artifact) {
-  const artifact::ParallelLayout *layout = artifact.def().parallel();
-  uint32_t tp = layout ? layout->tensor_parallel_size() : 1;
-  uint32_t ep = layout ? layout->expert_parallel_size() : 1;
-  if ((options.tensor_parallel && options.tensor_parallel != tp) ||
-      (options.expert_parallel && options.expert_parallel != ep))
-    return invalidArgument("--tensor-parallel-size {} --expert-parallel-size "
-                           "{}: the artifact is compiled for {} x {} ranks",
-                           options.tensor_parallel ? options.tensor_parallel
-                                                   : tp,
-                           options.expert_parallel ? options.expert_parallel
-                                                   : ep,
-                           tp, ep);
-  if (options.world_size && options.world_size != int64_t(tp) * ep)
-    return invalidArgument("--world-size {}: the artifact is compiled for {} "
-                           "ranks ({} x {})",
-                           options.world_size, int64_t(tp) * ep, tp, ep);
-  if (tp * ep == 1 && options.rank > 0)
-    return invalidArgument("--rank {}: the artifact runs on one rank",
-                           options.rank);
-  return okStatus();
-}
-
-/// This process's part of a run of a sharded `artifact` (checked sizes, a
-/// rank): the rank's options, the store opened into `store`.
-StatusOr<RankGroupsOptions> rankOptions(const RunOptions &options,
-                                        const Artifact &artifact,
-                                        std::unique_ptr<Store> &store) {
-  if (options.store.empty())
-    return invalidArgument("--rank {} needs --store file:DIR or "
-                           "tcp:HOST:PORT (or STRATA_STORE)",
-                           options.rank);
-  const artifact::ParallelLayout &layout = *artifact.def().parallel();
-  RankGroupsOptions ranks;
-  ranks.rank = static_cast<int>(options.rank);
-  ranks.tensor_parallel_size = layout.tensor_parallel_size();
-  ranks.expert_parallel_size = layout.expert_parallel_size();
-  ranks.timeout = std::chrono::milliseconds(options.collective_timeout_ms);
-  ranks.backend = options.collectives;
-  STRATA_ASSIGN_OR_RETURN(store, openRankStore(options.store, ranks.rank));
-  ranks.store = store.get();
-  return ranks;
-}
-
 Status run(const RunOptions &options, std::ostream &out) {
   std::unique_ptr<tokenizer::Tokenizer> tok;
   std::vector<std::vector<int32_t>> prompts = options.prompt_ids;
@@ -334,14 +220,14 @@ Status run(const RunOptions &options, std::ostream &out) {
   Clock::time_point load_start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(options.artifact));
-  STRATA_RETURN_IF_ERROR(checkRankSizes(options, *artifact));
+  STRATA_RETURN_IF_ERROR(checkRankSizes(options.ranks, *artifact));
   // A sharded artifact without --rank: start every rank and wait for them.
-  if (artifact->numRanks() > 1 && options.rank < 0)
+  if (artifact->numRanks() > 1 && options.ranks.rank < 0)
     return launchRanks(options.args, static_cast<int>(artifact->numRanks()));
   std::unique_ptr<Store> store;
   std::optional<RankGroupsOptions> ranks;
   if (artifact->numRanks() > 1) {
-    STRATA_ASSIGN_OR_RETURN(ranks, rankOptions(options, *artifact, store));
+    STRATA_ASSIGN_OR_RETURN(ranks, rankGroupsOptions(options.ranks, *artifact, store));
   }
   // Every rank runs every step (the collectives need all); rank 0 dumps.
   bool writes_output = !ranks || ranks->rank == 0;

@@ -1,0 +1,68 @@
+//===- rank_flags.h - the runtime tools' rank flags -------------*- C++ -*-===//
+//
+// Part of strata. The flags with which strata-run and strata-bench run a
+// sharded artifact as one process per rank (docs/Parallel.md "One process
+// per rank"): --tensor-parallel-size / --expert-parallel-size / --world-size
+// (checked against the artifact), --rank, --store, --collective-timeout-ms
+// and --collectives, with STRATA_RANK / STRATA_WORLD_SIZE / STRATA_STORE
+// where the flags are absent. Without --rank a tool starts every rank itself
+// (rank_launcher.h).
+//
+// Thread-safety: pure functions but for the environment read.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_EXECUTOR_RANK_FLAGS_H
+#define STRATA_RUNTIME_EXECUTOR_RANK_FLAGS_H
+
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "runtime/executor/rank_groups.h"
+#include "runtime/loader/artifact.h"
+
+namespace strata::runtime {
+
+/// The rank flags' values.
+struct RankRunOptions {
+  /// The sizes asked for (0: the artifact's), this process's rank (-1:
+  /// start every rank), the world size asked for (0: T * E).
+  int64_t tensor_parallel = 0, expert_parallel = 0, rank = -1, world_size = 0;
+  /// Where the ranks meet: file:DIR or tcp:HOST:PORT.
+  std::string store;
+  /// A collective's timeout (0: the communicator's).
+  int64_t collective_timeout_ms = 0;
+  /// The communicators' library.
+  CollectiveBackend collectives = CollectiveBackend::kAuto;
+};
+
+/// The flags as typed (numbers stay text so that parseIntFlag reports bad
+/// values the way every runtime tool does).
+struct RankFlags {
+  std::string tensor_parallel, expert_parallel, rank, world_size,
+      collective_timeout_ms, collectives;
+};
+
+/// Adds the rank flags to `app`.
+void declareRankFlags(CLI::App &app, RankRunOptions &options,
+                      RankFlags &flags);
+
+/// The flags' numbers (each >= 1, --rank >= 0) and library, then the
+/// environment.
+Status finishRankFlags(RankRunOptions &options, const RankFlags &flags);
+
+/// Checks the sizes asked for against the artifact's parallel layout (and
+/// that a one-rank artifact runs as rank 0).
+Status checkRankSizes(const RankRunOptions &options, const Artifact &artifact);
+
+/// This process's part of a run of a sharded `artifact` (checked sizes, a
+/// rank): the executor's rank options, the store opened into `store`.
+StatusOr<RankGroupsOptions> rankGroupsOptions(const RankRunOptions &options,
+                                              const Artifact &artifact,
+                                              std::unique_ptr<Store> &store);
+
+} // namespace strata::runtime
+
+#endif // STRATA_RUNTIME_EXECUTOR_RANK_FLAGS_H
