@@ -19,6 +19,8 @@
 #include "runtime/bench/bench_matrix.h"
 #include "runtime/bench/bench_plot.h"
 #include "runtime/bench/step_bench.h"
+#include "runtime/executor/rank_flags.h"
+#include "runtime/executor/rank_launcher.h"
 
 namespace strata::runtime {
 
@@ -30,6 +32,8 @@ constexpr const char *kUsage =
     "                    [--tokens N] [--requests B] [--context C]\n"
     "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
     "                    [--json out.json] [--plot out.svg] [--quiet]\n"
+    "                    [--rank R --world-size N --store STORE]\n"
+    "                    [--collectives auto|gloo|nccl]\n"
     "       strata-bench --matrix --artifact A --checkpoint DIR [--target T]\n"
     "                    [--batches 1,8,32,128] [--contexts 128,4096]\n"
     "                    [--prefill 1x2048,4x2048,1x8192] [--repeat R]\n"
@@ -52,6 +56,8 @@ constexpr const char *kDescription =
     "TFLOP/s), wall / floor) followed by each case's kernel table. --plot\n"
     "draws the kernels and steps on a roofline chart (and, for a matrix,\n"
     "decode time per batch size); --from-json redraws a saved --json report.\n"
+    "A sharded artifact runs as one process per rank (started here without\n"
+    "--rank, like strata-run); rank 0 reports, its collectives as rows.\n"
     "docs/Bench.md.";
 
 struct ToolOptions {
@@ -61,6 +67,10 @@ struct ToolOptions {
   MatrixOptions matrix_options;
   bool repeat_given = false;
   bool quiet = false;
+  /// Tensor/expert parallelism (rank_flags.h) and the command line, which
+  /// the launcher gives every rank.
+  RankRunOptions ranks;
+  std::vector<std::string> args;
 };
 
 /// The flags as typed; numbers and lists stay text so that the shared
@@ -68,6 +78,7 @@ struct ToolOptions {
 struct BenchFlags {
   std::string tokens, requests, context, repeat, copy_mib, batches, contexts,
       prefill, gemm_tflops;
+  RankFlags ranks;
 };
 
 void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
@@ -120,11 +131,13 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_option("--from-json", o.from_json,
                  "draw --plot from a saved --json report instead of running")
       ->type_name("report.json");
+  declareRankFlags(app, o.ranks, f.ranks);
   app.add_flag("-q,--quiet", o.quiet, "no progress lines on stderr");
 }
 
 StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
   std::optional<int64_t> tokens, context;
+  STRATA_RETURN_IF_ERROR(finishRankFlags(options.ranks, f.ranks));
   if (options.bench.step != "prefill" && options.bench.step != "decode")
     return invalidArgument("--step: '{}' is not prefill or decode",
                            options.bench.step);
@@ -229,6 +242,29 @@ int replot(const ToolOptions &options, std::ostream &err) {
   return 0;
 }
 
+/// For a sharded artifact: without --rank, starts every rank and returns
+/// the tool's exit code; with --rank, sets the bench's (and the matrix's)
+/// rank options, the store opened into `store`, and returns nullopt (run
+/// the bench). One rank: nullopt, nothing set.
+StatusOr<std::optional<int>> joinRanks(ToolOptions &options,
+                                       std::unique_ptr<Store> &store) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
+                          Artifact::fromFile(options.bench.artifact));
+  STRATA_RETURN_IF_ERROR(checkRankSizes(options.ranks, *artifact));
+  if (artifact->numRanks() == 1)
+    return std::optional<int>();
+  if (options.ranks.rank < 0) {
+    STRATA_RETURN_IF_ERROR(launchRanks(
+        options.args, static_cast<int>(artifact->numRanks())));
+    return std::optional<int>(0);
+  }
+  STRATA_ASSIGN_OR_RETURN(RankGroupsOptions ranks,
+                          rankGroupsOptions(options.ranks, *artifact, store));
+  options.bench.ranks = ranks;
+  options.matrix_options.base.ranks = ranks;
+  return std::optional<int>();
+}
+
 int runMatrix(const ToolOptions &options, std::ostream &out,
               std::ostream &err) {
   ProgressReporter progress({"strata-bench", stderr, options.quiet});
@@ -272,8 +308,26 @@ int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
     return cl.usageError(err, options.status().message());
   if (!options->from_json.empty())
     return replot(*options, err);
+  options->args = args;
+  // A sharded artifact: every rank benchmarks the same steps (the
+  // collectives need all); rank 0 reports, the others write nothing.
+  std::unique_ptr<Store> store;
+  StatusOr<std::optional<int>> launched = joinRanks(*options, store);
+  if (!launched.ok()) {
+    err << "strata-bench: " << launched.status().message() << "\n";
+    return 1;
+  }
+  if (*launched)
+    return **launched;
+  std::ostringstream discarded;
+  bool reports = !options->bench.ranks || options->bench.ranks->rank == 0;
+  if (!reports) {
+    options->json.clear();
+    options->plot.clear();
+  }
+  std::ostream &report_out = reports ? out : discarded;
   if (options->matrix)
-    return runMatrix(*options, out, err);
+    return runMatrix(*options, report_out, err);
   ProgressReporter progress({"strata-bench", stderr, options->quiet});
   options->bench.progress = &progress;
   StatusOr<StepBenchReport> report = runStepBench(options->bench);
@@ -282,7 +336,7 @@ int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
     err << "strata-bench: " << report.status().message() << "\n";
     return 1;
   }
-  out << formatMarkdown(*report);
+  report_out << formatMarkdown(*report);
   Status written = okStatus();
   if (!options->json.empty())
     written = writeFile(options->json, formatJson(*report));

@@ -65,6 +65,8 @@ PlanWeights collectPlanWeights(const artifact::TargetDef &target,
   PlanWeights out;
   for (size_t d = 0; plan.dispatches() && d < plan.dispatches()->size(); ++d) {
     const artifact::Dispatch *dispatch = plan.dispatches()->Get(d);
+    if (dispatch->collective())
+      continue;
     const artifact::Kernel *kernel =
         target.kernels()->Get(dispatch->kernel_index());
     if (kernel->name()->string_view().rfind("moe_select", 0) == 0)

@@ -32,11 +32,12 @@ aggregateTimings(const std::vector<DispatchTiming> &timings,
   std::map<std::string, Sum> by_name;
   double total = 0;
   for (const DispatchTiming &t : timings) {
-    if (t.kernel_index >= kernel_names.size())
+    if (t.collective.empty() && t.kernel_index >= kernel_names.size())
       return invalidArgument("dispatch {} names kernel {}, the target has {}",
                              t.dispatch_index, t.kernel_index,
                              kernel_names.size());
-    Sum &sum = by_name[kernel_names[t.kernel_index]];
+    Sum &sum = by_name[t.collective.empty() ? kernel_names[t.kernel_index]
+                                            : t.collective];
     ++sum.dispatches;
     sum.seconds += t.seconds;
     sum.bytes += static_cast<double>(t.bound_bytes);
@@ -138,7 +139,7 @@ public:
       : device_(device), target_(target) {}
 
   void observe(const DispatchTiming &t) {
-    if (!status_.ok() || !t.args)
+    if (!status_.ok() || !t.args || !t.collective.empty())
       return;
     const artifact::Kernel *kernel = target_.kernels()->Get(t.kernel_index);
     if (kernel->name()->string_view().rfind("moe_select", 0) != 0)
@@ -195,6 +196,7 @@ createBenchExecutor(const StepBenchOptions &options, int64_t max_requests,
   executor_options.state_slots = static_cast<uint32_t>(max_requests);
   executor_options.target = options.target;
   executor_options.progress = options.progress;
+  executor_options.ranks = options.ranks;
   return ModelExecutor::create(std::move(artifact), options.checkpoint,
                                executor_options);
 }
@@ -272,7 +274,7 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
     DispatchObserver observer = [&](const DispatchTiming &t) {
       timings.push_back(t);
       timings.back().args = nullptr;
-      if (r != 0 || !t.args)
+      if (r != 0 || !t.args || !t.collective.empty())
         return;
       routing.observe(t);
       if (!shapes_by_kernel.count(t.kernel_index)) {

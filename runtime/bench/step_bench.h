@@ -18,12 +18,14 @@
 #define STRATA_RUNTIME_BENCH_STEP_BENCH_H
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "runtime/base/progress.h"
 #include "runtime/base/status.h"
 #include "runtime/bench/roofline.h"
+#include "runtime/executor/rank_groups.h"
 #include "runtime/loader/program.h"
 
 namespace strata::runtime {
@@ -61,6 +63,9 @@ struct StepBenchOptions {
   /// Shows the weight upload when set (ExecutorOptions::progress); not
   /// owned. Default: none.
   ProgressReporter *progress = nullptr;
+  /// This process's rank of a sharded artifact (ExecutorOptions::ranks);
+  /// every rank runs the same steps. Default: one rank.
+  std::optional<RankGroupsOptions> ranks;
 };
 
 /// One kernel name's dispatches, per step.

@@ -211,8 +211,26 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
   for (size_t d = 0; d < plan->dispatches()->size(); ++d) {
     const Dispatch *dispatch = plan->dispatches()->Get(d);
     if (dispatch->collective()) {
-      STRATA_RETURN_IF_ERROR(
-          runCollective(*plan, d, sizes, buffers, resources, target_stream));
+      if (observer)
+        STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*before));
+      uint64_t bound_bytes = 0;
+      STRATA_RETURN_IF_ERROR(runCollective(*plan, d, sizes, buffers, resources,
+                                           target_stream, bound_bytes));
+      if (observer) {
+        STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*after));
+        STRATA_ASSIGN_OR_RETURN(float millis,
+                                device_.elapsedMillis(*before, *after));
+        const Collective *collective = dispatch->collective();
+        DispatchTiming timing;
+        timing.dispatch_index = d;
+        timing.kernel_index = kNoKernel;
+        timing.collective =
+            fmt::format("{} over {}", EnumNameCollectiveKind(collective->kind()),
+                        EnumNameRankGroup(collective->group()));
+        timing.seconds = static_cast<double>(millis) * 1e-3;
+        timing.bound_bytes = bound_bytes;
+        (*observer)(timing);
+      }
       continue;
     }
     const Kernel *kernel = target_->kernels()->Get(dispatch->kernel_index());
@@ -356,7 +374,8 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
 
 Status Program::runCollective(const ExecutionPlan &plan, size_t d,
                               const RuntimeSizes &sizes, PlanBuffers &buffers,
-                              const PlanResources &resources, Stream &stream) {
+                              const PlanResources &resources, Stream &stream,
+                              uint64_t &bound_bytes) {
   const Dispatch *dispatch = plan.dispatches()->Get(d);
   const Collective *collective = dispatch->collective();
   std::string where = fmt::format(
@@ -388,6 +407,7 @@ Status Program::runCollective(const ExecutionPlan &plan, size_t d,
       out.shape.push_back(static_cast<int64_t>(*extent));
       bytes *= *extent;
     }
+    bound_bytes += bytes;
     if (out.offset_bytes + bytes > out.buffer->size())
       return outOfRange("{}: {} region [{}, {}) outside its {}-byte buffer",
                         where, a == 0 ? "send" : "recv", out.offset_bytes,

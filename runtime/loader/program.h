@@ -72,11 +72,19 @@ struct PlanBuffers {
 inline constexpr uint64_t kDefaultScratchLimit = uint64_t(8) << 30;
 
 /// What Program::run reports for one dispatch when it is observed.
+/// DispatchTiming::kernel_index of a collective dispatch.
+inline constexpr size_t kNoKernel = static_cast<size_t>(-1);
+
 struct DispatchTiming {
   /// Index of the dispatch in the plan.
   size_t dispatch_index = 0;
-  /// Index of its kernel in the target's kernel list.
+  /// Index of its kernel in the target's kernel list; kNoKernel for a
+  /// collective dispatch.
   size_t kernel_index = 0;
+  /// A collective dispatch's name ("all_reduce over tp"); empty for a
+  /// kernel. Its seconds are the collective's (with Gloo the calling
+  /// thread's), its bound bytes the send and recv regions'.
+  std::string collective;
   /// Seconds between an event recorded before the launch and one recorded
   /// after it (GPU: device time of the kernel; CPU: steady_clock around the
   /// synchronous call).
@@ -151,10 +159,12 @@ public:
              const DispatchObserver *observer = nullptr);
 
 private:
-  /// Runs collective dispatch `d` of `plan`.
+  /// Runs collective dispatch `d` of `plan`; adds its send and recv
+  /// regions' bytes to `bound_bytes`.
   Status runCollective(const artifact::ExecutionPlan &plan, size_t d,
                        const RuntimeSizes &sizes, PlanBuffers &buffers,
-                       const PlanResources &resources, Stream &stream);
+                       const PlanResources &resources, Stream &stream,
+                       uint64_t &bound_bytes);
 
   Program(const Artifact &artifact, const artifact::TargetDef &target,
           Device &device)

@@ -130,6 +130,24 @@ TEST(Program, RunsCollectivesThroughTheRunner) {
   ASSERT_TRUE(device->copyFromDevice(*buffers->buffers[1], 0, out, 12).ok());
   for (int i = 0; i < 3; ++i)
     EXPECT_FLOAT_EQ(out[i], 3.0f * std::exp(in[i + 1]));
+
+  // Observed, the collective is a timing of its own: named, no kernel, the
+  // send and recv regions' bytes (3 f32 each).
+  std::vector<DispatchTiming> timings;
+  DispatchObserver observer = [&](const DispatchTiming &t) {
+    timings.push_back(t);
+  };
+  ASSERT_TRUE((*program)
+                  ->run(StepKind::prefill, sizes, *buffers, resources,
+                        nullptr, &observer)
+                  .ok());
+  ASSERT_EQ(timings.size(), 3u);
+  EXPECT_EQ(timings[2].collective, "all_reduce over tp");
+  EXPECT_EQ(timings[2].kernel_index, kNoKernel);
+  EXPECT_EQ(timings[2].dispatch_index, 2u);
+  EXPECT_EQ(timings[2].bound_bytes, 24u);
+  EXPECT_GE(timings[2].seconds, 0.0);
+  EXPECT_TRUE(timings[0].collective.empty());
 }
 
 // Tests the dispatch observer: one call per dispatch, in plan order, with
