@@ -67,10 +67,8 @@ struct ToolOptions {
   MatrixOptions matrix_options;
   bool repeat_given = false;
   bool quiet = false;
-  /// Tensor/expert parallelism (rank_flags.h) and the command line, which
-  /// the launcher gives every rank.
+  /// Tensor/expert parallelism (rank_flags.h).
   RankRunOptions ranks;
-  std::vector<std::string> args;
 };
 
 /// The flags as typed; numbers and lists stay text so that the shared
@@ -242,29 +240,6 @@ int replot(const ToolOptions &options, std::ostream &err) {
   return 0;
 }
 
-/// For a sharded artifact: without --rank, starts every rank and returns
-/// the tool's exit code; with --rank, sets the bench's (and the matrix's)
-/// rank options, the store opened into `store`, and returns nullopt (run
-/// the bench). One rank: nullopt, nothing set.
-StatusOr<std::optional<int>> joinRanks(ToolOptions &options,
-                                       std::unique_ptr<Store> &store) {
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
-                          Artifact::fromFile(options.bench.artifact));
-  STRATA_RETURN_IF_ERROR(checkRankSizes(options.ranks, *artifact));
-  if (artifact->numRanks() == 1)
-    return std::optional<int>();
-  if (options.ranks.rank < 0) {
-    STRATA_RETURN_IF_ERROR(launchRanks(
-        options.args, static_cast<int>(artifact->numRanks())));
-    return std::optional<int>(0);
-  }
-  STRATA_ASSIGN_OR_RETURN(RankGroupsOptions ranks,
-                          rankGroupsOptions(options.ranks, *artifact, store));
-  options.bench.ranks = ranks;
-  options.matrix_options.base.ranks = ranks;
-  return std::optional<int>();
-}
-
 int runMatrix(const ToolOptions &options, std::ostream &out,
               std::ostream &err) {
   ProgressReporter progress({"strata-bench", stderr, options.quiet});
@@ -308,17 +283,21 @@ int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
     return cl.usageError(err, options.status().message());
   if (!options->from_json.empty())
     return replot(*options, err);
-  options->args = args;
   // A sharded artifact: every rank benchmarks the same steps (the
   // collectives need all); rank 0 reports, the others write nothing.
-  std::unique_ptr<Store> store;
-  StatusOr<std::optional<int>> launched = joinRanks(*options, store);
+  StatusOr<RankRole> role =
+      resolveRankRole(options->ranks, options->bench.artifact, args);
+  Status launched = !role.ok()          ? role.status()
+                    : role->launcher ? role->launched
+                                      : okStatus();
   if (!launched.ok()) {
-    err << "strata-bench: " << launched.status().message() << "\n";
+    err << "strata-bench: " << launched.message() << "\n";
     return 1;
   }
-  if (*launched)
-    return **launched;
+  if (role->launcher)
+    return 0;
+  options->bench.ranks = role->ranks;
+  options->matrix_options.base.ranks = role->ranks;
   std::ostringstream discarded;
   bool reports = !options->bench.ranks || options->bench.ranks->rank == 0;
   if (!reports) {

@@ -40,6 +40,10 @@ void declareRankFlags(CLI::App &app, RankRunOptions &o, RankFlags &f) {
   app.add_option("--expert-parallel-size", f.expert_parallel,
                  "ranks the artifact must be compiled for along E (checked)")
       ->type_name("E");
+  declareRankProcessFlags(app, o, f);
+}
+
+void declareRankProcessFlags(CLI::App &app, RankRunOptions &o, RankFlags &f) {
   app.add_option("--rank", f.rank,
                  "this process's rank (default: start every rank)")
       ->type_name("R");
@@ -121,6 +125,26 @@ StatusOr<RankGroupsOptions> rankGroupsOptions(const RankRunOptions &options,
   STRATA_ASSIGN_OR_RETURN(store, openRankStore(options.store, ranks.rank));
   ranks.store = store.get();
   return ranks;
+}
+
+StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
+                                   const std::string &artifact_path,
+                                   const std::vector<std::string> &args) {
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
+                          Artifact::fromFile(artifact_path));
+  STRATA_RETURN_IF_ERROR(checkRankSizes(options, *artifact));
+  RankRole role;
+  if (artifact->numRanks() == 1)
+    return role;
+  if (options.rank < 0) {
+    role.launcher = true;
+    role.launched =
+        launchRanks(args, static_cast<int>(artifact->numRanks()));
+    return role;
+  }
+  STRATA_ASSIGN_OR_RETURN(role.ranks,
+                          rankGroupsOptions(options, *artifact, role.store));
+  return role;
 }
 
 } // namespace strata::runtime

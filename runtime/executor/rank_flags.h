@@ -16,7 +16,9 @@
 #define STRATA_RUNTIME_EXECUTOR_RANK_FLAGS_H
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -48,6 +50,11 @@ struct RankFlags {
 /// Adds the rank flags to `app`.
 void declareRankFlags(CLI::App &app, RankRunOptions &options,
                       RankFlags &flags);
+/// The same without the sizes (--rank, --world-size, --store,
+/// --collective-timeout-ms, --collectives), for a tool that declares
+/// --tensor-parallel-size itself.
+void declareRankProcessFlags(CLI::App &app, RankRunOptions &options,
+                             RankFlags &flags);
 
 /// The flags' numbers (each >= 1, --rank >= 0) and library, then the
 /// environment.
@@ -62,6 +69,25 @@ Status checkRankSizes(const RankRunOptions &options, const Artifact &artifact);
 StatusOr<RankGroupsOptions> rankGroupsOptions(const RankRunOptions &options,
                                               const Artifact &artifact,
                                               std::unique_ptr<Store> &store);
+
+/// What a process of a tool does with the artifact at `artifact_path`.
+struct RankRole {
+  /// The launcher: every rank was started (launchRanks with `args`) and
+  /// has exited; `launched` holds the outcome.
+  bool launcher = false;
+  Status launched;
+  /// One rank of a sharded artifact: its options (the store they use is
+  /// `store`). Empty for a one-rank artifact.
+  std::optional<RankGroupsOptions> ranks;
+  std::unique_ptr<Store> store;
+};
+
+/// The role of this process (checkRankSizes first): a one-rank artifact
+/// runs here; a sharded one without --rank starts every rank and waits for
+/// them; with --rank this process is that rank.
+StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
+                                   const std::string &artifact_path,
+                                   const std::vector<std::string> &args);
 
 } // namespace strata::runtime
 

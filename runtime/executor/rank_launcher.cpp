@@ -84,7 +84,27 @@ StatusOr<std::unique_ptr<Store>> openRankStore(const std::string &spec,
                          spec);
 }
 
+namespace {
+
+/// The ranks a launcher waits for, for forwardSignal (set before the
+/// handlers are installed, cleared after they are restored).
+constexpr int kMaxForwarded = 1024;
+pid_t forwarded_pids[kMaxForwarded];
+volatile sig_atomic_t forwarded_count = 0;
+
+/// SIGINT / SIGTERM to the launcher go to every rank (which then exit and
+/// are reaped as usual).
+void forwardSignal(int signal_number) {
+  for (sig_atomic_t i = 0; i < forwarded_count; ++i)
+    kill(forwarded_pids[i], signal_number);
+}
+
+} // namespace
+
 Status launchRanks(const std::vector<std::string> &args, int world_size) {
+  if (world_size > kMaxForwarded)
+    return invalidArgument("{} ranks: one launcher starts at most {}",
+                           world_size, kMaxForwarded);
   std::error_code error;
   std::filesystem::path dir = std::filesystem::temp_directory_path(error);
   std::string pattern = (dir / "strata-ranks-XXXXXX").string();
@@ -106,10 +126,22 @@ Status launchRanks(const std::vector<std::string> &args, int world_size) {
       execRank(args, rank, store);
     pids.push_back(pid);
   }
+  for (size_t i = 0; i < pids.size(); ++i)
+    forwarded_pids[i] = pids[i];
+  forwarded_count = static_cast<sig_atomic_t>(pids.size());
+  struct sigaction forward = {}, old_int = {}, old_term = {};
+  forward.sa_handler = forwardSignal;
+  sigemptyset(&forward.sa_mask);
+  sigaction(SIGINT, &forward, &old_int);
+  sigaction(SIGTERM, &forward, &old_term);
   Status result = okStatus();
   for (size_t left = pids.size(); left > 0; --left) {
     int status = 0;
     pid_t pid = wait(&status);
+    if (pid < 0 && errno == EINTR) {
+      ++left; // a forwarded signal: keep waiting for the ranks
+      continue;
+    }
     if (pid < 0)
       break;
     auto it = std::find(pids.begin(), pids.end(), pid);
@@ -123,6 +155,9 @@ Status launchRanks(const std::vector<std::string> &args, int world_size) {
           kill(other, SIGTERM);
     }
   }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  forwarded_count = 0;
   std::filesystem::remove_all(pattern, error);
   return result;
 }

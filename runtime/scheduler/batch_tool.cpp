@@ -13,6 +13,8 @@
 
 #include "runtime/base/command_line.h"
 #include "runtime/base/flag_values.h"
+#include "runtime/executor/rank_flags.h"
+#include "runtime/executor/rank_launcher.h"
 #include "runtime/scheduler/engine.h"
 
 namespace strata::runtime {
@@ -26,14 +28,18 @@ constexpr const char *kUsage =
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
     "                    [--mtp K] [--passes N] [--cancel I:N] [--queue N]\n"
-    "                    [--metrics]\n";
+    "                    [--metrics]\n"
+    "                    [--rank R --world-size N --store STORE]\n"
+    "                    [--collectives auto|gloo|nccl]\n";
 
 constexpr const char *kDescription =
     "Submits every prompt (comma-separated token ids; a --prompts file has\n"
     "one per line, '#' starts a comment) to the engine at once, greedy, and\n"
     "prints each request's generated ids, then the engine counters. Each\n"
     "pass resubmits all prompts once the previous pass finished.\n"
-    "--cancel I:N cancels prompt I once it has N tokens. docs/Scheduler.md.";
+    "--cancel I:N cancels prompt I once it has N tokens. A sharded artifact\n"
+    "runs one process per rank (started here without --rank): rank 0's\n"
+    "scheduler drives them all and prints. docs/Scheduler.md.";
 
 struct BatchOptions {
   std::string artifact, checkpoint;
@@ -41,6 +47,10 @@ struct BatchOptions {
   int64_t max_tokens = 16, passes = 1, cancel_index = -1, cancel_after = 0;
   SchedulerOptions scheduler;
   bool metrics = false;
+  /// Tensor/expert parallelism (rank_flags.h) and the command line, which
+  /// the launcher gives every rank.
+  RankRunOptions ranks;
+  std::vector<std::string> args;
 };
 
 /// Integer flags as typed (parsed with parseIntFlag for the shared
@@ -52,6 +62,7 @@ struct IntFlag {
 };
 
 struct BatchFlags {
+  RankFlags ranks;
   std::vector<std::string> prompt_ids, prompt_files;
   std::string cancel;
   std::vector<IntFlag> ints = {
@@ -88,6 +99,7 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
   app.add_option("--cancel", f.cancel, "cancel prompt I once it has N tokens")
       ->type_name("I:N");
   app.add_flag("--metrics", o.metrics, "print the engine's metrics at the end");
+  declareRankFlags(app, o.ranks, f.ranks);
 }
 
 StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
@@ -157,6 +169,7 @@ StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
     STRATA_ASSIGN_OR_RETURN(o.cancel_after,
                             parseIntFlag("--cancel", text.substr(colon + 1)));
   }
+  STRATA_RETURN_IF_ERROR(finishRankFlags(o.ranks, f.ranks));
   if (o.artifact.empty() || o.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");
   if (o.prompts.empty())
@@ -191,6 +204,14 @@ Status run(BatchOptions &o, std::ostream &out) {
   engine_options.artifact_path = o.artifact;
   engine_options.checkpoint_dir = o.checkpoint;
   engine_options.scheduler = o.scheduler;
+  // A sharded artifact: start every rank, or be one; rank 0 schedules.
+  STRATA_ASSIGN_OR_RETURN(RankRole role,
+                          resolveRankRole(o.ranks, o.artifact, o.args));
+  if (role.launcher)
+    return role.launched;
+  engine_options.ranks = role.ranks;
+  if (role.ranks && role.ranks->rank != 0)
+    return runEngineFollower(engine_options);
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Engine> engine,
                           Engine::create(engine_options));
   for (int64_t pass = 0; pass < o.passes; ++pass) {
@@ -276,6 +297,7 @@ int runBatchTool(const std::vector<std::string> &args, std::ostream &out,
   StatusOr<BatchOptions> options = finishOptions(cl, parsed, flags);
   if (!options.ok())
     return cl.usageError(err, options.status().message());
+  options->args = args;
   Status status = run(*options, out);
   if (!status.ok()) {
     err << "strata-batch: " << status.message() << "\n";

@@ -7,6 +7,7 @@
 #include "runtime/scheduler/engine.h"
 
 #include "runtime/executor/model_executor.h"
+#include "runtime/scheduler/replicated_runner.h"
 
 namespace strata::runtime {
 
@@ -24,6 +25,9 @@ Engine::create(const EngineOptions &options,
   runner_options.progress = options.progress;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
+  runner_options.ranks = options.ranks;
+  if (options.ranks)
+    return createReplicated(options, runner_options, geometry, tokenizer);
   if (!options.size_caches) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
                             ExecutorRunner::create(runner_options));
@@ -38,6 +42,52 @@ Engine::create(const EngineOptions &options,
   STRATA_RETURN_IF_ERROR(runner->executor().allocateCaches(
       scheduler.num_blocks, schedulerStateSlots(scheduler, geometry)));
   return create(std::move(runner), tokenizer, scheduler);
+}
+
+StatusOr<std::unique_ptr<Engine>>
+Engine::createReplicated(const EngineOptions &options,
+                         ExecutorRunnerOptions runner_options,
+                         const CacheGeometry &geometry,
+                         const tokenizer::Tokenizer *tokenizer) {
+  const RankGroupsOptions &ranks = *options.ranks;
+  if (ranks.rank != 0)
+    return invalidArgument("rank {}: only rank 0 runs the engine (the others "
+                           "follow it: runEngineFollower)",
+                           ranks.rank);
+  // Every rank allocates the caches rank 0 decides on.
+  runner_options.defer_caches = true;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> own,
+                          ExecutorRunner::create(runner_options));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> control,
+                          createControlCommunicator(ranks));
+  std::chrono::milliseconds timeout =
+      ranks.timeout.count() > 0 ? ranks.timeout : std::chrono::seconds(60);
+  auto runner = std::make_unique<ReplicatedRunner>(
+      std::move(own), std::move(control), timeout / 4);
+  SchedulerOptions scheduler = options.scheduler;
+  if (options.size_caches)
+    STRATA_RETURN_IF_ERROR(options.size_caches(runner->executor(), scheduler));
+  STRATA_RETURN_IF_ERROR(runner->allocateCaches(
+      scheduler.num_blocks, schedulerStateSlots(scheduler, geometry)));
+  return create(std::move(runner), tokenizer, scheduler);
+}
+
+Status runEngineFollower(const EngineOptions &options) {
+  if (!options.ranks || options.ranks->rank == 0)
+    return invalidArgument("runEngineFollower: for the ranks other than 0");
+  ExecutorRunnerOptions runner_options;
+  runner_options.artifact_path = options.artifact_path;
+  runner_options.checkpoint_dir = options.checkpoint_dir;
+  runner_options.target = options.target;
+  runner_options.decode_graphs = options.decode_graphs;
+  runner_options.progress = options.progress;
+  runner_options.ranks = options.ranks;
+  runner_options.defer_caches = true;
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
+                          ExecutorRunner::create(runner_options));
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> control,
+                          createControlCommunicator(*options.ranks));
+  return runRankFollower(runner->executor(), *control);
 }
 
 StatusOr<std::unique_ptr<Engine>>
@@ -123,10 +173,22 @@ void Engine::loop() {
     std::vector<uint64_t> cancels;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] {
+      auto woken = [&] {
         return stop_ || !inbox_.empty() || !cancels_.empty() ||
                scheduler_->hasWork();
-      });
+      };
+      std::chrono::milliseconds keep_alive = runner_->keepAliveInterval();
+      if (keep_alive.count() == 0) {
+        wake_.wait(lock, woken);
+      } else if (!wake_.wait_for(lock, keep_alive, woken)) {
+        // Idle for the interval: tell the other ranks rank 0 is alive.
+        lock.unlock();
+        Status alive = runner_->keepAlive();
+        lock.lock();
+        if (!alive.ok() && last_error_.ok())
+          last_error_ = alive;
+        continue;
+      }
       if (stop_)
         break;
       inbox.swap(inbox_);

@@ -61,7 +61,15 @@ struct EngineOptions {
   /// When set, the caches are sized by it after the weights are loaded
   /// (scheduler.num_blocks may then be 0).
   CacheSizer size_caches;
+  /// A sharded artifact: this process's rank. Rank 0 creates the engine,
+  /// whose runner replicates every step on the other ranks
+  /// (replicated_runner.h); the others call runEngineFollower.
+  std::optional<RankGroupsOptions> ranks;
 };
+
+/// A rank other than 0 of a sharded engine: loads its part of the model and
+/// repeats rank 0's commands until rank 0 stops (OK) or fails (the error).
+Status runEngineFollower(const EngineOptions &options);
 
 class Engine {
 public:
@@ -98,6 +106,13 @@ public:
   Status lastError() const;
 
 private:
+  /// Rank 0 of a sharded artifact: a ReplicatedRunner over its executor.
+  static StatusOr<std::unique_ptr<Engine>>
+  createReplicated(const EngineOptions &options,
+                   ExecutorRunnerOptions runner_options,
+                   const CacheGeometry &geometry,
+                   const tokenizer::Tokenizer *tokenizer);
+
   Engine() = default;
   void loop();
 

@@ -25,6 +25,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   executor_options.decode_graphs = options.decode_graphs;
   executor_options.defer_caches = options.defer_caches;
   executor_options.progress = options.progress;
+  executor_options.ranks = options.ranks;
   std::unique_ptr<ExecutorRunner> runner(new ExecutorRunner());
   STRATA_ASSIGN_OR_RETURN(runner->executor_,
                           ModelExecutor::create(options.artifact_path,

@@ -15,8 +15,10 @@
 #ifndef STRATA_RUNTIME_SCHEDULER_MODEL_RUNNER_H
 #define STRATA_RUNTIME_SCHEDULER_MODEL_RUNNER_H
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,13 @@ public:
   virtual StatusOr<StepResult> run(artifact::StepKind step,
                                    const std::vector<StepRequest> &requests,
                                    const StepOutputs &outputs) = 0;
+  /// How long the engine may stay idle before calling keepAlive (0: never).
+  virtual std::chrono::milliseconds keepAliveInterval() const {
+    return std::chrono::milliseconds(0);
+  }
+  /// Called by an idle engine every keepAliveInterval (a ReplicatedRunner
+  /// tells the other ranks that rank 0 is alive).
+  virtual Status keepAlive() { return okStatus(); }
 };
 
 /// Where the executor finds the model and how many pages and slots it
@@ -69,6 +78,8 @@ struct ExecutorRunnerOptions {
   /// Shows the weight upload (ExecutorOptions::progress); not owned, must
   /// outlive create(). Default: none.
   ProgressReporter *progress = nullptr;
+  /// This process's rank of a sharded artifact (ExecutorOptions::ranks).
+  std::optional<RankGroupsOptions> ranks;
 };
 
 /// Reads the cache geometry of an artifact file without loading the model

@@ -33,6 +33,8 @@
 
 #include "runtime/base/progress.h"
 #include "runtime/checkpoint/weight_source.h"
+#include "runtime/executor/rank_flags.h"
+#include "runtime/scheduler/engine.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/compiled_settings.h"
 #include "runtime/serve/memory_sizing.h"
@@ -248,6 +250,9 @@ int runServeCli(int argc, char **argv) {
                  "checked against the artifact's tensor-parallel size (vLLM's "
                  "-tp too); compiled in (strata-compile "
                  "--tensor-parallel-size)");
+  RankRunOptions rank_options;
+  RankFlags rank_flags;
+  declareRankProcessFlags(app, rank_options, rank_flags);
   app.add_flag("-q,--quiet", quiet,
                "no progress lines on stderr (the weight upload)");
   util_opt->excludes(kv_mb_opt)->excludes(kv_blocks_opt);
@@ -257,6 +262,7 @@ int runServeCli(int argc, char **argv) {
   app.allow_extras();
   // vLLM's two-letter short flag -tp, which CLI11 cannot declare.
   std::vector<std::string> args(argv + 1, argv + argc);
+  const std::vector<std::string> command_line = args;
   for (std::string &arg : args)
     if (arg == "-tp")
       arg = "--tensor-parallel-size";
@@ -284,6 +290,33 @@ int runServeCli(int argc, char **argv) {
                              std::pair{"--tokenizer", &tokenizer_path}})
     if (value->empty())
       return usageError(fmt::format("{} is required", flag));
+
+  if (Status ranks = finishRankFlags(rank_options, rank_flags); !ranks.ok())
+    return usageError(std::string(ranks.message()));
+  // A sharded artifact: start every rank (and wait), or be one of them;
+  // rank 0 serves, the others follow its engine. Before the signals are
+  // blocked, so that a follower and the launcher stop on SIGTERM.
+  StatusOr<RankRole> role =
+      resolveRankRole(rank_options, artifact_path, command_line);
+  if (!role.ok())
+    return fail(role.status());
+  if (role->launcher)
+    return role->launched.ok() ? 0 : fail(role->launched);
+  if (role->ranks && role->ranks->rank != 0) {
+    EngineOptions follower;
+    follower.artifact_path = artifact_path;
+    follower.checkpoint_dir = checkpoint_dir;
+    follower.target = engine_options.target;
+    follower.decode_graphs = decode_graphs == "on" && !enforce_eager;
+    follower.ranks = role->ranks;
+    // A follower stops when rank 0 says so (after draining) or fails; the
+    // launcher forwards SIGINT / SIGTERM to every rank, and rank 0 drains.
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    Status followed = runEngineFollower(follower);
+    return followed.ok() ? 0 : fail(followed);
+  }
+  engine_options.ranks = role->ranks;
 
   // SIGINT/SIGTERM are blocked here, before any thread starts (threads
   // inherit the mask), and taken with sigwait() below for a clean stop().

@@ -254,6 +254,7 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.target = options.target;
   engine_options.decode_graphs = options.decode_graphs;
   engine_options.progress = options.progress;
+  engine_options.ranks = options.ranks;
   if (from_memory)
     engine_options.size_caches = [&options, geometry](
                                      ModelExecutor &executor,

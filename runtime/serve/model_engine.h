@@ -17,10 +17,12 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/base/progress.h"
 #include "runtime/base/status.h"
+#include "runtime/executor/rank_groups.h"
 #include "runtime/loader/artifact.h"
 #include "runtime/serve/engine.h"
 #include "runtime/tokenizer/tokenizer.h"
@@ -29,6 +31,9 @@ namespace strata::runtime::serve {
 
 /// What the model engine is built from.
 struct ModelEngineOptions {
+  /// A sharded artifact: this process's rank, which must be 0 (the others
+  /// follow: runEngineFollower). Empty: one rank.
+  std::optional<RankGroupsOptions> ranks;
   /// The validated compiled model (--artifact) and its path.
   std::shared_ptr<const Artifact> artifact;
   std::string artifact_path;

@@ -13,6 +13,7 @@
 # "prefix-2pass mtp1 mtp3"), SNAPSHOT_SLOTS (KDA snapshots for prefix reuse, default 256: pass 2 hits
 # only while every question's snapshots fit, about prompt tokens / 64 each), MAX_STEP_TOKENS (tokens
 # per engine step, default strata-serve's 256; prompts prefill side by side up to it).
+# SERVE_FLAGS (more strata-serve flags, e.g. "--collectives gloo" for a sharded artifact on one GPU).
 set -u
 ART=$1; TARGET=$2; LIMIT=$3; OUT=$4
 BIN=${BIN:-build/bin}; MAXREQ=${MAX_REQUESTS:-4}; KV=${KV_MB:-1024}; TMO=${RUN_TIMEOUT:-3600}
@@ -32,7 +33,7 @@ for cfg in ${CONFIGS:-prefix-2pass mtp1 mtp3}; do
   timeout "$TMO" python3 test/runtime/serve/Inputs/with_server.py "$BIN/strata-serve" --target "$TARGET" \
     --artifact "$ART" --checkpoint $M --tokenizer $M/tokenizer.json --port 0 --kv-memory-mb "$KV" \
     --max-requests "$MAXREQ" --max-step-tokens "$STEP" --checkpoint-interval 64 --snapshot-slots "$SLOTS" \
-    "${serve[@]}" -- \
+    "${serve[@]}" ${SERVE_FLAGS:-} -- \
     "$BIN/strata-eval" gsm8k --url 'http://127.0.0.1:{port}' --data $M/data/gsm/test.jsonl --limit "$LIMIT" \
     --passes $passes --concurrency "$MAXREQ" --max-tokens 160 --output "$OUT/$cfg.jsonl" > "$OUT/$cfg.txt" 2>&1
   echo "   rc $? $(date -u +%H:%M:%S)"

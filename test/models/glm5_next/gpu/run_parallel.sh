@@ -7,7 +7,10 @@
 # --collectives gloo) against TP 1 on the GPU: logits within 1e-5 relative,
 # greedy ids equal, the MTP draft too (compare_ranks.py); bf16 activations at
 # TP 2 and EP 2 (reported: the ranks' bf16 partial sums are rounded before
-# the all-reduce); NCCL with two ranks on one GPU, which NCCL refuses (the
+# the all-reduce); strata-bench at TP 2 (the collectives as rows);
+# strata-serve + strata-eval with the micro model at TP 1 and TP 2 (GSM
+# questions, MICRO_LIMIT default 32, against the PyTorch reference's greedy
+# generations); NCCL with two ranks on one GPU, which NCCL refuses (the
 # error is shown). Prints one line per step; exits 1 if one failed.
 # Usage: run_parallel.sh PACK.txz OUT   (on the device machine)
 set -u
@@ -52,6 +55,19 @@ run bf16act-tp1 bf16act-tp1 ck-bf16 || status=1
 for n in tp2 ep2; do
   run bf16act-$n bf16act-$n ck-bf16 --collectives gloo || status=1
   compare bf16act-tp1 bf16act-$n 0.3
+done
+# strata-bench on the sharded tiny model: both ranks, the collectives as rows.
+timeout 120 "$B/strata-bench" --target sm_90 --artifact "$C/bf16act-tp2.strata" --checkpoint "$C/ck-bf16" \
+  --step decode --requests 8 --context 256 --repeat 3 --collectives gloo --quiet > "$OUT/bench-tp2.md" 2>&1 ||
+  status=1
+grep -E "^strata-bench|over (tp|world)|^step:" "$OUT/bench-tp2.md" | cut -c1-160
+# strata-serve with one scheduler driving both ranks (the micro model, the
+# GSM questions against the PyTorch reference), TP 1 then TP 2.
+for tp in 1 2; do
+  (cd "$REPO" && BIN=$B CONFIGS="${MICRO_CONFIGS:-prefix-2pass mtp3}" SERVE_FLAGS="--collectives gloo" \
+    RUN_TIMEOUT=150 bash models/glm5_next/micro/strata-runs/run_eval.sh "$C/micro-tp$tp.strata" sm_90 \
+    "${MICRO_LIMIT:-32}" "$OUT/micro-tp$tp") > "$OUT/micro-tp$tp.txt" 2>&1 || status=1
+  echo "micro TP $tp:"; grep -E "^==|^\| [12] \| |same greedy|acceptance|rc " "$OUT/micro-tp$tp.txt" | cut -c1-160
 done
 run nccl-two-ranks-one-gpu bf16-tp2 ck-bf16 --collectives nccl --collective-timeout-ms 20000
 grep -m1 "joining group" "$OUT/nccl-two-ranks-one-gpu.log" | cut -c1-200

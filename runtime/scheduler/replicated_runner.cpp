@@ -1,0 +1,181 @@
+//===- replicated_runner.cpp - one scheduler for every rank ---------------===//
+//
+// Part of strata. See replicated_runner.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/scheduler/replicated_runner.h"
+
+#include <cstring>
+
+#include "runtime/collectives/gloo_communicator.h"
+
+namespace strata::runtime {
+
+namespace {
+
+/// Broadcasts `size` bytes at `data` from rank 0 through a host buffer of
+/// `host` (read on rank 0, written on the others).
+Status broadcastBytes(Communicator &control, Device &host, uint8_t *data,
+                      uint64_t size) {
+  if (size == 0)
+    return okStatus();
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
+                          host.allocateHost(size));
+  auto *bytes = static_cast<uint8_t *>(buffer->hostPointer());
+  if (control.rank() == 0)
+    std::memcpy(bytes, data, size);
+  STRATA_RETURN_IF_ERROR(control.broadcast({buffer.get(), 0},
+                                           {buffer.get(), 0}, size,
+                                           DataType::kU8, 0,
+                                           host.defaultStream()));
+  STRATA_RETURN_IF_ERROR(control.synchronize(host.defaultStream()));
+  if (control.rank() != 0)
+    std::memcpy(data, bytes, size);
+  return okStatus();
+}
+
+/// Receives one command from rank 0 (a follower's side).
+StatusOr<RankCommand> receiveRankCommand(Communicator &control, Device &host) {
+  uint64_t size = 0;
+  STRATA_RETURN_IF_ERROR(broadcastBytes(
+      control, host, reinterpret_cast<uint8_t *>(&size), sizeof(size)));
+  std::vector<uint8_t> bytes(size);
+  STRATA_RETURN_IF_ERROR(broadcastBytes(control, host, bytes.data(), size));
+  return decodeRankCommand(bytes);
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<Communicator>>
+createControlCommunicator(const RankGroupsOptions &ranks) {
+  GlooCommunicatorOptions gloo;
+  gloo.group.store = ranks.store;
+  gloo.group.rank = ranks.rank;
+  gloo.group.size = static_cast<int>(ranks.tensor_parallel_size *
+                                     ranks.expert_parallel_size);
+  gloo.group.prefix = "strata/control";
+  gloo.group.timeout = ranks.timeout;
+  StatusOr<std::unique_ptr<Communicator>> control =
+      createGlooCommunicator(gloo);
+  if (!control.ok())
+    return control.status().withContext(
+        fmt::format("rank {}: joining the control group", ranks.rank));
+  return control;
+}
+
+Status broadcastRankCommand(Communicator &control, Device &host,
+                            const RankCommand &command) {
+  std::vector<uint8_t> bytes = encodeRankCommand(command);
+  uint64_t size = bytes.size();
+  STRATA_RETURN_IF_ERROR(broadcastBytes(
+      control, host, reinterpret_cast<uint8_t *>(&size), sizeof(size)));
+  return broadcastBytes(control, host, bytes.data(), size);
+}
+
+ReplicatedRunner::ReplicatedRunner(std::unique_ptr<ExecutorRunner> runner,
+                                   std::unique_ptr<Communicator> control,
+                                   std::chrono::milliseconds keep_alive)
+    : runner_(std::move(runner)), control_(std::move(control)),
+      keep_alive_(keep_alive) {}
+
+ReplicatedRunner::~ReplicatedRunner() {
+  RankCommand stop;
+  stop.kind = RankCommandKind::kStop;
+  (void)send(stop);
+}
+
+Status ReplicatedRunner::send(const RankCommand &command) {
+  Status status =
+      broadcastRankCommand(*control_, runner_->executor().device(), command);
+  return status.ok() ? status
+                     : status.withContext("sending a command to the ranks");
+}
+
+Status ReplicatedRunner::resetSlot(int32_t slot) {
+  RankCommand command;
+  command.kind = RankCommandKind::kResetSlot;
+  command.slot = slot;
+  STRATA_RETURN_IF_ERROR(send(command));
+  return runner_->resetSlot(slot);
+}
+
+Status ReplicatedRunner::copySlot(int32_t src, int32_t dst) {
+  RankCommand command;
+  command.kind = RankCommandKind::kCopySlot;
+  command.slot = src;
+  command.dst_slot = dst;
+  STRATA_RETURN_IF_ERROR(send(command));
+  return runner_->copySlot(src, dst);
+}
+
+StatusOr<StepResult>
+ReplicatedRunner::run(artifact::StepKind step,
+                      const std::vector<StepRequest> &requests,
+                      const StepOutputs &outputs) {
+  RankCommand command;
+  command.kind = RankCommandKind::kStep;
+  command.step = step;
+  command.requests = requests;
+  command.outputs = outputs;
+  STRATA_RETURN_IF_ERROR(send(command));
+  return runner_->run(step, requests, outputs);
+}
+
+Status ReplicatedRunner::keepAlive() {
+  RankCommand command;
+  command.kind = RankCommandKind::kKeepAlive;
+  return send(command);
+}
+
+Status ReplicatedRunner::allocateCaches(uint64_t kv_pages,
+                                        uint32_t state_slots) {
+  RankCommand command;
+  command.kind = RankCommandKind::kAllocateCaches;
+  command.kv_pages = kv_pages;
+  command.state_slots = state_slots;
+  STRATA_RETURN_IF_ERROR(send(command));
+  return runner_->executor().allocateCaches(kv_pages, state_slots);
+}
+
+Status runRankFollower(ModelExecutor &executor, Communicator &control) {
+  for (;;) {
+    StatusOr<RankCommand> command =
+        receiveRankCommand(control, executor.device());
+    if (!command.ok())
+      return command.status().withContext(
+          fmt::format("rank {}: waiting for rank 0's next command",
+                      control.rank()));
+    Status status = okStatus();
+    switch (command->kind) {
+    case RankCommandKind::kStep: {
+      // Followers copy back nothing but what every step returns.
+      StepOutputs none;
+      none.logits = false;
+      none.hidden = false;
+      status = executor.run(command->step, command->requests, nullptr, none)
+                   .status();
+      break;
+    }
+    case RankCommandKind::kResetSlot:
+      status = executor.resetSlot(command->slot);
+      break;
+    case RankCommandKind::kCopySlot:
+      status = executor.copySlot(command->slot, command->dst_slot);
+      break;
+    case RankCommandKind::kAllocateCaches:
+      status = executor.allocateCaches(command->kv_pages,
+                                       command->state_slots);
+      break;
+    case RankCommandKind::kKeepAlive:
+      break;
+    case RankCommandKind::kStop:
+      return okStatus();
+    }
+    if (!status.ok())
+      return status.withContext(
+          fmt::format("rank {}: running rank 0's command", control.rank()));
+  }
+}
+
+} // namespace strata::runtime
