@@ -904,7 +904,7 @@ Status Scheduler::step() {
   stats_.last_step_seconds = seconds;
   stats_.total_step_seconds += seconds;
   if (options_.step_observer)
-    options_.step_observer(seconds);
+    options_.step_observer(seconds, options_.max_step_tokens - budget);
   return okStatus();
 }
 

@@ -73,8 +73,10 @@ struct SchedulerOptions {
   /// MTP draft tokens per verification, 0 (off, default) to 3.
   uint32_t mtp_draft_tokens = 0;
   /// Called on the engine thread after every step with its duration in
-  /// seconds (a server's step-time histogram). Optional.
-  std::function<void(double)> step_observer;
+  /// seconds and the tokens it ran (prompt chunks, decode and verify
+  /// tokens): a server's step-time and iteration-tokens histograms.
+  /// Optional.
+  std::function<void(double seconds, uint64_t tokens)> step_observer;
 };
 
 /// State slots the runner must provide for `options` on a model with

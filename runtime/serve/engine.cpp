@@ -31,6 +31,10 @@ Histogram::Histogram()
     : Histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
                  2.5, 5, 10}) {}
 
+std::vector<double> iterationTokenBuckets() {
+  return {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
+}
+
 Histogram::Histogram(std::vector<double> upper_bounds) {
   std::sort(upper_bounds.begin(), upper_bounds.end());
   data_.bucket_counts.assign(upper_bounds.size(), 0);

@@ -172,7 +172,13 @@ struct EngineStats {
   std::vector<uint64_t> mtp_accepted_tokens_by_position;
   /// Time of one engine step (one batch through the model).
   HistogramSnapshot step_time;
+  /// Tokens of one engine step (prompt chunks, decode and verify tokens):
+  /// vLLM's iteration_tokens_total.
+  HistogramSnapshot iteration_tokens;
 };
+
+/// vLLM's iteration_tokens_total buckets (vllm/v1/metrics/loggers.py).
+std::vector<double> iterationTokenBuckets();
 
 /// The model engine. See the file comment for the contract.
 class Engine {

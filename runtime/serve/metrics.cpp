@@ -136,6 +136,24 @@ void appendVllmMetrics(std::string &out, const ServerMetrics &server,
   histogram(out, "vllm:request_queue_time_seconds",
             "Histogram of time spent in WAITING phase for request.", labels,
             server.queue());
+  histogram(out, "vllm:request_prefill_time_seconds",
+            "Histogram of time spent in PREFILL phase for request.", labels,
+            server.prefill());
+  histogram(out, "vllm:request_decode_time_seconds",
+            "Histogram of time spent in DECODE phase for request.", labels,
+            server.decode());
+  histogram(out, "vllm:request_inference_time_seconds",
+            "Histogram of time spent in RUNNING phase for request.", labels,
+            server.inference());
+  histogram(out, "vllm:request_prompt_tokens",
+            "Number of prefill tokens processed.", labels,
+            server.promptTokensPerRequest());
+  histogram(out, "vllm:request_generation_tokens",
+            "Number of generation tokens processed.", labels,
+            server.generationTokensPerRequest());
+  histogram(out, "vllm:iteration_tokens_total",
+            "Histogram of number of tokens per engine_step.", labels,
+            engine.iteration_tokens);
   // Speculative decoding: every verification has a first draft, so the
   // verifications are the drafts at position 1.
   one("vllm:spec_decode_num_drafts_total", "counter",
@@ -226,6 +244,15 @@ std::string renderMetrics(const ServerMetrics &server,
   out += fmt::format("strata_step_time_seconds_count {}\n", h.count);
   appendVllmMetrics(out, server, engine, model_name);
   return out;
+}
+
+std::vector<double> ServerMetrics::tokenBuckets(int64_t max_model_len) {
+  std::vector<double> buckets;
+  for (int64_t decade = 1; decade <= max_model_len; decade *= 10)
+    for (int64_t m : {1, 2, 5})
+      if (m * decade <= max_model_len)
+        buckets.push_back(static_cast<double>(m * decade));
+  return buckets;
 }
 
 } // namespace strata::runtime::serve

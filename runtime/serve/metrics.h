@@ -52,6 +52,18 @@ public:
   }
   void observeE2e(double seconds) { e2e_.observe(seconds); }
   void observeQueue(double seconds) { queue_.observe(seconds); }
+  /// A finished request's phases as vLLM splits them: prefill (first
+  /// admission -> first token), decode (first token -> end), inference
+  /// (first admission -> end), and its prompt and generated token counts.
+  void observePhases(double prefill, double decode, double inference) {
+    prefill_.observe(prefill);
+    decode_.observe(decode);
+    inference_.observe(inference);
+  }
+  void observeRequestTokens(uint64_t prompt, uint64_t generated) {
+    prompt_tokens_per_request_.observe(static_cast<double>(prompt));
+    generation_tokens_per_request_.observe(static_cast<double>(generated));
+  }
   void countFinished(const std::string &reason);
 
   /// (endpoint, status) -> count.
@@ -66,6 +78,24 @@ public:
   HistogramSnapshot itl() const { return itl_.snapshot(); }
   HistogramSnapshot e2e() const { return e2e_.snapshot(); }
   HistogramSnapshot queue() const { return queue_.snapshot(); }
+  HistogramSnapshot prefill() const { return prefill_.snapshot(); }
+  HistogramSnapshot decode() const { return decode_.snapshot(); }
+  HistogramSnapshot inference() const { return inference_.snapshot(); }
+  HistogramSnapshot promptTokensPerRequest() const {
+    return prompt_tokens_per_request_.snapshot();
+  }
+  HistogramSnapshot generationTokensPerRequest() const {
+    return generation_tokens_per_request_.snapshot();
+  }
+
+  /// The token-count histograms' buckets: vLLM's 1, 2, 5, 10, 20, 50, ...
+  /// up to `max_model_len` (build_1_2_5_buckets).
+  explicit ServerMetrics(int64_t max_model_len = 1 << 20)
+      : prompt_tokens_per_request_(
+            tokenBuckets(max_model_len > 0 ? max_model_len : 1 << 20)),
+        generation_tokens_per_request_(
+            tokenBuckets(max_model_len > 0 ? max_model_len : 1 << 20)) {}
+  static std::vector<double> tokenBuckets(int64_t max_model_len);
 
 private:
   mutable std::mutex mutex_;
@@ -79,6 +109,11 @@ private:
                   0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0}};
   Histogram e2e_{kRequestLatencyBuckets()};
   Histogram queue_{kRequestLatencyBuckets()};
+  Histogram prefill_{kRequestLatencyBuckets()};
+  Histogram decode_{kRequestLatencyBuckets()};
+  Histogram inference_{kRequestLatencyBuckets()};
+  Histogram prompt_tokens_per_request_;
+  Histogram generation_tokens_per_request_;
   static std::vector<double> kRequestLatencyBuckets() {
     return {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,    10.0,   15.0, 20.0,
             30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};

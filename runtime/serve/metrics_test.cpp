@@ -135,6 +135,44 @@ TEST(ServeMetrics, VllmNames) {
     EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
 }
 
+// Tests vLLM's request-phase and token histograms: prefill / decode /
+// inference seconds on the latency buckets, prompt and generation tokens on
+// 1-2-5 buckets up to the model length, tokens per engine step on vLLM's
+// iteration buckets.
+TEST(ServeMetrics, VllmPhaseAndTokenHistograms) {
+  EXPECT_EQ(ServerMetrics::tokenBuckets(1000),
+            (std::vector<double>{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000}));
+  EXPECT_EQ(ServerMetrics::tokenBuckets(4096).back(), 2000);
+  ServerMetrics m(4096);
+  m.observePhases(0.2, 3.0, 3.2);
+  m.observeRequestTokens(37, 16);
+  m.observeRequestTokens(4000, 1);
+  EngineStats stats = sampleStats();
+  Histogram iteration(iterationTokenBuckets());
+  for (double tokens : {1.0, 8.0, 9.0, 2048.0})
+    iteration.observe(tokens);
+  stats.iteration_tokens = iteration.snapshot();
+  std::string text = renderMetrics(m, AdmissionState{}, stats, "glm");
+  const std::string l = "model_name=\"glm\",engine=\"0\"";
+  for (std::string line : {
+           "vllm:request_prefill_time_seconds_bucket{" + l + ",le=\"0.3\"} 1",
+           "vllm:request_decode_time_seconds_bucket{" + l + ",le=\"2.5\"} 0",
+           "vllm:request_decode_time_seconds_bucket{" + l + ",le=\"5\"} 1",
+           "vllm:request_inference_time_seconds_sum{" + l + "} 3.2",
+           "vllm:request_prompt_tokens_bucket{" + l + ",le=\"50\"} 1",
+           "vllm:request_prompt_tokens_bucket{" + l + ",le=\"2000\"} 1",
+           "vllm:request_prompt_tokens_bucket{" + l + ",le=\"+Inf\"} 2",
+           "vllm:request_generation_tokens_bucket{" + l + ",le=\"1\"} 1",
+           "vllm:request_generation_tokens_bucket{" + l + ",le=\"20\"} 2",
+           "vllm:iteration_tokens_total_bucket{" + l + ",le=\"1\"} 1",
+           "vllm:iteration_tokens_total_bucket{" + l + ",le=\"8\"} 2",
+           "vllm:iteration_tokens_total_bucket{" + l + ",le=\"16\"} 3",
+           "vllm:iteration_tokens_total_bucket{" + l + ",le=\"2048\"} 4",
+           "vllm:iteration_tokens_total_count{" + l + "} 4",
+       })
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << line;
+}
+
 // Tests that strata-eval's parser finds the prefix-cache and MTP counters.
 TEST(ServeMetrics, ReadByStrataEval) {
   ServerMetrics m;

@@ -38,9 +38,11 @@ FinishReason finishReasonOf(const RequestOutput &out) {
 
 class SchedulerEngine : public Engine {
 public:
-  explicit SchedulerEngine(std::unique_ptr<runtime::Engine> engine,
-                           std::shared_ptr<Histogram> step_time)
-      : engine_(std::move(engine)), step_time_(std::move(step_time)) {}
+  SchedulerEngine(std::unique_ptr<runtime::Engine> engine,
+                  std::shared_ptr<Histogram> step_time,
+                  std::shared_ptr<Histogram> iteration_tokens)
+      : engine_(std::move(engine)), step_time_(std::move(step_time)),
+        iteration_tokens_(std::move(iteration_tokens)) {}
 
   StatusOr<RequestId> submit(GenerationRequest request,
                              EngineCallback callback) override {
@@ -119,12 +121,14 @@ public:
     e.mtp_accepted_tokens_by_position.assign(
         s.mtp.accepted_by_position.begin(), s.mtp.accepted_by_position.end());
     e.step_time = step_time_->snapshot();
+    e.iteration_tokens = iteration_tokens_->snapshot();
     return e;
   }
 
 private:
   std::unique_ptr<runtime::Engine> engine_;
   std::shared_ptr<Histogram> step_time_;
+  std::shared_ptr<Histogram> iteration_tokens_;
   std::mt19937_64 seeds_{std::random_device{}()};
 };
 
@@ -243,8 +247,11 @@ createModelEngine(const ModelEngineOptions &options) {
   }
   scheduler.num_blocks = blocks;
   auto step_time = std::make_shared<Histogram>();
-  scheduler.step_observer = [step_time](double seconds) {
+  auto iteration_tokens = std::make_shared<Histogram>(iterationTokenBuckets());
+  scheduler.step_observer = [step_time, iteration_tokens](double seconds,
+                                                          uint64_t tokens) {
     step_time->observe(seconds);
+    iteration_tokens->observe(static_cast<double>(tokens));
   };
 
   EngineOptions engine_options;
@@ -265,7 +272,8 @@ createModelEngine(const ModelEngineOptions &options) {
       std::unique_ptr<runtime::Engine> engine,
       runtime::Engine::create(engine_options, options.tokenizer));
   return std::unique_ptr<Engine>(
-      new SchedulerEngine(std::move(engine), std::move(step_time)));
+      new SchedulerEngine(std::move(engine), std::move(step_time),
+                          std::move(iteration_tokens)));
 }
 
 } // namespace strata::runtime::serve

@@ -218,8 +218,10 @@ struct Server::ChoiceState {
   /// Ids delivered so far (completion_tokens while running).
   int32_t generated = 0;
   /// Metrics: the last token delivery, whether the queue time and the end
-  /// were recorded.
+  /// were recorded; when the scheduler first admitted the request and when
+  /// its first token came (vLLM's prefill / decode / inference phases).
   std::chrono::steady_clock::time_point last_token;
+  std::optional<std::chrono::steady_clock::time_point> admitted, first_token;
   bool queue_observed = false;
   bool end_recorded = false;
   /// Non-streaming: the text and log-probabilities so far.
@@ -264,8 +266,9 @@ Server::create(ServerOptions options, std::unique_ptr<Engine> engine,
 
 Server::Server(ServerOptions options, std::unique_ptr<Engine> engine,
                std::unique_ptr<const tokenizer::Tokenizer> tokenizer)
-    : options_(std::move(options)), created_(std::time(nullptr)),
-      tokenizer_(std::move(tokenizer)), engine_(std::move(engine)),
+    : options_(std::move(options)), metrics_(options_.max_context_tokens),
+      created_(std::time(nullptr)), tokenizer_(std::move(tokenizer)),
+      engine_(std::move(engine)),
       http_(std::make_unique<httplib::Server>()) {
   std::optional<int32_t> start = tokenizer_->tokenToId("<think>");
   std::optional<int32_t> end = tokenizer_->tokenToId("</think>");
@@ -952,7 +955,12 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
   if (event.queue_seconds >= 0 && !c.queue_observed) {
     metrics_.observeQueue(event.queue_seconds);
     c.queue_observed = true;
+    c.admitted = prepared.start +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double>(event.queue_seconds));
   }
+  if (!event.token_ids.empty() && !c.first_token)
+    c.first_token = now;
   if (!event.token_ids.empty()) {
     metrics_.observeTtftOrItl(c.generated == 0, c.generated == 0
                                                     ? now - prepared.start
@@ -1075,9 +1083,23 @@ void Server::recordFinish(const Prepared &prepared, ChoiceState &c) {
   if (c.end_recorded)
     return;
   c.end_recorded = true;
-  metrics_.observeE2e(std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - prepared.start)
-                          .count());
+  const auto end = std::chrono::steady_clock::now();
+  metrics_.observeE2e(
+      std::chrono::duration<double>(end - prepared.start).count());
+  // vLLM records the phases of every request that was scheduled and
+  // produced a token, whatever its end.
+  if (c.admitted && c.first_token) {
+    auto seconds = [](auto d) {
+      return std::max(0.0, std::chrono::duration<double>(d).count());
+    };
+    metrics_.observePhases(seconds(*c.first_token - *c.admitted),
+                           seconds(end - *c.first_token),
+                           seconds(end - *c.admitted));
+  }
+  size_t prompt = prepared.prompt_of_choice[c.index];
+  metrics_.observeRequestTokens(
+      static_cast<uint64_t>(prepared.prompt_sizes[prompt]),
+      static_cast<uint64_t>(c.finished ? c.completion_tokens : c.generated));
   const char *reason = "abort";
   if (c.finished) {
     switch (c.finish) {

@@ -3,8 +3,9 @@
 Usage: greedy_client.py PORT PROMPT MAX_TOKENS
 Sends the same /v1/completions request (temperature 0) twice without
 streaming and once streamed, checks that the three texts are equal, prints
-the text and usage, then prints the prefix-cache and KV counters of /metrics
-once no KV block is in use (or after 30 s).
+the text and usage, then prints the prefix-cache and KV counters and some of
+vLLM's request histograms of /metrics once no KV block is in use (or after
+30 s).
 """
 import json
 import sys
@@ -46,5 +47,10 @@ for _ in range(300):
         break
     time.sleep(0.1)
 for line in metrics.splitlines():
-    if line.startswith(("strata_prefix_cache_", "strata_kv_blocks_")):
+    if line.startswith(("strata_prefix_cache_", "strata_kv_blocks_",
+                        "vllm:iteration_tokens_total_sum",
+                        "vllm:iteration_tokens_total_count",
+                        "vllm:request_prompt_tokens_sum",
+                        "vllm:request_generation_tokens_sum",
+                        "vllm:request_prefill_time_seconds_count")):
         print(line)

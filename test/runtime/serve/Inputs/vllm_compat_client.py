@@ -180,6 +180,16 @@ success = sum(float(l.split()[-1]) for l in text.splitlines()
 print("counts:", int(float(ttft.split()[-1])) > 20, float(e2e.split()[-1]) == success,
       float(queue.split()[-1]) >= float(ttft.split()[-1]))
 print([l for l in text.splitlines() if l.startswith("vllm:kv_cache_usage_perc")][0])
+# The phases and token counts of every finished request that produced a
+# token; the tokens-per-step histogram is exported (the test engine has no
+# scheduler steps: its count is 0; the scheduler's are checked by
+# ServeMetrics and model-serve.test).
+def count(name):
+    return float([l for l in text.splitlines() if l.startswith(name + "_count")][0].split()[-1])
+print("phases:", count("vllm:request_prefill_time_seconds") == count("vllm:request_inference_time_seconds")
+      == count("vllm:request_decode_time_seconds") > 20,
+      count("vllm:request_prompt_tokens") == count("vllm:request_generation_tokens") == float(e2e.split()[-1]),
+      count("vllm:iteration_tokens_total") == 0)
 
 # An engine failure (the test engine fails prompts holding "~"): the
 # request gets 500 and /health 503 from then on.
