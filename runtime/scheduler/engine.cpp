@@ -11,21 +11,33 @@
 
 namespace strata::runtime {
 
+namespace {
+
+/// The executor runner of `options`, the caches left to allocateCaches.
+ExecutorRunnerOptions deferredRunnerOptions(const EngineOptions &options) {
+  ExecutorRunnerOptions runner_options;
+  runner_options.artifact_path = options.artifact_path;
+  runner_options.checkpoint_dir = options.checkpoint_dir;
+  runner_options.target = options.target;
+  runner_options.decode_graphs = options.decode_graphs;
+  runner_options.progress = options.progress;
+  runner_options.ranks = options.ranks;
+  runner_options.defer_caches = true;
+  return runner_options;
+}
+
+} // namespace
+
 StatusOr<std::unique_ptr<Engine>>
 Engine::create(const EngineOptions &options,
                const tokenizer::Tokenizer *tokenizer) {
   STRATA_ASSIGN_OR_RETURN(CacheGeometry geometry,
                           readArtifactGeometry(options.artifact_path));
-  ExecutorRunnerOptions runner_options;
-  runner_options.artifact_path = options.artifact_path;
-  runner_options.checkpoint_dir = options.checkpoint_dir;
+  ExecutorRunnerOptions runner_options = deferredRunnerOptions(options);
+  runner_options.defer_caches = false;
   runner_options.kv_pages = options.scheduler.num_blocks;
-  runner_options.target = options.target;
-  runner_options.decode_graphs = options.decode_graphs;
-  runner_options.progress = options.progress;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
-  runner_options.ranks = options.ranks;
   if (options.ranks)
     return createReplicated(options, runner_options, geometry, tokenizer);
   if (!options.size_caches) {
@@ -75,16 +87,9 @@ Engine::createReplicated(const EngineOptions &options,
 Status runEngineFollower(const EngineOptions &options) {
   if (!options.ranks || options.ranks->rank == 0)
     return invalidArgument("runEngineFollower: for the ranks other than 0");
-  ExecutorRunnerOptions runner_options;
-  runner_options.artifact_path = options.artifact_path;
-  runner_options.checkpoint_dir = options.checkpoint_dir;
-  runner_options.target = options.target;
-  runner_options.decode_graphs = options.decode_graphs;
-  runner_options.progress = options.progress;
-  runner_options.ranks = options.ranks;
-  runner_options.defer_caches = true;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
-                          ExecutorRunner::create(runner_options));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<ExecutorRunner> runner,
+      ExecutorRunner::create(deferredRunnerOptions(options)));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> control,
                           createControlCommunicator(*options.ranks));
   return runRankFollower(runner->executor(), *control);

@@ -360,12 +360,9 @@ createCudaDevice(const CudaDeviceOptions &options) {
     return unavailable("no GPU: cuDeviceGetCount: {}", describe(api, result));
   if (count == 0)
     return unavailable("no GPU: the CUDA driver reports no device");
-  int ordinal = options.ordinal_modulo_count && options.ordinal >= 0
-                    ? options.ordinal % count
-                    : options.ordinal;
-  if (ordinal < 0 || ordinal >= count)
-    return invalidArgument("cuda device {} requested, {} present", ordinal,
-                           count);
+  STRATA_ASSIGN_OR_RETURN(
+      int ordinal, resolveDeviceOrdinal("cuda", options.ordinal,
+                                        options.ordinal_modulo_count, count));
   CUdevice device = 0;
   STRATA_RETURN_IF_ERROR(
       check(api, api.cuDeviceGet(&device, ordinal), "cuDeviceGet"));

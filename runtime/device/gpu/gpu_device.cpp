@@ -507,4 +507,14 @@ createGpuDevice(std::unique_ptr<GpuDriver> driver) {
   return std::unique_ptr<Device>(std::move(device));
 }
 
+StatusOr<int> resolveDeviceOrdinal(const char *backend, int ordinal,
+                                   bool modulo, int count) {
+  int resolved = modulo && ordinal >= 0 && count > 0 ? ordinal % count
+                                                     : ordinal;
+  if (resolved < 0 || resolved >= count)
+    return invalidArgument("{} device {} requested, {} present", backend,
+                           resolved, count);
+  return resolved;
+}
+
 } // namespace strata::runtime

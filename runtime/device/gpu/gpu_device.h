@@ -27,6 +27,13 @@ namespace strata::runtime {
 StatusOr<std::unique_ptr<Device>>
 createGpuDevice(std::unique_ptr<GpuDriver> driver);
 
+/// The GPU a backend opens of `count`: `ordinal`, or with `modulo` (ranks of
+/// a parallel run sharing fewer GPUs) `ordinal` modulo `count`.
+/// INVALID_ARGUMENT "<backend> device N requested, M present" outside
+/// [0, count).
+StatusOr<int> resolveDeviceOrdinal(const char *backend, int ordinal,
+                                   bool modulo, int count);
+
 } // namespace strata::runtime
 
 #endif // STRATA_RUNTIME_DEVICE_GPU_GPU_DEVICE_H

@@ -318,12 +318,9 @@ createHipDevice(const HipDeviceOptions &options) {
     return unavailable("no GPU: hipGetDeviceCount: {}", describe(api, result));
   if (count == 0)
     return unavailable("no GPU: the HIP runtime reports no device");
-  int ordinal = options.ordinal_modulo_count && options.ordinal >= 0
-                    ? options.ordinal % count
-                    : options.ordinal;
-  if (ordinal < 0 || ordinal >= count)
-    return invalidArgument("hip device {} requested, {} present", ordinal,
-                           count);
+  STRATA_ASSIGN_OR_RETURN(
+      int ordinal, resolveDeviceOrdinal("hip", options.ordinal,
+                                        options.ordinal_modulo_count, count));
   STRATA_RETURN_IF_ERROR(
       check(api, api.hipSetDevice(ordinal), "hipSetDevice"));
   char name[256] = {};
