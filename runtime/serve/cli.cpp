@@ -293,30 +293,6 @@ int runServeCli(int argc, char **argv) {
 
   if (Status ranks = finishRankFlags(rank_options, rank_flags); !ranks.ok())
     return usageError(std::string(ranks.message()));
-  // A sharded artifact: start every rank (and wait), or be one of them;
-  // rank 0 serves, the others follow its engine. Before the signals are
-  // blocked, so that a follower and the launcher stop on SIGTERM.
-  StatusOr<RankRole> role =
-      resolveRankRole(rank_options, artifact_path, command_line);
-  if (!role.ok())
-    return fail(role.status());
-  if (role->launcher)
-    return role->launched.ok() ? 0 : fail(role->launched);
-  if (role->ranks && role->ranks->rank != 0) {
-    EngineOptions follower;
-    follower.artifact_path = artifact_path;
-    follower.checkpoint_dir = checkpoint_dir;
-    follower.target = engine_options.target;
-    follower.decode_graphs = decode_graphs == "on" && !enforce_eager;
-    follower.ranks = role->ranks;
-    // A follower stops when rank 0 says so (after draining) or fails; the
-    // launcher forwards SIGINT / SIGTERM to every rank, and rank 0 drains.
-    std::signal(SIGINT, SIG_IGN);
-    std::signal(SIGTERM, SIG_IGN);
-    Status followed = runEngineFollower(follower);
-    return followed.ok() ? 0 : fail(followed);
-  }
-  engine_options.ranks = role->ranks;
 
   // SIGINT/SIGTERM are blocked here, before any thread starts (threads
   // inherit the mask), and taken with sigwait() below for a clean stop().
@@ -354,10 +330,37 @@ int runServeCli(int argc, char **argv) {
       !std::filesystem::is_directory(checkpoint_dir))
     return fail(notFound("checkpoint folder {} does not exist",
                          checkpoint_dir));
+
   std::shared_ptr<const Artifact> model(std::move(*artifact));
   Status settings = checkCompiledSettings(*model, compiled);
   if (!settings.ok())
     return fail(settings);
+  // A sharded artifact: start every rank (and wait), or be one of them;
+  // rank 0 serves, the others follow its engine. The signals are unblocked
+  // meanwhile (no thread runs yet): the launcher forwards them to the ranks.
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+  StatusOr<RankRole> role =
+      resolveRankRole(rank_options, artifact_path, command_line);
+  if (!role.ok())
+    return fail(role.status());
+  if (role->launcher)
+    return role->launched.ok() ? 0 : fail(role->launched);
+  if (role->ranks && role->ranks->rank != 0) {
+    EngineOptions follower;
+    follower.artifact_path = artifact_path;
+    follower.checkpoint_dir = checkpoint_dir;
+    follower.target = engine_options.target;
+    follower.decode_graphs = decode_graphs == "on" && !enforce_eager;
+    follower.ranks = role->ranks;
+    // A follower stops when rank 0 says so (after draining) or fails; the
+    // launcher forwards SIGINT / SIGTERM to every rank, and rank 0 drains.
+    std::signal(SIGINT, SIG_IGN);
+    std::signal(SIGTERM, SIG_IGN);
+    Status followed = runEngineFollower(follower);
+    return followed.ok() ? 0 : fail(followed);
+  }
+  engine_options.ranks = role->ranks;
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   const artifact::ModelConfig *config = model->def().model();
   if (!config || config->max_position_embeddings() == 0)
     return fail(invalidArgument("{}: artifact has no max_position_embeddings",
