@@ -6,46 +6,68 @@
 
 #include "runtime/scheduler/replicated_runner.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/collectives/gloo_communicator.h"
 
 namespace strata::runtime {
 
-namespace {
 
-/// Broadcasts `size` bytes at `data` from rank 0 through a host buffer of
-/// `host` (read on rank 0, written on the others).
-Status broadcastBytes(Communicator &control, Device &host, uint8_t *data,
-                      uint64_t size) {
-  if (size == 0)
+/// Bytes from rank 0 to every rank: a broadcast of the length, then of the
+/// bytes, through one pinned host buffer of the device that grows as needed
+/// (allocating one per command cost a pinned allocation per step).
+class ControlChannel {
+public:
+  ControlChannel(Communicator &control, Device &host)
+      : control_(control), host_(host) {}
+
+  /// Rank 0's side.
+  Status send(const RankCommand &command) {
+    std::vector<uint8_t> bytes = encodeRankCommand(command);
+    uint64_t size = bytes.size();
+    STRATA_RETURN_IF_ERROR(
+        broadcast(reinterpret_cast<uint8_t *>(&size), sizeof(size)));
+    return broadcast(bytes.data(), size);
+  }
+  /// A follower's side.
+  StatusOr<RankCommand> receive() {
+    uint64_t size = 0;
+    STRATA_RETURN_IF_ERROR(
+        broadcast(reinterpret_cast<uint8_t *>(&size), sizeof(size)));
+    std::vector<uint8_t> bytes(size);
+    STRATA_RETURN_IF_ERROR(broadcast(bytes.data(), size));
+    return decodeRankCommand(bytes);
+  }
+
+private:
+  /// `size` bytes at `data`: read on rank 0, written on the others.
+  Status broadcast(uint8_t *data, uint64_t size) {
+    if (size == 0)
+      return okStatus();
+    if (!staging_ || staging_->size() < size) {
+      staging_.reset();
+      STRATA_ASSIGN_OR_RETURN(staging_, host_.allocateHost(std::max<uint64_t>(
+                                            size, 4096)));
+    }
+    auto *bytes = static_cast<uint8_t *>(staging_->hostPointer());
+    if (control_.rank() == 0)
+      std::memcpy(bytes, data, size);
+    STRATA_RETURN_IF_ERROR(control_.broadcast({staging_.get(), 0},
+                                              {staging_.get(), 0}, size,
+                                              DataType::kU8, 0,
+                                              host_.defaultStream()));
+    STRATA_RETURN_IF_ERROR(control_.synchronize(host_.defaultStream()));
+    if (control_.rank() != 0)
+      std::memcpy(data, bytes, size);
     return okStatus();
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
-                          host.allocateHost(size));
-  auto *bytes = static_cast<uint8_t *>(buffer->hostPointer());
-  if (control.rank() == 0)
-    std::memcpy(bytes, data, size);
-  STRATA_RETURN_IF_ERROR(control.broadcast({buffer.get(), 0},
-                                           {buffer.get(), 0}, size,
-                                           DataType::kU8, 0,
-                                           host.defaultStream()));
-  STRATA_RETURN_IF_ERROR(control.synchronize(host.defaultStream()));
-  if (control.rank() != 0)
-    std::memcpy(data, bytes, size);
-  return okStatus();
-}
+  }
 
-/// Receives one command from rank 0 (a follower's side).
-StatusOr<RankCommand> receiveRankCommand(Communicator &control, Device &host) {
-  uint64_t size = 0;
-  STRATA_RETURN_IF_ERROR(broadcastBytes(
-      control, host, reinterpret_cast<uint8_t *>(&size), sizeof(size)));
-  std::vector<uint8_t> bytes(size);
-  STRATA_RETURN_IF_ERROR(broadcastBytes(control, host, bytes.data(), size));
-  return decodeRankCommand(bytes);
-}
+  Communicator &control_;
+  Device &host_;
+  std::unique_ptr<Buffer> staging_;
+};
 
-} // namespace
 
 StatusOr<std::unique_ptr<Communicator>>
 createControlCommunicator(const RankGroupsOptions &ranks) {
@@ -64,19 +86,12 @@ createControlCommunicator(const RankGroupsOptions &ranks) {
   return control;
 }
 
-Status broadcastRankCommand(Communicator &control, Device &host,
-                            const RankCommand &command) {
-  std::vector<uint8_t> bytes = encodeRankCommand(command);
-  uint64_t size = bytes.size();
-  STRATA_RETURN_IF_ERROR(broadcastBytes(
-      control, host, reinterpret_cast<uint8_t *>(&size), sizeof(size)));
-  return broadcastBytes(control, host, bytes.data(), size);
-}
-
 ReplicatedRunner::ReplicatedRunner(std::unique_ptr<ExecutorRunner> runner,
                                    std::unique_ptr<Communicator> control,
                                    std::chrono::milliseconds keep_alive)
     : runner_(std::move(runner)), control_(std::move(control)),
+      channel_(std::make_unique<ControlChannel>(*control_,
+                                                runner_->executor().device())),
       keep_alive_(keep_alive) {}
 
 ReplicatedRunner::~ReplicatedRunner() {
@@ -86,8 +101,7 @@ ReplicatedRunner::~ReplicatedRunner() {
 }
 
 Status ReplicatedRunner::send(const RankCommand &command) {
-  Status status =
-      broadcastRankCommand(*control_, runner_->executor().device(), command);
+  Status status = channel_->send(command);
   return status.ok() ? status
                      : status.withContext("sending a command to the ranks");
 }
@@ -139,9 +153,9 @@ Status ReplicatedRunner::allocateCaches(uint64_t kv_pages,
 }
 
 Status runRankFollower(ModelExecutor &executor, Communicator &control) {
+  ControlChannel channel(control, executor.device());
   for (;;) {
-    StatusOr<RankCommand> command =
-        receiveRankCommand(control, executor.device());
+    StatusOr<RankCommand> command = channel.receive();
     if (!command.ok())
       return command.status().withContext(
           fmt::format("rank {}: waiting for rank 0's next command",

@@ -9,7 +9,7 @@
 // runs runRankFollower, which repeats the commands on its executor until
 // rank 0 says stop. The commands travel over a control communicator of all
 // ranks (Gloo, key prefix `strata/control`, host memory): a broadcast of
-// the length, then of the bytes.
+// the length, then of the bytes, through one reused pinned buffer.
 //
 // Failures: a follower that hears nothing for the collectives' timeout
 // fails naming rank 0 (an idle rank 0 sends a keep-alive every quarter of
@@ -39,9 +39,8 @@ namespace strata::runtime {
 StatusOr<std::unique_ptr<Communicator>>
 createControlCommunicator(const RankGroupsOptions &ranks);
 
-/// Sends `command` from rank 0 to every rank of `control` (the root side).
-Status broadcastRankCommand(Communicator &control, Device &host,
-                            const RankCommand &command);
+/// The commands' transport (replicated_runner.cpp).
+class ControlChannel;
 
 class ReplicatedRunner : public ModelRunner {
 public:
@@ -78,6 +77,7 @@ private:
 
   std::unique_ptr<ExecutorRunner> runner_;
   std::unique_ptr<Communicator> control_;
+  std::unique_ptr<ControlChannel> channel_;
   std::chrono::milliseconds keep_alive_;
 };
 
