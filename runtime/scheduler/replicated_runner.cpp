@@ -13,7 +13,6 @@
 
 namespace strata::runtime {
 
-
 /// Bytes from rank 0 to every rank: a broadcast of the length, then of the
 /// bytes, through one pinned host buffer of the device that grows as needed
 /// (allocating one per command cost a pinned allocation per step).
