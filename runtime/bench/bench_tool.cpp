@@ -20,7 +20,6 @@
 #include "runtime/bench/bench_plot.h"
 #include "runtime/bench/step_bench.h"
 #include "runtime/executor/rank_flags.h"
-#include "runtime/executor/rank_launcher.h"
 
 namespace strata::runtime {
 

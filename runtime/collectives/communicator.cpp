@@ -50,7 +50,7 @@ StatusOr<CommunicatorOptions> resolveOptions(const CommunicatorOptions &in) {
   if (out.prefix.empty())
     out.prefix = "strata";
   if (out.timeout.count() <= 0)
-    out.timeout = std::chrono::milliseconds(60000);
+    out.timeout = kDefaultCollectiveTimeout;
   return out;
 }
 

@@ -94,6 +94,9 @@ struct Region {
   uint64_t offset_bytes = 0;
 };
 
+/// A collective's (and the rendezvous') timeout when none is given.
+inline constexpr std::chrono::milliseconds kDefaultCollectiveTimeout{60000};
+
 /// What every backend needs to join a group.
 struct CommunicatorOptions {
   /// Rendezvous store (not owned; must outlive the communicator). Required.
@@ -106,7 +109,8 @@ struct CommunicatorOptions {
   /// expert-parallel) share one store. Default (empty): "strata".
   std::string prefix;
   /// Longest a collective (and the rendezvous) may take before it fails with
-  /// an error naming the ranks at fault. Default (0): 60 s.
+  /// an error naming the ranks at fault. Default (0):
+  /// kDefaultCollectiveTimeout (60 s).
   std::chrono::milliseconds timeout{0};
 };
 

@@ -128,23 +128,28 @@ StatusOr<RankGroupsOptions> rankGroupsOptions(const RankRunOptions &options,
 }
 
 StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
+                                   const Artifact &artifact,
+                                   const std::vector<std::string> &args) {
+  STRATA_RETURN_IF_ERROR(checkRankSizes(options, artifact));
+  RankRole role;
+  if (artifact.numRanks() == 1)
+    return role;
+  if (options.rank < 0) {
+    role.launcher = true;
+    role.launched = launchRanks(args, static_cast<int>(artifact.numRanks()));
+    return role;
+  }
+  STRATA_ASSIGN_OR_RETURN(role.ranks,
+                          rankGroupsOptions(options, artifact, role.store));
+  return role;
+}
+
+StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
                                    const std::string &artifact_path,
                                    const std::vector<std::string> &args) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(artifact_path));
-  STRATA_RETURN_IF_ERROR(checkRankSizes(options, *artifact));
-  RankRole role;
-  if (artifact->numRanks() == 1)
-    return role;
-  if (options.rank < 0) {
-    role.launcher = true;
-    role.launched =
-        launchRanks(args, static_cast<int>(artifact->numRanks()));
-    return role;
-  }
-  STRATA_ASSIGN_OR_RETURN(role.ranks,
-                          rankGroupsOptions(options, *artifact, role.store));
-  return role;
+  return resolveRankRole(options, *artifact, args);
 }
 
 } // namespace strata::runtime

@@ -70,7 +70,7 @@ StatusOr<RankGroupsOptions> rankGroupsOptions(const RankRunOptions &options,
                                               const Artifact &artifact,
                                               std::unique_ptr<Store> &store);
 
-/// What a process of a tool does with the artifact at `artifact_path`.
+/// What a process of a tool does with a (possibly sharded) artifact.
 struct RankRole {
   /// The launcher: every rank was started (launchRanks with `args`) and
   /// has exited; `launched` holds the outcome.
@@ -82,9 +82,13 @@ struct RankRole {
   std::unique_ptr<Store> store;
 };
 
-/// The role of this process (checkRankSizes first): a one-rank artifact
-/// runs here; a sharded one without --rank starts every rank and waits for
-/// them; with --rank this process is that rank.
+/// The role of this process with `artifact` (checkRankSizes first): a
+/// one-rank artifact runs here; a sharded one without --rank starts every
+/// rank and waits for them; with --rank this process is that rank.
+StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
+                                   const Artifact &artifact,
+                                   const std::vector<std::string> &args);
+/// The same for the artifact file at `artifact_path`, read here.
 StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
                                    const std::string &artifact_path,
                                    const std::vector<std::string> &args);

@@ -111,7 +111,6 @@ StatusOr<std::unique_ptr<Communicator>> RankGroups::join(RankGroup group) {
     nccl.group = common;
     nccl.device = &device_;
     nccl.flavor = device == "hip" ? NcclFlavor::kRccl : NcclFlavor::kNccl;
-    backend_description_ = device == "hip" ? "rccl" : "nccl";
     return createNcclCommunicator(nccl);
   }
   if (!gpu && options_.backend == CollectiveBackend::kNccl)
@@ -122,11 +121,8 @@ StatusOr<std::unique_ptr<Communicator>> RankGroups::join(RankGroup group) {
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> communicator,
                           createGlooCommunicator(gloo));
   capturable_ = false;
-  if (!gpu) {
-    backend_description_ = "gloo";
+  if (!gpu)
     return communicator;
-  }
-  backend_description_ = "gloo (host-staged)";
   HostStagedCommunicatorOptions staged;
   staged.inner = std::move(communicator);
   staged.device = &device_;
@@ -134,10 +130,6 @@ StatusOr<std::unique_ptr<Communicator>> RankGroups::join(RankGroup group) {
 }
 
 bool RankGroups::capturable() const { return capturable_; }
-
-std::string RankGroups::backendDescription() const {
-  return backend_description_;
-}
 
 uint32_t RankGroups::coordinate(RankGroup group) const {
   uint32_t r = static_cast<uint32_t>(options_.rank);

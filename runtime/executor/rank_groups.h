@@ -85,9 +85,6 @@ public:
   /// Whether the collectives can be captured into a graph (NCCL / RCCL:
   /// yes; Gloo runs on the calling thread: no). True without communicators.
   bool capturable() const;
-  /// The communicators' library, for logs: "gloo", "gloo (host-staged)",
-  /// "nccl", "rccl", or "none" for a single rank.
-  std::string backendDescription() const;
 
   /// Sets the SizeSymbols tp_rank, ep_rank and world_rank of `sizes`.
   void setCoordinates(RuntimeSizes &sizes) const;
@@ -108,7 +105,6 @@ private:
   Device &device_;
   /// By artifact::RankGroup; null for a group of one rank.
   std::unique_ptr<Communicator> groups_[3];
-  std::string backend_description_ = "none";
   bool capturable_ = true;
 };
 

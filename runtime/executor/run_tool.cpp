@@ -21,7 +21,6 @@
 #include "runtime/executor/model_executor.h"
 #include "runtime/executor/npy.h"
 #include "runtime/executor/rank_flags.h"
-#include "runtime/executor/rank_launcher.h"
 #include "runtime/tokenizer/tokenizer.h"
 
 namespace strata::runtime {
@@ -220,15 +219,13 @@ Status run(const RunOptions &options, std::ostream &out) {
   Clock::time_point load_start = Clock::now();
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Artifact> artifact,
                           Artifact::fromFile(options.artifact));
-  STRATA_RETURN_IF_ERROR(checkRankSizes(options.ranks, *artifact));
   // A sharded artifact without --rank: start every rank and wait for them.
-  if (artifact->numRanks() > 1 && options.ranks.rank < 0)
-    return launchRanks(options.args, static_cast<int>(artifact->numRanks()));
-  std::unique_ptr<Store> store;
-  std::optional<RankGroupsOptions> ranks;
-  if (artifact->numRanks() > 1) {
-    STRATA_ASSIGN_OR_RETURN(ranks, rankGroupsOptions(options.ranks, *artifact, store));
-  }
+  STRATA_ASSIGN_OR_RETURN(RankRole role,
+                          resolveRankRole(options.ranks, *artifact,
+                                          options.args));
+  if (role.launcher)
+    return role.launched;
+  const std::optional<RankGroupsOptions> &ranks = role.ranks;
   // Every rank runs every step (the collectives need all); rank 0 dumps.
   bool writes_output = !ranks || ranks->rank == 0;
   // Pages: each request gets a disjoint run of pages for its whole length.

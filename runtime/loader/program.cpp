@@ -211,26 +211,9 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
   for (size_t d = 0; d < plan->dispatches()->size(); ++d) {
     const Dispatch *dispatch = plan->dispatches()->Get(d);
     if (dispatch->collective()) {
-      if (observer)
-        STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*before));
-      uint64_t bound_bytes = 0;
       STRATA_RETURN_IF_ERROR(runCollective(*plan, d, sizes, buffers, resources,
-                                           target_stream, bound_bytes));
-      if (observer) {
-        STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*after));
-        STRATA_ASSIGN_OR_RETURN(float millis,
-                                device_.elapsedMillis(*before, *after));
-        const Collective *collective = dispatch->collective();
-        DispatchTiming timing;
-        timing.dispatch_index = d;
-        timing.kernel_index = kNoKernel;
-        timing.collective =
-            fmt::format("{} over {}", EnumNameCollectiveKind(collective->kind()),
-                        EnumNameRankGroup(collective->group()));
-        timing.seconds = static_cast<double>(millis) * 1e-3;
-        timing.bound_bytes = bound_bytes;
-        (*observer)(timing);
-      }
+                                           target_stream, observer,
+                                           before.get(), after.get()));
       continue;
     }
     const Kernel *kernel = target_->kernels()->Get(dispatch->kernel_index());
@@ -375,7 +358,8 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
 Status Program::runCollective(const ExecutionPlan &plan, size_t d,
                               const RuntimeSizes &sizes, PlanBuffers &buffers,
                               const PlanResources &resources, Stream &stream,
-                              uint64_t &bound_bytes) {
+                              const DispatchObserver *observer, Event *before,
+                              Event *after) {
   const Dispatch *dispatch = plan.dispatches()->Get(d);
   const Collective *collective = dispatch->collective();
   std::string where = fmt::format(
@@ -388,6 +372,7 @@ Status Program::runCollective(const ExecutionPlan &plan, size_t d,
                               "rank, docs/Parallel.md)",
                               where, artifact_.numRanks());
   DispatchArg regions[2];
+  uint64_t bound_bytes = 0;
   for (size_t a = 0; a < 2; ++a) {
     const Binding *binding = dispatch->bindings()->Get(a);
     DispatchArg &out = regions[a];
@@ -413,9 +398,26 @@ Status Program::runCollective(const ExecutionPlan &plan, size_t d,
                         where, a == 0 ? "send" : "recv", out.offset_bytes,
                         out.offset_bytes + bytes, out.buffer->size());
   }
+  if (observer)
+    STRATA_RETURN_IF_ERROR(stream.recordEvent(*before));
   Status status =
       resources.collectives->run(*collective, regions[0], regions[1], stream);
-  return status.ok() ? status : status.withContext(where);
+  if (!status.ok())
+    return status.withContext(where);
+  if (!observer)
+    return okStatus();
+  STRATA_RETURN_IF_ERROR(stream.recordEvent(*after));
+  STRATA_ASSIGN_OR_RETURN(float millis, device_.elapsedMillis(*before, *after));
+  DispatchTiming timing;
+  timing.dispatch_index = d;
+  timing.kernel_index = kNoKernel;
+  timing.collective =
+      fmt::format("{} over {}", EnumNameCollectiveKind(collective->kind()),
+                  EnumNameRankGroup(collective->group()));
+  timing.seconds = static_cast<double>(millis) * 1e-3;
+  timing.bound_bytes = bound_bytes;
+  (*observer)(timing);
+  return okStatus();
 }
 
 } // namespace strata::runtime

@@ -159,12 +159,13 @@ public:
              const DispatchObserver *observer = nullptr);
 
 private:
-  /// Runs collective dispatch `d` of `plan`; adds its send and recv
-  /// regions' bytes to `bound_bytes`.
+  /// Runs collective dispatch `d` of `plan`; with `observer`, timed between
+  /// `before` and `after` and reported with its send and recv bytes.
   Status runCollective(const artifact::ExecutionPlan &plan, size_t d,
                        const RuntimeSizes &sizes, PlanBuffers &buffers,
                        const PlanResources &resources, Stream &stream,
-                       uint64_t &bound_bytes);
+                       const DispatchObserver *observer, Event *before,
+                       Event *after);
 
   Program(const Artifact &artifact, const artifact::TargetDef &target,
           Device &device)

@@ -14,7 +14,6 @@
 #include "runtime/base/command_line.h"
 #include "runtime/base/flag_values.h"
 #include "runtime/executor/rank_flags.h"
-#include "runtime/executor/rank_launcher.h"
 #include "runtime/scheduler/engine.h"
 
 namespace strata::runtime {

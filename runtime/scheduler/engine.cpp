@@ -33,13 +33,13 @@ Engine::create(const EngineOptions &options,
                const tokenizer::Tokenizer *tokenizer) {
   STRATA_ASSIGN_OR_RETURN(CacheGeometry geometry,
                           readArtifactGeometry(options.artifact_path));
+  if (options.ranks)
+    return createReplicated(options, geometry, tokenizer);
   ExecutorRunnerOptions runner_options = deferredRunnerOptions(options);
   runner_options.defer_caches = false;
   runner_options.kv_pages = options.scheduler.num_blocks;
   runner_options.state_slots =
       schedulerStateSlots(options.scheduler, geometry);
-  if (options.ranks)
-    return createReplicated(options, runner_options, geometry, tokenizer);
   if (!options.size_caches) {
     STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> runner,
                             ExecutorRunner::create(runner_options));
@@ -58,7 +58,6 @@ Engine::create(const EngineOptions &options,
 
 StatusOr<std::unique_ptr<Engine>>
 Engine::createReplicated(const EngineOptions &options,
-                         ExecutorRunnerOptions runner_options,
                          const CacheGeometry &geometry,
                          const tokenizer::Tokenizer *tokenizer) {
   const RankGroupsOptions &ranks = *options.ranks;
@@ -67,13 +66,13 @@ Engine::createReplicated(const EngineOptions &options,
                            "follow it: runEngineFollower)",
                            ranks.rank);
   // Every rank allocates the caches rank 0 decides on.
-  runner_options.defer_caches = true;
-  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<ExecutorRunner> own,
-                          ExecutorRunner::create(runner_options));
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<ExecutorRunner> own,
+      ExecutorRunner::create(deferredRunnerOptions(options)));
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Communicator> control,
                           createControlCommunicator(ranks));
   std::chrono::milliseconds timeout =
-      ranks.timeout.count() > 0 ? ranks.timeout : std::chrono::seconds(60);
+      ranks.timeout.count() > 0 ? ranks.timeout : kDefaultCollectiveTimeout;
   auto runner = std::make_unique<ReplicatedRunner>(
       std::move(own), std::move(control), timeout / 4);
   SchedulerOptions scheduler = options.scheduler;

@@ -109,7 +109,6 @@ private:
   /// Rank 0 of a sharded artifact: a ReplicatedRunner over its executor.
   static StatusOr<std::unique_ptr<Engine>>
   createReplicated(const EngineOptions &options,
-                   ExecutorRunnerOptions runner_options,
                    const CacheGeometry &geometry,
                    const tokenizer::Tokenizer *tokenizer);
 

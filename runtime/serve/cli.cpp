@@ -340,7 +340,7 @@ int runServeCli(int argc, char **argv) {
   // meanwhile (no thread runs yet): the launcher forwards them to the ranks.
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
   StatusOr<RankRole> role =
-      resolveRankRole(rank_options, artifact_path, command_line);
+      resolveRankRole(rank_options, *model, command_line);
   if (!role.ok())
     return fail(role.status());
   if (role->launcher)
