@@ -516,6 +516,10 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
     desc.buffers.push_back(std::move(b));
   }
   for (const PlanDispatch &dispatch : plan.dispatches) {
+    // A decode step has one token per request: kernels that work only for
+    // longer requests have nothing to do in it.
+    if (kind == fb::StepKind::decode && dispatch.minRequestTokens > 1)
+      continue;
     DispatchDesc d;
     d.label = dispatch.label;
     if (dispatch.collective) {

@@ -441,6 +441,12 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     const StepRequest &request = requests[r];
     if (request.tokens.empty())
       return invalidArgument("request {} has no tokens", r);
+    // Decode plans leave out the kernels of longer requests (KDA's chunk
+    // path), so a decode step must be what its name says.
+    if (step == StepKind::decode && request.tokens.size() != 1)
+      return invalidArgument("request {}: a decode step takes one token per "
+                             "request, not {}",
+                             r, request.tokens.size());
     if (request.start_position < 0)
       return invalidArgument("request {}: negative start position", r);
     uint64_t end = uint64_t(request.start_position) + request.tokens.size();

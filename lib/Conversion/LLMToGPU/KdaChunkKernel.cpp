@@ -31,7 +31,14 @@
 //   4. outputs o = (Q e^B) S0 + A_q D, added to the read-out rows;
 //   5. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
 // Rows past the request's last token are zero (g = 0 there, so B_last is
-// the last real row's).
+// the last real row's). The chunk's K and Q rows are copied once per chunk
+// into workgroup memory (16-byte loads, every thread's in flight at once),
+// so the phases' fragments read them there instead of walking L2 per
+// instruction step; Q stays in global memory where the target's workgroup
+// memory has no room for it (gfx942: 64 KiB). The values are the same, so
+// are the results. The V rows of phase 2 are loaded into registers at the
+// chunk's start, and the read-out rows of phase 2 stay in registers until
+// phase 4 adds A_q D to them.
 //
 // Only FragmentLayout and emitMatrixInstruction depend on the target.
 //
@@ -74,11 +81,26 @@ constexpr int64_t kPadRowsByQuad = 8;
 /// masked ones are clamped so that no product overflows fp32 (e^88).
 constexpr double kMaxRightExponent = 80.0;
 
+/// Bytes of the kernel's static workgroup buffers for head dimension `d`
+/// split in `parts` (KdaChunkBuilder::build).
+int64_t staticBufferBytes(int64_t d, int64_t parts) {
+  int64_t dp = d / parts;
+  return 4 * (d * dp + kChunk * (d + kPadRowsByLane) + kChunk * kChunk +
+              kChunk * (kChunk + kPadRowsByLane) +
+              kChunk * (dp + kPadRowsByQuad) + kChunk);
+}
+/// Bytes of one array of staged chunk rows (K or Q), [C, d + pad] f32.
+int64_t stagedRowsBytes(int64_t d) {
+  return 4 * kChunk * (d + kPadRowsByLane);
+}
+
 class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
-                  const MatrixInstruction &mi, int64_t subgroupSize)
-      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize) {
+                  const MatrixInstruction &mi, int64_t subgroupSize,
+                  bool stageQueries)
+      : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
+        stageQueries(stageQueries) {
     f32 = b.getF32Type();
     dp = s.headDim / s.parts;
   }
@@ -173,6 +195,24 @@ private:
     Value v = load(m, ValueRange{t, add(base, c)});
     return select(valid, v, cf32(0.0));
   }
+  /// Channel c of the chunk's key / query row i (0 past the request): from
+  /// the rows stageChunkRows copied.
+  Value key(Value i, Value c) { return load(keys, ValueRange{i, c}); }
+  Value query(Value i, Value c) {
+    return stageQueries ? load(queries, ValueRange{i, c})
+                        : prepared(qn, i, c);
+  }
+  /// Copies the chunk's rows of the head's channels of `from` (K or Q) into
+  /// `to` [C, d + pad], zero past the request: every thread's 16-byte
+  /// loads first, then the stores.
+  void stageChunkRows(Value from, Value to);
+  /// The origin (row0, col0) of this subgroup's tile in round `round` of a
+  /// phase over tiles `cols` wide: tile w + 4 round, row-major.
+  std::pair<Value, Value> tileOrigin(int64_t round, int64_t cols);
+  /// The V elements phase 2 subtracts from, for this lane's C fragment
+  /// elements of each of its tiles (loaded at the chunk's start so that
+  /// the loads overlap phases 0 and 1).
+  SmallVector<Value> loadValueRows();
 
   /// The tile at (row0, col0) of (K_i e^x(i,c)) R and (Q_i e^x(i,c)) R over
   /// the head's channels c: the A fragments are chunk rows i of K and Q times
@@ -190,12 +230,14 @@ private:
   const KdaChunk &s;
   const MatrixInstruction &mi;
   int64_t subgroupSize, dp;
+  bool stageQueries;
   Type f32;
   // Arguments.
   Value qn, kn, vn, gl, betas, state, positions, starts, src, dst, raw;
   // Workgroup buffers: the state part [d, dp], B [C, d], A_k and A_q
-  // [C, C], the delta rows [C, dp], beta [C].
-  Value ss, bs, akk, aqk, ds, betaS;
+  // [C, C], the delta rows [C, dp], beta [C]; in the dynamic arena the
+  // chunk's K (and Q) rows [C, d].
+  Value ss, bs, akk, aqk, ds, betaS, keys, queries;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase;
   // Per chunk.
@@ -229,6 +271,15 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
   aqk = shared({kChunk, kChunk + kPadRowsByLane});
   ds = shared({kChunk, dp + kPadRowsByQuad});
   betaS = shared({kChunk});
+  // The staged rows pass sm_90's 48 KiB of static shared memory: dynamic.
+  int64_t rowsBytes = stagedRowsBytes(d);
+  Value arena = addDynamicWorkgroupArena(func, loc,
+                                         (stageQueries ? 2 : 1) * rowsBytes);
+  keys = viewWorkgroupArena(b, loc, arena, 0, {kChunk, d + kPadRowsByLane},
+                            f32);
+  if (stageQueries)
+    queries = viewWorkgroupArena(b, loc, arena, rowsBytes,
+                                 {kChunk, d + kPadRowsByLane}, f32);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -303,11 +354,11 @@ std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
         Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
           Value w = fexp(exponent(i, c));
           weights.push_back(w);
-          return fmul(prepared(kn, i, c), w);
+          return fmul(key(i, c), w);
         });
         int64_t at = 0;
         Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          return fmul(prepared(qn, i, c), weights[at++]);
+          return fmul(query(i, c), weights[at++]);
         });
         Value bv = fragment(mi.b, col0, kOff, right);
         return {mma(aK, bv, acc[0]), mma(aQ, bv, acc[1])};
@@ -315,8 +366,64 @@ std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
   return {accs[0], accs[1]};
 }
 
+void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
+  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
+  constexpr int64_t kVector = 4;
+  int64_t pieces = kChunk * d / kVector;
+  auto vecType = VectorType::get({kVector}, f32);
+  SmallVector<std::pair<Value, Value>> at;
+  SmallVector<Value> rows;
+  for (int64_t e0 = 0; e0 < pieces; e0 += threads) {
+    Value e = add(tid, idx(e0));
+    Value i = arith::DivUIOp::create(b, loc, e, idx(d / kVector));
+    Value c = mul(arith::RemUIOp::create(b, loc, e, idx(d / kVector)), kVector);
+    std::pair<Value, Value> row = chunkRow(i);
+    auto piece = vector::LoadOp::create(b, loc, vecType, from,
+                                        ValueRange{row.second, add(base, c)});
+    piece.setAlignment(uint64_t(kVector * 4));
+    rows.push_back(
+        select(row.first, piece.getResult(),
+               arith::ConstantOp::create(b, loc, vecType,
+                                         DenseElementsAttr::get(
+                                             vecType, b.getF32FloatAttr(0)))));
+    at.push_back({i, c});
+  }
+  for (auto [row, where] : llvm::zip(rows, at)) {
+    auto store = vector::StoreOp::create(b, loc, row, to,
+                                         ValueRange{where.first, where.second});
+    store.setAlignment(uint64_t(kVector * 4));
+  }
+}
+
+std::pair<Value, Value> KdaChunkBuilder::tileOrigin(int64_t round,
+                                                    int64_t cols) {
+  Value tile = add(warp, round * kSubgroups);
+  Value rowTile = arith::DivUIOp::create(b, loc, tile, idx(cols));
+  Value colTile = arith::RemUIOp::create(b, loc, tile, idx(cols));
+  return {mul(rowTile, mi.m), mul(colTile, mi.n)};
+}
+
+SmallVector<Value> KdaChunkBuilder::loadValueRows() {
+  int64_t rowTiles = kChunk / mi.m, outCols = dp / mi.n;
+  SmallVector<Value> values;
+  for (int64_t r = 0; r < rowTiles * outCols / kSubgroups; ++r) {
+    auto [row0, col0] = tileOrigin(r, outCols);
+    forEachC(row0, col0, [&](Value i, Value e, int64_t) {
+      values.push_back(
+          load(vn, ValueRange{chunkRow(i).second, add(colBase, e)}));
+    });
+  }
+  return values;
+}
+
 void KdaChunkBuilder::buildChunk() {
   int64_t d = s.headDim;
+  // The V elements of phase 2 and the chunk's K (and Q) rows first, all
+  // loads independent of the state.
+  SmallVector<Value> values = loadValueRows();
+  stageChunkRows(kn, keys);
+  if (stageQueries)
+    stageChunkRows(qn, queries);
   // 0. B (thread c scans channel c; its loads are independent) and beta.
   ifThen(ult(tid, idx(d)), [&] {
     SmallVector<Value> g;
@@ -338,26 +445,44 @@ void KdaChunkBuilder::buildChunk() {
 
   // The instruction tiles of a phase, `rows` x `cols` of m x n: tile w + 4 r
   // (row-major) to subgroup w in round r (every count here is a multiple of
-  // kSubgroups); `body(row0, col0)` at the tile's origin. With `liveRows`
-  // a tile starting past the request's end is skipped (decode steps).
+  // kSubgroups); `body(round, row0, col0)` at the tile's origin. With
+  // `liveRows` a tile starting past the request's end is skipped (decode
+  // steps).
   auto forEachTile = [&](int64_t rows, int64_t cols, bool liveRows,
-                         llvm::function_ref<void(Value, Value)> body) {
+                         llvm::function_ref<void(int64_t, Value, Value)> body) {
     for (int64_t r = 0; r < rows * cols / kSubgroups; ++r) {
-      Value tile = add(warp, r * kSubgroups);
-      Value rowTile = arith::DivUIOp::create(b, loc, tile, idx(cols));
-      Value colTile = arith::RemUIOp::create(b, loc, tile, idx(cols));
-      Value row0 = mul(rowTile, mi.m), col0 = mul(colTile, mi.n);
+      std::pair<Value, Value> origin = tileOrigin(r, cols);
+      Value row0 = origin.first, col0 = origin.second;
       if (liveRows)
-        ifThen(ult(row0, len), [&] { body(row0, col0); });
+        ifThen(ult(row0, len), [&] { body(r, row0, col0); });
       else
-        body(row0, col0);
+        body(r, row0, col0);
     }
+  };
+  // Like forEachTile over live rows, each tile's `body` giving one C
+  // fragment (zeros for a skipped tile), per round.
+  auto mapLiveTiles = [&](int64_t rows, int64_t cols,
+                          llvm::function_ref<Value(int64_t, Value, Value)> body) {
+    SmallVector<Value> results;
+    Type fragType = VectorType::get({mi.c.size()}, f32);
+    for (int64_t r = 0; r < rows * cols / kSubgroups; ++r) {
+      auto [row0, col0] = tileOrigin(r, cols);
+      auto live = scf::IfOp::create(b, loc, TypeRange{fragType},
+                                    ult(row0, len), true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(live.thenBlock());
+      scf::YieldOp::create(b, loc, ValueRange{body(r, row0, col0)});
+      b.setInsertionPointToStart(live.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{zeros(mi.c.size())});
+      results.push_back(live.getResult(0));
+    }
+    return results;
   };
 
   // 1. Coefficients: 16-row block I (reference row r = I m) against column
   // tile J; all tiles of the [C, C] square, the masks zero what is not kept.
   int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
-  forEachTile(rowTiles, colTiles, /*liveRows=*/true, [&](Value row0,
+  forEachTile(rowTiles, colTiles, /*liveRows=*/true, [&](int64_t, Value row0,
                                                          Value col0) {
     // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on K_j.
     std::pair<Value, Value> products = keyQueryProducts(
@@ -369,7 +494,7 @@ void KdaChunkBuilder::buildChunk() {
           Value x =
               fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
           x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
-          return fmul(prepared(kn, j, c), fexp(x));
+          return fmul(key(j, c), fexp(x));
         });
     Value accK = products.first, accQ = products.second;
     forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
@@ -380,26 +505,25 @@ void KdaChunkBuilder::buildChunk() {
     });
   });
 
-  // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each.
+  // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each: V - (K e^B) S0 to the delta
+  // rows, (Q e^B) S0 kept in registers for phase 4.
   int64_t outCols = dp / mi.n;
-  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](Value row0,
-                                                        Value col0) {
-    std::pair<Value, Value> products = keyQueryProducts(
-        row0, col0,
-        [&](Value i, Value c) { return load(bs, ValueRange{i, c}); },
-        [&](Value e, Value c) { return load(ss, ValueRange{c, e}); });
-    Value accK = products.first, accQ = products.second;
-    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-      std::pair<Value, Value> row = chunkRow(i);
-      Value valid = row.first, t = row.second;
-      Value v = load(vn, ValueRange{t, add(colBase, e)});
-      store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
-            ValueRange{i, e});
-      ifThen(valid, [&] {
-        store(element(accQ, el), raw, ValueRange{t, add(colBase, e)});
+  int64_t perTile = mi.c.size();
+  SmallVector<Value> readOut = mapLiveTiles(
+      rowTiles, outCols, [&](int64_t r, Value row0, Value col0) {
+        std::pair<Value, Value> products = keyQueryProducts(
+            row0, col0,
+            [&](Value i, Value c) { return load(bs, ValueRange{i, c}); },
+            [&](Value e, Value c) { return load(ss, ValueRange{c, e}); });
+        Value accK = products.first;
+        forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+          Value valid = chunkRow(i).first;
+          Value v = values[r * perTile + el];
+          store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
+                ValueRange{i, e});
+        });
+        return products.second;
       });
-    });
-  });
   barrier();
 
   // 3. Forward substitution, one lane per value column, rows unrolled.
@@ -420,7 +544,7 @@ void KdaChunkBuilder::buildChunk() {
   barrier();
 
   // 4. Outputs: the read-out rows plus A_q D.
-  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](Value row0,
+  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](int64_t r, Value row0,
                                                         Value col0) {
     Value acc = zeros(mi.c.size());
     for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
@@ -437,9 +561,8 @@ void KdaChunkBuilder::buildChunk() {
       std::pair<Value, Value> row = chunkRow(i);
       Value valid = row.first, t = row.second;
       ifThen(valid, [&] {
-        Value col = add(colBase, e);
-        store(fadd(load(raw, ValueRange{t, col}), element(acc, el)), raw,
-              ValueRange{t, col});
+        store(fadd(element(readOut[r], el), element(acc, el)), raw,
+              ValueRange{t, add(colBase, e)});
       });
     });
   });
@@ -448,7 +571,7 @@ void KdaChunkBuilder::buildChunk() {
   // lane reads and writes only its own elements of the state.
   Value lastRow = idx(kChunk - 1);
   int64_t stateRows = d / mi.m;
-  forEachTile(stateRows, outCols, /*liveRows=*/false, [&](Value row0,
+  forEachTile(stateRows, outCols, /*liveRows=*/false, [&](int64_t, Value row0,
                                                           Value col0) {
     SmallVector<Value> init;
     forEachC(row0, col0, [&](Value c, Value e, int64_t) {
@@ -462,7 +585,7 @@ void KdaChunkBuilder::buildChunk() {
       Value a = fragment(mi.a, row0, kOff, [&](Value c, Value j) {
         Value w = fexp(fsub(load(bs, ValueRange{lastRow, c}),
                             load(bs, ValueRange{j, c})));
-        return fmul(prepared(kn, j, c), w);
+        return fmul(key(j, c), w);
       });
       Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
         return load(ds, ValueRange{j, e});
@@ -473,18 +596,23 @@ void KdaChunkBuilder::buildChunk() {
       store(element(acc, el), ss, ValueRange{c, e});
     });
   });
-  // The next chunk rewrites B, beta and reads the state.
+  // The next chunk rewrites B, beta, the staged rows and reads the state.
   barrier();
 }
 
 gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const KdaChunk &shape, const MatrixInstruction &mi,
-    int64_t subgroupSize) {
+    int64_t subgroupSize, int64_t workgroupMemoryBytes) {
+  int64_t d = shape.headDim;
+  bool stageQueries = staticBufferBytes(d, shape.parts) +
+                          2 * stagedRowsBytes(d) <=
+                      workgroupMemoryBytes;
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
-        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, stageQueries)
+            .build(func);
       });
 }
 
@@ -511,6 +639,11 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
       ((d / best->m) * (dp / best->n)) % kSubgroups ||
       d > kSubgroups * subgroupSize || dp > subgroupSize) {
     why = "the head does not tile";
+    return failure();
+  }
+  if (staticBufferBytes(d, shape.parts) + stagedRowsBytes(d) >
+      target.getSharedMemoryBytes()) {
+    why = "the chunk buffers do not fit the target's workgroup memory";
     return failure();
   }
   if (!(shape.gateLowerBound < 0) ||

@@ -110,7 +110,10 @@ protected:
     b.setInsertionPoint(loop.getBody()->getTerminator());
     body(loop.getInductionVar());
   }
-  /// The request of token `t`: the last r with seq_starts[r] <= t.
+  /// The request of token `t`: the last r with seq_starts[r] <= t. A walk
+  /// over the requests (L1 hits after the first): the binary search of the
+  /// generic kernels (emitRequestOfToken) carries two values through its
+  /// loop and made mla_attend, at sm_90's 255 registers, spill.
   Value requestOfToken(Value starts, Value t) {
     Value numRequests = arith::SubIOp::create(
         b, loc, memref::DimOp::create(b, loc, starts, 0), idx(1));

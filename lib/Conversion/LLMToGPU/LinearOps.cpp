@@ -762,7 +762,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   MatmulKernelFunction result;
   result.func = buildKdaChunkKernel(builder, kernel.getLoc(), module,
                                     kernel.getSymName(), type.getInputs(),
-                                    shape, **mi, target.getSubgroupSize());
+                                    shape, **mi, target.getSubgroupSize(),
+                                    target.getSharedMemoryBytes());
   result.tiling.mma = **mi;
   // (seq_starts entries, heads, parts); the block of the last entry has no
   // request. Steps of at most decodeMaxTokens tokens are kda_decode's: one

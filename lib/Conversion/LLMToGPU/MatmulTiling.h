@@ -603,12 +603,15 @@ chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
 /// memref<?xHxf32>, state memref<?xHxdxdxf32>, positions, sequence starts,
 /// source and destination slots, read-out memref<?xPxf32>): one (request,
 /// head, part) per block (grid (requests + 1, H, parts)), 4 subgroups
-/// (KdaChunkKernel.cpp).
+/// (KdaChunkKernel.cpp). The chunk's query rows are staged in workgroup
+/// memory too where `workgroupMemoryBytes` (the target's per block) holds
+/// them.
 gpu::GPUFuncOp buildKdaChunkKernel(OpBuilder &builder, Location loc,
                                    gpu::GPUModuleOp module, StringRef name,
                                    TypeRange argTypes, const KdaChunk &shape,
                                    const MatrixInstruction &mi,
-                                   int64_t subgroupSize);
+                                   int64_t subgroupSize,
+                                   int64_t workgroupMemoryBytes);
 
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {

@@ -32,7 +32,9 @@
 // token, writes the conv state (after kda_prepare has read the old one).
 // The three work only in steps of more than kKdaDecodeMaxTokens tokens
 // (outside, their row loops are empty and a GPU launches one block each)
-// and skip the requests kda_decode does.
+// and skip the requests kda_decode does; they carry
+// kMinRequestTokensAttrName, so decode plans (one token per request) leave
+// them out.
 //
 // State and conv state are updated in place (the op's cache results are
 // the operands' buffers); every kernel writes the same o.
@@ -179,6 +181,12 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value size = kb.dim(tokens, 0);
       return kb.rowsIfStepSize(rows, size, kKdaDecodeMaxTokens + 1, true);
     };
+
+    // The chunk path's kernels do nothing unless a request has more than
+    // kKdaDecodeMaxTokens tokens: decode plans leave them out.
+    NamedAttribute longRequestsOnly = rewriter.getNamedAttr(
+        kMinRequestTokensAttrName,
+        rewriter.getI64IntegerAttr(kKdaDecodeMaxTokens + 1));
 
     // kda_decode, one row per (request, head) with the threads of a GPU
     // block on the head's channels and value columns.
@@ -328,6 +336,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     prepare.addResult(rawType, tokenSizes(rawType));
     prepare.addResult(rawType, tokenSizes(rawType));
     prepare.addResult(betaType, tokenSizes(betaType));
+    prepare.attributes.push_back(longRequestsOnly);
     auto prepared = prepare.emit(rewriter, op, "kda_prepare",
                                  [&](KernelBuilder &kb, ValueRange a) {
       Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4];
@@ -380,6 +389,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     for (unsigned i : {12u, 14u, 15u, 16u, 17u})
       call.addInput(operands[i]);
     unsigned out = call.addResult(rawType, tokenSizes(rawType));
+    call.attributes.push_back(longRequestsOnly);
     call.attributes.push_back(rewriter.getNamedAttr(
         kKdaChunkAttrName,
         rewriter.getDictionaryAttr(
@@ -603,6 +613,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     operands[1], operands[2], operands[13], operands[14],
                     operands[15], operands[16], operands[17], result})
       output.addInput(v);
+    output.attributes.push_back(longRequestsOnly);
     output.emit(
         rewriter, op, "kda_output", [&](KernelBuilder &kb, ValueRange a) {
           Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];

@@ -542,18 +542,43 @@ SmallVector<Value> mlir::strata::dynamicSizesLike(OpBuilder &b, Location loc,
   return sizes;
 }
 
-/// The request of token `t`: requests are contiguous runs of tokens in
-/// order, so it is the last one that starts at or before t (empty requests
-/// before it are skipped).
-static Value requestOfToken(KernelBuilder &kb, Value seqStarts, Value t) {
-  Value numRequests = kb.isub(kb.dim(seqStarts, 0), kb.idx(1));
-  SmallVector<Value> r = kb.loopCarry(
-      kb.idx(1), numRequests, ValueRange{kb.idx(0)},
-      [&](Value i, ValueRange c) -> SmallVector<Value> {
-        Value started = kb.ige(t, kb.loadIndex(seqStarts, i));
-        return {kb.select(started, i, c[0])};
+Value mlir::strata::emitRequestOfToken(OpBuilder &b, Location loc,
+                                       Value seqStarts, Value t) {
+  auto idx = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(b, loc, v);
+  };
+  // Invariant: seq_starts[lo] <= t (seq_starts[0] = 0) and hi = num_requests
+  // or seq_starts[hi] > t.
+  Value numRequests = arith::SubIOp::create(
+      b, loc, memref::DimOp::create(b, loc, seqStarts, 0), idx(1));
+  Type index = b.getIndexType();
+  auto search = scf::WhileOp::create(
+      b, loc, TypeRange{index, index}, ValueRange{idx(0), numRequests},
+      [&](OpBuilder &nb, Location nl, ValueRange range) {
+        Value width = arith::SubIOp::create(nb, nl, range[1], range[0]);
+        Value open = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt,
+                                           width, idx(1));
+        scf::ConditionOp::create(nb, nl, open, range);
+      },
+      [&](OpBuilder &nb, Location nl, ValueRange range) {
+        Value mid = arith::ShRUIOp::create(
+            nb, nl, arith::AddIOp::create(nb, nl, range[0], range[1]),
+            idx(1));
+        Value begins = arith::IndexCastOp::create(
+            nb, nl, index, memref::LoadOp::create(nb, nl, seqStarts, mid));
+        Value started = arith::CmpIOp::create(
+            nb, nl, arith::CmpIPredicate::ule, begins, t);
+        scf::YieldOp::create(
+            nb, nl,
+            ValueRange{arith::SelectOp::create(nb, nl, started, mid, range[0]),
+                       arith::SelectOp::create(nb, nl, started, range[1],
+                                               mid)});
       });
-  return r[0];
+  return search.getResult(0);
+}
+
+static Value requestOfToken(KernelBuilder &kb, Value seqStarts, Value t) {
+  return emitRequestOfToken(kb.builder(), kb.getLoc(), seqStarts, t);
 }
 
 void mlir::strata::forEachTokenRow(

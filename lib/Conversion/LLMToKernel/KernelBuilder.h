@@ -76,6 +76,12 @@ inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// On a kernel that works only for requests of at least this many tokens
+/// (i64; the chunk path of KDA: kda_prepare, kda_attention, kda_output) and
+/// does nothing in a step whose requests are all shorter: a decode plan (one
+/// token per request) leaves its dispatches out (ArtifactEmitter buildPlan).
+inline constexpr llvm::StringLiteral kMinRequestTokensAttrName =
+    "llm.min_request_tokens";
 /// The blocks that split a KDA head's `headDim` value columns in
 /// kda_attention (rows of the generic kernel, grid z of LLMToGPU's chunk
 /// kernel): 32 columns each, one part when the width is not a multiple of
@@ -382,6 +388,13 @@ struct StreamWrite {
 /// of memref `m` (a row loop nest).
 void forEachRow(KernelBuilder &kb, Value m, unsigned numDims,
                 llvm::function_ref<void(SmallVector<Value>)> body);
+
+/// The request of token `t` (index): the last r with seq_starts[r] <= t,
+/// found by binary search over the non-decreasing `seqStarts` (i32,
+/// num_requests + 1 entries; empty requests before t's are skipped):
+/// ceil(log2(num_requests)) loads instead of a walk over every request,
+/// which at 128 requests was most of a decode step's per-token kernels.
+Value emitRequestOfToken(OpBuilder &b, Location loc, Value seqStarts, Value t);
 
 /// Runs `body(r, t)` for every token t in [0, dim(tokens, 0)) with r its
 /// request (the last r with seq_starts[r] <= t), tokens in any order: one

@@ -227,6 +227,9 @@ private:
     llvm::raw_string_ostream os(label);
     os << dispatch.kernel << " @ " << call.getLoc();
     dispatch.label = label;
+    if (auto min = callee->getAttrOfType<IntegerAttr>(
+            kMinRequestTokensAttrName))
+      dispatch.minRequestTokens = min.getInt();
     if (collective) {
       PlanCollective c;
       c.kind = cast<StringAttr>(collective.get("kind")).getValue().str();

@@ -94,6 +94,9 @@ struct PlanDispatch {
   std::vector<PlanBinding> bindings;
   /// Label for dumps: the callee name and the call's location.
   std::string label;
+  /// The kernel works only for requests of at least this many tokens
+  /// (kMinRequestTokensAttrName; 0: any).
+  int64_t minRequestTokens = 0;
 };
 
 struct KernelPlan {
