@@ -393,7 +393,8 @@ static WeightShardDesc weightShard(memref::GlobalOp global,
       global->getAttrOfType<DenseI64ArrayAttr>(kWeightScaleBlocksAttrName);
   auto dataShape =
       global->getAttrOfType<DenseI64ArrayAttr>(kWeightScaleDataShapeAttrName);
-  if (blocks && dataShape && dim < blocks.size() && dim < dataShape.size()) {
+  if (blocks && dataShape && dim < size_t(blocks.size()) &&
+      dim < size_t(dataShape.size())) {
     desc.dataExtent = dataShape[dim];
     desc.block = blocks[dim];
   }

@@ -61,8 +61,10 @@ namespace {
 
 /// Chunk rows of the matrix-unit kernel.
 constexpr int64_t kChunk = 32;
-/// Subgroups per block.
-constexpr int64_t kSubgroups = 4;
+/// Subgroups per block: the widest of kSubgroupChoices that every phase's
+/// tile count divides (subgroupsFor), so that each phase takes the fewest
+/// rounds of tiles (its latency) with no idle subgroup.
+constexpr int64_t kSubgroupChoices[] = {8, 4};
 /// Row padding (f32 elements) of the workgroup buffers whose fragment reads
 /// take rows from lane / 4 and columns from lane % 4 (the tf32 A layout: B
 /// in the coefficients' and products' fragments, A_q in the outputs'; 4 banks
@@ -94,6 +96,22 @@ int64_t stagedRowsBytes(int64_t d) {
   return 4 * kChunk * (d + kPadRowsByLane);
 }
 
+/// The tile counts of the kernel's phases for instruction `mi`: the
+/// coefficients [C, C], the state parts [C, dp] and the state [d, dp].
+SmallVector<int64_t> phaseTiles(const MatrixInstruction &mi, int64_t d,
+                                int64_t dp) {
+  return {(kChunk / mi.m) * (kChunk / mi.n), (kChunk / mi.m) * (dp / mi.n),
+          (d / mi.m) * (dp / mi.n)};
+}
+/// Subgroups per block (kSubgroupChoices), 0 when none divides the phases.
+int64_t subgroupsFor(const MatrixInstruction &mi, int64_t d, int64_t dp) {
+  for (int64_t subgroups : kSubgroupChoices)
+    if (llvm::all_of(phaseTiles(mi, d, dp),
+                     [&](int64_t tiles) { return tiles % subgroups == 0; }))
+      return subgroups;
+  return 0;
+}
+
 class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
@@ -103,6 +121,7 @@ public:
         stageQueries(stageQueries) {
     f32 = b.getF32Type();
     dp = s.headDim / s.parts;
+    subgroups = subgroupsFor(mi, s.headDim, dp);
   }
 
   void build(gpu::GPUFuncOp func);
@@ -229,7 +248,7 @@ private:
 
   const KdaChunk &s;
   const MatrixInstruction &mi;
-  int64_t subgroupSize, dp;
+  int64_t subgroupSize, dp, subgroups;
   bool stageQueries;
   Type f32;
   // Arguments.
@@ -305,7 +324,7 @@ void KdaChunkBuilder::buildBlock() {
 }
 
 void KdaChunkBuilder::buildRequest(Value t0, Value t1) {
-  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
+  int64_t d = s.headDim, threads = subgroups * subgroupSize;
   Value srcSlot = toIndex(load(src, request));
   Value dstSlot = toIndex(load(dst, request));
   Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
@@ -367,7 +386,7 @@ std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
 }
 
 void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
-  int64_t d = s.headDim, threads = kSubgroups * subgroupSize;
+  int64_t d = s.headDim, threads = subgroups * subgroupSize;
   constexpr int64_t kVector = 4;
   int64_t pieces = kChunk * d / kVector;
   auto vecType = VectorType::get({kVector}, f32);
@@ -397,7 +416,7 @@ void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
 
 std::pair<Value, Value> KdaChunkBuilder::tileOrigin(int64_t round,
                                                     int64_t cols) {
-  Value tile = add(warp, round * kSubgroups);
+  Value tile = add(warp, round * subgroups);
   Value rowTile = arith::DivUIOp::create(b, loc, tile, idx(cols));
   Value colTile = arith::RemUIOp::create(b, loc, tile, idx(cols));
   return {mul(rowTile, mi.m), mul(colTile, mi.n)};
@@ -406,7 +425,7 @@ std::pair<Value, Value> KdaChunkBuilder::tileOrigin(int64_t round,
 SmallVector<Value> KdaChunkBuilder::loadValueRows() {
   int64_t rowTiles = kChunk / mi.m, outCols = dp / mi.n;
   SmallVector<Value> values;
-  for (int64_t r = 0; r < rowTiles * outCols / kSubgroups; ++r) {
+  for (int64_t r = 0; r < rowTiles * outCols / subgroups; ++r) {
     auto [row0, col0] = tileOrigin(r, outCols);
     forEachC(row0, col0, [&](Value i, Value e, int64_t) {
       values.push_back(
@@ -443,14 +462,14 @@ void KdaChunkBuilder::buildChunk() {
   });
   barrier();
 
-  // The instruction tiles of a phase, `rows` x `cols` of m x n: tile w + 4 r
-  // (row-major) to subgroup w in round r (every count here is a multiple of
-  // kSubgroups); `body(round, row0, col0)` at the tile's origin. With
+  // The instruction tiles of a phase, `rows` x `cols` of m x n: tile
+  // w + subgroups r (row-major) to subgroup w in round r (every count here
+  // is a multiple of subgroups); `body(round, row0, col0)` at the tile's origin. With
   // `liveRows` a tile starting past the request's end is skipped (decode
   // steps).
   auto forEachTile = [&](int64_t rows, int64_t cols, bool liveRows,
                          llvm::function_ref<void(int64_t, Value, Value)> body) {
-    for (int64_t r = 0; r < rows * cols / kSubgroups; ++r) {
+    for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
       std::pair<Value, Value> origin = tileOrigin(r, cols);
       Value row0 = origin.first, col0 = origin.second;
       if (liveRows)
@@ -465,7 +484,7 @@ void KdaChunkBuilder::buildChunk() {
                           llvm::function_ref<Value(int64_t, Value, Value)> body) {
     SmallVector<Value> results;
     Type fragType = VectorType::get({mi.c.size()}, f32);
-    for (int64_t r = 0; r < rows * cols / kSubgroups; ++r) {
+    for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
       auto [row0, col0] = tileOrigin(r, cols);
       auto live = scf::IfOp::create(b, loc, TypeRange{fragType},
                                     ult(row0, len), true);
@@ -608,8 +627,9 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
   bool stageQueries = staticBufferBytes(d, shape.parts) +
                           2 * stagedRowsBytes(d) <=
                       workgroupMemoryBytes;
+  int64_t subgroups = subgroupsFor(mi, d, d / shape.parts);
   return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
+      builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, stageQueries)
             .build(func);
@@ -631,13 +651,11 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
   }
   int64_t subgroupSize = target.getSubgroupSize();
   int64_t d = shape.headDim, dp = shape.parts ? d / shape.parts : 0;
-  int64_t rowTiles = kChunk / best->m, colTiles = kChunk / best->n;
   if (!dp || d % shape.parts || d % best->m || d % best->k || dp % best->n ||
       kChunk % best->m || kChunk % best->n || kChunk % best->k ||
-      (rowTiles * colTiles) % kSubgroups ||
-      (rowTiles * (dp / best->n)) % kSubgroups ||
-      ((d / best->m) * (dp / best->n)) % kSubgroups ||
-      d > kSubgroups * subgroupSize || dp > subgroupSize) {
+      !subgroupsFor(*best, d, dp) ||
+      d > subgroupsFor(*best, d, dp) * subgroupSize || dp > subgroupSize ||
+      (kChunk * d / 4) % (subgroupsFor(*best, d, dp) * subgroupSize)) {
     why = "the head does not tile";
     return failure();
   }

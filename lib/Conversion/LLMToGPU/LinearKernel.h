@@ -48,6 +48,7 @@ inline constexpr llvm::StringLiteral kStrategyGroupedExperts =
 inline constexpr llvm::StringLiteral kStrategyDenseMatmul = "dense_matmul";
 inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
 inline constexpr llvm::StringLiteral kStrategyMlaCombine = "mla_combine";
+inline constexpr llvm::StringLiteral kStrategyMoeSelect = "moe_select";
 inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
 inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
 inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
@@ -166,6 +167,19 @@ FailureOr<MatmulKernelFunction>
 buildMlaCombineKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                               func::FuncOp kernel, const TargetInfo &target,
                               std::string &why);
+
+/// True when `kernel` carries kMoeSelectAttrName.
+bool isMoeSelectKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMoeSelectKernel for
+/// a moe_select kernel function (logits memref<?xExf32>, bias memref<Exf32>,
+/// chosen memref<?xKxi32>, weights memref<?xKxf32>), the same arguments in
+/// the same order. Fails with `why` (and builds nothing) for another
+/// signature or more than one expert group.
+FailureOr<MatmulKernelFunction>
+buildMoeSelectKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                             func::FuncOp kernel, const TargetInfo &target,
+                             std::string &why);
 
 /// True when `kernel` carries kMhcMixAttrName.
 bool isMhcMixKernelFunction(func::FuncOp kernel);

@@ -707,6 +707,58 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
   return result;
 }
 
+bool mlir::strata::isMoeSelectKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMoeSelectAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kMoeSelectAttrName);
+  auto experts = info ? info.getAs<IntegerAttr>("experts") : nullptr;
+  auto groups = info ? info.getAs<IntegerAttr>("groups") : nullptr;
+  auto topK = info ? info.getAs<IntegerAttr>("top_k") : nullptr;
+  auto normalize = info ? info.getAs<BoolAttr>("normalize") : nullptr;
+  auto eps = info ? info.getAs<FloatAttr>("renorm_eps") : nullptr;
+  auto scaling = info ? info.getAs<FloatAttr>("scaling") : nullptr;
+  FunctionType type = kernel.getFunctionType();
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  if (!experts || !groups || !topK || !normalize || !eps || !scaling ||
+      type.getNumInputs() != 4 || type.getNumResults() != 0 ||
+      !isMemRefInput(type, 0, 2, f32) || !isMemRefInput(type, 1, 1, f32) ||
+      !isMemRefInput(type, 2, 2, i32) || !isMemRefInput(type, 3, 2, f32) ||
+      identityMemRefInput(type, 0).getDimSize(1) != experts.getInt() ||
+      identityMemRefInput(type, 1).getDimSize(0) != experts.getInt() ||
+      identityMemRefInput(type, 2).getDimSize(1) != topK.getInt() ||
+      identityMemRefInput(type, 3).getDimSize(1) != topK.getInt()) {
+    why = "unexpected moe_select kernel signature";
+    return failure();
+  }
+  if (groups.getInt() != 1) {
+    why = "more than one expert group";
+    return failure();
+  }
+  MoeSelect shape;
+  shape.experts = experts.getInt();
+  shape.topK = topK.getInt();
+  shape.normalize = normalize.getValue();
+  shape.renormEps = eps.getValueAsDouble();
+  shape.scaling = scaling.getValueAsDouble();
+  if (shape.topK < 1 || shape.topK > shape.experts) {
+    why = "top_k outside [1, experts]";
+    return failure();
+  }
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildMoeSelectKernel(builder, kernel.getLoc(), module,
+                                     kernel.getSymName(), type.getInputs(),
+                                     shape, target);
+  // One block per token: the extent of the logits' rows.
+  result.grid[0] = {0, 0, 1};
+  return result;
+}
+
 bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaChunkAttrName);
 }
@@ -959,6 +1011,7 @@ bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
          isDenseMatmulKernelFunction(kernel) ||
          isMlaAttendKernelFunction(kernel) ||
          isMlaCombineKernelFunction(kernel) ||
+         isMoeSelectKernelFunction(kernel) ||
          isKdaChunkKernelFunction(kernel) ||
          isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
          isMhcPreKernelFunction(kernel);
@@ -978,6 +1031,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
   if (isMlaCombineKernelFunction(kernel))
     return buildMlaCombineKernelFunction(builder, module, kernel, target,
                                          why);
+  if (isMoeSelectKernelFunction(kernel))
+    return buildMoeSelectKernelFunction(builder, module, kernel, target, why);
   if (isKdaChunkKernelFunction(kernel))
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   if (isKpoolScoresKernelFunction(kernel))

@@ -494,6 +494,27 @@ gpu::GPUFuncOp buildMlaCombineKernel(OpBuilder &builder, Location loc,
                                      const MlaCombine &shape,
                                      const TargetInfo &target);
 
+/// What a moe_select kernel function computes (FfnOps.cpp, one expert
+/// group): the top `topK` of `experts` per token and their weights.
+struct MoeSelect {
+  int64_t experts = 0, topK = 0;
+  bool normalize = true;
+  double renormEps = 0, scaling = 1;
+};
+
+/// Threads of a buildMoeSelectKernel block on `target` (4 subgroups).
+int64_t moeSelectThreads(const TargetInfo &target);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a moe_select
+/// kernel function (logits memref<?xExf32>, correction bias memref<Exf32>,
+/// chosen memref<?xKxi32>, weights memref<?xKxf32>): one token per block
+/// (grid (T, 1, 1)), the top-k races over the block's threads
+/// (MoeSelectKernel.cpp).
+gpu::GPUFuncOp buildMoeSelectKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module, StringRef name,
+                                    TypeRange argTypes, const MoeSelect &shape,
+                                    const TargetInfo &target);
+
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
 /// query heads of `headDim`, pools of `kpool` tokens, index pool pages of
 /// `rowsPerPage` rows.

@@ -42,6 +42,8 @@ StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return kStrategyMlaAttend;
   if (isMlaCombineKernelFunction(kernel))
     return kStrategyMlaCombine;
+  if (isMoeSelectKernelFunction(kernel))
+    return kStrategyMoeSelect;
   if (isKdaChunkKernelFunction(kernel))
     return kStrategyKdaChunk;
   if (isKpoolScoresKernelFunction(kernel))

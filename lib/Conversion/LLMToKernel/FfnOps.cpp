@@ -424,6 +424,21 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
           MemRefType::get({dyn, topK}, rewriter.getI32Type()), tokens);
       unsigned weightOut =
           call.addResult(MemRefType::get({dyn, topK}, f32), tokens);
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kMoeSelectAttrName,
+          rewriter.getDictionaryAttr(
+              {rewriter.getNamedAttr("experts",
+                                     rewriter.getI64IntegerAttr(experts)),
+               rewriter.getNamedAttr("groups",
+                                     rewriter.getI64IntegerAttr(groups)),
+               rewriter.getNamedAttr("top_k",
+                                     rewriter.getI64IntegerAttr(topK)),
+               rewriter.getNamedAttr("normalize",
+                                     rewriter.getBoolAttr(normalize)),
+               rewriter.getNamedAttr("renorm_eps",
+                                     rewriter.getF32FloatAttr(renormEps)),
+               rewriter.getNamedAttr("scaling",
+                                     rewriter.getF32FloatAttr(scaling))})));
       auto results = call.emit(rewriter, op, "moe_select",
                                [&](KernelBuilder &kb, ValueRange args) {
         Value scores = kb.scratch({experts});

@@ -71,6 +71,11 @@ inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// a block per (token, head) whose threads own the latent columns (LLMToGPU
 /// buildMlaCombineKernelFunction).
 inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
+/// On moe_select (FfnOps.cpp): {experts, groups, top_k, normalize,
+/// renorm_eps, scaling}; a GPU target rebuilds it with the top-k races over
+/// a block's threads (LLMToGPU buildMoeSelectKernelFunction) when there is
+/// one expert group.
+inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
 /// On kda_attention in chunked mode (KdaOps.cpp): {gate_lower_bound}; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
