@@ -188,7 +188,11 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   splits = tiling.subgroupsM * tiling.subgroupsN;
   // `columns` per block (at least one instruction's n): with 16, a decode
   // step streams the weight through N / 16 blocks, enough to fill the GPU
-  // for projections of a few thousand outputs.
+  // for projections of a few thousand outputs. fp32 weights (the MoE
+  // router, N = 288: 18 blocks of 16) take one instruction's columns per
+  // block: twice the blocks for a K walk of three instructions per step.
+  if (problem.f32Weight)
+    columns = std::min(columns, tiling.mma.n);
   int64_t fragsN = std::max<int64_t>(columns / tiling.mma.n, 1);
   columns = fragsN * tiling.mma.n;
   if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
