@@ -306,7 +306,8 @@ public:
       dispatches.push_back(fb::CreateDispatchDirect(
           b, d.kernelIndex, &bindings, d.label.c_str(), collective));
     }
-    return fb::CreateExecutionPlanDirect(b, p.step, &buffers, &dispatches);
+    return fb::CreateExecutionPlanDirect(b, p.step, &buffers, &dispatches,
+                                         p.maxRequestTokens);
   }
 
   Offset<fb::TargetDef> target(const TargetDesc &t) {

@@ -148,6 +148,8 @@ struct PlanDesc {
   fb::StepKind step = fb::StepKind::prefill;
   std::vector<BufferDesc> buffers;
   std::vector<DispatchDesc> dispatches;
+  /// ExecutionPlan.max_request_tokens (0: any).
+  uint32_t maxRequestTokens = 0;
 };
 
 struct TargetDesc {

@@ -477,10 +477,26 @@ Emitter::shapeExpr(func::FuncOp step, const KernelPlan &plan,
   return result;
 }
 
+/// The most tokens of one request in a step of `kind` (0: any): decode
+/// steps have one, MTP verification the drafts + 1 (runtime/scheduler:
+/// at most kMaxVerifiedDrafts drafts); prefill and the draft any.
+static uint32_t maxRequestTokens(fb::StepKind kind) {
+  constexpr uint32_t kMaxVerifiedDrafts = 3;
+  switch (kind) {
+  case fb::StepKind::decode:
+    return 1;
+  case fb::StepKind::mtp_verify:
+    return kMaxVerifiedDrafts + 1;
+  default:
+    return 0;
+  }
+}
+
 FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
                                        const KernelPlan &plan) {
   PlanDesc desc;
   desc.step = kind;
+  desc.maxRequestTokens = maxRequestTokens(kind);
   for (auto [i, buffer] : llvm::enumerate(plan.buffers)) {
     BufferDesc b;
     switch (buffer.role) {
@@ -517,9 +533,10 @@ FailureOr<PlanDesc> Emitter::buildPlan(fb::StepKind kind, func::FuncOp step,
     desc.buffers.push_back(std::move(b));
   }
   for (const PlanDispatch &dispatch : plan.dispatches) {
-    // A decode step has one token per request: kernels that work only for
-    // longer requests have nothing to do in it.
-    if (kind == fb::StepKind::decode && dispatch.minRequestTokens > 1)
+    // Kernels that work only for requests longer than the plan's steps have
+    // nothing to do in it.
+    if (desc.maxRequestTokens &&
+        dispatch.minRequestTokens > int64_t(desc.maxRequestTokens))
       continue;
     DispatchDesc d;
     d.label = dispatch.label;

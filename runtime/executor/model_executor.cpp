@@ -441,12 +441,15 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     const StepRequest &request = requests[r];
     if (request.tokens.empty())
       return invalidArgument("request {} has no tokens", r);
-    // Decode plans leave out the kernels of longer requests (KDA's chunk
-    // path), so a decode step must be what its name says.
-    if (step == StepKind::decode && request.tokens.size() != 1)
-      return invalidArgument("request {}: a decode step takes one token per "
-                             "request, not {}",
-                             r, request.tokens.size());
+    // Decode and verify plans leave out the kernels of longer requests
+    // (KDA's chunk path).
+    if (plan->max_request_tokens() &&
+        request.tokens.size() > plan->max_request_tokens())
+      return invalidArgument("request {}: {} tokens; the {} plan takes at "
+                             "most {} per request",
+                             r, request.tokens.size(),
+                             artifact::EnumNameStepKind(step),
+                             plan->max_request_tokens());
     if (request.start_position < 0)
       return invalidArgument("request {}: negative start position", r);
     uint64_t end = uint64_t(request.start_position) + request.tokens.size();

@@ -167,8 +167,12 @@ void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
   for (const ExecutionPlan *plan : *t.plans()) {
     size_t nb = plan->buffers() ? plan->buffers()->size() : 0;
     size_t nd = plan->dispatches() ? plan->dispatches()->size() : 0;
-    fmt::format_to(it, "  plan {}: {} buffers, {} dispatches\n",
+    fmt::format_to(it, "  plan {}: {} buffers, {} dispatches",
                    EnumNameStepKind(plan->step()), nb, nd);
+    if (plan->max_request_tokens())
+      fmt::format_to(it, ", max_request_tokens {}",
+                     plan->max_request_tokens());
+    fmt::format_to(it, "\n");
     for (size_t i = 0; i < nb; ++i) {
       const BufferDef *buffer = plan->buffers()->Get(i);
       fmt::format_to(it, "    buffer {} '{}': {}, {} bytes\n", i,

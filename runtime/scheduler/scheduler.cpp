@@ -742,6 +742,7 @@ Status Scheduler::step() {
   // The target step: prefill chunks, decodes and verifies together.
   std::vector<StepRequest> target;
   bool multi = false, verify = false;
+  size_t longest = 0;
   for (Planned &p : plan) {
     Request &r = *p.request;
     StepRequest s;
@@ -756,13 +757,18 @@ Status Scheduler::step() {
     s.all_logits = p.k > 0;
     multi |= s.tokens.size() > 1;
     verify |= p.k > 0;
+    longest = std::max(longest, s.tokens.size());
     target.push_back(std::move(s));
   }
-  // The three target plans are compiled from one graph; the kind only
-  // names the step (any mix of rows is valid in each).
-  StepKind kind = !multi ? StepKind::decode
-                  : verify ? StepKind::mtp_verify
-                           : StepKind::prefill;
+  // The three target plans are compiled from one graph and differ only in
+  // the longest request they take (ExecutionPlan.max_request_tokens): a
+  // decode step one token per request, a verify step the drafts + 1 (the
+  // kernels of longer requests are left out); a step with a longer prefill
+  // chunk runs the prefill plan, verify rows included.
+  bool verifyOnly = verify && longest <= options_.mtp_draft_tokens + 1;
+  StepKind kind = !multi      ? StepKind::decode
+                  : verifyOnly ? StepKind::mtp_verify
+                               : StepKind::prefill;
   StepOutputs outputs{/*logits=*/false,
                       /*hidden=*/options_.mtp_draft_tokens > 0};
   for (const Planned &p : plan)
