@@ -20,6 +20,7 @@
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/KernelPlan.h"
 #include "lib/Driver/GpuKernelCompiler.h"
+#include "runtime/schemas/mtp_draft_limit.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -478,15 +479,14 @@ Emitter::shapeExpr(func::FuncOp step, const KernelPlan &plan,
 }
 
 /// The most tokens of one request in a step of `kind` (0: any): decode
-/// steps have one, MTP verification the drafts + 1 (runtime/scheduler:
-/// at most kMaxVerifiedDrafts drafts); prefill and the draft any.
+/// steps have one, MTP verification the drafts + 1 (at most
+/// kMaxMtpDraftTokens drafts); prefill and the draft any.
 static uint32_t maxRequestTokens(fb::StepKind kind) {
-  constexpr uint32_t kMaxVerifiedDrafts = 3;
   switch (kind) {
   case fb::StepKind::decode:
     return 1;
   case fb::StepKind::mtp_verify:
-    return kMaxVerifiedDrafts + 1;
+    return ::strata::kMaxMtpDraftTokens + 1;
   default:
     return 0;
   }

@@ -43,12 +43,14 @@
 #include <vector>
 
 #include "runtime/base/status.h"
+#include "runtime/schemas/mtp_draft_limit.h"
 #include "runtime/sampling/sampler.h"
 
 namespace strata::runtime {
 
-/// The most draft tokens one verification takes (the MTP layer chains 3).
-inline constexpr size_t kMaxDraftTokens = 3;
+/// The most draft tokens one verification takes (the MTP layer chains 3;
+/// the compiler's verify plans are sized by the same constant).
+inline constexpr size_t kMaxDraftTokens = kMaxMtpDraftTokens;
 
 /// Acceptance counters of speculative decoding, exposed on /metrics as
 ///   strata_mtp_draft_tokens_total, strata_mtp_accepted_tokens_total,

@@ -16,6 +16,7 @@
 
 #include "runtime/kv_cache/cache_geometry.h"
 #include "runtime/executor/model_executor.h"
+#include "runtime/sampling/speculative.h"
 #include "runtime/scheduler/engine.h"
 #include "runtime/serve/memory_sizing.h"
 
@@ -212,8 +213,8 @@ createModelEngine(const ModelEngineOptions &options) {
     return invalidArgument("engine construction: no artifact");
   if (options.max_requests == 0)
     return invalidArgument("--max-requests must be positive");
-  if (options.mtp_draft_tokens > 3)
-    return invalidArgument("--mtp must be 0..3, got {}",
+  if (options.mtp_draft_tokens > kMaxDraftTokens)
+    return invalidArgument("--mtp must be 0..{}, got {}", kMaxDraftTokens,
                            options.mtp_draft_tokens);
   SchedulerOptions scheduler;
   scheduler.max_requests = options.max_requests;

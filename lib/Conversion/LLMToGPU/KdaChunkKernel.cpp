@@ -83,17 +83,33 @@ constexpr int64_t kPadRowsByQuad = 8;
 /// masked ones are clamped so that no product overflows fp32 (e^88).
 constexpr double kMaxRightExponent = 80.0;
 
-/// Bytes of the kernel's static workgroup buffers for head dimension `d`
-/// split in `parts` (KdaChunkBuilder::build).
-int64_t staticBufferBytes(int64_t d, int64_t parts) {
-  int64_t dp = d / parts;
-  return 4 * (d * dp + kChunk * (d + kPadRowsByLane) + kChunk * kChunk +
-              kChunk * (kChunk + kPadRowsByLane) +
-              kChunk * (dp + kPadRowsByQuad) + kChunk);
+/// The static workgroup buffers (f32) for head dimension `d` split in
+/// columns of `dp`, in KdaChunkBuilder::build's order: the state part
+/// [d, dp], B [C, d], A_k [C, C], A_q [C, C], the delta rows [C, dp], beta
+/// [C]. Rows padded so that the fragments' lane patterns hit distinct banks
+/// (kPadRowsByLane, kPadRowsByQuad); the indices are unchanged.
+SmallVector<SmallVector<int64_t, 2>, 6> staticBufferShapes(int64_t d,
+                                                            int64_t dp) {
+  return {{d, dp},
+          {kChunk, d + kPadRowsByLane},
+          {kChunk, kChunk},
+          {kChunk, kChunk + kPadRowsByLane},
+          {kChunk, dp + kPadRowsByQuad},
+          {kChunk}};
 }
-/// Bytes of one array of staged chunk rows (K or Q), [C, d + pad] f32.
+/// Bytes of the static workgroup buffers (staticBufferShapes).
+int64_t staticBufferBytes(int64_t d, int64_t dp) {
+  int64_t bytes = 0;
+  for (ArrayRef<int64_t> shape : staticBufferShapes(d, dp))
+    bytes += 4 * llvm::product_of(shape, int64_t(1));
+  return bytes;
+}
+/// The shape of one array of staged chunk rows (K or Q) and its bytes.
+SmallVector<int64_t, 2> stagedRowsShape(int64_t d) {
+  return {kChunk, d + kPadRowsByLane};
+}
 int64_t stagedRowsBytes(int64_t d) {
-  return 4 * kChunk * (d + kPadRowsByLane);
+  return 4 * llvm::product_of(stagedRowsShape(d), int64_t(1));
 }
 
 /// The tile counts of the kernel's phases for instruction `mi`: the
@@ -116,12 +132,11 @@ class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
                   const MatrixInstruction &mi, int64_t subgroupSize,
-                  bool stageQueries)
+                  int64_t subgroups, bool stageQueries)
       : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
+        dp(shape.headDim / shape.parts), subgroups(subgroups),
         stageQueries(stageQueries) {
     f32 = b.getF32Type();
-    dp = s.headDim / s.parts;
-    subgroups = subgroupsFor(mi, s.headDim, dp);
   }
 
   void build(gpu::GPUFuncOp func);
@@ -226,8 +241,20 @@ private:
   /// loads first, then the stores.
   void stageChunkRows(Value from, Value to);
   /// The origin (row0, col0) of this subgroup's tile in round `round` of a
-  /// phase over tiles `cols` wide: tile w + 4 round, row-major.
+  /// phase over tiles `cols` wide: tile w + subgroups * round, row-major.
   std::pair<Value, Value> tileOrigin(int64_t round, int64_t cols);
+  /// The instruction tiles of a phase, `rows` x `cols` of m x n: tile
+  /// w + subgroups * r (row-major) to subgroup w in round r (every count
+  /// here is a multiple of subgroups); `body(round, row0, col0)` at the
+  /// tile's origin. With `liveRows` a tile starting past the request's end
+  /// is skipped (decode steps).
+  void forEachTile(int64_t rows, int64_t cols, bool liveRows,
+                   llvm::function_ref<void(int64_t, Value, Value)> body);
+  /// forEachTile over live rows, each tile's `body` giving one C fragment
+  /// (zeros for a skipped tile): the fragments by round.
+  SmallVector<Value>
+  mapLiveTiles(int64_t rows, int64_t cols,
+               llvm::function_ref<Value(int64_t, Value, Value)> body);
   /// The V elements phase 2 subtracts from, for this lane's C fragment
   /// elements of each of its tiles (loaded at the chunk's start so that
   /// the loads overlap phases 0 and 1).
@@ -278,27 +305,24 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
   src = args[8];
   dst = args[9];
   raw = args[10];
-  auto shared = [&](ArrayRef<int64_t> shape) {
-    return addWorkgroupBuffer(func, loc, shape, f32);
-  };
-  // Rows padded so that the fragments' lane patterns hit distinct banks
-  // (kPadRowsByLane, kPadRowsByQuad); the indices are unchanged.
   int64_t d = s.headDim;
-  ss = shared({d, dp});
-  bs = shared({kChunk, d + kPadRowsByLane});
-  akk = shared({kChunk, kChunk});
-  aqk = shared({kChunk, kChunk + kPadRowsByLane});
-  ds = shared({kChunk, dp + kPadRowsByQuad});
-  betaS = shared({kChunk});
+  SmallVector<Value> buffers;
+  for (ArrayRef<int64_t> shape : staticBufferShapes(d, dp))
+    buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
+  ss = buffers[0];
+  bs = buffers[1];
+  akk = buffers[2];
+  aqk = buffers[3];
+  ds = buffers[4];
+  betaS = buffers[5];
   // The staged rows pass sm_90's 48 KiB of static shared memory: dynamic.
   int64_t rowsBytes = stagedRowsBytes(d);
   Value arena = addDynamicWorkgroupArena(func, loc,
                                          (stageQueries ? 2 : 1) * rowsBytes);
-  keys = viewWorkgroupArena(b, loc, arena, 0, {kChunk, d + kPadRowsByLane},
-                            f32);
+  keys = viewWorkgroupArena(b, loc, arena, 0, stagedRowsShape(d), f32);
   if (stageQueries)
-    queries = viewWorkgroupArena(b, loc, arena, rowsBytes,
-                                 {kChunk, d + kPadRowsByLane}, f32);
+    queries =
+        viewWorkgroupArena(b, loc, arena, rowsBytes, stagedRowsShape(d), f32);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -400,11 +424,7 @@ void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
     auto piece = vector::LoadOp::create(b, loc, vecType, from,
                                         ValueRange{row.second, add(base, c)});
     piece.setAlignment(uint64_t(kVector * 4));
-    rows.push_back(
-        select(row.first, piece.getResult(),
-               arith::ConstantOp::create(b, loc, vecType,
-                                         DenseElementsAttr::get(
-                                             vecType, b.getF32FloatAttr(0)))));
+    rows.push_back(select(row.first, piece.getResult(), zeros(kVector)));
     at.push_back({i, c});
   }
   for (auto [row, where] : llvm::zip(rows, at)) {
@@ -422,16 +442,48 @@ std::pair<Value, Value> KdaChunkBuilder::tileOrigin(int64_t round,
   return {mul(rowTile, mi.m), mul(colTile, mi.n)};
 }
 
-SmallVector<Value> KdaChunkBuilder::loadValueRows() {
-  int64_t rowTiles = kChunk / mi.m, outCols = dp / mi.n;
-  SmallVector<Value> values;
-  for (int64_t r = 0; r < rowTiles * outCols / subgroups; ++r) {
-    auto [row0, col0] = tileOrigin(r, outCols);
-    forEachC(row0, col0, [&](Value i, Value e, int64_t) {
-      values.push_back(
-          load(vn, ValueRange{chunkRow(i).second, add(colBase, e)}));
-    });
+void KdaChunkBuilder::forEachTile(
+    int64_t rows, int64_t cols, bool liveRows,
+    llvm::function_ref<void(int64_t, Value, Value)> body) {
+  for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
+    std::pair<Value, Value> origin = tileOrigin(r, cols);
+    Value row0 = origin.first, col0 = origin.second;
+    if (liveRows)
+      ifThen(ult(row0, len), [&] { body(r, row0, col0); });
+    else
+      body(r, row0, col0);
   }
+}
+
+SmallVector<Value> KdaChunkBuilder::mapLiveTiles(
+    int64_t rows, int64_t cols,
+    llvm::function_ref<Value(int64_t, Value, Value)> body) {
+  SmallVector<Value> results;
+  Type fragType = VectorType::get({mi.c.size()}, f32);
+  for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
+    std::pair<Value, Value> origin = tileOrigin(r, cols);
+    Value row0 = origin.first, col0 = origin.second;
+    auto live =
+        scf::IfOp::create(b, loc, TypeRange{fragType}, ult(row0, len), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(live.thenBlock());
+    scf::YieldOp::create(b, loc, ValueRange{body(r, row0, col0)});
+    b.setInsertionPointToStart(live.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{zeros(mi.c.size())});
+    results.push_back(live.getResult(0));
+  }
+  return results;
+}
+
+SmallVector<Value> KdaChunkBuilder::loadValueRows() {
+  SmallVector<Value> values;
+  forEachTile(kChunk / mi.m, dp / mi.n, /*liveRows=*/false,
+              [&](int64_t, Value row0, Value col0) {
+                forEachC(row0, col0, [&](Value i, Value e, int64_t) {
+                  values.push_back(load(
+                      vn, ValueRange{chunkRow(i).second, add(colBase, e)}));
+                });
+              });
   return values;
 }
 
@@ -461,42 +513,6 @@ void KdaChunkBuilder::buildChunk() {
           ValueRange{tid});
   });
   barrier();
-
-  // The instruction tiles of a phase, `rows` x `cols` of m x n: tile
-  // w + subgroups r (row-major) to subgroup w in round r (every count here
-  // is a multiple of subgroups); `body(round, row0, col0)` at the tile's origin. With
-  // `liveRows` a tile starting past the request's end is skipped (decode
-  // steps).
-  auto forEachTile = [&](int64_t rows, int64_t cols, bool liveRows,
-                         llvm::function_ref<void(int64_t, Value, Value)> body) {
-    for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
-      std::pair<Value, Value> origin = tileOrigin(r, cols);
-      Value row0 = origin.first, col0 = origin.second;
-      if (liveRows)
-        ifThen(ult(row0, len), [&] { body(r, row0, col0); });
-      else
-        body(r, row0, col0);
-    }
-  };
-  // Like forEachTile over live rows, each tile's `body` giving one C
-  // fragment (zeros for a skipped tile), per round.
-  auto mapLiveTiles = [&](int64_t rows, int64_t cols,
-                          llvm::function_ref<Value(int64_t, Value, Value)> body) {
-    SmallVector<Value> results;
-    Type fragType = VectorType::get({mi.c.size()}, f32);
-    for (int64_t r = 0; r < rows * cols / subgroups; ++r) {
-      auto [row0, col0] = tileOrigin(r, cols);
-      auto live = scf::IfOp::create(b, loc, TypeRange{fragType},
-                                    ult(row0, len), true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(live.thenBlock());
-      scf::YieldOp::create(b, loc, ValueRange{body(r, row0, col0)});
-      b.setInsertionPointToStart(live.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{zeros(mi.c.size())});
-      results.push_back(live.getResult(0));
-    }
-    return results;
-  };
 
   // 1. Coefficients: 16-row block I (reference row r = I m) against column
   // tile J; all tiles of the [C, C] square, the masks zero what is not kept.
@@ -623,15 +639,15 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const KdaChunk &shape, const MatrixInstruction &mi,
     int64_t subgroupSize, int64_t workgroupMemoryBytes) {
-  int64_t d = shape.headDim;
-  bool stageQueries = staticBufferBytes(d, shape.parts) +
-                          2 * stagedRowsBytes(d) <=
-                      workgroupMemoryBytes;
-  int64_t subgroups = subgroupsFor(mi, d, d / shape.parts);
+  int64_t d = shape.headDim, dp = d / shape.parts;
+  bool stageQueries =
+      staticBufferBytes(d, dp) + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
+  int64_t subgroups = subgroupsFor(mi, d, dp);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
-        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, stageQueries)
+        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
+                        stageQueries)
             .build(func);
       });
 }
@@ -651,15 +667,14 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
   }
   int64_t subgroupSize = target.getSubgroupSize();
   int64_t d = shape.headDim, dp = shape.parts ? d / shape.parts : 0;
+  int64_t threads = dp ? subgroupsFor(*best, d, dp) * subgroupSize : 0;
   if (!dp || d % shape.parts || d % best->m || d % best->k || dp % best->n ||
-      kChunk % best->m || kChunk % best->n || kChunk % best->k ||
-      !subgroupsFor(*best, d, dp) ||
-      d > subgroupsFor(*best, d, dp) * subgroupSize || dp > subgroupSize ||
-      (kChunk * d / 4) % (subgroupsFor(*best, d, dp) * subgroupSize)) {
+      kChunk % best->m || kChunk % best->n || kChunk % best->k || !threads ||
+      d > threads || dp > subgroupSize || (kChunk * d / 4) % threads) {
     why = "the head does not tile";
     return failure();
   }
-  if (staticBufferBytes(d, shape.parts) + stagedRowsBytes(d) >
+  if (staticBufferBytes(d, dp) + stagedRowsBytes(d) >
       target.getSharedMemoryBytes()) {
     why = "the chunk buffers do not fit the target's workgroup memory";
     return failure();

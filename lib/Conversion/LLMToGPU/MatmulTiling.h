@@ -502,9 +502,6 @@ struct MoeSelect {
   double renormEps = 0, scaling = 1;
 };
 
-/// Threads of a buildMoeSelectKernel block on `target` (4 subgroups).
-int64_t moeSelectThreads(const TargetInfo &target);
-
 /// Builds `gpu.func @name` with the arguments `argTypes` of a moe_select
 /// kernel function (logits memref<?xExf32>, correction bias memref<Exf32>,
 /// chosen memref<?xKxi32>, weights memref<?xKxf32>): one token per block
@@ -623,7 +620,7 @@ chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
 /// kda_attention kernel function (q, k, v, g memref<?xPxf32>, beta
 /// memref<?xHxf32>, state memref<?xHxdxdxf32>, positions, sequence starts,
 /// source and destination slots, read-out memref<?xPxf32>): one (request,
-/// head, part) per block (grid (requests + 1, H, parts)), 4 subgroups
+/// head, part) per block (grid (requests + 1, H, parts)), 8 or 4 subgroups
 /// (KdaChunkKernel.cpp). The chunk's query rows are staged in workgroup
 /// memory too where `workgroupMemoryBytes` (the target's per block) holds
 /// them.

@@ -145,9 +145,7 @@ void MoeSelectBuilder::build(gpu::GPUFuncOp func) {
                 select(larger, ids[j], best.index)};
       }
       best = subgroupBest(best);
-      ifThen(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lane,
-                                   idx(0)),
-             [&] {
+      ifThen(ieq(lane, idx(0)), [&] {
                memref::StoreOp::create(b, loc, best.value, roundValues,
                                        ValueRange{idx(r), warp});
                memref::StoreOp::create(b, loc, best.index, roundIndices,
@@ -163,18 +161,14 @@ void MoeSelectBuilder::build(gpu::GPUFuncOp func) {
              memref::LoadOp::create(b, loc, roundIndices,
                                     ValueRange{idx(r), idx(w)})});
       // No value above -inf: the generic arg-max keeps expert 0.
-      Value pick = select(cmpi(arith::CmpIPredicate::eq, winner.index, none),
-                          ci32(0), winner.index);
+      Value pick = select(ieq(winner.index, none), ci32(0), winner.index);
       picks.push_back(pick);
       for (int64_t j = 0; j < perThread; ++j)
-        biased[j] = select(cmpi(arith::CmpIPredicate::eq, ids[j], pick),
-                           cf32(-INFINITY), biased[j]);
+        biased[j] = select(ieq(ids[j], pick), cf32(-INFINITY), biased[j]);
     }
     // Thread 0: the chosen experts and their weights, summed in the chosen
     // order as the generic kernel does.
-    ifThen(cmpi(arith::CmpIPredicate::eq,
-                arith::IndexCastOp::create(b, loc, i32, tid), ci32(0)),
-           [&] {
+    ifThen(ieq(tid, idx(0)), [&] {
              SmallVector<Value> picked;
              Value sum = cf32(0.0);
              for (int64_t r = 0; r < s.topK; ++r) {
@@ -197,15 +191,12 @@ void MoeSelectBuilder::build(gpu::GPUFuncOp func) {
   gpu::ReturnOp::create(b, loc);
 }
 
-int64_t mlir::strata::moeSelectThreads(const TargetInfo &target) {
-  return kSubgroups * target.getSubgroupSize();
-}
-
 gpu::GPUFuncOp mlir::strata::buildMoeSelectKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, const MoeSelect &shape, const TargetInfo &target) {
   return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, moeSelectThreads(target),
+      builder, loc, module, name, argTypes,
+      kSubgroups * target.getSubgroupSize(),
       /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
         MoeSelectBuilder(builder, loc, shape, target.getSubgroupSize())
             .build(func);

@@ -1,0 +1,23 @@
+//===- mtp_draft_limit.h - MTP drafts per verification ------*- C++ -*-===//
+//
+// Part of strata. Shared by the compiler and the runtime: the runtime's
+// speculative decoding verifies at most kMaxMtpDraftTokens drafts per
+// request (the MTP layer chains that many), and the compiler's mtp_verify
+// plans take requests of at most kMaxMtpDraftTokens + 1 tokens
+// (strata_artifact_def.fbs ExecutionPlan.max_request_tokens).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef STRATA_RUNTIME_SCHEMAS_MTP_DRAFT_LIMIT_H
+#define STRATA_RUNTIME_SCHEMAS_MTP_DRAFT_LIMIT_H
+
+#include <cstdint>
+
+namespace strata {
+
+/// The most draft tokens one MTP verification takes.
+inline constexpr uint32_t kMaxMtpDraftTokens = 3;
+
+} // namespace strata
+
+#endif // STRATA_RUNTIME_SCHEMAS_MTP_DRAFT_LIMIT_H
