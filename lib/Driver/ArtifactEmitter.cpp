@@ -76,6 +76,42 @@ uint64_t unitBytes(Type type) {
   return bytes;
 }
 
+/// The step's size that selects a grid dimension's form (GpuGridDim::forms):
+/// extent 0 of the dispatch's argument 0 times the dimension's
+/// stepMultiplier; none without that binding.
+std::optional<SizeExpression> stepSizeOf(const DispatchDesc *dispatch,
+                                         const GpuGridDim &dim) {
+  if (!dispatch || dispatch->bindings.empty() ||
+      dispatch->bindings[0].shape.empty())
+    return std::nullopt;
+  SizeExpression size = dispatch->bindings[0].shape[0];
+  if (dim.stepMultiplier > 1)
+    size = std::move(size) * SizeExpression::constant(dim.stepMultiplier);
+  return size;
+}
+
+/// sum over `forms` of blocksOf(form) x [form's steps hold `stepSize`]:
+/// the blocks of the one form that takes a step of that size.
+SizeExpression
+byStepForm(ArrayRef<GpuGridForm> forms, const SizeExpression &stepSize,
+           llvm::function_ref<SizeExpression(const GpuGridForm &)> blocksOf) {
+  std::optional<SizeExpression> sum;
+  int64_t below = 0; // the previous form's largest step
+  for (auto [i, form] : llvm::enumerate(forms)) {
+    SizeExpression term = blocksOf(form);
+    if (i > 0)
+      term = std::move(term) *
+             SizeExpression::less(SizeExpression::constant(below), stepSize);
+    if (form.maxSize >= 0)
+      term = std::move(term) *
+             SizeExpression::less(stepSize,
+                                  SizeExpression::constant(form.maxSize + 1));
+    sum = sum ? std::move(*sum) + term : std::move(term);
+    below = form.maxSize;
+  }
+  return sum ? std::move(*sum) : SizeExpression::constant(1);
+}
+
 /// The bytes per block of a kernel's scratch program (GpuKernelLibrary::
 /// scratch) for the extents `dispatch` binds, folding constant parts.
 FailureOr<SizeExpression> scratchBytes(ArrayRef<GpuScratchOp> program,
@@ -673,6 +709,15 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
     for (int d = 0; d < 3; ++d) {
       const GpuGridDim &dim = library->grids[k][d];
       extents[d] = SizeExpression::constant(dim.blocks);
+      std::optional<SizeExpression> stepSize =
+          dim.forms.empty() ? std::nullopt : stepSizeOf(dispatch, dim);
+      if (dim.argument < 0 && stepSize) {
+        extents[d] = byStepForm(dim.forms, *stepSize,
+                                [](const GpuGridForm &form) {
+                                  return SizeExpression::constant(form.blocks);
+                                });
+        fromArgument[d] = true;
+      }
       if (dim.argument < 0 || !dispatch ||
           static_cast<size_t>(dim.argument) >= dispatch->bindings.size())
         continue;
@@ -700,7 +745,14 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
         restrictTo(SizeExpression::less(
             SizeExpression::constant(dim.floor - 1), *floored));
       }
-      if (dim.divisor > 1)
+      if (stepSize)
+        extent = byStepForm(dim.forms, *stepSize,
+                            [&](const GpuGridForm &form) {
+                              return SizeExpression::ceilDiv(
+                                  extent,
+                                  SizeExpression::constant(form.divisor));
+                            });
+      else if (dim.divisor > 1)
         extent = SizeExpression::ceilDiv(
             std::move(extent), SizeExpression::constant(dim.divisor));
       if (dim.addend > 0)

@@ -15,8 +15,20 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace mlir::strata {
+
+/// One form of a kernel that branches on the step's size (a decode form, the
+/// plain row tiles, the staged ones): for steps of at most `maxSize` (the
+/// previous form's maxSize excluded; -1: every larger step) the dimension
+/// is ceil(extent * multiplier / divisor) when it follows an argument, else
+/// `blocks`.
+struct GpuGridForm {
+  int64_t maxSize = -1;
+  int64_t divisor = 1;
+  int64_t blocks = 1;
+};
 
 /// One grid dimension: `blocks` blocks when `argument` < 0, else
 /// ceil(extent `dim` of kernel argument `argument` / `divisor`) (resolved
@@ -43,6 +55,12 @@ struct GpuGridDim {
   /// multiplier) blocks are added): grouped experts have at most one partial
   /// tile per routed slot.
   bool addendAtMostExtent = false;
+  /// The kernel's forms by step size, smallest steps first (empty: one
+  /// form, the fields above): each replaces `divisor` (or `blocks`) for its
+  /// steps, so no block is launched for another form's tiles. The step's
+  /// size is argument 0's extent 0 times stepMultiplier.
+  std::vector<GpuGridForm> forms;
+  int64_t stepMultiplier = 1;
 };
 
 /// x, y, z.

@@ -178,29 +178,112 @@ checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
   return MemRefType::get({dyn, n}, y.getElementType());
 }
 
-/// The grid of a row-tile matmul: (ceil(rows of argument 0 / tileM),
-/// columnBlocks, 1).
-static GpuGrid rowTileGrid(const MatmulTiling &tiling,
-                           const MatmulProblem &problem, bool decodeForm) {
+namespace {
+/// One form of a matmul kernel (a decode form, the plain or the staged row
+/// tiles): the steps it takes, up to maxSize (argument 0's rows times the
+/// grid's step multiplier; -1: every larger step), and the rows and columns
+/// of one of its blocks.
+struct TileForm {
+  int64_t maxSize = -1;
+  int64_t rows = 1;
+  int64_t columns = 1;
+};
+} // namespace
+
+/// Appends the row tiles' forms of the built kernel `func` for the steps
+/// above `decodeMaxSize` (the largest a decode form takes, 0 without one):
+/// its plain tiles (`tiling`) below strata.staged_min_rows rows, its staged
+/// tiles (strata.staged_tile) from there on.
+static void appendRowTileForms(gpu::GPUFuncOp func, const MatmulTiling &tiling,
+                               int64_t decodeMaxSize,
+                               SmallVectorImpl<TileForm> &forms) {
+  auto staged = func->getAttrOfType<DenseI64ArrayAttr>("strata.staged_tile");
+  auto minRows = func->getAttrOfType<IntegerAttr>("strata.staged_min_rows");
+  if (!staged || staged.size() != 2 || !minRows) {
+    forms.push_back({-1, tiling.tileM(), tiling.tileN()});
+    return;
+  }
+  if (minRows.getInt() - 1 > decodeMaxSize)
+    forms.push_back({minRows.getInt() - 1, tiling.tileM(), tiling.tileN()});
+  forms.push_back({-1, staged[0], staged[1]});
+}
+
+/// The grid of a row-tile matmul over `forms` (smallest steps first): x =
+/// ceil(rows of argument 0 x stepMultiplier / the form's rows), y = N / the
+/// form's columns; the form is chosen per dispatch from the step's size, so
+/// no block is launched for another form's tiles.
+static GpuGrid rowTileGrid(ArrayRef<TileForm> forms,
+                           const MatmulProblem &problem,
+                           int64_t stepMultiplier = 1) {
   GpuGrid grid;
-  grid[0] = {0, 0, 1, tiling.tileM()};
-  grid[1].blocks = columnBlocks(tiling, problem, decodeForm);
+  GpuGridDim &x = grid[0], &y = grid[1];
+  x = {0, 0, 1, forms.back().rows};
+  x.multiplier = stepMultiplier;
+  y.blocks = problem.n / forms.back().columns;
+  if (forms.size() < 2)
+    return grid;
+  // Neighbouring forms of equal blocks in a dimension are one range there.
+  auto add = [](std::vector<GpuGridForm> &dim, GpuGridForm form) {
+    if (!dim.empty() && dim.back().divisor == form.divisor &&
+        dim.back().blocks == form.blocks)
+      dim.back().maxSize = form.maxSize;
+    else
+      dim.push_back(form);
+  };
+  for (const TileForm &form : forms) {
+    add(x.forms, {form.maxSize, form.rows, 1});
+    add(y.forms, {form.maxSize, 1, problem.n / form.columns});
+  }
+  // A dimension equal in every form needs none.
+  for (GpuGridDim *dim : {&x, &y}) {
+    if (dim->forms.size() == 1)
+      dim->forms.clear();
+    dim->stepMultiplier = stepMultiplier;
+  }
   return grid;
+}
+
+/// The forms of a plain linear or dense projection built with decode forms
+/// where `split` holds one (buildWithDecodeForms: one row fragment, then
+/// the multi-row form where the problem has one), then its row tiles.
+static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
+                                              const MatmulTiling &tiling,
+                                              const MatmulProblem &problem,
+                                              bool decodeForms) {
+  SmallVector<TileForm> forms;
+  int64_t splits = 0, decodeMax = 0;
+  std::optional<MatmulTiling> split =
+      decodeForms ? chooseDecodeSplitK(tiling, problem, splits) : std::nullopt;
+  if (split) {
+    int64_t multiSplits = 0, maxRows = 0;
+    decodeMax = chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows)
+                    ? maxRows
+                    : tiling.mma.m;
+    forms.push_back({decodeMax, tiling.tileM(), split->tileN()});
+  }
+  appendRowTileForms(func, tiling, decodeMax, forms);
+  return forms;
 }
 
 /// The grid of a grouped-expert matmul: x = ceil(T * topK / tile rows) +
 /// min(experts, T * topK) tiles (at most one partial tile per expert with
-/// slots; the decode form's tiles of splitTileRows slots where there is
-/// one), one block below minSlots; y = N / tileN (the caller widens it to
-/// the decode form's column blocks).
-static GpuGrid groupedExpertGrid(const MatmulTiling &tiling,
+/// slots), y = N / tile columns, by form: the decode form's tiles of `split`
+/// (splitTileRows slots) up to kGroupedSplitKMaxSlots slots, the row tiles
+/// above; one block below minSlots.
+static GpuGrid groupedExpertGrid(gpu::GPUFuncOp func,
+                                 const MatmulTiling &tiling,
                                  const MatmulProblem &problem,
-                                 const GroupedExperts &grouped) {
-  GpuGrid grid = rowTileGrid(tiling, problem, /*decodeForm=*/false);
+                                 const GroupedExperts &grouped,
+                                 const std::optional<MatmulTiling> &split) {
+  SmallVector<TileForm> forms;
+  int64_t decodeMax = 0;
+  if (split) {
+    decodeMax = kGroupedSplitKMaxSlots;
+    forms.push_back({decodeMax, grouped.splitTileRows, split->tileN()});
+  }
+  appendRowTileForms(func, tiling, decodeMax, forms);
+  GpuGrid grid = rowTileGrid(forms, problem, grouped.topK);
   GpuGridDim &x = grid[0];
-  x.multiplier = grouped.topK;
-  if (grouped.splitTileRows)
-    x.divisor = grouped.splitTileRows;
   x.addend = grouped.experts;
   x.addendAtMostExtent = true;
   x.floor = grouped.minSlots;
@@ -299,9 +382,10 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  // (ceil(M / tileM), N / 16 (the decode form's columns), 1), M the rows
-  // of x (argument 0).
-  result.grid = rowTileGrid(*tiling, problem, /*decodeForm=*/true);
+  // By the step's rows M (argument 0): (ceil(M / tileM), N / 16 (the
+  // decode forms' columns), 1) for decode steps, the row tiles' above.
+  result.grid = rowTileGrid(
+      denseMatmulForms(func, *tiling, problem, /*decodeForms=*/true), problem);
   return result;
 }
 
@@ -401,11 +485,7 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  result.grid = groupedExpertGrid(*tiling, problem, grouped);
-  // The decode form's column blocks (the row tiles use the first N /
-  // tileN of them).
-  if (split)
-    result.grid[1].blocks = problem.n / split->tileN();
+  result.grid = groupedExpertGrid(func, *tiling, problem, grouped, split);
   result.rowsTwin = twin;
   return result;
 }
@@ -581,8 +661,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
-  result.grid = rowTileGrid(*tiling, problem,
-                            /*decodeForm=*/takesDecodeForm(dense));
+  result.grid = rowTileGrid(
+      denseMatmulForms(func, *tiling, problem, takesDecodeForm(dense)),
+      problem);
   // Below min_rows the `_rows` kernel does the work: one block.
   result.grid[0].floor = dense.minRows;
   // Batched over heads: z.
