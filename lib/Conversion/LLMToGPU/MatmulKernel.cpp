@@ -445,6 +445,44 @@ private:
     return SmallVector<Value>(loop.getResults());
   }
   void storeResults(ValueRange accs);
+  /// The staged tiles' results through the free stage arena (a tile of
+  /// `weights` x tileM x tileN values, each rounded to y's type, which is
+  /// every epilogue's first step), then the epilogue by runs of kRunColumns
+  /// columns of a row: 16-byte loads of the rounded values (and of the
+  /// streams or slot sums), 16-byte stores of the results, where the
+  /// fragments' own layout stores 2 or 4 bytes per lane. Only the staged
+  /// forms with a bf16 y and an arena large enough (storesThroughArena).
+  bool storesThroughArena(int64_t weights) const;
+  void storeThroughArena(
+      ValueRange accs, int64_t weights,
+      llvm::function_ref<void(Value localRow, Value col, ArrayRef<Value> run,
+                              ArrayRef<Value> upRun)>
+          storeRun);
+  /// The dense epilogue of kRunColumns rounded results of row `row` from
+  /// column `col` (upRun: W_up's, Swiglu).
+  void storeDenseRun(Value row, Value col, ArrayRef<Value> run,
+                     ArrayRef<Value> upRun);
+  /// The grouped epilogue of kRunColumns rounded results at slot position
+  /// `pos` from column `col`.
+  void storeGroupedRun(Value pos, Value col, ArrayRef<Value> run,
+                       ArrayRef<Value> upRun);
+  /// kRunColumns values of row `at` (the last index the first column) of
+  /// `mem` as f32 (one vector load).
+  SmallVector<Value> loadRun(Value mem, SmallVector<Value> at);
+  /// Stores f32 `values` rounded to `mem`'s elements at `at` (one vector
+  /// store).
+  void storeRun(ArrayRef<Value> values, Value mem, SmallVector<Value> at);
+  /// Columns of a run of the arena epilogue: 16 bytes of bf16.
+  static constexpr int64_t kRunColumns = 8;
+  /// Padding of the arena tile's rows: 16 bytes, so that a subgroup's
+  /// fragment rows start in different banks; none where the padded tile
+  /// would not fit the arena (AMD's two stage buffers of 128 x 128 tiles:
+  /// exactly the unpadded tile's 32 KiB, and a larger arena would halve the
+  /// blocks per gfx942 compute unit).
+  static constexpr int64_t kArenaRowPad = 8;
+  int64_t arenaRowPad(int64_t weights) const;
+  /// The staged form's workgroup arena of the tile (accumulateStaged).
+  Value tileArena;
 
   /// The staged form's K loop (MatmulTiling::staged): fragsM x fragsN fp32
   /// accumulators per weight, from the tile's operands staged block by
@@ -1094,7 +1132,201 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   return out;
 }
 
+int64_t MatmulKernelBuilder::arenaRowPad(int64_t weights) const {
+  int64_t padded = weights * t.tileM() * (t.tileN() + kArenaRowPad) * 2;
+  return padded <= stagedBufferBytes(t, weights) ? kArenaRowPad : 0;
+}
+
+bool MatmulKernelBuilder::storesThroughArena(int64_t weights) const {
+  int64_t bytes = weights * t.tileM() * t.tileN() * 2;
+  return t.staged && types.y.isBF16() && t.tileN() % kRunColumns == 0 &&
+         bytes <= stagedBufferBytes(t, weights);
+}
+
+void MatmulKernelBuilder::storeThroughArena(
+    ValueRange accs, int64_t weights,
+    llvm::function_ref<void(Value, Value, ArrayRef<Value>, ArrayRef<Value>)>
+        storeRun) {
+  int64_t rowElements = t.tileN() + arenaRowPad(weights);
+  Value tile = viewWorkgroupArena(b, loc, tileArena, 0,
+                                  {weights, t.tileM(), rowElements}, bf16);
+  // Every thread's last reads of the stage buffers are done.
+  gpu::BarrierOp::create(b, loc);
+  int64_t perWeight = t.fragsM * t.fragsN;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t i = 0; i < t.fragsM; ++i)
+      for (int64_t j = 0; j < t.fragsN; ++j) {
+        Value acc = accs[wi * perWeight + i * t.fragsN + j];
+        Value rowBase = add(arith::SubIOp::create(b, loc, rowBases[i], tileRow),
+                            cLane.outer);
+        Value colBase = add(arith::SubIOp::create(b, loc, colBases[j], tileCol),
+                            cLane.inner);
+        int64_t e = 0;
+        for (auto piece : mi.c.pieces) {
+          // The piece's mi.c.count consecutive columns, rounded, as one
+          // vector store.
+          SmallVector<Value> values;
+          for (int64_t c = 0; c < mi.c.count; ++c, ++e)
+            values.push_back(arith::TruncFOp::create(
+                b, loc, bf16, vector::ExtractOp::create(b, loc, acc, e)));
+          Value vec = vector::FromElementsOp::create(
+              b, loc, VectorType::get({mi.c.count}, bf16), values);
+          auto store = vector::StoreOp::create(
+              b, loc, vec, tile,
+              ValueRange{idx(wi), add(rowBase, piece[0]),
+                         add(colBase, piece[1])});
+          store.setAlignment(uint64_t(mi.c.count * 2));
+        }
+      }
+  gpu::BarrierOp::create(b, loc);
+  // Runs: thread `tid` takes run tid, tid + threads, ... of the tile's
+  // tileM x (tileN / kRunColumns), row-major.
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t runsPerRow = t.tileN() / kRunColumns;
+  int64_t runs = t.tileM() * runsPerRow;
+  int64_t threads = t.threads();
+  for (int64_t r = 0; r < llvm::divideCeil(runs, threads); ++r) {
+    Value run = add(tid, r * threads);
+    OpBuilder::InsertionGuard guard(b);
+    if ((r + 1) * threads > runs) {
+      auto inside = scf::IfOp::create(b, loc, ult(run, idx(runs)), false);
+      b.setInsertionPointToStart(inside.thenBlock());
+    }
+    Value localRow = arith::DivUIOp::create(b, loc, run, idx(runsPerRow));
+    Value localCol = mul(arith::RemUIOp::create(b, loc, run, idx(runsPerRow)),
+                         kRunColumns);
+    SmallVector<SmallVector<Value>> values;
+    for (int64_t wi = 0; wi < weights; ++wi)
+      values.push_back(loadRun(tile, {idx(wi), localRow, localCol}));
+    storeRun(localRow, add(tileCol, localCol), values[0],
+             weights > 1 ? ArrayRef<Value>(values[1]) : ArrayRef<Value>());
+  }
+  // The runs' reads end before the arena takes the next tile's stages.
+  gpu::BarrierOp::create(b, loc);
+}
+
+SmallVector<Value> MatmulKernelBuilder::loadRun(Value mem,
+                                                SmallVector<Value> at) {
+  Type elem = cast<MemRefType>(mem.getType()).getElementType();
+  auto load = vector::LoadOp::create(
+      b, loc, VectorType::get({kRunColumns}, elem), mem, at);
+  load.setAlignment(uint64_t(kRunColumns * elem.getIntOrFloatBitWidth() / 8));
+  Value vec = load;
+  SmallVector<Value> values;
+  for (int64_t c = 0; c < kRunColumns; ++c) {
+    Value v = vector::ExtractOp::create(b, loc, vec, c);
+    values.push_back(elem == f32 ? v : arith::ExtFOp::create(b, loc, f32, v));
+  }
+  return values;
+}
+
+void MatmulKernelBuilder::storeRun(ArrayRef<Value> values, Value mem,
+                                   SmallVector<Value> at) {
+  Type elem = cast<MemRefType>(mem.getType()).getElementType();
+  SmallVector<Value> rounded;
+  for (Value v : values)
+    rounded.push_back(elem == f32 ? v
+                                  : arith::TruncFOp::create(b, loc, elem, v));
+  Value vec = vector::FromElementsOp::create(
+      b, loc, VectorType::get({kRunColumns}, elem), rounded);
+  auto store = vector::StoreOp::create(b, loc, vec, mem, at);
+  store.setAlignment(uint64_t(kRunColumns * elem.getIntOrFloatBitWidth() / 8));
+}
+
+void MatmulKernelBuilder::storeDenseRun(Value row, Value col,
+                                        ArrayRef<Value> run,
+                                        ArrayRef<Value> upRun) {
+  // The element epilogue of storeDenseElement on rounded values (rounding
+  // them again changes nothing), kRunColumns at a time.
+  SmallVector<Value> v(run.begin(), run.end());
+  switch (dense.epilogue) {
+  case MatmulEpilogue::Store:
+    break;
+  case MatmulEpilogue::Swiglu:
+    for (int64_t c = 0; c < kRunColumns; ++c)
+      v[c] = swiglu(run[c], upRun[c], dense.limit);
+    break;
+  case MatmulEpilogue::AddSlotSum: {
+    SmallVector<Value> sums(kRunColumns, cf32(0.0));
+    for (int64_t k = 0; k < dense.topK; ++k) {
+      SmallVector<Value> slot = loadRun(slotSum, {row, idx(k), col});
+      for (int64_t c = 0; c < kRunColumns; ++c)
+        sums[c] = arith::AddFOp::create(b, loc, sums[c], slot[c]);
+    }
+    for (int64_t c = 0; c < kRunColumns; ++c)
+      v[c] = arith::AddFOp::create(b, loc, sums[c], run[c]);
+    break;
+  }
+  }
+  if (!dense.hcMult) {
+    SmallVector<Value> at = {row, col};
+    if (dense.heads)
+      at.insert(at.begin() + 1, head);
+    storeRun(v, y, at);
+    return;
+  }
+  // storeStreams: post * round(v) first, then the source streams in order.
+  int64_t h = dense.hcMult;
+  SmallVector<Value> weights = loadStreamWeights(row);
+  SmallVector<SmallVector<Value>> sources;
+  for (int64_t i = 0; i < h; ++i)
+    sources.push_back(loadRun(streams, {row, idx(i), col}));
+  for (int64_t j = 0; j < h; ++j) {
+    SmallVector<Value> out;
+    for (int64_t c = 0; c < kRunColumns; ++c) {
+      Value sum = arith::MulFOp::create(b, loc, weights[j],
+                                        roundTo(v[c], types.y));
+      for (int64_t i = 0; i < h; ++i)
+        sum = arith::AddFOp::create(
+            b, loc, sum,
+            arith::MulFOp::create(b, loc, weights[h + i * h + j],
+                                  sources[i][c]));
+      out.push_back(sum);
+    }
+    storeRun(out, y, {row, idx(j), col});
+  }
+}
+
+void MatmulKernelBuilder::storeGroupedRun(Value pos, Value col,
+                                          ArrayRef<Value> run,
+                                          ArrayRef<Value> upRun) {
+  // storeGroupedElement on rounded values, kRunColumns at a time.
+  Value slot = slotAt(pos);
+  Value k = idx(grouped->topK);
+  Value tok = arith::DivUIOp::create(b, loc, slot, k);
+  Value slotInToken = arith::RemUIOp::create(b, loc, slot, k);
+  SmallVector<Value> v;
+  Value routeWeight;
+  if (!grouped->up)
+    routeWeight = memref::LoadOp::create(b, loc, grouped->routeWeights,
+                                         ValueRange{tok, slotInToken});
+  for (int64_t c = 0; c < kRunColumns; ++c)
+    v.push_back(grouped->up
+                    ? swiglu(run[c], upRun[c], grouped->limit)
+                    : arith::MulFOp::create(b, loc, routeWeight, run[c])
+                          .getResult());
+  storeRun(v, y, {tok, slotInToken, col});
+}
+
 void MatmulKernelBuilder::storeResults(ValueRange accs) {
+  int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
+  if (storesThroughArena(weights)) {
+    storeThroughArena(accs, weights,
+                      [&](Value localRow, Value col, ArrayRef<Value> run,
+                          ArrayRef<Value> upRun) {
+                        Value row = add(tileRow, localRow);
+                        auto inside = scf::IfOp::create(
+                            b, loc,
+                            arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::ult,
+                                                  row, numRows),
+                            false);
+                        OpBuilder::InsertionGuard guard(b);
+                        b.setInsertionPointToStart(inside.thenBlock());
+                        storeDenseRun(row, col, run, upRun);
+                      });
+    return;
+  }
   int64_t perWeight = t.fragsM * t.fragsN;
   for (int64_t i = 0; i < t.fragsM; ++i)
     for (int64_t j = 0; j < t.fragsN; ++j) {
@@ -1328,6 +1560,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
     arena = t.ring() ? addDynamicWorkgroupArena(func, loc, bytes)
                      : addWorkgroupBuffer(func, loc, {bytes}, b.getI8Type());
   }
+  tileArena = arena;
   if (t.ring())
     return accumulateRing(arena, weights);
   Value stageA =
@@ -2357,6 +2590,24 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
 }
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
+  int64_t weights = grouped->up ? 2 : 1;
+  if (storesThroughArena(weights)) {
+    storeThroughArena(accs, weights,
+                      [&](Value localRow, Value col, ArrayRef<Value> run,
+                          ArrayRef<Value> upRun) {
+                        Value pos = add(rowStart, localRow);
+                        auto inside = scf::IfOp::create(
+                            b, loc,
+                            arith::CmpIOp::create(b, loc,
+                                                  arith::CmpIPredicate::ult,
+                                                  pos, rowEnd),
+                            false);
+                        OpBuilder::InsertionGuard guard(b);
+                        b.setInsertionPointToStart(inside.thenBlock());
+                        storeGroupedRun(pos, col, run, upRun);
+                      });
+    return;
+  }
   int64_t perWeight = t.fragsM * t.fragsN;
   for (int64_t i = 0; i < t.fragsM; ++i)
     for (int64_t j = 0; j < t.fragsN; ++j) {

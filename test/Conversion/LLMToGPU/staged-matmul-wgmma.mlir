@@ -65,6 +65,19 @@
 // CHECK-NEXT: scf.yield
 // CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
+// The results through the free arena (storeThroughArena): each lane's
+// pairs of columns, rounded, into a [1, 128, 128 + 8] bf16 tile (rows padded
+// by 16 bytes), a barrier, then runs of 8 columns of a row: one 16-byte
+// load from the tile, one 16-byte store into y; a barrier before the next
+// tile's copies.
+// CHECK: %[[TILE:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<1x128x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
+// CHECK: vector.store %{{.*}}, %[[TILE]][%c0, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<1x128x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[TILE]][%c0, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1x128x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x256xbf16>, vector<8xbf16>
+// CHECK: gpu.barrier
+// CHECK-NEXT: }
 module {
 func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
   %w = llm.weight "proj.weight" : tensor<256x256xbf16>

@@ -48,7 +48,19 @@
 // AMD: vector.store %{{.*}}, %[[B]][%[[OTHER]], %c0,
 // CHECK: gpu.barrier
 // CHECK-NEXT: scf.yield
+// The results through the free arena (storeThroughArena): the unpadded
+// [1, 128, 128] bf16 tile fills the two stage buffers' 32 KiB exactly (a
+// larger arena would halve the blocks per gfx942 compute unit); each
+// lane's values rounded into it, a barrier, then runs of 8 columns: one
+// 16-byte load from the tile, one 16-byte store into y.
+// CHECK: %[[TILE:.*]] = memref.view %{{.*}}[%c0][] : memref<{{[0-9]+}}xi8, #gpu.address_space<workgroup>> to memref<1x128x128xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: gpu.barrier
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: vector.store %{{.*}}, %[[TILE]][%c0, %{{.*}}, %{{.*}}] {alignment = 2 : i64} : memref<1x128x128xbf16, #gpu.address_space<workgroup>>, vector<1xbf16>
+// CHECK: gpu.barrier
+// CHECK: vector.load %[[TILE]][%c0, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1x128x128xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}}, %arg2[%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x128xbf16>, vector<8xbf16>
+// CHECK: gpu.barrier
 module {
 func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
   %w = llm.weight "proj.weight" : tensor<128x256xbf16>
