@@ -174,7 +174,8 @@ inline constexpr int64_t kDecodeTileColumns = 16;
 /// not for lm_head's N = 154880 (551 -> 666 us at 32 rows, 963 -> 1727 us
 /// at 128), whose row tiles already fill the GPU; at 65..128 rows (two row
 /// blocks) it wins only for N up to 2048 (q_a_proj 59 -> 50 us, kv_a_proj
-/// 56 -> 37 us; qkv_proj 85 -> 109 us).
+/// 56 -> 37 us; qkv_proj 85 -> 109 us; nor for the o_projs' long K, with
+/// the row tiles' grid by form: kda 111 -> 178 us, mla 245 -> 323 us).
 inline constexpr int64_t kMultiRowDecodeMaxColumns = 16384;
 inline constexpr int64_t kMultiRowDecodeMaxRows = 128;
 inline constexpr int64_t kMultiRowDecodeTwoBlockMaxColumns = 2048;
