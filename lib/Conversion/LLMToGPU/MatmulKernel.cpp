@@ -1814,12 +1814,11 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
   };
   Value group;
-  int64_t ahead = t.copyAhead();
-  for (int64_t s = 0; s < ahead; ++s)
+  for (int64_t s = 0; s + 1 < stages; ++s)
     group = copyBlock(idx(s), idx(s));
   auto waitForNext = [&] {
     nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
-                                     b.getI32IntegerAttr(ahead - 1));
+                                     b.getI32IntegerAttr(stages - 2));
   };
   waitForNext();
   if (fp8Weights)
@@ -1844,8 +1843,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
           return arith::RemUIOp::create(b, loc, block, idx(stages));
         };
         Value slot = slotOf(k);
-        Value aheadBlock = add(k, ahead);
-        copyBlock(aheadBlock, slotOf(aheadBlock));
+        Value ahead = add(k, stages - 1);
+        copyBlock(ahead, slotOf(ahead));
         Value next = add(k, 1);
         SmallVector<Value> scales;
         if (fp8Weights)
@@ -1860,9 +1859,6 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
                   : add(mul(slot, slotBytesB), ringABytes);
           accs = issueWarpgroupStage(arenaAddress, mul(slot, slotBytesA),
                                      bOffset, iterArgs, weights);
-          // Block k's products run on; block k - 1's have ended, so its
-          // decoded half and (next barrier on) its ring slot are free.
-          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 1);
         } else if (fp8Weights) {
           accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
         } else {
@@ -1873,14 +1869,13 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
           decodeRawChunks(raw, scales, ringB, slotOf(next), decoded,
                           arith::RemUIOp::create(b, loc, next, idx(2)));
         if (t.wgmma) {
-          // Block k + 1's rows are this thread's writes, which the
-          // warpgroup's reads must see.
+          // Block k + 1's rows are this thread's writes; block k's
+          // products end before the barrier frees its slot.
           fenceForWarpgroup();
+          NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
         }
         scf::YieldOp::create(b, loc, accs);
       });
-  if (t.wgmma)
-    NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b, loc);
   return SmallVector<Value>(loop.getResults());

@@ -350,7 +350,7 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
     t.ldmatrix = false;
     t.kRuns = false;
     t.asyncCopy = true;
-    t.stages = kWarpgroupStages;
+    t.stages = kAsyncStages;
     return t;
   }
   return std::nullopt;

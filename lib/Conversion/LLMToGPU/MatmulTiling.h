@@ -115,10 +115,6 @@ struct MatmulTiling {
 
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
-  /// Blocks the ring's copies run ahead of the block multiplied: every
-  /// slot but the one multiplied, and with wgmma also but the previous
-  /// block's, whose product may still be reading its slot.
-  int64_t copyAhead() const { return wgmma ? stages - 2 : stages - 1; }
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   /// Rows between a subgroup's row fragments: the instruction's m, or with
@@ -221,10 +217,6 @@ inline constexpr int64_t kStageK = 32;
 /// tiles with two buffers had ~8 KiB (Nsight Compute, moe_up at 2048
 /// tokens: 1.08 TB/s).
 inline constexpr int64_t kAsyncStages = 4;
-/// The wgmma ring's slots: one more than kAsyncStages, for the product of
-/// the previous block, which runs on while the next one is issued (the
-/// copies stay kAsyncStages - 1 blocks ahead).
-inline constexpr int64_t kWarpgroupStages = kAsyncStages + 1;
 
 /// The staged row-tile form of `tiling` (MatmulTiling::staged) for tiles of
 /// `tileRows` rows: 2 x 2 subgroups, kStageK-wide K blocks through

@@ -2,32 +2,29 @@
 
 // Tests the staged row tiles' wgmma form on sm_90a (MatmulTiling::wgmma,
 // issueWarpgroupStage): one warpgroup (128 lanes) per 128 x 128 tile, one
-// instruction per 64 rows (wgmma m64n128k16), the ring of 5 K blocks of 32
-// in dynamic workgroup memory (x: 5 x 128 x 64 bytes = 40960 at 0, W: 5 x
-// 128 x 64 = 40960 after it; 81920 in all): the copies run 3 blocks ahead
-// and the previous block's products may still read the fifth slot. Steps below the staged tiles'
+// instruction per 64 rows (wgmma m64n128k16), the ring of 4 K blocks of 32
+// in dynamic workgroup memory (x: 4 x 128 x 64 bytes = 32768 at 0, W: 4 x
+// 128 x 64 = 32768 after it; 65536 in all). Steps below the staged tiles'
 // 16384 rows launch with the decode forms' 16384 bytes only
 // (strata.small_step_shared_memory = [rows per step row, largest small
 // step, bytes]). After the prologue's copies land, a proxy fence orders
 // them before the wgmma reads, and the arena's shared address is taken
 // once. Each K block: the barrier, the copy of block k + 3, then
 // wgmma.fence and, per K step of 16, one instruction per 64-row half whose
-// descriptors address slot k mod 5 (A at 8192 x slot, + 4096 for rows
-// 64..127; B at 40960 + 8192 x slot; the second step 32 bytes further along
+// descriptors address slot k mod 4 (A at 8192 x slot, + 4096 for rows
+// 64..127; B at 32768 + 8192 x slot; the second step 32 bytes further along
 // the 64-byte rows) with the 64-byte swizzle, stride 512 between 8-row
 // groups (0x8000002000010000 = -9223371899415756800 ORed onto address /
-// 16); one committed group and a wait for all but it (block k - 1's
-// products have ended: their slot is free at the next barrier, their
-// decoded half now); then the wait for block k + 1's copies and a proxy
-// fence for them. Block k's products run on into the next block; after the
-// loop a wait for all of them.
+// 16); one committed group; then the wait for block k + 1's copies, a proxy
+// fence for them, and the wait for the products before the next barrier
+// frees their slot.
 // CHECK-LABEL: gpu.func @linear_bf16_256x256_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 81920 : i64
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
 // CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 16384>
-// CHECK-SAME: strata.staged_stages = 5 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
+// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
 // CHECK: %[[ARENA:.*]] = gpu.dynamic_shared_memory
-// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<5x128x32xbf16, #gpu.address_space<workgroup>>
-// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c40960][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<5x1x128x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0,
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0,
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c2,
@@ -38,11 +35,11 @@
 // CHECK-NEXT: %[[BASE:.*]] = arith.index_castui %[[PTR]] : index to i64
 // CHECK-NEXT: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
 // CHECK-NEXT: gpu.barrier
-// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c5
+// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c4
 // CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][
 // CHECK: nvgpu.device_async_create_group
 // CHECK-NEXT: %[[BSLOT:.*]] = arith.muli %[[SLOT]], %c8192
-// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c40960
+// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c32768
 // CHECK-NEXT: %[[AOFF:.*]] = arith.muli %[[SLOT]], %c8192
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: nvvm.wgmma.fence.aligned
@@ -62,12 +59,11 @@
 // CHECK-NEXT: arith.addi %[[AOFF]], %c4128
 // CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D1]], <m = 64, n = 128, k = 16>
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
-// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 2 : i32}
 // CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: scf.yield
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
 // The results through the free arena (storeThroughArena): each lane's
 // pairs of columns, rounded, into a [1, 128, 128 + 8] bf16 tile (rows padded
@@ -92,18 +88,17 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
-// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([5, 1, 128, 32]
-// fp8 at 40960) is decoded one block ahead into two bf16 blocks ([2, 1, 128,
-// 32] at 40960 + 20480 = 61440), which the B descriptors address (61440 +
-// 8192 x (k mod 2)) while the next block is decoded (after the wait that
-// ends the products of the block that last read that half); 77824 bytes, none in
+// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([4, 1, 128, 32]
+// fp8 at 32768) is decoded one block ahead into two bf16 blocks ([2, 1, 128,
+// 32] at 32768 + 16384 = 49152), which the B descriptors address (49152 +
+// 8192 x (k mod 2)) while the next block is decoded; 65536 bytes, none in
 // steps below the staged tiles (no decode forms: their plain tiles).
 // CHECK-LABEL: gpu.func @linear_fp8_256x256_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 77824 : i64
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
 // CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 0>
 // CHECK-SAME: strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
-// CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c40960][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<5x1x128x32xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c61440][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_wait
 // CHECK: nvvm.convert.f8x2.to.f16x2
 // CHECK: vector.store %{{.*}}, %[[DEC]][%c0,
@@ -111,17 +106,16 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 // CHECK: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
 // CHECK: %[[HALF:.*]] = arith.remui %[[K]], %c2
 // CHECK: %[[HOFF:.*]] = arith.muli %[[HALF]], %c8192
-// CHECK-NEXT: arith.addi %[[HOFF]], %c61440
+// CHECK-NEXT: arith.addi %[[HOFF]], %c49152
 // CHECK: nvvm.wgmma.fence.aligned
 // CHECK-COUNT-4: nvvm.wgmma.mma_async
 // CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvgpu.device_async_wait
 // CHECK: nvvm.convert.f8x2.to.f16x2
 // CHECK: vector.store %{{.*}}, %[[DEC]][
 // CHECK: nvvm.fence.proxy
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK-NEXT: scf.yield
-// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 module {
 func.func @linear_fp8(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
   %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, block = [128, 128]>
