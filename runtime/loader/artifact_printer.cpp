@@ -6,7 +6,10 @@
 
 #include "runtime/loader/artifact_printer.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 
@@ -320,6 +323,72 @@ std::string printArtifact(const Artifact &artifact) {
   return out;
 }
 
+StatusOr<RuntimeSizes> parseRuntimeSizes(std::string_view spec) {
+  RuntimeSizes sizes;
+  while (!spec.empty()) {
+    size_t comma = spec.find(',');
+    std::string_view item = spec.substr(0, comma);
+    spec = comma == std::string_view::npos ? std::string_view()
+                                           : spec.substr(comma + 1);
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos)
+      return invalidArgument("'{}': expected NAME=VALUE", item);
+    std::string_view name = item.substr(0, eq), value = item.substr(eq + 1);
+    std::optional<SizeSymbol> symbol;
+    std::vector<std::string_view> names;
+    for (int i = 0; i <= static_cast<int>(SizeSymbol::MAX); ++i) {
+      names.push_back(EnumNameSizeSymbol(static_cast<SizeSymbol>(i)));
+      if (name == names.back())
+        symbol = static_cast<SizeSymbol>(i);
+    }
+    if (!symbol)
+      return invalidArgument("'{}': unknown size (one of: {})", name,
+                             fmt::join(names, ", "));
+    uint64_t number = 0;
+    auto [end, error] =
+        std::from_chars(value.data(), value.data() + value.size(), number);
+    if (value.empty() || error != std::errc() ||
+        end != value.data() + value.size())
+      return invalidArgument("'{}': '{}' is not a number", name, value);
+    sizes[*symbol] = number;
+  }
+  return sizes;
+}
+
+StatusOr<std::string> printLaunchesAt(const Artifact &artifact,
+                                      const RuntimeSizes &sizes) {
+  const ArtifactDef &def = artifact.def();
+  std::string out;
+  auto it = std::back_inserter(out);
+  for (size_t t = 0; def.targets() && t < def.targets()->size(); ++t) {
+    const TargetDef *target = def.targets()->Get(t);
+    for (const Kernel *kernel : *target->kernels()) {
+      const LaunchInfo *launch = kernel->launch();
+      if (!launch)
+        continue;
+      std::vector<uint64_t> grid;
+      for (const SizeExpr *dim : *launch->grid()) {
+        StatusOr<uint64_t> blocks = evaluateSizeExpr(dim, sizes);
+        if (!blocks.ok())
+          return blocks.status();
+        grid.push_back(std::max<uint64_t>(*blocks, 1));
+      }
+      uint64_t shared = launch->shared_memory_bytes();
+      if (launch->shared_memory()) {
+        StatusOr<uint64_t> bytes =
+            evaluateSizeExpr(launch->shared_memory(), sizes);
+        if (!bytes.ok())
+          return bytes.status();
+        shared = *bytes;
+      }
+      fmt::format_to(it, "target {} kernel '{}' grid [{}] shared {}\n",
+                     EnumNameTargetKind(target->target()),
+                     str(kernel->name()), fmt::join(grid, ", "), shared);
+    }
+  }
+  return out;
+}
+
 StatusOr<std::string_view> targetBinary(const Artifact &artifact,
                                         std::string_view target) {
   const ArtifactDef &def = artifact.def();
@@ -344,13 +413,21 @@ int runDumpTool(int argc, char **argv) {
   CommandLine cl("strata-dump",
                  "usage: strata-dump <artifact.strata>\n"
                  "       strata-dump <artifact.strata> --binary <target> "
-                 "<out-file>\n",
+                 "<out-file>\n"
+                 "       strata-dump <artifact.strata> --launch-at "
+                 "num_tokens=N[,SIZE=N...]\n",
                  "Validates an artifact and prints it in a stable text form, "
-                 "or writes one\ntarget's kernel binary (.so, hsaco, cubin) "
-                 "for llvm-objdump. docs/Artifact.md.");
-  std::string path;
+                 "writes one\ntarget's kernel binary (.so, hsaco, cubin) "
+                 "for llvm-objdump, or prints every GPU\nkernel's grid and "
+                 "shared bytes at the given step sizes. docs/Artifact.md.");
+  std::string path, launchAt;
   std::vector<std::string> binary;
   cl.app().add_option("artifact", path, "the .strata artifact");
+  cl.app()
+      .add_option("--launch-at", launchAt,
+                  "print each GPU kernel's launch at these sizes (the "
+                  "others 0)")
+      ->type_name("<SIZE=N,...>");
   cl.app()
       .add_option("--binary", binary,
                   "write this target's kernel binary to out-file")
@@ -380,6 +457,16 @@ int runDumpTool(int argc, char **argv) {
     size_t written = std::fwrite(bytes->data(), 1, bytes->size(), out);
     if (std::fclose(out) != 0 || written != bytes->size())
       return fail(unavailable("{}: write failed", binary[1]));
+    return 0;
+  }
+  if (!launchAt.empty()) {
+    StatusOr<RuntimeSizes> sizes = parseRuntimeSizes(launchAt);
+    if (!sizes.ok())
+      return fail(sizes.status());
+    StatusOr<std::string> launches = printLaunchesAt(**artifact, *sizes);
+    if (!launches.ok())
+      return fail(launches.status());
+    std::fwrite(launches->data(), 1, launches->size(), stdout);
     return 0;
   }
   std::string text = printArtifact(**artifact);

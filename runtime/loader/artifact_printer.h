@@ -15,11 +15,23 @@
 #include <string_view>
 
 #include "runtime/loader/artifact.h"
+#include "runtime/loader/size_expr.h"
 
 namespace strata::runtime {
 
 /// The text form of `artifact`, ending in a newline.
 std::string printArtifact(const Artifact &artifact);
+
+/// The sizes `spec` names ("num_tokens=2048,num_requests=4": SizeSymbol
+/// names and values, the others 0); INVALID_ARGUMENT on an unknown name or
+/// a value that is not a number.
+StatusOr<RuntimeSizes> parseRuntimeSizes(std::string_view spec);
+
+/// Every GPU kernel's launch at `sizes`, one line per kernel: "target T
+/// kernel 'K' grid [x, y, z] shared B", the grid and the dynamic shared
+/// bytes evaluated as the runtime does (each grid dimension at least 1).
+StatusOr<std::string> printLaunchesAt(const Artifact &artifact,
+                                      const RuntimeSizes &sizes);
 
 /// The bytes of binary 0 of `artifact`'s target named `target` (`cpu`,
 /// `gfx942`, `gfx950`, `sm_90`); NOT_FOUND naming the targets it has.
