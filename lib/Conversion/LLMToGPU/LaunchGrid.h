@@ -59,7 +59,7 @@ struct GpuGridDim {
   /// form, the fields above): each replaces `divisor` (or `blocks`) for its
   /// steps, so no block is launched for another form's tiles. The step's
   /// size is argument 0's extent 0 times stepMultiplier.
-  std::vector<GpuGridForm> forms;
+  std::vector<GpuGridForm> forms = {};
   int64_t stepMultiplier = 1;
 };
 

@@ -249,17 +249,24 @@ static GpuGrid rowTileGrid(ArrayRef<TileForm> forms,
 static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
                                               const MatmulTiling &tiling,
                                               const MatmulProblem &problem,
-                                              bool decodeForms) {
+                                              bool decodeForms,
+                                              const DenseMatmul &dense) {
   SmallVector<TileForm> forms;
   int64_t splits = 0, decodeMax = 0;
   std::optional<MatmulTiling> split =
       decodeForms ? chooseDecodeSplitK(tiling, problem, splits) : std::nullopt;
   if (split) {
+    // One row fragment: the fp32 weight's GEMV or the one-row split form.
+    decodeMax = tiling.mma.m;
+    forms.push_back({decodeMax, tiling.tileM(),
+                     takesWeightGemv(tiling, problem, splits, dense)
+                         ? kWeightGemvColumns
+                         : split->tileN()});
     int64_t multiSplits = 0, maxRows = 0;
-    decodeMax = chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows)
-                    ? maxRows
-                    : tiling.mma.m;
-    forms.push_back({decodeMax, tiling.tileM(), split->tileN()});
+    if (chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows)) {
+      decodeMax = maxRows;
+      forms.push_back({decodeMax, tiling.tileM(), split->tileN()});
+    }
   }
   appendRowTileForms(func, tiling, decodeMax, forms);
   return forms;
@@ -384,8 +391,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   result.tiling = *tiling;
   // By the step's rows M (argument 0): (ceil(M / tileM), N / 16 (the
   // decode forms' columns), 1) for decode steps, the row tiles' above.
+  DenseMatmul epilogue;
+  epilogue.hcMult = hcMult;
   result.grid = rowTileGrid(
-      denseMatmulForms(func, *tiling, problem, /*decodeForms=*/true), problem);
+      denseMatmulForms(func, *tiling, problem, /*decodeForms=*/true, epilogue),
+      problem);
   return result;
 }
 
@@ -662,7 +672,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   result.func = func;
   result.tiling = *tiling;
   result.grid = rowTileGrid(
-      denseMatmulForms(func, *tiling, problem, takesDecodeForm(dense)),
+      denseMatmulForms(func, *tiling, problem, takesDecodeForm(dense), dense),
       problem);
   // Below min_rows the `_rows` kernel does the work: one block.
   result.grid[0].floor = dense.minRows;

@@ -90,6 +90,17 @@ public:
   /// y.
   void buildSplitK(ValueRange args, Value partial, int64_t splits,
                    const DenseMatmul &dense);
+  /// A plain linear's body for steps of at most mma.m rows with an fp32
+  /// weight (takesWeightGemv: the MoE router): block y takes
+  /// kWeightGemvColumns columns, whose weight rows every thread holds in
+  /// registers (16-byte loads, all issued at once: the weight is read once,
+  /// by N / kWeightGemvColumns blocks); per row of the step each thread
+  /// multiplies its K elements in fp32 (fused multiply-adds, exact
+  /// products), the subgroups' sums meet in `partial` (workgroup memory, at
+  /// least [splits, 1, 1, kWeightGemvColumns] f32) and are added in
+  /// subgroup order into y.
+  void buildWeightGemv(ValueRange args, Value partial, int64_t splits,
+                       const DenseMatmul &dense);
 
 private:
   /// Binds x, [slotSum,] w[, scales][, w2[, scales2]][, streams, streamPost,
@@ -1185,7 +1196,8 @@ void MatmulKernelBuilder::storeThroughArena(
   int64_t runsPerRow = t.tileN() / kRunColumns;
   int64_t runs = t.tileM() * runsPerRow;
   int64_t threads = t.threads();
-  for (int64_t r = 0; r < llvm::divideCeil(runs, threads); ++r) {
+  int64_t rounds = llvm::divideCeil(runs, threads);
+  for (int64_t r = 0; r < rounds; ++r) {
     Value run = add(tid, r * threads);
     OpBuilder::InsertionGuard guard(b);
     if ((r + 1) * threads > runs) {
@@ -2014,6 +2026,84 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
   }
 }
 
+void MatmulKernelBuilder::buildWeightGemv(ValueRange args, Value partial,
+                                          int64_t splits,
+                                          const DenseMatmul &d) {
+  bindArgs(args, d);
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value laneId = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
+  numRows = memref::DimOp::create(b, loc, x, 0);
+  Value colBase = mul(by, kWeightGemvColumns);
+  int64_t threads = splits * t.subgroupSize;
+  int64_t loads = llvm::divideCeil(p.k, threads * kWeightGemvRun);
+  // Element k of load j: (j * threads + tid) * kWeightGemvRun + e; a run
+  // past K reads the last run and its weights count as zero.
+  VectorType run = VectorType::get({kWeightGemvRun}, f32);
+  SmallVector<Value> ks, inside;
+  for (int64_t j = 0; j < loads; ++j) {
+    Value k = mul(add(tid, j * threads), kWeightGemvRun);
+    inside.push_back(ult(k, idx(p.k)));
+    ks.push_back(minu(k, idx(p.k - kWeightGemvRun)));
+  }
+  SmallVector<SmallVector<Value>> weight(kWeightGemvColumns);
+  for (int64_t c = 0; c < kWeightGemvColumns; ++c)
+    for (auto [k, in] : llvm::zip(ks, inside)) {
+      auto load = vector::LoadOp::create(b, loc, run, w,
+                                         ValueRange{add(colBase, c), k});
+      load.setAlignment(uint64_t(kWeightGemvRun * 4));
+      weight[c].push_back(arith::SelectOp::create(
+          b, loc, in, load.getResult(),
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(run))));
+    }
+  // The step's rows one by one (the trip count is the block's: uniform).
+  auto rows = scf::ForOp::create(b, loc, idx(0), numRows, idx(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(rows.getBody()->getTerminator());
+  Value row = rows.getInductionVar();
+  SmallVector<Value> xs;
+  for (Value k : ks) {
+    auto load = vector::LoadOp::create(
+        b, loc, VectorType::get({kWeightGemvRun}, bf16), x,
+        ValueRange{row, k});
+    load.setAlignment(uint64_t(kWeightGemvRun * 2));
+    xs.push_back(arith::ExtFOp::create(
+        b, loc, VectorType::get({kWeightGemvRun}, f32), load.getResult()));
+  }
+  for (int64_t c = 0; c < kWeightGemvColumns; ++c) {
+    Value acc = cf32(0.0);
+    for (int64_t j = 0; j < loads; ++j)
+      for (int64_t e = 0; e < kWeightGemvRun; ++e)
+        acc = math::FmaOp::create(
+            b, loc, vector::ExtractOp::create(b, loc, xs[j], e),
+            vector::ExtractOp::create(b, loc, weight[c][j], e), acc);
+    acc = subgroupSum(acc, t.subgroupSize);
+    OpBuilder::InsertionGuard laneGuard(b);
+    auto first = scf::IfOp::create(b, loc, ieq(laneId, idx(0)), false);
+    b.setInsertionPoint(first.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, loc, acc, partial,
+                            ValueRange{sg, idx(0), idx(0), idx(c)});
+  }
+  gpu::BarrierOp::create(b, loc);
+  {
+    // Thread c adds column c's subgroup sums in subgroup order.
+    OpBuilder::InsertionGuard sumGuard(b);
+    auto owner =
+        scf::IfOp::create(b, loc, ult(tid, idx(kWeightGemvColumns)), false);
+    b.setInsertionPoint(owner.thenBlock()->getTerminator());
+    Value sum = cf32(0.0);
+    for (int64_t s = 0; s < splits; ++s)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          memref::LoadOp::create(b, loc, partial,
+                                 ValueRange{idx(s), idx(0), idx(0), tid}));
+    storeDenseElement(row, add(colBase, tid), sum, Value(), {});
+  }
+  // The sums are read before the next row overwrites them.
+  gpu::BarrierOp::create(b, loc);
+}
+
 SmallVector<Value> MatmulKernelBuilder::loadStreamWeights(Value row) {
   // post[row, 0..h) then comb[row, i, j] row-major.
   int64_t h = dense.hcMult;
@@ -2244,7 +2334,10 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
                                      builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
   auto oneRow = [&] {
-    decode.buildSplitK(func.getArguments(), partial, splits, dense);
+    if (takesWeightGemv(tiling, problem, splits, dense))
+      decode.buildWeightGemv(func.getArguments(), partial, splits, dense);
+    else
+      decode.buildSplitK(func.getArguments(), partial, splits, dense);
   };
   auto tiles = [&] { kb.build(func.getArguments(), dense); };
   if (!multi) {

@@ -209,6 +209,15 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   return split;
 }
 
+bool mlir::strata::takesWeightGemv(const MatmulTiling &tiling,
+                                   const MatmulProblem &problem,
+                                   int64_t splits, const DenseMatmul &dense) {
+  return problem.f32Weight && dense.epilogue == MatmulEpilogue::Store &&
+         !dense.hcMult && !dense.heads && splits >= 1 &&
+         problem.n % kWeightGemvColumns == 0 &&
+         problem.k % kWeightGemvRun == 0;
+}
+
 std::optional<MatmulTiling>
 mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                                          const MatmulProblem &problem,

@@ -166,6 +166,12 @@ FailureOr<MatmulTiling> chooseMatmulTiling(const TargetInfo &target,
 /// Columns of a block of the decode forms (chooseDecodeSplitK).
 inline constexpr int64_t kDecodeTileColumns = 16;
 
+/// Columns of a block of the fp32-weight GEMV (buildWeightGemv) and the fp32
+/// values of one of its 16-byte weight loads.
+inline constexpr int64_t kWeightGemvColumns = 2;
+inline constexpr int64_t kWeightGemvRun = 4;
+
+
 /// The multi-row decode form (chooseMultiRowDecodeSplitK) re-reads the
 /// step's rows for every 16-column block: rows / 16 times the weight's bytes
 /// again from L2. Measured on the H200 (glm5-slice-fp8, docs/bench/
@@ -422,6 +428,15 @@ struct DenseMatmul {
 inline bool takesDecodeForm(const DenseMatmul &dense) {
   return !dense.heads && !dense.minRows;
 }
+
+/// Steps of at most mma.m rows of a plain linear with an fp32 weight (the
+/// MoE router: N = 288, K = 4096) take the GEMV instead of the one-row
+/// decode form, whose 8-column blocks (36 for 288 experts) streamed the
+/// 4.7 MB weight at ~0.25 TB/s on the H200: N / 2 blocks, each thread's
+/// K elements of both columns in registers, loaded at once. `splits` is the
+/// block's subgroups; K must split into 16-byte runs.
+bool takesWeightGemv(const MatmulTiling &tiling, const MatmulProblem &problem,
+                     int64_t splits, const DenseMatmul &dense);
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of a dense
 /// projection kernel function: (x, W[, scales], y) for Store, (x, gate[,
