@@ -1327,15 +1327,9 @@ void MatmulKernelBuilder::storeResults(ValueRange accs) {
                       [&](Value localRow, Value col, ArrayRef<Value> run,
                           ArrayRef<Value> upRun) {
                         Value row = add(tileRow, localRow);
-                        auto inside = scf::IfOp::create(
-                            b, loc,
-                            arith::CmpIOp::create(b, loc,
-                                                  arith::CmpIPredicate::ult,
-                                                  row, numRows),
-                            false);
-                        OpBuilder::InsertionGuard guard(b);
-                        b.setInsertionPointToStart(inside.thenBlock());
-                        storeDenseRun(row, col, run, upRun);
+                        ifThen(ult(row, numRows), [&] {
+                          storeDenseRun(row, col, run, upRun);
+                        });
                       });
     return;
   }
@@ -2079,19 +2073,14 @@ void MatmulKernelBuilder::buildWeightGemv(ValueRange args, Value partial,
             b, loc, vector::ExtractOp::create(b, loc, xs[j], e),
             vector::ExtractOp::create(b, loc, weight[c][j], e), acc);
     acc = subgroupSum(acc, t.subgroupSize);
-    OpBuilder::InsertionGuard laneGuard(b);
-    auto first = scf::IfOp::create(b, loc, ieq(laneId, idx(0)), false);
-    b.setInsertionPoint(first.thenBlock()->getTerminator());
-    memref::StoreOp::create(b, loc, acc, partial,
-                            ValueRange{sg, idx(0), idx(0), idx(c)});
+    ifThen(ieq(laneId, idx(0)), [&] {
+      memref::StoreOp::create(b, loc, acc, partial,
+                              ValueRange{sg, idx(0), idx(0), idx(c)});
+    });
   }
   gpu::BarrierOp::create(b, loc);
-  {
-    // Thread c adds column c's subgroup sums in subgroup order.
-    OpBuilder::InsertionGuard sumGuard(b);
-    auto owner =
-        scf::IfOp::create(b, loc, ult(tid, idx(kWeightGemvColumns)), false);
-    b.setInsertionPoint(owner.thenBlock()->getTerminator());
+  // Thread c adds column c's subgroup sums in subgroup order.
+  ifThen(ult(tid, idx(kWeightGemvColumns)), [&] {
     Value sum = cf32(0.0);
     for (int64_t s = 0; s < splits; ++s)
       sum = arith::AddFOp::create(
@@ -2099,7 +2088,7 @@ void MatmulKernelBuilder::buildWeightGemv(ValueRange args, Value partial,
           memref::LoadOp::create(b, loc, partial,
                                  ValueRange{idx(s), idx(0), idx(0), tid}));
     storeDenseElement(row, add(colBase, tid), sum, Value(), {});
-  }
+  });
   // The sums are read before the next row overwrites them.
   gpu::BarrierOp::create(b, loc);
 }
@@ -2689,15 +2678,9 @@ void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
                       [&](Value localRow, Value col, ArrayRef<Value> run,
                           ArrayRef<Value> upRun) {
                         Value pos = add(rowStart, localRow);
-                        auto inside = scf::IfOp::create(
-                            b, loc,
-                            arith::CmpIOp::create(b, loc,
-                                                  arith::CmpIPredicate::ult,
-                                                  pos, rowEnd),
-                            false);
-                        OpBuilder::InsertionGuard guard(b);
-                        b.setInsertionPointToStart(inside.thenBlock());
-                        storeGroupedRun(pos, col, run, upRun);
+                        ifThen(ult(pos, rowEnd), [&] {
+                          storeGroupedRun(pos, col, run, upRun);
+                        });
                       });
     return;
   }
