@@ -464,9 +464,11 @@ private:
   /// fragments' own layout stores 2 or 4 bytes per lane. Only the staged
   /// forms with a bf16 y and an arena large enough (storesThroughArena).
   bool storesThroughArena(int64_t weights) const;
+  /// The runs' rows are `base` + their row in the tile; those at `bound`
+  /// or past it are not stored.
   void storeThroughArena(
-      ValueRange accs, int64_t weights,
-      llvm::function_ref<void(Value localRow, Value col, ArrayRef<Value> run,
+      ValueRange accs, int64_t weights, Value base, Value bound,
+      llvm::function_ref<void(Value row, Value col, ArrayRef<Value> run,
                               ArrayRef<Value> upRun)>
           storeRun);
   /// The dense epilogue of kRunColumns rounded results of row `row` from
@@ -1155,7 +1157,7 @@ bool MatmulKernelBuilder::storesThroughArena(int64_t weights) const {
 }
 
 void MatmulKernelBuilder::storeThroughArena(
-    ValueRange accs, int64_t weights,
+    ValueRange accs, int64_t weights, Value base, Value bound,
     llvm::function_ref<void(Value, Value, ArrayRef<Value>, ArrayRef<Value>)>
         storeRun) {
   int64_t rowElements = t.tileN() + arenaRowPad(weights);
@@ -1210,8 +1212,12 @@ void MatmulKernelBuilder::storeThroughArena(
     SmallVector<SmallVector<Value>> values;
     for (int64_t wi = 0; wi < weights; ++wi)
       values.push_back(loadRun(tile, {idx(wi), localRow, localCol}));
-    storeRun(localRow, add(tileCol, localCol), values[0],
-             weights > 1 ? ArrayRef<Value>(values[1]) : ArrayRef<Value>());
+    Value col = add(tileCol, localCol);
+    Value row = add(base, localRow);
+    ifThen(ult(row, bound), [&] {
+      storeRun(row, col, values[0],
+               weights > 1 ? ArrayRef<Value>(values[1]) : ArrayRef<Value>());
+    });
   }
   // The runs' reads end before the arena takes the next tile's stages.
   gpu::BarrierOp::create(b, loc);
@@ -1323,13 +1329,10 @@ void MatmulKernelBuilder::storeGroupedRun(Value pos, Value col,
 void MatmulKernelBuilder::storeResults(ValueRange accs) {
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   if (storesThroughArena(weights)) {
-    storeThroughArena(accs, weights,
-                      [&](Value localRow, Value col, ArrayRef<Value> run,
+    storeThroughArena(accs, weights, tileRow, numRows,
+                      [&](Value row, Value col, ArrayRef<Value> run,
                           ArrayRef<Value> upRun) {
-                        Value row = add(tileRow, localRow);
-                        ifThen(ult(row, numRows), [&] {
-                          storeDenseRun(row, col, run, upRun);
-                        });
+                        storeDenseRun(row, col, run, upRun);
                       });
     return;
   }
@@ -2674,13 +2677,10 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
   int64_t weights = grouped->up ? 2 : 1;
   if (storesThroughArena(weights)) {
-    storeThroughArena(accs, weights,
-                      [&](Value localRow, Value col, ArrayRef<Value> run,
+    storeThroughArena(accs, weights, rowStart, rowEnd,
+                      [&](Value pos, Value col, ArrayRef<Value> run,
                           ArrayRef<Value> upRun) {
-                        Value pos = add(rowStart, localRow);
-                        ifThen(ult(pos, rowEnd), [&] {
-                          storeGroupedRun(pos, col, run, upRun);
-                        });
+                        storeGroupedRun(pos, col, run, upRun);
                       });
     return;
   }
