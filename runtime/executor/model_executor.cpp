@@ -19,6 +19,7 @@
 #include "runtime/device/hip/hip_device.h"
 #include "runtime/checkpoint/weight_source.h"
 #include "runtime/loader/weight_manifest.h"
+#include "runtime/schemas/mtp_draft_limit.h"
 
 namespace strata::runtime {
 
@@ -183,7 +184,7 @@ Status ModelExecutor::joinRankGroups() {
                           RankGroups::create(*options_.ranks, *device_));
   // Gloo collectives run on the calling thread and cannot be captured.
   if (!rank_groups_->capturable())
-    options_.decode_graphs = false;
+    options_.step_graphs = false;
   return okStatus();
 }
 
@@ -487,10 +488,10 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     max_pages = std::max(max_pages, request.block_table.size());
     max_context = std::max(max_context, end);
   }
-  bool graph = step == StepKind::decode && options_.decode_graphs && !observer;
+  bool graph = takesGraph(step, requests, observer);
   if (graph)
-    max_pages = (max_pages + kDecodeGraphPageBucket - 1) /
-                kDecodeGraphPageBucket * kDecodeGraphPageBucket;
+    max_pages = (max_pages + kStepGraphPageBucket - 1) /
+                kStepGraphPageBucket * kStepGraphPageBucket;
   std::vector<int32_t> block_table(requests.size() * max_pages, -1);
   for (size_t r = 0; r < requests.size(); ++r)
     std::copy(requests[r].block_table.begin(), requests[r].block_table.end(),
@@ -500,35 +501,20 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   sizes[SizeSymbol::num_tokens] = ids.size();
   sizes[SizeSymbol::num_requests] = requests.size();
   sizes[SizeSymbol::num_pages] = max_pages;
-  // A captured decode step stands for every step whose contexts fit its
-  // block table: max_context is then that bound (an upper bound is what
-  // sizes are for; no kernel reads lengths from it).
+  // A captured step stands for every step whose contexts fit its block
+  // table: max_context is then that bound (an upper bound is what sizes are
+  // for; no kernel reads lengths from it).
   sizes[SizeSymbol::max_context] = graph ? max_pages * page : max_context;
   sizes[SizeSymbol::logit_rows] = rows.size();
   sizes[SizeSymbol::kv_pages] = options_.kv_pages;
   sizes[SizeSymbol::state_slots] = options_.state_slots;
   if (rank_groups_)
     rank_groups_->setCoordinates(sizes);
-  // A captured decode step of these sizes, if any (its buffers take the
-  // inputs); else fresh buffers.
-  auto same = [](const RuntimeSizes &a, const RuntimeSizes &b) {
-    return std::equal(std::begin(a.values), std::end(a.values),
-                      std::begin(b.values));
-  };
-  DecodeGraph *captured = nullptr;
-  bool capture = false;
-  if (graph) {
-    for (DecodeGraph &g : decode_graphs_)
-      if (same(g.sizes, sizes))
-        captured = &g;
-    // Capture a shape when it repeats (the step before had it too): a
-    // shape seen once, as continuous batching makes many, would pay the
-    // capture for no replay.
-    capture = !captured && last_decode_sizes_ && same(*last_decode_sizes_, sizes);
-    last_decode_sizes_ = sizes;
-  }
-  // The step's buffers: the captured graph's, else fresh ones (which a
-  // capture below moves into the new graph).
+  // A captured step of this kind and these sizes, if any (its buffers take
+  // the inputs); else fresh buffers, which a capture moves into its graph.
+  StepShape shape{step, sizes};
+  StepGraph *captured = graph ? findGraph(shape) : nullptr;
+  bool capture = graph && !captured && repeatsRecentShape(shape);
   PlanBuffers fresh;
   if (!captured) {
     STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
@@ -569,64 +555,122 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     resources.weights.push_back(w.get());
   for (auto &c : caches_)
     resources.caches.push_back(c.get());
+  bool captured_now = false;
+  if (capture) {
+    // Captured, then launched for this step too; a device that cannot
+    // capture the plan runs it dispatch by dispatch below.
+    captured = captureGraph(shape, fresh, resources);
+    captured_now = captured != nullptr;
+    if (captured)
+      buffers = &captured->buffers;
+  }
   if (captured) {
     STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
     STRATA_RETURN_IF_ERROR(captured->stream->synchronize());
-    captured->last_use = ++decode_graph_clock_;
-    ++decode_graph_replays_;
+    captured->last_use = ++graph_clock_;
+    if (!captured_now)
+      ++graph_counts_.replays[size_t(step)];
   } else {
-    if (capture) {
-      // Capture this shape's step, then replay it for this step too. A
-      // device that cannot capture the plan (no stream, no capture, a
-      // failed recording or instantiation) turns decode graphs off and the
-      // step runs dispatch by dispatch below.
-      StatusOr<std::unique_ptr<Stream>> created = device_->createStream();
-      std::unique_ptr<Stream> stream;
-      Status recorded = created.status();
-      StatusOr<std::unique_ptr<Graph>> made = created.status();
-      if (created.ok()) {
-        stream = std::move(*created);
-        recorded = stream->beginCapture();
-        if (recorded.ok()) {
-          recorded = program_->run(step, sizes, *buffers, resources,
-                                   stream.get());
-          made = stream->endCapture();
-        } else {
-          made = recorded;
-        }
-      }
-      if (recorded.ok() && made.ok()) {
-        STRATA_RETURN_IF_ERROR(stream->launchGraph(**made));
-        STRATA_RETURN_IF_ERROR(stream->synchronize());
-        if (decode_graphs_.size() == kDecodeGraphCacheSize)
-          decode_graphs_.erase(std::min_element(
-              decode_graphs_.begin(), decode_graphs_.end(),
-              [](const DecodeGraph &a, const DecodeGraph &b) {
-                return a.last_use < b.last_use;
-              }));
-        decode_graphs_.push_back(DecodeGraph{sizes, std::move(fresh),
-                                             std::move(stream),
-                                             std::move(*made),
-                                             ++decode_graph_clock_});
-        captured = &decode_graphs_.back();
-        buffers = &captured->buffers;
-        ++decode_graph_captures_;
-      } else {
-        options_.decode_graphs = false;
-        decode_graph_error_ = !recorded.ok() ? recorded : made.status();
-      }
-    }
-    if (!captured) {
-      STRATA_RETURN_IF_ERROR(program_->run(step, sizes, *buffers, resources,
-                                            /*stream=*/nullptr, observer));
-      // GPU dispatches are asynchronous; the copies below read the results.
-      STRATA_RETURN_IF_ERROR(device_->synchronize());
-    }
+    STRATA_RETURN_IF_ERROR(program_->run(step, sizes, *buffers, resources,
+                                          /*stream=*/nullptr, observer));
+    // GPU dispatches are asynchronous; the copies below read the results.
+    STRATA_RETURN_IF_ERROR(device_->synchronize());
   }
 
   STRATA_RETURN_IF_ERROR(
       readOutputs(*plan, *buffers, rows.size(), ids.size(), outputs, result));
   return result;
+}
+
+bool isGraphStep(StepKind step) {
+  return step == StepKind::decode || step == StepKind::mtp_verify ||
+         step == StepKind::mtp_draft;
+}
+
+bool ModelExecutor::takesGraph(StepKind step,
+                               const std::vector<StepRequest> &requests,
+                               const DispatchObserver *observer) const {
+  if (!options_.step_graphs || observer || !isGraphStep(step))
+    return false;
+  // A draft step over a finished prefill chunk takes the chunk's rows: a
+  // shape that rarely repeats and whose buffers are large.
+  for (const StepRequest &request : requests)
+    if (request.tokens.size() > kMaxMtpDraftTokens + 1)
+      return false;
+  return true;
+}
+
+namespace {
+bool sameShape(StepKind a_step, const RuntimeSizes &a, StepKind b_step,
+               const RuntimeSizes &b) {
+  return a_step == b_step && std::equal(std::begin(a.values),
+                                        std::end(a.values),
+                                        std::begin(b.values));
+}
+} // namespace
+
+ModelExecutor::StepGraph *ModelExecutor::findGraph(const StepShape &shape) {
+  for (StepGraph &g : step_graphs_)
+    if (sameShape(g.step, g.sizes, shape.step, shape.sizes))
+      return &g;
+  return nullptr;
+}
+
+bool ModelExecutor::repeatsRecentShape(const StepShape &shape) {
+  auto seen = std::find_if(recent_shapes_.begin(), recent_shapes_.end(),
+                           [&](const StepShape &s) {
+                             return sameShape(s.step, s.sizes, shape.step,
+                                              shape.sizes);
+                           });
+  bool repeats = seen != recent_shapes_.end();
+  if (repeats)
+    recent_shapes_.erase(seen);
+  else if (recent_shapes_.size() == kRecentStepShapes)
+    recent_shapes_.erase(recent_shapes_.begin());
+  recent_shapes_.push_back(shape);
+  return repeats;
+}
+
+ModelExecutor::StepGraph *
+ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
+                            const PlanResources &resources) {
+  StatusOr<std::unique_ptr<Stream>> created = device_->createStream();
+  Status recorded = created.status();
+  StatusOr<std::unique_ptr<Graph>> made = created.status();
+  std::unique_ptr<Stream> stream;
+  if (created.ok()) {
+    stream = std::move(*created);
+    recorded = stream->beginCapture();
+    if (recorded.ok()) {
+      recorded = program_->run(shape.step, shape.sizes, buffers, resources,
+                               stream.get());
+      made = stream->endCapture();
+    } else {
+      made = recorded;
+    }
+  }
+  if (!recorded.ok() || !made.ok()) {
+    options_.step_graphs = false;
+    graph_error_ = !recorded.ok() ? recorded : made.status();
+    return nullptr;
+  }
+  // Keep kStepGraphsPerKind of this kind: drop its least recently used.
+  auto oldest = step_graphs_.end();
+  size_t kept = 0;
+  for (auto g = step_graphs_.begin(); g != step_graphs_.end(); ++g) {
+    if (g->step != shape.step)
+      continue;
+    ++kept;
+    if (oldest == step_graphs_.end() || g->last_use < oldest->last_use)
+      oldest = g;
+  }
+  if (kept == kStepGraphsPerKind)
+    step_graphs_.erase(oldest);
+  step_graphs_.push_back(StepGraph{shape.step, shape.sizes, std::move(buffers),
+                                   std::move(stream), std::move(*made),
+                                   ++graph_clock_});
+  ++graph_counts_.captures[size_t(shape.step)];
+  return &step_graphs_.back();
 }
 
 Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,

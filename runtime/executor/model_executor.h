@@ -20,6 +20,7 @@
 #ifndef STRATA_RUNTIME_EXECUTOR_MODEL_EXECUTOR_H
 #define STRATA_RUNTIME_EXECUTOR_MODEL_EXECUTOR_H
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -47,15 +48,17 @@ struct ExecutorOptions {
   /// run takes GPU r modulo the machine's GPUs. Weights, caches and plan
   /// buffers live in that device's memory; inputs and outputs are copied.
   std::string target = "cpu";
-  /// Decode steps run from captured graphs: a decode step whose shape (the
-  /// plan's sizes) repeats the previous step's is captured on a stream of its own
-  /// (Stream::beginCapture) with buffers kept for it, later steps of that
-  /// shape write their inputs into those buffers and replay the graph
-  /// (Stream::launchGraph): one launch instead of one per dispatch. The
-  /// block table is widened to a multiple of kDecodeGraphPageBucket pages
-  /// (unused entries -1) so that a shape lasts while contexts grow. Steps
+  /// Decode, MTP verify and small MTP draft steps run from captured
+  /// graphs: a step whose kind and shape (the plan's sizes) were seen in
+  /// one of the last kRecentStepShapes steps is captured on a stream of its
+  /// own (Stream::beginCapture) with buffers kept for it; later steps of
+  /// that kind and shape write their inputs into those buffers and replay
+  /// the graph (Stream::launchGraph): one launch instead of one per
+  /// dispatch. The block table is widened to a multiple of
+  /// kStepGraphPageBucket pages (unused entries -1) so that a shape lasts
+  /// while contexts grow. Prefill steps (shapes rarely repeat) and steps
   /// timed by an observer are never captured.
-  bool decode_graphs = true;
+  bool step_graphs = true;
   /// Leave the caches to a later allocateCaches call (kv_pages and
   /// state_slots may then be 0): how a server sizes them from the device
   /// memory the weights left free.
@@ -72,10 +75,21 @@ struct ExecutorOptions {
   ProgressReporter *progress = nullptr;
 };
 
-/// Block-table width granularity of captured decode steps (pages).
-inline constexpr size_t kDecodeGraphPageBucket = 16;
-/// Captured decode shapes kept (least recently used dropped).
-inline constexpr size_t kDecodeGraphCacheSize = 8;
+/// Block-table width granularity of captured steps (pages).
+inline constexpr size_t kStepGraphPageBucket = 16;
+/// Captured shapes kept per step kind (least recently used dropped).
+inline constexpr size_t kStepGraphsPerKind = 8;
+/// Shapes remembered to decide that one repeats (captured when it does).
+inline constexpr size_t kRecentStepShapes = 16;
+
+/// Whether steps of `step` may be captured (decode, MTP verify and draft).
+bool isGraphStep(artifact::StepKind step);
+
+/// Step graphs captured and replayed, by step kind (artifact::StepKind).
+struct StepGraphCounts {
+  static constexpr size_t kKinds = size_t(artifact::StepKind::MAX) + 1;
+  std::array<uint64_t, kKinds> captures{}, replays{};
+};
 
 /// One request's part of a step.
 struct StepRequest {
@@ -170,12 +184,10 @@ public:
                            const DispatchObserver *observer = nullptr,
                            const StepOutputs &outputs = {});
 
-  /// Decode graphs captured so far (replays are not counted).
-  uint64_t decodeGraphCaptures() const { return decode_graph_captures_; }
-  /// Decode steps that replayed a captured graph.
-  uint64_t decodeGraphReplays() const { return decode_graph_replays_; }
-  /// Why decode graphs were turned off (a failed capture), or OK.
-  const Status &decodeGraphError() const { return decode_graph_error_; }
+  /// Step graphs captured so far and steps that replayed one, by kind.
+  const StepGraphCounts &graphCounts() const { return graph_counts_; }
+  /// Why step graphs were turned off (a failed capture), or OK.
+  const Status &graphError() const { return graph_error_; }
 
   /// The weights' source (WeightSource::description) and the seconds
   /// reading or generating and uploading them took.
@@ -232,21 +244,38 @@ private:
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
-  /// A captured decode step: the sizes it was captured for, the buffers
-  /// its graph binds, the stream that replays it.
-  struct DecodeGraph {
+  /// A captured step: its kind and the sizes it was captured for, the
+  /// buffers its graph binds, the stream that replays it.
+  struct StepGraph {
+    artifact::StepKind step;
     RuntimeSizes sizes;
     PlanBuffers buffers;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Graph> graph;
     uint64_t last_use = 0;
   };
-  std::vector<DecodeGraph> decode_graphs_;
-  /// Sizes of the previous decode step (a shape is captured when it repeats).
-  std::optional<RuntimeSizes> last_decode_sizes_;
-  Status decode_graph_error_;
-  uint64_t decode_graph_clock_ = 0;
-  uint64_t decode_graph_captures_ = 0, decode_graph_replays_ = 0;
+  struct StepShape {
+    artifact::StepKind step;
+    RuntimeSizes sizes;
+  };
+  /// Whether `step` of `requests` may run from a graph now.
+  bool takesGraph(artifact::StepKind step,
+                  const std::vector<StepRequest> &requests,
+                  const DispatchObserver *observer) const;
+  /// The kept graph of `shape`, else null.
+  StepGraph *findGraph(const StepShape &shape);
+  /// Whether `shape` is among the recent ones; remembers it.
+  bool repeatsRecentShape(const StepShape &shape);
+  /// Captures `plan`'s step into a new graph over `buffers` (moved into it)
+  /// and keeps it; null (and graphs off, graph_error_ set) when the device
+  /// cannot capture it.
+  StepGraph *captureGraph(const StepShape &shape, PlanBuffers &buffers,
+                          const PlanResources &resources);
+  std::vector<StepGraph> step_graphs_;
+  std::vector<StepShape> recent_shapes_;
+  Status graph_error_;
+  uint64_t graph_clock_ = 0;
+  StepGraphCounts graph_counts_;
 };
 
 } // namespace strata::runtime

@@ -254,7 +254,7 @@ Status run(const RunOptions &options, std::ostream &out) {
   executor_options.kv_pages = std::max(kv_pages, options.kv_pages);
   executor_options.state_slots = static_cast<uint32_t>(prompts.size());
   executor_options.target = options.target;
-  executor_options.decode_graphs = options.decode_graphs;
+  executor_options.step_graphs = options.decode_graphs;
   executor_options.ranks = ranks;
   ProgressReporter progress({"strata-run", stderr, options.quiet});
   executor_options.progress = &progress;
@@ -399,12 +399,12 @@ Status run(const RunOptions &options, std::ostream &out) {
                      decoded, n, decode_seconds,
                      decoded / std::max(decode_seconds, 1e-9));
   out << fmt::format("decode graphs: {} captured, {} replays{}\n",
-                     executor->decodeGraphCaptures(),
-                     executor->decodeGraphReplays(),
-                     executor->decodeGraphError().ok()
+                     executor->graphCounts().captures[size_t(StepKind::decode)],
+                     executor->graphCounts().replays[size_t(StepKind::decode)],
+                     executor->graphError().ok()
                          ? ""
                          : " (turned off: " +
-                               executor->decodeGraphError().toString() + ")");
+                               executor->graphError().toString() + ")");
 
   auto dump = [&](const std::string &path, const auto &values,
                   std::vector<int64_t> shape) {

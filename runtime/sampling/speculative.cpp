@@ -181,4 +181,32 @@ verifyDrafts(const DraftVerification &input, Sampler &sampler,
   return result;
 }
 
+StatusOr<DraftVerificationResult>
+verifyGreedyDrafts(const std::vector<int32_t> &target_tokens,
+                   const std::vector<int32_t> &draft_tokens,
+                   MtpAcceptanceCounters *counters) {
+  const size_t k = draft_tokens.size();
+  if (k == 0 || k > kMaxDraftTokens)
+    return invalidArgument("expected 1 to {} draft tokens, got {}",
+                           kMaxDraftTokens, k);
+  if (target_tokens.size() != k + 1)
+    return invalidArgument("{} drafts need {} target tokens, got {}", k, k + 1,
+                           target_tokens.size());
+  DraftVerificationResult result;
+  for (size_t i = 0; i <= k; ++i) {
+    int32_t best = target_tokens[i];
+    if (best < 0)
+      return invalidArgument("target row {} has no finite maximum (a NaN, a "
+                             "+inf or every entry -inf)",
+                             i);
+    result.tokens.push_back(best);
+    if (i == k || best != draft_tokens[i])
+      break;
+    ++result.accepted;
+  }
+  if (counters)
+    counters->record(k, result.accepted);
+  return result;
+}
+
 } // namespace strata::runtime

@@ -119,6 +119,18 @@ StatusOr<DraftVerificationResult>
 verifyDrafts(const DraftVerification &input, Sampler &sampler,
              MtpAcceptanceCounters *counters = nullptr);
 
+/// Greedy verification from the target's greedy tokens alone (the device's
+/// argmax of each of the k + 1 rows, StepResult::greedy): the drafts are
+/// accepted while each equals the target's token at its position, then the
+/// target's token at the first mismatch (or the bonus token) is committed.
+/// The outcome of verifyDrafts with a greedy sampler over those rows, without
+/// copying their logits. INVALID_ARGUMENT for a bad k, target_tokens not k + 1
+/// long, or a negative target token (a row without a finite maximum).
+StatusOr<DraftVerificationResult>
+verifyGreedyDrafts(const std::vector<int32_t> &target_tokens,
+                   const std::vector<int32_t> &draft_tokens,
+                   MtpAcceptanceCounters *counters = nullptr);
+
 } // namespace strata::runtime
 
 #endif // STRATA_RUNTIME_SAMPLING_SPECULATIVE_H

@@ -89,6 +89,35 @@ TEST(Speculative, GreedyAcceptsPrefixThenCorrects) {
   EXPECT_EQ(r->tokens, (Ids{6, 0}));
 }
 
+// Tests greedy verification from the target's greedy tokens: the same
+// outcome as verifyDrafts over rows with those argmaxes, the counters fed,
+// and the refusals (bad k, wrong row count, a row without a finite maximum).
+TEST(Speculative, GreedyTokensVerifyLikeGreedyLogits) {
+  Sampler s = makeSampler(0.0f);
+  const Ids target_tokens = {5, 2, 7, 1};
+  Logits target = argmaxRows(target_tokens);
+  MtpAcceptanceCounters counters;
+  for (const Ids &drafts : {Ids{5, 2, 7}, Ids{5, 3, 7}, Ids{4, 2, 7}}) {
+    auto from_logits = verify(target, 8, drafts, s);
+    auto from_tokens = verifyGreedyDrafts(target_tokens, drafts, &counters);
+    ASSERT_TRUE(from_tokens.ok()) << from_tokens.status().toString();
+    EXPECT_EQ(from_tokens->accepted, from_logits->accepted);
+    EXPECT_EQ(from_tokens->tokens, from_logits->tokens);
+  }
+  auto two = verifyGreedyDrafts({6, 0}, {6});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->tokens, (Ids{6, 0}));
+  MtpAcceptanceCounters::Snapshot c = counters.snapshot();
+  EXPECT_EQ(c.draft_tokens, 9u);
+  EXPECT_EQ(c.accepted_tokens, 3u + 1u + 0u);
+  EXPECT_EQ(verifyGreedyDrafts({1}, {}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(verifyGreedyDrafts({5, 2}, {5, 2}).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(verifyGreedyDrafts({5, -1, 3}, {5, 2}).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
 /// A deterministic toy language model over V = 16 tokens: the logits of the
 /// next token are a hash of the last three tokens, with occasional exact ties.
 constexpr size_t kToyVocab = 16;

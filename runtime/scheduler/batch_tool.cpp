@@ -18,6 +18,8 @@
 
 namespace strata::runtime {
 
+using artifact::StepKind;
+
 namespace {
 
 constexpr const char *kUsage =
@@ -27,7 +29,7 @@ constexpr const char *kUsage =
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
     "                    [--mtp K] [--passes N] [--cancel I:N] [--queue N]\n"
-    "                    [--metrics]\n"
+    "                    [--metrics] [--step-graphs on|off]\n"
     "                    [--rank R --world-size N --store STORE]\n"
     "                    [--collectives auto|gloo|nccl]\n";
 
@@ -46,6 +48,7 @@ struct BatchOptions {
   int64_t max_tokens = 16, passes = 1, cancel_index = -1, cancel_after = 0;
   SchedulerOptions scheduler;
   bool metrics = false;
+  bool step_graphs = true;
   /// Tensor/expert parallelism (rank_flags.h) and the command line, which
   /// the launcher gives every rank.
   RankRunOptions ranks;
@@ -63,7 +66,7 @@ struct IntFlag {
 struct BatchFlags {
   RankFlags ranks;
   std::vector<std::string> prompt_ids, prompt_files;
-  std::string cancel;
+  std::string cancel, step_graphs = "on";
   std::vector<IntFlag> ints = {
       {"--max-tokens", "tokens to generate per request (default 16)", 1, ""},
       {"--max-requests", "requests running at once (default 4)", 1, ""},
@@ -98,12 +101,20 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
   app.add_option("--cancel", f.cancel, "cancel prompt I once it has N tokens")
       ->type_name("I:N");
   app.add_flag("--metrics", o.metrics, "print the engine's metrics at the end");
+  app.add_option("--step-graphs", f.step_graphs,
+                 "replay decode and MTP verify / draft steps from captured "
+                 "graphs (default on)")
+      ->type_name("on|off");
   declareRankFlags(app, o.ranks, f.ranks);
 }
 
 StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
                                      const BatchFlags &f) {
   o.scheduler.max_requests = 4;
+  if (f.step_graphs != "on" && f.step_graphs != "off")
+    return invalidArgument("--step-graphs must be on or off, not '{}'",
+                           f.step_graphs);
+  o.step_graphs = f.step_graphs == "on";
   for (const auto &[flag, text] :
        cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
     if (flag == "--prompt-ids") {
@@ -203,6 +214,7 @@ Status run(BatchOptions &o, std::ostream &out) {
   engine_options.artifact_path = o.artifact;
   engine_options.checkpoint_dir = o.checkpoint;
   engine_options.scheduler = o.scheduler;
+  engine_options.step_graphs = o.step_graphs;
   // A sharded artifact: start every rank, or be one; rank 0 schedules.
   STRATA_ASSIGN_OR_RETURN(RankRole role,
                           resolveRankRole(o.ranks, o.artifact, o.args));
@@ -277,6 +289,14 @@ Status run(BatchOptions &o, std::ostream &out) {
         pass, cached, s.kv.prefix_hit_tokens, s.kv.prefix_queried_tokens,
         s.kv.used_blocks, s.kv.num_blocks, s.preemptions, s.verify_rollbacks,
         s.mtp.accepted_tokens, s.mtp.draft_tokens, s.steps);
+    out << "graphs:";
+    for (StepKind kind :
+         {StepKind::decode, StepKind::mtp_verify, StepKind::mtp_draft})
+      out << fmt::format(" {} {} captured {} replays",
+                         artifact::EnumNameStepKind(kind),
+                         s.graphs.captures[size_t(kind)],
+                         s.graphs.replays[size_t(kind)]);
+    out << "\n";
   }
   if (o.metrics)
     out << engine->metricsText();

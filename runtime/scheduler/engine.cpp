@@ -19,7 +19,7 @@ ExecutorRunnerOptions deferredRunnerOptions(const EngineOptions &options) {
   runner_options.artifact_path = options.artifact_path;
   runner_options.checkpoint_dir = options.checkpoint_dir;
   runner_options.target = options.target;
-  runner_options.decode_graphs = options.decode_graphs;
+  runner_options.step_graphs = options.step_graphs;
   runner_options.progress = options.progress;
   runner_options.ranks = options.ranks;
   runner_options.defer_caches = true;

@@ -53,8 +53,8 @@ struct EngineOptions {
   SchedulerOptions scheduler;
   /// Artifact target to run on (cpu, sm_90, sm_90a, gfx942, gfx950).
   std::string target = "cpu";
-  /// Decode steps replayed from captured graphs (ExecutorOptions).
-  bool decode_graphs = true;
+  /// Decode and MTP steps replayed from captured graphs (ExecutorOptions).
+  bool step_graphs = true;
   /// Shows the weight upload (ExecutorOptions::progress); not owned, must
   /// outlive create(). Default: none.
   ProgressReporter *progress = nullptr;

@@ -22,7 +22,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   executor_options.kv_pages = options.kv_pages;
   executor_options.state_slots = options.state_slots;
   executor_options.target = options.target;
-  executor_options.decode_graphs = options.decode_graphs;
+  executor_options.step_graphs = options.step_graphs;
   executor_options.defer_caches = options.defer_caches;
   executor_options.progress = options.progress;
   executor_options.ranks = options.ranks;

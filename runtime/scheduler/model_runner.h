@@ -57,6 +57,8 @@ public:
   /// Called by an idle engine every keepAliveInterval (a ReplicatedRunner
   /// tells the other ranks that rank 0 is alive).
   virtual Status keepAlive() { return okStatus(); }
+  /// Steps captured into graphs and replayed so far (none by default).
+  virtual StepGraphCounts graphCounts() const { return {}; }
 };
 
 /// Where the executor finds the model and how many pages and slots it
@@ -70,8 +72,8 @@ struct ExecutorRunnerOptions {
   uint32_t state_slots = 0;
   /// Artifact target to run (ExecutorOptions::target): cpu, sm_90, ...
   std::string target = "cpu";
-  /// Decode steps replayed from captured graphs (ExecutorOptions).
-  bool decode_graphs = true;
+  /// Decode and MTP steps replayed from captured graphs (ExecutorOptions).
+  bool step_graphs = true;
   /// Caches allocated later through executor().allocateCaches
   /// (ExecutorOptions::defer_caches); kv_pages and state_slots may be 0.
   bool defer_caches = false;
@@ -106,6 +108,9 @@ public:
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
     return executor_->run(step, requests, nullptr, outputs);
+  }
+  StepGraphCounts graphCounts() const override {
+    return executor_->graphCounts();
   }
   ModelExecutor &executor() { return *executor_; }
 

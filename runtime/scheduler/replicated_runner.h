@@ -67,6 +67,9 @@ public:
     return keep_alive_;
   }
   Status keepAlive() override;
+  StepGraphCounts graphCounts() const override {
+    return runner_->graphCounts();
+  }
 
   /// ModelExecutor::allocateCaches on every rank.
   Status allocateCaches(uint64_t kv_pages, uint32_t state_slots);

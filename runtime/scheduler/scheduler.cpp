@@ -633,8 +633,6 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
 
 bool Scheduler::needsLogits(const Planned &p) const {
   const Request &r = *p.request;
-  if (p.k > 0)
-    return true;
   if (!r.decoding() && p.end != r.tokens.size())
     return false; // a prefill chunk that samples nothing
   const SamplingParams &params = r.sampler->params();
@@ -651,6 +649,30 @@ StatusOr<int32_t> Scheduler::sampleRow(Request &r, const StepResult &result,
   return r.sampler->sample(
       processRows(r, result.logits.data() + row * vocab, 1, {}, masked),
       vocab);
+}
+
+StatusOr<DraftVerificationResult>
+Scheduler::verifyRows(Request &r, const StepResult &result, size_t row,
+                      const std::vector<int32_t> &drafts,
+                      std::vector<float> &masked) {
+  const size_t k = drafts.size();
+  if (result.logits.empty()) {
+    // Greedy, unprocessed rows: the device's greedy tokens decide.
+    if (row + k + 1 > result.greedy.size())
+      return internalError("step returned {} greedy tokens, rows {}..{} "
+                           "requested",
+                           result.greedy.size(), row, row + k);
+    std::vector<int32_t> target(result.greedy.begin() + row,
+                                result.greedy.begin() + row + k + 1);
+    return verifyGreedyDrafts(target, drafts, &mtp_counters_);
+  }
+  size_t vocab = runner_.vocabSize();
+  DraftVerification input;
+  input.target_logits = processRows(
+      r, result.logits.data() + row * vocab, k + 1, drafts, masked);
+  input.vocab_size = vocab;
+  input.draft_tokens = drafts;
+  return verifyDrafts(input, *r.sampler, &mtp_counters_);
 }
 
 //===----------------------------------------------------------------------===//
@@ -817,12 +839,8 @@ Status Scheduler::step() {
       }
       error = commitTokens(r, {*token}, logits);
     } else {
-      DraftVerification input;
-      input.target_logits = processRows(r, logits, p.k + 1, p.drafts, masked);
-      input.vocab_size = vocab;
-      input.draft_tokens = p.drafts;
       StatusOr<DraftVerificationResult> verified =
-          verifyDrafts(input, *r.sampler, &mtp_counters_);
+          verifyRows(r, *result, row, p.drafts, masked);
       if (!verified.ok()) {
         error = verified.status();
         break;
@@ -867,10 +885,11 @@ Status Scheduler::step() {
     bool rerun_multi = false;
     for (const StepRequest &s : rerun)
       rerun_multi |= s.tokens.size() > 1;
-    // Re-run for the state and the draft's hidden rows, not for tokens.
+    // Re-run for the state and the draft's hidden rows, not for tokens; at
+    // most k tokens a request, which the verify plan takes.
     StatusOr<StepResult> again =
-        runner_.run(rerun_multi ? StepKind::prefill : StepKind::decode, rerun,
-                    StepOutputs{/*logits=*/false, /*hidden=*/true});
+        runner_.run(rerun_multi ? StepKind::mtp_verify : StepKind::decode,
+                    rerun, StepOutputs{/*logits=*/false, /*hidden=*/true});
     if (!again.ok()) {
       failStep(plan, again.status());
       return again.status();
@@ -909,6 +928,7 @@ Status Scheduler::step() {
                        .count();
   stats_.last_step_seconds = seconds;
   stats_.total_step_seconds += seconds;
+  stats_.graphs = runner_.graphCounts();
   if (options_.step_observer)
     options_.step_observer(seconds, options_.max_step_tokens - budget);
   return okStatus();
@@ -951,6 +971,20 @@ std::string formatSchedulerMetrics(const SchedulerStats &s,
          "MTP verifications with a rejected draft (state restored and the "
          "accepted tokens re-run).",
          s.verify_rollbacks);
+  auto byStep = [&](const char *name, const char *help,
+                    const std::array<uint64_t, StepGraphCounts::kKinds> &n) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
+    for (StepKind kind :
+         {StepKind::decode, StepKind::mtp_verify, StepKind::mtp_draft})
+      out += fmt::format("{}{{step=\"{}\"}} {}\n", name,
+                         artifact::EnumNameStepKind(kind), n[size_t(kind)]);
+  };
+  byStep("strata_engine_graph_captures_total",
+         "Step shapes captured into a replayable graph, by step kind.",
+         s.graphs.captures);
+  byStep("strata_engine_graph_replays_total",
+         "Steps run by replaying a captured graph, by step kind.",
+         s.graphs.replays);
   metric("strata_engine_prefill_tokens_total", "counter",
          "Prompt tokens run through the model.", s.prefill_tokens);
   metric("strata_engine_generated_tokens_total", "counter",

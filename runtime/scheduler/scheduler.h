@@ -119,6 +119,9 @@ struct SchedulerStats {
   uint64_t prefill_tokens = 0, generated_tokens = 0;
   uint64_t finished_requests = 0, cancelled_requests = 0;
   double last_step_seconds = 0, total_step_seconds = 0;
+  /// Steps captured into graphs and replayed (the runner's, read after
+  /// each iteration).
+  StepGraphCounts graphs;
 };
 
 /// Prometheus text of `stats` (kv cache metrics, MTP counters, engine
@@ -192,13 +195,19 @@ private:
   Status runDraftStepZero(std::vector<Planned> &plan);
   /// Whether `p` needs its logits rows on the host this step: it samples a
   /// token by a rule other than plain greedy (a temperature, a logits
-  /// processor: penalties, logit_bias, min_tokens' stop masks), returns
-  /// logprobs or verifies drafts. Otherwise the step's greedy tokens do.
+  /// processor: penalties, logit_bias, min_tokens' stop masks) or returns
+  /// logprobs. Otherwise the step's greedy tokens do, for verifications too.
   bool needsLogits(const Planned &p) const;
   /// The token `request` samples from logits row `row` of `result` (its
   /// greedy token when the step copied no logits).
   StatusOr<int32_t> sampleRow(Request &request, const StepResult &result,
                               size_t row, std::vector<float> &masked);
+  /// Verifies `drafts` against rows row..row + k of `result`: by the
+  /// request's sampler over the processed logits, or by the device's greedy
+  /// tokens when the step copied no logits.
+  StatusOr<DraftVerificationResult>
+  verifyRows(Request &request, const StepResult &result, size_t row,
+             const std::vector<int32_t> &drafts, std::vector<float> &masked);
   void finish(Request &request, FinishReason reason, Status status);
   void deliver(Request &request);
   void failStep(std::vector<Planned> &plan, const Status &status);

@@ -98,7 +98,7 @@ int runServeCli(int argc, char **argv) {
   options.host = "127.0.0.1";
   uint64_t kv_memory_mb = 256, kv_blocks = 0, max_queue = 64;
   uint64_t max_model_len = 0;
-  std::string prefix_cache = "on", decode_graphs = "on", speculative_config;
+  std::string prefix_cache = "on", step_graphs = "on", speculative_config;
   uint32_t mtp = 0;
   bool quiet = false;
   CompiledSettingFlags compiled;
@@ -182,9 +182,9 @@ int runServeCli(int argc, char **argv) {
                    enable_prefix_caching,
                    "vLLM's spelling of --prefix-cache on / off")
           ->excludes(prefix_opt);
-  app.add_option("--decode-graphs", decode_graphs,
-                 "replay decode steps from captured graphs on|off (default "
-                 "on)")
+  app.add_option("--step-graphs,--decode-graphs", step_graphs,
+                 "replay decode and MTP verify / draft steps from captured "
+                 "graphs on|off (default on)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--checkpoint-interval",
                  engine_options.checkpoint_interval_tokens,
@@ -305,7 +305,7 @@ int runServeCli(int argc, char **argv) {
   engine_options.kv_memory_bytes = kv_memory_mb << 20;
   engine_options.kv_blocks = kv_blocks;
   options.max_queue = static_cast<size_t>(max_queue);
-  engine_options.decode_graphs = decode_graphs == "on" && !enforce_eager;
+  engine_options.step_graphs = step_graphs == "on" && !enforce_eager;
   engine_options.prefix_cache =
       enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).
@@ -350,7 +350,7 @@ int runServeCli(int argc, char **argv) {
     follower.artifact_path = artifact_path;
     follower.checkpoint_dir = checkpoint_dir;
     follower.target = engine_options.target;
-    follower.decode_graphs = decode_graphs == "on" && !enforce_eager;
+    follower.step_graphs = step_graphs == "on" && !enforce_eager;
     follower.ranks = role->ranks;
     // A follower stops when rank 0 says so (after draining) or fails; the
     // launcher forwards SIGINT / SIGTERM to every rank, and rank 0 drains.

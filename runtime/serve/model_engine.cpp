@@ -175,22 +175,27 @@ Status sizeFromMemory(const ModelEngineOptions &options,
   const uint64_t prefill = std::max(prefill_one, prefill_many);
   STRATA_ASSIGN_OR_RETURN(uint64_t decode,
                           consider(artifact::StepKind::decode, batch, batch));
+  // Each kind keeps kStepGraphsPerKind captured shapes with their buffers.
+  uint64_t graph_bytes = decode;
   if (scheduler.mtp_draft_tokens > 0) {
     const uint64_t rows = scheduler.mtp_draft_tokens + 1;
-    STRATA_RETURN_IF_ERROR(consider(artifact::StepKind::mtp_verify,
-                                    std::min(step_tokens, batch * rows),
-                                    std::min(batch, step_tokens / rows))
-                               .status());
-    STRATA_RETURN_IF_ERROR(
-        consider(artifact::StepKind::mtp_draft, batch, batch).status());
+    STRATA_ASSIGN_OR_RETURN(
+        uint64_t verify,
+        consider(artifact::StepKind::mtp_verify,
+                 std::min(step_tokens, batch * rows),
+                 std::min(batch, step_tokens / rows)));
+    STRATA_ASSIGN_OR_RETURN(
+        uint64_t draft,
+        consider(artifact::StepKind::mtp_draft, batch, batch));
+    graph_bytes += verify + draft;
   }
-  const uint64_t graphs = options.decode_graphs ? kDecodeGraphCacheSize : 0;
-  input.step_reserve_bytes = largest + graphs * decode;
+  const uint64_t graphs = options.step_graphs ? kStepGraphsPerKind : 0;
+  input.step_reserve_bytes = largest + graphs * graph_bytes;
   input.step_reserve_note = fmt::format(
       "largest step {} (prefill of {} tokens {}, decode of {} {}) + {} "
-      "captured decode graphs, at {} tokens of context",
+      "captured graphs of each step kind ({} a set), at {} tokens of context",
       formatBytes(largest), step_tokens, formatBytes(prefill), batch,
-      formatBytes(decode), graphs, context);
+      formatBytes(decode), graphs, formatBytes(graph_bytes), context);
   STRATA_ASSIGN_OR_RETURN(MemorySizing sizing, sizeCachesFromMemory(input));
   scheduler.num_blocks = sizing.num_blocks;
   if (sizing.snapshot_slots)
@@ -260,7 +265,7 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.checkpoint_dir = options.checkpoint_dir;
   engine_options.scheduler = std::move(scheduler);
   engine_options.target = options.target;
-  engine_options.decode_graphs = options.decode_graphs;
+  engine_options.step_graphs = options.step_graphs;
   engine_options.progress = options.progress;
   engine_options.ranks = options.ranks;
   if (from_memory)

@@ -59,8 +59,8 @@ struct ModelEngineOptions {
   ProgressReporter *progress = nullptr;
   /// Artifact target to run on (--target: cpu, sm_90, sm_90a, gfx942, gfx950).
   std::string target = "cpu";
-  /// Decode steps replayed from captured graphs (--decode-graphs on|off).
-  bool decode_graphs = true;
+  /// Decode and MTP steps replayed from captured graphs (--step-graphs).
+  bool step_graphs = true;
   /// Requests running at once (--max-requests).
   uint32_t max_requests = 8;
   /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one
