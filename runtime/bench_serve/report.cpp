@@ -107,6 +107,20 @@ std::string formatRun(const RunLabel &label, const RunResult &result) {
           fmt::format("{:.2f}", server("strata_step_time_seconds_sum") / steps *
                                     1e3));
     }
+    std::string replays;
+    for (const char *step : {"decode", "mtp_verify", "mtp_draft"}) {
+      const double n = server(
+          fmt::format("strata_graph_replays_total{{step=\"{}\"}}", step)
+              .c_str());
+      if (n > 0)
+        replays += fmt::format("{}{} {:.0f}", replays.empty() ? "" : ", ",
+                               step, n);
+    }
+    if (!replays.empty())
+      row("Steps replayed from graphs:", replays);
+    if (server("strata_verify_rollbacks_total") > 0)
+      row("MTP rollbacks:",
+          fmt::format("{:.0f}", server("strata_verify_rollbacks_total")));
     const double drafts = server("strata_mtp_draft_tokens_total");
     if (drafts > 0) {
       row("MTP acceptance:",

@@ -237,7 +237,8 @@ std::map<std::string, double> parseServerMetrics(const std::string &text) {
       "strata_step_time_seconds_sum",      "strata_step_time_seconds_count",
       "strata_mtp_draft_tokens_total",     "strata_mtp_accepted_tokens_total",
       "strata_mtp_draft_tokens_by_position_total",
-      "strata_mtp_accepted_tokens_by_position_total"};
+      "strata_mtp_accepted_tokens_by_position_total",
+      "strata_verify_rollbacks_total", "strata_graph_replays_total"};
   std::map<std::string, double> out;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -265,16 +266,12 @@ std::map<std::string, double> parseServerMetrics(const std::string &text) {
     const double value = std::strtod(line.c_str() + value_begin, &end);
     if (end == line.c_str() + value_begin)
       continue;
-    // Per-position series keep their position: name{position="k"}.
-    const size_t position = line.find("position=\"");
-    if (name.find("_by_position_") != std::string::npos &&
-        position != std::string::npos && position < value_begin) {
-      const size_t close = line.find('"', position + 10);
-      if (close == std::string::npos || close > value_begin)
-        continue;
-      name += "{position=\"" + line.substr(position + 10, close - position - 10) +
-              "\"}";
-    }
+    // Series by draft position or step kind keep their label
+    // (name{position="k"}, name{step="s"}); others are summed.
+    const bool keeps_label = name.find("_by_position_") != std::string::npos ||
+                             name == "strata_graph_replays_total";
+    if (keeps_label && line[name_end] == '{')
+      name += line.substr(name_end, line.find('}') - name_end + 1);
     out[name] += value;
   }
   return out;

@@ -36,6 +36,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -170,6 +171,11 @@ struct EngineStats {
   /// Index k-1 holds draft position k (1-based).
   std::vector<uint64_t> mtp_draft_tokens_by_position;
   std::vector<uint64_t> mtp_accepted_tokens_by_position;
+  /// MTP verifications with a rejected draft (state restored, re-run).
+  uint64_t verify_rollbacks = 0;
+  /// Step shapes captured into graphs and steps replayed from them, by step
+  /// kind (decode, mtp_verify, mtp_draft).
+  std::map<std::string, uint64_t> graph_captures, graph_replays;
   /// Time of one engine step (one batch through the model).
   HistogramSnapshot step_time;
   /// Tokens of one engine step (prompt chunks, decode and verify tokens):

@@ -72,6 +72,13 @@ void byPosition(std::string &out, const char *name, const char *help,
     out += fmt::format("{}{{position=\"{}\"}} {}\n", name, k + 1, values[k]);
 }
 
+void byStep(std::string &out, const char *name, const char *help,
+            const std::map<std::string, uint64_t> &values) {
+  header(out, name, "counter", help);
+  for (const auto &[step, count] : values)
+    out += fmt::format("{}{{step=\"{}\"}} {}\n", name, step, count);
+}
+
 /// vLLM's names and semantics (vllm/v1/metrics/loggers.py), labelled with
 /// model_name and engine as vLLM labels them.
 void appendVllmMetrics(std::string &out, const ServerMetrics &server,
@@ -227,6 +234,17 @@ std::string renderMetrics(const ServerMetrics &server,
   byPosition(out, "strata_mtp_accepted_tokens_by_position_total",
              "MTP draft tokens accepted at draft position k (1-based).",
              engine.mtp_accepted_tokens_by_position);
+
+  metric(out, "strata_verify_rollbacks_total", "counter",
+         "MTP verifications with a rejected draft (state restored, the "
+         "accepted tokens re-run).",
+         engine.verify_rollbacks);
+  byStep(out, "strata_graph_captures_total",
+         "Step shapes captured into a replayable graph, by step kind.",
+         engine.graph_captures);
+  byStep(out, "strata_graph_replays_total",
+         "Steps run by replaying a captured graph, by step kind.",
+         engine.graph_replays);
 
   const HistogramSnapshot &h = engine.step_time;
   header(out, "strata_step_time_seconds", "histogram",

@@ -27,6 +27,9 @@ EngineStats sampleStats() {
   s.mtp_accepted_tokens = 60;
   s.mtp_draft_tokens_by_position = {50, 40};
   s.mtp_accepted_tokens_by_position = {40, 20};
+  s.verify_rollbacks = 30;
+  s.graph_captures = {{"decode", 2}, {"mtp_verify", 1}};
+  s.graph_replays = {{"decode", 70}, {"mtp_verify", 44}};
   Histogram h({0.01, 0.1});
   h.observe(0.005);
   h.observe(0.01);
@@ -70,6 +73,12 @@ TEST(ServeMetrics, Render) {
            "strata_mtp_draft_tokens_by_position_total{position=\"2\"} 40",
            "strata_mtp_accepted_tokens_by_position_total{position=\"1\"} 40",
            "strata_mtp_accepted_tokens_by_position_total{position=\"2\"} 20",
+           "strata_verify_rollbacks_total 30",
+           "# TYPE strata_graph_captures_total counter",
+           "strata_graph_captures_total{step=\"decode\"} 2",
+           "strata_graph_captures_total{step=\"mtp_verify\"} 1",
+           "strata_graph_replays_total{step=\"decode\"} 70",
+           "strata_graph_replays_total{step=\"mtp_verify\"} 44",
            "# TYPE strata_step_time_seconds histogram",
            "strata_step_time_seconds_bucket{le=\"0.01\"} 2",
            "strata_step_time_seconds_bucket{le=\"0.1\"} 3",

@@ -121,6 +121,14 @@ public:
                                           s.mtp.draft_by_position.end());
     e.mtp_accepted_tokens_by_position.assign(
         s.mtp.accepted_by_position.begin(), s.mtp.accepted_by_position.end());
+    e.verify_rollbacks = s.verify_rollbacks;
+    for (artifact::StepKind kind :
+         {artifact::StepKind::decode, artifact::StepKind::mtp_verify,
+          artifact::StepKind::mtp_draft}) {
+      const char *name = artifact::EnumNameStepKind(kind);
+      e.graph_captures[name] = s.graphs.captures[size_t(kind)];
+      e.graph_replays[name] = s.graphs.replays[size_t(kind)];
+    }
     e.step_time = step_time_->snapshot();
     e.iteration_tokens = iteration_tokens_->snapshot();
     return e;

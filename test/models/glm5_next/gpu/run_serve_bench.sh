@@ -10,7 +10,8 @@
 #   serve8k  the same with 8K in / 1K out
 #   mtp      the trained micro model (repo checkpoint), GSM8K prompts, natural
 #            stops: output tok/s and TPOT with --mtp 0/1/2/3 at concurrency
-#            1 and 32, acceptance from /metrics
+#            1 and 32 (MTP_KS, MTP_SWEEP), acceptance and graph counts from
+#            /metrics
 # Usage: run_serve_bench.sh CARRY OUT   (CARRY from make_serve_carry.sh)
 # Env: STEPS (default "bench serve1k"), BUDGET (seconds for all steps,
 #   default 560), SWEEP (default 1,8,32,64,128,256), PROMPTS_PER_C (requests
@@ -21,7 +22,8 @@
 #   REAL_ARTIFACT (default the 12-layer config and CARRY/art/real12.strata;
 #   a CPU dry run of this script uses the micro model's), VOCAB (the bench
 #   tokenizer's size, default 154880), BENCH_BATCHES (default "1 64"),
-#   MTP_OUT (GSM8K max_tokens, default 160).
+#   MTP_OUT (GSM8K max_tokens, default 160), MTP_KS (default "0 1 2 3"; an
+#   entry K/eager adds --step-graphs off), MTP_SWEEP (default 1,32).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU; exits 1 when a step
 # failed. OUT gets summary.txt, log.txt, the sweeps' .md/.svg/.json.
 set -u
@@ -112,16 +114,18 @@ has serve8k && serve serve8k ${LEN8K:-8192 1024}
 
 if has mtp; then
   M=$REPO/models/glm5_next/micro
-  for k in 0 1 2 3; do
-    step "mtp$k" "$(left)" $PY "$REPO/test/runtime/serve/Inputs/with_server.py" "$W/strata-serve" --target "$TARGET" \
+  for entry in ${MTP_KS:-0 1 2 3}; do
+    k=${entry%/eager}; n=mtp$k; eager=""
+    [ "$entry" != "$k" ] && { n=mtp$k-eager; eager="--step-graphs off"; }
+    step "$n" "$(left)" $PY "$REPO/test/runtime/serve/Inputs/with_server.py" "$W/strata-serve" --target "$TARGET" \
       --artifact "$CARRY/art/micro.strata" --checkpoint "$M" --tokenizer "$M/tokenizer.json" --port 0 \
-      --mtp $k ${SERVE_FLAGS:-} -- \
+      --mtp $k $eager ${SERVE_FLAGS:-} -- \
       "$W/strata-bench-serve" --base-url 'http://127.0.0.1:{port}' --endpoint /v1/chat/completions \
       --dataset-name gsm8k --dataset-path "$M/data/gsm/test.jsonl" --gsm8k-output-len "${MTP_OUT:-160}" \
-      --sweep-concurrency 1,32 --num-prompts "${MTP_PROMPTS:-64}" --request-timeout 300 --progress-interval 10 \
-      --title "micro model, $TARGET, GSM8K chat, --mtp $k" --sweep-out "$OUT/mtp$k" --json "$OUT/mtp$k.json"
-    [ -e "$OUT/mtp$k.md" ] && cat "$OUT/mtp$k.md" >> "$SUMMARY"
-    grep -E "MTP acceptance|Mean step time|Max concurrency" "$OUT/mtp$k.log" | sed "s/^/mtp $k: /" | tee -a "$SUMMARY"
+      --sweep-concurrency "${MTP_SWEEP:-1,32}" --num-prompts "${MTP_PROMPTS:-64}" --request-timeout 300 --progress-interval 10 \
+      --title "micro model, $TARGET, GSM8K chat, --mtp $k $eager" --sweep-out "$OUT/$n" --json "$OUT/$n.json"
+    [ -e "$OUT/$n.md" ] && cat "$OUT/$n.md" >> "$SUMMARY"
+    grep -E "MTP acceptance|Mean step time|Max concurrency|graph" "$OUT/$n.log" | sed "s/^/$n: /" | tee -a "$SUMMARY"
   done
 fi
 say "== $(date -u +%H:%M:%S) status $status"
