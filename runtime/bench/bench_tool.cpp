@@ -18,6 +18,7 @@
 #include "runtime/base/progress.h"
 #include "runtime/bench/bench_matrix.h"
 #include "runtime/bench/bench_plot.h"
+#include "runtime/bench/mtp_bench.h"
 #include "runtime/bench/step_bench.h"
 #include "runtime/executor/rank_flags.h"
 
@@ -27,8 +28,9 @@ namespace {
 
 constexpr const char *kUsage =
     "usage: strata-bench --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
-    "                    [--target cpu|sm_90|sm_90a] [--step prefill|decode]\n"
+    "                    [--target cpu|sm_90|sm_90a] [--step prefill|decode|mtp]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
+    "                    [--mtp K [--batches LIST]]\n"
     "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
     "                    [--json out.json] [--plot out.svg] [--quiet]\n"
     "                    [--rank R --world-size N --store STORE]\n"
@@ -48,6 +50,11 @@ constexpr const char *kDescription =
     "device-to-device copy of M MiB (default: 1024 on GPUs, 256 on the CPU).\n"
     "A timed step copies back the greedy tokens only (a greedy serving\n"
     "step); --copy-logits adds the logits and hidden rows.\n"
+    "--step mtp times one MTP speculative step of B requests with K drafts\n"
+    "each (default 3) phase by phase (draft chain, state save, verify of\n"
+    "K + 1 tokens, draft over the committed rows; after a rejection the\n"
+    "state restore and re-run) as graph replays, next to the decode step of\n"
+    "the same batch (--batches LIST: each batch size on one executor).\n"
     "--matrix runs decode at every batch size x context and prefill at every\n"
     "REQUESTSxTOKENS shape on one executor (R timed steps per case: default\n"
     "5 decode, 2 prefill) and prints a summary of wall time, summed dispatch\n"
@@ -66,6 +73,10 @@ struct ToolOptions {
   MatrixOptions matrix_options;
   bool repeat_given = false;
   bool quiet = false;
+  /// --step mtp: drafts per request, and the batch sizes (--batches; empty:
+  /// --requests).
+  int64_t draft_tokens = 3;
+  std::vector<int64_t> mtp_batches;
   /// Tensor/expert parallelism (rank_flags.h).
   RankRunOptions ranks;
 };
@@ -74,7 +85,7 @@ struct ToolOptions {
 /// parsers report bad values the way every runtime tool does.
 struct BenchFlags {
   std::string tokens, requests, context, repeat, copy_mib, batches, contexts,
-      prefill, gemm_tflops;
+      prefill, gemm_tflops, mtp;
   RankFlags ranks;
 };
 
@@ -88,7 +99,7 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_option("--target", o.bench.target,
                  "cpu (default), sm_90, sm_90a, gfx942 or gfx950")
       ->type_name("T");
-  app.add_option("--step", o.bench.step, "prefill or decode (default)")
+  app.add_option("--step", o.bench.step, "prefill, decode (default) or mtp")
       ->type_name("S");
   app.add_option("--tokens", f.tokens, "new tokens per request")
       ->type_name("N");
@@ -97,6 +108,9 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_option("--context", f.context,
                  "position of every request's first new token")
       ->type_name("C");
+  app.add_option("--mtp", f.mtp,
+                 "--step mtp: drafts per request, 1 to 3 (default 3)")
+      ->type_name("K");
   app.add_option("--repeat", f.repeat, "timed steps after the warm-up")
       ->type_name("R");
   app.add_option("--copy-mib", f.copy_mib,
@@ -108,7 +122,8 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_flag("--matrix", o.matrix,
                "decode at every batch x context, prefill at every shape");
   app.add_option("--batches", f.batches,
-                 "matrix: decode batch sizes (default 1,8,32,128)")
+                 "matrix and --step mtp: decode batch sizes (default "
+                 "1,8,32,128)")
       ->type_name("LIST");
   app.add_option("--contexts", f.contexts,
                  "matrix: decode contexts (default 128,4096)")
@@ -135,9 +150,14 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
 StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
   std::optional<int64_t> tokens, context;
   STRATA_RETURN_IF_ERROR(finishRankFlags(options.ranks, f.ranks));
-  if (options.bench.step != "prefill" && options.bench.step != "decode")
-    return invalidArgument("--step: '{}' is not prefill or decode",
-                           options.bench.step);
+  const std::string &step = options.bench.step;
+  if (step != "prefill" && step != "decode" && step != "mtp")
+    return invalidArgument("--step: '{}' is not prefill, decode or mtp", step);
+  if (!f.mtp.empty()) {
+    if (step != "mtp")
+      return invalidArgument("--mtp is for --step mtp");
+    STRATA_ASSIGN_OR_RETURN(options.draft_tokens, parseIntFlag("--mtp", f.mtp));
+  }
   if (!f.tokens.empty()) {
     STRATA_ASSIGN_OR_RETURN(tokens, parseIntFlag("--tokens", f.tokens));
   }
@@ -205,7 +225,17 @@ StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
     options.matrix_options.base = options.bench;
     return options;
   }
-  bool decode = options.bench.step == "decode";
+  if (step == "mtp" && (tokens || !options.plot.empty() ||
+                        options.bench.copy_logits))
+    return invalidArgument("--step mtp takes neither --tokens, --plot nor "
+                           "--copy-logits");
+  if (step == "mtp" && !f.batches.empty()) {
+    if (!f.requests.empty())
+      return invalidArgument("--step mtp takes --requests or --batches, not "
+                             "both");
+    options.mtp_batches = options.matrix_options.decode_batches;
+  }
+  bool decode = options.bench.step != "prefill";
   options.bench.tokens = tokens.value_or(decode ? 1 : 128);
   options.bench.context = context.value_or(decode ? 128 : 0);
   return options;
@@ -267,6 +297,29 @@ int runMatrix(const ToolOptions &options, std::ostream &out,
   return 0;
 }
 
+int runMtp(const ToolOptions &options, std::ostream &out, std::ostream &err) {
+  ProgressReporter progress({"strata-bench", stderr, options.quiet});
+  MtpBenchOptions mtp;
+  mtp.base = options.bench;
+  mtp.base.progress = &progress;
+  mtp.draft_tokens = options.draft_tokens;
+  StatusOr<std::vector<MtpBenchReport>> reports =
+      runMtpBench(mtp, options.mtp_batches);
+  progress.finish();
+  Status written = reports.status();
+  if (written.ok()) {
+    for (size_t i = 0; i < reports->size(); ++i)
+      out << (i ? "\n" : "") << formatMtpMarkdown((*reports)[i]);
+    if (!options.json.empty())
+      written = writeFile(options.json, formatMtpJson(*reports));
+  }
+  if (!written.ok()) {
+    err << "strata-bench: " << written.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
 } // namespace
 
 int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
@@ -306,6 +359,8 @@ int runBenchTool(const std::vector<std::string> &args, std::ostream &out,
   std::ostream &report_out = reports ? out : discarded;
   if (options->matrix)
     return runMatrix(*options, report_out, err);
+  if (options->bench.step == "mtp")
+    return runMtp(*options, report_out, err);
   ProgressReporter progress({"strata-bench", stderr, options->quiet});
   options->bench.progress = &progress;
   StatusOr<StepBenchReport> report = runStepBench(options->bench);

@@ -38,6 +38,7 @@ std::unique_ptr<httplib::Client> makeClient(const std::string &url,
   client->set_read_timeout(secs, 0);
   client->set_write_timeout(secs, 0);
   client->set_keep_alive(true);
+  client->set_tcp_nodelay(true);
   return client;
 }
 

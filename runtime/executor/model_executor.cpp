@@ -520,6 +520,14 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
   }
   PlanBuffers *buffers = captured ? &captured->buffers : &fresh;
+  // The inputs are copied on the stream that runs the step (a replayed
+  // graph's, else the default one) without waiting; the host vectors they
+  // read live until the stream is synchronized, which every return does.
+  Stream *stream = captured ? captured->stream.get() : &device_->defaultStream();
+  struct SyncOnReturn {
+    Stream *&stream;
+    ~SyncOnReturn() { (void)stream->synchronize(); }
+  } sync_on_return{stream};
 
   auto write = [&](std::string_view name, const void *data,
                    size_t bytes) -> Status {
@@ -531,7 +539,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     if (buffer.size() != bytes)
       return internalError("plan input '{}' is {} bytes, the step has {}",
                            name, buffer.size(), bytes);
-    return device_->copyToDevice(buffer, 0, data, bytes);
+    return stream->copyToDevice(buffer, 0, data, bytes);
   };
   auto bytesOf = [](const std::vector<int32_t> &v) {
     return v.size() * sizeof(int32_t);
@@ -557,28 +565,31 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     resources.caches.push_back(c.get());
   bool captured_now = false;
   if (capture) {
-    // Captured, then launched for this step too; a device that cannot
-    // capture the plan runs it dispatch by dispatch below.
+    // Captured, then launched for this step too (on its own stream, after
+    // the inputs copied on the default one); a device that cannot capture
+    // the plan runs it dispatch by dispatch below.
+    STRATA_RETURN_IF_ERROR(stream->synchronize());
     captured = captureGraph(shape, fresh, resources);
     captured_now = captured != nullptr;
-    if (captured)
+    if (captured) {
       buffers = &captured->buffers;
+      stream = captured->stream.get();
+    }
   }
   if (captured) {
     STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
-    STRATA_RETURN_IF_ERROR(captured->stream->synchronize());
     captured->last_use = ++graph_clock_;
     if (!captured_now)
       ++graph_counts_.replays[size_t(step)];
   } else {
     STRATA_RETURN_IF_ERROR(program_->run(step, sizes, *buffers, resources,
                                           /*stream=*/nullptr, observer));
-    // GPU dispatches are asynchronous; the copies below read the results.
+    // The plan may have used other streams: the copies below read results.
     STRATA_RETURN_IF_ERROR(device_->synchronize());
   }
 
-  STRATA_RETURN_IF_ERROR(
-      readOutputs(*plan, *buffers, rows.size(), ids.size(), outputs, result));
+  STRATA_RETURN_IF_ERROR(readOutputs(*plan, *buffers, *stream, rows.size(),
+                                     ids.size(), outputs, result));
   return result;
 }
 
@@ -674,7 +685,8 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
 }
 
 Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,
-                                  PlanBuffers &buffers, size_t num_rows,
+                                  PlanBuffers &buffers, Stream &stream,
+                                  size_t num_rows,
                                   size_t num_tokens, const StepOutputs &outputs,
                                   StepResult &result) {
   int logits_id = findBuffer(plan, "logits");
@@ -689,7 +701,7 @@ Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,
       return internalError("greedy output is {} bytes, expected {} i32 rows",
                            greedy.size(), num_rows);
     result.greedy.resize(num_rows);
-    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
+    STRATA_RETURN_IF_ERROR(stream.copyFromDevice(
         greedy, 0, result.greedy.data(), greedy.size()));
   }
   if (outputs.logits || greedy_id < 0) {
@@ -699,18 +711,18 @@ Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,
                            "of {}",
                            logits.size(), num_rows, model().vocab_size());
     result.logits.resize(num_rows * model().vocab_size());
-    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(
+    STRATA_RETURN_IF_ERROR(stream.copyFromDevice(
         logits, 0, result.logits.data(), logits.size()));
   }
   if (hidden_id >= 0 && outputs.hidden) {
     Buffer &hidden = *buffers.buffers[hidden_id];
     result.hidden.resize(hidden.size());
-    STRATA_RETURN_IF_ERROR(device_->copyFromDevice(hidden, 0,
+    STRATA_RETURN_IF_ERROR(stream.copyFromDevice(hidden, 0,
                                                    result.hidden.data(),
                                                    hidden.size()));
     result.hidden_row_bytes = hidden.size() / num_tokens;
   }
-  return okStatus();
+  return stream.synchronize();
 }
 
 } // namespace strata::runtime

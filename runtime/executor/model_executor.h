@@ -222,9 +222,10 @@ private:
   /// The GPU of this process: its rank (modulo the GPUs), else 0.
   int deviceOrdinal() const;
   Status bindWeights(WeightSource &source);
-  /// Copies the plan's outputs that `outputs` asks for into `result`.
+  /// Copies the plan's outputs that `outputs` asks for into `result` on
+  /// `stream` (after the step's work on it) and waits for them.
   Status readOutputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
-                     size_t num_rows, size_t num_tokens,
+                     Stream &stream, size_t num_rows, size_t num_tokens,
                      const StepOutputs &outputs, StepResult &result);
   /// The box the rank reads of checkpoint tensor `name` (of extents
   /// `shape`; one expert's tensor of a stacked entry) of manifest entry

@@ -19,6 +19,8 @@
 
 #include <dirent.h>
 #include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -500,9 +502,14 @@ void Server::installRoutes() {
   http_->set_keep_alive_timeout(2);
   // httplib's default options add SO_REUSEPORT, with which a second server
   // on a taken port starts silently and shares it; only SO_REUSEADDR here.
+  // TCP_NODELAY (inherited by the accepted sockets): a streamed chunk is
+  // several small writes, which Nagle's algorithm would hold until the
+  // client's delayed ACK (~40 ms) of the previous one.
+  http_->set_tcp_nodelay(true);
   http_->set_socket_options([this](int sock) {
     int yes = 1;
     ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    ::setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
     listen_fd_ = sock;
   });
 

@@ -1,0 +1,275 @@
+//===- mtp_bench.cpp - time one MTP speculative step ----------------------===//
+//
+// Part of strata. See mtp_bench.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/bench/mtp_bench.h"
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <numeric>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "runtime/executor/model_executor.h"
+#include "runtime/schemas/mtp_draft_limit.h"
+
+namespace strata::runtime {
+
+using artifact::StepKind;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Warm-up rounds: a shape seen in the first is captured in the second.
+constexpr int kWarmupRounds = 2;
+
+Status checkMtpOptions(const MtpBenchOptions &options) {
+  const StepBenchOptions &b = options.base;
+  if (options.draft_tokens < 1 || options.draft_tokens > kMaxMtpDraftTokens)
+    return invalidArgument("--mtp: {} drafts, expected 1 to {}",
+                           options.draft_tokens, kMaxMtpDraftTokens);
+  if (b.requests <= 0 || b.context < 0 || b.repeat <= 0)
+    return invalidArgument("--requests ({}) and --repeat ({}) must be "
+                           "positive and --context ({}) not negative",
+                           b.requests, b.repeat, b.context);
+  if (b.requests > INT32_MAX / 2 ||
+      b.context + options.draft_tokens + 1 > INT32_MAX)
+    return outOfRange("--requests {} or --context {} does not fit the i32 "
+                      "plan inputs",
+                      b.requests, b.context);
+  return okStatus();
+}
+
+/// The requests of one phase: `rows` tokens each from position `start`,
+/// request r on pages [r * pages, (r + 1) * pages) and slot r.
+class PhaseRequests {
+public:
+  PhaseRequests(int64_t requests, uint64_t pages, uint64_t vocab)
+      : requests_(requests), pages_(pages), vocab_(vocab) {}
+
+  std::vector<StepRequest> make(int64_t start, int64_t rows,
+                                const std::vector<uint8_t> *hidden_rows,
+                                size_t hidden_row_bytes) const {
+    std::vector<StepRequest> out(requests_);
+    for (int64_t r = 0; r < requests_; ++r) {
+      StepRequest &request = out[r];
+      for (int64_t t = 0; t < rows; ++t)
+        request.tokens.push_back(int32_t(
+            (uint64_t(r) * 131 + uint64_t(start + t) * 17 + 1) % vocab_));
+      request.start_position = start;
+      for (uint64_t p = 0; p < pages_; ++p)
+        request.block_table.push_back(int32_t(uint64_t(r) * pages_ + p));
+      request.slot = int32_t(r);
+      if (hidden_rows)
+        request.hidden.assign(size_t(rows) * hidden_row_bytes, 0);
+    }
+    return out;
+  }
+
+private:
+  int64_t requests_;
+  uint64_t pages_, vocab_;
+};
+
+/// Seconds `work` takes.
+StatusOr<double> timed(const std::function<Status()> &work) {
+  Clock::time_point start = Clock::now();
+  STRATA_RETURN_IF_ERROR(work());
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace
+
+namespace {
+
+/// One batch size's benchmark on an executor of at least 2 x B slots.
+StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
+                                       const MtpBenchOptions &options) {
+  const StepBenchOptions &b = options.base;
+  const int64_t k = options.draft_tokens, requests = b.requests;
+  const uint64_t page = std::max<uint64_t>(executor->pageSizeTokens(), 1);
+  const uint64_t pages = (uint64_t(b.context + k + 1) + page - 1) / page;
+  PhaseRequests phase(requests, pages, executor->model().vocab_size());
+  for (int64_t r = 0; r < 2 * requests; ++r)
+    STRATA_RETURN_IF_ERROR(executor->resetSlot(int32_t(r)));
+
+  const StepOutputs greedy_and_hidden{/*logits=*/false, /*hidden=*/true};
+  // The hidden row size, from one untimed verify step.
+  std::vector<StepRequest> verify = phase.make(b.context, k + 1, nullptr, 0);
+  for (StepRequest &request : verify)
+    request.all_logits = true;
+  STRATA_ASSIGN_OR_RETURN(
+      StepResult first,
+      executor->run(StepKind::mtp_verify, verify, nullptr, greedy_and_hidden));
+  const size_t row_bytes = first.hidden_row_bytes;
+  const std::vector<uint8_t> hidden;
+  std::vector<std::vector<StepRequest>> chain;
+  for (int64_t j = 1; j < k; ++j)
+    chain.push_back(phase.make(b.context + j - 1, 1, &hidden, row_bytes));
+  std::vector<StepRequest> draft_all =
+      phase.make(b.context, k + 1, &hidden, row_bytes);
+  std::vector<StepRequest> draft_one =
+      phase.make(b.context, 1, &hidden, row_bytes);
+  std::vector<StepRequest> decode = phase.make(b.context, 1, nullptr, 0);
+
+  auto run = [&](StepKind step, const std::vector<StepRequest> &requests_of) {
+    return [&, step] {
+      return executor->run(step, requests_of, nullptr, greedy_and_hidden)
+          .status();
+    };
+  };
+  auto copySlots = [&](bool save) {
+    return [&, save] {
+      for (int64_t r = 0; r < requests; ++r) {
+        int32_t live = int32_t(r), scratch = int32_t(requests + r);
+        STRATA_RETURN_IF_ERROR(save ? executor->copySlot(live, scratch)
+                                    : executor->copySlot(scratch, live));
+      }
+      return okStatus();
+    };
+  };
+  auto chainPasses = [&] {
+    for (const std::vector<StepRequest> &pass : chain)
+      STRATA_RETURN_IF_ERROR(run(StepKind::mtp_draft, pass)());
+    return okStatus();
+  };
+  std::vector<std::pair<std::string, std::function<Status()>>> phases = {
+      {"chain", chainPasses},
+      {"save", copySlots(true)},
+      {"verify", run(StepKind::mtp_verify, verify)},
+      {"draft 0", run(StepKind::mtp_draft, draft_all)},
+      {"restore", copySlots(false)},
+      {"re-run", run(StepKind::decode, decode)},
+      {"draft 0 (1 row)", run(StepKind::mtp_draft, draft_one)},
+      {"decode", run(StepKind::decode, decode)}};
+  std::vector<double> sums(phases.size(), 0.0);
+  auto replays = [&] {
+    const StepGraphCounts &counts = executor->graphCounts();
+    return std::accumulate(counts.replays.begin(), counts.replays.end(),
+                           uint64_t(0));
+  };
+  uint64_t replays_before = 0;
+  for (int64_t round = -kWarmupRounds; round < b.repeat; ++round) {
+    if (round == 0)
+      replays_before = replays();
+    for (size_t p = 0; p < phases.size(); ++p) {
+      STRATA_ASSIGN_OR_RETURN(double seconds, timed(phases[p].second));
+      if (round >= 0)
+        sums[p] += seconds;
+    }
+  }
+
+  MtpBenchReport report;
+  report.device = executor->device().description();
+  report.target = b.target;
+  report.requests = requests;
+  report.context = b.context;
+  report.draft_tokens = k;
+  report.repeat = b.repeat;
+  auto mean = [&](size_t p) { return sums[p] / double(b.repeat); };
+  for (size_t p = 0; p + 1 < phases.size(); ++p)
+    report.phases.push_back({phases[p].first, mean(p)});
+  report.decode_seconds = mean(phases.size() - 1);
+  const double common = mean(0) + mean(1) + mean(2);
+  report.accepted_seconds = common + mean(3);
+  report.rejected_seconds = common + mean(4) + mean(5) + mean(6);
+  // Model steps per round: the chain's k - 1, verify, two draft 0 passes,
+  // the re-run and the decode step.
+  report.timed_steps = uint64_t(b.repeat) * uint64_t(k - 1 + 5);
+  report.graph_replays = replays() - replays_before;
+  return report;
+}
+
+} // namespace
+
+StatusOr<std::vector<MtpBenchReport>>
+runMtpBench(const MtpBenchOptions &options,
+            const std::vector<int64_t> &batches) {
+  std::vector<MtpBenchReport> reports;
+  std::vector<int64_t> sizes =
+      batches.empty() ? std::vector<int64_t>{options.base.requests} : batches;
+  MtpBenchOptions largest = options;
+  largest.base.requests = *std::max_element(sizes.begin(), sizes.end());
+  STRATA_RETURN_IF_ERROR(checkMtpOptions(largest));
+  const StepBenchOptions &b = largest.base;
+  // Twice the slots: the second half holds the states saved before verify.
+  STRATA_ASSIGN_OR_RETURN(
+      std::unique_ptr<ModelExecutor> executor,
+      createBenchExecutor(b, 2 * b.requests,
+                          b.context + options.draft_tokens + 1));
+  for (StepKind step : {StepKind::mtp_draft, StepKind::mtp_verify})
+    if (!executor->hasStep(step))
+      return notFound("the artifact has no {} plan for target {}",
+                      artifact::EnumNameStepKind(step), b.target);
+  for (int64_t size : sizes) {
+    MtpBenchOptions one = options;
+    one.base.requests = size;
+    STRATA_RETURN_IF_ERROR(checkMtpOptions(one));
+    STRATA_ASSIGN_OR_RETURN(MtpBenchReport report,
+                            runMtpBenchOn(executor.get(), one));
+    reports.push_back(std::move(report));
+  }
+  return reports;
+}
+
+std::string formatMtpMarkdown(const MtpBenchReport &report) {
+  std::string out = fmt::format(
+      "strata-bench: MTP speculative step on {} ({}): {} request(s), {} "
+      "drafts, verified at position {}, mean of {} steps after a warm-up\n\n",
+      report.target, report.device, report.requests, report.draft_tokens,
+      report.context, report.repeat);
+  out += "| phase | wall (us) |\n|---|---:|\n";
+  for (const MtpPhase &phase : report.phases)
+    out += fmt::format("| {} | {:.1f} |\n", phase.name, phase.seconds * 1e6);
+  auto ratio = [&](double seconds) {
+    return report.decode_seconds > 0 ? seconds / report.decode_seconds : 0.0;
+  };
+  out += fmt::format(
+      "\ndecode step (B = {}): {:.1f} us\n"
+      "speculative step, every draft accepted: {:.1f} us ({:.2f}x the "
+      "decode step, {} tokens a request)\n"
+      "speculative step, first draft rejected: {:.1f} us ({:.2f}x the decode "
+      "step, 1 token a request)\n"
+      "graphs: {} of the {} timed model steps replayed a captured graph\n",
+      report.requests, report.decode_seconds * 1e6,
+      report.accepted_seconds * 1e6, ratio(report.accepted_seconds),
+      report.draft_tokens + 1, report.rejected_seconds * 1e6,
+      ratio(report.rejected_seconds), report.graph_replays,
+      report.timed_steps);
+  return out;
+}
+
+namespace {
+nlohmann::ordered_json mtpJson(const MtpBenchReport &report) {
+  nlohmann::ordered_json j;
+  j["step"] = "mtp";
+  j["device"] = report.device;
+  j["target"] = report.target;
+  j["requests"] = report.requests;
+  j["context"] = report.context;
+  j["draft_tokens"] = report.draft_tokens;
+  j["repeat"] = report.repeat;
+  j["decode_seconds"] = report.decode_seconds;
+  for (const MtpPhase &phase : report.phases)
+    j["phases"].push_back({{"name", phase.name}, {"seconds", phase.seconds}});
+  j["accepted_seconds"] = report.accepted_seconds;
+  j["rejected_seconds"] = report.rejected_seconds;
+  j["timed_steps"] = report.timed_steps;
+  j["graph_replays"] = report.graph_replays;
+  return j;
+}
+} // namespace
+
+std::string formatMtpJson(const std::vector<MtpBenchReport> &reports) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::array();
+  for (const MtpBenchReport &report : reports)
+    j.push_back(mtpJson(report));
+  return j.dump(2) + "\n";
+}
+
+} // namespace strata::runtime
