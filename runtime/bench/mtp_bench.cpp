@@ -123,14 +123,13 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
           .status();
     };
   };
+  // Like the scheduler: the live slots 0..B-1 to the scratch slots B..2B-1
+  // in one run of slots (and back, every draft rejected).
   auto copySlots = [&](bool save) {
     return [&, save] {
-      for (int64_t r = 0; r < requests; ++r) {
-        int32_t live = int32_t(r), scratch = int32_t(requests + r);
-        STRATA_RETURN_IF_ERROR(save ? executor->copySlot(live, scratch)
-                                    : executor->copySlot(scratch, live));
-      }
-      return okStatus();
+      int32_t live = 0, scratch = int32_t(requests), n = int32_t(requests);
+      return save ? executor->copySlots(live, scratch, n)
+                  : executor->copySlots(scratch, live, n);
     };
   };
   auto chainPasses = [&] {

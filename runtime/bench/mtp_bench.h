@@ -6,7 +6,8 @@
 // replay captured graphs after the warm-up, as when serving):
 //
 //   chain     k - 1 draft passes of one row a request (draft j from j - 1)
-//   save      each request's state copied to a scratch slot (before verify)
+//   save      every request's state copied to its scratch slot (before
+//             verify; the slots are consecutive: one copy per state pool)
 //   verify    one target step of k + 1 tokens a request, every row's greedy
 //             token and the hidden rows copied back
 //   draft 0   the draft pass over the committed rows: k + 1 rows a request

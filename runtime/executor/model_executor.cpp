@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <string_view>
@@ -401,13 +402,19 @@ Status ModelExecutor::resetSlot(int32_t slot) {
   return okStatus();
 }
 
-Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
-  for (int32_t slot : {src, dst})
-    if (slot < 0 || static_cast<uint64_t>(slot) >= options_.state_slots)
-      return outOfRange("state slot {} outside [0, {})", slot,
-                        options_.state_slots);
+Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count) {
+  if (count < 1)
+    return invalidArgument("copy of {} state slots", count);
+  for (int32_t first : {src, dst})
+    if (first < 0 ||
+        static_cast<uint64_t>(first) + uint64_t(count) > options_.state_slots)
+      return outOfRange("state slots [{}, {}) outside [0, {})", first,
+                        int64_t(first) + count, options_.state_slots);
   if (src == dst)
     return okStatus();
+  if (std::abs(int64_t(src) - int64_t(dst)) < count)
+    return invalidArgument("state slots [{}, {}) and [{}, {}) overlap", src,
+                           src + count, dst, dst + count);
   const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
   Stream &stream = device_->defaultStream();
   for (size_t i = 0; i < caches_.size(); ++i) {
@@ -416,7 +423,7 @@ Status ModelExecutor::copySlot(int32_t src, int32_t dst) {
     uint64_t unit = cache_unit_bytes_[i];
     STRATA_RETURN_IF_ERROR(stream.copyBuffer(*caches_[i], uint64_t(src) * unit,
                                              *caches_[i], uint64_t(dst) * unit,
-                                             unit));
+                                             uint64_t(count) * unit));
   }
   return device_->synchronize();
 }

@@ -169,7 +169,13 @@ public:
   /// restored, and how the scheduler saves and rolls back a request's state
   /// around an MTP verification. OUT_OF_RANGE for a slot outside
   /// [0, state_slots); copying a slot onto itself is a no-op.
-  Status copySlot(int32_t src, int32_t dst);
+  Status copySlot(int32_t src, int32_t dst) { return copySlots(src, dst, 1); }
+  /// Copies the `count` slots from `src` on onto those from `dst` on, one
+  /// copy per state pool (how the scheduler saves the states of every
+  /// request that verifies drafts at once). OUT_OF_RANGE for a slot outside
+  /// [0, state_slots), INVALID_ARGUMENT for a count below 1 or overlapping
+  /// runs; src == dst is a no-op.
+  Status copySlots(int32_t src, int32_t dst, int32_t count);
 
   /// Slots in each state pool (ExecutorOptions::state_slots).
   uint32_t stateSlots() const { return options_.state_slots; }

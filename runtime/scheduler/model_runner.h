@@ -43,8 +43,11 @@ public:
 
   /// Zeroes state slot `slot` (KDA state and tail rings).
   virtual Status resetSlot(int32_t slot) = 0;
-  /// Copies state slot `src` into `dst` (ModelExecutor::copySlot).
-  virtual Status copySlot(int32_t src, int32_t dst) = 0;
+  /// Copies the `count` state slots from `src` on onto those from `dst` on
+  /// (ModelExecutor::copySlots).
+  virtual Status copySlots(int32_t src, int32_t dst, int32_t count) = 0;
+  /// Copies state slot `src` into `dst`.
+  Status copySlot(int32_t src, int32_t dst) { return copySlots(src, dst, 1); }
   /// Runs one step and copies back what `outputs` asks for
   /// (ModelExecutor::run).
   virtual StatusOr<StepResult> run(artifact::StepKind step,
@@ -101,8 +104,8 @@ public:
   Status resetSlot(int32_t slot) override {
     return executor_->resetSlot(slot);
   }
-  Status copySlot(int32_t src, int32_t dst) override {
-    return executor_->copySlot(src, dst);
+  Status copySlots(int32_t src, int32_t dst, int32_t count) override {
+    return executor_->copySlots(src, dst, count);
   }
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,

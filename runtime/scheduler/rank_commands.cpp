@@ -83,6 +83,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
   case RankCommandKind::kCopySlot:
     w.put<int32_t>(c.slot);
     w.put<int32_t>(c.dst_slot);
+    w.put<int32_t>(c.slot_count);
     break;
   case RankCommandKind::kAllocateCaches:
     w.put<uint64_t>(c.kv_pages);
@@ -133,6 +134,7 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
   case RankCommandKind::kCopySlot: {
     STRATA_ASSIGN_OR_RETURN(c.slot, r.get<int32_t>());
     STRATA_ASSIGN_OR_RETURN(c.dst_slot, r.get<int32_t>());
+    STRATA_ASSIGN_OR_RETURN(c.slot_count, r.get<int32_t>());
     break;
   }
   case RankCommandKind::kAllocateCaches: {

@@ -42,10 +42,12 @@ TEST(RankCommands, RoundTrip) {
   copy.kind = RankCommandKind::kCopySlot;
   copy.slot = 4;
   copy.dst_slot = 7;
+  copy.slot_count = 3;
   back = decodeRankCommand(encodeRankCommand(copy));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->slot, 4);
   EXPECT_EQ(back->dst_slot, 7);
+  EXPECT_EQ(back->slot_count, 3);
 
   RankCommand caches;
   caches.kind = RankCommandKind::kAllocateCaches;

@@ -113,13 +113,14 @@ Status ReplicatedRunner::resetSlot(int32_t slot) {
   return runner_->resetSlot(slot);
 }
 
-Status ReplicatedRunner::copySlot(int32_t src, int32_t dst) {
+Status ReplicatedRunner::copySlots(int32_t src, int32_t dst, int32_t count) {
   RankCommand command;
   command.kind = RankCommandKind::kCopySlot;
   command.slot = src;
   command.dst_slot = dst;
+  command.slot_count = count;
   STRATA_RETURN_IF_ERROR(send(command));
-  return runner_->copySlot(src, dst);
+  return runner_->copySlots(src, dst, count);
 }
 
 StatusOr<StepResult>
@@ -174,7 +175,8 @@ Status runRankFollower(ModelExecutor &executor, Communicator &control) {
       status = executor.resetSlot(command->slot);
       break;
     case RankCommandKind::kCopySlot:
-      status = executor.copySlot(command->slot, command->dst_slot);
+      status = executor.copySlots(command->slot, command->dst_slot,
+                                  command->slot_count);
       break;
     case RankCommandKind::kAllocateCaches:
       status = executor.allocateCaches(command->kv_pages,

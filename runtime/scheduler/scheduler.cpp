@@ -631,6 +631,32 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
   return okStatus();
 }
 
+Status Scheduler::saveStates(std::vector<int32_t> slots) {
+  if (slots.empty())
+    return okStatus();
+  // One run from the lowest to the highest: the scratch slots of the live
+  // slots between (other requests', free ones) hold nothing until their own
+  // save.
+  auto [lo, hi] = std::minmax_element(slots.begin(), slots.end());
+  return runner_.copySlots(*lo, int32_t(scratch_base_) + *lo, *hi - *lo + 1);
+}
+
+Status Scheduler::restoreStates(std::vector<int32_t> slots) {
+  // Runs of consecutive slots only: a slot between two rejected ones may
+  // hold an accepted request's new state.
+  std::sort(slots.begin(), slots.end());
+  for (size_t first = 0; first < slots.size();) {
+    size_t end = first + 1;
+    while (end < slots.size() && slots[end] == slots[end - 1] + 1)
+      ++end;
+    STRATA_RETURN_IF_ERROR(runner_.copySlots(int32_t(scratch_base_) +
+                                                 slots[first],
+                                             slots[first], int32_t(end - first)));
+    first = end;
+  }
+  return okStatus();
+}
+
 bool Scheduler::needsLogits(const Planned &p) const {
   const Request &r = *p.request;
   if (!r.decoding() && p.end != r.tokens.size())
@@ -750,15 +776,15 @@ Status Scheduler::step() {
       failStep(plan, status);
       return status;
     }
+    std::vector<int32_t> verifying;
     for (Planned &p : plan)
-      if (p.k > 0) {
-        int32_t slot = int32_t(p.request->seq->stateSlot());
-        status = runner_.copySlot(slot, int32_t(scratch_base_) + slot);
-        if (!status.ok()) {
-          failStep(plan, status);
-          return status;
-        }
-      }
+      if (p.k > 0)
+        verifying.push_back(int32_t(p.request->seq->stateSlot()));
+    status = saveStates(verifying);
+    if (!status.ok()) {
+      failStep(plan, status);
+      return status;
+    }
   }
 
   // The target step: prefill chunks, decodes and verifies together.
@@ -807,6 +833,7 @@ Status Scheduler::step() {
   size_t token_offset = 0;
   Status error;
   std::vector<float> masked;
+  std::vector<int32_t> rejected;
   for (size_t i = 0; i < plan.size() && error.ok(); ++i) {
     Planned &p = plan[i];
     Request &r = *p.request;
@@ -848,15 +875,16 @@ Status Scheduler::step() {
       p.new_computed = p.start + verified->accepted + 1;
       error = commitTokens(r, verified->tokens, logits);
       if (!r.finished && verified->accepted < p.k) {
-        // Rollback: restore the state saved before the verify, re-run the
-        // accepted prefix [t_L, d_1..d_a] below.
-        int32_t slot = int32_t(r.seq->stateSlot());
-        if (error.ok())
-          error = runner_.copySlot(int32_t(scratch_base_) + slot, slot);
+        // Rollback: restore the state saved before the verify (below, for
+        // every rejection at once), re-run the accepted prefix
+        // [t_L, d_1..d_a].
+        rejected.push_back(int32_t(r.seq->stateSlot()));
         p.rerun = true;
       }
     }
   }
+  if (error.ok())
+    error = restoreStates(rejected);
   if (!error.ok()) {
     failStep(plan, error);
     return error;

@@ -181,6 +181,12 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
+  /// Copies the live state slots `slots` to their scratch slots before a
+  /// verification: one run of slots from the lowest to the highest.
+  Status saveStates(std::vector<int32_t> slots);
+  /// Copies the scratch slots of `slots` back after rejected drafts, one
+  /// copy per run of consecutive slots.
+  Status restoreStates(std::vector<int32_t> slots);
   /// Logits rows of `request` after its logits processors (min_tokens,
   /// logit_bias, penalties; row j sees drafts[0, j) as output): `logits`
   /// itself when there is nothing to do, else a processed copy in `copy`.

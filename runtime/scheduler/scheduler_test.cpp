@@ -60,10 +60,14 @@ public:
     state_.at(slot) = 1;
     return okStatus();
   }
-  Status copySlot(int32_t src, int32_t dst) override {
-    state_.at(dst) = state_.at(src);
+  Status copySlots(int32_t src, int32_t dst, int32_t count) override {
+    for (int32_t i = 0; i < count; ++i)
+      state_.at(dst + i) = state_.at(src + i);
+    ++copy_calls_;
     return okStatus();
   }
+  /// copySlots calls (each a run of slots).
+  int copy_calls_ = 0;
   StatusOr<StepResult> run(StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
