@@ -489,7 +489,9 @@ FailureOr<SizeExpression> Emitter::extentExpr(func::FuncOp step,
     return SizeExpression::symbol(Sym::num_tokens);
   if (name == "seq_starts" && extent.dim == 0)
     return SizeExpression::symbol(Sym::num_requests) + 1;
-  if (name == "slots" && extent.dim == 0)
+  if ((name == "slots" || name == "state_src_slots" ||
+       name == "state_dst_slots") &&
+      extent.dim == 0)
     return SizeExpression::symbol(Sym::num_requests);
   if (name == "block_table")
     return SizeExpression::symbol(extent.dim == 0 ? Sym::num_requests

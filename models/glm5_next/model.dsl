@@ -11,7 +11,7 @@ import "../common/moe_ffn.dsl";
 // One decoder layer of the target: attention and FFN sub-layers, each wrapped
 // in mHC pre/post (spec glm5_next-target.md §3.2 "Per layer"). The layer kind
 // comes from the config: layer_types[i] and mlp_layer_types[i].
-def decoder_layer(streams, i, batch) {
+def decoder_layer(streams, i, batch, state_batch) {
   let d = cfg.hidden_size;
   let p = "model.language_model.layers.{i}";
   let kind = cfg.layer_types[i];
@@ -21,7 +21,7 @@ def decoder_layer(streams, i, batch) {
   let attn_x = rms_norm(attn_in, "{p}.input_layernorm.weight", d);
   let attn_out = attn_x;
   if kind == "linear_attention" {
-    attn_out = kda_attention(attn_x, "{p}.self_attn", batch);
+    attn_out = kda_attention(attn_x, "{p}.self_attn", state_batch);
   } else if kind == "deepseek_sparse_attention" {
     attn_out = mla_attention(attn_x, "{p}.self_attn", batch);
   } else {
@@ -54,12 +54,15 @@ def lm_head_weight() {
 }
 
 // Target forward. ids/positions {T}; seq_starts {N+1}; slots {N};
-// block_table {N, pages}; rows {R} (token rows that get logits). Returns
+// block_table {N, pages}; rows {R} (token rows that get logits);
+// state_src_slots / state_dst_slots {N}: the KDA state slots each request
+// reads and writes (slots[r] both, except in an MTP verification). Returns
 // (logits {R, vocab} f32, hidden {T, D}: the model.norm output the MTP draft
 // starts from, greedy {R} i32: each logits row's argmax), then every layer's
 // updated caches in layer order.
 entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
-                       slots: [?] i32, block_table: [?, ?] i32, rows: [?] i32) {
+                       slots: [?] i32, block_table: [?, ?] i32, rows: [?] i32,
+                       state_src_slots: [?] i32, state_dst_slots: [?] i32) {
   let d = cfg.hidden_size;
   let hc = cfg.hc_mult;
   let layers = cfg.num_hidden_layers;
@@ -67,13 +70,14 @@ entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
   assert len(cfg.mlp_layer_types) == layers, "mlp_layer_types has {len(cfg.mlp_layer_types)} entries, expected num_hidden_layers = {layers}";
   assert cfg.mhc, "glm5_next needs mhc = true";
   let batch = (positions, seq_starts, slots, block_table);
+  let state_batch = (positions, seq_starts, state_src_slots, state_dst_slots);
 
   let embedding: [?, d] bf16 = llm.embedding(ids, embed_weight());
   // All hc_mult streams start as copies of the embedding (spec §3.1).
   let streams: [?, hc, d] bf16 = llm.hc_expand(embedding, hc_mult = hc);
   for i in 0 .. layers {
     scope "layer{i}" {
-      streams = decoder_layer(streams, i, batch);
+      streams = decoder_layer(streams, i, batch, state_batch);
     }
   }
   // Unweighted mean of the streams: GLM ships no hc_head (spec §3.3).

@@ -402,7 +402,18 @@ Status ModelExecutor::resetSlot(int32_t slot) {
   return okStatus();
 }
 
-Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count) {
+bool ModelExecutor::takesStateSlots() const {
+  StatusOr<const artifact::TargetDef *> target =
+      artifact_->target(target_kind_);
+  if (!target.ok())
+    return false;
+  StatusOr<const artifact::ExecutionPlan *> plan =
+      Artifact::plan(**target, StepKind::decode);
+  return plan.ok() && findBuffer(**plan, "state_src_slots") >= 0;
+}
+
+Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count,
+                                StatePools pools) {
   if (count < 1)
     return invalidArgument("copy of {} state slots", count);
   for (int32_t first : {src, dst})
@@ -418,7 +429,9 @@ Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count) {
   const artifact::CacheLayout &layout = *artifact_->def().cache_layout();
   Stream &stream = device_->defaultStream();
   for (size_t i = 0; i < caches_.size(); ++i) {
-    if (isPaged(layout.caches()->Get(i)->kind()))
+    CacheKind kind = layout.caches()->Get(i)->kind();
+    bool kda = kind == CacheKind::kda_recurrent || kind == CacheKind::kda_conv;
+    if (isPaged(kind) || (pools == StatePools::kda && !kda))
       continue;
     uint64_t unit = cache_unit_bytes_[i];
     STRATA_RETURN_IF_ERROR(stream.copyBuffer(*caches_[i], uint64_t(src) * unit,
@@ -442,6 +455,8 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   // Host copies of the plan inputs.
   uint64_t page = pageSizeTokens();
   std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows;
+  std::vector<int32_t> state_src_slots, state_dst_slots;
+  bool separate_state_slots = false;
   size_t max_pages = 1;
   uint64_t max_context = 0;
   StepResult result;
@@ -477,6 +492,18 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     if (request.slot < 0 || uint64_t(request.slot) >= options_.state_slots)
       return outOfRange("request {}: state slot {} outside [0, {})", r,
                         request.slot, options_.state_slots);
+    for (int32_t state_slot : {request.state_src_slot, request.state_dst_slot})
+      if (state_slot < -1 || state_slot >= int64_t(options_.state_slots))
+        return outOfRange("request {}: KDA state slot {} outside [0, {})", r,
+                          state_slot, options_.state_slots);
+    state_src_slots.push_back(request.state_src_slot < 0
+                                  ? request.slot
+                                  : request.state_src_slot);
+    state_dst_slots.push_back(request.state_dst_slot < 0
+                                  ? request.slot
+                                  : request.state_dst_slot);
+    separate_state_slots |= state_src_slots.back() != request.slot ||
+                            state_dst_slots.back() != request.slot;
     size_t first_row = rows.size();
     for (size_t t = 0; t < request.tokens.size(); ++t) {
       int32_t token = request.tokens[t];
@@ -557,6 +584,19 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   STRATA_RETURN_IF_ERROR(write("slots", slots.data(), bytesOf(slots)));
   STRATA_RETURN_IF_ERROR(write("block_table", block_table.data(), bytesOf(block_table)));
   STRATA_RETURN_IF_ERROR(write("rows", rows.data(), bytesOf(rows)));
+  // KDA state slots: inputs of target plans with KDA layers (artifacts
+  // compiled before they existed read and write `slots`).
+  if (findBuffer(*plan, "state_src_slots") >= 0) {
+    STRATA_RETURN_IF_ERROR(write("state_src_slots", state_src_slots.data(),
+                                 bytesOf(state_src_slots)));
+    STRATA_RETURN_IF_ERROR(write("state_dst_slots", state_dst_slots.data(),
+                                 bytesOf(state_dst_slots)));
+  } else if (separate_state_slots) {
+    return failedPrecondition("plan '{}' reads and writes the KDA state in "
+                              "`slots`: it cannot take separate state slots "
+                              "(an artifact compiled before them?)",
+                              artifact::EnumNameStepKind(step));
+  }
   if (step == StepKind::mtp_draft) {
     std::vector<uint8_t> hidden;
     for (const StepRequest &request : requests)

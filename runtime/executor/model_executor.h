@@ -91,6 +91,10 @@ struct StepGraphCounts {
   std::array<uint64_t, kKinds> captures{}, replays{};
 };
 
+/// Which state pools a slot copy covers: every one (KDA recurrent and conv
+/// state, tail rings) or the KDA state alone.
+enum class StatePools { all, kda };
+
 /// One request's part of a step.
 struct StepRequest {
   /// New tokens, at positions start_position, start_position + 1, ...
@@ -101,6 +105,10 @@ struct StepRequest {
   std::vector<int32_t> block_table;
   /// The request's state slot (KDA, conv state and tail ring).
   int32_t slot = 0;
+  /// The slots the KDA recurrent and conv state are read from and written
+  /// to; -1: `slot`. An MTP verification writes its state elsewhere so that
+  /// the state it started from survives a rejected draft (docs/Scheduler.md).
+  int32_t state_src_slot = -1, state_dst_slot = -1;
   /// Logits for every new token (true) or only the last one (false).
   bool all_logits = false;
   /// mtp_draft only: the hidden rows the draft starts from, one per token,
@@ -171,11 +179,15 @@ public:
   /// [0, state_slots); copying a slot onto itself is a no-op.
   Status copySlot(int32_t src, int32_t dst) { return copySlots(src, dst, 1); }
   /// Copies the `count` slots from `src` on onto those from `dst` on, one
-  /// copy per state pool (how the scheduler saves the states of every
-  /// request that verifies drafts at once). OUT_OF_RANGE for a slot outside
-  /// [0, state_slots), INVALID_ARGUMENT for a count below 1 or overlapping
-  /// runs; src == dst is a no-op.
-  Status copySlots(int32_t src, int32_t dst, int32_t count);
+  /// copy per state pool of `pools` (how the scheduler saves the states of
+  /// every request that verifies drafts at once). OUT_OF_RANGE for a slot
+  /// outside [0, state_slots), INVALID_ARGUMENT for a count below 1 or
+  /// overlapping runs; src == dst is a no-op.
+  Status copySlots(int32_t src, int32_t dst, int32_t count,
+                   StatePools pools = StatePools::all);
+  /// Whether the target plans read and write the KDA state in slots of
+  /// their own (StepRequest::state_src_slot / state_dst_slot).
+  bool takesStateSlots() const;
 
   /// Slots in each state pool (ExecutorOptions::state_slots).
   uint32_t stateSlots() const { return options_.state_slots; }

@@ -43,9 +43,13 @@ public:
 
   /// Zeroes state slot `slot` (KDA state and tail rings).
   virtual Status resetSlot(int32_t slot) = 0;
-  /// Copies the `count` state slots from `src` on onto those from `dst` on
-  /// (ModelExecutor::copySlots).
-  virtual Status copySlots(int32_t src, int32_t dst, int32_t count) = 0;
+  /// Copies the `count` state slots from `src` on onto those from `dst` on,
+  /// the pools of `pools` (ModelExecutor::copySlots).
+  virtual Status copySlots(int32_t src, int32_t dst, int32_t count,
+                           StatePools pools = StatePools::all) = 0;
+  /// Whether target steps take separate KDA state slots
+  /// (StepRequest::state_src_slot / state_dst_slot).
+  virtual bool takesStateSlots() const { return false; }
   /// Copies state slot `src` into `dst`.
   Status copySlot(int32_t src, int32_t dst) { return copySlots(src, dst, 1); }
   /// Runs one step and copies back what `outputs` asks for
@@ -104,8 +108,12 @@ public:
   Status resetSlot(int32_t slot) override {
     return executor_->resetSlot(slot);
   }
-  Status copySlots(int32_t src, int32_t dst, int32_t count) override {
-    return executor_->copySlots(src, dst, count);
+  Status copySlots(int32_t src, int32_t dst, int32_t count,
+                   StatePools pools) override {
+    return executor_->copySlots(src, dst, count, pools);
+  }
+  bool takesStateSlots() const override {
+    return executor_->takesStateSlots();
   }
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,

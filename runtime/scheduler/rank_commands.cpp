@@ -73,6 +73,8 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
       w.put<int64_t>(r.start_position);
       w.putVector(r.block_table);
       w.put<int32_t>(r.slot);
+      w.put<int32_t>(r.state_src_slot);
+      w.put<int32_t>(r.state_dst_slot);
       w.put<uint8_t>(r.all_logits);
       w.putVector(r.hidden);
     }
@@ -84,6 +86,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
     w.put<int32_t>(c.slot);
     w.put<int32_t>(c.dst_slot);
     w.put<int32_t>(c.slot_count);
+    w.put<uint8_t>(static_cast<uint8_t>(c.pools));
     break;
   case RankCommandKind::kAllocateCaches:
     w.put<uint64_t>(c.kv_pages);
@@ -121,6 +124,8 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
       STRATA_ASSIGN_OR_RETURN(q.start_position, r.get<int64_t>());
       STRATA_ASSIGN_OR_RETURN(q.block_table, r.getVector<int32_t>());
       STRATA_ASSIGN_OR_RETURN(q.slot, r.get<int32_t>());
+      STRATA_ASSIGN_OR_RETURN(q.state_src_slot, r.get<int32_t>());
+      STRATA_ASSIGN_OR_RETURN(q.state_dst_slot, r.get<int32_t>());
       STRATA_ASSIGN_OR_RETURN(uint8_t all, r.get<uint8_t>());
       q.all_logits = all != 0;
       STRATA_ASSIGN_OR_RETURN(q.hidden, r.getVector<uint8_t>());
@@ -135,6 +140,10 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
     STRATA_ASSIGN_OR_RETURN(c.slot, r.get<int32_t>());
     STRATA_ASSIGN_OR_RETURN(c.dst_slot, r.get<int32_t>());
     STRATA_ASSIGN_OR_RETURN(c.slot_count, r.get<int32_t>());
+    STRATA_ASSIGN_OR_RETURN(uint8_t pools, r.get<uint8_t>());
+    if (pools > static_cast<uint8_t>(StatePools::kda))
+      return invalidArgument("rank command: unknown state pools {}", pools);
+    c.pools = static_cast<StatePools>(pools);
     break;
   }
   case RankCommandKind::kAllocateCaches: {

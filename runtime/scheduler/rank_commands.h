@@ -27,7 +27,7 @@ namespace strata::runtime {
 enum class RankCommandKind : uint8_t {
   kStep = 1,           ///< ModelExecutor::run(step, requests, outputs)
   kResetSlot = 2,      ///< resetSlot(slot)
-  kCopySlot = 3,       ///< copySlots(slot, dst_slot, slot_count)
+  kCopySlot = 3,       ///< copySlots(slot, dst_slot, slot_count, pools)
   kAllocateCaches = 4, ///< allocateCaches(kv_pages, state_slots)
   kKeepAlive = 5,      ///< nothing: rank 0 is alive and idle
   kStop = 6,           ///< leave the follower loop
@@ -43,6 +43,7 @@ struct RankCommand {
   int32_t slot = 0;
   /// kCopySlot.
   int32_t dst_slot = 0, slot_count = 1;
+  StatePools pools = StatePools::all;
   /// kAllocateCaches.
   uint64_t kv_pages = 0;
   uint32_t state_slots = 0;

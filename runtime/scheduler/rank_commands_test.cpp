@@ -43,11 +43,13 @@ TEST(RankCommands, RoundTrip) {
   copy.slot = 4;
   copy.dst_slot = 7;
   copy.slot_count = 3;
+  copy.pools = StatePools::kda;
   back = decodeRankCommand(encodeRankCommand(copy));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->slot, 4);
   EXPECT_EQ(back->dst_slot, 7);
   EXPECT_EQ(back->slot_count, 3);
+  EXPECT_EQ(back->pools, StatePools::kda);
 
   RankCommand caches;
   caches.kind = RankCommandKind::kAllocateCaches;

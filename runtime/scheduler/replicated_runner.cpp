@@ -113,14 +113,16 @@ Status ReplicatedRunner::resetSlot(int32_t slot) {
   return runner_->resetSlot(slot);
 }
 
-Status ReplicatedRunner::copySlots(int32_t src, int32_t dst, int32_t count) {
+Status ReplicatedRunner::copySlots(int32_t src, int32_t dst, int32_t count,
+                                   StatePools pools) {
   RankCommand command;
   command.kind = RankCommandKind::kCopySlot;
   command.slot = src;
   command.dst_slot = dst;
   command.slot_count = count;
+  command.pools = pools;
   STRATA_RETURN_IF_ERROR(send(command));
-  return runner_->copySlots(src, dst, count);
+  return runner_->copySlots(src, dst, count, pools);
 }
 
 StatusOr<StepResult>
@@ -176,7 +178,7 @@ Status runRankFollower(ModelExecutor &executor, Communicator &control) {
       break;
     case RankCommandKind::kCopySlot:
       status = executor.copySlots(command->slot, command->dst_slot,
-                                  command->slot_count);
+                                  command->slot_count, command->pools);
       break;
     case RankCommandKind::kAllocateCaches:
       status = executor.allocateCaches(command->kv_pages,

@@ -59,7 +59,9 @@ public:
   }
   bool hasDraft() const override { return runner_->hasDraft(); }
   Status resetSlot(int32_t slot) override;
-  Status copySlots(int32_t src, int32_t dst, int32_t count) override;
+  Status copySlots(int32_t src, int32_t dst, int32_t count,
+                   StatePools pools) override;
+  bool takesStateSlots() const override { return runner_->takesStateSlots(); }
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override;

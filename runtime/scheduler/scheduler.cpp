@@ -89,6 +89,10 @@ struct Scheduler::Request {
   bool planned = false;
   /// MTP: d_1 from the last draft step 0 and the draft's hidden of that row.
   bool has_draft = false;
+  /// MTP with separate KDA state slots: the KDA state is in the scratch slot
+  /// of the state slot (a verification that accepted every draft wrote it
+  /// there) instead of the state slot itself.
+  bool state_in_scratch = false;
   int32_t draft_token = 0;
   std::vector<uint8_t> draft_hidden;
   /// Output not yet delivered.
@@ -186,6 +190,7 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
     return internalError("kv cache planned {} blocks, expected {}",
                          s->kv_->plan().num_blocks, o.num_blocks);
   s->scratch_base_ = o.max_requests + snapshots;
+  s->separate_state_slots_ = o.mtp_draft_tokens > 0 && runner.takesStateSlots();
   return s;
 }
 
@@ -295,6 +300,7 @@ Status Scheduler::admit(Request &request) {
   request.computed = seq.hitTokens();
   request.cached_tokens = seq.hitTokens();
   request.has_draft = false;
+  request.state_in_scratch = false;
   int32_t slot = int32_t(seq.stateSlot());
   // A hit resumes from a copy of the snapshot (never advanced in place); the
   // tail ring is logically empty at a block boundary (docs/KVCache.md).
@@ -311,6 +317,7 @@ void Scheduler::preempt(Request &victim) {
   victim.seq.reset(); // frees blocks, slot, snapshots
   victim.computed = 0;
   victim.has_draft = false;
+  victim.state_in_scratch = false;
   victim.planned = false;
   ++stats_.preemptions;
   for (auto it = running_.begin(); it != running_.end(); ++it) {
@@ -505,9 +512,14 @@ Status Scheduler::afterTarget(Request &request, uint64_t new_computed) {
   // The state slot now holds the state after exactly new_computed committed
   // tokens: take the snapshot due there before committing attaches it.
   for (const SnapshotRequest &snap : seq.pendingSnapshots())
-    if (snap.tokens == new_computed)
+    if (snap.tokens == new_computed) {
       STRATA_RETURN_IF_ERROR(runner_.copySlot(int32_t(seq.stateSlot()),
                                               int32_t(snap.kda_slot)));
+      if (request.state_in_scratch)
+        STRATA_RETURN_IF_ERROR(runner_.copySlots(kdaSlotOf(request),
+                                                 int32_t(snap.kda_slot), 1,
+                                                 StatePools::kda));
+    }
   return seq.commitFullBlocks(new_computed);
 }
 
@@ -629,6 +641,16 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
     r.draft_hidden.assign(last, last + result.hidden_row_bytes);
   }
   return okStatus();
+}
+
+int32_t Scheduler::kdaSlotOf(const Request &request) const {
+  int32_t slot = int32_t(request.seq->stateSlot());
+  return request.state_in_scratch ? int32_t(scratch_base_) + slot : slot;
+}
+
+int32_t Scheduler::otherKdaSlotOf(const Request &request) const {
+  int32_t slot = int32_t(request.seq->stateSlot());
+  return request.state_in_scratch ? slot : int32_t(scratch_base_) + slot;
 }
 
 Status Scheduler::saveStates(std::vector<int32_t> slots) {
@@ -776,9 +798,11 @@ Status Scheduler::step() {
       failStep(plan, status);
       return status;
     }
+    // With separate KDA state slots the verification writes its state to
+    // the other slot (below) and nothing is saved.
     std::vector<int32_t> verifying;
     for (Planned &p : plan)
-      if (p.k > 0)
+      if (p.k > 0 && !separate_state_slots_)
         verifying.push_back(int32_t(p.request->seq->stateSlot()));
     status = saveStates(verifying);
     if (!status.ok()) {
@@ -802,6 +826,10 @@ Status Scheduler::step() {
     s.block_table.assign(r.seq->blockTable().begin(),
                          r.seq->blockTable().end());
     s.slot = int32_t(r.seq->stateSlot());
+    if (separate_state_slots_) {
+      s.state_src_slot = kdaSlotOf(r);
+      s.state_dst_slot = p.k > 0 ? otherKdaSlotOf(r) : kdaSlotOf(r);
+    }
     s.all_logits = p.k > 0;
     multi |= s.tokens.size() > 1;
     verify |= p.k > 0;
@@ -874,11 +902,17 @@ Status Scheduler::step() {
       }
       p.new_computed = p.start + verified->accepted + 1;
       error = commitTokens(r, verified->tokens, logits);
+      // Every draft accepted: the state after them is where the
+      // verification wrote it. Otherwise the state it started from is
+      // intact there (separate slots) or restored below.
+      if (separate_state_slots_ && verified->accepted == p.k)
+        r.state_in_scratch = !r.state_in_scratch;
       if (!r.finished && verified->accepted < p.k) {
         // Rollback: restore the state saved before the verify (below, for
         // every rejection at once), re-run the accepted prefix
         // [t_L, d_1..d_a].
-        rejected.push_back(int32_t(r.seq->stateSlot()));
+        if (!separate_state_slots_)
+          rejected.push_back(int32_t(r.seq->stateSlot()));
         p.rerun = true;
       }
     }
@@ -904,6 +938,8 @@ Status Scheduler::step() {
     s.block_table.assign(r.seq->blockTable().begin(),
                          r.seq->blockTable().end());
     s.slot = int32_t(r.seq->stateSlot());
+    if (separate_state_slots_)
+      s.state_src_slot = s.state_dst_slot = kdaSlotOf(r);
     rerun.push_back(std::move(s));
     rerun_owners.push_back(&p);
     ++stats_.verify_rollbacks;

@@ -181,6 +181,10 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
+  /// The slot holding `request`'s KDA state (its state slot or that slot's
+  /// scratch slot), and the other of the two.
+  int32_t kdaSlotOf(const Request &request) const;
+  int32_t otherKdaSlotOf(const Request &request) const;
   /// Copies the live state slots `slots` to their scratch slots before a
   /// verification: one run of slots from the lowest to the highest.
   Status saveStates(std::vector<int32_t> slots);
@@ -224,6 +228,10 @@ private:
   SchedulerOptions options_;
   std::unique_ptr<KvCache> kv_;
   uint32_t scratch_base_ = 0;
+  /// MTP over target plans that take separate KDA state slots: a
+  /// verification reads the request's KDA state from one of its two slots
+  /// and writes the other, so a rejection needs no saved copy.
+  bool separate_state_slots_ = false;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
   MtpAcceptanceCounters mtp_counters_;

@@ -60,14 +60,20 @@ public:
     state_.at(slot) = 1;
     return okStatus();
   }
-  Status copySlots(int32_t src, int32_t dst, int32_t count) override {
+  Status copySlots(int32_t src, int32_t dst, int32_t count,
+                   StatePools pools) override {
+    // The fake's one state stands for the KDA state: both pool sets copy it.
     for (int32_t i = 0; i < count; ++i)
       state_.at(dst + i) = state_.at(src + i);
     ++copy_calls_;
     return okStatus();
   }
+  bool takesStateSlots() const override { return separate_state_slots_; }
   /// copySlots calls (each a run of slots).
   int copy_calls_ = 0;
+  /// Whether target steps read the state from state_src_slot and write it
+  /// to state_dst_slot (ModelRunner::takesStateSlots).
+  bool separate_state_slots_ = false;
   StatusOr<StepResult> run(StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
@@ -92,7 +98,14 @@ public:
           if (r.block_table.size() * kPage <= p)
             return outOfRange("position {} beyond the block table", p);
           pages_.at(r.block_table[p / kPage])[p % kPage] = r.tokens[t];
-          state = state_.at(r.slot) = mix(state_.at(r.slot), r.tokens[t]);
+          // Like the KDA kernels: the first token reads the source slot,
+          // every token updates the destination slot.
+          int32_t src = r.state_src_slot < 0 ? r.slot : r.state_src_slot;
+          int32_t dst = r.state_dst_slot < 0 ? r.slot : r.state_dst_slot;
+          if (!separate_state_slots_ && (src != r.slot || dst != r.slot))
+            return failedPrecondition("separate state slots not taken");
+          state = state_.at(dst) =
+              mix(state_.at(t == 0 ? src : dst), r.tokens[t]);
           kv = 1;
           for (uint64_t q = 0; q <= p; ++q)
             kv = mix(kv, pages_.at(r.block_table[q / kPage])[q % kPage]);
@@ -166,9 +179,10 @@ std::vector<std::vector<int32_t>> testPrompts() {
 
 /// A scheduler over a FakeModel, run synchronously.
 struct Harness {
-  explicit Harness(SchedulerOptions options)
+  explicit Harness(SchedulerOptions options, bool separate_state_slots = false)
       : model(options.num_blocks,
               schedulerStateSlots(options, FakeModel(1, 1).geometry())) {
+    model.separate_state_slots_ = separate_state_slots;
     auto created = Scheduler::create(model, nullptr, options);
     EXPECT_TRUE(created.ok()) << created.status().message();
     scheduler = std::move(*created);
@@ -341,24 +355,35 @@ TEST(Scheduler, PrefixReuseKeepsOutputs) {
   EXPECT_EQ(s.kv.used_blocks, 0u);
 }
 
+// Tests MTP k = 1..3 against plain greedy decoding (with prefix hits in the
+// second pass), both with the state saved to a scratch slot before each
+// verification and, over plans that take separate KDA state slots, with the
+// verification writing the other of the request's two slots: the same
+// outputs, and the second way copies no state around verifications.
 TEST(Scheduler, MtpKeepsGreedyOutputs) {
   for (uint32_t k : {1u, 2u, 3u}) {
-    SchedulerOptions o = baseOptions();
-    o.mtp_draft_tokens = k;
-    o.enable_prefix_cache = true;
-    Harness h(o);
-    expectReference(h.run(testPrompts(), 20), 20);
-    expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
-    SchedulerStats s = h.scheduler->stats();
-    EXPECT_GT(s.mtp.accepted_tokens, 0u) << "k " << k;
-    EXPECT_LT(s.mtp.accepted_tokens, s.mtp.draft_tokens) << "k " << k;
-    EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
-    EXPECT_GT(s.mtp.draft_by_position[k - 1], 0u) << "k " << k;
-    EXPECT_EQ(s.kv.used_blocks, 0u);
-    // Drafts and greedy verifications take the device's greedy tokens: no
-    // step copies logits; rollback re-runs take the verify plan.
-    EXPECT_TRUE(h.model.logits_steps_.empty());
-    EXPECT_GT(h.model.steps_[StepKind::mtp_verify], 0);
+    int copies[2] = {0, 0};
+    for (bool separate : {false, true}) {
+      SchedulerOptions o = baseOptions();
+      o.mtp_draft_tokens = k;
+      o.enable_prefix_cache = true;
+      Harness h(o, separate);
+      expectReference(h.run(testPrompts(), 20), 20);
+      expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
+      SchedulerStats s = h.scheduler->stats();
+      EXPECT_GT(s.mtp.accepted_tokens, 0u) << "k " << k;
+      EXPECT_LT(s.mtp.accepted_tokens, s.mtp.draft_tokens) << "k " << k;
+      EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
+      EXPECT_GT(s.mtp.draft_by_position[k - 1], 0u) << "k " << k;
+      EXPECT_EQ(s.kv.used_blocks, 0u);
+      // Drafts and greedy verifications take the device's greedy tokens: no
+      // step copies logits; rollback re-runs take the verify plan.
+      EXPECT_TRUE(h.model.logits_steps_.empty());
+      EXPECT_GT(h.model.steps_[StepKind::mtp_verify], 0);
+      copies[separate] = h.model.copy_calls_;
+    }
+    // Only the prefix cache's snapshot copies are left.
+    EXPECT_LT(copies[true], copies[false] / 2) << "k " << k;
   }
 }
 
