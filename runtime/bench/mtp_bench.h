@@ -7,7 +7,10 @@
 //
 //   chain     k - 1 draft passes of one row a request (draft j from j - 1)
 //   save      every request's state copied to its scratch slot (before
-//             verify; the slots are consecutive: one copy per state pool)
+//             verify; the slots are consecutive: one copy per state pool);
+//             not run when the target plans take two KDA state slots per
+//             request (the verification then writes the scratch slot), nor
+//             is the restore
 //   verify    one target step of k + 1 tokens a request, every row's greedy
 //             token and the hidden rows copied back
 //   draft 0   the draft pass over the committed rows: k + 1 rows a request
@@ -62,6 +65,9 @@ struct MtpBenchReport {
   /// The speculative step when every draft is accepted, and when the first
   /// is rejected.
   double accepted_seconds = 0, rejected_seconds = 0;
+  /// Whether the target plans take two KDA state slots per request (no
+  /// save and restore phases: ModelExecutor::takesStateSlots).
+  bool two_state_slots = false;
   /// Model steps of the timed rounds, and how many replayed a graph.
   uint64_t timed_steps = 0, graph_replays = 0;
 };
