@@ -31,6 +31,25 @@ Status applyRankEnvironment(RankRunOptions &options) {
   return okStatus();
 }
 
+/// The launcher's part: every rank on one host, or this node's share of the
+/// ranks of --nnodes hosts meeting at --master-addr:--master-port.
+Status launchNodeRanks(const RankRunOptions &options,
+                       const std::vector<std::string> &args, int world_size) {
+  if (options.nnodes == 1)
+    return launchRanks(args, world_size);
+  if (world_size % options.nnodes != 0)
+    return invalidArgument("{} ranks do not split evenly over --nnodes {}",
+                           world_size, options.nnodes);
+  int local = world_size / static_cast<int>(options.nnodes);
+  RankLaunch launch;
+  launch.first_rank = static_cast<int>(options.node_rank) * local;
+  launch.count = local;
+  launch.world_size = world_size;
+  launch.store = fmt::format("tcp:{}:{}", options.master_addr,
+                             options.master_port);
+  return launchRanks(withoutNodeFlags(args), launch);
+}
+
 } // namespace
 
 void declareRankFlags(CLI::App &app, RankRunOptions &o, RankFlags &f) {
@@ -59,6 +78,20 @@ void declareRankProcessFlags(CLI::App &app, RankRunOptions &o, RankFlags &f) {
                  "auto (GPU: NCCL / RCCL; CPU: Gloo), gloo (on a GPU staged "
                  "through host memory: ranks may share a GPU) or nccl")
       ->type_name("LIB");
+  app.add_option("--nnodes", f.nnodes,
+                 "hosts the ranks run on (default 1); each host's launcher "
+                 "starts its share")
+      ->type_name("N");
+  app.add_option("--node-rank", f.node_rank,
+                 "this host's index among --nnodes (default 0)")
+      ->type_name("K");
+  app.add_option("--master-addr", o.master_addr,
+                 "with --nnodes: node 0's address, where rank 0 serves the "
+                 "store")
+      ->type_name("HOST");
+  app.add_option("--master-port", f.master_port,
+                 "with --nnodes: the store's port (default 29500)")
+      ->type_name("PORT");
 }
 
 Status finishRankFlags(RankRunOptions &options, const RankFlags &f) {
@@ -70,7 +103,11 @@ Status finishRankFlags(RankRunOptions &options, const RankFlags &f) {
         std::tuple{"--rank", &f.rank, &options.rank, 0},
         std::tuple{"--world-size", &f.world_size, &options.world_size, 1},
         std::tuple{"--collective-timeout-ms", &f.collective_timeout_ms,
-                   &options.collective_timeout_ms, 1}}) {
+                   &options.collective_timeout_ms, 1},
+        std::tuple{"--nnodes", &f.nnodes, &options.nnodes, 1},
+        std::tuple{"--node-rank", &f.node_rank, &options.node_rank, 0},
+        std::tuple{"--master-port", &f.master_port, &options.master_port,
+                   1}}) {
     if (text->empty())
       continue;
     STRATA_ASSIGN_OR_RETURN(int64_t n, parseIntFlag(flag, *text));
@@ -82,6 +119,19 @@ Status finishRankFlags(RankRunOptions &options, const RankFlags &f) {
     STRATA_ASSIGN_OR_RETURN(options.collectives,
                             parseCollectiveBackend(f.collectives));
   }
+  if (options.master_port > 65535)
+    return invalidArgument("--master-port must be <= 65535, got {}",
+                           options.master_port);
+  if (options.node_rank >= options.nnodes)
+    return invalidArgument("--node-rank {} must be below --nnodes {}",
+                           options.node_rank, options.nnodes);
+  if (options.nnodes > 1 && options.master_addr.empty())
+    return invalidArgument("--nnodes {} needs --master-addr (node 0's "
+                           "address)",
+                           options.nnodes);
+  if (options.nnodes > 1 && (!f.rank.empty() || !options.store.empty()))
+    return invalidArgument("--nnodes starts this node's ranks itself: it "
+                           "takes neither --rank nor --store");
   return applyRankEnvironment(options);
 }
 
@@ -136,7 +186,8 @@ StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
     return role;
   if (options.rank < 0) {
     role.launcher = true;
-    role.launched = launchRanks(args, static_cast<int>(artifact.numRanks()));
+    role.launched = launchNodeRanks(options, args,
+                                    static_cast<int>(artifact.numRanks()));
     return role;
   }
   STRATA_ASSIGN_OR_RETURN(role.ranks,

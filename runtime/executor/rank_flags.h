@@ -38,13 +38,21 @@ struct RankRunOptions {
   int64_t collective_timeout_ms = 0;
   /// The communicators' library.
   CollectiveBackend collectives = CollectiveBackend::kAuto;
+  /// Several hosts (torchrun's flags): the launcher on node `node_rank` of
+  /// `nnodes` starts ranks [node_rank * L, (node_rank + 1) * L), L = world /
+  /// nnodes, meeting at the TCP store master_addr:master_port (served by
+  /// rank 0, on node 0).
+  int64_t nnodes = 1, node_rank = 0, master_port = kDefaultMasterPort;
+  std::string master_addr;
+  /// torchrun's default --master-port.
+  static constexpr int64_t kDefaultMasterPort = 29500;
 };
 
 /// The flags as typed (numbers stay text so that parseIntFlag reports bad
 /// values the way every runtime tool does).
 struct RankFlags {
   std::string tensor_parallel, expert_parallel, rank, world_size,
-      collective_timeout_ms, collectives;
+      collective_timeout_ms, collectives, nnodes, node_rank, master_port;
 };
 
 /// Adds the rank flags to `app`.
@@ -56,8 +64,9 @@ void declareRankFlags(CLI::App &app, RankRunOptions &options,
 void declareRankProcessFlags(CLI::App &app, RankRunOptions &options,
                              RankFlags &flags);
 
-/// The flags' numbers (each >= 1, --rank >= 0) and library, then the
-/// environment.
+/// The flags' numbers (each >= 1, --rank and --node-rank >= 0, a port in
+/// 1..65535) and library, then the environment; --node-rank below --nnodes,
+/// --master-addr with --nnodes > 1, and no --rank / --store with it.
 Status finishRankFlags(RankRunOptions &options, const RankFlags &flags);
 
 /// Checks the sizes asked for against the artifact's parallel layout (and
@@ -84,7 +93,8 @@ struct RankRole {
 
 /// The role of this process with `artifact` (checkRankSizes first): a
 /// one-rank artifact runs here; a sharded one without --rank starts every
-/// rank and waits for them; with --rank this process is that rank.
+/// rank (with --nnodes, this node's ranks) and waits for them; with --rank
+/// this process is that rank.
 StatusOr<RankRole> resolveRankRole(const RankRunOptions &options,
                                    const Artifact &artifact,
                                    const std::vector<std::string> &args);

@@ -102,20 +102,30 @@ void forwardSignal(int signal_number) {
 } // namespace
 
 Status launchRanks(const std::vector<std::string> &args, int world_size) {
-  if (world_size > kMaxForwarded)
-    return invalidArgument("{} ranks: one launcher starts at most {}",
-                           world_size, kMaxForwarded);
   std::error_code error;
   std::filesystem::path dir = std::filesystem::temp_directory_path(error);
   std::string pattern = (dir / "strata-ranks-XXXXXX").string();
   if (error || !mkdtemp(pattern.data()))
     return unavailable("cannot create a store folder: {}",
                        std::strerror(errno));
-  std::string store = "file:" + pattern;
+  RankLaunch launch;
+  launch.count = launch.world_size = world_size;
+  launch.store = "file:" + pattern;
+  Status result = launchRanks(args, launch);
+  std::filesystem::remove_all(pattern, error);
+  return result;
+}
+
+Status launchRanks(const std::vector<std::string> &args,
+                   const RankLaunch &launch) {
+  if (launch.count > kMaxForwarded)
+    return invalidArgument("{} ranks: one launcher starts at most {}",
+                           launch.count, kMaxForwarded);
   std::fflush(stdout);
   std::fflush(stderr);
   std::vector<pid_t> pids;
-  for (int rank = 0; rank < world_size; ++rank) {
+  for (int i = 0; i < launch.count; ++i) {
+    int rank = launch.first_rank + i;
     pid_t pid = fork();
     if (pid < 0) {
       for (pid_t started : pids)
@@ -123,7 +133,7 @@ Status launchRanks(const std::vector<std::string> &args, int world_size) {
       return unavailable("fork of rank {}: {}", rank, std::strerror(errno));
     }
     if (pid == 0)
-      execRank(args, rank, store);
+      execRank(args, rank, launch.store);
     pids.push_back(pid);
   }
   for (size_t i = 0; i < pids.size(); ++i)
@@ -148,8 +158,9 @@ Status launchRanks(const std::vector<std::string> &args, int world_size) {
     if (it == pids.end() || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
       continue;
     if (result.ok()) {
-      result = aborted("rank {} of {} {}", it - pids.begin(), world_size,
-                            describeExit(status));
+      result = aborted("rank {} of {} {}",
+                       launch.first_rank + (it - pids.begin()),
+                       launch.world_size, describeExit(status));
       for (pid_t other : pids)
         if (other != pid)
           kill(other, SIGTERM);
@@ -158,8 +169,29 @@ Status launchRanks(const std::vector<std::string> &args, int world_size) {
   sigaction(SIGINT, &old_int, nullptr);
   sigaction(SIGTERM, &old_term, nullptr);
   forwarded_count = 0;
-  std::filesystem::remove_all(pattern, error);
   return result;
+}
+
+std::vector<std::string> withoutNodeFlags(const std::vector<std::string> &args) {
+  static const char *const kNodeFlags[] = {"--nnodes", "--node-rank",
+                                           "--master-addr", "--master-port"};
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < args.size(); ++i) {
+    bool node_flag = false, inline_value = false;
+    for (const char *flag : kNodeFlags) {
+      std::string name(flag);
+      node_flag |= args[i] == name;
+      inline_value |= args[i].rfind(name + "=", 0) == 0;
+    }
+    if (inline_value)
+      continue;
+    if (node_flag) {
+      ++i; // and its value
+      continue;
+    }
+    kept.push_back(args[i]);
+  }
+  return kept;
 }
 
 } // namespace strata::runtime

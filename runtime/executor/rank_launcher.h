@@ -43,6 +43,24 @@ StatusOr<std::unique_ptr<Store>> openRankStore(const std::string &spec,
 /// and the error names the first failed rank and its status.
 Status launchRanks(const std::vector<std::string> &args, int world_size);
 
+/// One host's share of a run over several hosts: ranks
+/// [first_rank, first_rank + count) of world_size, meeting at `store`
+/// (tcp:HOST:PORT, served by rank 0).
+struct RankLaunch {
+  int first_rank = 0, count = 0, world_size = 0;
+  std::string store;
+};
+
+/// Runs `launch.count` processes of this program with `args` followed by
+/// `--rank r --store STORE`, then waits as the form above does.
+Status launchRanks(const std::vector<std::string> &args,
+                   const RankLaunch &launch);
+
+/// `args` without the node flags (--nnodes, --node-rank, --master-addr,
+/// --master-port, as `--flag value` or `--flag=value`), which a rank
+/// started with --rank must not see.
+std::vector<std::string> withoutNodeFlags(const std::vector<std::string> &args);
+
 } // namespace strata::runtime
 
 #endif // STRATA_RUNTIME_EXECUTOR_RANK_LAUNCHER_H
