@@ -100,6 +100,28 @@ TokenDistribution without(const TokenDistribution &p, int32_t token) {
   return r;
 }
 
+/// The greedy rule: the drafts are accepted while each equals the target's
+/// token at its position (`target_token(i)`, asked for in order and only as
+/// far as needed), then the target's token at the first mismatch or the
+/// bonus token is committed; the outcome is recorded in `counters`.
+template <typename TargetToken>
+StatusOr<DraftVerificationResult>
+acceptGreedy(const std::vector<int32_t> &drafts, TargetToken target_token,
+             MtpAcceptanceCounters *counters) {
+  const size_t k = drafts.size();
+  DraftVerificationResult result;
+  for (size_t i = 0; i <= k; ++i) {
+    STRATA_ASSIGN_OR_RETURN(int32_t best, target_token(i));
+    result.tokens.push_back(best);
+    if (i == k || best != drafts[i])
+      break;
+    ++result.accepted;
+  }
+  if (counters)
+    counters->record(k, result.accepted);
+  return result;
+}
+
 } // namespace
 
 StatusOr<DraftVerificationResult>
@@ -121,60 +143,55 @@ verifyDrafts(const DraftVerification &input, Sampler &sampler,
   }
   auto targetRow = [&](size_t i) { return input.target_logits + i * vocab; };
 
+  if (sampler.greedy())
+    return acceptGreedy(
+        input.draft_tokens,
+        [&](size_t i) { return greedyToken(targetRow(i), vocab); }, counters);
   DraftVerificationResult result;
-  if (sampler.greedy()) {
-    for (size_t i = 0; i <= k; ++i) {
-      STRATA_ASSIGN_OR_RETURN(int32_t best, greedyToken(targetRow(i), vocab));
-      result.tokens.push_back(best);
-      if (i == k || best != input.draft_tokens[i])
-        break;
-      ++result.accepted;
+  // Rejection sampling (speculative decoding's rule, see the file comment).
+  for (size_t i = 0; i <= k; ++i) {
+    STRATA_ASSIGN_OR_RETURN(TokenDistribution p,
+                            sampler.distribution(targetRow(i), vocab));
+    if (i == k) { // all drafts accepted: the bonus token
+      result.tokens.push_back(sampleToken(p, sampler.rng()));
+      break;
     }
-  } else {
-    for (size_t i = 0; i <= k; ++i) {
-      STRATA_ASSIGN_OR_RETURN(TokenDistribution p,
-                              sampler.distribution(targetRow(i), vocab));
-      if (i == k) { // all drafts accepted: the bonus token
-        result.tokens.push_back(sampleToken(p, sampler.rng()));
-        break;
-      }
-      int32_t draft = input.draft_tokens[i];
-      double p_x = p.prob(draft);
-      if (input.draft_logits == nullptr) {
-        // One-hot q: accept with probability p(x). When x is all of p's mass
-        // (r empty) rejection is impossible (u < 1 = p(x)).
-        TokenDistribution r;
-        if (sampler.rng().uniform() >= p_x)
-          r = without(p, draft);
-        if (r.ids.empty()) {
-          result.tokens.push_back(draft);
-          ++result.accepted;
-          continue;
-        }
-        result.tokens.push_back(sampleToken(r, sampler.rng()));
-        break;
-      }
-      STRATA_ASSIGN_OR_RETURN(
-          TokenDistribution q,
-          sampler.distribution(input.draft_logits + i * vocab, vocab));
-      double q_x = q.prob(draft);
-      if (q_x <= 0.0)
-        return invalidArgument("draft token {} at position {} has probability 0 "
-                               "under its draft distribution",
-                               draft, i + 1);
-      // u < min(1, p/q)  <=>  u * q < p  for u in [0, 1).
-      if (sampler.rng().uniform() * q_x < p_x) {
+    int32_t draft = input.draft_tokens[i];
+    double p_x = p.prob(draft);
+    if (input.draft_logits == nullptr) {
+      // One-hot q: accept with probability p(x). When x is all of p's mass
+      // (r empty) rejection is impossible (u < 1 = p(x)).
+      TokenDistribution r;
+      if (sampler.rng().uniform() >= p_x)
+        r = without(p, draft);
+      if (r.ids.empty()) {
         result.tokens.push_back(draft);
         ++result.accepted;
         continue;
       }
-      TokenDistribution r = residual(p, q);
-      // An empty residual means p <= q everywhere, i.e. p == q up to
-      // rounding, where rejection has probability ~0; fall back to p.
-      result.tokens.push_back(
-          sampleToken(r.ids.empty() ? p : r, sampler.rng()));
+      result.tokens.push_back(sampleToken(r, sampler.rng()));
       break;
     }
+    STRATA_ASSIGN_OR_RETURN(
+        TokenDistribution q,
+        sampler.distribution(input.draft_logits + i * vocab, vocab));
+    double q_x = q.prob(draft);
+    if (q_x <= 0.0)
+      return invalidArgument("draft token {} at position {} has probability 0 "
+                             "under its draft distribution",
+                             draft, i + 1);
+    // u < min(1, p/q)  <=>  u * q < p  for u in [0, 1).
+    if (sampler.rng().uniform() * q_x < p_x) {
+      result.tokens.push_back(draft);
+      ++result.accepted;
+      continue;
+    }
+    TokenDistribution r = residual(p, q);
+    // An empty residual means p <= q everywhere, i.e. p == q up to
+    // rounding, where rejection has probability ~0; fall back to p.
+    result.tokens.push_back(
+        sampleToken(r.ids.empty() ? p : r, sampler.rng()));
+    break;
   }
   if (counters)
     counters->record(k, result.accepted);
@@ -192,21 +209,16 @@ verifyGreedyDrafts(const std::vector<int32_t> &target_tokens,
   if (target_tokens.size() != k + 1)
     return invalidArgument("{} drafts need {} target tokens, got {}", k, k + 1,
                            target_tokens.size());
-  DraftVerificationResult result;
-  for (size_t i = 0; i <= k; ++i) {
-    int32_t best = target_tokens[i];
-    if (best < 0)
-      return invalidArgument("target row {} has no finite maximum (a NaN, a "
-                             "+inf or every entry -inf)",
-                             i);
-    result.tokens.push_back(best);
-    if (i == k || best != draft_tokens[i])
-      break;
-    ++result.accepted;
-  }
-  if (counters)
-    counters->record(k, result.accepted);
-  return result;
+  return acceptGreedy(
+      draft_tokens,
+      [&](size_t i) -> StatusOr<int32_t> {
+        if (target_tokens[i] < 0)
+          return invalidArgument("target row {} has no finite maximum (a NaN, "
+                                 "a +inf or every entry -inf)",
+                                 i);
+        return target_tokens[i];
+      },
+      counters);
 }
 
 } // namespace strata::runtime
