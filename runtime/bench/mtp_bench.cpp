@@ -46,15 +46,15 @@ Status checkMtpOptions(const MtpBenchOptions &options) {
 }
 
 /// The requests of one phase: `rows` tokens each from position `start`,
-/// request r on pages [r * pages, (r + 1) * pages) and slot r.
+/// request r on pages [r * pages, (r + 1) * pages) and slot r; a draft
+/// step's also `rows` zero hidden rows of `hidden_row_bytes` (0: none).
 class PhaseRequests {
 public:
   PhaseRequests(int64_t requests, uint64_t pages, uint64_t vocab)
       : requests_(requests), pages_(pages), vocab_(vocab) {}
 
   std::vector<StepRequest> make(int64_t start, int64_t rows,
-                                const std::vector<uint8_t> *hidden_rows,
-                                size_t hidden_row_bytes) const {
+                                size_t hidden_row_bytes = 0) const {
     std::vector<StepRequest> out(requests_);
     for (int64_t r = 0; r < requests_; ++r) {
       StepRequest &request = out[r];
@@ -65,8 +65,7 @@ public:
       for (uint64_t p = 0; p < pages_; ++p)
         request.block_table.push_back(int32_t(uint64_t(r) * pages_ + p));
       request.slot = int32_t(r);
-      if (hidden_rows)
-        request.hidden.assign(size_t(rows) * hidden_row_bytes, 0);
+      request.hidden.assign(size_t(rows) * hidden_row_bytes, 0);
     }
     return out;
   }
@@ -104,7 +103,7 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
   // verification writes the other slot and nothing is saved or restored;
   // otherwise the state is saved before and restored after a rejection.
   const bool two_slots = executor->takesStateSlots();
-  std::vector<StepRequest> verify = phase.make(b.context, k + 1, nullptr, 0);
+  std::vector<StepRequest> verify = phase.make(b.context, k + 1);
   for (StepRequest &request : verify) {
     request.all_logits = true;
     if (two_slots)
@@ -114,15 +113,14 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
       StepResult first,
       executor->run(StepKind::mtp_verify, verify, nullptr, greedy_and_hidden));
   const size_t row_bytes = first.hidden_row_bytes;
-  const std::vector<uint8_t> hidden;
   std::vector<std::vector<StepRequest>> chain;
   for (int64_t j = 1; j < k; ++j)
-    chain.push_back(phase.make(b.context + j - 1, 1, &hidden, row_bytes));
+    chain.push_back(phase.make(b.context + j - 1, 1, row_bytes));
   std::vector<StepRequest> draft_all =
-      phase.make(b.context, k + 1, &hidden, row_bytes);
+      phase.make(b.context, k + 1, row_bytes);
   std::vector<StepRequest> draft_one =
-      phase.make(b.context, 1, &hidden, row_bytes);
-  std::vector<StepRequest> decode = phase.make(b.context, 1, nullptr, 0);
+      phase.make(b.context, 1, row_bytes);
+  std::vector<StepRequest> decode = phase.make(b.context, 1);
 
   auto run = [&](StepKind step, const std::vector<StepRequest> &requests_of) {
     return [&, step] {

@@ -640,15 +640,12 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   return result;
 }
 
-bool isGraphStep(StepKind step) {
-  return step == StepKind::decode || step == StepKind::mtp_verify ||
-         step == StepKind::mtp_draft;
-}
-
 bool ModelExecutor::takesGraph(StepKind step,
                                const std::vector<StepRequest> &requests,
                                const DispatchObserver *observer) const {
-  if (!options_.step_graphs || observer || !isGraphStep(step))
+  if (!options_.step_graphs || observer ||
+      std::find(std::begin(kGraphSteps), std::end(kGraphSteps), step) ==
+          std::end(kGraphSteps))
     return false;
   // A draft step over a finished prefill chunk takes the chunk's rows: a
   // shape that rarely repeats and whose buffers are large.
@@ -658,28 +655,21 @@ bool ModelExecutor::takesGraph(StepKind step,
   return true;
 }
 
-namespace {
-bool sameShape(StepKind a_step, const RuntimeSizes &a, StepKind b_step,
-               const RuntimeSizes &b) {
-  return a_step == b_step && std::equal(std::begin(a.values),
-                                        std::end(a.values),
-                                        std::begin(b.values));
+bool ModelExecutor::StepShape::operator==(const StepShape &other) const {
+  return step == other.step &&
+         std::equal(std::begin(sizes.values), std::end(sizes.values),
+                    std::begin(other.sizes.values));
 }
-} // namespace
 
 ModelExecutor::StepGraph *ModelExecutor::findGraph(const StepShape &shape) {
   for (StepGraph &g : step_graphs_)
-    if (sameShape(g.step, g.sizes, shape.step, shape.sizes))
+    if (g.shape == shape)
       return &g;
   return nullptr;
 }
 
 bool ModelExecutor::repeatsRecentShape(const StepShape &shape) {
-  auto seen = std::find_if(recent_shapes_.begin(), recent_shapes_.end(),
-                           [&](const StepShape &s) {
-                             return sameShape(s.step, s.sizes, shape.step,
-                                              shape.sizes);
-                           });
+  auto seen = std::find(recent_shapes_.begin(), recent_shapes_.end(), shape);
   bool repeats = seen != recent_shapes_.end();
   if (repeats)
     recent_shapes_.erase(seen);
@@ -716,7 +706,7 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
   auto oldest = step_graphs_.end();
   size_t kept = 0;
   for (auto g = step_graphs_.begin(); g != step_graphs_.end(); ++g) {
-    if (g->step != shape.step)
+    if (g->shape.step != shape.step)
       continue;
     ++kept;
     if (oldest == step_graphs_.end() || g->last_use < oldest->last_use)
@@ -724,9 +714,8 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
   }
   if (kept == kStepGraphsPerKind)
     step_graphs_.erase(oldest);
-  step_graphs_.push_back(StepGraph{shape.step, shape.sizes, std::move(buffers),
-                                   std::move(stream), std::move(*made),
-                                   ++graph_clock_});
+  step_graphs_.push_back(StepGraph{shape, std::move(buffers), std::move(stream),
+                                   std::move(*made), ++graph_clock_});
   ++graph_counts_.captures[size_t(shape.step)];
   return &step_graphs_.back();
 }

@@ -82,8 +82,10 @@ inline constexpr size_t kStepGraphsPerKind = 8;
 /// Shapes remembered to decide that one repeats (captured when it does).
 inline constexpr size_t kRecentStepShapes = 16;
 
-/// Whether steps of `step` may be captured (decode, MTP verify and draft).
-bool isGraphStep(artifact::StepKind step);
+/// The step kinds that may be captured into graphs.
+inline constexpr artifact::StepKind kGraphSteps[] = {
+    artifact::StepKind::decode, artifact::StepKind::mtp_verify,
+    artifact::StepKind::mtp_draft};
 
 /// Step graphs captured and replayed, by step kind (artifact::StepKind).
 struct StepGraphCounts {
@@ -263,19 +265,20 @@ private:
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
-  /// A captured step: its kind and the sizes it was captured for, the
-  /// buffers its graph binds, the stream that replays it.
-  struct StepGraph {
+  /// A step's kind and the plan's sizes: what a captured graph stands for.
+  struct StepShape {
     artifact::StepKind step;
     RuntimeSizes sizes;
+    bool operator==(const StepShape &other) const;
+  };
+  /// A captured step: its shape, the buffers its graph binds, the stream
+  /// that replays it.
+  struct StepGraph {
+    StepShape shape;
     PlanBuffers buffers;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Graph> graph;
     uint64_t last_use = 0;
-  };
-  struct StepShape {
-    artifact::StepKind step;
-    RuntimeSizes sizes;
   };
   /// Whether `step` of `requests` may run from a graph now.
   bool takesGraph(artifact::StepKind step,

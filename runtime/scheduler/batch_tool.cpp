@@ -290,8 +290,7 @@ Status run(BatchOptions &o, std::ostream &out) {
         s.kv.used_blocks, s.kv.num_blocks, s.preemptions, s.verify_rollbacks,
         s.mtp.accepted_tokens, s.mtp.draft_tokens, s.steps);
     out << "graphs:";
-    for (StepKind kind :
-         {StepKind::decode, StepKind::mtp_verify, StepKind::mtp_draft})
+    for (StepKind kind : kGraphSteps)
       out << fmt::format(" {} {} captured {} replays",
                          artifact::EnumNameStepKind(kind),
                          s.graphs.captures[size_t(kind)],

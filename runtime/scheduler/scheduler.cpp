@@ -1032,14 +1032,13 @@ std::string formatSchedulerMetrics(const SchedulerStats &s,
          "Requests preempted (recomputed later) for lack of KV blocks.",
          s.preemptions);
   metric("strata_engine_verify_rollbacks_total", "counter",
-         "MTP verifications with a rejected draft (state restored and the "
-         "accepted tokens re-run).",
+         "MTP verifications with a rejected draft (the accepted tokens "
+         "re-run from the state before the verification).",
          s.verify_rollbacks);
   auto byStep = [&](const char *name, const char *help,
                     const std::array<uint64_t, StepGraphCounts::kKinds> &n) {
     out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
-    for (StepKind kind :
-         {StepKind::decode, StepKind::mtp_verify, StepKind::mtp_draft})
+    for (StepKind kind : kGraphSteps)
       out += fmt::format("{}{{step=\"{}\"}} {}\n", name,
                          artifact::EnumNameStepKind(kind), n[size_t(kind)]);
   };

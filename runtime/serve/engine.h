@@ -171,7 +171,7 @@ struct EngineStats {
   /// Index k-1 holds draft position k (1-based).
   std::vector<uint64_t> mtp_draft_tokens_by_position;
   std::vector<uint64_t> mtp_accepted_tokens_by_position;
-  /// MTP verifications with a rejected draft (state restored, re-run).
+  /// MTP verifications with a rejected draft (the accepted tokens re-run).
   uint64_t verify_rollbacks = 0;
   /// Step shapes captured into graphs and steps replayed from them, by step
   /// kind (decode, mtp_verify, mtp_draft).

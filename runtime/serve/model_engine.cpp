@@ -122,9 +122,7 @@ public:
     e.mtp_accepted_tokens_by_position.assign(
         s.mtp.accepted_by_position.begin(), s.mtp.accepted_by_position.end());
     e.verify_rollbacks = s.verify_rollbacks;
-    for (artifact::StepKind kind :
-         {artifact::StepKind::decode, artifact::StepKind::mtp_verify,
-          artifact::StepKind::mtp_draft}) {
+    for (artifact::StepKind kind : kGraphSteps) {
       const char *name = artifact::EnumNameStepKind(kind);
       e.graph_captures[name] = s.graphs.captures[size_t(kind)];
       e.graph_replays[name] = s.graphs.replays[size_t(kind)];
