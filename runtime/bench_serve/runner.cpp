@@ -271,8 +271,12 @@ std::map<std::string, double> parseServerMetrics(const std::string &text) {
     // (name{position="k"}, name{step="s"}); others are summed.
     const bool keeps_label = name.find("_by_position_") != std::string::npos ||
                              name == "strata_graph_replays_total";
-    if (keeps_label && line[name_end] == '{')
-      name += line.substr(name_end, line.find('}') - name_end + 1);
+    if (keeps_label && line[name_end] == '{') {
+      const size_t close = line.find('}');
+      if (close == std::string::npos || close > value_begin)
+        continue;
+      name += line.substr(name_end, close - name_end + 1);
+    }
     out[name] += value;
   }
   return out;

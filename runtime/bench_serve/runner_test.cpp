@@ -78,8 +78,8 @@ TEST(BenchServeSseTest, RequestBodies) {
 }
 
 // Tests that the server counters are read from Prometheus text, labelled
-// series summed (those by draft position or step kind kept apart) and other
-// metrics skipped.
+// series summed (those by draft position or step kind kept apart; one whose
+// labels do not close is skipped) and other metrics skipped.
 TEST(BenchServeSseTest, ServerMetrics) {
   auto m = parseServerMetrics(
       "# HELP strata_prompt_tokens_total Prompt tokens.\n"
@@ -94,6 +94,7 @@ TEST(BenchServeSseTest, ServerMetrics) {
       "strata_mtp_accepted_tokens_by_position_total{position=\"1\"} 5\n"
       "strata_mtp_accepted_tokens_by_position_total{position=\"2\"} 2\n"
       "strata_graph_replays_total{step=\"mtp_verify\"} 4\n"
+      "strata_graph_replays_total{step=\"decode\" 9\n"
       "strata_http_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 9\n");
   EXPECT_EQ(m.size(), 8u);
   EXPECT_EQ(m["strata_graph_replays_total{step=\"mtp_verify\"}"], 4);
