@@ -55,8 +55,8 @@ constexpr const char *kDescription =
     "draft over the committed rows; the state save, restore and re-run of\n"
     "artifacts without per-token KDA states) as graph replays, next to the\n"
     "decode step of the same batch (--batches LIST: each batch size on one\n"
-    "executor); on NVIDIA their kernels are programmatic dependent launches\n"
-    "unless --dependent-launches off.\n"
+    "executor); --dependent-launches on makes their kernels programmatic\n"
+    "dependent launches (NVIDIA).\n"
     "--matrix runs decode at every batch size x context and prefill at every\n"
     "REQUESTSxTOKENS shape on one executor (R timed steps per case: default\n"
     "5 decode, 2 prefill) and prints a summary of wall time, summed dispatch\n"
@@ -87,7 +87,7 @@ struct ToolOptions {
 /// parsers report bad values the way every runtime tool does.
 struct BenchFlags {
   std::string tokens, requests, context, repeat, copy_mib, batches, contexts,
-      prefill, gemm_tflops, mtp, dependent_launches = "on";
+      prefill, gemm_tflops, mtp, dependent_launches = "off";
   RankFlags ranks;
 };
 
@@ -116,7 +116,7 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
   app.add_option("--repeat", f.repeat, "timed steps after the warm-up")
       ->type_name("R");
   app.add_option("--dependent-launches", f.dependent_launches,
-                 "on (default) or off: graph replays' kernels as programmatic "
+                 "on or off (default): graph replays' kernels as programmatic "
                  "dependent launches (NVIDIA)")
       ->type_name("on|off");
   app.add_option("--copy-mib", f.copy_mib,

@@ -67,8 +67,8 @@ struct StepBenchOptions {
   /// every rank runs the same steps. Default: one rank.
   std::optional<RankGroupsOptions> ranks;
   /// ExecutorOptions::dependent_launches (steps replayed from graphs:
-  /// --step mtp). Default on.
-  bool dependent_launches = true;
+  /// --step mtp). Default off.
+  bool dependent_launches = false;
 };
 
 /// One kernel name's dispatches, per step.

@@ -62,8 +62,11 @@ struct ExecutorOptions {
   /// On NVIDIA targets, the kernels of captured steps are launched as
   /// programmatic dependent launches where the artifact's kernels wait for
   /// their predecessor themselves (CudaDeviceOptions::dependent_launches):
-  /// a kernel's launch overlaps the end of the one before it.
-  bool dependent_launches = true;
+  /// a kernel's launch overlaps the end of the one before it. Default off:
+  /// on the H200 it speeds up steps of many tiny kernels (the micro model's
+  /// decode at B <= 8 by 7-10 %) and slows down steps of larger ones (the
+  /// 12-layer real-width model's by 1-4 %, docs/GPULowering.md).
+  bool dependent_launches = false;
   /// Leave the caches to a later allocateCaches call (kv_pages and
   /// state_slots may then be 0): how a server sizes them from the device
   /// memory the weights left free.

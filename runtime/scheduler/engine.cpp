@@ -20,6 +20,7 @@ ExecutorRunnerOptions deferredRunnerOptions(const EngineOptions &options) {
   runner_options.checkpoint_dir = options.checkpoint_dir;
   runner_options.target = options.target;
   runner_options.step_graphs = options.step_graphs;
+  runner_options.dependent_launches = options.dependent_launches;
   runner_options.progress = options.progress;
   runner_options.ranks = options.ranks;
   runner_options.defer_caches = true;

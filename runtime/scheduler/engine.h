@@ -55,6 +55,9 @@ struct EngineOptions {
   std::string target = "cpu";
   /// Decode and MTP steps replayed from captured graphs (ExecutorOptions).
   bool step_graphs = true;
+  /// Kernels of graph-replayed steps as programmatic dependent launches
+  /// (ExecutorOptions::dependent_launches). Default off.
+  bool dependent_launches = false;
   /// Shows the weight upload (ExecutorOptions::progress); not owned, must
   /// outlive create(). Default: none.
   ProgressReporter *progress = nullptr;

@@ -23,6 +23,7 @@ ExecutorRunner::create(const ExecutorRunnerOptions &options) {
   executor_options.state_slots = options.state_slots;
   executor_options.target = options.target;
   executor_options.step_graphs = options.step_graphs;
+  executor_options.dependent_launches = options.dependent_launches;
   executor_options.defer_caches = options.defer_caches;
   executor_options.progress = options.progress;
   executor_options.ranks = options.ranks;

@@ -81,6 +81,9 @@ struct ExecutorRunnerOptions {
   std::string target = "cpu";
   /// Decode and MTP steps replayed from captured graphs (ExecutorOptions).
   bool step_graphs = true;
+  /// Kernels of graph-replayed steps as programmatic dependent launches
+  /// (ExecutorOptions::dependent_launches). Default off.
+  bool dependent_launches = false;
   /// Caches allocated later through executor().allocateCaches
   /// (ExecutorOptions::defer_caches); kv_pages and state_slots may be 0.
   bool defer_caches = false;

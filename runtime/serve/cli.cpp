@@ -99,6 +99,7 @@ int runServeCli(int argc, char **argv) {
   uint64_t kv_memory_mb = 256, kv_blocks = 0, max_queue = 64;
   uint64_t max_model_len = 0;
   std::string prefix_cache = "on", step_graphs = "on", speculative_config;
+  std::string dependent_launches = "off";
   uint32_t mtp = 0;
   bool quiet = false;
   CompiledSettingFlags compiled;
@@ -185,6 +186,11 @@ int runServeCli(int argc, char **argv) {
   app.add_option("--step-graphs,--decode-graphs", step_graphs,
                  "replay decode and MTP verify / draft steps from captured "
                  "graphs on|off (default on)")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--dependent-launches", dependent_launches,
+                 "NVIDIA: the graph-replayed steps' kernels as programmatic "
+                 "dependent launches on|off (default off; faster for small "
+                 "models at low concurrency, docs/GPULowering.md)")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--checkpoint-interval",
                  engine_options.checkpoint_interval_tokens,
@@ -306,6 +312,7 @@ int runServeCli(int argc, char **argv) {
   engine_options.kv_blocks = kv_blocks;
   options.max_queue = static_cast<size_t>(max_queue);
   engine_options.step_graphs = step_graphs == "on" && !enforce_eager;
+  engine_options.dependent_launches = dependent_launches == "on";
   engine_options.prefix_cache =
       enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).
@@ -351,6 +358,7 @@ int runServeCli(int argc, char **argv) {
     follower.checkpoint_dir = checkpoint_dir;
     follower.target = engine_options.target;
     follower.step_graphs = step_graphs == "on" && !enforce_eager;
+    follower.dependent_launches = dependent_launches == "on";
     follower.ranks = role->ranks;
     // A follower stops when rank 0 says so (after draining) or fails; the
     // launcher forwards SIGINT / SIGTERM to every rank, and rank 0 drains.

@@ -272,6 +272,7 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.scheduler = std::move(scheduler);
   engine_options.target = options.target;
   engine_options.step_graphs = options.step_graphs;
+  engine_options.dependent_launches = options.dependent_launches;
   engine_options.progress = options.progress;
   engine_options.ranks = options.ranks;
   if (from_memory)

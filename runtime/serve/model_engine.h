@@ -61,6 +61,9 @@ struct ModelEngineOptions {
   std::string target = "cpu";
   /// Decode and MTP steps replayed from captured graphs (--step-graphs).
   bool step_graphs = true;
+  /// Kernels of graph-replayed steps as programmatic dependent launches
+  /// (ExecutorOptions::dependent_launches). Default off.
+  bool dependent_launches = false;
   /// Requests running at once (--max-requests).
   uint32_t max_requests = 8;
   /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one

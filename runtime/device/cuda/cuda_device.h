@@ -38,8 +38,8 @@ struct CudaDeviceOptions {
   /// Launch the kernels that wait for their predecessor themselves
   /// (LaunchDims::grid_dependency_control) as programmatic dependent
   /// launches when a stream captures a graph (cuLaunchKernelEx; drivers
-  /// without it launch plainly). Default on.
-  bool dependent_launches = true;
+  /// without it launch plainly). Default off (ExecutorOptions).
+  bool dependent_launches = false;
 };
 
 /// Opens the CUDA driver and creates a device on GPU `options.ordinal`.
