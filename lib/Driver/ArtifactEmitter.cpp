@@ -252,6 +252,9 @@ private:
   /// Cache operands by (kind, layer); the value is the cache id.
   std::map<std::pair<fb::CacheKind, uint32_t>, uint32_t> cacheIds;
   std::vector<CacheUse> cacheUses;
+  /// Tokens per row of the program's index pools (1: the dense indexer),
+  /// written as ModelConfig.index_kpool whatever the config says.
+  std::optional<uint32_t> indexKpool;
   /// Manifest index by checkpoint tensor name.
   llvm::StringMap<uint32_t> weightIndex;
   /// Kernel index by kernel function name.
@@ -373,6 +376,7 @@ LogicalResult Emitter::buildCacheLayout() {
       IndexPagesDesc pages;
       pages.numLayers = layers;
       pages.rowsPerPage = index.getPageSize() / index.getKpool();
+      indexKpool = index.getKpool();
       pages.valueDtype = *d;
       pages.valueBytes =
           index.getWidth() * elementBytes(index.getElementType());
@@ -867,6 +871,8 @@ FailureOr<ArtifactDesc> Emitter::run() {
     artifact.targets.push_back(std::move(*target));
   }
   artifact.model = options.model;
+  if (indexKpool)
+    artifact.model.indexKpool = *indexKpool;
   artifact.producer = options.producer;
   return std::move(artifact);
 }
