@@ -370,9 +370,6 @@ LogicalResult Emitter::buildCacheLayout() {
       FailureOr<fb::DType> d = dtype(index.getElementType());
       if (failed(d))
         return failure();
-      if (*d == fb::DType::f8e4m3fn)
-        return module.emitError("fp8 index pools are not described by the "
-                                "artifact emitter yet");
       IndexPagesDesc pages;
       pages.numLayers = layers;
       pages.rowsPerPage = index.getPageSize() / index.getKpool();
@@ -380,8 +377,12 @@ LogicalResult Emitter::buildCacheLayout() {
       pages.valueDtype = *d;
       pages.valueBytes =
           index.getWidth() * elementBytes(index.getElementType());
-      pages.scaleDtype = fb::DType::invalid;
-      pages.scaleLayout = fb::IndexScaleLayout::none;
+      // fp8: the page's rows of e4m3 values, then one fp32 (ue8m0) scale
+      // per row (Fp8PageLayout::valuesThenScales).
+      bool fp8 = *d == fb::DType::f8e4m3fn;
+      pages.scaleDtype = fp8 ? fb::DType::f32 : fb::DType::invalid;
+      pages.scaleLayout = fp8 ? fb::IndexScaleLayout::values_then_scales
+                              : fb::IndexScaleLayout::none;
       pages.rowStrideBytes = pages.valueBytes;
       pages.pageBytes = unitBytes(type);
       layout.pageSizeTokens = index.getPageSize();

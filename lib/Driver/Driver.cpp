@@ -95,6 +95,12 @@ LogicalResult compileWithHandler(const CompileOptions &options,
            << "unknown indexer '" << options.indexer
            << "' (expected pooled or dense)";
   dslOptions.indexer = options.indexer.empty() ? "config" : options.indexer;
+  if (options.indexCacheDtype == "fp8")
+    dslOptions.indexCacheDtype = "f8E4M3FN";
+  else if (options.indexCacheDtype != "bf16")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown index cache dtype '" << options.indexCacheDtype
+           << "' (expected bf16 or fp8)";
   if (options.tensorParallelSize < 1 || options.expertParallelSize < 1)
     return mlir::emitError(UnknownLoc::get(&context))
            << "--tensor-parallel-size and --expert-parallel-size must be at "
@@ -183,7 +189,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
                          options.kvCacheDtype + ", indexer " +
                          (options.indexer.empty() ? std::string("from config")
                                                   : options.indexer) +
-                         ")";
+                         ", index cache " + options.indexCacheDtype + ")";
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
@@ -339,6 +345,13 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "tail ring; docs/DSL.md). Default: as the config's "
                "index_kpool_compress says"),
       cl::init(""), cl::cat(compileCategory));
+  static cl::opt<std::string> indexCacheDtype(
+      "index-cache-dtype",
+      cl::desc("Element type of the indexer's key pages (pooled or dense): "
+               "bf16 (default) or fp8 (Hadamard-rotated e4m3 rows with one "
+               "power-of-two fp32 scale each, 132 instead of 256 bytes per "
+               "row; docs/KVCache.md)"),
+      cl::init("bf16"), cl::cat(compileCategory));
   static cl::opt<int64_t> tensorParallelSize(
       "tensor-parallel-size",
       cl::desc("Ranks that split attention heads, the dense MLP's and every "
@@ -403,6 +416,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.fuseHyperConnections = fuseHyperConnections;
   options.kvCacheDtype = kvCacheDtype;
   options.indexer = indexer;
+  options.indexCacheDtype = indexCacheDtype;
   options.tensorParallelSize = tensorParallelSize;
   options.expertParallelSize = expertParallelSize;
   // `-o model.strata` without --compile-to means the artifact.

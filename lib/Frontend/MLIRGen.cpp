@@ -217,6 +217,7 @@ public:
       : ctx(&context), builder(&context, this), config(config),
         options{{"kv_cache_dtype", dslOptions.kvCacheDtype},
                 {"indexer", dslOptions.indexer},
+                {"index_cache_dtype", dslOptions.indexCacheDtype},
                 {"tensor_parallel_size", dslOptions.tensorParallelSize},
                 {"expert_parallel_size", dslOptions.expertParallelSize}} {}
 
@@ -432,6 +433,7 @@ private:
       if (llvm::StringRef(origin).starts_with("opt."))
         return error(l) << "unknown compile option '" << origin
                         << "' (known: opt.kv_cache_dtype, opt.indexer, "
+                           "opt.index_cache_dtype, "
                            "opt.tensor_parallel_size, "
                            "opt.expert_parallel_size)";
       return error(l) << "config key '" << origin.substr(4)

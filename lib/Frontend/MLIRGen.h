@@ -36,6 +36,9 @@ struct DslOptions {
   /// `opt.indexer`: the MLA layers' indexer, "pooled", "dense" or "config"
   /// (as the config's `index_kpool_compress` says; `--indexer`).
   std::string indexer = "config";
+  /// `opt.index_cache_dtype`: element type of the index pages, "bf16" or
+  /// "f8E4M3FN" (`--index-cache-dtype=bf16|fp8`).
+  std::string indexCacheDtype = "bf16";
   /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`: the rank
   /// layout the program is compiled for (`--tensor-parallel-size`,
   /// `--expert-parallel-size`; integers, default 1). The model is written

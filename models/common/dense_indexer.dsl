@@ -15,8 +15,10 @@ def dense_indexer(x, q_latent, prefix, batch) {
   let head_dim = cfg.index_head_dim;
   let topk = cfg.index_topk;
   let (q, k, w) = index_projections(x, q_latent, prefix);
-  // kpool = 1: llm.kpool_indexer's per-token form (one key row per token).
-  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = 1, width = {head_dim}, bf16>");
+  // kpool = 1: llm.kpool_indexer's per-token form (one key row per token);
+  // bf16, or with --index-cache-dtype=fp8 Hadamard-rotated e4m3 rows with a
+  // ue8m0 scale each (spec §1).
+  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = 1, width = {head_dim}, {opt.index_cache_dtype}>");
   let pool_in = input("index_pool", pool_t);
   let pool: pool_t = llm.index_cache_write(pool_in, k, positions, seq_starts, block_table);
   output(pool);

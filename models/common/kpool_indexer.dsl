@@ -21,7 +21,9 @@ def kpool_indexer(x, q_latent, prefix, batch) {
   // Ring depth 16 = next_pow2(kpool + 2 * (3 + 1)) for 3 MTP drafts
   // (spec §3.1, ATOM speculative_kpool_history_size).
   let ring_t = mlir_type("!llm.tail_ring<depth = 16, width = {head_dim}, bf16>");
-  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = {kpool}, width = {head_dim}, bf16>");
+  // bf16 pooled rows, or with --index-cache-dtype=fp8 Hadamard-rotated e4m3
+  // rows with a ue8m0 scale each (spec §1, the serving form).
+  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = {kpool}, width = {head_dim}, {opt.index_cache_dtype}>");
   let ring_in = input("tail_ring", ring_t);
   let pool_in = input("index_pool", pool_t);
   // Pools are formed before the ring is updated (op contract).
