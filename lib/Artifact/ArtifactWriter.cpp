@@ -264,7 +264,8 @@ public:
           k.launch->matrixInstruction.empty()
               ? 0
               : b.CreateString(k.launch->matrixInstruction),
-          k.launch->sharedMemory ? expr(*k.launch->sharedMemory) : 0);
+          k.launch->sharedMemory ? expr(*k.launch->sharedMemory) : 0,
+          k.launch->gridDependencyControl);
     }
     fb::KernelAbi abi = t.kind == fb::TargetKind::cpu
                             ? fb::KernelAbi::packed_memref_descriptor

@@ -83,6 +83,9 @@ struct LaunchDesc {
   /// The matrix-unit instruction of the kernel's inner loop (TargetInfo
   /// mnemonic); empty for kernels without one.
   std::string matrixInstruction;
+  /// The kernel waits for its predecessor itself (schema
+  /// grid_dependency_control).
+  bool gridDependencyControl = false;
 };
 
 /// One kernel (schema Kernel); target and chip come from the enclosing target.

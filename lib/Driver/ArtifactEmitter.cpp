@@ -489,7 +489,8 @@ FailureOr<SizeExpression> Emitter::extentExpr(func::FuncOp step,
                                                  : Sym::state_slots);
   }
   std::string name = argumentName(step, extent.input);
-  if ((name == "ids" || name == "positions" || name == "hidden") &&
+  if ((name == "ids" || name == "positions" || name == "hidden" ||
+       name == "state_token_slots") &&
       extent.dim == 0)
     return SizeExpression::symbol(Sym::num_tokens);
   if (name == "seq_starts" && extent.dim == 0)

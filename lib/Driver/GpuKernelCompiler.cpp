@@ -133,6 +133,7 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
              << kernel.name << "' has no block size";
     for (int d = 0; d < 3; ++d)
       kernel.launch->block[d] = static_cast<uint32_t>(block[d]);
+    kernel.launch->gridDependencyControl = target->controlsGridDependencies();
     if (auto bytes =
             func->getAttrOfType<IntegerAttr>(kDynamicSharedMemoryAttrName))
       kernel.launch->sharedMemoryBytes = bytes.getInt();

@@ -57,4 +57,30 @@ def ExternDynamicSharedMemoryPass
   let dependentDialects = ["LLVM::LLVMDialect"];
 }
 
+def GridDependencyControlPass
+    : Pass<"strata-grid-dependency-control", "gpu::GPUModuleOp"> {
+  let summary = "start every NVVM kernel with griddepcontrol.wait and "
+                "griddepcontrol.launch_dependents";
+  let description = [{
+    Inserts `nvvm.griddepcontrol wait` and then
+    `nvvm.griddepcontrol launch_dependents` at the start of every kernel
+    (`llvm.func` with `nvvm.kernel` or `gpu.kernel`) of the module, so that
+    the runtime may launch the kernels with programmatic stream
+    serialization (CUDA's programmatic dependent launch, sm_90 and later):
+    the next kernel's launch overlaps this one's last blocks and waits, in
+    its first instruction, until this one is complete. A plain launch is
+    unaffected (the wait returns at once). Runs on the LLVM dialect inside
+    each gpu.module, before gpu-module-to-binary; the artifact records it in
+    `LaunchInfo.grid_dependency_control`.
+
+    ```
+    llvm.func @k(...) attributes {nvvm.kernel} {
+      nvvm.griddepcontrol wait
+      nvvm.griddepcontrol launch_dependents
+      ...
+    ```
+  }];
+  let dependentDialects = ["NVVM::NVVMDialect"];
+}
+
 #endif // STRATA_LIB_TARGET_PASSES_TD

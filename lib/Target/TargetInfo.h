@@ -127,6 +127,9 @@ public:
   virtual llvm::ArrayRef<MatrixInstruction> getMatrixInstructions() const {
     return {};
   }
+  /// True when the binary pipeline starts every kernel with a wait for its
+  /// predecessor grid (LaunchInfo.grid_dependency_control).
+  virtual bool controlsGridDependencies() const { return false; }
   /// Appends the passes that lower `gpu.module`s to device code and
   /// serialize them into `gpu.binary` ops. Fails for a host target.
   virtual LogicalResult buildBinaryPipeline(OpPassManager &pm,

@@ -2,13 +2,14 @@
 // glm5_next-target.md §3.4). x {T, D} (normed) -> {T, D}. Reads this layer's
 // recurrent and conv state as entry inputs and returns the updated ones as
 // entry outputs. `state_batch` = (positions, seq_starts, src_slots,
-// dst_slots): request r's state is read from slot src_slots[r] and the
-// updated one written to slot dst_slots[r] (the same slot but where an MTP
-// verification keeps the state it started from, docs/Scheduler.md).
+// dst_slots, token_slots): request r's state is read from slot src_slots[r]
+// and the updated one written to slot dst_slots[r]; a request of at most 4
+// tokens keeps the state after token t in slot token_slots[t] (an MTP
+// verification keeps every position's, docs/Scheduler.md).
 import "norms.dsl";
 
 def kda_attention(x, prefix, state_batch) {
-  let (positions, seq_starts, src_slots, dst_slots) = state_batch;
+  let (positions, seq_starts, src_slots, dst_slots, token_slots) = state_batch;
   let lin = cfg.linear_attn_config;
   let d = cfg.hidden_size;
   let heads = lin.num_heads;
@@ -41,7 +42,8 @@ def kda_attention(x, prefix, state_batch) {
   let (o, state_out, conv_out): ([?, p] bf16, state_t, conv_t) =
       llm.kda_attention(q, k, v, forget, beta, gate, q_conv, k_conv, v_conv,
                         a_log, dt_bias, o_norm, state, conv_state, positions,
-                        seq_starts, src_slots, dst_slots, heads = heads,
+                        seq_starts, src_slots, dst_slots, token_slots,
+                        heads = heads,
                         head_dim = head_dim, conv_kernel = kernel,
                         gate_lower_bound = lin.gate_lower_bound,
                         l2_eps = 1.0e-6, q_scale = pow(head_dim, -0.5),

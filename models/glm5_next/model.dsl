@@ -56,13 +56,17 @@ def lm_head_weight() {
 // Target forward. ids/positions {T}; seq_starts {N+1}; slots {N};
 // block_table {N, pages}; rows {R} (token rows that get logits);
 // state_src_slots / state_dst_slots {N}: the KDA state slots each request
-// reads and writes (slots[r] both, except in an MTP verification). Returns
+// reads and writes (slots[r] both, except in a prefix-cache fork);
+// state_token_slots {T}: the slot that keeps the KDA state after each token
+// (state_dst_slots of its request, except in an MTP verification, which
+// keeps the state after every position). Returns
 // (logits {R, vocab} f32, hidden {T, D}: the model.norm output the MTP draft
 // starts from, greedy {R} i32: each logits row's argmax), then every layer's
 // updated caches in layer order.
 entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
                        slots: [?] i32, block_table: [?, ?] i32, rows: [?] i32,
-                       state_src_slots: [?] i32, state_dst_slots: [?] i32) {
+                       state_src_slots: [?] i32, state_dst_slots: [?] i32,
+                       state_token_slots: [?] i32) {
   let d = cfg.hidden_size;
   let hc = cfg.hc_mult;
   let layers = cfg.num_hidden_layers;
@@ -70,7 +74,8 @@ entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
   assert len(cfg.mlp_layer_types) == layers, "mlp_layer_types has {len(cfg.mlp_layer_types)} entries, expected num_hidden_layers = {layers}";
   assert cfg.mhc, "glm5_next needs mhc = true";
   let batch = (positions, seq_starts, slots, block_table);
-  let state_batch = (positions, seq_starts, state_src_slots, state_dst_slots);
+  let state_batch = (positions, seq_starts, state_src_slots, state_dst_slots,
+                     state_token_slots);
 
   let embedding: [?, d] bf16 = llm.embedding(ids, embed_weight());
   // All hc_mult streams start as copies of the embedding (spec §3.1).

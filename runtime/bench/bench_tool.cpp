@@ -30,7 +30,7 @@ constexpr const char *kUsage =
     "usage: strata-bench --artifact A --checkpoint DIR|procedural:CONFIG.json\n"
     "                    [--target cpu|sm_90|sm_90a] [--step prefill|decode|mtp]\n"
     "                    [--tokens N] [--requests B] [--context C]\n"
-    "                    [--mtp K [--batches LIST]]\n"
+    "                    [--mtp K [--batches LIST]] [--dependent-launches on|off]\n"
     "                    [--repeat R] [--copy-mib M] [--copy-logits]\n"
     "                    [--json out.json] [--plot out.svg] [--quiet]\n"
     "                    [--rank R --world-size N --store STORE]\n"
@@ -52,10 +52,11 @@ constexpr const char *kDescription =
     "step); --copy-logits adds the logits and hidden rows.\n"
     "--step mtp times one MTP speculative step of B requests with K drafts\n"
     "each (default 3) phase by phase (draft chain, verify of K + 1 tokens,\n"
-    "draft over the committed rows; after a rejection the re-run; the state\n"
-    "save and restore of artifacts without two KDA state slots) as graph\n"
-    "replays, next to the decode step of the same batch (--batches LIST:\n"
-    "each batch size on one executor).\n"
+    "draft over the committed rows; the state save, restore and re-run of\n"
+    "artifacts without per-token KDA states) as graph replays, next to the\n"
+    "decode step of the same batch (--batches LIST: each batch size on one\n"
+    "executor); on NVIDIA their kernels are programmatic dependent launches\n"
+    "unless --dependent-launches off.\n"
     "--matrix runs decode at every batch size x context and prefill at every\n"
     "REQUESTSxTOKENS shape on one executor (R timed steps per case: default\n"
     "5 decode, 2 prefill) and prints a summary of wall time, summed dispatch\n"
@@ -86,7 +87,7 @@ struct ToolOptions {
 /// parsers report bad values the way every runtime tool does.
 struct BenchFlags {
   std::string tokens, requests, context, repeat, copy_mib, batches, contexts,
-      prefill, gemm_tflops, mtp;
+      prefill, gemm_tflops, mtp, dependent_launches = "on";
   RankFlags ranks;
 };
 
@@ -114,6 +115,10 @@ void declareFlags(CommandLine &cl, ToolOptions &o, BenchFlags &f) {
       ->type_name("K");
   app.add_option("--repeat", f.repeat, "timed steps after the warm-up")
       ->type_name("R");
+  app.add_option("--dependent-launches", f.dependent_launches,
+                 "on (default) or off: graph replays' kernels as programmatic "
+                 "dependent launches (NVIDIA)")
+      ->type_name("on|off");
   app.add_option("--copy-mib", f.copy_mib,
                  "MiB of the device-to-device copy baseline")
       ->type_name("M");
@@ -154,6 +159,10 @@ StatusOr<ToolOptions> finishOptions(ToolOptions options, const BenchFlags &f) {
   const std::string &step = options.bench.step;
   if (step != "prefill" && step != "decode" && step != "mtp")
     return invalidArgument("--step: '{}' is not prefill, decode or mtp", step);
+  if (f.dependent_launches != "on" && f.dependent_launches != "off")
+    return invalidArgument("--dependent-launches: '{}' is not on or off",
+                           f.dependent_launches);
+  options.bench.dependent_launches = f.dependent_launches == "on";
   if (!f.mtp.empty()) {
     if (step != "mtp")
       return invalidArgument("--mtp is for --step mtp");

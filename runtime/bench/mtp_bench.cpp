@@ -86,7 +86,7 @@ StatusOr<double> timed(const std::function<Status()> &work) {
 
 namespace {
 
-/// One batch size's benchmark on an executor of at least 2 x B slots.
+/// One batch size's benchmark on an executor of at least (k + 1) x B slots.
 StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
                                        const MtpBenchOptions &options) {
   const StepBenchOptions &b = options.base;
@@ -94,21 +94,26 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
   const uint64_t page = std::max<uint64_t>(executor->pageSizeTokens(), 1);
   const uint64_t pages = (uint64_t(b.context + k + 1) + page - 1) / page;
   PhaseRequests phase(requests, pages, executor->model().vocab_size());
-  for (int64_t r = 0; r < 2 * requests; ++r)
+  for (int64_t r = 0; r < (k + 1) * requests; ++r)
     STRATA_RETURN_IF_ERROR(executor->resetSlot(int32_t(r)));
 
   const StepOutputs greedy_and_hidden{/*logits=*/false, /*hidden=*/true};
-  // The hidden row size, from one untimed verify step.
-  // As the scheduler does: with two KDA state slots per request the
-  // verification writes the other slot and nothing is saved or restored;
-  // otherwise the state is saved before and restored after a rejection.
-  const bool two_slots = executor->takesStateSlots();
+  // As the scheduler does: with per-token KDA states the verification keeps
+  // position j's state in slot j * B + slot and nothing is saved, restored
+  // or re-run; otherwise the state is saved before and restored after a
+  // rejection, and the accepted tokens re-run.
+  const bool token_states = executor->keepsTokenStates();
   std::vector<StepRequest> verify = phase.make(b.context, k + 1);
   for (StepRequest &request : verify) {
     request.all_logits = true;
-    if (two_slots)
-      request.state_dst_slot = int32_t(requests) + request.slot;
+    if (!token_states)
+      continue;
+    for (int64_t j = 0; j <= k; ++j)
+      request.state_token_slots.push_back(int32_t(j * requests) +
+                                          request.slot);
+    request.state_dst_slot = request.state_token_slots.back();
   }
+  // The hidden row size, from one untimed verify step.
   STRATA_ASSIGN_OR_RETURN(
       StepResult first,
       executor->run(StepKind::mtp_verify, verify, nullptr, greedy_and_hidden));
@@ -151,11 +156,12 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
       {"re-run", run(StepKind::decode, decode)},
       {"draft 0 (1 row)", run(StepKind::mtp_draft, draft_one)},
       {"decode", run(StepKind::decode, decode)}};
-  if (two_slots)
+  if (token_states)
     phases.erase(std::remove_if(phases.begin(), phases.end(),
                                 [](const auto &phase) {
                                   return phase.first == "save" ||
-                                         phase.first == "restore";
+                                         phase.first == "restore" ||
+                                         phase.first == "re-run";
                                 }),
                  phases.end());
   std::vector<double> sums(phases.size(), 0.0);
@@ -182,12 +188,12 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
   report.context = b.context;
   report.draft_tokens = k;
   report.repeat = b.repeat;
-  report.two_state_slots = two_slots;
+  report.token_states = token_states;
   auto mean = [&](const std::string &name) {
     for (size_t p = 0; p < phases.size(); ++p)
       if (phases[p].first == name)
         return sums[p] / double(b.repeat);
-    return 0.0; // save and restore with two state slots
+    return 0.0; // save, restore and re-run with per-token states
   };
   for (size_t p = 0; p + 1 < phases.size(); ++p)
     report.phases.push_back({phases[p].first, mean(phases[p].first)});
@@ -197,8 +203,9 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
   report.rejected_seconds = common + mean("restore") + mean("re-run") +
                             mean("draft 0 (1 row)");
   // Model steps per round: the chain's k - 1, verify, two draft 0 passes,
-  // the re-run and the decode step.
-  report.timed_steps = uint64_t(b.repeat) * uint64_t(k - 1 + 5);
+  // the re-run (without per-token states) and the decode step.
+  report.timed_steps =
+      uint64_t(b.repeat) * uint64_t(k - 1 + (token_states ? 4 : 5));
   report.graph_replays = replays() - replays_before;
   return report;
 }
@@ -215,10 +222,11 @@ runMtpBench(const MtpBenchOptions &options,
   largest.base.requests = *std::max_element(sizes.begin(), sizes.end());
   STRATA_RETURN_IF_ERROR(checkMtpOptions(largest));
   const StepBenchOptions &b = largest.base;
-  // Twice the slots: the second half holds the states saved before verify.
+  // k + 1 banks of B slots: the states a verification keeps per position
+  // (the second bank: the states saved before it).
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<ModelExecutor> executor,
-      createBenchExecutor(b, 2 * b.requests,
+      createBenchExecutor(b, (options.draft_tokens + 1) * b.requests,
                           b.context + options.draft_tokens + 1));
   for (StepKind step : {StepKind::mtp_draft, StepKind::mtp_verify})
     if (!executor->hasStep(step))
@@ -241,11 +249,12 @@ std::string formatMtpMarkdown(const MtpBenchReport &report) {
       "drafts, verified at position {}, mean of {} steps after a warm-up\n\n",
       report.target, report.device, report.requests, report.draft_tokens,
       report.context, report.repeat);
-  out += report.two_state_slots
-             ? "KDA state: two slots per request (the verification writes "
-               "the other one: nothing saved or restored)\n\n"
+  out += report.token_states
+             ? "KDA state: kept after every verified position (nothing "
+               "saved, restored or re-run)\n\n"
              : "KDA state: saved to scratch slots before the verification, "
-               "restored after a rejection\n\n";
+               "restored and the accepted tokens re-run after a "
+               "rejection\n\n";
   out += "| phase | wall (us) |\n|---|---:|\n";
   for (const MtpPhase &phase : report.phases)
     out += fmt::format("| {} | {:.1f} |\n", phase.name, phase.seconds * 1e6);
@@ -277,7 +286,7 @@ nlohmann::ordered_json mtpJson(const MtpBenchReport &report) {
   j["context"] = report.context;
   j["draft_tokens"] = report.draft_tokens;
   j["repeat"] = report.repeat;
-  j["two_state_slots"] = report.two_state_slots;
+  j["token_states"] = report.token_states;
   j["decode_seconds"] = report.decode_seconds;
   for (const MtpPhase &phase : report.phases)
     j["phases"].push_back({{"name", phase.name}, {"seconds", phase.seconds}});

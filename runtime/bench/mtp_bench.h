@@ -7,10 +7,7 @@
 //
 //   chain     k - 1 draft passes of one row a request (draft j from j - 1)
 //   save      every request's state copied to its scratch slot (before
-//             verify; the slots are consecutive: one copy per state pool);
-//             not run when the target plans take two KDA state slots per
-//             request (the verification then writes the scratch slot), nor
-//             is the restore
+//             verify; the slots are consecutive: one copy per state pool)
 //   verify    one target step of k + 1 tokens a request, every row's greedy
 //             token and the hidden rows copied back
 //   draft 0   the draft pass over the committed rows: k + 1 rows a request
@@ -18,11 +15,14 @@
 //   restore   a rejection: the saved state copied back
 //   re-run    a rejection: the accepted tokens re-run (1: a decode step)
 //
-// next to the decode step of the same batch. A speculative step costs
-// chain + save + verify + draft 0 when all drafts are accepted, and
-// chain + save + verify + restore + re-run + draft 0 (1 row) when the first
-// is rejected. Token values are synthetic; the steps' costs do not depend on
-// them.
+// next to the decode step of the same batch. When the target plans keep
+// per-token KDA states (the verification keeps the state after each
+// position in a slot of its own), there is no save, restore or re-run, as
+// in the scheduler. A speculative step costs chain + save + verify +
+// draft 0 when all drafts are accepted, and chain + save + verify + restore
+// + re-run + draft 0 (1 row) when the first is rejected (the absent phases
+// counting 0). Token values are synthetic; the steps' costs do not depend
+// on them.
 //
 // Thread-safety: plain functions; one benchmark at a time per device.
 //
@@ -65,9 +65,9 @@ struct MtpBenchReport {
   /// The speculative step when every draft is accepted, and when the first
   /// is rejected.
   double accepted_seconds = 0, rejected_seconds = 0;
-  /// Whether the target plans take two KDA state slots per request (no
-  /// save and restore phases: ModelExecutor::takesStateSlots).
-  bool two_state_slots = false;
+  /// Whether the target plans keep per-token KDA states (no save,
+  /// restore and re-run phases: ModelExecutor::keepsTokenStates).
+  bool token_states = false;
   /// Model steps of the timed rounds, and how many replayed a graph.
   uint64_t timed_steps = 0, graph_replays = 0;
 };

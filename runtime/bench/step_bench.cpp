@@ -197,6 +197,7 @@ createBenchExecutor(const StepBenchOptions &options, int64_t max_requests,
   executor_options.target = options.target;
   executor_options.progress = options.progress;
   executor_options.ranks = options.ranks;
+  executor_options.dependent_launches = options.dependent_launches;
   return ModelExecutor::create(std::move(artifact), options.checkpoint,
                                executor_options);
 }

@@ -66,6 +66,9 @@ struct StepBenchOptions {
   /// This process's rank of a sharded artifact (ExecutorOptions::ranks);
   /// every rank runs the same steps. Default: one rank.
   std::optional<RankGroupsOptions> ranks;
+  /// ExecutorOptions::dependent_launches (steps replayed from graphs:
+  /// --step mtp). Default on.
+  bool dependent_launches = true;
 };
 
 /// One kernel name's dispatches, per step.

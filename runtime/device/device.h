@@ -63,6 +63,11 @@ struct LaunchDims {
   uint32_t block[3] = {1, 1, 1};
   /// Dynamic shared memory per block in bytes. Default 0.
   uint64_t shared_memory_bytes = 0;
+  /// The kernel waits for its predecessor on the stream itself
+  /// (griddepcontrol.wait first, LaunchInfo.grid_dependency_control): a
+  /// captured launch of it may overlap the predecessor's last blocks
+  /// (CUDA's programmatic dependent launch). Default false.
+  bool grid_dependency_control = false;
 };
 
 /// One kernel inside an executable.

@@ -61,6 +61,32 @@ uint64_t unitBytes(const artifact::CacheLayout &layout, CacheKind kind) {
   return 0;
 }
 
+/// Appends request `r`'s per-token KDA state slots to `out`: its
+/// state_token_slots, or its destination slot `dst` for every token.
+Status appendTokenStateSlots(const StepRequest &request, size_t r,
+                             int32_t dst, uint32_t state_slots,
+                             std::vector<int32_t> &out) {
+  const std::vector<int32_t> &slots = request.state_token_slots;
+  if (slots.empty()) {
+    out.insert(out.end(), request.tokens.size(), dst);
+    return okStatus();
+  }
+  if (slots.size() != request.tokens.size())
+    return invalidArgument("request {}: {} per-token state slots for {} "
+                           "tokens",
+                           r, slots.size(), request.tokens.size());
+  for (int32_t slot : slots)
+    if (slot < 0 || uint64_t(slot) >= state_slots)
+      return outOfRange("request {}: KDA state slot {} outside [0, {})", r,
+                        slot, state_slots);
+  if (slots.back() != dst)
+    return invalidArgument("request {}: the state after its last token goes "
+                           "to slot {}, its destination slot is {}",
+                           r, slots.back(), dst);
+  out.insert(out.end(), slots.begin(), slots.end());
+  return okStatus();
+}
+
 } // namespace
 
 static StatusOr<artifact::TargetKind> targetKindOf(const std::string &name) {
@@ -125,6 +151,7 @@ ModelExecutor::create(std::unique_ptr<Artifact> artifact,
     CudaDeviceOptions cuda;
     cuda.ordinal = executor->deviceOrdinal();
     cuda.ordinal_modulo_count = true;
+    cuda.dependent_launches = options.dependent_launches;
     STRATA_ASSIGN_OR_RETURN(executor->device_, createCudaDevice(cuda));
     break;
   }
@@ -402,14 +429,14 @@ Status ModelExecutor::resetSlot(int32_t slot) {
   return okStatus();
 }
 
-bool ModelExecutor::takesStateSlots() const {
+bool ModelExecutor::keepsTokenStates() const {
   StatusOr<const artifact::TargetDef *> target =
       artifact_->target(target_kind_);
   if (!target.ok())
     return false;
   StatusOr<const artifact::ExecutionPlan *> plan =
       Artifact::plan(**target, StepKind::decode);
-  return plan.ok() && findBuffer(**plan, "state_src_slots") >= 0;
+  return plan.ok() && findBuffer(**plan, "state_token_slots") >= 0;
 }
 
 Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count,
@@ -455,8 +482,8 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   // Host copies of the plan inputs.
   uint64_t page = pageSizeTokens();
   std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows;
-  std::vector<int32_t> state_src_slots, state_dst_slots;
-  bool separate_state_slots = false;
+  std::vector<int32_t> state_src_slots, state_dst_slots, state_token_slots;
+  bool separate_state_slots = false, token_states = false;
   size_t max_pages = 1;
   uint64_t max_context = 0;
   StepResult result;
@@ -504,6 +531,10 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
                                   : request.state_dst_slot);
     separate_state_slots |= state_src_slots.back() != request.slot ||
                             state_dst_slots.back() != request.slot;
+    STRATA_RETURN_IF_ERROR(
+        appendTokenStateSlots(request, r, state_dst_slots.back(),
+                              options_.state_slots, state_token_slots));
+    token_states |= !request.state_token_slots.empty();
     size_t first_row = rows.size();
     for (size_t t = 0; t < request.tokens.size(); ++t) {
       int32_t token = request.tokens[t];
@@ -595,6 +626,15 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     return failedPrecondition("plan '{}' reads and writes the KDA state in "
                               "`slots`: it cannot take separate state slots "
                               "(an artifact compiled before them?)",
+                              artifact::EnumNameStepKind(step));
+  }
+  if (findBuffer(*plan, "state_token_slots") >= 0) {
+    STRATA_RETURN_IF_ERROR(write("state_token_slots",
+                                 state_token_slots.data(),
+                                 bytesOf(state_token_slots)));
+  } else if (token_states) {
+    return failedPrecondition("plan '{}' keeps no per-token KDA states (an "
+                              "artifact compiled before them?)",
                               artifact::EnumNameStepKind(step));
   }
   if (step == StepKind::mtp_draft) {

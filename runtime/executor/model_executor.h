@@ -59,6 +59,11 @@ struct ExecutorOptions {
   /// while contexts grow. Prefill steps (shapes rarely repeat) and steps
   /// timed by an observer are never captured.
   bool step_graphs = true;
+  /// On NVIDIA targets, the kernels of captured steps are launched as
+  /// programmatic dependent launches where the artifact's kernels wait for
+  /// their predecessor themselves (CudaDeviceOptions::dependent_launches):
+  /// a kernel's launch overlaps the end of the one before it.
+  bool dependent_launches = true;
   /// Leave the caches to a later allocateCaches call (kv_pages and
   /// state_slots may then be 0): how a server sizes them from the device
   /// memory the weights left free.
@@ -108,9 +113,15 @@ struct StepRequest {
   /// The request's state slot (KDA, conv state and tail ring).
   int32_t slot = 0;
   /// The slots the KDA recurrent and conv state are read from and written
-  /// to; -1: `slot`. An MTP verification writes its state elsewhere so that
-  /// the state it started from survives a rejected draft (docs/Scheduler.md).
+  /// to; -1: `slot`.
   int32_t state_src_slot = -1, state_dst_slot = -1;
+  /// Empty, or one per token: the slot that keeps the KDA state after that
+  /// token (the last one's is the destination slot). An MTP verification
+  /// keeps the state after every position, so that accepting j drafts
+  /// selects a slot instead of re-running tokens (docs/Scheduler.md). Kept
+  /// for requests of at most 4 tokens; longer ones write the destination.
+  /// Needs plans with per-token state slots (keepsTokenStates).
+  std::vector<int32_t> state_token_slots;
   /// Logits for every new token (true) or only the last one (false).
   bool all_logits = false;
   /// mtp_draft only: the hidden rows the draft starts from, one per token,
@@ -187,9 +198,9 @@ public:
   /// overlapping runs; src == dst is a no-op.
   Status copySlots(int32_t src, int32_t dst, int32_t count,
                    StatePools pools = StatePools::all);
-  /// Whether the target plans read and write the KDA state in slots of
-  /// their own (StepRequest::state_src_slot / state_dst_slot).
-  bool takesStateSlots() const;
+  /// Whether the target plans keep the KDA state after every token of a
+  /// short request in a slot of its own (StepRequest::state_token_slots).
+  bool keepsTokenStates() const;
 
   /// Slots in each state pool (ExecutorOptions::state_slots).
   uint32_t stateSlots() const { return options_.state_slots; }

@@ -162,6 +162,8 @@ void printTarget(const ArtifactDef &def, const TargetDef &t, std::string &out) {
       if (launch->shared_memory())
         fmt::format_to(it, " shared by step {}",
                        formatSizeExpr(launch->shared_memory()));
+      if (launch->grid_dependency_control())
+        fmt::format_to(it, " griddepcontrol");
       fmt::format_to(it, "\n");
     }
   }

@@ -49,6 +49,7 @@ Program::load(const Artifact &artifact, TargetKind kind, Device &device) {
         for (int d = 0; d < 3; ++d)
           ks.launch.block[d] = launch->block()->Get(d);
         ks.launch.shared_memory_bytes = launch->shared_memory_bytes();
+        ks.launch.grid_dependency_control = launch->grid_dependency_control();
       }
       program->kernel_slots_[k] = {b, spec.kernels.size()};
       spec.kernels.push_back(std::move(ks));

@@ -47,9 +47,9 @@ public:
   /// the pools of `pools` (ModelExecutor::copySlots).
   virtual Status copySlots(int32_t src, int32_t dst, int32_t count,
                            StatePools pools = StatePools::all) = 0;
-  /// Whether target steps take separate KDA state slots
-  /// (StepRequest::state_src_slot / state_dst_slot).
-  virtual bool takesStateSlots() const { return false; }
+  /// Whether target steps keep the KDA state after every token of a short
+  /// request (StepRequest::state_token_slots).
+  virtual bool keepsTokenStates() const { return false; }
   /// Copies state slot `src` into `dst`.
   Status copySlot(int32_t src, int32_t dst) { return copySlots(src, dst, 1); }
   /// Runs one step and copies back what `outputs` asks for
@@ -112,8 +112,8 @@ public:
                    StatePools pools) override {
     return executor_->copySlots(src, dst, count, pools);
   }
-  bool takesStateSlots() const override {
-    return executor_->takesStateSlots();
+  bool keepsTokenStates() const override {
+    return executor_->keepsTokenStates();
   }
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,

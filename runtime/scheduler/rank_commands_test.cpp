@@ -19,6 +19,9 @@ TEST(RankCommands, RoundTrip) {
   a.start_position = 40;
   a.block_table = {3, 9};
   a.slot = 2;
+  a.state_src_slot = 2;
+  a.state_dst_slot = 11;
+  a.state_token_slots = {2, 6, 11};
   a.all_logits = true;
   StepRequest b;
   b.tokens = {7};
@@ -35,6 +38,10 @@ TEST(RankCommands, RoundTrip) {
   EXPECT_EQ(back->requests[0].start_position, 40);
   EXPECT_EQ(back->requests[0].block_table, a.block_table);
   EXPECT_EQ(back->requests[0].slot, 2);
+  EXPECT_EQ(back->requests[0].state_src_slot, 2);
+  EXPECT_EQ(back->requests[0].state_dst_slot, 11);
+  EXPECT_EQ(back->requests[0].state_token_slots, a.state_token_slots);
+  EXPECT_TRUE(back->requests[1].state_token_slots.empty());
   EXPECT_TRUE(back->requests[0].all_logits);
   EXPECT_EQ(back->requests[1].hidden, b.hidden);
 

@@ -61,7 +61,7 @@ public:
   Status resetSlot(int32_t slot) override;
   Status copySlots(int32_t src, int32_t dst, int32_t count,
                    StatePools pools) override;
-  bool takesStateSlots() const override { return runner_->takesStateSlots(); }
+  bool keepsTokenStates() const override { return runner_->keepsTokenStates(); }
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override;

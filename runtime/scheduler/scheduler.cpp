@@ -61,9 +61,7 @@ uint64_t alignUp(uint64_t n, uint64_t alignment) {
 uint32_t schedulerStateSlots(const SchedulerOptions &options,
                              const CacheGeometry &geometry) {
   uint32_t slots = options.max_requests + snapshotSlots(options, geometry);
-  if (options.mtp_draft_tokens > 0)
-    slots += options.max_requests;
-  return slots;
+  return slots + options.mtp_draft_tokens * options.max_requests;
 }
 
 //===----------------------------------------------------------------------===//
@@ -89,10 +87,10 @@ struct Scheduler::Request {
   bool planned = false;
   /// MTP: d_1 from the last draft step 0 and the draft's hidden of that row.
   bool has_draft = false;
-  /// MTP with separate KDA state slots: the KDA state is in the scratch slot
-  /// of the state slot (a verification that accepted every draft wrote it
-  /// there) instead of the state slot itself.
-  bool state_in_scratch = false;
+  /// MTP with per-token KDA states: which of the request's k + 1 KDA slots
+  /// holds its state (0: the state slot, i: its i-th scratch slot;
+  /// Scheduler::kdaSlot).
+  uint32_t kda_slot_index = 0;
   int32_t draft_token = 0;
   std::vector<uint8_t> draft_hidden;
   /// Output not yet delivered.
@@ -190,7 +188,7 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
     return internalError("kv cache planned {} blocks, expected {}",
                          s->kv_->plan().num_blocks, o.num_blocks);
   s->scratch_base_ = o.max_requests + snapshots;
-  s->separate_state_slots_ = o.mtp_draft_tokens > 0 && runner.takesStateSlots();
+  s->token_states_ = o.mtp_draft_tokens > 0 && runner.keepsTokenStates();
   return s;
 }
 
@@ -300,7 +298,7 @@ Status Scheduler::admit(Request &request) {
   request.computed = seq.hitTokens();
   request.cached_tokens = seq.hitTokens();
   request.has_draft = false;
-  request.state_in_scratch = false;
+  request.kda_slot_index = 0;
   int32_t slot = int32_t(seq.stateSlot());
   // A hit resumes from a copy of the snapshot (never advanced in place); the
   // tail ring is logically empty at a block boundary (docs/KVCache.md).
@@ -317,7 +315,7 @@ void Scheduler::preempt(Request &victim) {
   victim.seq.reset(); // frees blocks, slot, snapshots
   victim.computed = 0;
   victim.has_draft = false;
-  victim.state_in_scratch = false;
+  victim.kda_slot_index = 0;
   victim.planned = false;
   ++stats_.preemptions;
   for (auto it = running_.begin(); it != running_.end(); ++it) {
@@ -515,7 +513,7 @@ Status Scheduler::afterTarget(Request &request, uint64_t new_computed) {
     if (snap.tokens == new_computed) {
       STRATA_RETURN_IF_ERROR(runner_.copySlot(int32_t(seq.stateSlot()),
                                               int32_t(snap.kda_slot)));
-      if (request.state_in_scratch)
+      if (request.kda_slot_index != 0)
         STRATA_RETURN_IF_ERROR(runner_.copySlots(kdaSlotOf(request),
                                                  int32_t(snap.kda_slot), 1,
                                                  StatePools::kda));
@@ -643,14 +641,16 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
   return okStatus();
 }
 
-int32_t Scheduler::kdaSlotOf(const Request &request) const {
-  int32_t slot = int32_t(request.seq->stateSlot());
-  return request.state_in_scratch ? int32_t(scratch_base_) + slot : slot;
+int32_t Scheduler::kdaSlot(const Request &request, uint32_t index) const {
+  uint32_t slot = uint32_t(request.seq->stateSlot());
+  index %= options_.mtp_draft_tokens + 1;
+  if (index == 0)
+    return int32_t(slot);
+  return int32_t(scratch_base_ + (index - 1) * options_.max_requests + slot);
 }
 
-int32_t Scheduler::otherKdaSlotOf(const Request &request) const {
-  int32_t slot = int32_t(request.seq->stateSlot());
-  return request.state_in_scratch ? slot : int32_t(scratch_base_) + slot;
+int32_t Scheduler::kdaSlotOf(const Request &request) const {
+  return kdaSlot(request, request.kda_slot_index);
 }
 
 Status Scheduler::saveStates(std::vector<int32_t> slots) {
@@ -798,11 +798,11 @@ Status Scheduler::step() {
       failStep(plan, status);
       return status;
     }
-    // With separate KDA state slots the verification writes its state to
-    // the other slot (below) and nothing is saved.
+    // With per-token KDA states the verification keeps the state after
+    // each position in a slot of its own (below) and nothing is saved.
     std::vector<int32_t> verifying;
     for (Planned &p : plan)
-      if (p.k > 0 && !separate_state_slots_)
+      if (p.k > 0 && !token_states_)
         verifying.push_back(int32_t(p.request->seq->stateSlot()));
     status = saveStates(verifying);
     if (!status.ok()) {
@@ -826,9 +826,16 @@ Status Scheduler::step() {
     s.block_table.assign(r.seq->blockTable().begin(),
                          r.seq->blockTable().end());
     s.slot = int32_t(r.seq->stateSlot());
-    if (separate_state_slots_) {
-      s.state_src_slot = kdaSlotOf(r);
-      s.state_dst_slot = p.k > 0 ? otherKdaSlotOf(r) : kdaSlotOf(r);
+    if (token_states_) {
+      // Position j of a verification keeps its state in the request's KDA
+      // slot after the current one by j (position 0 updates it in place).
+      s.state_src_slot = s.state_dst_slot = kdaSlotOf(r);
+      if (p.k > 0) {
+        for (size_t j = 0; j <= p.k; ++j)
+          s.state_token_slots.push_back(
+              kdaSlot(r, r.kda_slot_index + uint32_t(j)));
+        s.state_dst_slot = s.state_token_slots.back();
+      }
     }
     s.all_logits = p.k > 0;
     multi |= s.tokens.size() > 1;
@@ -902,17 +909,15 @@ Status Scheduler::step() {
       }
       p.new_computed = p.start + verified->accepted + 1;
       error = commitTokens(r, verified->tokens, logits);
-      // Every draft accepted: the state after them is where the
-      // verification wrote it. Otherwise the state it started from is
-      // intact there (separate slots) or restored below.
-      if (separate_state_slots_ && verified->accepted == p.k)
-        r.state_in_scratch = !r.state_in_scratch;
-      if (!r.finished && verified->accepted < p.k) {
+      if (token_states_) {
+        // The state after the last accepted position is in its slot.
+        r.kda_slot_index = (r.kda_slot_index + uint32_t(verified->accepted)) %
+                           uint32_t(options_.mtp_draft_tokens + 1);
+      } else if (!r.finished && verified->accepted < p.k) {
         // Rollback: restore the state saved before the verify (below, for
         // every rejection at once), re-run the accepted prefix
         // [t_L, d_1..d_a].
-        if (!separate_state_slots_)
-          rejected.push_back(int32_t(r.seq->stateSlot()));
+        rejected.push_back(int32_t(r.seq->stateSlot()));
         p.rerun = true;
       }
     }
@@ -938,8 +943,6 @@ Status Scheduler::step() {
     s.block_table.assign(r.seq->blockTable().begin(),
                          r.seq->blockTable().end());
     s.slot = int32_t(r.seq->stateSlot());
-    if (separate_state_slots_)
-      s.state_src_slot = s.state_dst_slot = kdaSlotOf(r);
     rerun.push_back(std::move(s));
     rerun_owners.push_back(&p);
     ++stats_.verify_rollbacks;
@@ -1032,8 +1035,9 @@ std::string formatSchedulerMetrics(const SchedulerStats &s,
          "Requests preempted (recomputed later) for lack of KV blocks.",
          s.preemptions);
   metric("strata_engine_verify_rollbacks_total", "counter",
-         "MTP verifications with a rejected draft (the accepted tokens "
-         "re-run from the state before the verification).",
+         "MTP verifications re-run after a rejected draft (artifacts "
+         "without per-token KDA states: the accepted tokens re-run from the "
+         "restored state; 0 otherwise).",
          s.verify_rollbacks);
   auto byStep = [&](const char *name, const char *help,
                     const std::array<uint64_t, StepGraphCounts::kKinds> &n) {

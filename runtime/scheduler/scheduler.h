@@ -80,8 +80,10 @@ struct SchedulerOptions {
 };
 
 /// State slots the runner must provide for `options` on a model with
-/// `geometry`: running requests, snapshots, and one scratch slot per request
-/// with MTP (the state saved before a verify step).
+/// `geometry`: running requests, snapshots, and k scratch slots per request
+/// with MTP k (the KDA states a verification keeps per position; artifacts
+/// without per-token states use the first k = 1 for the state saved before
+/// a verify step).
 uint32_t schedulerStateSlots(const SchedulerOptions &options,
                              const CacheGeometry &geometry);
 
@@ -181,10 +183,11 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
-  /// The slot holding `request`'s KDA state (its state slot or that slot's
-  /// scratch slot), and the other of the two.
+  /// KDA slot `index` (mod k + 1) of `request`: 0 its state slot, i its
+  /// i-th scratch slot (scratch_base_ + (i - 1) * max_requests + slot).
+  int32_t kdaSlot(const Request &request, uint32_t index) const;
+  /// The slot holding `request`'s KDA state.
   int32_t kdaSlotOf(const Request &request) const;
-  int32_t otherKdaSlotOf(const Request &request) const;
   /// Copies the live state slots `slots` to their scratch slots before a
   /// verification: one run of slots from the lowest to the highest.
   Status saveStates(std::vector<int32_t> slots);
@@ -228,10 +231,10 @@ private:
   SchedulerOptions options_;
   std::unique_ptr<KvCache> kv_;
   uint32_t scratch_base_ = 0;
-  /// MTP over target plans that take separate KDA state slots: a
-  /// verification reads the request's KDA state from one of its two slots
-  /// and writes the other, so a rejection needs no saved copy.
-  bool separate_state_slots_ = false;
+  /// MTP over target plans that keep per-token KDA states: a verification
+  /// keeps the state after each position in another of the request's k + 1
+  /// KDA slots, so accepting j drafts selects one (no copy, no re-run).
+  bool token_states_ = false;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
   MtpAcceptanceCounters mtp_counters_;

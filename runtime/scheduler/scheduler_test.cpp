@@ -68,12 +68,12 @@ public:
     ++copy_calls_;
     return okStatus();
   }
-  bool takesStateSlots() const override { return separate_state_slots_; }
+  bool keepsTokenStates() const override { return token_states_; }
   /// copySlots calls (each a run of slots).
   int copy_calls_ = 0;
-  /// Whether target steps read the state from state_src_slot and write it
-  /// to state_dst_slot (ModelRunner::takesStateSlots).
-  bool separate_state_slots_ = false;
+  /// Whether target steps keep the state after each token in
+  /// state_token_slots (ModelRunner::keepsTokenStates).
+  bool token_states_ = false;
   StatusOr<StepResult> run(StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
@@ -99,13 +99,17 @@ public:
             return outOfRange("position {} beyond the block table", p);
           pages_.at(r.block_table[p / kPage])[p % kPage] = r.tokens[t];
           // Like the KDA kernels: the first token reads the source slot,
-          // every token updates the destination slot.
+          // each token writes its slot (the destination, or its entry of
+          // state_token_slots) and the next one reads it.
           int32_t src = r.state_src_slot < 0 ? r.slot : r.state_src_slot;
           int32_t dst = r.state_dst_slot < 0 ? r.slot : r.state_dst_slot;
-          if (!separate_state_slots_ && (src != r.slot || dst != r.slot))
-            return failedPrecondition("separate state slots not taken");
-          state = state_.at(dst) =
-              mix(state_.at(t == 0 ? src : dst), r.tokens[t]);
+          if (!token_states_ && !r.state_token_slots.empty())
+            return failedPrecondition("per-token state slots not taken");
+          auto slotAfter = [&](size_t i) {
+            return r.state_token_slots.empty() ? dst : r.state_token_slots[i];
+          };
+          state = state_.at(slotAfter(t)) =
+              mix(state_.at(t == 0 ? src : slotAfter(t - 1)), r.tokens[t]);
           kv = 1;
           for (uint64_t q = 0; q <= p; ++q)
             kv = mix(kv, pages_.at(r.block_table[q / kPage])[q % kPage]);
@@ -179,10 +183,10 @@ std::vector<std::vector<int32_t>> testPrompts() {
 
 /// A scheduler over a FakeModel, run synchronously.
 struct Harness {
-  explicit Harness(SchedulerOptions options, bool separate_state_slots = false)
+  explicit Harness(SchedulerOptions options, bool token_states = false)
       : model(options.num_blocks,
               schedulerStateSlots(options, FakeModel(1, 1).geometry())) {
-    model.separate_state_slots_ = separate_state_slots;
+    model.token_states_ = token_states;
     auto created = Scheduler::create(model, nullptr, options);
     EXPECT_TRUE(created.ok()) << created.status().message();
     scheduler = std::move(*created);
@@ -357,30 +361,35 @@ TEST(Scheduler, PrefixReuseKeepsOutputs) {
 
 // Tests MTP k = 1..3 against plain greedy decoding (with prefix hits in the
 // second pass), both with the state saved to a scratch slot before each
-// verification and, over plans that take separate KDA state slots, with the
-// verification writing the other of the request's two slots: the same
-// outputs, and the second way copies no state around verifications.
+// verification (then restored and the accepted tokens re-run) and, over
+// plans that keep per-token KDA states, with the verification keeping the
+// state after each position in another of the request's k + 1 slots: the
+// same outputs, and the second way neither copies state around
+// verifications nor re-runs a step.
 TEST(Scheduler, MtpKeepsGreedyOutputs) {
   for (uint32_t k : {1u, 2u, 3u}) {
     int copies[2] = {0, 0};
-    for (bool separate : {false, true}) {
+    for (bool token_states : {false, true}) {
       SchedulerOptions o = baseOptions();
       o.mtp_draft_tokens = k;
       o.enable_prefix_cache = true;
-      Harness h(o, separate);
+      Harness h(o, token_states);
       expectReference(h.run(testPrompts(), 20), 20);
       expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
       SchedulerStats s = h.scheduler->stats();
       EXPECT_GT(s.mtp.accepted_tokens, 0u) << "k " << k;
       EXPECT_LT(s.mtp.accepted_tokens, s.mtp.draft_tokens) << "k " << k;
-      EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
+      if (token_states)
+        EXPECT_EQ(s.verify_rollbacks, 0u) << "k " << k;
+      else
+        EXPECT_GT(s.verify_rollbacks, 0u) << "k " << k;
       EXPECT_GT(s.mtp.draft_by_position[k - 1], 0u) << "k " << k;
       EXPECT_EQ(s.kv.used_blocks, 0u);
       // Drafts and greedy verifications take the device's greedy tokens: no
       // step copies logits; rollback re-runs take the verify plan.
       EXPECT_TRUE(h.model.logits_steps_.empty());
       EXPECT_GT(h.model.steps_[StepKind::mtp_verify], 0);
-      copies[separate] = h.model.copy_calls_;
+      copies[token_states] = h.model.copy_calls_;
     }
     // Only the prefix cache's snapshot copies are left.
     EXPECT_LT(copies[true], copies[false] / 2) << "k " << k;

@@ -40,8 +40,9 @@ StatusOr<MemorySizing> sizeCachesFromMemory(const MemorySizingInput &in) {
                               ? m.total_bytes - m.free_bytes
                               : 0;
   const uint64_t slot_bytes = g.ringBytesPerSlot() + g.kdaBytesPerSlot();
-  const uint32_t running =
-      o.max_requests * (o.mtp_draft_tokens > 0 ? 2u : 1u);
+  // MTP k: k scratch slots per request (the states a verification keeps
+  // per position).
+  const uint32_t running = o.max_requests * (1 + o.mtp_draft_tokens);
 
   MemorySizing s;
   s.state_slots = running;
@@ -109,7 +110,10 @@ StatusOr<MemorySizing> sizeCachesFromMemory(const MemorySizingInput &in) {
       formatBytes(usable), formatBytes(in_use), formatBytes(in.weight_bytes),
       formatBytes(in.step_reserve_bytes), in.step_reserve_note,
       formatBytes(s.budget_bytes), s.state_slots, o.max_requests,
-      o.mtp_draft_tokens > 0 ? " + as many MTP verify scratch" : "",
+      o.mtp_draft_tokens > 0
+          ? fmt::format(" + {} x as many MTP verify scratch",
+                        o.mtp_draft_tokens)
+          : std::string(),
       formatBytes(slot_bytes), formatBytes(s.state_bytes), s.snapshot_slots,
       snapshot_note, formatBytes(slot_bytes), formatBytes(s.snapshot_bytes),
       s.num_blocks, formatBytes(g.blockBytes()), formatBytes(s.block_bytes),

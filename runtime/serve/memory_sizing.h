@@ -6,7 +6,8 @@
 // the step buffers, is split between the caches:
 //
 //   budget    = F x total - (total - free now) - step reserve
-//   states    = running requests (x 2 with MTP: the verify scratch slots),
+//   states    = running requests (x (k + 1) with MTP k: the states a
+//               verification keeps per position),
 //               each one tail ring per indexer layer + one KDA state
 //   snapshots = prefix-cache KDA snapshots: --snapshot-slots when given,
 //               else 2 per running request, at most a quarter of what the

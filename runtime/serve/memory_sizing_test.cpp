@@ -60,17 +60,18 @@ TEST(MemorySizingTest, SplitsTheBudget) {
 }
 
 // Tests that snapshots are capped at a quarter of what the states leave,
-// that MTP doubles the state slots, and that --snapshot-slots wins.
+// that MTP k multiplies the state slots by k + 1, and that --snapshot-slots
+// wins.
 TEST(MemorySizingTest, CapsSnapshotsAndCountsMtpScratch) {
   MemorySizingInput in = input();
   in.memory.free_bytes = 32 * kGiB; // 20 GiB budget.
   in.scheduler.mtp_draft_tokens = 2;
   auto s = sizeCachesFromMemory(in);
   ASSERT_TRUE(s.ok()) << s.status().toString();
-  EXPECT_EQ(s->state_slots, 512u); // running + verify scratch
-  // (20480 - 5120) MiB left, a quarter is 3840 MiB = 384 slots.
-  EXPECT_EQ(s->snapshot_slots, 384u);
-  EXPECT_EQ(s->num_blocks, 20480 - 5120 - 3840u);
+  EXPECT_EQ(s->state_slots, 768u); // running + 2 x verify scratch
+  // (20480 - 7680) MiB left, a quarter is 3200 MiB = 320 slots.
+  EXPECT_EQ(s->snapshot_slots, 320u);
+  EXPECT_EQ(s->num_blocks, 20480 - 7680 - 3200u);
   EXPECT_THAT(s->log, HasSubstr("25 % of the rest; 2 per running request "
                                 "would be 512"));
   in.scheduler.num_snapshot_slots = 7;

@@ -236,8 +236,9 @@ std::string renderMetrics(const ServerMetrics &server,
              engine.mtp_accepted_tokens_by_position);
 
   metric(out, "strata_verify_rollbacks_total", "counter",
-         "MTP verifications with a rejected draft (the accepted tokens "
-         "re-run from the state before the verification).",
+         "MTP verifications re-run after a rejected draft (artifacts "
+         "without per-token KDA states: the accepted tokens re-run from the "
+         "restored state; 0 otherwise).",
          engine.verify_rollbacks);
   byStep(out, "strata_graph_captures_total",
          "Step shapes captured into a replayable graph, by step kind.",

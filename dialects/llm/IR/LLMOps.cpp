@@ -460,6 +460,9 @@ LogicalResult KdaAttentionOp::verify() {
                            getSrcSlots(), Value())) ||
       failed(checkRank(*this, "dst_slots", getDstSlots(), 1)))
     return failure();
+  if (getTokenSlots() &&
+      failed(checkShape(*this, "token_slots", getTokenSlots(), {t})))
+    return failure();
   return success();
 }
 

@@ -465,13 +465,23 @@ def LLM_KdaAttentionOp : LLM_Op<"kda_attention", [Pure]> {
     algorithm (`chunked` with `chunk_size`, or `recurrent`); both are the same
     function up to rounding.
 
+    With the optional `token_slots : [T]`, a request of at most 4 tokens (an
+    MTP verification of up to 3 drafts; every request in `recurrent` mode)
+    keeps the state after each of its tokens: `S` and the conv inputs after
+    token `t` go to slot `token_slots[t]`, and token `t + 1` starts from that
+    slot (the first from `src_slots[r]`). Consecutive tokens with the same
+    slot update it in place, so `token_slots[t] = dst_slots[r]` for every
+    token is the plain form. Longer requests use `dst_slots[r]`. Accepting
+    `j` of `k` drafts then selects slot `token_slots[t0 + j]` instead of
+    re-running the accepted tokens.
+
     Operands: `q, k, v : [T, P]` pre-conv projections; `f : [T, P]` forget
     logits (f_b_proj output); `b : [T, H]` beta logits; `gate : [T, P]`
     output-gate logits; `q_conv, k_conv, v_conv : [P, 1, K]`; `a_log : [H]`
     f32; `dt_bias : [P]` f32; `o_norm : [d]`; `state : !llm.kda_state`;
     `conv_state : !llm.conv_state` (channels `3P`, width `K-1`);
-    `positions : [T]`, `seq_starts : [N+1]`, `src_slots, dst_slots : [N]`.
-    Results: `o : [T, P]` (input of o_proj), updated `state` and
+    `positions : [T]`, `seq_starts : [N+1]`, `src_slots, dst_slots : [N]`,
+    optionally `token_slots : [T]`. Results: `o : [T, P]` (input of o_proj), updated `state` and
     `conv_state`.
 
     ```mlir
@@ -498,6 +508,7 @@ def LLM_KdaAttentionOp : LLM_Op<"kda_attention", [Pure]> {
     LLM_KdaStateType:$state, LLM_ConvStateType:$conv_state,
     LLM_I32Tensor:$positions, LLM_I32Tensor:$seq_starts,
     LLM_I32Tensor:$src_slots, LLM_I32Tensor:$dst_slots,
+    Optional<LLM_I32Tensor>:$token_slots,
     I64Attr:$heads, I64Attr:$head_dim, I64Attr:$conv_kernel,
     F32Attr:$gate_lower_bound, F32Attr:$l2_eps, F32Attr:$q_scale,
     F32Attr:$norm_eps, LLM_KdaModeAttr:$mode, I64Attr:$chunk_size);
@@ -507,8 +518,8 @@ def LLM_KdaAttentionOp : LLM_Op<"kda_attention", [Pure]> {
   let assemblyFormat = [{
     $q `,` $k `,` $v `,` $forget `,` $beta `,` $gate `,` $q_conv `,` $k_conv `,`
     $v_conv `,` $a_log `,` $dt_bias `,` $o_norm `,` $state `,` $conv_state `,`
-    $positions `,` $seq_starts `,` $src_slots `,` $dst_slots attr-dict `:`
-    functional-type(operands, results)
+    $positions `,` $seq_starts `,` $src_slots `,` $dst_slots
+    (`,` $token_slots^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

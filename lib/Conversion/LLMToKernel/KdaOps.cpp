@@ -11,10 +11,12 @@
 // conv + SiLU of the head's q, k and v channels (history from the conv
 // state, zero at position 0), per-head L2 norms, log-decay g and write
 // strength beta, the delta-rule update of the head's fp32 [d_k, d_v] state
-// in the cache (read from slot src_slots[r] for the first token, then
-// dst_slots[r]; a value column per thread on the GPU), the read-out and the
-// gated output RMSNorm; then the last K-1 pre-conv inputs of the head's
-// channels to the conv state.
+// in the cache (read from slot src_slots[r] for the first token, then from
+// the slot the previous token wrote: dst_slots[r], or token_slots[t - 1]
+// with per-token slots; a value column per thread on the GPU), the read-out
+// and the gated output RMSNorm; then the last K-1 pre-conv inputs of the
+// head's channels to the conv state (with per-token slots: after every
+// token whose slot the next token does not share).
 //
 // Longer requests (chunked mode): `kda_prepare`, one row per (token,
 // head): the conv + SiLU, L2 norms, g and beta into f32 [T, H*d] (beta
@@ -103,6 +105,15 @@ Value logDecay(KernelBuilder &kb, double lower, Value rate, Value f,
                     rate, kb.add(kb.load(f, {t, ch}), kb.load(dtBias, ch)))));
 }
 
+/// The slot holding a request's state after token t: token_slots[t] with
+/// per-token slots, else dst_slots[r] for every token.
+struct StateSlotsAfter {
+  Value tokenSlots, dstSlot;
+  Value at(KernelBuilder &kb, Value t) const {
+    return tokenSlots ? kb.loadIndex(tokenSlots, t) : dstSlot;
+  }
+};
+
 /// Writes the conv state after a request's `n` tokens: row w of slot
 /// `dstSlot` is the pre-conv input at token offset n - (K-1) + w (the old
 /// conv state's row for offsets below 0), for the d channels from `base` of
@@ -164,6 +175,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     double qScale = op.getQScale().convertToFloat();
     double normEps = op.getNormEps().convertToFloat();
     bool chunkedMode = op.getMode() == llm::KdaMode::Chunked;
+    bool perTokenSlots = static_cast<bool>(op.getTokenSlots());
     int64_t chunk = op.getChunkSize();
     ValueRange operands = adaptor.getOperands();
     auto tokenSizes = [&](MemRefType type) {
@@ -200,6 +212,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           Value qConv = a[6], kConv = a[7], vConv = a[8], aLog = a[9];
           Value dtBias = a[10], oNorm = a[11], state = a[12], conv = a[13];
           Value positions = a[14], starts = a[15], src = a[16], dst = a[17];
+          Value tokenSlots = perTokenSlots ? a[18] : Value();
           Value out = a[o];
           Value zero = kb.f32(0.0);
           // One token's conv outputs (q and k L2-normalised), decays exp(g) and
@@ -217,7 +230,7 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                 Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
                 auto request = [&] {
                   Value srcSlot = kb.loadIndex(src, r);
-                  Value dstSlot = kb.loadIndex(dst, r);
+                  StateSlotsAfter after{tokenSlots, kb.loadIndex(dst, r)};
                   Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
                   PreConvInputs inputs{q,       k,     v, conv, t0,
                                        srcSlot, fresh, p, kTaps};
@@ -248,10 +261,13 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     l2(ks, 1.0);
                     Value beta = kb.sigmoid(kb.load(b, {t, h}));
                     // The state before this token: slot src (zero at position
-                    // 0) for the request's first token, then dst, which the
-                    // previous token wrote.
+                    // 0) for the request's first token, then the slot the
+                    // previous token wrote (its index clamped for the first).
                     Value first = kb.ieq(t, t0);
-                    Value readSlot = kb.select(first, srcSlot, dstSlot);
+                    Value previous = kb.imax(kb.isub(t, kb.idx(1)), t0);
+                    Value readSlot =
+                        kb.select(first, srcSlot, after.at(kb, previous));
+                    Value writeSlot = after.at(kb, t);
                     Value fromZero = kb.andi(first, fresh);
                     // Per value column j: S' = diag(alpha) S, delta = beta (v -
                     // S'^T k), S = S' + k delta^T into slot dst, o = S^T q.
@@ -293,7 +309,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                               Value ii = kb.iadd(i0, kb.idx(u));
                               Value updated = kb.add(
                                   rows[u], kb.mul(kb.load(ks, ii), delta));
-                              kb.store(updated, state, {dstSlot, h, ii, j});
+                              kb.store(updated, state,
+                                       {writeSlot, h, ii, j});
                               acc = kb.add(acc,
                                            kb.mul(updated, kb.load(qs, ii)));
                             }
@@ -305,7 +322,29 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                         kb, [&](Value j) { return kb.load(ov, j); }, gate,
                         oNorm, out, t, base, d, normEps);
                   });
-                  writeConvState(kb, inputs, dstSlot, kb.isub(t1, t0), base, d);
+                  Value n = kb.isub(t1, t0);
+                  if (!tokenSlots) {
+                    writeConvState(kb, inputs, after.dstSlot, n, base, d);
+                  } else {
+                    // Last token first: every write reads the source slot's
+                    // rows, and only the first token's slot may be the
+                    // source (written last, in place, in ascending rows).
+                    // A token whose slot the next token shares is skipped.
+                    kb.loop(kb.idx(0), n, [&](Value back) {
+                      Value i = kb.isub(kb.isub(n, kb.idx(1)), back);
+                      Value t = kb.iadd(t0, i);
+                      Value last = kb.ieq(back, kb.idx(0));
+                      Value next = kb.imin(kb.iadd(t, kb.idx(1)),
+                                           kb.isub(t1, kb.idx(1)));
+                      Value slot = after.at(kb, t);
+                      Value nextSlot =
+                          kb.select(last, kb.idx(-1), after.at(kb, next));
+                      kb.ifThen(kb.ine(slot, nextSlot), [&] {
+                        writeConvState(kb, inputs, slot,
+                                       kb.iadd(i, kb.idx(1)), base, d);
+                      });
+                    });
+                  }
                 };
                 if (chunkedMode)
                   kb.ifThen(

@@ -227,6 +227,9 @@ Value KernelBuilder::imax(Value a, Value c) {
 Value KernelBuilder::ieq(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, a, c);
 }
+Value KernelBuilder::ine(Value a, Value c) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, a, c);
+}
 Value KernelBuilder::ilt(Value a, Value c) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, a, c);
 }

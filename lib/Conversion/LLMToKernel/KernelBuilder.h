@@ -245,6 +245,7 @@ public:
   Value imin(Value a, Value c);
   Value imax(Value a, Value c);
   Value ieq(Value a, Value c);
+  Value ine(Value a, Value c);
   Value ilt(Value a, Value c);
   Value ige(Value a, Value c);
   Value andi(Value a, Value c);

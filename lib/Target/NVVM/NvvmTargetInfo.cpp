@@ -148,6 +148,9 @@ NvvmTargetInfo::buildBinaryPipeline(OpPassManager &pm,
   arena.alignment = wgmma ? 1024 : 16;
   pm.addNestedPass<gpu::GPUModuleOp>(
       createExternDynamicSharedMemoryPass(arena));
+  // Every kernel waits for its predecessor first, so that the runtime may
+  // launch it as a programmatic dependent launch (GridDependencyControl.cpp).
+  pm.addNestedPass<gpu::GPUModuleOp>(createGridDependencyControlPass());
   std::string binary =
       llvm::formatv("gpu-module-to-binary{{format={0} toolkit={1}}",
                     options.format, options.toolkit);

@@ -36,6 +36,8 @@ public:
   llvm::ArrayRef<MatrixInstruction> getMatrixInstructions() const override {
     return matrixInstructions;
   }
+  /// GridDependencyControl.cpp: every kernel waits for its predecessor.
+  bool controlsGridDependencies() const override { return true; }
   LogicalResult buildBinaryPipeline(OpPassManager &pm,
                                     const BinaryOptions &options) const override;
 

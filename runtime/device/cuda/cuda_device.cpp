@@ -85,7 +85,35 @@ struct CudaApi {
   CUresult (*cuLaunchKernel)(CUhandle, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, unsigned, CUhandle, void **,
                              void **);
+  /// CUDA 11.8+; null when the driver lacks it (no dependent launches).
+  CUresult (*cuLaunchKernelEx)(const struct CuLaunchConfig *, CUhandle,
+                               void **, void **);
 };
+
+/// cuda.h's CUlaunchAttribute with the one value strata sets (the union
+/// is 64 bytes).
+struct CuLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int programmatic_stream_serialization_allowed;
+  } value;
+};
+static_assert(sizeof(CuLaunchAttribute) == 72, "CUlaunchAttribute layout");
+
+/// cuda.h's CUlaunchConfig.
+struct CuLaunchConfig {
+  unsigned grid_x, grid_y, grid_z, block_x, block_y, block_z;
+  unsigned shared_memory_bytes;
+  CUhandle stream;
+  CuLaunchAttribute *attributes;
+  unsigned attribute_count;
+};
+static_assert(sizeof(CuLaunchConfig) == 56, "CUlaunchConfig layout");
+
+/// CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION.
+constexpr int kCuLaunchAttributeProgrammaticStreamSerialization = 6;
 
 Status resolveApi(const DynamicLibrary &lib, CudaApi &api) {
 #define STRATA_CU(field, ...)                                                  \
@@ -132,6 +160,9 @@ Status resolveApi(const DynamicLibrary &lib, CudaApi &api) {
   STRATA_CU(cuFuncSetAttribute, "cuFuncSetAttribute");
   STRATA_CU(cuLaunchKernel, "cuLaunchKernel");
 #undef STRATA_CU
+  // Optional: older drivers launch every kernel plainly.
+  if (!lib.resolve(api.cuLaunchKernelEx, {"cuLaunchKernelEx"}).ok())
+    api.cuLaunchKernelEx = nullptr;
   return okStatus();
 }
 
@@ -186,9 +217,10 @@ bool looksLikePtx(const uint8_t *data, size_t size) {
 class CudaDriver final : public GpuDriver {
 public:
   CudaDriver(CudaApi api, CUdevice device, CUhandle context,
-             std::string description)
+             std::string description, bool dependent_launches)
       : api_(api), device_(device), context_(context),
-        description_(std::move(description)) {}
+        description_(std::move(description)),
+        dependent_launches_(dependent_launches) {}
   ~CudaDriver() override { api_.cuDevicePrimaryCtxRelease(device_); }
 
   const char *backendName() const override { return "cuda"; }
@@ -318,11 +350,28 @@ public:
                            static_cast<int>(launch.shared_memory_bytes)));
   }
   Status launch(void *function, const uint32_t grid[3],
-                const LaunchDims &launch, void *stream,
-                void **params) override {
+                const LaunchDims &launch, void *stream, void **params,
+                bool dependent) override {
     if (launch.shared_memory_bytes > UINT32_MAX)
       return invalidArgument("{} bytes of dynamic shared memory",
                              launch.shared_memory_bytes);
+    if (dependent && dependent_launches_ && api_.cuLaunchKernelEx) {
+      CuLaunchAttribute attribute{};
+      attribute.id = kCuLaunchAttributeProgrammaticStreamSerialization;
+      attribute.value.programmatic_stream_serialization_allowed = 1;
+      CuLaunchConfig config{grid[0],
+                            grid[1],
+                            grid[2],
+                            launch.block[0],
+                            launch.block[1],
+                            launch.block[2],
+                            static_cast<unsigned>(launch.shared_memory_bytes),
+                            stream,
+                            &attribute,
+                            1};
+      return STRATA_CU_CHECK(
+          cuLaunchKernelEx(&config, function, params, nullptr));
+    }
     return STRATA_CU_CHECK(cuLaunchKernel(
         function, grid[0], grid[1], grid[2], launch.block[0], launch.block[1],
         launch.block[2], static_cast<unsigned>(launch.shared_memory_bytes),
@@ -337,6 +386,8 @@ private:
   CUdevice device_;
   CUhandle context_;
   std::string description_;
+  /// CudaDeviceOptions::dependent_launches.
+  bool dependent_launches_;
 };
 
 } // namespace
@@ -394,8 +445,8 @@ createCudaDevice(const CudaDeviceOptions &options) {
       fmt::format("{} (sm_{}{}, {:.1f} GiB, driver {}.{})", name, major, minor,
                   static_cast<double>(total) / (1ull << 30), version / 1000,
                   version % 1000 / 10);
-  auto driver = std::make_unique<CudaDriver>(api, device, context,
-                                             std::move(description));
+  auto driver = std::make_unique<CudaDriver>(
+      api, device, context, std::move(description), options.dependent_launches);
   return createGpuDevice(std::move(driver));
 }
 

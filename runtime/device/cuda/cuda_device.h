@@ -35,6 +35,11 @@ struct CudaDeviceOptions {
   /// run on a machine with fewer GPUs than ranks share them). Default off:
   /// an ordinal past the last device is an error.
   bool ordinal_modulo_count = false;
+  /// Launch the kernels that wait for their predecessor themselves
+  /// (LaunchDims::grid_dependency_control) as programmatic dependent
+  /// launches when a stream captures a graph (cuLaunchKernelEx; drivers
+  /// without it launch plainly). Default on.
+  bool dependent_launches = true;
 };
 
 /// Opens the CUDA driver and creates a device on GPU `options.ordinal`.

@@ -251,8 +251,11 @@ private:
     for (size_t s = 0; s < values.size(); ++s)
       params[s] = &values[s];
     STRATA_RETURN_IF_ERROR(driver_.makeCurrent());
+    // Dependent launches only into graphs: the steps replayed from them
+    // are the ones whose gaps between small kernels matter.
+    bool dependent = capturing_ && launch.grid_dependency_control;
     Status launched = driver_.launch(gpu.function(kernel_index), blocks,
-                                     launch, stream_, params.data());
+                                     launch, stream_, params.data(), dependent);
     if (!launched.ok())
       return launched.withContext(fmt::format("kernel '{}'", kernel.name));
     countOperation();

@@ -94,10 +94,13 @@ public:
   /// Prepares `function` for launches with `launch` (large dynamic shared
   /// memory opt-in).
   virtual Status prepareFunction(void *function, const LaunchDims &launch) = 0;
-  /// Launches `function` with `params` (one pointer per kernel parameter).
+  /// Launches `function` with `params` (one pointer per kernel parameter);
+  /// `dependent`: as a programmatic dependent launch where the vendor has
+  /// one and allows it (the kernel waits for its predecessor itself), else
+  /// a plain launch.
   virtual Status launch(void *function, const uint32_t grid[3],
-                        const LaunchDims &launch, void *stream,
-                        void **params) = 0;
+                        const LaunchDims &launch, void *stream, void **params,
+                        bool dependent) = 0;
 
   /// Waits for all work of the context.
   virtual Status contextSynchronize() = 0;

@@ -276,9 +276,11 @@ public:
                              launch.shared_memory_bytes);
     return okStatus();
   }
+  /// HIP has no programmatic dependent launch: `dependent` launches are
+  /// plain ones.
   Status launch(void *function, const uint32_t grid[3],
-                const LaunchDims &launch, void *stream,
-                void **params) override {
+                const LaunchDims &launch, void *stream, void **params,
+                bool /*dependent*/) override {
     return STRATA_HIP_CHECK(hipModuleLaunchKernel(
         function, grid[0], grid[1], grid[2], launch.block[0], launch.block[1],
         launch.block[2], static_cast<unsigned>(launch.shared_memory_bytes),

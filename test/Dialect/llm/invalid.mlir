@@ -744,6 +744,15 @@ func.func @kda_l2_eps(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %v: tensor<?x8
 
 // -----
 
+// Tests that the verifier rejects per-token state slots of another rank.
+func.func @kda_token_slots(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %v: tensor<?x8xbf16>, %f: tensor<?x8xbf16>, %b: tensor<?x2xbf16>, %g: tensor<?x8xbf16>, %qc: tensor<8x1x4xbf16>, %kc: tensor<8x1x4xbf16>, %vc: tensor<8x1x4xbf16>, %al: tensor<2xf32>, %dt: tensor<8xf32>, %on: tensor<4xbf16>, %s: !llm.kda_state<heads = 2, key_dim = 4, value_dim = 4, f32>, %cs: !llm.conv_state<channels = 24, width = 3, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %sl: tensor<?xi32>, %dsl: tensor<?xi32>, %tok: tensor<?x2xi32>) {
+  // expected-error@+1 {{expected token_slots shape ?, got ?x2}}
+  %o, %s1, %c1 = llm.kda_attention %q, %k, %v, %f, %b, %g, %qc, %kc, %vc, %al, %dt, %on, %s, %cs, %pos, %st, %sl, %dsl, %tok {heads = 2 : i64, head_dim = 4 : i64, conv_kernel = 4 : i64, gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.5 : f32, norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<chunked>, chunk_size = 64 : i64} : (tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>, tensor<?x2xbf16>, tensor<?x8xbf16>, tensor<8x1x4xbf16>, tensor<8x1x4xbf16>, tensor<8x1x4xbf16>, tensor<2xf32>, tensor<8xf32>, tensor<4xbf16>, !llm.kda_state<heads = 2, key_dim = 4, value_dim = 4, f32>, !llm.conv_state<channels = 24, width = 3, bf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?x2xi32>) -> (tensor<?x8xbf16>, !llm.kda_state<heads = 2, key_dim = 4, value_dim = 4, f32>, !llm.conv_state<channels = 24, width = 3, bf16>)
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects a zero q_scale.
 func.func @kda_q_scale(%q: tensor<?x8xbf16>, %k: tensor<?x8xbf16>, %v: tensor<?x8xbf16>, %f: tensor<?x8xbf16>, %b: tensor<?x2xbf16>, %g: tensor<?x8xbf16>, %qc: tensor<8x1x4xbf16>, %kc: tensor<8x1x4xbf16>, %vc: tensor<8x1x4xbf16>, %al: tensor<2xf32>, %dt: tensor<8xf32>, %on: tensor<4xbf16>, %s: !llm.kda_state<heads = 2, key_dim = 4, value_dim = 4, f32>, %cs: !llm.conv_state<channels = 24, width = 3, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %sl: tensor<?xi32>, %dsl: tensor<?xi32>) {
   // expected-error@+1 {{expected q_scale > 0, got 0.000000e+00}}

@@ -182,7 +182,8 @@ func.func @kda_attention(%q: tensor<?x8192xbf16>, %k: tensor<?x8192xbf16>, %v: t
     %alog: tensor<64xf32>, %dtb: tensor<8192xf32>, %on: tensor<128xbf16>,
     %s0: !llm.kda_state<heads = 64, key_dim = 128, value_dim = 128, f32>,
     %c0: !llm.conv_state<channels = 24576, width = 3, bf16>,
-    %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>) -> tensor<?x8192xbf16> {
+    %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>,
+    %tokslots: tensor<?xi32>) -> tensor<?x8192xbf16> {
   // CHECK: %{{.+}}, %[[S1:.+]], %[[C1:.+]] = llm.kda_attention
   // CHECK-SAME: mode = #llm.kda_mode<chunked>
   // CHECK-SAME: !llm.kda_state<heads = 64, key_dim = 128, value_dim = 128, f32>
@@ -200,11 +201,13 @@ func.func @kda_attention(%q: tensor<?x8192xbf16>, %k: tensor<?x8192xbf16>, %v: t
          tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
       -> (tensor<?x8192xbf16>, !llm.kda_state<heads = 64, key_dim = 128, value_dim = 128, f32>,
           !llm.conv_state<channels = 24576, width = 3, bf16>)
+  // The second with per-token state slots (the optional last operand).
   // CHECK: llm.kda_attention
-  // CHECK-SAME: %[[S1]], %[[C1]]
+  // CHECK-SAME: %[[S1]], %[[C1]], %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^,]+}}, %{{[^ ]+}} {
   // CHECK-SAME: mode = #llm.kda_mode<recurrent>
+  // CHECK-SAME: tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
   %o2, %s2, %c2 = llm.kda_attention %q, %k, %v, %f, %b, %g, %qc, %kc, %vc, %alog, %dtb, %on,
-      %s1, %c1, %pos, %starts, %slots, %slots
+      %s1, %c1, %pos, %starts, %slots, %slots, %tokslots
       {heads = 64 : i64, head_dim = 128 : i64, conv_kernel = 4 : i64,
        gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.0883883461 : f32,
        norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<recurrent>, chunk_size = 64 : i64}
@@ -213,7 +216,8 @@ func.func @kda_attention(%q: tensor<?x8192xbf16>, %k: tensor<?x8192xbf16>, %v: t
          tensor<8192x1x4xbf16>, tensor<64xf32>, tensor<8192xf32>, tensor<128xbf16>,
          !llm.kda_state<heads = 64, key_dim = 128, value_dim = 128, f32>,
          !llm.conv_state<channels = 24576, width = 3, bf16>,
-         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>,
+         tensor<?xi32>)
       -> (tensor<?x8192xbf16>, !llm.kda_state<heads = 64, key_dim = 128, value_dim = 128, f32>,
           !llm.conv_state<channels = 24576, width = 3, bf16>)
   return %o2 : tensor<?x8192xbf16>

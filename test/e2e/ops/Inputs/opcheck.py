@@ -607,8 +607,11 @@ def moe_ffn_matmul_rows():
 
 
 def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv,
-            positions, starts, src, dst, H, d, K, lower, l2_eps, q_scale, norm_eps):
-    """llm.kda_attention in float64 (op description steps 1-5)."""
+            positions, starts, src, dst, H, d, K, lower, l2_eps, q_scale, norm_eps,
+            token_slots=None, keep_max=None):
+    """llm.kda_attention in float64 (op description steps 1-5). With
+    `token_slots`, requests of at most `keep_max` tokens (any: None) keep
+    the state and conv inputs after each token in its slot."""
     P = H * d
     T = q.shape[0]
     o = np.zeros((T, P))
@@ -622,6 +625,7 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
         hist = np.zeros((K - 1, 3 * P)) if fresh else conv[src[r]]
         z = np.concatenate([hist, z_all[t0:t1]], 0)  # rows: K-1 history then tokens
         S = np.zeros((H, d, d)) if fresh else state[src[r]].copy()
+        keep = token_slots is not None and (keep_max is None or t1 - t0 <= keep_max)
         for i in range(t1 - t0):
             t = t0 + i
             u = (z[i:i + K] * w_all.T).sum(0)
@@ -639,16 +643,21 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
                 oh = S[h].T @ qq[h]
                 oh = oh / np.sqrt(np.mean(oh * oh) + norm_eps) * o_norm * sigmoid(gate[t, h * d:(h + 1) * d])
                 o[t, h * d:(h + 1) * d] = oh
-        new_state[dst[r]] = S
-        new_conv[dst[r]] = z[-(K - 1):]
+            if keep:
+                new_state[token_slots[t]] = S
+                new_conv[token_slots[t]] = z[i + 1:i + K]
+        if not keep:
+            new_state[dst[r]] = S
+            new_conv[dst[r]] = z[-(K - 1):]
     return o, new_state, new_conv
 
 
-def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False):
+def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False, token_slots=None):
     """Three requests: 6 tokens from position 0 (in chunked mode longer than
     KdaOps.cpp's kKdaDecodeMaxTokens = 4, so the chunk kernels' request), 2
     at positions 7 and 8 and 1 at position 0 (kda_decode's); `short`: 3, 2
-    and 1 tokens, a step without work for the chunk kernels."""
+    and 1 tokens, a step without work for the chunk kernels. `token_slots`:
+    the optional per-token state slots (8 slots then, 4 otherwise)."""
     p = Program(11)
     H, K = 2, 4
     P = H * d
@@ -667,8 +676,9 @@ def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False):
     a_log = p.rand((H,), "f32", -1, 1)
     dt_bias = p.rand((P,), "f32", -1, 1)
     o_norm = p.rand((d,), dt, 0.5, 1.5)
-    state0 = p.rand((4, H, d, d), "f32", -0.5, 0.5)
-    conv0 = p.rand((4, K - 1, 3 * P), dt, -2, 2)
+    slots = 4 if token_slots is None else 8
+    state0 = p.rand((slots, H, d, d), "f32", -0.5, 0.5)
+    conv0 = p.rand((slots, K - 1, 3 * P), dt, -2, 2)
     vals = [p.input(x, dt) for x in (q, k, v, f, b, g)]
     vals += [p.weight(n, w, dt) for n, w in (("q_conv", qc), ("k_conv", kc), ("v_conv", vc))]
     vals += [p.weight("A_log", a_log, "f32"), p.weight("dt_bias", dt_bias, "f32"), p.weight("o_norm", o_norm, dt)]
@@ -678,9 +688,14 @@ def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False):
     vc_, hc = p.cache(conv0, dt, cv_ty)
     vals += [vs, vc_]
     vals += [p.input(x, "i32") for x in (pos, starts, src, dst)]
+    if token_slots is not None:
+        token_slots = np.array(token_slots, dtype=np.int32)
+        vals.append(p.input(token_slots, "i32"))
     types = [ttype((T, P), dt, True)] * 4 + [ttype((T, H), dt, True), ttype((T, P), dt, True)]
     types += [ttype((P, 1, K), dt)] * 3 + [ttype((H,), "f32"), ttype((P,), "f32"), ttype((d,), dt), st_ty, cv_ty]
     types += [ttype((T,), "i32", True), ttype((4,), "i32", True), ttype((3,), "i32", True), ttype((3,), "i32", True)]
+    if token_slots is not None:
+        types.append(ttype((T,), "i32", True))
     o, s1, c1 = p.fresh(), p.fresh(), p.fresh()
     p.op(f"{o}, {s1}, {c1} = llm.kda_attention {', '.join(vals)} "
          f"{{heads = {H} : i64, head_dim = {d} : i64, conv_kernel = {K} : i64, gate_lower_bound = -5.0 : f32, "
@@ -692,7 +707,8 @@ def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False):
     p.print_cache(hc)
     ro, rs, rc = kda_ref(q, k, v, f, b, g, qc, kc, vc, a_log.astype(np.float64), dt_bias.astype(np.float64),
                          o_norm.astype(np.float64), state0, conv0, pos, starts, src, dst, H, d, K,
-                         -5.0, 1e-6, np.float32(0.35355339), 1e-5)
+                         -5.0, 1e-6, np.float32(0.35355339), 1e-5, token_slots,
+                         4 if mode == "chunked" else None)
     return p, [out(ro, dt), rs, out(rc, dt)]
 
 
@@ -724,6 +740,32 @@ def kda_chunked_f32_one_chunk():
 @case
 def kda_chunked_short():
     return _kda("bf16", ([0, 2, 3], [0, 2, 3]), "chunked", 2, short=True)
+
+
+@case
+def kda_chunked_short_token_slots():
+    # MTP-verification-like: each short request keeps the state after every
+    # token; the first token of the 2-token request updates its source slot
+    # 2 in place, the second goes to slot 6.
+    return _kda("bf16", ([0, 2, 3], [5, 6, 7]), "chunked", 2, short=True,
+                token_slots=[0, 4, 5, 2, 6, 7])
+
+
+@case
+def kda_chunked_f32_token_slots():
+    # The 6-token request takes the chunk kernels and writes only its
+    # destination (its token slots are that slot, as the executor fills
+    # them); the short ones keep per-token states.
+    return _kda("f32", ([1, 2, 3], [0, 6, 7]), "chunked", 2,
+                token_slots=[0, 0, 0, 0, 0, 0, 4, 6, 7])
+
+
+@case
+def kda_recurrent_f32_token_slots():
+    # Recurrent mode keeps per-token states for every request; runs of one
+    # slot (1, 1 / 4, 4) update it in place and write the conv state once.
+    return _kda("f32", ([1, 2, 3], [0, 6, 7]), "recurrent",
+                token_slots=[1, 1, 4, 4, 5, 0, 2, 6, 7])
 
 
 @case

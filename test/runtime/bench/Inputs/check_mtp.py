@@ -1,5 +1,5 @@
 """Checks a strata-bench --step mtp JSON report: per batch size the phases in
-order (no save and restore with two KDA state slots per request), every wall
+order (no save, restore and re-run with per-token KDA states), every wall
 positive, and the two speculative steps the sums of their phases (every draft
 accepted: chain + save + verify + draft 0; first draft rejected: chain + save
 + verify + restore + re-run + draft 0 (1 row)).
@@ -13,14 +13,15 @@ PHASES = ["chain", "save", "verify", "draft 0", "restore", "re-run", "draft 0 (1
 
 for r in json.load(open(sys.argv[1])):
     t = {p["name"]: p["seconds"] for p in r["phases"]}
-    expected = [p for p in PHASES if not (r["two_state_slots"] and p in ("save", "restore"))]
+    expected = [p for p in PHASES if not (r["token_states"] and p in ("save", "restore", "re-run"))]
     ok = [p["name"] for p in r["phases"]] == expected and all(v > 0 for v in t.values())
     t.setdefault("save", 0.0)
     t.setdefault("restore", 0.0)
+    t.setdefault("re-run", 0.0)
     accepted = t["chain"] + t["save"] + t["verify"] + t["draft 0"]
     rejected = t["chain"] + t["save"] + t["verify"] + t["restore"] + t["re-run"] + t["draft 0 (1 row)"]
     ok = ok and abs(accepted - r["accepted_seconds"]) <= 1e-9 * max(1, accepted)
     ok = ok and abs(rejected - r["rejected_seconds"]) <= 1e-9 * max(1, rejected)
     ok = ok and r["decode_seconds"] > 0 and r["graph_replays"] == r["timed_steps"]
-    slots = "two state slots" if r["two_state_slots"] else "saved state"
+    slots = "per-token states" if r["token_states"] else "saved state"
     print(f"B={r['requests']} k={r['draft_tokens']} {slots}: {'ok' if ok else 'MISMATCH'}")
