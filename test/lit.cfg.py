@@ -58,6 +58,13 @@ if os.path.exists(os.path.join(config.cuda_toolkit, "bin", "ptxas")):
 if os.path.exists("/usr/bin/python3"):
     config.substitutions.append(("%python", "/usr/bin/python3"))
 
+# Transformers goldens of the dense-indexer tiny config, produced on the GPU
+# machine (models/glm5_next/reference/make_goldens.py --configs dense) and
+# committed when available.
+if os.path.exists(os.path.join(config.strata_src_root, "test", "models", "glm5_next",
+                               "goldens", "glm5-tiny-dense-bf16.safetensors")):
+    config.available_features.add("dense-goldens")
+
 # The real GSM8K files live beside the repository (../shared/data/gsm8k) and
 # are not committed; STRATA_GSM8K_DIR overrides the location.
 gsm8k_dir = os.environ.get(

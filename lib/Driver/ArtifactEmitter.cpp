@@ -252,6 +252,9 @@ private:
   /// Cache operands by (kind, layer); the value is the cache id.
   std::map<std::pair<fb::CacheKind, uint32_t>, uint32_t> cacheIds;
   std::vector<CacheUse> cacheUses;
+  /// Tokens per row of the program's index pools (1: the dense indexer),
+  /// written as ModelConfig.index_kpool whatever the config says.
+  std::optional<uint32_t> indexKpool;
   /// Manifest index by checkpoint tensor name.
   llvm::StringMap<uint32_t> weightIndex;
   /// Kernel index by kernel function name.
@@ -367,17 +370,19 @@ LogicalResult Emitter::buildCacheLayout() {
       FailureOr<fb::DType> d = dtype(index.getElementType());
       if (failed(d))
         return failure();
-      if (*d == fb::DType::f8e4m3fn)
-        return module.emitError("fp8 index pools are not described by the "
-                                "artifact emitter yet");
       IndexPagesDesc pages;
       pages.numLayers = layers;
       pages.rowsPerPage = index.getPageSize() / index.getKpool();
+      indexKpool = index.getKpool();
       pages.valueDtype = *d;
       pages.valueBytes =
           index.getWidth() * elementBytes(index.getElementType());
-      pages.scaleDtype = fb::DType::invalid;
-      pages.scaleLayout = fb::IndexScaleLayout::none;
+      // fp8: the page's rows of e4m3 values, then one fp32 (ue8m0) scale
+      // per row (Fp8PageLayout::valuesThenScales).
+      bool fp8 = *d == fb::DType::f8e4m3fn;
+      pages.scaleDtype = fp8 ? fb::DType::f32 : fb::DType::invalid;
+      pages.scaleLayout = fp8 ? fb::IndexScaleLayout::values_then_scales
+                              : fb::IndexScaleLayout::none;
       pages.rowStrideBytes = pages.valueBytes;
       pages.pageBytes = unitBytes(type);
       layout.pageSizeTokens = index.getPageSize();
@@ -868,6 +873,8 @@ FailureOr<ArtifactDesc> Emitter::run() {
     artifact.targets.push_back(std::move(*target));
   }
   artifact.model = options.model;
+  if (indexKpool)
+    artifact.model.indexKpool = *indexKpool;
   artifact.producer = options.producer;
   return std::move(artifact);
 }

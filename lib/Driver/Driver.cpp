@@ -89,6 +89,18 @@ LogicalResult compileWithHandler(const CompileOptions &options,
     return mlir::emitError(UnknownLoc::get(&context))
            << "unknown kv cache dtype '" << options.kvCacheDtype
            << "' (expected bf16 or fp8)";
+  if (!options.indexer.empty() && options.indexer != "pooled" &&
+      options.indexer != "dense")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown indexer '" << options.indexer
+           << "' (expected pooled or dense)";
+  dslOptions.indexer = options.indexer.empty() ? "config" : options.indexer;
+  if (options.indexCacheDtype == "fp8")
+    dslOptions.indexCacheDtype = "f8E4M3FN";
+  else if (options.indexCacheDtype != "bf16")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown index cache dtype '" << options.indexCacheDtype
+           << "' (expected bf16 or fp8)";
   if (options.tensorParallelSize < 1 || options.expertParallelSize < 1)
     return mlir::emitError(UnknownLoc::get(&context))
            << "--tensor-parallel-size and --expert-parallel-size must be at "
@@ -174,7 +186,10 @@ LogicalResult compileWithHandler(const CompileOptions &options,
                                           : ::strata::artifact::DType::bf16;
   emitOptions.producer = "strata-compile (activations " +
                          options.activationType + ", kv cache " +
-                         options.kvCacheDtype + ")";
+                         options.kvCacheDtype + ", indexer " +
+                         (options.indexer.empty() ? std::string("from config")
+                                                  : options.indexer) +
+                         ", index cache " + options.indexCacheDtype + ")";
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
@@ -322,6 +337,21 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "(e4m3 values with one fp32 scale per 128 lanes, 528 instead "
                "of 1024 bytes per token and layer; docs/KVCache.md)"),
       cl::init("bf16"), cl::cat(compileCategory));
+  static cl::opt<std::string> indexer(
+      "indexer",
+      cl::desc("Indexer of the MLA layers: pooled (the k-pool indexer, 4 "
+               "tokens per index key) or dense (one index key per token, "
+               "top-k over tokens, no compression gate, position table or "
+               "tail ring; docs/DSL.md). Default: as the config's "
+               "index_kpool_compress says"),
+      cl::init(""), cl::cat(compileCategory));
+  static cl::opt<std::string> indexCacheDtype(
+      "index-cache-dtype",
+      cl::desc("Element type of the indexer's key pages (pooled or dense): "
+               "bf16 (default) or fp8 (Hadamard-rotated e4m3 rows with one "
+               "power-of-two fp32 scale each, 132 instead of 256 bytes per "
+               "row; docs/KVCache.md)"),
+      cl::init("bf16"), cl::cat(compileCategory));
   static cl::opt<int64_t> tensorParallelSize(
       "tensor-parallel-size",
       cl::desc("Ranks that split attention heads, the dense MLP's and every "
@@ -385,6 +415,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.activationType = activationType;
   options.fuseHyperConnections = fuseHyperConnections;
   options.kvCacheDtype = kvCacheDtype;
+  options.indexer = indexer;
+  options.indexCacheDtype = indexCacheDtype;
   options.tensorParallelSize = tensorParallelSize;
   options.expertParallelSize = expertParallelSize;
   // `-o model.strata` without --compile-to means the artifact.

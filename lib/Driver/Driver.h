@@ -69,6 +69,16 @@ struct CompileOptions {
   /// fp32 scale per 128 lanes, docs/KVCache.md); the DSL reads it as
   /// `opt.kv_cache_dtype` ("bf16" / "f8E4M3FN").
   std::string kvCacheDtype = "bf16";
+  /// Form of the MLA layers' indexer: "pooled" (the k-pool indexer), "dense"
+  /// (one index key per token, docs/DSL.md "The dense indexer"), or empty:
+  /// as the config's `index_kpool_compress` says. The DSL reads it as
+  /// `opt.indexer` ("pooled", "dense" or "config").
+  std::string indexer;
+  /// Element type of the index pages (either indexer form): "bf16" or "fp8"
+  /// (Hadamard-rotated e4m3 rows with one ue8m0 fp32 scale each,
+  /// docs/KVCache.md "fp8 index pages"); the DSL reads it as
+  /// `opt.index_cache_dtype` ("bf16" / "f8E4M3FN").
+  std::string indexCacheDtype = "bf16";
   /// Rank layout (llm-shard-model in the fused phase; the DSL reads them as
   /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`): T ranks
   /// split heads, dense intermediate dimensions and the vocabulary, E ranks

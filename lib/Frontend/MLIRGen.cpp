@@ -216,6 +216,8 @@ public:
               const DslOptions &dslOptions)
       : ctx(&context), builder(&context, this), config(config),
         options{{"kv_cache_dtype", dslOptions.kvCacheDtype},
+                {"indexer", dslOptions.indexer},
+                {"index_cache_dtype", dslOptions.indexCacheDtype},
                 {"tensor_parallel_size", dslOptions.tensorParallelSize},
                 {"expert_parallel_size", dslOptions.expertParallelSize}} {}
 
@@ -430,7 +432,8 @@ private:
         return DValue();
       if (llvm::StringRef(origin).starts_with("opt."))
         return error(l) << "unknown compile option '" << origin
-                        << "' (known: opt.kv_cache_dtype, "
+                        << "' (known: opt.kv_cache_dtype, opt.indexer, "
+                           "opt.index_cache_dtype, "
                            "opt.tensor_parallel_size, "
                            "opt.expert_parallel_size)";
       return error(l) << "config key '" << origin.substr(4)

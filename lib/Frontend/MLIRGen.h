@@ -33,6 +33,12 @@ struct DslOptions {
   /// `opt.kv_cache_dtype`: element type of the MLA latent cache as an MLIR
   /// type name, "bf16" or "f8E4M3FN" (`--kv-cache-dtype=bf16|fp8`).
   std::string kvCacheDtype = "bf16";
+  /// `opt.indexer`: the MLA layers' indexer, "pooled", "dense" or "config"
+  /// (as the config's `index_kpool_compress` says; `--indexer`).
+  std::string indexer = "config";
+  /// `opt.index_cache_dtype`: element type of the index pages, "bf16" or
+  /// "f8E4M3FN" (`--index-cache-dtype=bf16|fp8`).
+  std::string indexCacheDtype = "bf16";
   /// `opt.tensor_parallel_size` / `opt.expert_parallel_size`: the rank
   /// layout the program is compiled for (`--tensor-parallel-size`,
   /// `--expert-parallel-size`; integers, default 1). The model is written

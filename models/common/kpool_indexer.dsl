@@ -3,10 +3,8 @@
 // counts {T}) for llm.mla_attention. Reads and returns this layer's tail ring
 // and pooled index cache. `batch` = (positions, seq_starts, slots,
 // block_table).
-import "norms.dsl";
-
-// Tokens per page of the paged caches (runtime contract, not a model knob).
-def page_size() { return 64; }
+import "paging.dsl";
+import "index_projections.dsl";
 
 def kpool_indexer(x, q_latent, prefix, batch) {
   let (positions, seq_starts, slots, block_table) = batch;
@@ -16,20 +14,16 @@ def kpool_indexer(x, q_latent, prefix, batch) {
   let kpool = cfg.index_kpool;
   let topk = cfg.index_topk;
   assert topk % kpool == 0, "index_topk {topk} must be a multiple of index_kpool {kpool}";
-  // The whole indexer is bf16 (spec §1 "Weights per indexer").
-  let q_flat = linear(q_latent, proj_weight("{prefix}.wq_b.weight", heads * head_dim, cfg.q_lora_rank, false), heads * head_dim);
-  let q = reshape(q_flat, [dyn, heads, head_dim]); // {T, heads*head_dim} -> {T, heads, head_dim}
-  let k_raw = linear(x, proj_weight("{prefix}.wk.weight", head_dim, d, false), head_dim);
-  let k = layer_norm(k_raw, "{prefix}.k_norm", head_dim, 1.0e-6); // eps 1e-6, spec §1
-  // Head weights in fp32 (vLLM: bf16 can flip near-tie pool rankings).
-  let w = linear(x, proj_weight("{prefix}.weights_proj.weight", heads, d, false), heads, f32);
+  let (q, k, w) = index_projections(x, q_latent, prefix);
   // The gate is a bare parameter (no `.weight` suffix), spec §6 item 11.
   let g = linear(x, weight("{prefix}.index_kpool_compress_gate", tensor([head_dim, d], bf16)), head_dim);
   let ape = weight("{prefix}.index_kpool_compress_ape", tensor([kpool, head_dim], bf16));
   // Ring depth 16 = next_pow2(kpool + 2 * (3 + 1)) for 3 MTP drafts
   // (spec §3.1, ATOM speculative_kpool_history_size).
   let ring_t = mlir_type("!llm.tail_ring<depth = 16, width = {head_dim}, bf16>");
-  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = {kpool}, width = {head_dim}, bf16>");
+  // bf16 pooled rows, or with --index-cache-dtype=fp8 Hadamard-rotated e4m3
+  // rows with a ue8m0 scale each (spec §1, the serving form).
+  let pool_t = mlir_type("!llm.index_pool<page_size = {page_size()}, kpool = {kpool}, width = {head_dim}, {opt.index_cache_dtype}>");
   let ring_in = input("tail_ring", ring_t);
   let pool_in = input("index_pool", pool_t);
   // Pools are formed before the ring is updated (op contract).

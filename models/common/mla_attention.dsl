@@ -1,9 +1,10 @@
-// models/common/mla_attention.dsl - sparse NoPE MLA with its kpool indexer
+// models/common/mla_attention.dsl - sparse NoPE MLA with its DSA indexer
 // (spec glm5_next-target.md §3.5). x {T, D} (normed) -> {T, D}. Used by the
 // target's MLA layers and by the MTP draft layer. `batch` = (positions,
 // seq_starts, slots, block_table).
 import "norms.dsl";
-import "kpool_indexer.dsl";
+import "paging.dsl";
+import "indexer.dsl";
 
 def mla_attention(x, prefix, batch) {
   let (positions, seq_starts, slots, block_table) = batch;
@@ -28,7 +29,8 @@ def mla_attention(x, prefix, batch) {
   let cache_in = input("latent_cache", cache_t);
   let cache: cache_t = llm.latent_cache_write(cache_in, kv_latent, positions, seq_starts, block_table);
   output(cache);
-  let (selection, counts) = kpool_indexer(x, q_latent, "{prefix}.indexer", batch);
+  // Pooled or dense (indexer.dsl, --indexer).
+  let (selection, counts) = indexer(x, q_latent, "{prefix}.indexer", batch);
   // kv_b_proj is bf16 even in the fp8 checkpoint; rows per head [K(256) | V(256)].
   let kv_b = proj_weight("{prefix}.kv_b_proj.weight", heads * (qk_dim + v_dim), kv_rank, false);
   // softmax scale = qk_head_dim^-1/2 = 256^-1/2 = 1/16 (spec §3.5, §6 item 8).

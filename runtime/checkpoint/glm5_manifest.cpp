@@ -95,6 +95,10 @@ struct Builder {
     add("self_attn.indexer.k_norm.weight", DType::kBF16, {idim});
     add("self_attn.indexer.k_norm.bias", DType::kBF16, {idim});
     linear("self_attn.indexer.weights_proj", ih, d, false);
+    // The dense indexer (index_kpool_compress false) pools nothing: no
+    // compression gate or position table.
+    if (!c.index_kpool_compress)
+      return;
     add("self_attn.indexer.index_kpool_compress_gate", DType::kBF16, {idim, d});
     add("self_attn.indexer.index_kpool_compress_ape", DType::kBF16,
         {c.index_kpool, idim});

@@ -152,6 +152,20 @@ TEST(Glm5ManifestTest, SharedIndexerLayersHaveNoIndexer) {
   EXPECT_EQ(m.count(L + "4.self_attn.kv_b_proj.weight"), 1u);
 }
 
+TEST(Glm5ManifestTest, DenseIndexerHasNoCompressionTensors) {
+  nlohmann::json c = tinyConfig();
+  c["text_config"]["index_kpool_compress"] = false;
+  auto manifest = glm5TensorManifest(parse(c));
+  ASSERT_TRUE(manifest.ok());
+  auto m = byName(*manifest);
+  for (const char *layer : {"3", "5"}) {
+    std::string p = L + layer + ".self_attn.indexer.";
+    EXPECT_EQ(m.count(p + "wk.weight"), 1u) << layer;
+    EXPECT_EQ(m.count(p + "index_kpool_compress_gate"), 0u) << layer;
+    EXPECT_EQ(m.count(p + "index_kpool_compress_ape"), 0u) << layer;
+  }
+}
+
 TEST(Glm5ManifestTest, OnlyLayersSelectsLayersAndGlobals) {
   ManifestOptions options;
   options.only_layers = std::vector<int64_t>{3};

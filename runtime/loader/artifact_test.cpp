@@ -256,6 +256,24 @@ TEST(Artifact, CacheGeometry) {
             "32, expected 64 (64 aligned to 64)");
 }
 
+// Tests that index pages need a tail ring exactly when pools have several
+// tokens: the pooled indexer (index_kpool 4) needs one, the dense indexer
+// (index_kpool 1, one row per token) has none.
+TEST(Artifact, TailRingPresentIffPooled) {
+  TestArtifactKnobs knobs;
+  knobs.index_kpool = 4;
+  knobs.index_ring = true;
+  EXPECT_EQ(loadError(knobs), "");
+  knobs.index_ring = false;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: cache_layout: index_pages of "
+                              "index_kpool 4 without tail_ring");
+  knobs.index_kpool = 1;
+  EXPECT_EQ(loadError(knobs), "");
+  knobs.index_ring = true;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: cache_layout: tail_ring with "
+                              "index_kpool 1 (the dense indexer has none)");
+}
+
 // Tests that a GPU target validates with launch info and is refused without.
 TEST(Artifact, GpuLaunchInfo) {
   TestArtifactKnobs knobs;

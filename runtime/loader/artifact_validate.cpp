@@ -220,8 +220,15 @@ Status validateCacheLayout(const ArtifactDef &def) {
     }
     STRATA_RETURN_IF_ERROR(checkAligned(index->page_bytes(), minimum,
                                         alignment, "index_pages.page_bytes"));
-    if (!layout->tail_ring())
-      return invalidArgument("cache_layout: index_pages without tail_ring");
+    // The pooled indexer finishes pools from the tail ring; the dense one
+    // (index_kpool 1) has no incomplete pool and no ring.
+    if (kpool > 1 && !layout->tail_ring())
+      return invalidArgument("cache_layout: index_pages of index_kpool {} "
+                             "without tail_ring",
+                             kpool);
+    if (kpool == 1 && layout->tail_ring())
+      return invalidArgument("cache_layout: tail_ring with index_kpool 1 (the "
+                             "dense indexer has none)");
   }
   if (const TailRingCache *ring = layout->tail_ring()) {
     if (!layout->index_pages())

@@ -223,6 +223,7 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   model_builder.add_layer_kinds(layer_vec);
   model_builder.add_mlp_kinds(mlp_vec);
   model_builder.add_activation_dtype(k.activation_dtype);
+  model_builder.add_index_kpool(k.index_kpool);
   auto model = model_builder.Finish();
   // KDA: 1 head of 4x4 f32 = 64 bytes; conv (2 - 1) * 12 bf16 = 24 -> 64.
   auto kda = fb::CreateKdaStateCache(b, 1, 1, 4, 4, fb::DType::f32, k.kda_recurrent_bytes, 2, 12,
@@ -230,7 +231,25 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
   std::vector<Offset<fb::CacheDef>> caches = {fb::CreateCacheDefDirect(
       b, "layer0.kda_recurrent", fb::CacheKind::kda_recurrent, 0,
       k.cache_slot)};
-  auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, 0, 0, 0, 0, kda, &caches);
+  // Index pages: rows of 8 bf16 (16 bytes); ring: 2 planes x 4 rows x 8
+  // bf16 = 128 bytes.
+  Offset<fb::IndexPageCache> index;
+  Offset<fb::TailRingCache> ring;
+  uint64_t page_tokens = 0;
+  if (k.index_kpool > 0) {
+    page_tokens = 4;
+    uint64_t rows = page_tokens / k.index_kpool;
+    uint64_t a = k.cache_alignment;
+    index = fb::CreateIndexPageCache(b, 1, rows, fb::DType::bf16, 16,
+                                     fb::DType::invalid,
+                                     fb::IndexScaleLayout::none, 16,
+                                     (rows * 16 + a - 1) / a * a);
+    if (k.index_ring)
+      ring = fb::CreateTailRingCache(b, 1, 4, 2, 8, fb::DType::bf16,
+                                     (128 + a - 1) / a * a);
+  }
+  auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, page_tokens,
+                                            0, index, ring, kda, &caches);
 
   bool sharded = k.parallel && k.shard_parts > 0;
   std::vector<int64_t> w_shape = {sharded ? 4 / k.shard_parts : 4};

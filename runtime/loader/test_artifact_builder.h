@@ -57,6 +57,11 @@ struct TestArtifactKnobs {
   uint64_t cache_alignment = 64;
   /// KdaStateCache.recurrent_bytes_per_layer (64 is right).
   uint64_t kda_recurrent_bytes = 64;
+  /// With index_kpool > 0: ModelConfig.index_kpool, a page size of 4 tokens
+  /// and bf16 index pages of width 8 (4 / index_kpool rows per page), with
+  /// a depth-4 tail ring when index_ring.
+  uint32_t index_kpool = 0;
+  bool index_ring = false;
   /// Raw TargetKind value of the first target (0 = cpu).
   uint8_t target_kind = 0;
   /// Adds a gfx942 target (fake code object) whose kernel `scale` has launch

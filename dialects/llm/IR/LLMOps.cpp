@@ -580,8 +580,8 @@ LogicalResult LatentCacheGatherOp::verify() {
 
 LogicalResult IndexCacheWriteOp::verify() {
   IndexPoolType pool = getPool().getType();
-  int64_t t = tokensOf(getPooled());
-  if (failed(checkShape(*this, "pooled", getPooled(), {t, pool.getWidth()})) ||
+  int64_t t = tokensOf(getKeys());
+  if (failed(checkShape(*this, "keys", getKeys(), {t, pool.getWidth()})) ||
       failed(checkSameType(*this, "result", getResult().getType(), pool)))
     return failure();
   return checkMetadata(*this, t, getPositions(), getSeqStarts(), Value(),

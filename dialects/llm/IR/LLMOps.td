@@ -622,7 +622,7 @@ def LLM_KpoolCompressOp : LLM_Op<"kpool_compress", [Pure]> {
 }
 
 def LLM_KpoolIndexerOp : LLM_Op<"kpool_indexer", [Pure]> {
-  let summary = "pooled top-k token selection with expansion and the always-selected open tail";
+  let summary = "top-k token selection over pooled (kpool = 1: per-token) index keys, expanded, with the open tail";
   let description = [{
     The selection of the DSA indexer at pool granularity. For token `t` of
     request `r` at position `x`, `L = x + 1`, visible pools `V = {0 ..
@@ -639,6 +639,12 @@ def LLM_KpoolIndexerOp : LLM_Op<"kpool_indexer", [Pure]> {
     the open tail written right after the last pooled entry, then -1
     padding; `counts[t] = |Sel| = min(L/kpool, topk/kpool)*kpool + L % kpool`.
     When `L <= topk` every pool is selected, i.e. `Sel = {0 .. x}`.
+
+    `kpool = 1` is the dense (DeepSeek-V3.2 lightning) indexer: one key per
+    token (the `wk` + `k_norm` output, no pooling), `V = {0 .. x}` (the
+    token's own key included), the top `min(topk, L)` tokens, no open tail,
+    `counts[t] = min(L, topk)`; the pool has `kpool = 1` and selection
+    width `S >= topk`.
 
     Operands: `q : [T, heads, head_dim]` (wq_b output), `w : [T, heads]` f32
     (weights_proj output), `pool : !llm.index_pool` (already holding this
@@ -733,32 +739,39 @@ def LLM_LatentCacheGatherOp : LLM_Op<"latent_cache_gather", [Pure]> {
 }
 
 def LLM_IndexCacheWriteOp : LLM_Op<"index_cache_write", [Pure]> {
-  let summary = "store the pools closed by the batch into the pooled index page pool";
+  let summary = "store the index keys closed by the batch into the index page pool";
   let description = [{
     For every token `t` of request `r` at position `x` with `x % kpool ==
     kpool - 1`, pool `p = x / kpool` is stored at page
     `block_table[r][p / (page_size / kpool)]`, row `p % (page_size / kpool)`:
-    `pooled[t]` as is for a bf16 pool; for an f8E4M3FN pool rounded to bf16,
-    rotated by the orthonormal 128-point Hadamard matrix, rounded to bf16 and
-    quantised with `s = 2^ceil(log2(max(|v|_inf, 1e-4) / 448))` (one fp32
-    scale per row). Other tokens write nothing. Returns the updated pool.
+    `keys[t]` as is for a bf16 pool (rounded to bf16 when `keys` is f32);
+    for an f8E4M3FN pool rounded to bf16, rotated by the orthonormal
+    128-point Hadamard matrix, rounded to bf16 and quantised with `s =
+    2^ceil(log2(max(|v|_inf, 1e-4) / 448))` (one fp32 scale per row). Other
+    tokens write nothing. Returns the updated pool. With `kpool = 1` (the
+    dense indexer) every token writes its own key at page
+    `block_table[r][x / page_size]`, row `x % page_size`.
 
-    Operands: `pool : !llm.index_pool`, `pooled : [T, width]` f32 (from
-    `llm.kpool_compress`), `positions : [T]`, `seq_starts : [N+1]`,
-    `block_table : [N, pages]`.
+    Operands: `pool : !llm.index_pool`, `keys : [T, width]`: the pooled
+    keys (f32, from `llm.kpool_compress`) or, with `kpool = 1`, the
+    per-token keys (the `k_norm` output, bf16 or f32); `positions : [T]`,
+    `seq_starts : [N+1]`, `block_table : [N, pages]`.
 
     ```mlir
     %p1 = llm.index_cache_write %p0, %pk, %pos, %starts, %bt
         : (!llm.index_pool<page_size = 64, kpool = 4, width = 128, f8E4M3FN>, tensor<?x128xf32>,
            tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> !llm.index_pool<page_size = 64, kpool = 4, width = 128, f8E4M3FN>
+    %d1 = llm.index_cache_write %d0, %k, %pos, %starts, %bt
+        : (!llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>, tensor<?x128xbf16>,
+           tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> !llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>
     ```
   }];
-  let arguments = (ins LLM_IndexPoolType:$pool, LLM_F32Tensor:$pooled,
+  let arguments = (ins LLM_IndexPoolType:$pool, LLM_ActTensor:$keys,
                        LLM_I32Tensor:$positions, LLM_I32Tensor:$seq_starts,
                        LLM_I32Tensor:$block_table);
   let results = (outs LLM_IndexPoolType:$result);
   let assemblyFormat = [{
-    $pool `,` $pooled `,` $positions `,` $seq_starts `,` $block_table attr-dict
+    $pool `,` $keys `,` $positions `,` $seq_starts `,` $block_table attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

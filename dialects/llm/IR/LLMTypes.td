@@ -98,10 +98,12 @@ def LLM_IndexPoolType : LLM_Type<"IndexPool", "index_pool"> {
     `p % (page_size / kpool)`. `page_size % kpool == 0`, so no pool straddles
     two pages. An `f8E4M3FN` pool stores Hadamard-rotated keys quantised with
     one power-of-two fp32 scale per row (ue8m0); a `bf16` pool stores the
-    pooled keys unrotated.
+    pooled keys unrotated. `kpool = 1` is the dense indexer's pool: one row
+    per token (`page_size` rows per page), no pooling.
 
     ```mlir
     !llm.index_pool<page_size = 64, kpool = 4, width = 128, f8E4M3FN>
+    !llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>
     ```
   }];
   let parameters = (ins

@@ -803,7 +803,13 @@ void mlir::strata::buildHadamard(KernelBuilder &kb, Value vec, Value out,
     Value ii = arith::IndexCastOp::create(b, loc, i32, i);
     Value sum = kb.reduce(0, n, kb.f32(0.0), [&](Value j, Value acc) {
       Value jj = arith::IndexCastOp::create(b, loc, i32, j);
-      Value bits = math::CtPopOp::create(b, loc, arith::AndIOp::create(b, loc, ii, jj));
+      // H[i][j] = (-1)^popcount(i & j): the parity by xor folding (plain
+      // integer ops; math.ctpop has no lowering on the GPU targets).
+      Value bits = arith::AndIOp::create(b, loc, ii, jj);
+      for (int64_t shift : {16, 8, 4, 2, 1})
+        bits = arith::XOrIOp::create(
+            b, loc, bits,
+            arith::ShRUIOp::create(b, loc, bits, kb.i32(shift)));
       Value odd = kb.ieq(arith::AndIOp::create(b, loc, bits, kb.i32(1)), kb.i32(1));
       Value v = kb.load(vec, j);
       return kb.add(acc, kb.select(odd, kb.neg(v), v));

@@ -19,6 +19,10 @@ Library use:
 Script use (needs torch + safetensors):
   python3 glm5_ref.py --checkpoint DIR --ids 1,2,3 [--device cuda]
 
+Indexer form: "pooled" (the kpool indexer) or "dense" (one index key per token, top index_topk
+tokens, no compression gate / position table / tail: strata's --indexer=dense, transformers with
+index_kpool = 1); by default the config's index_kpool_compress decides (absent: pooled).
+
 Index-score ties: with the procedural weights the index score is exactly 0 for every pool whose
 per-head ReLU terms are all 0, so the top-k boundary often falls inside a tie. `select` chooses the
 tie rule: "stable" (default: higher score first, ties -> lower pool index; matched transformers'
@@ -76,7 +80,7 @@ def rms_norm(x, w, eps):
 
 
 class Glm5Ref:
-    def __init__(self, cfg, weights, select="stable"):
+    def __init__(self, cfg, weights, select="stable", indexer=None):
         self.cfg = cfg
         self.t = cfg.get("text_config", cfg)
         self.w = weights
@@ -91,14 +95,19 @@ class Glm5Ref:
         la = t["linear_attn_config"]
         self.kda_heads, self.kda_dim = la["num_heads"], la["head_dim"]
         self.kda_bound = la.get("gate_lower_bound", -5.0)
-        self.kpool = t["index_kpool"]
+        if indexer is None:
+            indexer = "pooled" if t.get("index_kpool_compress", True) else "dense"
+        assert indexer in ("pooled", "dense"), indexer
+        self.dense = indexer == "dense"
+        # The dense indexer is the pooled one with pools of one token.
+        self.kpool = 1 if self.dense else t["index_kpool"]
         self.last_selection = {}  # layer -> [T, T] bool attend masks (debug/tests)
         self.tie_stats = {}  # layer -> number of queries whose top-k boundary falls inside an exact tie
 
     @classmethod
-    def load(cls, folder, device="cpu", dtype=torch.float32, select="stable"):
+    def load(cls, folder, device="cpu", dtype=torch.float32, select="stable", indexer=None):
         cfg, w = load_checkpoint(folder, dtype=dtype, device=device)
-        return cls(cfg, w, select=select)
+        return cls(cfg, w, select=select, indexer=indexer)
 
     def p(self, name):
         return self.w[name]
@@ -167,7 +176,8 @@ class Glm5Ref:
 
     # ------------------------------------------------------------------ indexer
     def index_select(self, x, cq, pre):
-        """kpool indexer: bool mask [T, T] of the key positions each query attends to."""
+        """kpool indexer (dense: pools of one token, the raw keys): bool mask [T, T] of the key
+        positions each query attends to."""
         t = self.t
         Tn = x.shape[0]
         IH, ID, P = t["index_n_heads"], t["index_head_dim"], self.kpool
@@ -175,7 +185,6 @@ class Glm5Ref:
         kl = (x @ self.p(pre + "wk.weight").t()).float()
         k = F.layer_norm(kl, (ID,), self.p(pre + "k_norm.weight").float(), self.p(pre + "k_norm.bias").float(), 1e-6)
         k = k.to(x.dtype)
-        g = (x @ self.p(pre + "index_kpool_compress_gate").t()).float()  # [T, ID]
         w = (x @ self.p(pre + "weights_proj.weight").t()).float() * IH ** -0.5  # [T, IH]
         n_pools = Tn // P
         dev = x.device
@@ -183,10 +192,14 @@ class Glm5Ref:
         pos = torch.arange(Tn, device=dev)
         if n_pools == 0:
             return mask
-        ape = self.p(pre + "index_kpool_compress_ape").float()  # [P, ID]
-        gp = g[: n_pools * P].view(n_pools, P, ID) + ape
-        alpha = torch.softmax(gp, dim=1)  # per-dimension softmax over the P slots
-        kbar = (alpha * k[: n_pools * P].view(n_pools, P, ID).float()).sum(1)  # [n_pools, ID]
+        if self.dense:
+            kbar = k.float()  # one key per token (a softmax over one slot is 1)
+        else:
+            g = (x @ self.p(pre + "index_kpool_compress_gate").t()).float()  # [T, ID]
+            ape = self.p(pre + "index_kpool_compress_ape").float()  # [P, ID]
+            gp = g[: n_pools * P].view(n_pools, P, ID) + ape
+            alpha = torch.softmax(gp, dim=1)  # per-dimension softmax over the P slots
+            kbar = (alpha * k[: n_pools * P].view(n_pools, P, ID).float()).sum(1)  # [n_pools, ID]
         s = F.relu(torch.einsum("thd,pd->thp", q, kbar) * ID ** -0.5)
         score = torch.einsum("th,thp->tp", w, s)  # [T, n_pools]
         visible_pools = (pos + 1) // P  # pools 0..v-1 visible to query t
@@ -330,8 +343,10 @@ def main(argv=None):
     ap.add_argument("--ids", required=True, help="comma-separated token ids")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--select", choices=["stable", "torch", "reverse"], default="stable")
+    ap.add_argument("--indexer", choices=["pooled", "dense"], default=None,
+                    help="indexer form (default: the config's index_kpool_compress)")
     args = ap.parse_args(argv)
-    m = Glm5Ref.load(args.checkpoint, device=args.device, select=args.select)
+    m = Glm5Ref.load(args.checkpoint, device=args.device, select=args.select, indexer=args.indexer)
     ids = torch.tensor([int(s) for s in args.ids.split(",")], device=args.device)
     logits, h = m.forward(ids)
     nxt = torch.cat([ids[1:], logits[-1:].argmax(-1)])

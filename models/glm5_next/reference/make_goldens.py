@@ -17,9 +17,18 @@ For each tiny config (bf16 and fp8) writes <out>/<config stem>.safetensors with,
 
 fp8 config: the fp32 model is the dequantised checkpoint (q * scale_inv per 128x128 block); the bf16 run
 loads the same dequantised weights in bf16. A JSON sidecar <out>/goldens.json records the configs,
-prompt lengths, measured errors (ref vs HF, bf16 vs fp32) and how the files were produced.
+prompt lengths, measured errors (ref vs HF, bf16 vs fp32) and how the files were produced (an existing
+sidecar keeps the entries of the files this run does not write).
+
+dense config (glm5-tiny-dense-bf16.json, index_kpool_compress false: one index key per token, top
+index_topk tokens, no tail): transformers has no index_kpool_compress switch, but its indexer with
+index_kpool = 1 is exactly the dense one (a softmax over one slot is 1, so each pooled key is the
+token's key; no tail). The transformers model therefore loads a copy of the checkpoint whose config
+says index_kpool 1, with zero index_kpool_compress_gate [d, D] / index_kpool_compress_ape [1, d]
+tensors added (values unread); glm5_ref.py runs its dense indexer on the checkpoint itself.
 
   python3 make_goldens.py --work /tmp/glm5chk --out test/models/glm5_next/goldens [--device cuda]
+  python3 make_goldens.py --work /tmp/glm5chk --out test/models/glm5_next/goldens --configs dense
 """
 
 import argparse
@@ -42,6 +51,7 @@ import glm5_ref  # noqa: E402
 import write_checkpoint as wc  # noqa: E402
 
 LENGTHS = [300, 389, 1000]
+CONFIGS = dict(ch.CONFIGS, dense=os.path.join(ch.REPO, "models/glm5_next/configs/glm5-tiny-dense-bf16.json"))
 N_GEN = 64
 
 
@@ -57,11 +67,39 @@ def bf16_run(model, ids, n):
     return lg, gen
 
 
+def write_hf_dense(src, dst):
+    """A dense-indexer checkpoint -> a copy transformers loads as its index_kpool = 1 indexer:
+    config index_kpool 1, zero compression gate and position table per indexer (unread)."""
+    from safetensors.torch import load_file, save_file
+
+    with open(os.path.join(src, "config.json")) as f:
+        cfg = json.load(f)
+    t = cfg.get("text_config", cfg)
+    t["index_kpool"] = 1
+    with open(os.path.join(src, "model.safetensors.index.json")) as f:
+        files = sorted(set(json.load(f)["weight_map"].values()))
+    w = {}
+    for fn in files:
+        w.update(load_file(os.path.join(src, fn)))
+    idim, d = t["index_head_dim"], t["hidden_size"]
+    for name in [n for n in w if n.endswith(".indexer.wk.weight")]:
+        p = name[: -len("wk.weight")]
+        w[p + "index_kpool_compress_gate"] = torch.zeros(idim, d, dtype=torch.bfloat16)
+        w[p + "index_kpool_compress_ape"] = torch.zeros(1, idim, dtype=torch.bfloat16)
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(dst, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    save_file({k: v.contiguous() for k, v in w.items()}, os.path.join(dst, "model.safetensors"),
+              metadata={"format": "pt"})
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/glm5chk", help="scratch folder (checkpoints are (re)written here)")
     ap.add_argument("--out", required=True, help="output folder for the golden files")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--configs", default="bf16,fp8",
+                    help="comma-separated subset of %s (default bf16,fp8)" % ",".join(CONFIGS))
     args = ap.parse_args(argv)
     from safetensors.torch import save_file
     import transformers
@@ -76,7 +114,12 @@ def main(argv=None):
         "prompt_rng": "numpy.random.default_rng(1000 + k).integers(2, vocab_size, size=T)",
         "n_gen": N_GEN, "files": {},
     }
-    for tag, cfg_path in ch.CONFIGS.items():
+    sidecar = os.path.join(args.out, "goldens.json")
+    if os.path.exists(sidecar):
+        with open(sidecar) as f:
+            side["files"] = json.load(f).get("files", {})
+    for tag in args.configs.split(","):
+        cfg_path = CONFIGS[tag]
         t0 = time.time()
         folder = os.path.join(args.work, tag)
         wc.write_checkpoint(cfg_path, folder, max_shard_bytes=4_000_000)
@@ -86,12 +129,18 @@ def main(argv=None):
         L, V = t["num_hidden_layers"], t["vocab_size"]
         _, w = glm5_ref.load_checkpoint(folder, dtype=torch.float32, device=dev)
         hf_folder = folder
+        hf_cfg, hf_w = cfg, w
         if tag == "fp8":
             hf_folder = os.path.join(args.work, "fp8-deq")
             ch.write_dequantized(folder, hf_folder)
-        m32 = ch.hf_load(hf_folder, torch.float32, dev, tag + "-fp32", L, allow_fallback_from=ch.hf_param_map(cfg, w))
+        if tag == "dense":
+            hf_folder = os.path.join(args.work, "dense-kpool1")
+            write_hf_dense(folder, hf_folder)
+            hf_cfg, hf_w = glm5_ref.load_checkpoint(hf_folder, dtype=torch.float32, device=dev)
+        m32 = ch.hf_load(hf_folder, torch.float32, dev, tag + "-fp32", L,
+                         allow_fallback_from=ch.hf_param_map(hf_cfg, hf_w))
         m16 = ch.hf_load(hf_folder, torch.bfloat16, dev, tag + "-bf16", L,
-                         allow_fallback_from=ch.hf_param_map(cfg, w))
+                         allow_fallback_from=ch.hf_param_map(hf_cfg, hf_w))
         ref = glm5_ref.Glm5Ref(cfg, w)
         tensors, prompts = {}, []
         for k, T in enumerate(LENGTHS):
@@ -143,13 +192,15 @@ def main(argv=None):
             "config": "models/glm5_next/configs/" + os.path.basename(cfg_path),
             "checkpoint": "write_checkpoint.py --config <config> (procedural weights; shard size irrelevant)",
             "fp32_model": "transformers Glm5NextForConditionalGeneration, fp32" +
-                          (", dequantised fp8 weights" if tag == "fp8" else ""),
+                          (", dequantised fp8 weights" if tag == "fp8" else "") +
+                          (", index_kpool 1 (the dense indexer; zero compression gate and position table"
+                           " added)" if tag == "dense" else ""),
             "prompts": prompts,
             "seconds": round(time.time() - t0, 1),
         }
         del m32, m16
         torch.cuda.empty_cache()
-    with open(os.path.join(args.out, "goldens.json"), "w") as f:
+    with open(sidecar, "w") as f:
         json.dump(side, f, indent=2)
         f.write("\n")
     print("goldens written to", args.out)

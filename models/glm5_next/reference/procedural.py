@@ -237,15 +237,21 @@ def _indexer(prefix, t):
     d = t["hidden_size"]
     ih, idim = t["index_n_heads"], t["index_head_dim"]
     p = prefix + "indexer."
-    return [
+    tensors = [
         (p + "wq_b.weight", BF16, [ih * idim, t["q_lora_rank"]]),
         (p + "wk.weight", BF16, [idim, d]),
         (p + "k_norm.weight", BF16, [idim]),
         (p + "k_norm.bias", BF16, [idim]),
         (p + "weights_proj.weight", BF16, [ih, d]),
-        (p + "index_kpool_compress_gate", BF16, [idim, d]),
-        (p + "index_kpool_compress_ape", BF16, [t["index_kpool"], idim]),
     ]
+    # The dense indexer (index_kpool_compress false) has no compression gate
+    # or position table (runtime/checkpoint/glm5_manifest.cpp).
+    if t.get("index_kpool_compress", True):
+        tensors += [
+            (p + "index_kpool_compress_gate", BF16, [idim, d]),
+            (p + "index_kpool_compress_ape", BF16, [t["index_kpool"], idim]),
+        ]
+    return tensors
 
 
 def _kda(prefix, t):

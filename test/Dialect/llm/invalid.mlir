@@ -1221,6 +1221,24 @@ func.func @kpool_indexer_selection_width(%q: tensor<?x2x8xbf16>, %w: tensor<?x2x
 
 // -----
 
+// Tests that the verifier rejects a dense (kpool = 1) selection narrower than topk.
+func.func @kpool_indexer_dense_selection_width(%q: tensor<?x2x8xbf16>, %w: tensor<?x2xf32>, %p: !llm.index_pool<page_size = 16, kpool = 1, width = 8, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %bt: tensor<?x?xi32>) {
+  // expected-error@+1 {{expected selection width >= topk + kpool - 1 = 16, got 15}}
+  %s, %n = llm.kpool_indexer %q, %w, %p, %pos, %st, %bt {topk = 16 : i64, kpool = 1 : i64, heads = 2 : i64, head_dim = 8 : i64, scale = 0.25 : f32} : (tensor<?x2x8xbf16>, tensor<?x2xf32>, !llm.index_pool<page_size = 16, kpool = 1, width = 8, bf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x15xi32>, tensor<?xi32>)
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects a dense (kpool = 1) index pool read by an indexer of kpool 4.
+func.func @kpool_indexer_dense_pool(%q: tensor<?x2x8xbf16>, %w: tensor<?x2xf32>, %p: !llm.index_pool<page_size = 16, kpool = 1, width = 8, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %bt: tensor<?x?xi32>) {
+  // expected-error@+1 {{expected index pool kpool 4, got 1}}
+  %s, %n = llm.kpool_indexer %q, %w, %p, %pos, %st, %bt {topk = 16 : i64, kpool = 4 : i64, heads = 2 : i64, head_dim = 8 : i64, scale = 0.25 : f32} : (tensor<?x2x8xbf16>, tensor<?x2xf32>, !llm.index_pool<page_size = 16, kpool = 1, width = 8, bf16>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x19xi32>, tensor<?xi32>)
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects a rank-1 selection.
 func.func @kpool_indexer_selection_rank(%q: tensor<?x2x8xbf16>, %w: tensor<?x2xf32>, %p: !llm.index_pool<page_size = 16, kpool = 4, width = 8, bf16>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %bt: tensor<?x?xi32>) {
   // expected-error@+1 {{expected selection rank 2, got 1}}
@@ -1284,9 +1302,9 @@ func.func @latent_cache_gather_result(%c: !llm.latent_pool<page_size = 16, width
 
 // -----
 
-// Tests that the verifier rejects pooled keys whose width differs from the pool width.
-func.func @index_cache_write_pooled(%p: !llm.index_pool<page_size = 16, kpool = 4, width = 8, bf16>, %k: tensor<?x9xf32>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %bt: tensor<?x?xi32>) {
-  // expected-error@+1 {{expected pooled shape ?x8, got ?x9}}
+// Tests that the verifier rejects keys whose width differs from the pool width.
+func.func @index_cache_write_keys(%p: !llm.index_pool<page_size = 16, kpool = 4, width = 8, bf16>, %k: tensor<?x9xf32>, %pos: tensor<?xi32>, %st: tensor<?xi32>, %bt: tensor<?x?xi32>) {
+  // expected-error@+1 {{expected keys shape ?x8, got ?x9}}
   %p1 = llm.index_cache_write %p, %k, %pos, %st, %bt : (!llm.index_pool<page_size = 16, kpool = 4, width = 8, bf16>, tensor<?x9xf32>, tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> !llm.index_pool<page_size = 16, kpool = 4, width = 8, bf16>
   return
 }

@@ -285,6 +285,29 @@ func.func @kpool_indexer(%k: tensor<?x128xbf16>, %g: tensor<?x128xbf16>, %ape: t
 
 // -----
 
+// Tests that the dense indexer (kpool = 1: per-token bf16 keys, no compression, no ring) round-trips.
+// CHECK-LABEL: @dense_indexer
+func.func @dense_indexer(%k: tensor<?x128xbf16>,
+    %p0: !llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>,
+    %iq: tensor<?x32x128xbf16>, %iw: tensor<?x32xf32>, %pos: tensor<?xi32>, %starts: tensor<?xi32>,
+    %bt: tensor<?x?xi32>) -> (tensor<?x2048xi32>, tensor<?xi32>) {
+  // CHECK: %[[P1:.+]] = llm.index_cache_write %{{.*}} : (!llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>, tensor<?x128xbf16>
+  %p1 = llm.index_cache_write %p0, %k, %pos, %starts, %bt
+      : (!llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>, tensor<?x128xbf16>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> !llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>
+  // CHECK: llm.kpool_indexer %{{.*}}, %{{.*}}, %[[P1]]
+  // CHECK-SAME: kpool = 1 : i64
+  %sel, %cnt = llm.kpool_indexer %iq, %iw, %p1, %pos, %starts, %bt
+      {topk = 2048 : i64, kpool = 1 : i64, heads = 32 : i64, head_dim = 128 : i64,
+       scale = 0.015625 : f32}
+      : (tensor<?x32x128xbf16>, tensor<?x32xf32>,
+         !llm.index_pool<page_size = 64, kpool = 1, width = 128, bf16>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?x?xi32>) -> (tensor<?x2048xi32>, tensor<?xi32>)
+  return %sel, %cnt : tensor<?x2048xi32>, tensor<?xi32>
+}
+
+// -----
+
 // Tests that the index cache and tail ring gathers round-trip (bf16 index pool).
 // CHECK-LABEL: @cache_gathers
 func.func @cache_gathers(%p: !llm.index_pool<page_size = 64, kpool = 4, width = 128, bf16>,

@@ -1296,6 +1296,117 @@ def kpool_indexer_fp8():
     return p, [rsel, rcnt]
 
 
+def _dense_indexer_steps(chunk, dt="bf16", seed=30):
+    """The dense indexer (kpool = 1) over whole prompts in chunks of `chunk`
+    tokens: two requests of 20 (< topk) and 90 (> topk) tokens prefilled side
+    by side, each step an index_cache_write of its tokens' keys then a
+    kpool_indexer, the pool threaded from step to step; some keys of request
+    1 are copies of the key before them (exactly tied scores: ties go to the
+    lowest position), some head weights negative. Expected: per token at
+    position x the top min(topk, x + 1) of the request's keys 0..x (scores
+    sum_h w_h relu(q_h . k_j) scale, descending, ties to the lowest j) in
+    position order, then -1; counts min(topk, x + 1); the pool's rows."""
+    p = Program(seed)
+    PS, W, HI, TOPK, S = 8, 16, 3, 24, 32
+    fp8 = dt == "f8E4M3FN"
+    lengths = [20, 90]
+    pages_per = [(n + PS - 1) // PS for n in lengths]
+    npages = sum(pages_per) + 4
+    perm = np.random.default_rng(seed).permutation(npages).astype(np.int32)
+    bt = np.full((2, max(pages_per)), -1, dtype=np.int32)
+    bt[0, :pages_per[0]] = perm[:pages_per[0]]
+    bt[1, :pages_per[1]] = perm[pages_per[0]:pages_per[0] + pages_per[1]]
+    keys = [p.rand((n, W), "bf16") for n in lengths]
+    keys[1][41:61:2] = keys[1][40:60:2]
+    qs = [p.rand((n, HI, W), "bf16") for n in lengths]
+    ws = [p.rand((n, HI), "f32", -0.2, 1) for n in lengths]
+    ty = f"!llm.index_pool<page_size = {PS}, kpool = 1, width = {W}, {dt}>"
+    if fp8:
+        raw, _ = fp8_pages(p, npages, PS, W)
+        vc, hc = p.cache(raw, "i8", ty)
+    else:
+        pool = p.rand((npages, PS, W), "bf16")
+        vc, hc = p.cache(pool, "bf16", ty)
+    scale = 0.144337567
+    Hm = hadamard(W)
+    stored = [np.zeros((n, W)) for n in lengths]  # keys as the indexer reads them
+    expected = []
+    for s0 in range(0, max(lengths), chunk):
+        active = [r for r in range(2) if s0 < lengths[r]]
+        spans = [(r, s0, min(s0 + chunk, lengths[r])) for r in active]
+        pos = np.concatenate([np.arange(a, b) for _, a, b in spans]).astype(np.int32)
+        starts = np.cumsum([0] + [b - a for _, a, b in spans]).astype(np.int32)
+        T = len(pos)
+        k = np.concatenate([keys[r][a:b] for r, a, b in spans])
+        q = np.concatenate([qs[r][a:b] for r, a, b in spans])
+        w = np.concatenate([ws[r][a:b] for r, a, b in spans])
+        sbt = bt[active]
+        vk, vp, vs, vb = p.input(k, "bf16"), p.input(pos, "i32"), p.input(starts, "i32"), p.input(sbt, "i32")
+        vq, vw = p.input(q, "bf16"), p.input(w, "f32")
+        c1, sel, cnt = p.fresh(), p.fresh(), p.fresh()
+        meta = (f"{ttype((T,), 'i32', True)}, {ttype(starts.shape, 'i32', True)}, "
+                f"{ttype(sbt.shape, 'i32', True)}")
+        p.op(f"{c1} = llm.index_cache_write {vc}, {vk}, {vp}, {vs}, {vb} : ({ty}, {ttype((T, W), 'bf16', True)}, "
+             f"{meta}) -> {ty}")
+        p.op(f"{sel}, {cnt} = llm.kpool_indexer {vq}, {vw}, {c1}, {vp}, {vs}, {vb} "
+             f"{{topk = {TOPK} : i64, kpool = 1 : i64, heads = {HI} : i64, head_dim = {W} : i64, scale = {scale} : f32}} : "
+             f"({ttype((T, HI, W), 'bf16', True)}, {ttype((T, HI), 'f32', True)}, {ty}, {meta}) -> "
+             f"({ttype((T, S), 'i32', True)}, {ttype((T,), 'i32', True)})")
+        vc = c1
+        p.print_tensor(sel, (T, S), "i32")
+        p.print_tensor(cnt, (T,), "i32")
+        # The written rows (the pool's own rounding), then the selections.
+        for r, a, b in spans:
+            for x in range(a, b):
+                page, row = bt[r][x // PS], x % PS
+                if fp8:
+                    codes, sigma = fp8_index_row(keys[r][x])
+                    raw[page, row * W:(row + 1) * W] = codes
+                    raw[page, PS * W + 4 * row:PS * W + 4 * row + 4] = np.array([sigma], np.float32).view(np.uint8)
+                    stored[r][x] = fp8_decode(codes) * np.float64(sigma)
+                else:
+                    pool[page, row] = keys[r][x]
+                    stored[r][x] = keys[r][x]
+        rsel = np.full((T, S), -1, dtype=np.int64)
+        rcnt = np.zeros(T, dtype=np.int64)
+        t = 0
+        for r, a, b in spans:
+            for x in range(a, b):
+                L = x + 1
+                qq = qs[r][x].astype(np.float64)
+                if fp8:  # rotated queries (fp32, not quantised) against rotated keys
+                    qq = qq @ Hm.T
+                sc = (ws[r][x][:, None] * np.maximum(qq @ stored[r][:L].T, 0)).sum(0) * np.float32(scale)
+                chosen = sorted(range(L) if TOPK >= L else np.argsort(-sc, kind="stable")[:TOPK])
+                rsel[t, :len(chosen)] = chosen
+                rcnt[t] = len(chosen)
+                t += 1
+        expected += [rsel, rcnt]
+    p.print_cache(hc)
+    expected.append(raw.astype(np.int64) if fp8 else pool)
+    return p, expected
+
+
+@case
+def dense_indexer_chunk1():
+    return _dense_indexer_steps(1)
+
+
+@case
+def dense_indexer_chunk3():
+    return _dense_indexer_steps(3)
+
+
+@case
+def dense_indexer_chunk64():
+    return _dense_indexer_steps(64)
+
+
+@case
+def dense_indexer_fp8_chunk3():
+    return _dense_indexer_steps(3, dt="f8E4M3FN", seed=31)
+
+
 @case
 def dense_block():
     """A composed step: embedding -> hc_expand -> mhc_pre -> rms_norm ->
