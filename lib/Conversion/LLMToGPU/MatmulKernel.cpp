@@ -33,7 +33,11 @@
 // expert's weights and writes each row back to its slot through the
 // epilogue: SwiGLU of the gate and up accumulators (moe_up: two weights
 // against the same A fragments) or the routing weight (moe_down), with the
-// rounding points of FfnOps.cpp.
+// rounding points of FfnOps.cpp. Expert-parallel (GroupedExperts::
+// rankExperts): the grouping is over all experts, the weights hold the
+// rank's; a tile of the rank's expert multiplies by its local index (global
+// expert minus the rank's first), a tile of another rank's expert stores 0
+// into its slots (they contribute nothing to the rank's partial sum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -660,8 +664,14 @@ public:
   struct Grouped {
     bool up = true;
     int64_t topK = 0, experts = 0, minSlots = 0;
+    /// GroupedExperts::rankExperts (0: every expert is in the weights).
+    int64_t rankExperts = 0;
     double limit = 0;
     Value order, starts, routeWeights;
+    /// Expert parallelism: the rank's ep coordinate (the i64 argument; its
+    /// first expert is computed where a tile needs it, so that nothing
+    /// stays live across the kernel's loops).
+    Value coordinate;
   };
   /// The grouped kernel's body from its arguments (buildGroupedExpertKernel),
   /// without the return.
@@ -688,6 +698,20 @@ private:
     Value tid, firstExpert, firstTile, tiles, found;
   };
   ExpertTiles scanExpertTiles(int64_t tileRows);
+  /// Sets `expert` (the weights' index) for the tile of global expert
+  /// `found`; returns whether the expert is the rank's (block-uniform),
+  /// null when every expert is (no expert parallelism). Another rank's
+  /// expert gets index 0, never read.
+  Value bindTileExpert(Value found);
+  /// `owned` ? mine() : theirs(), or mine() alone when `owned` is null
+  /// (a block-uniform branch: both may hold barriers).
+  void ifRankExpert(Value owned, llvm::function_ref<void()> mine,
+                    llvm::function_ref<void()> theirs);
+  /// Stores 0 into the columns [colBase, + columns) of the slots at
+  /// positions [rowStart, + rows) below rowEnd: a tile of another rank's
+  /// expert, whose slots contribute nothing to this rank's sum (runs of
+  /// kRunColumns by the block's threads).
+  void storeGroupedZeros(int64_t rows, Value colBase, int64_t columns);
   /// Tiles of expert `e` (< experts, else 0) of `table`.
   Value expertTiles(const ExpertTiles &table, Value e);
   /// The expert of grouped tile `tile` and the tile's place among that
@@ -2424,9 +2448,11 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
   g.topK = e.topK;
   g.experts = e.experts;
   g.minSlots = e.minSlots;
+  g.rankExperts = e.rankExperts;
   g.limit = e.limit;
-  // moe_up: (x, chosen, order, starts, gate[, scales], up[, scales], act);
-  // moe_down: (act, chosen, weights, order, starts, down[, scales], routed).
+  // moe_up: (x, chosen, order, starts[, ep coordinate], gate[, scales],
+  // up[, scales], act); moe_down: (act, chosen, weights, order, starts[, ep
+  // coordinate], down[, scales], routed).
   unsigned n = 0;
   x = args[n++];
   ++n; // chosen: the grouping already holds it
@@ -2434,6 +2460,8 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
     g.routeWeights = args[n++];
   g.order = args[n++];
   g.starts = args[n++];
+  if (e.expertParallel())
+    g.coordinate = args[n++];
   w = args[n++];
   if (p.fp8Weight)
     scales = args[n++];
@@ -2584,7 +2612,8 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                                                    Value arena,
                                                    int64_t splits) {
   grouped = bindGroupedArgs(args, e);
-  auto [tid, bx, sg, colBase] = placeSplitSubgroup();
+  Value tid, bx, sg, colBase;
+  std::tie(tid, bx, sg, colBase) = placeSplitSubgroup();
   rowBases.push_back(idx(0));
   int64_t numWeights = grouped->up ? 2 : 1;
   Value partial = viewWorkgroupArena(
@@ -2607,34 +2636,40 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                             idx(grouped->experts)),
       false);
   b.setInsertionPoint(ifValid.thenBlock()->getTerminator());
-  expert = found;
   auto start = [&](Value v) {
     return arith::IndexCastOp::create(
         b, loc, b.getIndexType(),
         memref::LoadOp::create(b, loc, grouped->starts, v));
   };
-  rowStart = add(start(expert), mul(local, mi.m));
-  rowEnd = start(add(expert, 1));
+  rowStart = add(start(found), mul(local, mi.m));
+  rowEnd = start(add(found, 1));
+  Value owned = bindTileExpert(found);
 
-  storePartials(partial, sg, splits, numWeights);
-  // Each thread adds up some of the tile's elements, subgroup by subgroup,
-  // and writes them through the epilogue.
-  int64_t threads = splits * t.subgroupSize;
-  for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
-    Value at = add(tid, i * threads);
-    Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
-    Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
-    Value pos = add(rowStart, row);
-    auto inRange = scf::IfOp::create(
-        b, loc,
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, pos, rowEnd),
-        false);
-    OpBuilder::InsertionGuard rowGuard(b);
-    b.setInsertionPoint(inRange.thenBlock()->getTerminator());
-    SmallVector<Value> sums = sumPartials(partial, splits, numWeights, row, col);
-    storeGroupedElement(pos, add(colBase, col), sums[0],
-                        grouped->up ? sums[1] : Value());
-  }
+  auto multiply = [&] {
+    storePartials(partial, sg, splits, numWeights);
+    // Each thread adds up some of the tile's elements, subgroup by
+    // subgroup, and writes them through the epilogue.
+    int64_t threads = splits * t.subgroupSize;
+    for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
+      Value at = add(tid, i * threads);
+      Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+      Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+      Value pos = add(rowStart, row);
+      auto inRange = scf::IfOp::create(
+          b, loc,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, pos,
+                                rowEnd),
+          false);
+      OpBuilder::InsertionGuard rowGuard(b);
+      b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+      SmallVector<Value> sums =
+          sumPartials(partial, splits, numWeights, row, col);
+      storeGroupedElement(pos, add(colBase, col), sums[0],
+                          grouped->up ? sums[1] : Value());
+    }
+  };
+  ifRankExpert(owned, multiply,
+               [&] { storeGroupedZeros(mi.m, colBase, t.tileN()); });
   // The next tile of this block overwrites the partial sums.
   gpu::BarrierOp::create(b, loc);
 }
@@ -2666,12 +2701,71 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
                                       found, idx(g.experts));
   auto ifValid = scf::IfOp::create(b, loc, valid, false);
   b.setInsertionPointToStart(ifValid.thenBlock());
-  expert = found;
-  rowStart = add(start(expert), mul(local, t.tileM()));
-  rowEnd = start(add(expert, 1));
+  rowStart = add(start(found), mul(local, t.tileM()));
+  rowEnd = start(add(found, 1));
   tileRow = idx(0);
+  Value owned = bindTileExpert(found);
 
-  storeGroupedResults(accumulate(g.up ? 2 : 1));
+  ifRankExpert(
+      owned, [&] { storeGroupedResults(accumulate(g.up ? 2 : 1)); },
+      [&] { storeGroupedZeros(t.tileM(), tileCol, t.tileN()); });
+}
+
+Value MatmulKernelBuilder::bindTileExpert(Value found) {
+  if (!grouped->coordinate) {
+    expert = found;
+    return Value();
+  }
+  // Unsigned: an expert below the rank's first wraps past rankExperts.
+  Value first = mul(toIndex(grouped->coordinate), grouped->rankExperts);
+  Value index = arith::SubIOp::create(b, loc, found, first);
+  Value owned = ult(index, idx(grouped->rankExperts));
+  expert = arith::SelectOp::create(b, loc, owned, index, idx(0));
+  return owned;
+}
+
+void MatmulKernelBuilder::ifRankExpert(Value owned,
+                                       llvm::function_ref<void()> mine,
+                                       llvm::function_ref<void()> theirs) {
+  if (!owned) {
+    mine();
+    return;
+  }
+  auto op = scf::IfOp::create(b, loc, owned, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op.thenBlock()->getTerminator());
+  mine();
+  b.setInsertionPoint(op.elseBlock()->getTerminator());
+  theirs();
+}
+
+void MatmulKernelBuilder::storeGroupedZeros(int64_t rows, Value colBase,
+                                            int64_t columns) {
+  auto func =
+      b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
+  int64_t threads = func.getKnownBlockSizeAttr()[0];
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t runsPerRow = columns / kRunColumns;
+  int64_t runs = rows * runsPerRow;
+  SmallVector<Value> zero(kRunColumns, cf32(0.0));
+  Value k = idx(grouped->topK);
+  for (int64_t r = 0; r * threads < runs; ++r) {
+    Value run = add(tid, r * threads);
+    Value pos =
+        add(rowStart, arith::DivUIOp::create(b, loc, run, idx(runsPerRow)));
+    Value col = add(
+        colBase, mul(arith::RemUIOp::create(b, loc, run, idx(runsPerRow)),
+                     kRunColumns));
+    Value inside = ult(pos, rowEnd);
+    if ((r + 1) * threads > runs)
+      inside = arith::AndIOp::create(b, loc, ult(run, idx(runs)), inside);
+    ifThen(inside, [&] {
+      Value slot = slotAt(pos);
+      storeRun(zero, y,
+               {arith::DivUIOp::create(b, loc, slot, k),
+                arith::RemUIOp::create(b, loc, slot, k), col});
+    });
+  }
 }
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
