@@ -235,7 +235,8 @@ StatusOr<Buffer *> RankGroups::gatherStaging(uint64_t bytes, Stream &stream) {
         bytes, current ? current->size() : 0);
   // At least doubled, so that growing steps reallocate rarely; the smaller
   // buffers stay allocated for the graphs captured with them.
-  uint64_t size = std::max<uint64_t>(bytes, current ? 2 * current->size() : 0);
+  uint64_t size =
+      std::max<uint64_t>({bytes, current ? 2 * current->size() : 0, 1});
   STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
                           device_.allocate(size, 64));
   staging_.push_back(std::move(buffer));
