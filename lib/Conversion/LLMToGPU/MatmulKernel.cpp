@@ -36,8 +36,9 @@
 // rounding points of FfnOps.cpp. Expert-parallel (GroupedExperts::
 // rankExperts): the grouping is over all experts, the weights hold the
 // rank's; a tile of the rank's expert multiplies by its local index (global
-// expert minus the rank's first), a tile of another rank's expert stores 0
-// into its slots (they contribute nothing to the rank's partial sum).
+// expert minus the rank's first), a tile of another rank's expert skips the
+// products and stores 0 into its slots through the same epilogue (they
+// contribute nothing to the rank's partial sum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -698,20 +699,19 @@ private:
     Value tid, firstExpert, firstTile, tiles, found;
   };
   ExpertTiles scanExpertTiles(int64_t tileRows);
-  /// Sets `expert` (the weights' index) for the tile of global expert
-  /// `found`; returns whether the expert is the rank's (block-uniform),
-  /// null when every expert is (no expert parallelism). Another rank's
-  /// expert gets index 0, never read.
-  Value bindTileExpert(Value found);
-  /// `owned` ? mine() : theirs(), or mine() alone when `owned` is null
-  /// (a block-uniform branch: both may hold barriers).
-  void ifRankExpert(Value owned, llvm::function_ref<void()> mine,
-                    llvm::function_ref<void()> theirs);
-  /// Stores 0 into the columns [colBase, + columns) of the slots at
-  /// positions [rowStart, + rows) below rowEnd: a tile of another rank's
-  /// expert, whose slots contribute nothing to this rank's sum (runs of
-  /// kRunColumns by the block's threads).
-  void storeGroupedZeros(int64_t rows, Value colBase, int64_t columns);
+  /// Binds the tile of global expert `found`: `expert` (its index in the
+  /// weights) and `tileOwned` (whether it is the rank's; null without
+  /// expert parallelism, when every expert is).
+  void bindTileExpert(Value found);
+  /// `weights`' accumulators of the tile (accumulate), zeros for another
+  /// rank's expert without multiplying (a block-uniform branch).
+  SmallVector<Value> accumulateRankExpert(int64_t weights);
+  /// The epilogue's value `v` of a slot, 0 in a tile of another rank's
+  /// expert: those slots contribute nothing to this rank's sum. One store
+  /// path for both keeps the registers of the kernel without expert
+  /// parallelism (a separate zero-store branch raised moe_up's VGPRs on
+  /// gfx950 from 157 to 221).
+  Value rankValue(Value v);
   /// Tiles of expert `e` (< experts, else 0) of `table`.
   Value expertTiles(const ExpertTiles &table, Value e);
   /// The expert of grouped tile `tile` and the tile's place among that
@@ -727,8 +727,11 @@ private:
                      int64_t numWeights) {
     int64_t range = p.k / splits;
     Value kBegin = mul(sg, range);
-    SmallVector<Value> accs =
-        accumulate(numWeights, kBegin, add(kBegin, range));
+    Value kEnd = add(kBegin, range);
+    // Another rank's expert: an empty K range, zero partial sums.
+    if (tileOwned)
+      kEnd = arith::SelectOp::create(b, loc, tileOwned, kEnd, kBegin);
+    SmallVector<Value> accs = accumulate(numWeights, kBegin, kEnd);
     int64_t perWeight = t.fragsM * t.fragsN;
     for (int64_t wi = 0; wi < numWeights; ++wi)
       for (int64_t i = 0; i < t.fragsM; ++i)
@@ -827,7 +830,7 @@ private:
   void storeStreams(Value acc, Value row, Value col, ArrayRef<Value> weights);
 
   std::optional<Grouped> grouped;
-  Value expert, rowStart, rowEnd;
+  Value expert, tileOwned, rowStart, rowEnd;
   /// The dense projection's epilogue (Store for linears).
   DenseMatmul dense;
   /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
@@ -1343,10 +1346,10 @@ void MatmulKernelBuilder::storeGroupedRun(Value pos, Value col,
     routeWeight = memref::LoadOp::create(b, loc, grouped->routeWeights,
                                          ValueRange{tok, slotInToken});
   for (int64_t c = 0; c < kRunColumns; ++c)
-    v.push_back(grouped->up
-                    ? swiglu(run[c], upRun[c], grouped->limit)
+    v.push_back(rankValue(
+        grouped->up ? swiglu(run[c], upRun[c], grouped->limit)
                     : arith::MulFOp::create(b, loc, routeWeight, run[c])
-                          .getResult());
+                          .getResult()));
   storeRun(v, y, {tok, slotInToken, col});
 }
 
@@ -2643,33 +2646,29 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
   };
   rowStart = add(start(found), mul(local, mi.m));
   rowEnd = start(add(found, 1));
-  Value owned = bindTileExpert(found);
+  bindTileExpert(found);
 
-  auto multiply = [&] {
-    storePartials(partial, sg, splits, numWeights);
-    // Each thread adds up some of the tile's elements, subgroup by
-    // subgroup, and writes them through the epilogue.
-    int64_t threads = splits * t.subgroupSize;
-    for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
-      Value at = add(tid, i * threads);
-      Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
-      Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
-      Value pos = add(rowStart, row);
-      auto inRange = scf::IfOp::create(
-          b, loc,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, pos,
-                                rowEnd),
-          false);
-      OpBuilder::InsertionGuard rowGuard(b);
-      b.setInsertionPoint(inRange.thenBlock()->getTerminator());
-      SmallVector<Value> sums =
-          sumPartials(partial, splits, numWeights, row, col);
-      storeGroupedElement(pos, add(colBase, col), sums[0],
-                          grouped->up ? sums[1] : Value());
-    }
-  };
-  ifRankExpert(owned, multiply,
-               [&] { storeGroupedZeros(mi.m, colBase, t.tileN()); });
+  // Another rank's expert: no products (an empty K range); its elements
+  // store 0 (rankValue).
+  storePartials(partial, sg, splits, numWeights);
+  // Each thread adds up some of the tile's elements, subgroup by subgroup,
+  // and writes them through the epilogue.
+  int64_t threads = splits * t.subgroupSize;
+  for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
+    Value at = add(tid, i * threads);
+    Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+    Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+    Value pos = add(rowStart, row);
+    auto inRange = scf::IfOp::create(
+        b, loc,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, pos, rowEnd),
+        false);
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+    SmallVector<Value> sums = sumPartials(partial, splits, numWeights, row, col);
+    storeGroupedElement(pos, add(colBase, col), sums[0],
+                        grouped->up ? sums[1] : Value());
+  }
   // The next tile of this block overwrites the partial sums.
   gpu::BarrierOp::create(b, loc);
 }
@@ -2704,68 +2703,66 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
   rowStart = add(start(found), mul(local, t.tileM()));
   rowEnd = start(add(found, 1));
   tileRow = idx(0);
-  Value owned = bindTileExpert(found);
+  bindTileExpert(found);
 
-  ifRankExpert(
-      owned, [&] { storeGroupedResults(accumulate(g.up ? 2 : 1)); },
-      [&] { storeGroupedZeros(t.tileM(), tileCol, t.tileN()); });
+  storeGroupedResults(accumulateRankExpert(g.up ? 2 : 1));
 }
 
-Value MatmulKernelBuilder::bindTileExpert(Value found) {
-  if (!grouped->coordinate) {
-    expert = found;
-    return Value();
-  }
+void MatmulKernelBuilder::bindTileExpert(Value found) {
+  expert = found;
+  tileOwned = Value();
+  if (!grouped->coordinate)
+    return;
   // Unsigned: an expert below the rank's first wraps past rankExperts.
   Value first = mul(toIndex(grouped->coordinate), grouped->rankExperts);
   Value index = arith::SubIOp::create(b, loc, found, first);
-  Value owned = ult(index, idx(grouped->rankExperts));
-  expert = arith::SelectOp::create(b, loc, owned, index, idx(0));
-  return owned;
+  tileOwned = ult(index, idx(grouped->rankExperts));
+  // Another rank's expert reads no weights; index 0 keeps every address
+  // inside the rank's.
+  expert = arith::SelectOp::create(b, loc, tileOwned, index, idx(0));
 }
 
-void MatmulKernelBuilder::ifRankExpert(Value owned,
-                                       llvm::function_ref<void()> mine,
-                                       llvm::function_ref<void()> theirs) {
-  if (!owned) {
-    mine();
-    return;
+SmallVector<Value> MatmulKernelBuilder::accumulateRankExpert(int64_t weights) {
+  if (!tileOwned)
+    return accumulate(weights);
+  // The accumulators' types are the form's (plain, staged, wgmma): built
+  // first inside a result-less branch (so that the builders see the
+  // kernel around them), then moved into the branch that yields them.
+  auto built = scf::IfOp::create(b, loc, tileOwned, /*withElseRegion=*/false);
+  SmallVector<Value> accs;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(built.thenBlock()->getTerminator());
+    accs = accumulate(weights);
   }
-  auto op = scf::IfOp::create(b, loc, owned, /*withElseRegion=*/true);
+  SmallVector<Type> types;
+  for (Value acc : accs)
+    types.push_back(acc.getType());
+  auto ifOwned = scf::IfOp::create(b, loc, types, tileOwned,
+                                   /*withElseRegion=*/true);
+  Block *then = ifOwned.thenBlock();
+  then->getOperations().splice(then->end(),
+                               built.thenBlock()->getOperations(),
+                               built.thenBlock()->begin(),
+                               std::prev(built.thenBlock()->end()));
+  built.erase();
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(op.thenBlock()->getTerminator());
-  mine();
-  b.setInsertionPoint(op.elseBlock()->getTerminator());
-  theirs();
+  b.setInsertionPointToEnd(then);
+  scf::YieldOp::create(b, loc, accs);
+  b.setInsertionPointToEnd(ifOwned.elseBlock());
+  SmallVector<Value> zeros;
+  for (Type type : types)
+    zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(type)));
+  scf::YieldOp::create(b, loc, zeros);
+  return SmallVector<Value>(ifOwned.getResults());
 }
 
-void MatmulKernelBuilder::storeGroupedZeros(int64_t rows, Value colBase,
-                                            int64_t columns) {
-  auto func =
-      b.getInsertionBlock()->getParent()->getParentOfType<gpu::GPUFuncOp>();
-  int64_t threads = func.getKnownBlockSizeAttr()[0];
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  int64_t runsPerRow = columns / kRunColumns;
-  int64_t runs = rows * runsPerRow;
-  SmallVector<Value> zero(kRunColumns, cf32(0.0));
-  Value k = idx(grouped->topK);
-  for (int64_t r = 0; r * threads < runs; ++r) {
-    Value run = add(tid, r * threads);
-    Value pos =
-        add(rowStart, arith::DivUIOp::create(b, loc, run, idx(runsPerRow)));
-    Value col = add(
-        colBase, mul(arith::RemUIOp::create(b, loc, run, idx(runsPerRow)),
-                     kRunColumns));
-    Value inside = ult(pos, rowEnd);
-    if ((r + 1) * threads > runs)
-      inside = arith::AndIOp::create(b, loc, ult(run, idx(runs)), inside);
-    ifThen(inside, [&] {
-      Value slot = slotAt(pos);
-      storeRun(zero, y,
-               {arith::DivUIOp::create(b, loc, slot, k),
-                arith::RemUIOp::create(b, loc, slot, k), col});
-    });
-  }
+Value MatmulKernelBuilder::rankValue(Value v) {
+  if (!tileOwned)
+    return v;
+  return arith::SelectOp::create(
+      b, loc, tileOwned, v,
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())));
 }
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
@@ -2819,7 +2816,7 @@ void MatmulKernelBuilder::storeGroupedElement(Value pos, Value col, Value acc,
         b, loc, grouped->routeWeights, ValueRange{tok, slotInToken});
     v = arith::MulFOp::create(b, loc, routeWeight, roundTo(acc, act));
   }
-  v = arith::TruncFOp::create(b, loc, act, v);
+  v = arith::TruncFOp::create(b, loc, act, rankValue(v));
   memref::StoreOp::create(b, loc, v, y, ValueRange{tok, slotInToken, col});
 }
 
