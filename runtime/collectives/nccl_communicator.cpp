@@ -37,6 +37,16 @@ constexpr ncclResult_t ncclRemoteError = 6;
 constexpr ncclResult_t ncclInProgress = 7;
 constexpr int ncclUint8 = 1, ncclInt32 = 2, ncclFloat32 = 7, ncclBfloat16 = 9;
 constexpr int ncclSum = 0, ncclMax = 2;
+/// The head of ncclConfig_t as NCCL 2.14 defined it. The library copies
+/// `size` bytes over its defaults (NCCL_CONFIG_INITIALIZER) and resets every
+/// field newer than `version`, so this prefix works with every later release
+/// and leaves their fields at their defaults.
+struct ncclConfig {
+  size_t size = sizeof(ncclConfig);
+  unsigned magic = 0xcafebeef;
+  unsigned version = 21400; // NCCL_VERSION(2, 14, 0)
+  int blocking = 0;         // ncclCommInitRankConfig returns at once
+};
 /// cuStreamQuery / hipStreamQuery "not ready" (CUDA_ERROR_NOT_READY,
 /// hipErrorNotReady).
 constexpr int kStreamNotReady = 600;
@@ -44,7 +54,8 @@ constexpr int kStreamNotReady = 600;
 struct NcclApi {
   ncclResult_t (*getVersion)(int *);
   ncclResult_t (*getUniqueId)(ncclUniqueId *);
-  ncclResult_t (*commInitRank)(ncclComm_t *, int, ncclUniqueId, int);
+  ncclResult_t (*commInitRankConfig)(ncclComm_t *, int, ncclUniqueId, int,
+                                     ncclConfig *);
   ncclResult_t (*commDestroy)(ncclComm_t);
   ncclResult_t (*commAbort)(ncclComm_t);
   ncclResult_t (*commGetAsyncError)(ncclComm_t, ncclResult_t *);
@@ -92,7 +103,7 @@ StatusOr<NcclApi> loadNccl(NcclFlavor flavor, const std::string &library) {
   };
   resolve(api.getVersion, "ncclGetVersion");
   resolve(api.getUniqueId, "ncclGetUniqueId");
-  resolve(api.commInitRank, "ncclCommInitRank");
+  resolve(api.commInitRankConfig, "ncclCommInitRankConfig");
   resolve(api.commDestroy, "ncclCommDestroy");
   resolve(api.commAbort, "ncclCommAbort");
   resolve(api.commGetAsyncError, "ncclCommGetAsyncError");
@@ -171,7 +182,8 @@ public:
                              value->size(), sizeof(id));
       std::memcpy(id.internal, value->data(), sizeof(id));
     }
-    // Everyone alive before entering NCCL's blocking init.
+    // Everyone alive before NCCL's init: a rank that never started is
+    // named here, by the store.
     std::string ready_key = group_.prefix + "/nccl/ready";
     STRATA_ASSIGN_OR_RETURN(int64_t arrived, group_.store->add(ready_key, 1));
     Clock::time_point deadline = Clock::now() + monitor_->transportTimeout();
@@ -180,18 +192,24 @@ public:
         return fail(0, "connect",
                     Status(StatusCode::kDeadlineExceeded,
                            fmt::format("{} of {} ranks reached the store "
-                                       "barrier before ncclCommInitRank",
+                                       "barrier before ncclCommInitRankConfig",
                                        arrived, group_.size)));
       std::this_thread::sleep_for(milliseconds(2));
       STRATA_ASSIGN_OR_RETURN(arrived, group_.store->add(ready_key, 0));
     }
-    Status s = check("ncclCommInitRank",
-                     api_.commInitRank(&comm_, group_.size, id, group_.rank));
-    if (!s.ok()) {
+    // Non-blocking init: a rank that dies after the barrier leaves the
+    // others polling (and, at the deadline, aborting) instead of blocked
+    // inside NCCL, where nothing could stop them.
+    ncclConfig config;
+    ncclResult_t rc = api_.commInitRankConfig(&comm_, group_.size, id,
+                                              group_.rank, &config);
+    if (rc != ncclSuccess && rc != ncclInProgress) {
+      Status s = check("ncclCommInitRankConfig", rc);
       comm_ = nullptr;
       return fail(0, "connect", s);
     }
-    return okStatus();
+    return awaitCommunicator("ncclCommInitRankConfig", 0, "connect",
+                             deadline);
   }
 
   const char *backendName() const override {
@@ -207,7 +225,7 @@ public:
     STRATA_RETURN_IF_ERROR(checkRegion(name, "send", send, count, type));
     STRATA_RETURN_IF_ERROR(checkRegion(name, "recv", recv, count, type));
     return enqueue(name, stream, [&](void *s) {
-      return check("ncclAllReduce",
+      return called("ncclAllReduce",
                    api_.allReduce(address(send), address(recv), count,
                                   ncclTypeOf(type), ncclOpOf(op), comm_, s));
     });
@@ -220,7 +238,7 @@ public:
     STRATA_ASSIGN_OR_RETURN(uint64_t total, perRankTotal(name, count));
     STRATA_RETURN_IF_ERROR(checkRegion(name, "recv", recv, total, type));
     return enqueue(name, stream, [&](void *s) {
-      return check("ncclAllGather",
+      return called("ncclAllGather",
                    api_.allGather(address(send), address(recv), count,
                                   ncclTypeOf(type), comm_, s));
     });
@@ -234,7 +252,7 @@ public:
     STRATA_RETURN_IF_ERROR(checkRegion(name, "send", send, total, type));
     STRATA_RETURN_IF_ERROR(checkRegion(name, "recv", recv, count, type));
     return enqueue(name, stream, [&](void *s) {
-      return check("ncclReduceScatter",
+      return called("ncclReduceScatter",
                    api_.reduceScatter(address(send), address(recv), count,
                                       ncclTypeOf(type), ncclOpOf(op), comm_,
                                       s));
@@ -281,7 +299,7 @@ public:
       STRATA_RETURN_IF_ERROR(checkRegion(name, "send", send, count, type));
     return enqueue(name, stream, [&](void *s) {
       const void *in = group_.rank == root ? address(send) : address(recv);
-      return check("ncclBroadcast",
+      return called("ncclBroadcast",
                    api_.broadcast(in, address(recv), count, ncclTypeOf(type),
                                   root, comm_, s));
     });
@@ -293,7 +311,7 @@ public:
                                 "cannot be captured");
     STRATA_RETURN_IF_ERROR(enqueue("barrier", stream, [&](void *s) {
       void *p = scratch_->devicePointer();
-      return check("ncclAllReduce",
+      return called("ncclAllReduce",
                    api_.allReduce(p, p, 1, ncclFloat32, ncclSum, comm_, s));
     }));
     return synchronize(stream);
@@ -358,6 +376,42 @@ private:
     return Status(StatusCode::kInternal, message);
   }
 
+  /// Waits while the communicator's state (ncclCommGetAsyncError) is
+  /// ncclInProgress: a non-blocking communicator's init, or a call it
+  /// finishes in the background (connecting peers on first use). An error
+  /// state, or `deadline`, fails operation `op` #`seq` (aborting NCCL).
+  Status awaitCommunicator(const char *call, uint64_t seq, const char *op,
+                           Clock::time_point deadline) {
+    for (uint64_t polls = 0;; ++polls) {
+      ncclResult_t state = ncclSuccess;
+      ncclResult_t rc = api_.commGetAsyncError(comm_, &state);
+      if (rc != ncclSuccess)
+        return fail(seq, op, check("ncclCommGetAsyncError", rc));
+      if (state == ncclSuccess)
+        return okStatus();
+      if (state != ncclInProgress)
+        return fail(seq, op, check(call, state));
+      if (Clock::now() >= deadline)
+        return fail(seq, op,
+                    Status(StatusCode::kDeadlineExceeded,
+                           fmt::format("{} did not complete within {} ms", call,
+                                       monitor_->transportTimeout().count())));
+      if (polls < 1000)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+
+  /// check() of an enqueueing call, whose ncclInProgress (non-blocking
+  /// communicator) means "done once the state leaves ncclInProgress".
+  Status called(const char *call, ncclResult_t rc) {
+    if (rc != ncclInProgress)
+      return check(call, rc);
+    return awaitCommunicator(call, seq_, last_op_,
+                             Clock::now() + monitor_->transportTimeout());
+  }
+
   /// Aborts the communicator and returns (and keeps) the diagnosis.
   Status fail(uint64_t seq, const char *op, const Status &cause) {
     if (comm_) {
@@ -401,7 +455,7 @@ private:
       send_off += sc;
       recv_off += rc;
     }
-    Status end = check("ncclGroupEnd", api_.groupEnd());
+    Status end = called("ncclGroupEnd", api_.groupEnd());
     return status.ok() ? end : status;
   }
 
@@ -417,9 +471,10 @@ private:
     last_op_ = op;
     monitor_->enter(seq, op);
     Status s = body(stream.nativeHandle());
-    if (!s.ok())
-      return fail(seq, op, s);
-    return okStatus();
+    if (s.ok())
+      return okStatus();
+    // A wait inside the body (called) may have failed and diagnosed it.
+    return failed_.ok() ? fail(seq, op, s) : failed_;
   }
 
   NcclApi api_;

@@ -12,9 +12,14 @@
 // Rendezvous: rank 0 calls ncclGetUniqueId and publishes the id under
 // `<prefix>/nccl/unique_id` in the store; every rank waits for it, then all
 // ranks meet at a store barrier (so a rank that never started is named
-// before NCCL is entered), then ncclCommInitRank. That call blocks until
-// every rank has joined: a rank dying between the barrier and its own init
-// hangs the others there (NCCL's non-blocking init is not used).
+// before NCCL is entered), then ncclCommInitRankConfig with `blocking = 0`
+// (NCCL / RCCL 2.14 or later): the call returns at once and the rank polls
+// ncclCommGetAsyncError until the communicator leaves ncclInProgress, so a
+// rank dying between the barrier and its own init makes the others abort
+// (ncclCommAbort) and name it within the timeout instead of hanging inside
+// NCCL. The communicator stays non-blocking: a call NCCL finishes in the
+// background (connecting peers on first use) answers ncclInProgress and is
+// waited for the same way.
 //
 // Collectives are enqueued on the stream's vendor stream
 // (Stream::nativeHandle()) with device pointers (Buffer::devicePointer());

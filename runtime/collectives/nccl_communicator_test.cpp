@@ -5,8 +5,9 @@
 // loopback library whose ranks are threads of this process and whose "GPU"
 // memory is the CPU device's: loading errors (missing library, missing entry
 // points, missing driver), every collective's results for 3 ranks and for 1,
-// a rank that never arrives, a hung stream, call errors, asynchronous errors
-// and a failed init. The installed libnccl is probed (all entry points
+// a rank that never arrives, a hung stream, call errors, asynchronous errors,
+// a failed init, a rank that dies between the store barrier and its
+// (non-blocking) init, and a call NCCL finishes in the background. The installed libnccl is probed (all entry points
 // resolve, version) where it exists; OneRankOnTheGpu runs the real library
 // on a real GPU (a group of one: every collective is a copy, plus a graph
 // capture) and skips where there is none.
@@ -56,6 +57,7 @@ struct FakeControls {
   void (*failNext)(const char *, int);
   void (*setAsyncError)(int);
   void (*hang)(int);
+  void (*inProgress)(int);
   int (*aborts)();
   void (*reset)();
 };
@@ -71,6 +73,8 @@ FakeControls &fake() {
     c.setAsyncError =
         reinterpret_cast<void (*)(int)>(dlsym(handle, "fakeNcclSetAsyncError"));
     c.hang = reinterpret_cast<void (*)(int)>(dlsym(handle, "fakeNcclHang"));
+    c.inProgress =
+        reinterpret_cast<void (*)(int)>(dlsym(handle, "fakeNcclInProgress"));
     c.aborts = reinterpret_cast<int (*)()>(dlsym(handle, "fakeNcclAborts"));
     c.reset = reinterpret_cast<void (*)()>(dlsym(handle, "fakeNcclReset"));
     return c;
@@ -425,16 +429,53 @@ TEST_P(NcclCommunicatorTest, AsyncErrorIsReported) {
   });
 }
 
-// Tests that a failing ncclCommInitRank is reported from creation.
+// Tests that a failing ncclCommInitRankConfig is reported from creation.
 TEST_P(NcclCommunicatorTest, InitFailureIsReported) {
   std::unique_ptr<Device> device = createCpuDevice();
-  fake().failNext("ncclCommInitRank", 5);
+  fake().failNext("ncclCommInitRankConfig", 5);
   auto comm = createNcclCommunicator(options(*device, 0, 1, 1000));
   ASSERT_FALSE(comm.ok());
   EXPECT_EQ(comm.status(),
-            invalidArgument("connect #0 failed on rank 0: ncclCommInitRank: "
-                            "invalid usage (run with NCCL_DEBUG=WARN for "
-                            "details) (ncclResult 5)"));
+            invalidArgument("connect #0 failed on rank 0: "
+                            "ncclCommInitRankConfig: invalid usage (run with "
+                            "NCCL_DEBUG=WARN for details) (ncclResult 5)"));
+}
+
+// Tests that a rank which passes the store barrier and dies before its own
+// init (the test plays it: it counts itself in and never calls NCCL) is
+// named by the others within the timeout: their non-blocking init stays in
+// progress until the deadline, then they abort it.
+TEST_P(NcclCommunicatorTest, RankDyingBeforeItsInitIsNamed) {
+  ASSERT_TRUE(store_->add("p/nccl/ready", 1).ok());
+  std::unique_ptr<Device> device = createCpuDevice();
+  auto start = std::chrono::steady_clock::now();
+  auto comm = createNcclCommunicator(options(*device, 0, 2, 1000));
+  auto took = std::chrono::steady_clock::now() - start;
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status(),
+            unavailable("connect #0 failed on rank 0: rank 1 never joined "
+                        "(ncclCommInitRankConfig did not complete within 600 "
+                        "ms)"));
+  EXPECT_EQ(fake().aborts(), 1);
+  EXPECT_LT(took, milliseconds(1000));
+}
+
+// Tests that a collective answered with ncclInProgress (NCCL finishing it
+// in the background, as when it connects peers on first use) is waited for
+// and then runs like any other.
+TEST_P(NcclCommunicatorTest, InProgressCallIsAwaited) {
+  runRanks(1, 1000, [&](int, Communicator &c, Device &d) {
+    Stream &s = d.defaultStream();
+    auto a = std::move(d.allocate(64, 64).value());
+    host<float>(*a)[0] = 3.0f;
+    fake().inProgress(5);
+    ASSERT_TRUE(c.allReduce({a.get(), 0}, {a.get(), 32}, 1, DataType::kF32,
+                            ReduceOp::kSum, s)
+                    .ok());
+    ASSERT_TRUE(c.synchronize(s).ok());
+    EXPECT_EQ(host<float>(*a)[8], 3.0f);
+    EXPECT_EQ(fake().aborts(), 0);
+  });
 }
 
 // Tests that a rank waiting for a rank 0 that never starts names it.

@@ -102,4 +102,36 @@ Status checkBufferRange(const Buffer &buffer, uint64_t offset, uint64_t size) {
   return okStatus();
 }
 
+namespace {
+
+/// Checks the rows [offset + r * pitch, + row_bytes) of one side of `copy`.
+Status checkCopy2DSide(const char *side, const Buffer &buffer, uint64_t offset,
+                       uint64_t pitch, const Copy2D &copy) {
+  if (copy.rows > 1 && pitch < copy.row_bytes)
+    return invalidArgument("2D copy: {} pitch {} is below the row's {} bytes",
+                           side, pitch, copy.row_bytes);
+  uint64_t last = copy.rows - 1;
+  if (last != 0 && pitch > (UINT64_MAX - copy.row_bytes) / last)
+    return outOfRange("2D copy: {} rows of {} bytes at pitch {} overflow",
+                      copy.rows, copy.row_bytes, pitch);
+  uint64_t extent = last * pitch + copy.row_bytes;
+  if (offset > buffer.size() || extent > buffer.size() - offset)
+    return outOfRange("2D copy of {} rows of {} bytes at {} pitch {} from "
+                      "offset {} exceeds buffer of {} bytes",
+                      copy.rows, copy.row_bytes, side, pitch, offset,
+                      buffer.size());
+  return okStatus();
+}
+
+} // namespace
+
+Status checkCopy2D(const Buffer &src, const Buffer &dst, const Copy2D &copy) {
+  if (copy.rows == 0 || copy.row_bytes == 0)
+    return okStatus();
+  STRATA_RETURN_IF_ERROR(
+      checkCopy2DSide("source", src, copy.src_offset, copy.src_pitch, copy));
+  return checkCopy2DSide("destination", dst, copy.dst_offset, copy.dst_pitch,
+                         copy);
+}
+
 } // namespace strata::runtime

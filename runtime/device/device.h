@@ -146,6 +146,26 @@ struct DispatchArg {
   uint64_t scalar_bits = 0;
 };
 
+/// A strided (2D) copy between two buffers (Stream::copyBuffer2D): `rows`
+/// rows of `row_bytes` bytes, row r read at `src_offset + r * src_pitch` and
+/// written at `dst_offset + r * dst_pitch`. Pitches are at least row_bytes
+/// (rows do not overlap within a buffer); source and destination regions
+/// must not overlap. Zero-initialized: an empty copy.
+struct Copy2D {
+  /// Byte offset of row 0 in the source; default 0.
+  uint64_t src_offset = 0;
+  /// Bytes from one source row to the next; default 0.
+  uint64_t src_pitch = 0;
+  /// Byte offset of row 0 in the destination; default 0.
+  uint64_t dst_offset = 0;
+  /// Bytes from one destination row to the next; default 0.
+  uint64_t dst_pitch = 0;
+  /// Bytes per row; default 0.
+  uint64_t row_bytes = 0;
+  /// Rows; default 0.
+  uint64_t rows = 0;
+};
+
 /// A point in a stream's work, recorded by Stream::recordEvent. Events order
 /// work across streams (Stream::waitEvent) and time it
 /// (Device::elapsedMillis).
@@ -219,6 +239,14 @@ public:
   virtual Status copyBuffer(const Buffer &src, uint64_t src_offset,
                             Buffer &dst, uint64_t dst_offset,
                             uint64_t size) = 0;
+
+  /// Enqueues the strided copy `copy` from `src` to `dst` (buffers of this
+  /// device, device or host memory) as one operation (cuMemcpy2DAsync,
+  /// hipMemcpy2DAsync): a block of rows moved into place between rows of
+  /// another layout, e.g. a rank's part of a gathered tensor into its
+  /// columns. Capturable.
+  virtual Status copyBuffer2D(const Buffer &src, Buffer &dst,
+                              const Copy2D &copy) = 0;
 
   /// Records `event` at the current end of the stream (re-recording moves
   /// it).
@@ -352,6 +380,10 @@ std::vector<uint64_t> flattenDispatchArgs(const KernelSpec &kernel,
 /// Checks that [offset, offset + size) lies inside `buffer`; OUT_OF_RANGE
 /// otherwise.
 Status checkBufferRange(const Buffer &buffer, uint64_t offset, uint64_t size);
+
+/// Checks a strided copy (Copy2D): pitches of at least row_bytes
+/// (INVALID_ARGUMENT) and both regions inside their buffers (OUT_OF_RANGE).
+Status checkCopy2D(const Buffer &src, const Buffer &dst, const Copy2D &copy);
 
 } // namespace strata::runtime
 

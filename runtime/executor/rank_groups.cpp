@@ -201,24 +201,46 @@ Status RankGroups::allGather(Communicator *communicator, uint32_t parts,
     return communicator->allGather({send.buffer, send.offset_bytes},
                                    {recv.buffer, recv.offset_bytes}, count,
                                    type, stream);
-  // Rank-major parts [parts, outer, inner] -> [outer, parts, inner].
+  // Rank-major parts [parts, outer, inner] -> [outer, parts, inner]: part p
+  // is `outer` rows of inner_bytes, moved into bytes [p inner_bytes, +
+  // inner_bytes) of recv's rows by one strided copy.
   uint64_t inner_bytes =
       product(send.shape, dim, send.shape.size()) * dataTypeBytes(type);
   STRATA_ASSIGN_OR_RETURN(
-      std::unique_ptr<Buffer> staging,
-      device_.allocate(std::max<uint64_t>(parts * count * dataTypeBytes(type),
-                                          1),
-                       64));
+      Buffer * staging,
+      gatherStaging(parts * count * dataTypeBytes(type), stream));
   STRATA_RETURN_IF_ERROR(communicator->allGather(
-      {send.buffer, send.offset_bytes}, {staging.get(), 0}, count, type,
-      stream));
-  for (uint64_t o = 0; o < outer; ++o)
-    for (uint32_t p = 0; p < parts; ++p)
-      STRATA_RETURN_IF_ERROR(stream.copyBuffer(
-          *staging, (uint64_t(p) * outer + o) * inner_bytes, *recv.buffer,
-          recv.offset_bytes + (o * parts + p) * inner_bytes, inner_bytes));
-  // The staging buffer is freed on return: wait for the copies.
-  return stream.synchronize();
+      {send.buffer, send.offset_bytes}, {staging, 0}, count, type, stream));
+  for (uint32_t p = 0; p < parts; ++p) {
+    Copy2D copy;
+    copy.src_offset = uint64_t(p) * outer * inner_bytes;
+    copy.src_pitch = inner_bytes;
+    copy.dst_offset = recv.offset_bytes + uint64_t(p) * inner_bytes;
+    copy.dst_pitch = uint64_t(parts) * inner_bytes;
+    copy.row_bytes = inner_bytes;
+    copy.rows = outer;
+    STRATA_RETURN_IF_ERROR(stream.copyBuffer2D(*staging, *recv.buffer, copy));
+  }
+  return okStatus();
+}
+
+StatusOr<Buffer *> RankGroups::gatherStaging(uint64_t bytes, Stream &stream) {
+  Buffer *current = staging_.empty() ? nullptr : staging_.back().get();
+  if (current && current->size() >= bytes)
+    return current;
+  if (stream.capturing())
+    return failedPrecondition(
+        "all_gather needs a staging buffer of {} bytes (has {}), which "
+        "cannot be allocated while the step is captured",
+        bytes, current ? current->size() : 0);
+  // At least doubled, so that growing steps reallocate rarely; the smaller
+  // buffers stay allocated for the graphs captured with them.
+  uint64_t size =
+      std::max<uint64_t>({bytes, current ? 2 * current->size() : 0, 1});
+  STRATA_ASSIGN_OR_RETURN(std::unique_ptr<Buffer> buffer,
+                          device_.allocate(size, 64));
+  staging_.push_back(std::move(buffer));
+  return staging_.back().get();
 }
 
 } // namespace strata::runtime

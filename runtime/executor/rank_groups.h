@@ -14,8 +14,14 @@
 //   all_reduce  the communicator's sum, send -> recv;
 //   all_gather  along dimension d of send: the communicator gathers whole
 //               sends rank-major, so for d > 0 (the logits' vocabulary) the
-//               parts are gathered into a staging buffer and then copied
-//               into place, one copy per (outer index, rank).
+//               parts are gathered into a staging buffer and each is moved
+//               into its columns by one strided copy (Stream::copyBuffer2D):
+//               one collective and T copies, whatever the rows.
+//
+// The staging buffer is kept from step to step (a captured step's graph
+// holds its address) and grows, outside capture, when a step needs more;
+// the buffers it outgrew stay allocated for the graphs that use them. Steps
+// run one at a time, so one buffer serves every plan and graph.
 //
 // In a group of one rank both are a copy.
 //
@@ -31,6 +37,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "runtime/collectives/communicator.h"
 #include "runtime/loader/program.h"
@@ -100,12 +107,17 @@ private:
                    const artifact::Collective &collective,
                    const DispatchArg &send, const DispatchArg &recv,
                    Stream &stream);
+  /// The all-gather staging buffer, at least `bytes` (grown unless
+  /// `stream` captures: FAILED_PRECONDITION then).
+  StatusOr<Buffer *> gatherStaging(uint64_t bytes, Stream &stream);
 
   RankGroupsOptions options_;
   Device &device_;
   /// By artifact::RankGroup; null for a group of one rank.
   std::unique_ptr<Communicator> groups_[3];
   bool capturable_ = true;
+  /// All-gather staging buffers, the last the current one.
+  std::vector<std::unique_ptr<Buffer>> staging_;
 };
 
 } // namespace strata::runtime

@@ -419,37 +419,43 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     why = "not a grouped-expert kernel function";
     return failure();
   }
+  auto rankExperts = info.getAs<IntegerAttr>("rank_experts");
   GroupedExperts grouped;
   grouped.up = kind.getValue() == "up";
   grouped.topK = topK.getInt();
   grouped.experts = experts.getInt();
+  grouped.rankExperts = rankExperts ? rankExperts.getInt() : 0;
   grouped.minSlots = minSlots.getInt();
   grouped.limit = limit.getValueAsDouble();
+  // moe_up: x, chosen, order, starts[, ep coordinate], gate[, s], up[, s],
+  // act; moe_down: act, chosen, weights, order, starts[, ep coordinate],
+  // down[, s], routed. The coordinate (expert-parallel) is an i64, every
+  // other argument an identity-layout memref.
+  unsigned coordinate = grouped.up ? 4 : 5;
+  unsigned firstWeight = coordinate + (grouped.expertParallel() ? 1 : 0);
   FunctionType type = kernel.getFunctionType();
-  if (type.getNumResults() != 0 ||
-      !llvm::all_of(type.getInputs(), [](Type t) {
-        auto m = dyn_cast<MemRefType>(t);
-        return m && m.getLayout().isIdentity();
+  auto isArgument = [&](unsigned i, Type t) {
+    if (grouped.expertParallel() && i == coordinate)
+      return t.isInteger(64);
+    auto m = dyn_cast<MemRefType>(t);
+    return m && m.getLayout().isIdentity();
+  };
+  if (type.getNumResults() != 0 || type.getNumInputs() <= firstWeight ||
+      !llvm::all_of(llvm::enumerate(type.getInputs()), [&](auto input) {
+        return isArgument(input.index(), input.value());
       })) {
     why = "unexpected grouped-expert kernel signature";
     return failure();
   }
   auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
   unsigned numInputs = type.getNumInputs();
-  // moe_up: x, chosen, order, starts, gate[, s], up[, s], act;
-  // moe_down: act, chosen, weights, order, starts, down[, s], routed.
-  unsigned firstWeight = grouped.up ? 4 : 5;
-  if (numInputs <= firstWeight) {
-    why = "unexpected grouped-expert kernel signature";
-    return failure();
-  }
   MemRefType weight = arg(firstWeight);
   bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
   unsigned perWeight = fp8 ? 2 : 1;
   unsigned expected = firstWeight + perWeight * (grouped.up ? 2 : 1) + 1;
   MemRefType x = arg(0), y = arg(numInputs - 1);
   if (numInputs != expected || weight.getRank() != 3 ||
-      weight.getDimSize(0) != grouped.experts || x.getRank() < 2 ||
+      weight.getDimSize(0) != grouped.weightExperts() || x.getRank() < 2 ||
       y.getRank() != 3 || !x.getElementType().isBF16() ||
       !y.getElementType().isBF16() ||
       !(fp8 || weight.getElementType().isBF16())) {

@@ -33,7 +33,12 @@
 // expert's weights and writes each row back to its slot through the
 // epilogue: SwiGLU of the gate and up accumulators (moe_up: two weights
 // against the same A fragments) or the routing weight (moe_down), with the
-// rounding points of FfnOps.cpp.
+// rounding points of FfnOps.cpp. Expert-parallel (GroupedExperts::
+// rankExperts): the grouping is over all experts, the weights hold the
+// rank's; a tile of the rank's expert multiplies by its local index (global
+// expert minus the rank's first), a tile of another rank's expert skips the
+// products and stores 0 into its slots through the same epilogue (they
+// contribute nothing to the rank's partial sum).
 //
 //===----------------------------------------------------------------------===//
 
@@ -660,8 +665,14 @@ public:
   struct Grouped {
     bool up = true;
     int64_t topK = 0, experts = 0, minSlots = 0;
+    /// GroupedExperts::rankExperts (0: every expert is in the weights).
+    int64_t rankExperts = 0;
     double limit = 0;
     Value order, starts, routeWeights;
+    /// Expert parallelism: the rank's ep coordinate (the i64 argument; its
+    /// first expert is computed where a tile needs it, so that nothing
+    /// stays live across the kernel's loops).
+    Value coordinate;
   };
   /// The grouped kernel's body from its arguments (buildGroupedExpertKernel),
   /// without the return.
@@ -688,6 +699,19 @@ private:
     Value tid, firstExpert, firstTile, tiles, found;
   };
   ExpertTiles scanExpertTiles(int64_t tileRows);
+  /// Binds the tile of global expert `found`: `expert` (its index in the
+  /// weights) and `tileOwned` (whether it is the rank's; null without
+  /// expert parallelism, when every expert is).
+  void bindTileExpert(Value found);
+  /// `weights`' accumulators of the tile (accumulate), zeros for another
+  /// rank's expert without multiplying (a block-uniform branch).
+  SmallVector<Value> accumulateRankExpert(int64_t weights);
+  /// The epilogue's value `v` of a slot, 0 in a tile of another rank's
+  /// expert: those slots contribute nothing to this rank's sum. One store
+  /// path for both keeps the registers of the kernel without expert
+  /// parallelism (a separate zero-store branch raised moe_up's VGPRs on
+  /// gfx950 from 157 to 221).
+  Value rankValue(Value v);
   /// Tiles of expert `e` (< experts, else 0) of `table`.
   Value expertTiles(const ExpertTiles &table, Value e);
   /// The expert of grouped tile `tile` and the tile's place among that
@@ -703,8 +727,11 @@ private:
                      int64_t numWeights) {
     int64_t range = p.k / splits;
     Value kBegin = mul(sg, range);
-    SmallVector<Value> accs =
-        accumulate(numWeights, kBegin, add(kBegin, range));
+    Value kEnd = add(kBegin, range);
+    // Another rank's expert: an empty K range, zero partial sums.
+    if (tileOwned)
+      kEnd = arith::SelectOp::create(b, loc, tileOwned, kEnd, kBegin);
+    SmallVector<Value> accs = accumulate(numWeights, kBegin, kEnd);
     int64_t perWeight = t.fragsM * t.fragsN;
     for (int64_t wi = 0; wi < numWeights; ++wi)
       for (int64_t i = 0; i < t.fragsM; ++i)
@@ -803,7 +830,7 @@ private:
   void storeStreams(Value acc, Value row, Value col, ArrayRef<Value> weights);
 
   std::optional<Grouped> grouped;
-  Value expert, rowStart, rowEnd;
+  Value expert, tileOwned, rowStart, rowEnd;
   /// The dense projection's epilogue (Store for linears).
   DenseMatmul dense;
   /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
@@ -1319,10 +1346,10 @@ void MatmulKernelBuilder::storeGroupedRun(Value pos, Value col,
     routeWeight = memref::LoadOp::create(b, loc, grouped->routeWeights,
                                          ValueRange{tok, slotInToken});
   for (int64_t c = 0; c < kRunColumns; ++c)
-    v.push_back(grouped->up
-                    ? swiglu(run[c], upRun[c], grouped->limit)
+    v.push_back(rankValue(
+        grouped->up ? swiglu(run[c], upRun[c], grouped->limit)
                     : arith::MulFOp::create(b, loc, routeWeight, run[c])
-                          .getResult());
+                          .getResult()));
   storeRun(v, y, {tok, slotInToken, col});
 }
 
@@ -2424,9 +2451,11 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
   g.topK = e.topK;
   g.experts = e.experts;
   g.minSlots = e.minSlots;
+  g.rankExperts = e.rankExperts;
   g.limit = e.limit;
-  // moe_up: (x, chosen, order, starts, gate[, scales], up[, scales], act);
-  // moe_down: (act, chosen, weights, order, starts, down[, scales], routed).
+  // moe_up: (x, chosen, order, starts[, ep coordinate], gate[, scales],
+  // up[, scales], act); moe_down: (act, chosen, weights, order, starts[, ep
+  // coordinate], down[, scales], routed).
   unsigned n = 0;
   x = args[n++];
   ++n; // chosen: the grouping already holds it
@@ -2434,6 +2463,8 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
     g.routeWeights = args[n++];
   g.order = args[n++];
   g.starts = args[n++];
+  if (e.expertParallel())
+    g.coordinate = args[n++];
   w = args[n++];
   if (p.fp8Weight)
     scales = args[n++];
@@ -2584,7 +2615,8 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                                                    Value arena,
                                                    int64_t splits) {
   grouped = bindGroupedArgs(args, e);
-  auto [tid, bx, sg, colBase] = placeSplitSubgroup();
+  Value tid, bx, sg, colBase;
+  std::tie(tid, bx, sg, colBase) = placeSplitSubgroup();
   rowBases.push_back(idx(0));
   int64_t numWeights = grouped->up ? 2 : 1;
   Value partial = viewWorkgroupArena(
@@ -2607,15 +2639,17 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                             idx(grouped->experts)),
       false);
   b.setInsertionPoint(ifValid.thenBlock()->getTerminator());
-  expert = found;
   auto start = [&](Value v) {
     return arith::IndexCastOp::create(
         b, loc, b.getIndexType(),
         memref::LoadOp::create(b, loc, grouped->starts, v));
   };
-  rowStart = add(start(expert), mul(local, mi.m));
-  rowEnd = start(add(expert, 1));
+  rowStart = add(start(found), mul(local, mi.m));
+  rowEnd = start(add(found, 1));
+  bindTileExpert(found);
 
+  // Another rank's expert: no products (an empty K range); its elements
+  // store 0 (rankValue).
   storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup,
   // and writes them through the epilogue.
@@ -2666,12 +2700,69 @@ void MatmulKernelBuilder::buildGrouped(Grouped g) {
                                       found, idx(g.experts));
   auto ifValid = scf::IfOp::create(b, loc, valid, false);
   b.setInsertionPointToStart(ifValid.thenBlock());
-  expert = found;
-  rowStart = add(start(expert), mul(local, t.tileM()));
-  rowEnd = start(add(expert, 1));
+  rowStart = add(start(found), mul(local, t.tileM()));
+  rowEnd = start(add(found, 1));
   tileRow = idx(0);
+  bindTileExpert(found);
 
-  storeGroupedResults(accumulate(g.up ? 2 : 1));
+  storeGroupedResults(accumulateRankExpert(g.up ? 2 : 1));
+}
+
+void MatmulKernelBuilder::bindTileExpert(Value found) {
+  expert = found;
+  tileOwned = Value();
+  if (!grouped->coordinate)
+    return;
+  // Unsigned: an expert below the rank's first wraps past rankExperts.
+  Value first = mul(toIndex(grouped->coordinate), grouped->rankExperts);
+  Value index = arith::SubIOp::create(b, loc, found, first);
+  tileOwned = ult(index, idx(grouped->rankExperts));
+  // Another rank's expert reads no weights; index 0 keeps every address
+  // inside the rank's.
+  expert = arith::SelectOp::create(b, loc, tileOwned, index, idx(0));
+}
+
+SmallVector<Value> MatmulKernelBuilder::accumulateRankExpert(int64_t weights) {
+  if (!tileOwned)
+    return accumulate(weights);
+  // The accumulators' types are the form's (plain, staged, wgmma): built
+  // first inside a result-less branch (so that the builders see the
+  // kernel around them), then moved into the branch that yields them.
+  auto built = scf::IfOp::create(b, loc, tileOwned, /*withElseRegion=*/false);
+  SmallVector<Value> accs;
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(built.thenBlock()->getTerminator());
+    accs = accumulate(weights);
+  }
+  SmallVector<Type> types;
+  for (Value acc : accs)
+    types.push_back(acc.getType());
+  auto ifOwned = scf::IfOp::create(b, loc, types, tileOwned,
+                                   /*withElseRegion=*/true);
+  Block *then = ifOwned.thenBlock();
+  then->getOperations().splice(then->end(),
+                               built.thenBlock()->getOperations(),
+                               built.thenBlock()->begin(),
+                               std::prev(built.thenBlock()->end()));
+  built.erase();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(then);
+  scf::YieldOp::create(b, loc, accs);
+  b.setInsertionPointToEnd(ifOwned.elseBlock());
+  SmallVector<Value> zeros;
+  for (Type type : types)
+    zeros.push_back(arith::ConstantOp::create(b, loc, b.getZeroAttr(type)));
+  scf::YieldOp::create(b, loc, zeros);
+  return SmallVector<Value>(ifOwned.getResults());
+}
+
+Value MatmulKernelBuilder::rankValue(Value v) {
+  if (!tileOwned)
+    return v;
+  return arith::SelectOp::create(
+      b, loc, tileOwned, v,
+      arith::ConstantOp::create(b, loc, b.getZeroAttr(v.getType())));
 }
 
 void MatmulKernelBuilder::storeGroupedResults(ValueRange accs) {
@@ -2725,7 +2816,7 @@ void MatmulKernelBuilder::storeGroupedElement(Value pos, Value col, Value acc,
         b, loc, grouped->routeWeights, ValueRange{tok, slotInToken});
     v = arith::MulFOp::create(b, loc, routeWeight, roundTo(acc, act));
   }
-  v = arith::TruncFOp::create(b, loc, act, v);
+  v = arith::TruncFOp::create(b, loc, act, rankValue(v));
   memref::StoreOp::create(b, loc, v, y, ValueRange{tok, slotInToken, col});
 }
 

@@ -652,7 +652,19 @@ struct GroupedExperts {
   /// moe_up (gate and up weights, SwiGLU epilogue) or moe_down (routing
   /// weight epilogue).
   bool up = true;
+  /// `experts`: the experts moe_group groups the slots by (all of the
+  /// model's).
   int64_t topK = 0, experts = 0;
+  /// Expert parallelism: the experts of the rank's stacked weights, global
+  /// experts [coordinate * rankExperts, + rankExperts) (the coordinate is
+  /// the kernel's i64 argument after `starts`); the slots of the others
+  /// are stored as 0. 0: every expert is in the weights, no coordinate.
+  int64_t rankExperts = 0;
+  bool expertParallel() const { return rankExperts > 0; }
+  /// Experts in the stacked weights.
+  int64_t weightExperts() const {
+    return expertParallel() ? rankExperts : experts;
+  }
   /// The kernel works only when the step has at least this many slots
   /// (T * topK); below, the `*_rows` kernel of the same op does.
   int64_t minSlots = 0;

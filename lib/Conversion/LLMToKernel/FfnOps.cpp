@@ -637,18 +637,22 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                kb.imul(numTokens, kb.idx(topK)),
                                kGroupedMinSlots, grouped);
     };
-    auto groupedAttr = [&](StringRef kind) {
-      return NamedAttribute(
-          rewriter.getStringAttr(kGroupedExpertsAttrName),
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("kind", rewriter.getStringAttr(kind)),
-               rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)),
-               rewriter.getNamedAttr("experts",
-                                     rewriter.getI64IntegerAttr(experts)),
-               rewriter.getNamedAttr("min_slots",
-                                     rewriter.getI64IntegerAttr(kGroupedMinSlots)),
-               rewriter.getNamedAttr("swiglu_limit",
-                                     rewriter.getF64FloatAttr(limit))}));
+    // Expert-parallel: `rank_experts`, the experts of the rank's stacked
+    // weights (the kernels take the rank's coordinate after `starts`).
+    auto groupedAttr = [&](StringRef kind, const RankExperts &own) {
+      SmallVector<NamedAttribute> info = {
+          rewriter.getNamedAttr("kind", rewriter.getStringAttr(kind)),
+          rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)),
+          rewriter.getNamedAttr("experts", rewriter.getI64IntegerAttr(experts)),
+          rewriter.getNamedAttr("min_slots",
+                                rewriter.getI64IntegerAttr(kGroupedMinSlots)),
+          rewriter.getNamedAttr("swiglu_limit",
+                                rewriter.getF64FloatAttr(limit))};
+      if (own.coordinate)
+        info.push_back(rewriter.getNamedAttr(
+            "rank_experts", rewriter.getI64IntegerAttr(own.count)));
+      return NamedAttribute(rewriter.getStringAttr(kGroupedExpertsAttrName),
+                            rewriter.getDictionaryAttr(info));
     };
 
     // The grouped kernels' extra arguments, order and starts; returns
@@ -666,10 +670,11 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     // takes it as its last argument and carries kGroupedExpertsAttrName.
     func::FuncOp rowsKernel;
     auto addRoutedOutput = [&](KernelCall &call, bool grouped, Value buffer,
-                               MemRefType type, StringRef kind) {
+                               MemRefType type, StringRef kind,
+                               const RankExperts &own) {
       if (!grouped)
         return call.addResult(type, tokens);
-      call.attributes.push_back(groupedAttr(kind));
+      call.attributes.push_back(groupedAttr(kind, own));
       call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       return call.addInput(buffer);
     };
@@ -706,7 +711,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         return noFp8Source();
       unsigned out = addRoutedOutput(
           call, grouped, act, MemRefType::get({dyn, topK, inter}, actType),
-          "up");
+          "up", own);
       auto results = call.emit(rewriter, op, grouped ? "moe_up" : "moe_up_rows",
                                [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
@@ -747,7 +752,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         return noFp8Source();
       unsigned out = addRoutedOutput(
           call, grouped, routed, MemRefType::get({dyn, topK, hidden}, actType),
-          "down");
+          "down", own);
       auto results = call.emit(
           rewriter, op, grouped ? "moe_down" : "moe_down_rows",
           [&](KernelBuilder &kb, ValueRange args) {

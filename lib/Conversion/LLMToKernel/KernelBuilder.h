@@ -31,10 +31,12 @@ namespace mlir::strata {
 /// Attribute marking an outlined kernel func; its value is the dedup key.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
 /// On moe_up / moe_down kernel functions: {kind = "up" | "down", top_k,
-/// experts, min_slots, swiglu_limit}, what a GPU target needs to build them
-/// as grouped matmuls over the expert's slots (LLMToGPU
+/// experts, min_slots, swiglu_limit[, rank_experts]}, what a GPU target
+/// needs to build them as grouped matmuls over the expert's slots (LLMToGPU
 /// buildGroupedExpertMatmulKernel); they work only for steps of at least
-/// min_slots slots.
+/// min_slots slots. An expert-parallel MoE adds rank_experts: the stacked
+/// weights hold that many experts from expert coordinate * rank_experts,
+/// the rank's ep coordinate being the i64 argument after `starts`.
 inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
     "llm.grouped_experts";
 /// On the matrix-unit half of a dense projection pair (FfnOps.cpp: swiglu_up,

@@ -7,7 +7,12 @@
 // CPU device's buffers; their device pointers are host pointers) and the
 // ranks are threads of one process:
 //
-//   * ncclCommInitRank joins the group named by the unique id's bytes;
+//   * ncclCommInitRankConfig joins the group named by the unique id's bytes
+//     (the config must carry NCCL_CONFIG_INITIALIZER's magic and a version
+//     of at least 2.14); a blocking one waits for every rank, a non-blocking
+//     one returns ncclInProgress, and ncclCommGetAsyncError reports
+//     ncclInProgress, until every rank has joined (so a rank that never
+//     calls it leaves the others in progress);
 //   * every collective is operation number k of its rank; it executes, for
 //     all ranks at once, when the last rank enqueues its number k (so
 //     results are exact and in order, and a rank that never arrives leaves
@@ -23,12 +28,16 @@
 // Test controls (extern "C"): fakeNcclFailNext(name, result) makes the next
 // call of `name` return `result`; fakeNcclSetAsyncError(result) is what
 // ncclCommGetAsyncError reports; fakeNcclHang(1) makes the stream queries
-// report "not ready" forever; fakeNcclAborts() counts ncclCommAbort calls;
-// fakeNcclReset() clears all of it.
+// report "not ready" forever; fakeNcclInProgress(polls) makes the next
+// collective return ncclInProgress (after enqueueing it) and
+// ncclCommGetAsyncError report it for `polls` polls, as NCCL does for a
+// call it finishes in the background; fakeNcclAborts() counts
+// ncclCommAbort calls; fakeNcclReset() clears all of it.
 //
 //===----------------------------------------------------------------------===//
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -42,9 +51,17 @@
 namespace {
 
 using Result = int;
-constexpr Result kSuccess = 0, kInvalidArgument = 4, kInvalidUsage = 5;
+constexpr Result kSuccess = 0, kInvalidArgument = 4, kInvalidUsage = 5,
+                 kInProgress = 7;
 struct UniqueId {
   char internal[128];
+};
+/// ncclConfig_t's head (the fields every release since 2.14 has).
+struct Config {
+  size_t size;
+  unsigned magic;
+  unsigned version;
+  int blocking;
 };
 
 enum Type { kU8 = 1, kI32 = 2, kF32 = 7, kBF16 = 9 };
@@ -142,6 +159,8 @@ struct Message {
 
 struct Group {
   int size;
+  /// Ranks that called ncclCommInitRankConfig.
+  int joined = 0;
   std::map<uint64_t, Op> ops;
   /// (source, destination) -> messages in send order.
   std::map<std::pair<int, int>, std::deque<Message>> mailbox;
@@ -155,10 +174,16 @@ struct Comm {
 };
 
 std::mutex g_mutex;
+/// Signalled when a rank joins a group (blocking inits wait on it).
+std::condition_variable g_joined;
 std::map<std::string, std::shared_ptr<Group>> g_groups;
 std::map<std::string, Result> g_fail_next;
 Result g_async_error = kSuccess;
 bool g_hang = false;
+/// fakeNcclInProgress: whether the next collective answers ncclInProgress,
+/// and how many more polls report it.
+bool g_in_progress_next = false;
+int g_in_progress_polls = 0, g_in_progress_armed = 0;
 int g_aborts = 0;
 uint64_t g_ids = 0;
 
@@ -265,6 +290,11 @@ Result enqueue(Comm *comm, Kind kind, Part part) {
     execute(g, op);
     op.done = true;
   }
+  if (g_in_progress_next) {
+    g_in_progress_next = false;
+    g_in_progress_polls = g_in_progress_armed;
+    return kInProgress;
+  }
   return kSuccess;
 }
 
@@ -315,6 +345,11 @@ void fakeNcclHang(int hang) {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_hang = hang != 0;
 }
+void fakeNcclInProgress(int polls) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_in_progress_next = true;
+  g_in_progress_armed = polls;
+}
 int fakeNcclAborts() {
   std::lock_guard<std::mutex> lock(g_mutex);
   return g_aborts;
@@ -324,6 +359,8 @@ void fakeNcclReset() {
   g_fail_next.clear();
   g_async_error = kSuccess;
   g_hang = false;
+  g_in_progress_next = false;
+  g_in_progress_polls = g_in_progress_armed = 0;
   g_aborts = 0;
 }
 
@@ -364,12 +401,16 @@ Result ncclGetUniqueId(UniqueId *id) {
   return kSuccess;
 }
 
-Result ncclCommInitRank(void **comm, int nranks, UniqueId id, int rank) {
-  if (Result r = injected("ncclCommInitRank"))
+Result ncclCommInitRankConfig(void **comm, int nranks, UniqueId id, int rank,
+                              Config *config) {
+  if (Result r = injected("ncclCommInitRankConfig"))
     return r;
-  if (nranks < 1 || rank < 0 || rank >= nranks)
+  if (nranks < 1 || rank < 0 || rank >= nranks || !config ||
+      config->magic != 0xcafebeef || config->version < 21400)
     return kInvalidArgument;
-  std::lock_guard<std::mutex> lock(g_mutex);
+  // NCCL_CONFIG_UNDEF_INT (INT_MIN) means NCCL's default: blocking.
+  bool blocking = config->blocking != 0;
+  std::unique_lock<std::mutex> lock(g_mutex);
   std::string key(id.internal, sizeof(id.internal));
   std::shared_ptr<Group> &g = g_groups[key];
   if (!g) {
@@ -378,8 +419,13 @@ Result ncclCommInitRank(void **comm, int nranks, UniqueId id, int rank) {
   }
   if (g->size != nranks)
     return kInvalidUsage;
-  *comm = new Comm{g, rank};
-  return kSuccess;
+  std::shared_ptr<Group> group = g;
+  *comm = new Comm{group, rank};
+  ++group->joined;
+  g_joined.notify_all();
+  if (blocking)
+    g_joined.wait(lock, [&] { return group->joined == group->size; });
+  return group->joined == group->size ? kSuccess : kInProgress;
 }
 
 Result ncclCommDestroy(void *comm) {
@@ -400,8 +446,18 @@ Result ncclCommAbort(void *comm) {
 
 Result ncclCommGetAsyncError(void *comm, Result *error) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  Result group = static_cast<Comm *>(comm)->group->async_error;
-  *error = g_async_error != kSuccess ? g_async_error : group;
+  const Group &group = *static_cast<Comm *>(comm)->group;
+  if (g_async_error != kSuccess)
+    *error = g_async_error;
+  else if (group.async_error != kSuccess)
+    *error = group.async_error;
+  else if (group.joined < group.size)
+    *error = kInProgress;
+  else if (g_in_progress_polls > 0) {
+    --g_in_progress_polls;
+    *error = kInProgress;
+  } else
+    *error = kSuccess;
   return kSuccess;
 }
 

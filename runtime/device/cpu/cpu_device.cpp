@@ -282,6 +282,18 @@ public:
     return runOrRecord([from, to, size] { std::memmove(to, from, size); });
   }
 
+  Status copyBuffer2D(const Buffer &src, Buffer &dst,
+                      const Copy2D &copy) override {
+    STRATA_RETURN_IF_ERROR(checkCopy2D(src, dst, copy));
+    uint8_t *from = bytesOf(src) + copy.src_offset;
+    uint8_t *to = bytesOf(dst) + copy.dst_offset;
+    return runOrRecord([from, to, copy] {
+      for (uint64_t r = 0; r < copy.rows; ++r)
+        std::memmove(to + r * copy.dst_pitch, from + r * copy.src_pitch,
+                     copy.row_bytes);
+    });
+  }
+
   Status recordEvent(Event &event) override {
     STRATA_RETURN_IF_ERROR(checkNotCapturing("record an event"));
     static_cast<CpuEvent &>(event).record();

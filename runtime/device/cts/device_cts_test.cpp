@@ -1,9 +1,9 @@
 //===- device_cts_test.cpp - the device conformance suite -----------------===//
 //
 // Part of strata. Every backend runs the same tests (parameterised over
-// cpu, cuda, hip): memory round trips, 64-bit sizes and offsets, kernel load
-// and launch in the memref-descriptor ABI, streams, events, graph capture and
-// replay, and the shared error paths. A backend whose device cannot be
+// cpu, cuda, hip): memory round trips, strided (2D) copies, 64-bit sizes and
+// offsets, kernel load and launch in the memref-descriptor ABI, streams,
+// events, graph capture and replay, and the shared error paths. A backend whose device cannot be
 // created on this machine (no driver, no GPU) skips every test with the
 // reason (GTEST_SKIP); so does a kernel test when no kernel binary for the
 // device was built. Kernel results are exact: inputs are chosen so that
@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -220,6 +221,98 @@ TEST_P(DeviceCts, StreamCopiesRunInOrder) {
     ASSERT_EQ(result[i], i < 512 ? first[i] : second[i - 512]) << i;
 }
 
+// Tests strided copies (copyBuffer2D): the parts of a rank-major gather
+// moved into their columns of a row-major tensor (3 rows; part p's 12-byte
+// rows land at column bytes [12 p, + 12) of 36-byte rows), leaving the
+// bytes between rows alone; from host memory; captured into a graph as one
+// operation and replayed on new input; one row and empty copies.
+TEST_P(DeviceCts, CopiesStridedBlocks) {
+  constexpr uint64_t rows = 3, part = 12, parts = 3, row = part * parts;
+  std::vector<uint8_t> gathered(parts * rows * part);
+  for (size_t i = 0; i < gathered.size(); ++i)
+    gathered[i] = static_cast<uint8_t>(i + 1);
+  auto src = allocate(gathered.size() + 8);
+  auto dst = allocate(8 + rows * row + 8);
+  ASSERT_TRUE(src && dst);
+  ASSERT_TRUE(
+      device_->copyToDevice(*src, 8, gathered.data(), gathered.size()).ok());
+  auto expected = [&] {
+    std::vector<uint8_t> out(dst->size(), 0);
+    for (uint64_t p = 0; p < parts; ++p)
+      for (uint64_t r = 0; r < rows; ++r)
+        for (uint64_t b = 0; b < part; ++b)
+          out[8 + r * row + p * part + b] = gathered[(p * rows + r) * part + b];
+    return out;
+  };
+  auto readBytes = [&](const Buffer &buffer) {
+    std::vector<uint8_t> bytes(buffer.size());
+    EXPECT_TRUE(
+        device_->copyFromDevice(buffer, 0, bytes.data(), bytes.size()).ok());
+    return bytes;
+  };
+  auto partCopy = [&](uint64_t p) {
+    Copy2D copy;
+    copy.src_offset = 8 + p * rows * part;
+    copy.src_pitch = part;
+    copy.dst_offset = 8 + p * part;
+    copy.dst_pitch = row;
+    copy.row_bytes = part;
+    copy.rows = rows;
+    return copy;
+  };
+  Stream &s = device_->defaultStream();
+  for (uint64_t p = 0; p < parts; ++p)
+    ASSERT_TRUE(s.copyBuffer2D(*src, *dst, partCopy(p)).ok());
+  ASSERT_TRUE(s.synchronize().ok());
+  EXPECT_EQ(readBytes(*dst), expected());
+
+  // From host memory into device memory, one part.
+  auto host = device_->allocateHost(src->size());
+  ASSERT_TRUE(host.ok()) << host.status().toString();
+  std::memcpy(static_cast<uint8_t *>((*host)->hostPointer()) + 8,
+              gathered.data(), gathered.size());
+  std::vector<uint8_t> zeros(dst->size(), 0);
+  ASSERT_TRUE(device_->copyToDevice(*dst, 0, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE(s.copyBuffer2D(**host, *dst, partCopy(1)).ok());
+  ASSERT_TRUE(s.synchronize().ok());
+  std::vector<uint8_t> one = expected();
+  for (uint64_t r = 0; r < rows; ++r)
+    for (uint64_t p : {0, 2})
+      std::fill_n(one.begin() + 8 + r * row + p * part, part, 0);
+  EXPECT_EQ(readBytes(*dst), one);
+
+  // Captured: one operation per part, the replay reading new input.
+  auto stream = device_->createStream();
+  ASSERT_TRUE(stream.ok());
+  Stream &c = **stream;
+  ASSERT_TRUE(c.beginCapture().ok());
+  for (uint64_t p = 0; p < parts; ++p)
+    ASSERT_TRUE(c.copyBuffer2D(*src, *dst, partCopy(p)).ok());
+  auto graph = c.endCapture();
+  ASSERT_TRUE(graph.ok()) << graph.status().toString();
+  EXPECT_EQ((*graph)->operationCount(), parts);
+  for (uint8_t &v : gathered)
+    v = static_cast<uint8_t>(255 - v);
+  ASSERT_TRUE(
+      device_->copyToDevice(*src, 8, gathered.data(), gathered.size()).ok());
+  ASSERT_TRUE(device_->copyToDevice(*dst, 0, zeros.data(), zeros.size()).ok());
+  ASSERT_TRUE(c.launchGraph(**graph).ok());
+  ASSERT_TRUE(c.synchronize().ok());
+  EXPECT_EQ(readBytes(*dst), expected());
+
+  // One row ignores the pitches; an empty copy does nothing.
+  Copy2D single;
+  single.src_offset = 8;
+  single.dst_offset = 0;
+  single.row_bytes = 4;
+  single.rows = 1;
+  ASSERT_TRUE(s.copyBuffer2D(*src, *dst, single).ok());
+  ASSERT_TRUE(s.copyBuffer2D(*src, *dst, Copy2D{}).ok());
+  ASSERT_TRUE(s.synchronize().ok());
+  std::vector<uint8_t> after = readBytes(*dst);
+  EXPECT_TRUE(std::equal(after.begin(), after.begin() + 4, gathered.begin()));
+}
+
 // Tests the range and alignment checks every backend shares.
 TEST_P(DeviceCts, RejectsBadRangesAndAlignments) {
   auto buffer = allocate(100);
@@ -234,6 +327,25 @@ TEST_P(DeviceCts, RejectsBadRangesAndAlignments) {
   EXPECT_EQ(
       device_->defaultStream().copyBuffer(*buffer, 0, *buffer, 99, 2).code(),
       StatusCode::kOutOfRange);
+  auto other = allocate(100);
+  ASSERT_TRUE(other);
+  Copy2D copy;
+  copy.src_pitch = 8;
+  copy.dst_pitch = 4;
+  copy.row_bytes = 8;
+  copy.rows = 3;
+  EXPECT_EQ(device_->defaultStream().copyBuffer2D(*buffer, *other, copy),
+            invalidArgument("2D copy: destination pitch 4 is below the row's "
+                            "8 bytes"));
+  copy.dst_pitch = 48;
+  EXPECT_EQ(device_->defaultStream().copyBuffer2D(*buffer, *other, copy),
+            outOfRange("2D copy of 3 rows of 8 bytes at destination pitch 48 "
+                       "from offset 0 exceeds buffer of 100 bytes"));
+  copy.dst_pitch = 8;
+  copy.src_offset = 80;
+  EXPECT_EQ(device_->defaultStream().copyBuffer2D(*buffer, *other, copy),
+            outOfRange("2D copy of 3 rows of 8 bytes at source pitch 8 from "
+                       "offset 80 exceeds buffer of 100 bytes"));
   auto misaligned = device_->allocate(8, 48);
   ASSERT_FALSE(misaligned.ok());
   EXPECT_EQ(misaligned.status().message(),

@@ -40,6 +40,27 @@ constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCuFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr unsigned kCuStreamNonBlocking = 1;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
+/// CUmemorytype: the address's space is inferred (unified addressing).
+constexpr int kCuMemorytypeUnified = 4;
+
+/// CUDA_MEMCPY2D (v2, cuda.h): the copy's x offsets and y start are 0 and
+/// no array is used.
+struct CuMemcpy2D {
+  size_t srcXInBytes = 0, srcY = 0;
+  int srcMemoryType = kCuMemorytypeUnified;
+  const void *srcHost = nullptr;
+  CUdeviceptr srcDevice = 0;
+  void *srcArray = nullptr;
+  size_t srcPitch = 0;
+  size_t dstXInBytes = 0, dstY = 0;
+  int dstMemoryType = kCuMemorytypeUnified;
+  void *dstHost = nullptr;
+  CUdeviceptr dstDevice = 0;
+  void *dstArray = nullptr;
+  size_t dstPitch = 0;
+  size_t WidthInBytes = 0, Height = 0;
+};
+static_assert(sizeof(CuMemcpy2D) == 128, "CUDA_MEMCPY2D is 128 bytes");
 
 struct CudaApi {
   CUresult (*cuInit)(unsigned);
@@ -62,6 +83,7 @@ struct CudaApi {
   CUresult (*cuMemFreeHost)(void *);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUhandle);
   CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUhandle);
+  CUresult (*cuMemcpy2DAsync)(const CuMemcpy2D *, CUhandle);
   CUresult (*cuStreamCreate)(CUhandle *, unsigned);
   CUresult (*cuStreamDestroy)(CUhandle);
   CUresult (*cuStreamSynchronize)(CUhandle);
@@ -139,6 +161,7 @@ Status resolveApi(const DynamicLibrary &lib, CudaApi &api) {
   STRATA_CU(cuMemFreeHost, "cuMemFreeHost");
   STRATA_CU(cuMemsetD8Async, "cuMemsetD8Async");
   STRATA_CU(cuMemcpyAsync, "cuMemcpyAsync");
+  STRATA_CU(cuMemcpy2DAsync, "cuMemcpy2DAsync_v2");
   STRATA_CU(cuStreamCreate, "cuStreamCreate");
   STRATA_CU(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy");
   STRATA_CU(cuStreamSynchronize, "cuStreamSynchronize");
@@ -260,6 +283,18 @@ public:
                      void *stream) override {
     // Unified addressing: the driver infers host/device from the pointers.
     return STRATA_CU_CHECK(cuMemcpyAsync(dst, src, size, stream));
+  }
+  Status memcpy2DAsync(uint64_t dst, uint64_t dst_pitch, uint64_t src,
+                       uint64_t src_pitch, uint64_t row_bytes, uint64_t rows,
+                       void *stream) override {
+    CuMemcpy2D copy;
+    copy.srcDevice = src;
+    copy.srcPitch = src_pitch;
+    copy.dstDevice = dst;
+    copy.dstPitch = dst_pitch;
+    copy.WidthInBytes = row_bytes;
+    copy.Height = rows;
+    return STRATA_CU_CHECK(cuMemcpy2DAsync(&copy, stream));
   }
   Status streamCreate(void *&out_stream) override {
     return STRATA_CU_CHECK(cuStreamCreate(&out_stream, kCuStreamNonBlocking));

@@ -180,6 +180,24 @@ public:
     return okStatus();
   }
 
+  Status copyBuffer2D(const Buffer &src, Buffer &dst,
+                      const Copy2D &copy) override {
+    STRATA_RETURN_IF_ERROR(checkCopy2D(src, dst, copy));
+    if (copy.rows == 0 || copy.row_bytes == 0)
+      return okStatus();
+    STRATA_RETURN_IF_ERROR(driver_.makeCurrent());
+    // One row: the pitches are unused; the vendor calls still want them at
+    // least the row's width.
+    uint64_t src_pitch = copy.rows > 1 ? copy.src_pitch : copy.row_bytes;
+    uint64_t dst_pitch = copy.rows > 1 ? copy.dst_pitch : copy.row_bytes;
+    STRATA_RETURN_IF_ERROR(driver_.memcpy2DAsync(
+        addressOf(dst) + copy.dst_offset, dst_pitch,
+        addressOf(src) + copy.src_offset, src_pitch, copy.row_bytes, copy.rows,
+        stream_));
+    countOperation();
+    return okStatus();
+  }
+
   Status recordEvent(Event &event) override {
     STRATA_RETURN_IF_ERROR(checkNotCapturing("record an event"));
     auto &gpu = static_cast<GpuEvent &>(event);

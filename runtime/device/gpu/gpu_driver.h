@@ -59,6 +59,12 @@ public:
                                  void *stream) = 0;
   virtual Status memcpyAsync(uint64_t dst, uint64_t src, uint64_t size,
                              void *stream) = 0;
+  /// Asynchronous strided copy (any memory, unified addressing): `rows`
+  /// rows of `row_bytes` bytes from `src` + r * src_pitch to `dst` + r *
+  /// dst_pitch.
+  virtual Status memcpy2DAsync(uint64_t dst, uint64_t dst_pitch, uint64_t src,
+                               uint64_t src_pitch, uint64_t row_bytes,
+                               uint64_t rows, void *stream) = 0;
 
   /// Non-blocking streams (no implicit sync with the legacy stream).
   virtual Status streamCreate(void *&out_stream) = 0;

@@ -52,6 +52,8 @@ struct HipApi {
   hipError (*hipHostFree)(void *);
   hipError (*hipMemsetAsync)(void *, int, size_t, HipHandle);
   hipError (*hipMemcpyAsync)(void *, const void *, size_t, int, HipHandle);
+  hipError (*hipMemcpy2DAsync)(void *, size_t, const void *, size_t, size_t,
+                               size_t, int, HipHandle);
   hipError (*hipStreamCreateWithFlags)(HipHandle *, unsigned);
   hipError (*hipStreamDestroy)(HipHandle);
   hipError (*hipStreamSynchronize)(HipHandle);
@@ -95,6 +97,7 @@ Status resolveApi(const DynamicLibrary &lib, HipApi &api) {
   STRATA_HIP(hipHostFree);
   STRATA_HIP(hipMemsetAsync);
   STRATA_HIP(hipMemcpyAsync);
+  STRATA_HIP(hipMemcpy2DAsync);
   STRATA_HIP(hipStreamCreateWithFlags);
   STRATA_HIP(hipStreamDestroy);
   STRATA_HIP(hipStreamSynchronize);
@@ -197,6 +200,14 @@ public:
                      void *stream) override {
     return STRATA_HIP_CHECK(hipMemcpyAsync(pointerOf(dst), pointerOf(src), size,
                                            kHipMemcpyDefault, stream));
+  }
+  Status memcpy2DAsync(uint64_t dst, uint64_t dst_pitch, uint64_t src,
+                       uint64_t src_pitch, uint64_t row_bytes, uint64_t rows,
+                       void *stream) override {
+    return STRATA_HIP_CHECK(hipMemcpy2DAsync(pointerOf(dst), dst_pitch,
+                                             pointerOf(src), src_pitch,
+                                             row_bytes, rows,
+                                             kHipMemcpyDefault, stream));
   }
   Status streamCreate(void *&out_stream) override {
     return STRATA_HIP_CHECK(

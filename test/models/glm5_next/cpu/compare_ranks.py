@@ -2,10 +2,15 @@
 """Compares the dumps of a sharded run with those of one rank.
 
 Usage: compare_ranks.py NAME REF_LOGITS LOGITS [--ref-ids F --ids F] [--rtol R]
+                        [--median-rtol M]
 
-Logits match when every row's largest absolute difference is at most R
-(default 1e-5) times the row's largest absolute reference logit; ids must be
-equal. Prints one PASS or FAIL line per check with the worst row's error.
+A row's error is its largest absolute difference over its largest absolute
+reference logit. Logits match when every row's error is at most R (default
+1e-5); with --median-rtol, when the median row's is at most M instead (bf16
+activations: rounding flips make a few rows of the tiny random models differ
+by up to 0.3 between two correct runs, while the median row stays below 0.01;
+a run with the wrong experts is near 0.5). Ids must be equal. Prints one PASS
+or FAIL line per check with the worst (and median) row's error.
 """
 import argparse
 import sys
@@ -21,6 +26,7 @@ def main():
     parser.add_argument("--ref-ids")
     parser.add_argument("--ids")
     parser.add_argument("--rtol", type=float, default=1e-5)
+    parser.add_argument("--median-rtol", type=float)
     args = parser.parse_args()
 
     ok = True
@@ -31,10 +37,16 @@ def main():
     scale = np.maximum(np.abs(ref).max(axis=1), np.finfo(np.float32).tiny)
     error = np.abs(got - ref).max(axis=1) / scale
     worst = float(error.max())
-    verdict = "PASS" if worst <= args.rtol else "FAIL"
+    if args.median_rtol is None:
+        verdict = "PASS" if worst <= args.rtol else "FAIL"
+        measured = f"worst relative error {worst:.2e} (bound {args.rtol:.0e})"
+    else:
+        median = float(np.median(error))
+        verdict = "PASS" if median <= args.median_rtol else "FAIL"
+        measured = (f"median relative error {median:.2e} (bound "
+                    f"{args.median_rtol:.0e}), worst {worst:.2e}")
     ok &= verdict == "PASS"
-    print(f"{verdict} {args.name} logits: {ref.shape[0]} rows, worst relative "
-          f"error {worst:.2e} (bound {args.rtol:.0e})")
+    print(f"{verdict} {args.name} logits: {ref.shape[0]} rows, {measured}")
     if args.ref_ids:
         ref_ids, ids = np.load(args.ref_ids), np.load(args.ids)
         same = ref_ids.shape == ids.shape and np.array_equal(ref_ids, ids)

@@ -3,8 +3,10 @@
 # "Sharded artifacts on one GPU"): the tools (carry_bins.sh) plus
 # strata-runtime-tests and its testdata (NCCL's one-rank tests), and the tiny
 # bf16 / fp8 configs at TP 1, TP 2, EP 2 and TP 2 x EP 2 for sm_90 in f32 mode
-# (bf16-*, fp8-*), and the bf16 config with bf16 activations at TP 1, TP 2,
-# EP 2 (bf16act-*), the micro model at TP 1 and TP 2 (micro-tp*); xz-packed. The checkpoints are written on the device.
+# (bf16-*, fp8-*) and with bf16 activations (bf16act-*, fp8act-*: the matrix
+# kernels, the expert-parallel MoE's grouped matmuls with the rank's expert
+# offset among them), the micro model at TP 1 and TP 2 (micro-tp*);
+# xz-packed. The checkpoints are written on the device.
 # Usage: make_parallel_carry.sh BUILD_DIR PACK.txz   (run on this machine)
 set -eu
 BUILD=$(cd "$1" && pwd) PACK=$2
@@ -15,7 +17,7 @@ trap 'rm -rf "$WORK"' EXIT
 T=$WORK/parallel
 mkdir -p "$T/bin/testdata"
 sh "$REPO/test/models/glm5_next/gpu/carry_bins.sh" "$BUILD/bin" "$T/bin" strata-run strata-write-checkpoint \
-  strata-bench strata-serve strata-eval > /dev/null
+  strata-bench strata-serve strata-eval strata-dump > /dev/null
 strip -o "$T/bin/strata-runtime-tests" "$BUILD/unittests/strata-runtime-tests"
 ldd "$BUILD/unittests/strata-runtime-tests" | awk '/=> \//{print $3}' | while read -r lib; do
   case $(basename "$lib") in
@@ -37,11 +39,14 @@ for cfg in bf16 fp8; do
   compile $cfg-tp2ep2 $cfg --activation-type=f32 --tensor-parallel-size 2 --expert-parallel-size 2
   wait
 done
-compile bf16act-tp1 bf16
-compile bf16act-tp2 bf16 --tensor-parallel-size 2
-wait
-compile bf16act-ep2 bf16 --expert-parallel-size 2
-wait
+for cfg in bf16 fp8; do
+  compile ${cfg}act-tp1 $cfg
+  compile ${cfg}act-tp2 $cfg --tensor-parallel-size 2
+  wait
+  compile ${cfg}act-ep2 $cfg --expert-parallel-size 2
+  compile ${cfg}act-tp2ep2 $cfg --tensor-parallel-size 2 --expert-parallel-size 2
+  wait
+done
 for tp in 1 2; do
   "$BUILD/bin/strata-compile" -q "$M/model.dsl" --config "$M/micro/config.json" --target sm_90 \
     --tensor-parallel-size $tp -o "$T/micro-tp$tp.strata" &
