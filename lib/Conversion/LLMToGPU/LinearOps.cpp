@@ -486,6 +486,10 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     return failure();
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
+  // sm_90a: a block of two warpgroups sharing each staged weight block.
+  if (std::optional<MatmulTiling> wide =
+          widenForWarpgroups(*tiling, problem, grouped.up ? 2 : 1))
+    tiling = *wide;
   // With a decode split form the kernel takes every step size and its
   // `_rows` twin is built empty.
   int64_t splits = 0;

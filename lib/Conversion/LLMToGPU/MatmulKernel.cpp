@@ -609,15 +609,23 @@ private:
   /// This thread's place in a split form's block: sets `lane`, the
   /// fragment column bases and lane coordinates; returns the thread id,
   /// blockIdx.x, the subgroup (its K range) and the block's first column.
-  std::tuple<Value, Value, Value, Value> placeSplitSubgroup() {
+  std::tuple<Value, Value, Value, Value> placeSplitSubgroup(int64_t splits) {
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
     lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
     Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
     Value colBase = mul(by, t.tileN());
+    // Column groups (subgroupsN > 1): subgroups splits * g .. take the
+    // columns g * fragsN * n .. of the tile.
+    splitColumn = idx(0);
+    if (t.subgroupsN > 1) {
+      splitColumn = mul(arith::DivUIOp::create(b, loc, sg, idx(splits)),
+                        t.fragsN * mi.n);
+      sg = arith::RemUIOp::create(b, loc, sg, idx(splits));
+    }
     for (int64_t j = 0; j < t.fragsN; ++j)
-      colBases.push_back(add(colBase, j * mi.n));
+      colBases.push_back(add(add(colBase, splitColumn), j * mi.n));
     aLane = coords(mi.a);
     bLane = coords(mi.b);
     cLane = coords(mi.c);
@@ -741,7 +749,8 @@ private:
           for (auto piece : mi.c.pieces)
             for (int64_t c = 0; c < mi.c.count; ++c, ++e) {
               Value row = add(cLane.outer, i * mi.m + piece[0]);
-              Value col = add(add(cLane.inner, j * mi.n), piece[1] + c);
+              Value col = add(add(add(cLane.inner, splitColumn), j * mi.n),
+                              piece[1] + c);
               memref::StoreOp::create(
                   b, loc, vector::ExtractOp::create(b, loc, acc, e), partial,
                   ValueRange{sg, idx(wi), row, col});
@@ -831,6 +840,9 @@ private:
 
   std::optional<Grouped> grouped;
   Value expert, tileOwned, rowStart, rowEnd;
+  /// The split forms' first column of this subgroup's column group
+  /// (placeSplitSubgroup; 0 with one group).
+  Value splitColumn;
   /// The dense projection's epilogue (Store for linears).
   DenseMatmul dense;
   /// The SwiGLU's second weight (up) and its scales; AddSlotSum's routed
@@ -1724,7 +1736,15 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     Value arenaAddress, Value aOffset, Value bOffset, ValueRange accs,
     int64_t weights) {
   int64_t n = weights * t.tileN();
-  int64_t registers = kWarpgroupRows * n / t.threads();
+  int64_t registers = kWarpgroupRows * n / kWarpgroupThreads;
+  // Warpgroup g's rows start 64 g rows into each fragment's (one
+  // warpgroup: g = 0).
+  if (t.warpgroups > 1) {
+    Value g = arith::DivUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        idx(kWarpgroupThreads));
+    aOffset = add(aOffset, mul(g, kWarpgroupRows * kStageK * 2));
+  }
   int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
@@ -1758,7 +1778,7 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     for (int64_t i = 0; i < t.fragsM; ++i) {
       Value descA = warpgroupDescriptor(
           arenaAddress,
-          add(aOffset, i * kWarpgroupRows * kStageK * 2 + 32 * step));
+          add(aOffset, i * t.fragmentRowStride() * kStageK * 2 + 32 * step));
       d[i] = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, d[i], descA, descB, shape,
           NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
@@ -1867,6 +1887,16 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         b, loc, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
   }
+  // Two warpgroups on a grouped tile: the second multiplies only when the
+  // expert's slots reach its rows (a 2048-token prefill routes ~57 slots
+  // to each expert: half-empty tiles of 128).
+  Value warpgroupHasRows;
+  if (t.wgmma && t.warpgroups > 1 && grouped) {
+    Value g = arith::DivUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        idx(kWarpgroupThreads));
+    warpgroupHasRows = ult(add(rowStart, mul(g, kWarpgroupRows)), rowEnd);
+  }
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
@@ -1893,8 +1923,25 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
               fp8Weights
                   ? add(mul(half, decodedBytes), ringABytes + ringBBytes)
                   : add(mul(slot, slotBytesB), ringABytes);
-          accs = issueWarpgroupStage(arenaAddress, mul(slot, slotBytesA),
-                                     bOffset, iterArgs, weights);
+          Value aOffset = mul(slot, slotBytesA);
+          if (!warpgroupHasRows) {
+            accs = issueWarpgroupStage(arenaAddress, aOffset, bOffset,
+                                       iterArgs, weights);
+          } else {
+            // A warpgroup-uniform branch around its wgmma group.
+            auto ifRows = scf::IfOp::create(b, loc, iterArgs.getTypes(),
+                                            warpgroupHasRows,
+                                            /*withElseRegion=*/true);
+            OpBuilder::InsertionGuard rowsGuard(b);
+            b.setInsertionPointToStart(ifRows.thenBlock());
+            scf::YieldOp::create(
+                b, loc,
+                issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
+                                    weights));
+            b.setInsertionPointToStart(ifRows.elseBlock());
+            scf::YieldOp::create(b, loc, iterArgs);
+            accs = SmallVector<Value>(ifRows.getResults());
+          }
         } else if (fp8Weights) {
           accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
         } else {
@@ -2008,7 +2055,7 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
 void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
                                       int64_t splits, const DenseMatmul &d) {
   bindArgs(args, d);
-  auto [tid, bx, sg, colBase] = placeSplitSubgroup();
+  auto [tid, bx, sg, colBase] = placeSplitSubgroup(splits);
   numRows = memref::DimOp::create(b, loc, x, 0);
   lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
   int64_t numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
@@ -2028,7 +2075,7 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
     rowBases.push_back(add(rowBase, i * mi.m));
   storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
-  int64_t threads = splits * t.subgroupSize;
+  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
   for (int64_t i = 0; i < t.tileM() * t.tileN() / threads; ++i) {
     Value at = add(tid, i * threads);
     Value local = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
@@ -2060,7 +2107,7 @@ void MatmulKernelBuilder::buildWeightGemv(ValueRange args, Value partial,
   Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
   numRows = memref::DimOp::create(b, loc, x, 0);
   Value colBase = mul(by, kWeightGemvColumns);
-  int64_t threads = splits * t.subgroupSize;
+  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
   int64_t loads = llvm::divideCeil(p.k, threads * kWeightGemvRun);
   // Element k of load j: (j * threads + tid) * kWeightGemvRun + e; a run
   // past K reads the last run and its weights count as zero.
@@ -2616,7 +2663,7 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
                                                    int64_t splits) {
   grouped = bindGroupedArgs(args, e);
   Value tid, bx, sg, colBase;
-  std::tie(tid, bx, sg, colBase) = placeSplitSubgroup();
+  std::tie(tid, bx, sg, colBase) = placeSplitSubgroup(splits);
   rowBases.push_back(idx(0));
   int64_t numWeights = grouped->up ? 2 : 1;
   Value partial = viewWorkgroupArena(
@@ -2653,7 +2700,7 @@ void MatmulKernelBuilder::buildGroupedSplitKKernel(ValueRange args,
   storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup,
   // and writes them through the epilogue.
-  int64_t threads = splits * t.subgroupSize;
+  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
   for (int64_t i = 0; i < mi.m * t.tileN() / threads; ++i) {
     Value at = add(tid, i * threads);
     Value row = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
@@ -2826,9 +2873,13 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     const MatmulProblem &problem, const MatmulTypes &types,
     const GroupedExperts &experts) {
   int64_t weights = experts.up ? 2 : 1;
+  // A block of two warpgroups (widenForWarpgroups) takes their wide tiles.
+  int64_t stagedRows = tiling.threads() == 2 * kWarpgroupThreads
+                           ? kGroupedWarpgroupTileRows
+                           : kGroupedStagedTileRows;
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types, weights,
-      kGroupedStagedTileRows, /*grouped=*/true,
+      stagedRows, /*grouped=*/true,
       [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =

@@ -185,7 +185,10 @@ std::optional<MatmulTiling>
 mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
                                  const MatmulProblem &problem, int64_t &splits,
                                  int64_t columns, int64_t rowFrags) {
-  splits = tiling.subgroupsM * tiling.subgroupsN;
+  // A block of two warpgroups (widenForWarpgroups) splits K over each
+  // warpgroup's subgroups and gives the warpgroups a column group each.
+  int64_t groups = tiling.warpgroups;
+  splits = tiling.subgroupsM * tiling.subgroupsN / groups;
   // `columns` per block (at least one instruction's n): with 16, a decode
   // step streams the weight through N / 16 blocks, enough to fill the GPU
   // for projections of a few thousand outputs. fp32 weights (the MoE
@@ -197,12 +200,13 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   columns = fragsN * tiling.mma.n;
   if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
       rowFrags < 1 || (problem.k / tiling.blockK) % splits != 0 ||
-      tiling.tileN() % columns != 0 ||
-      (rowFrags * tiling.mma.m * columns) % tiling.threads() != 0)
+      (groups == 1 ? tiling.tileN() % columns != 0
+                   : problem.n % (groups * columns) != 0) ||
+      (rowFrags * tiling.mma.m * groups * columns) % tiling.threads() != 0)
     return std::nullopt;
   MatmulTiling split = tiling;
   split.fragsN = fragsN;
-  split.subgroupsN = 1;
+  split.subgroupsN = groups;
   split.fragsM = rowFrags;
   split.subgroupsM = 1;
   split.stepwiseA = rowFrags > 1;
@@ -331,29 +335,38 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
   return v;
 }
 
-/// The wgmma form of the staged tiling `t` (MatmulTiling::wgmma): one
-/// warpgroup, tiles of `tileRows` (64 or 128: one instruction per 64 rows)
-/// by the widest column tile (128, 64) that divides N, keeps weights x
-/// tileN within one instruction (n <= 256) and the accumulators within 128
-/// fp32 registers per lane; the ring of kAsyncStages blocks. None when no
-/// width fits. Not 256 columns: the kernel's registers are its widest
-/// form's, and a 64 x 256 moe_down tile (128 accumulators where the sm_90
-/// ring has 64) made its decode form 16-20 % slower on the H200.
+/// The wgmma form of the staged tiling `t` (MatmulTiling::wgmma): as many
+/// warpgroups as the kernel's block has (t.threads() / 128: one, or two for
+/// the grouped experts' wide tiles, widenForWarpgroups), each taking 64 of
+/// the tile's rows per instruction, tiles of `tileRows` (a multiple of the
+/// warpgroups' rows) by the widest column tile (128, 64) that divides N,
+/// keeps weights x tileN within one instruction (n <= 256) and the
+/// accumulators within 128 fp32 registers per lane; the ring of
+/// kAsyncStages blocks. None when no width fits. Not 256 columns: the
+/// kernel's registers are its widest form's, and a 64 x 256 moe_down tile
+/// (128 accumulators where the sm_90 ring has 64) made its decode form
+/// 16-20 % slower on the H200.
 static std::optional<MatmulTiling>
 chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
                       int64_t weights, int64_t tileRows) {
   const MatrixInstruction &mi = t.mma;
+  int64_t threads = t.threads();
   if (mi.family != MatrixFamily::MmaSync || mi.m != 16 || mi.n != 8 ||
-      tileRows % kWarpgroupRows)
+      threads % kWarpgroupThreads)
     return std::nullopt;
-  t.subgroupsM = kWarpgroupRows / mi.m;
+  int64_t warpgroups = threads / kWarpgroupThreads;
+  if (tileRows % (warpgroups * kWarpgroupRows))
+    return std::nullopt;
+  t.warpgroups = warpgroups;
+  t.subgroupsM = warpgroups * kWarpgroupRows / mi.m;
   t.subgroupsN = 1;
-  t.fragsM = tileRows / kWarpgroupRows;
+  t.fragsM = tileRows / (warpgroups * kWarpgroupRows);
   for (int64_t tileN : {128, 64}) {
     t.fragsN = tileN / mi.n;
     if (problem.n % tileN || weights * tileN > 256 ||
         weights * t.fragsM * t.fragsN * mi.c.size() > 128 ||
-        (tileN * kStageK / 16) % t.threads())
+        (tileN * kStageK / 16) % t.threads() ||
+        (t.tileM() * kStageK / 8) % t.threads())
       continue;
     t.wgmma = true;
     t.ldmatrix = false;
@@ -363,6 +376,38 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
     return t;
   }
   return std::nullopt;
+}
+
+std::optional<MatmulTiling>
+mlir::strata::widenForWarpgroups(const MatmulTiling &tiling,
+                                 const MatmulProblem &problem,
+                                 int64_t weights) {
+  // moe_up's gate and up (weights = 2) fill one warpgroup's accumulators
+  // at 64 rows; moe_down's single weight has room for 128 rows in one
+  // warpgroup, and its two-warpgroup block (1 per SM at 158 registers)
+  // measured 13-35 % slower on the H200 at every step size.
+  if (!tiling.targetHasWarpgroupMma || tiling.subgroupsM != 2 || weights != 2)
+    return std::nullopt;
+  MatmulTiling wide = tiling;
+  wide.warpgroups = 2;
+  wide.subgroupsN = 2 * kWarpgroupThreads / tiling.subgroupSize /
+                    tiling.subgroupsM;
+  wide.fragsN =
+      std::max<int64_t>(1, 64 / (wide.subgroupsN * tiling.mma.n));
+  if (wide.threads() != 2 * kWarpgroupThreads ||
+      problem.n % wide.tileN() != 0)
+    return std::nullopt;
+  std::string why;
+  std::optional<MatmulTiling> staged = chooseStagedTiling(
+      wide, problem, weights, kGroupedWarpgroupTileRows, why);
+  if (!staged || !staged->wgmma || staged->warpgroups != 2)
+    return std::nullopt;
+  // The decode split form stays (K splits over the block's subgroups).
+  int64_t splits = 0, wideSplits = 0;
+  if (chooseGroupedDecodeSplitK(tiling, problem, splits) &&
+      !chooseGroupedDecodeSplitK(wide, problem, wideSplits))
+    return std::nullopt;
+  return wide;
 }
 
 std::optional<MatmulTiling>
@@ -396,6 +441,11 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
     if (std::optional<MatmulTiling> w =
             chooseWarpgroupTiling(t, problem, weights, tileRows))
       return w;
+  if (tiling.threads() != 4 * tiling.subgroupSize) {
+    why = "the kernel's block is not the register-staged tiles' 2 x 2 "
+          "subgroups";
+    return std::nullopt;
+  }
   t.subgroupsM = 2;
   t.subgroupsN = 2;
   t.fragsM = tileRows / (2 * mi->m);

@@ -113,6 +113,14 @@ struct MatmulTiling {
   /// asynchronously so the next block's fp8 decode overlaps the product.
   bool wgmma = false;
 
+  /// Warpgroups of the wgmma form: 1, or 2 for the grouped experts' wide
+  /// tiles (widenForWarpgroups), which split the tile's rows (warpgroup g
+  /// the rows 64 g .. of each 128, subgroupsM 8, fragsM 1) and share the
+  /// staged (decoded) weight blocks: half the weight bytes per product.
+  /// In the kernel's plain tiling: its block's warpgroups, which the decode
+  /// split form (chooseDecodeSplitK) gives a column group each (subgroupsN
+  /// of the split tiling), splitting K over each one's subgroups.
+  int64_t warpgroups = 1;
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
 
@@ -252,6 +260,24 @@ inline constexpr int64_t kStagedTileRows = 128;
 inline constexpr int64_t kGroupedStagedTileRows = 64;
 /// Rows of the wgmma tiles (MatmulTiling::wgmma): one warpgroup's m64.
 inline constexpr int64_t kWarpgroupRows = 64;
+/// Threads of one warpgroup (four subgroups of 32).
+inline constexpr int64_t kWarpgroupThreads = 128;
+/// Rows of the grouped experts' staged tiles with two warpgroups
+/// (widenForWarpgroups): a prefill of 8192 tokens routes ~228 slots to
+/// each of 288 experts, so a tile of 128 slots reads each expert's weight
+/// columns about half as often as tiles of 64.
+inline constexpr int64_t kGroupedWarpgroupTileRows = 128;
+
+/// The grouped experts' kernel tiling with a block of two warpgroups
+/// (8 subgroups: the plain tiling's 2 along M, 4 along N) on targets with
+/// the warpgroup instruction, for moe_up (`weights` 2, whose gate and up
+/// accumulators fill one warpgroup at 64 rows), where the staged tiles then
+/// are the two warpgroups' wgmma form of kGroupedWarpgroupTileRows rows and
+/// the decode split form (if the plain tiling has one) still exists, a
+/// column group per warpgroup. None otherwise (one warpgroup).
+std::optional<MatmulTiling> widenForWarpgroups(const MatmulTiling &tiling,
+                                               const MatmulProblem &problem,
+                                               int64_t weights);
 
 /// The staged tiles of a plain linear or dense projection take steps of at
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
