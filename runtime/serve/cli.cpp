@@ -168,8 +168,9 @@ int runServeCli(int argc, char **argv) {
   auto *step_opt =
       app.add_option("--max-step-tokens,--max-num-batched-tokens",
                      engine_options.max_step_tokens,
-                     "tokens per engine step (default 256 on the CPU, 2048 "
-                     "on GPU targets)");
+                     "tokens per engine step (default 256 on the CPU; on GPU "
+                     "targets vLLM's: 8192 on devices of 70 GiB or more, "
+                     "else 2048)");
   app.add_option("--chunk", engine_options.max_chunk_tokens,
                  "longest prefill chunk of one request (default: "
                  "--max-step-tokens)");
@@ -321,8 +322,10 @@ int runServeCli(int argc, char **argv) {
       engine_options.gpu_memory_utilization = kDefaultGpuMemoryUtilization;
     if (!requests_opt->count())
       engine_options.max_requests = 256;
-    if (!step_opt->count())
-      engine_options.max_step_tokens = 2048;
+    if (!step_opt->count()) {
+      engine_options.max_step_tokens = kSmallDeviceStepTokens;
+      engine_options.step_tokens_from_device = true;
+    }
     if (!queue_opt->count())
       options.max_queue = 1024;
   }

@@ -121,5 +121,17 @@ TEST(MemorySizingTest, Errors) {
             "--gpu-memory-utilization must be in (0, 1], got 1.5");
 }
 
+// Tests the default tokens per step on GPU targets: vLLM's 8192 from 70 GiB
+// of device memory (H100's 79.6 GiB, H200's 139.8 GiB), 2048 below.
+TEST(MemorySizingTest, DefaultStepTokensFollowVllm) {
+  constexpr uint64_t GiB = uint64_t(1) << 30;
+  EXPECT_EQ(defaultMaxStepTokens(0), 2048u);
+  EXPECT_EQ(defaultMaxStepTokens(48 * GiB), 2048u);
+  EXPECT_EQ(defaultMaxStepTokens(70 * GiB - 1), 2048u);
+  EXPECT_EQ(defaultMaxStepTokens(70 * GiB), 8192u);
+  EXPECT_EQ(defaultMaxStepTokens(uint64_t(79.6 * GiB)), 8192u);
+  EXPECT_EQ(defaultMaxStepTokens(uint64_t(139.8 * GiB)), 8192u);
+}
+
 } // namespace
 } // namespace strata::runtime::serve

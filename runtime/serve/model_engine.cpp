@@ -139,6 +139,20 @@ private:
   std::mt19937_64 seeds_{std::random_device{}()};
 };
 
+/// --max-step-tokens by the device's memory (defaultMaxStepTokens), logged.
+Status stepTokensFromDevice(const ModelEngineOptions &options,
+                            ModelExecutor &executor,
+                            SchedulerOptions &scheduler) {
+  STRATA_ASSIGN_OR_RETURN(MemoryInfo memory, executor.device().memoryInfo());
+  scheduler.max_step_tokens = defaultMaxStepTokens(memory.total_bytes);
+  if (options.log)
+    options.log(fmt::format(
+        "max step tokens: {} (default for a device of {}; --max-step-tokens "
+        "sets it)",
+        scheduler.max_step_tokens, formatBytes(memory.total_bytes)));
+  return okStatus();
+}
+
 /// The step reserve and the split of memory_sizing.h, logged.
 Status sizeFromMemory(const ModelEngineOptions &options,
                       const CacheGeometry &geometry, ModelExecutor &executor,
@@ -275,10 +289,15 @@ createModelEngine(const ModelEngineOptions &options) {
   engine_options.dependent_launches = options.dependent_launches;
   engine_options.progress = options.progress;
   engine_options.ranks = options.ranks;
-  if (from_memory)
-    engine_options.size_caches = [&options, geometry](
+  if (from_memory || options.step_tokens_from_device)
+    engine_options.size_caches = [&options, geometry, from_memory](
                                      ModelExecutor &executor,
                                      SchedulerOptions &scheduler) -> Status {
+      if (options.step_tokens_from_device)
+        STRATA_RETURN_IF_ERROR(
+            stepTokensFromDevice(options, executor, scheduler));
+      if (!from_memory)
+        return okStatus();
       return sizeFromMemory(options, geometry, executor, scheduler);
     };
   STRATA_ASSIGN_OR_RETURN(

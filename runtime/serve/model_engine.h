@@ -69,6 +69,10 @@ struct ModelEngineOptions {
   /// Tokens per engine step (--max-step-tokens) and per prefill chunk of one
   /// request (--chunk); 0: the scheduler's defaults.
   size_t max_step_tokens = 0, max_chunk_tokens = 0;
+  /// max_step_tokens is a default that the device's memory replaces once it
+  /// is known (defaultMaxStepTokens: vLLM's 8192 on devices of 70 GiB or
+  /// more, else 2048).
+  bool step_tokens_from_device = false;
   /// Prefix caching (--prefix-cache on|off) and its KDA checkpoint interval
   /// in tokens (--checkpoint-interval; 0: the default).
   bool prefix_cache = true;
