@@ -58,6 +58,9 @@ Status validateSamplingParams(const SamplingParams &params,
   if (params.logprobs < -1 || params.logprobs > kMaxLogprobs)
     return invalidArgument("logprobs must be -1 (off) or 0..{}, got {}",
                            kMaxLogprobs, params.logprobs);
+  if (params.prompt_logprobs < -1 || params.prompt_logprobs > kMaxLogprobs)
+    return invalidArgument("prompt_logprobs must be -1 (off) or 0..{}, got {}",
+                           kMaxLogprobs, params.prompt_logprobs);
   for (size_t i = 0; i < params.stop.size(); ++i) {
     if (params.stop[i].empty())
       return invalidArgument("stop string {} is empty", i);

@@ -70,6 +70,12 @@ struct SamplingParams {
   /// none, 0 the sampled token's only, n > 0 also the n most likely tokens
   /// (at most kMaxLogprobs).
   int32_t logprobs = -1;
+  /// Log-probabilities of the prompt's tokens (vLLM's prompt_logprobs): -1
+  /// (default) none, 0 each prompt token's own (from the first token on:
+  /// the first has none), n > 0 also the n most likely tokens at each
+  /// position (at most kMaxLogprobs). Needs the logits of every prompt
+  /// position, so the request takes no prefix-cache hits.
+  int32_t prompt_logprobs = -1;
 };
 
 /// The most top log-probabilities a request can ask for (OpenAI's

@@ -96,6 +96,10 @@ struct Scheduler::Request {
   /// Output not yet delivered.
   std::vector<int32_t> out_tokens;
   std::vector<TokenLogprobs> out_logprobs; // with params.logprobs >= 0
+  /// With params.prompt_logprobs >= 0: entries for prompt tokens 1 ..
+  /// (filled chunk by chunk), and whether they were delivered.
+  std::vector<TokenLogprobs> prompt_logprobs;
+  bool prompt_logprobs_delivered = false;
   std::string out_text;
   bool finished = false;
   FinishReason reason = FinishReason::kNone;
@@ -288,7 +292,10 @@ void Scheduler::cancelAll(const Status &status) {
 //===----------------------------------------------------------------------===//
 
 Status Scheduler::admit(Request &request) {
-  STRATA_ASSIGN_OR_RETURN(request.seq, kv_->admit(request.tokens));
+  AdmitOptions admit_options;
+  admit_options.skip_prefix_cache = wantsPromptLogprobs(request);
+  STRATA_ASSIGN_OR_RETURN(request.seq,
+                          kv_->admit(request.tokens, admit_options));
   if (request.queue_seconds < 0)
     request.queue_seconds = std::chrono::duration<double>(
                                 std::chrono::steady_clock::now() -
@@ -405,6 +412,11 @@ void Scheduler::deliver(Request &request) {
   out.id = request.id;
   out.tokens = std::move(request.out_tokens);
   out.logprobs = std::move(request.out_logprobs);
+  if (wantsPromptLogprobs(request) && !request.prompt_logprobs_delivered &&
+      (!out.tokens.empty() || request.finished)) {
+    out.prompt_logprobs = std::move(request.prompt_logprobs);
+    request.prompt_logprobs_delivered = true;
+  }
   out.text = std::move(request.out_text);
   out.finished = request.finished;
   out.finish_reason = request.reason;
@@ -679,13 +691,35 @@ Status Scheduler::restoreStates(std::vector<int32_t> slots) {
   return okStatus();
 }
 
+bool Scheduler::wantsPromptLogprobs(const Request &r) {
+  return r.sampler && r.sampler->params().prompt_logprobs >= 0;
+}
+
 bool Scheduler::needsLogits(const Planned &p) const {
   const Request &r = *p.request;
+  if (!r.decoding() && wantsPromptLogprobs(r))
+    return true; // every prompt row's logits
   if (!r.decoding() && p.end != r.tokens.size())
     return false; // a prefill chunk that samples nothing
   const SamplingParams &params = r.sampler->params();
   return !r.sampler->greedy() || params.logprobs >= 0 ||
          needsLogitsProcessing(params, r.generated());
+}
+
+void Scheduler::recordPromptLogprobs(Request &r, uint64_t start,
+                                     const float *logits, size_t rows) {
+  // Row j (position start + j) gives the log-probabilities of the token at
+  // start + j + 1; entry e is prompt token e + 1's. A re-prefill after
+  // preemption repeats positions already recorded.
+  size_t vocab = runner_.vocabSize();
+  size_t top = size_t(r.sampler->params().prompt_logprobs);
+  for (size_t j = 0; j < rows; ++j) {
+    uint64_t next = start + j + 1;
+    if (next >= r.prompt_size || next - 1 != r.prompt_logprobs.size())
+      continue;
+    r.prompt_logprobs.push_back(
+        computeLogprobs(logits + j * vocab, vocab, r.tokens[next], top));
+  }
 }
 
 StatusOr<int32_t> Scheduler::sampleRow(Request &r, const StepResult &result,
@@ -837,7 +871,7 @@ Status Scheduler::step() {
         s.state_dst_slot = s.state_token_slots.back();
       }
     }
-    s.all_logits = p.k > 0;
+    s.all_logits = p.k > 0 || (!r.decoding() && wantsPromptLogprobs(r));
     multi |= s.tokens.size() > 1;
     verify |= p.k > 0;
     longest = std::max(longest, s.tokens.size());
@@ -882,6 +916,8 @@ Status Scheduler::step() {
     if (!r.decoding()) {
       stats_.prefill_tokens += p.end - p.start;
       p.new_computed = p.end;
+      if (wantsPromptLogprobs(r) && logits)
+        recordPromptLogprobs(r, p.start, logits, count);
       if (p.end == r.tokens.size()) {
         const float *last = logits ? logits + (count - 1) * vocab : nullptr;
         StatusOr<int32_t> token =

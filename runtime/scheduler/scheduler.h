@@ -94,6 +94,10 @@ struct RequestOutput {
   std::vector<int32_t> tokens;
   /// With SamplingParams::logprobs >= 0: one entry per token of `tokens`.
   std::vector<TokenLogprobs> logprobs;
+  /// With SamplingParams::prompt_logprobs >= 0, on the delivery that
+  /// carries the first generated token (or the last one): one entry per
+  /// prompt token from the second on (the first has no context).
+  std::vector<TokenLogprobs> prompt_logprobs;
   /// Text released since the last delivery (empty without a tokenizer).
   std::string text;
   /// True on the last delivery of the request.
@@ -211,6 +215,14 @@ private:
   /// processor: penalties, logit_bias, min_tokens' stop masks) or returns
   /// logprobs. Otherwise the step's greedy tokens do, for verifications too.
   bool needsLogits(const Planned &p) const;
+  /// Whether `request` asks for its prompt's log-probabilities
+  /// (SamplingParams::prompt_logprobs): its prefill chunks copy every row's
+  /// logits and it takes no prefix-cache hits.
+  static bool wantsPromptLogprobs(const Request &request);
+  /// The prompt log-probabilities of the prefill rows `logits` (`rows`
+  /// rows from position `start`) not yet recorded.
+  void recordPromptLogprobs(Request &request, uint64_t start,
+                            const float *logits, size_t rows);
   /// The token `request` samples from logits row `row` of `result` (its
   /// greedy token when the step copied no logits).
   StatusOr<int32_t> sampleRow(Request &request, const StepResult &result,

@@ -346,6 +346,85 @@ TEST(Scheduler, PresencePenaltyAndLogprobs) {
   }
 }
 
+/// The prompt log-probabilities the fake model's rows give `prompt` (entry i
+/// for token i + 1, its row one-hot at the model's token after tokens 0..i):
+/// 1 - log(e + V - 1) where the token is the model's, -log(e + V - 1) else.
+std::vector<std::pair<int32_t, double>>
+promptLogprobsReference(const std::vector<int32_t> &prompt) {
+  const double log_z = std::log(std::exp(1.0) + double(kVocab) - 1.0);
+  uint64_t state = 1, kv = 1;
+  std::vector<std::pair<int32_t, double>> out; // (the model's token, logprob)
+  for (size_t i = 0; i + 1 < prompt.size(); ++i) {
+    state = mix(state, prompt[i]);
+    kv = mix(kv, prompt[i]);
+    int32_t best = int32_t(mix(state, kv) % kVocab);
+    out.emplace_back(best, (prompt[i + 1] == best ? 1.0 : 0.0) - log_z);
+  }
+  return out;
+}
+
+// Tests prompt log-probabilities (SamplingParams::prompt_logprobs): one entry
+// per prompt token from the second on, from every prefill row of every
+// chunk (chunks of 1, 3 and 16), the top-1 the model's token, delivered once
+// with the first token; generation unchanged; with prefix caching on, a
+// prompt seen before is prefilled again (no hit) and gives the same entries.
+// The prompts end in the model's own greedy tokens, so both values occur.
+TEST(Scheduler, PromptLogprobsFromEveryPrefillRow) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (const std::vector<int32_t> &p : testPrompts()) {
+    std::vector<int32_t> head(p.begin(), p.begin() + std::min<size_t>(
+                                                        p.size(), 5));
+    std::vector<int32_t> tail = reference(head, 6);
+    head.insert(head.end(), tail.begin(), tail.end());
+    prompts.push_back(head);
+  }
+  for (size_t chunk : {1, 3, 16}) {
+    SchedulerOptions o = baseOptions();
+    o.max_chunk_tokens = chunk;
+    o.enable_prefix_cache = true;
+    Harness h(o);
+    h.run(prompts, 2); // fills the prefix cache
+    SamplingParams params;
+    params.max_tokens = 4;
+    params.prompt_logprobs = 1;
+    std::vector<std::vector<TokenLogprobs>> got(prompts.size());
+    std::vector<std::vector<int32_t>> out(prompts.size());
+    std::vector<int> deliveries(prompts.size(), 0);
+    std::vector<uint64_t> cached(prompts.size(), 0);
+    for (size_t i = 0; i < prompts.size(); ++i)
+      ASSERT_TRUE(h.scheduler
+                      ->add(100 + i, prompts[i], params,
+                            [&, i](const RequestOutput &o) {
+                              out[i].insert(out[i].end(), o.tokens.begin(),
+                                            o.tokens.end());
+                              if (!o.prompt_logprobs.empty()) {
+                                ++deliveries[i];
+                                got[i] = o.prompt_logprobs;
+                              }
+                              cached[i] = o.cached_tokens;
+                            })
+                      .ok());
+    for (int guard = 0; h.scheduler->hasWork() && guard < 10000; ++guard)
+      ASSERT_TRUE(h.scheduler->step().ok());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("chunk " + std::to_string(chunk) + " prompt " +
+                   std::to_string(i));
+      EXPECT_EQ(out[i], reference(prompts[i], 4));
+      EXPECT_EQ(deliveries[i], 1);
+      EXPECT_EQ(cached[i], 0u);
+      auto want = promptLogprobsReference(prompts[i]);
+      ASSERT_EQ(got[i].size(), want.size());
+      for (size_t e = 0; e < want.size(); ++e) {
+        EXPECT_EQ(got[i][e].token, prompts[i][e + 1]);
+        EXPECT_NEAR(got[i][e].logprob, want[e].second, 1e-9) << "entry " << e;
+        ASSERT_EQ(got[i][e].top.size(), 1u);
+        EXPECT_EQ(got[i][e].top[0].first, want[e].first);
+      }
+    }
+    EXPECT_EQ(h.scheduler->kvCache().stats().used_blocks, 0u);
+  }
+}
+
 TEST(Scheduler, PrefixReuseKeepsOutputs) {
   SchedulerOptions o = baseOptions();
   o.enable_prefix_cache = true;
