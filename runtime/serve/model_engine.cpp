@@ -140,24 +140,21 @@ private:
 };
 
 /// --max-step-tokens by the device's memory (defaultMaxStepTokens), logged.
-Status stepTokensFromDevice(const ModelEngineOptions &options,
-                            ModelExecutor &executor,
-                            SchedulerOptions &scheduler) {
-  STRATA_ASSIGN_OR_RETURN(MemoryInfo memory, executor.device().memoryInfo());
+void stepTokensFromDevice(const ModelEngineOptions &options,
+                          const MemoryInfo &memory,
+                          SchedulerOptions &scheduler) {
   scheduler.max_step_tokens = defaultMaxStepTokens(memory.total_bytes);
   if (options.log)
     options.log(fmt::format(
         "max step tokens: {} (default for a device of {}; --max-step-tokens "
         "sets it)",
         scheduler.max_step_tokens, formatBytes(memory.total_bytes)));
-  return okStatus();
 }
 
 /// The step reserve and the split of memory_sizing.h, logged.
 Status sizeFromMemory(const ModelEngineOptions &options,
-                      const CacheGeometry &geometry, ModelExecutor &executor,
-                      SchedulerOptions &scheduler) {
-  STRATA_ASSIGN_OR_RETURN(MemoryInfo memory, executor.device().memoryInfo());
+                      const CacheGeometry &geometry, const MemoryInfo &memory,
+                      ModelExecutor &executor, SchedulerOptions &scheduler) {
   MemorySizingInput input;
   input.memory = memory;
   input.device = executor.device().description();
@@ -293,12 +290,14 @@ createModelEngine(const ModelEngineOptions &options) {
     engine_options.size_caches = [&options, geometry, from_memory](
                                      ModelExecutor &executor,
                                      SchedulerOptions &scheduler) -> Status {
+      // The device's memory with the weights loaded, once for both.
+      STRATA_ASSIGN_OR_RETURN(MemoryInfo memory,
+                              executor.device().memoryInfo());
       if (options.step_tokens_from_device)
-        STRATA_RETURN_IF_ERROR(
-            stepTokensFromDevice(options, executor, scheduler));
+        stepTokensFromDevice(options, memory, scheduler);
       if (!from_memory)
         return okStatus();
-      return sizeFromMemory(options, geometry, executor, scheduler);
+      return sizeFromMemory(options, geometry, memory, executor, scheduler);
     };
   STRATA_ASSIGN_OR_RETURN(
       std::unique_ptr<runtime::Engine> engine,

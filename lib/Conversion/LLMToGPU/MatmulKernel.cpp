@@ -562,6 +562,12 @@ private:
   /// 64-byte swizzle: stageColumn's) starting at byte `offset` of the
   /// arena at `arenaAddress`.
   Value warpgroupDescriptor(Value arenaAddress, Value offset);
+  /// This thread's warpgroup in the block (MatmulTiling::warpgroups).
+  Value warpgroupIndex() {
+    return arith::DivUIOp::create(
+        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
+        idx(kWarpgroupThreads));
+  }
   /// Orders this thread's generic-proxy writes of workgroup memory (copies,
   /// decoded rows) before the wgmma reads of the async proxy.
   void fenceForWarpgroup();
@@ -1739,12 +1745,8 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
   int64_t registers = kWarpgroupRows * n / kWarpgroupThreads;
   // Warpgroup g's rows start 64 g rows into each fragment's (one
   // warpgroup: g = 0).
-  if (t.warpgroups > 1) {
-    Value g = arith::DivUIOp::create(
-        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-        idx(kWarpgroupThreads));
-    aOffset = add(aOffset, mul(g, kWarpgroupRows * kStageK * 2));
-  }
+  if (t.warpgroups > 1)
+    aOffset = add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * kStageK * 2));
   int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
@@ -1891,12 +1893,9 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   // expert's slots reach its rows (a 2048-token prefill routes ~57 slots
   // to each expert: half-empty tiles of 128).
   Value warpgroupHasRows;
-  if (t.wgmma && t.warpgroups > 1 && grouped) {
-    Value g = arith::DivUIOp::create(
-        b, loc, gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x),
-        idx(kWarpgroupThreads));
-    warpgroupHasRows = ult(add(rowStart, mul(g, kWarpgroupRows)), rowEnd);
-  }
+  if (t.wgmma && t.warpgroups > 1 && grouped)
+    warpgroupHasRows =
+        ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
@@ -2874,9 +2873,8 @@ gpu::GPUFuncOp mlir::strata::buildGroupedExpertKernel(
     const GroupedExperts &experts) {
   int64_t weights = experts.up ? 2 : 1;
   // A block of two warpgroups (widenForWarpgroups) takes their wide tiles.
-  int64_t stagedRows = tiling.threads() == 2 * kWarpgroupThreads
-                           ? kGroupedWarpgroupTileRows
-                           : kGroupedStagedTileRows;
+  int64_t stagedRows = tiling.warpgroups > 1 ? kGroupedWarpgroupTileRows
+                                             : kGroupedStagedTileRows;
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types, weights,
       stagedRows, /*grouped=*/true,
