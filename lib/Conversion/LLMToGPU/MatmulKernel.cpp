@@ -650,6 +650,29 @@ private:
         false);
     b.setInsertionPoint(inside.thenBlock()->getTerminator());
   }
+  /// Block (bx, by) of the row tiles renumbered by MatmulTiling::
+  /// rasterRows: the linear block number l = by * gridDim.x + bx (blocks
+  /// with by < N / tileN; guardColumnBlock ends the others) enumerates
+  /// groups of r row tiles, each group's blocks taking its rows for one
+  /// column tile after another (the last group may have fewer rows).
+  /// Returns (first row tile, column tile): a bijection of [0, gridDim.x) x
+  /// [0, N / tileN), so the grid-stride row loop still covers every tile of
+  /// every column.
+  std::pair<Value, Value> rasterTile(Value bx, Value by) {
+    int64_t columns = p.n / t.tileN();
+    int64_t r = t.rasterRows;
+    Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value linear = add(arith::MulIOp::create(b, loc, by, gx), bx);
+    if (r == 1)
+      return {arith::DivUIOp::create(b, loc, linear, idx(columns)),
+              arith::RemUIOp::create(b, loc, linear, idx(columns))};
+    Value group = arith::DivUIOp::create(b, loc, linear, idx(r * columns));
+    Value first = mul(group, r);
+    Value rows = minu(arith::SubIOp::create(b, loc, gx, first), idx(r));
+    Value inGroup = arith::RemUIOp::create(b, loc, linear, idx(r * columns));
+    return {add(first, arith::RemUIOp::create(b, loc, inGroup, rows)),
+            arith::DivUIOp::create(b, loc, inGroup, rows)};
+  }
   /// This thread's place in the tile: sets `lane`, the fragment column
   /// bases and lane coordinates; returns blockIdx.x and the subgroup's first
   /// row within a tile.
@@ -657,6 +680,20 @@ private:
     Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
     Value bx = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
     Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+    if (t.rasterRows > 0 && t.rasterMinRows == 0) {
+      std::tie(bx, by) = rasterTile(bx, by);
+    } else if (t.rasterRows > 0) {
+      auto [rasterX, rasterY] = rasterTile(bx, by);
+      // Below rasterMinRows rows (grouped: slots) the blocks keep their
+      // order: one select per coordinate, uniform per block.
+      Value rows = memref::DimOp::create(b, loc, x, 0);
+      if (grouped)
+        rows = mul(rows, grouped->topK);
+      Value rastered = arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::uge, rows, idx(t.rasterMinRows));
+      bx = arith::SelectOp::create(b, loc, rastered, rasterX, bx);
+      by = arith::SelectOp::create(b, loc, rastered, rasterY, by);
+    }
     lane = arith::RemUIOp::create(b, loc, tid, idx(t.subgroupSize));
     Value sg = arith::DivUIOp::create(b, loc, tid, idx(t.subgroupSize));
     Value sgM = arith::RemUIOp::create(b, loc, sg, idx(t.subgroupsM));
@@ -2318,6 +2355,20 @@ int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
 }
 
+/// MatmulTiling::rasterRows of the staged tiles (MatmulTiling.h's
+/// kDenseRasterRows, kGroupedRasterRows).
+static void setRasterOrder(MatmulTiling &staged, bool grouped,
+                           int64_t weights) {
+  if (!grouped) {
+    staged.rasterRows = kDenseRasterRows;
+    return;
+  }
+  if (weights == 1) {
+    staged.rasterRows = kGroupedRasterRows;
+    staged.rasterMinRows = kGroupedRasterMinSlots;
+  }
+}
+
 /// `gpu.func @name(argTypes)` (the existing one if `module` has it), a
 /// kernel with the tiling's block size and launch attributes (rows and
 /// columns per workgroup, the instruction) whose body `build` fills, then
@@ -2353,6 +2404,7 @@ static gpu::GPUFuncOp buildMatmulFunc(
           staged->stages = 2;
         int64_t minRows = 0;
         if (staged) {
+          setRasterOrder(*staged, grouped, weights);
           minRows = grouped ? 0 : stagedMinRows(*staged, problem);
           func->setAttr("strata.staged_tile",
                         builder.getDenseI64ArrayAttr(
@@ -2361,6 +2413,8 @@ static gpu::GPUFuncOp buildMatmulFunc(
                         builder.getI64IntegerAttr(minRows));
           func->setAttr("strata.staged_stages",
                         builder.getI64IntegerAttr(staged->stages));
+          func->setAttr("strata.staged_raster_rows",
+                        builder.getI64IntegerAttr(staged->rasterRows));
           if (staged->wgmma)
             func->setAttr("strata.staged_wgmma", builder.getUnitAttr());
         }

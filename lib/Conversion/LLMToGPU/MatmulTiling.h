@@ -121,6 +121,18 @@ struct MatmulTiling {
   /// split form (chooseDecodeSplitK) gives a column group each (subgroupsN
   /// of the split tiling), splitting K over each one's subgroups.
   int64_t warpgroups = 1;
+  /// Block order of the staged row tiles: 0, blockIdx.x is the row tile
+  /// and y the column tile (the hardware starts blocks x first, so a wave
+  /// of blocks takes every row tile's A rows and a few weight columns);
+  /// r > 0, the blocks are renumbered (x first) into groups of r row tiles
+  /// whose columns come next to each other (rasterTile), so that a wave
+  /// reads a few row tiles' A rows and sweeps the weight columns, each
+  /// column block read again by the group's next row tile while it is
+  /// still in L2.
+  int64_t rasterRows = 0;
+  /// The renumbering of rasterRows applies to steps of at least this many
+  /// rows (the grouped experts: slots); smaller ones keep blockIdx.x.
+  int64_t rasterMinRows = 0;
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
 
@@ -267,6 +279,21 @@ inline constexpr int64_t kWarpgroupThreads = 128;
 /// each of 288 experts, so a tile of 128 slots reads each expert's weight
 /// columns about half as often as tiles of 64.
 inline constexpr int64_t kGroupedWarpgroupTileRows = 128;
+
+/// MatmulTiling::rasterRows of the staged tiles, measured on the H200
+/// (glm5-slice-fp8, sm_90a, three runs each, docs/bench/h200-matrix.md
+/// "Block order"). The plain linears and dense projections: groups of 8
+/// row tiles (linear_0 at 8192 rows 3.40 -> 2.79 ms; groups of 4: 3.04,
+/// 16: 2.70 but mhc_post_linear_0 at 128 rows 113 -> 142 us). moe_down: one
+/// row tile per group, i.e. every column of a tile (one expert's slots)
+/// before the expert's next tile, from kGroupedRasterMinSlots slots on
+/// (10.7 -> 8.6 ms at 8192 tokens, 4.1 -> 3.4 ms at 2048; at 1024 slots,
+/// decode B = 128, 2 % slower). moe_up keeps blockIdx.x order: its
+/// two-warpgroup tiles, one block per multiprocessor, measured 1-4 %
+/// slower column first.
+inline constexpr int64_t kDenseRasterRows = 8;
+inline constexpr int64_t kGroupedRasterRows = 1;
+inline constexpr int64_t kGroupedRasterMinSlots = 4096;
 
 /// The grouped experts' kernel tiling with a block of two warpgroups
 /// (8 subgroups: the plain tiling's 2 along M, 4 along N) on targets with

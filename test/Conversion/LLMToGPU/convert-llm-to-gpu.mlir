@@ -24,9 +24,9 @@
 // launch with the partial sums' 16384 bytes: small_step_shared_memory).
 // GFX942-SAME: workgroup(%[[ARENA:.*]] : memref<32768xi8, #gpu.address_space<workgroup>>{{.*}}) kernel
 // GFX950-SAME: kernel
-// GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.staged_min_rows = 32768 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>, strata.tile = array<i64: 64, 64>
+// GFX942-SAME: known_block_size = array<i32: 256, 1, 1>, strata.mma = "v_mfma_f32_16x16x16_bf16", strata.staged_min_rows = 32768 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>, strata.tile = array<i64: 64, 64>
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
-// SM90-SAME: known_block_size = array<i32: 128, 1, 1>, strata.dynamic_shared_memory_bytes = 65536 : i64, strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", strata.small_step_shared_memory = array<i64: 1, 32767, 16384>, strata.staged_min_rows = 32768 : i64, strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.tile = array<i64: 64, 64>
+// SM90-SAME: known_block_size = array<i32: 128, 1, 1>, strata.dynamic_shared_memory_bytes = 65536 : i64, strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", strata.small_step_shared_memory = array<i64: 1, 32767, 16384>, strata.staged_min_rows = 32768 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.tile = array<i64: 64, 64>
 // SM90: %[[ARENA:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // SPLIT: %[[PART:.*]] = memref.view %[[ARENA]][%c0][] : memref<{{[0-9?]+}}xi8, #gpu.address_space<workgroup>> to memref<4x1x64x16xf32, #gpu.address_space<workgroup>>
 // Steps of at most 16 rows (decode; K in whole K blocks per subgroup, so not

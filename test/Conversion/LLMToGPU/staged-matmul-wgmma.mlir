@@ -21,8 +21,25 @@
 // CHECK-LABEL: gpu.func @linear_bf16_256x256_bf16
 // CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
 // CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 16384>
-// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
+// CHECK-SAME: strata.staged_raster_rows = 8 : i64, strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
 // CHECK: %[[ARENA:.*]] = gpu.dynamic_shared_memory
+// The staged tiles' blocks in groups of 8 row tiles (rasterTile; N / 128 =
+// 2 column tiles): l = blockIdx.y * gridDim.x + blockIdx.x, group l / 16,
+// its first row tile 8 x group, min(gridDim.x - first, 8) rows in it; the
+// block's row tile first + (l mod 16) mod rows, its column tile (l mod 16)
+// / rows; the grid-stride row loop starts at that row tile.
+// CHECK: %[[BYGX:.*]] = arith.muli %block_id_y{{.*}}, %[[GX:grid_dim_x[_0-9]*]] : index
+// CHECK-NEXT: %[[L:.*]] = arith.addi %[[BYGX]], %block_id_x
+// CHECK-NEXT: %[[GROUP:.*]] = arith.divui %[[L]], %c16
+// CHECK-NEXT: %[[FIRST:.*]] = arith.muli %[[GROUP]], %c8
+// CHECK-NEXT: %[[LEFT:.*]] = arith.subi %[[GX]], %[[FIRST]]
+// CHECK-NEXT: %[[ROWS:.*]] = arith.minui %[[LEFT]], %c8
+// CHECK-NEXT: %[[IN:.*]] = arith.remui %[[L]], %c16
+// CHECK-NEXT: %[[R:.*]] = arith.remui %[[IN]], %[[ROWS]]
+// CHECK-NEXT: %[[TILE0:.*]] = arith.addi %[[FIRST]], %[[R]]
+// CHECK-NEXT: %[[COL:.*]] = arith.divui %[[IN]], %[[ROWS]]
+// CHECK: arith.muli %[[COL]], %c128
+// CHECK: scf.for %{{.*}} = %[[TILE0]] to %{{.*}} step %{{.*}} {
 // CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xbf16, #gpu.address_space<workgroup>>
 // CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0,

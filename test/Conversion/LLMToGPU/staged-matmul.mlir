@@ -13,7 +13,7 @@
 // minui 224), stores the next block into the other buffer (1 - buf) and
 // meets the block at one barrier.
 // CHECK-LABEL: gpu.func @linear_bf16_128x256_bf16
-// CHECK-SAME: strata.staged_min_rows = 32768 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>
+// CHECK-SAME: strata.staged_min_rows = 32768 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>
 // CHECK: %[[BIG:.*]] = arith.cmpi ule, %{{.*}}, %c32767
 // CHECK: scf.if %[[BIG]] {
 // CHECK: arith.ceildivui %{{.*}}, %c64
@@ -107,7 +107,7 @@ func.func @router(%x: tensor<?x64xbf16>) -> tensor<?x32xf32> {
 // kStagedWideColumnTiles = 1024 staged column tiles, an lm_head) takes the
 // staged tiles from one 128-row tile on.
 // CHECK-LABEL: gpu.func @linear_bf16_131072x64_bf16
-// CHECK-SAME: strata.staged_min_rows = 128 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>
+// CHECK-SAME: strata.staged_min_rows = 128 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>
 func.func @wide(%x: tensor<?x64xbf16>) -> tensor<?x131072xbf16> {
   %w = llm.weight "wide.weight" : tensor<131072x64xbf16>
   %y = llm.linear %x, %w : (tensor<?x64xbf16>, tensor<131072x64xbf16>) -> tensor<?x131072xbf16>
