@@ -96,9 +96,14 @@ TokenLogprobs computeLogprobs(const float *row, size_t vocab, int32_t token,
 
   TokenLogprobs out;
   out.token = token;
-  out.logprob = token >= 0 && static_cast<size_t>(token) < vocab
-                    ? logprob(static_cast<size_t>(token))
-                    : -std::numeric_limits<double>::infinity();
+  const bool known = token >= 0 && static_cast<size_t>(token) < vocab;
+  out.logprob = known ? logprob(static_cast<size_t>(token))
+                      : -std::numeric_limits<double>::infinity();
+  if (known) {
+    const float own = row[token];
+    out.rank = 1 + std::count_if(row, row + vocab,
+                                 [own](float x) { return x > own; });
+  }
   top_n = std::min(top_n, vocab);
   if (top_n == 0)
     return out;

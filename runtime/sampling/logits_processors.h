@@ -77,13 +77,16 @@ bool needsLogitsProcessing(const SamplingParams &params, uint64_t generated);
 struct TokenLogprobs {
   int32_t token = 0;
   double logprob = 0;
+  /// The token's rank at its position: 1 + the number of tokens with a
+  /// higher logit (vLLM's Logprob.rank); 0 for an id outside the vocabulary.
+  int64_t rank = 0;
   /// The top_n most likely tokens, most likely first (lower id first on
   /// ties), with their log-probabilities.
   std::vector<std::pair<int32_t, double>> top;
 };
 
-/// Raw log-probabilities of `row` (log-softmax in double) for `token` and
-/// the `top_n` best tokens. -inf entries have logprob -inf.
+/// Raw log-probabilities of `row` (log-softmax in double) for `token` (with
+/// its rank) and the `top_n` best tokens. -inf entries have logprob -inf.
 TokenLogprobs computeLogprobs(const float *row, size_t vocab, int32_t token,
                               size_t top_n);
 

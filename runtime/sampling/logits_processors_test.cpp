@@ -58,8 +58,9 @@ TEST(LogitsProcessors, DraftsAndMinTokens) {
   EXPECT_FALSE(needsLogitsProcessing(neutral, 0));
 }
 
-// Tests raw log-probabilities: log-softmax values and the top list order
-// (ties: lower id first).
+// Tests raw log-probabilities: log-softmax values, the top list order (ties:
+// lower id first) and the token's rank (1 + the ids with a higher logit: tied
+// ids share a rank).
 TEST(LogitsProcessors, Logprobs) {
   std::vector<float> row = {1.0f, 3.0f, 3.0f, -std::numeric_limits<float>::infinity()};
   TokenLogprobs lp = computeLogprobs(row.data(), row.size(), 0, 3);
@@ -70,9 +71,13 @@ TEST(LogitsProcessors, Logprobs) {
   EXPECT_EQ(lp.top[1].first, 2);
   EXPECT_EQ(lp.top[2].first, 0);
   EXPECT_NEAR(lp.top[0].second, 3.0 - log_z, 1e-12);
+  EXPECT_EQ(lp.rank, 3);
+  EXPECT_EQ(computeLogprobs(row.data(), row.size(), 2, 0).rank, 1);
   TokenLogprobs masked = computeLogprobs(row.data(), row.size(), 3, 0);
   EXPECT_EQ(masked.logprob, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(masked.rank, 4);
   EXPECT_TRUE(masked.top.empty());
+  EXPECT_EQ(computeLogprobs(row.data(), row.size(), 7, 0).rank, 0);
 }
 
 } // namespace

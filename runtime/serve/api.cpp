@@ -547,6 +547,12 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       top_logprobs = static_cast<int32_t>(n);
     } else if (!chat && k == "echo") {
       STRATA_RETURN_IF_ERROR(p.checkBool(v, k, r.echo));
+    } else if (k == "prompt_logprobs") {
+      int64_t n;
+      STRATA_RETURN_IF_ERROR(p.checkInt(v, k, n));
+      if (n < 0 || n > kMaxLogprobs)
+        return p.fail(k, "must be in [0, {}], got {}", kMaxLogprobs, n);
+      r.prompt_logprobs = static_cast<int32_t>(n);
     } else if (!chat && k == "suffix") {
       std::string suffix;
       STRATA_RETURN_IF_ERROR(p.checkString(v, k, suffix));
@@ -616,10 +622,9 @@ StatusOr<CompletionRequest> parseCompletionRequest(std::string_view body,
       return p.fail("tool_choice", "names \"{}\", which is not in tools",
                     r.tool_choice_name);
   }
-  if (r.echo && r.logprobs >= 0)
-    return p.fail("echo",
-                  "echo with logprobs (prompt log-probabilities) is not "
-                  "supported");
+  if (r.prompt_logprobs >= 0 && r.stream)
+    return p.fail("prompt_logprobs",
+                  "is not available when stream is true (as in vLLM)");
   if (r.prompts.size() * size_t(r.n) > kMaxChoices)
     return p.fail("n", "{} prompts x n {} exceed the {} choices of one request",
                   r.prompts.size(), r.n, kMaxChoices);
@@ -663,6 +668,7 @@ json logprobsJson(Endpoint endpoint, const std::vector<LogprobEntry> &entries,
     json content = json::array();
     for (const LogprobEntry &e : entries) {
       json top = json::array();
+      // Chat never echoes the prompt: no null entries.
       for (const LogprobEntry::Alternative &a : e.top)
         top.push_back({{"token", a.token},
                        {"logprob", logprobValue(a.logprob)},
@@ -679,6 +685,13 @@ json logprobsJson(Endpoint endpoint, const std::vector<LogprobEntry> &entries,
   size_t offset = text_offset;
   for (const LogprobEntry &e : entries) {
     tokens.push_back(e.token);
+    offsets.push_back(offset);
+    offset += e.token.size();
+    if (e.null) {
+      token_logprobs.push_back(nullptr);
+      top_logprobs.push_back(nullptr);
+      continue;
+    }
     token_logprobs.push_back(logprobValue(e.logprob));
     json top = json::object();
     // Tokens with the same text (e.g. bytes of an incomplete UTF-8
@@ -687,13 +700,24 @@ json logprobsJson(Endpoint endpoint, const std::vector<LogprobEntry> &entries,
       if (!top.contains(a.token))
         top[a.token] = logprobValue(a.logprob);
     top_logprobs.push_back(top);
-    offsets.push_back(offset);
-    offset += e.token.size();
   }
   return {{"tokens", tokens},
           {"token_logprobs", token_logprobs},
           {"top_logprobs", top_logprobs},
           {"text_offset", offsets}};
+}
+
+json promptLogprobsJson(const std::vector<PromptLogprobPosition> &positions) {
+  json out = json::array({nullptr});
+  for (const PromptLogprobPosition &position : positions) {
+    json entry = json::object();
+    for (const PromptLogprobPosition::Token &t : position.tokens)
+      entry[std::to_string(t.id)] = {{"logprob", logprobValue(t.logprob)},
+                                     {"rank", t.rank},
+                                     {"decoded_token", t.text}};
+    out.push_back(std::move(entry));
+  }
+  return out;
 }
 
 json completionResponse(Endpoint endpoint, const ResponseIds &ids,
@@ -715,16 +739,23 @@ json completionResponse(Endpoint endpoint, const ResponseIds &ids,
         if (c.text.find_first_not_of(" \t\r\n") == std::string::npos)
           choice["message"]["content"] = nullptr;
       }
-    } else
+    } else {
       choice["text"] = c.text;
+      if (c.prompt_logprobs)
+        choice["prompt_logprobs"] = *c.prompt_logprobs;
+    }
     out_choices.push_back(std::move(choice));
   }
-  return {{"id", ids.id},
-          {"object", chat ? "chat.completion" : "text_completion"},
-          {"created", ids.created},
-          {"model", ids.model},
-          {"choices", std::move(out_choices)},
-          {"usage", usageJson(usage)}};
+  json out = {{"id", ids.id},
+              {"object", chat ? "chat.completion" : "text_completion"},
+              {"created", ids.created},
+              {"model", ids.model},
+              {"choices", std::move(out_choices)},
+              {"usage", usageJson(usage)}};
+  // Chat has one prompt: its prompt_logprobs go at the top (vLLM).
+  if (chat && !choices.empty() && choices.front().prompt_logprobs)
+    out["prompt_logprobs"] = *choices.front().prompt_logprobs;
+  return out;
 }
 
 json streamChunk(Endpoint endpoint, const ResponseIds &ids, int32_t index,

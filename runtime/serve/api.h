@@ -114,8 +114,14 @@ struct CompletionRequest {
   /// Log-probabilities: -1 none; completions `logprobs: k`, chat
   /// `logprobs: true` with `top_logprobs: k` (0 when absent).
   int32_t logprobs = -1;
-  /// echo (completions): the prompt text precedes each choice's text.
+  /// echo (completions): the prompt text precedes each choice's text; with
+  /// logprobs, the choice's logprobs begin with the prompt's tokens (the
+  /// first with null log-probabilities: it has no context).
   bool echo = false;
+  /// prompt_logprobs (vLLM extension, both endpoints, not with stream): -1
+  /// none, k >= 0 each prompt token's log-probability and the k most likely
+  /// tokens at its position, returned as vLLM's `prompt_logprobs`.
+  int32_t prompt_logprobs = -1;
   /// Chat tools: each tool object's JSON text (rendered into the prompt),
   /// and per function name its parameters of schema type "string".
   std::vector<std::string> tools_json;
@@ -170,6 +176,9 @@ struct LogprobEntry {
   std::string token;
   std::string bytes;
   double logprob = 0;
+  /// An echoed prompt's first token: it has no context, so its logprob and
+  /// top_logprobs are null (completions).
+  bool null = false;
   /// The best alternatives (text, bytes, logprob), best first.
   struct Alternative {
     std::string token, bytes;
@@ -186,6 +195,25 @@ nlohmann::json logprobsJson(Endpoint endpoint,
                             const std::vector<LogprobEntry> &entries,
                             size_t text_offset);
 
+/// One position of vLLM's prompt_logprobs: the prompt token first, then the
+/// most likely tokens other than it, each with its log-probability, rank
+/// and text.
+struct PromptLogprobPosition {
+  struct Token {
+    int32_t id = 0;
+    double logprob = 0;
+    int64_t rank = 0;
+    std::string text;
+  };
+  std::vector<Token> tokens;
+};
+
+/// vLLM's `prompt_logprobs` list: null for the prompt's first token, then
+/// per position an object {"<token id>": {"logprob", "rank",
+/// "decoded_token"}} in `positions` order.
+nlohmann::json
+promptLogprobsJson(const std::vector<PromptLogprobPosition> &positions);
+
 /// One finished choice of a non-streaming response.
 struct ChoiceResult {
   int32_t index = 0;
@@ -196,6 +224,9 @@ struct ChoiceResult {
   FinishReason finish = FinishReason::kStop;
   /// Set when log-probabilities were asked for.
   std::optional<nlohmann::json> logprobs;
+  /// Set when prompt_logprobs were asked for (promptLogprobsJson): in the
+  /// choice for completions, at the top of the response for chat (vLLM).
+  std::optional<nlohmann::json> prompt_logprobs;
   /// Chat: the tool calls of the answer (message.tool_calls), each
   /// {id, type: "function", function: {name, arguments}}.
   nlohmann::json tool_calls;

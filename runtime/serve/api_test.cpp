@@ -406,10 +406,28 @@ TEST(ServeApi, VllmFields) {
                   "logprobs": true})",
               Endpoint::kChatCompletions);
   EXPECT_EQ(r.logprobs, 0);
-  EXPECT_EQ(parseError(R"({"prompt": "x", "echo": true, "logprobs": 1})")
+  // echo with logprobs (the prompt's entries first); vLLM's
+  // prompt_logprobs on both endpoints, not with stream.
+  r = parseOk(R"({"prompt": "x", "echo": true, "logprobs": 1})");
+  EXPECT_TRUE(r.echo);
+  EXPECT_EQ(r.logprobs, 1);
+  EXPECT_EQ(r.prompt_logprobs, -1);
+  EXPECT_EQ(parseOk(R"({"prompt": "x", "prompt_logprobs": 0})").prompt_logprobs,
+            0);
+  EXPECT_EQ(parseOk(R"({"messages": [{"role": "user", "content": "x"}],
+                        "prompt_logprobs": 20})",
+                    Endpoint::kChatCompletions)
+                .prompt_logprobs,
+            20);
+  EXPECT_EQ(parseError(R"({"prompt": "x", "prompt_logprobs": 21})").message,
+            "prompt_logprobs: must be in [0, 20], got 21");
+  EXPECT_EQ(parseError(R"({"prompt": "x", "prompt_logprobs": -1})").message,
+            "prompt_logprobs: must be in [0, 20], got -1");
+  EXPECT_EQ(parseError(R"({"prompt": "x", "prompt_logprobs": 1,
+                           "stream": true})")
                 .message,
-            "echo: echo with logprobs (prompt log-probabilities) is not "
-            "supported");
+            "prompt_logprobs: is not available when stream is true (as in "
+            "vLLM)");
   // vllm bench serve, completions backend (vllm/benchmarks/lib/
   // endpoint_request_func.py), with --ignore-eos.
   r = parseOk(R"({"model": "m", "prompt": "hello", "repetition_penalty": 1.0,

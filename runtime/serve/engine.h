@@ -78,13 +78,21 @@ struct SamplingParams {
   /// n > 0 also the n most likely tokens (raw: before penalties and
   /// temperature, vLLM's default).
   int32_t logprobs = -1;
+  /// Log-probabilities of the prompt's tokens (vLLM's prompt_logprobs): -1
+  /// none, 0 each prompt token's own from the second on, n > 0 also the n
+  /// most likely tokens at each position. The engine then needs every
+  /// prompt position's logits: the request takes no prefix-cache hits.
+  int32_t prompt_logprobs = -1;
 };
 
-/// Log-probabilities of one generated token.
+/// Log-probabilities of one token (generated, or of the prompt).
 struct TokenLogprob {
   double logprob = 0;
   /// The most likely tokens at that position with theirs, best first.
   std::vector<std::pair<int32_t, double>> top;
+  /// The token's rank at its position: 1 + the tokens with a higher
+  /// log-probability (vLLM's Logprob.rank); 0 when not known.
+  int64_t rank = 0;
 };
 
 /// One generation request: the prompt as token ids plus sampling.
@@ -114,6 +122,10 @@ struct EngineEvent {
   std::vector<int32_t> token_ids;
   /// With SamplingParams::logprobs >= 0: one entry per id of token_ids.
   std::vector<TokenLogprob> logprobs;
+  /// With SamplingParams::prompt_logprobs >= 0, on one event (the first
+  /// with tokens, or the last): one entry per prompt token from the second
+  /// on (the first has no context); empty on every other event.
+  std::vector<TokenLogprob> prompt_logprobs;
   /// True on the last event of the request.
   bool finished = false;
   /// Set when finished.

@@ -64,6 +64,7 @@ public:
         static_cast<float>(request.sampling.frequency_penalty);
     params.logit_bias = request.sampling.logit_bias;
     params.logprobs = request.sampling.logprobs;
+    params.prompt_logprobs = request.sampling.prompt_logprobs;
     return engine_->submit(
         std::move(request.prompt_ids), params,
         [callback = std::move(callback),
@@ -72,7 +73,10 @@ public:
           event.token_ids = out.tokens;
           event.logprobs.reserve(out.logprobs.size());
           for (const TokenLogprobs &l : out.logprobs)
-            event.logprobs.push_back({l.logprob, l.top});
+            event.logprobs.push_back({l.logprob, l.top, l.rank});
+          event.prompt_logprobs.reserve(out.prompt_logprobs.size());
+          for (const TokenLogprobs &l : out.prompt_logprobs)
+            event.prompt_logprobs.push_back({l.logprob, l.top, l.rank});
           // The scheduler commits the stop token that ended the request;
           // the contract (engine.h) counts it but does not deliver it, so
           // it never shows in text decoded with special tokens kept.

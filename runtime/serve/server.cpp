@@ -183,9 +183,11 @@ struct Server::Prepared {
   /// prompt_of_choice[i].
   std::vector<GenerationRequest> generations;
   std::vector<size_t> prompt_of_choice;
-  /// Per prompt: its text (echo) and token count.
+  /// Per prompt: its text (echo), token count and how many of its first
+  /// tokens are the completion prefix (not in the text).
   std::vector<std::string> prompt_texts;
   std::vector<int32_t> prompt_sizes;
+  std::vector<size_t> prefix_tokens;
   ResponseIds ids;
   /// Chat with tool_choice required / named: the text the assistant turn
   /// was prefilled with ("<tool_call>" or "<tool_call>NAME\n").
@@ -229,6 +231,9 @@ struct Server::ChoiceState {
   /// Non-streaming: the text and log-probabilities so far.
   std::string out_text;
   std::vector<LogprobEntry> logprobs;
+  /// The prompt's log-probabilities (SamplingParams::prompt_logprobs), one
+  /// per prompt token from the second on, once the engine sent them.
+  std::vector<TokenLogprob> prompt_logprobs;
   /// Streaming: no chunk sent yet; offset of the next token's text.
   bool first = true;
   size_t text_offset = 0;
@@ -277,6 +282,12 @@ Server::Server(ServerOptions options, std::unique_ptr<Engine> engine,
   if (start && end) {
     think_start_id_ = *start;
     think_end_id_ = *end;
+  }
+  if (!options_.completion_prefix.empty()) {
+    StatusOr<std::vector<int32_t>> prefix =
+        tokenizer_->encode(options_.completion_prefix);
+    if (prefix.ok())
+      completion_prefix_ids_ = std::move(*prefix);
   }
   installRoutes();
 }
@@ -729,6 +740,7 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
     }
     prompts.push_back(std::move(*encoded));
     out.prompt_texts.push_back("");
+    out.prefix_tokens.push_back(0);
   }
   for (size_t p = 0; p < r.prompts.size(); ++p) {
     const PromptInput &in = r.prompts[p];
@@ -741,6 +753,7 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
       prompts.push_back(*in.ids);
       StatusOr<std::string> text = tokenizer_->decode(*in.ids);
       out.prompt_texts.push_back(text.ok() ? *text : std::string());
+      out.prefix_tokens.push_back(0);
       continue;
     }
     StatusOr<std::vector<int32_t>> encoded =
@@ -751,6 +764,14 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
       out_error.param = at;
       return false;
     }
+    // The prefix's tokens lead the prompt when its text tokenizes apart
+    // (GLM's [gMASK]<sop> are special tokens); else none are counted.
+    const std::vector<int32_t> &prefix = completion_prefix_ids_;
+    out.prefix_tokens.push_back(
+        encoded->size() >= prefix.size() &&
+                std::equal(prefix.begin(), prefix.end(), encoded->begin())
+            ? prefix.size()
+            : 0);
     prompts.push_back(std::move(*encoded));
     out.prompt_texts.push_back(in.text);
   }
@@ -805,6 +826,10 @@ bool Server::prepare(const httplib::Request &req, Endpoint endpoint,
       sp.frequency_penalty = r.frequency_penalty;
       sp.logit_bias = r.logit_bias;
       sp.logprobs = r.logprobs;
+      // echo with logprobs needs the prompt's too, with as many top
+      // tokens as the generated ones get.
+      sp.prompt_logprobs =
+          std::max(r.prompt_logprobs, r.echo ? r.logprobs : -1);
       // Sample k of a seeded request is seeded seed + k (vLLM's rule for
       // n > 1), so the samples differ and each is reproducible.
       if (r.seed)
@@ -950,6 +975,55 @@ LogprobEntry Server::logprobEntry(int32_t token,
   return e;
 }
 
+std::vector<LogprobEntry>
+Server::echoEntries(const Prepared &prepared, const ChoiceState &c) const {
+  const size_t index = c.index;
+  const std::vector<int32_t> &ids = prepared.generations[index].prompt_ids;
+  const size_t first = prepared.prefix_tokens[prepared.prompt_of_choice[index]];
+  const size_t top = static_cast<size_t>(std::max(prepared.request.logprobs, 0));
+  std::vector<LogprobEntry> entries;
+  for (size_t i = first; i < ids.size(); ++i) {
+    // Entry i - 1 of the engine's list is prompt token i's.
+    if (i == 0 || i - 1 >= c.prompt_logprobs.size()) {
+      LogprobEntry e = logprobEntry(ids[i], TokenLogprob{});
+      e.null = true;
+      entries.push_back(std::move(e));
+      continue;
+    }
+    TokenLogprob lp = c.prompt_logprobs[i - 1];
+    if (lp.top.size() > top)
+      lp.top.resize(top);
+    entries.push_back(logprobEntry(ids[i], lp));
+  }
+  return entries;
+}
+
+json Server::promptLogprobs(const Prepared &prepared,
+                            const ChoiceState &c) const {
+  const std::vector<int32_t> &ids = prepared.generations[c.index].prompt_ids;
+  const size_t top = static_cast<size_t>(prepared.request.prompt_logprobs);
+  auto text = [&](int32_t id) {
+    tokenizer::DecodeOptions options;
+    options.skip_special_tokens = false;
+    StatusOr<std::string> decoded = tokenizer_->decode({id}, options);
+    return decoded.ok() ? *decoded : std::string();
+  };
+  std::vector<PromptLogprobPosition> positions;
+  for (size_t i = 1; i < ids.size() && i - 1 < c.prompt_logprobs.size();
+       ++i) {
+    const TokenLogprob &lp = c.prompt_logprobs[i - 1];
+    PromptLogprobPosition position;
+    position.tokens.push_back({ids[i], lp.logprob, lp.rank, text(ids[i])});
+    for (size_t j = 0; j < lp.top.size() && j < top; ++j)
+      if (lp.top[j].first != ids[i])
+        position.tokens.push_back({lp.top[j].first, lp.top[j].second,
+                                   static_cast<int64_t>(j + 1),
+                                   text(lp.top[j].first)});
+    positions.push_back(std::move(position));
+  }
+  return promptLogprobsJson(positions);
+}
+
 void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
                         EngineEvent &event, std::string &delta,
                         std::string &reasoning_delta,
@@ -986,6 +1060,8 @@ void Server::applyEvent(const Prepared &prepared, ChoiceState &c,
   if (!event.token_ids.empty() || event.finished)
     c.cached_tokens = std::max(c.cached_tokens, event.cached_tokens);
   c.generated += static_cast<int32_t>(event.token_ids.size());
+  if (!event.prompt_logprobs.empty())
+    c.prompt_logprobs = std::move(event.prompt_logprobs);
   const bool want_logprobs = prepared.request.logprobs >= 0;
   auto addLogprob = [&](size_t i) {
     if (want_logprobs && i < event.logprobs.size())
@@ -1230,8 +1306,15 @@ void Server::respondNonStreaming(
       result.reasoning = c.out_reasoning;
     result.tool_calls = c.tool_calls;
     result.finish = c.finish;
-    if (prepared.request.logprobs >= 0)
+    if (prepared.request.logprobs >= 0 && prepared.request.echo) {
+      std::vector<LogprobEntry> entries = echoEntries(prepared, c);
+      entries.insert(entries.end(), c.logprobs.begin(), c.logprobs.end());
+      result.logprobs = logprobsJson(endpoint, entries, 0);
+    } else if (prepared.request.logprobs >= 0) {
       result.logprobs = logprobsJson(endpoint, c.logprobs, prefix.size());
+    }
+    if (prepared.request.prompt_logprobs >= 0)
+      result.prompt_logprobs = promptLogprobs(prepared, c);
     results.push_back(std::move(result));
   }
   res.set_content(
@@ -1308,11 +1391,18 @@ void Server::respondStreaming(
       ChoiceState &c = choices[tagged.choice];
       if (c.finished)
         continue;
-      // echo: the prompt's text goes first, as its own delta.
+      // echo: the prompt's text goes first, as its own delta (with
+      // logprobs: the prompt tokens', which come with the first event).
       if (c.first && prep.request.echo) {
         const std::string &prompt =
             prep.prompt_texts[prep.prompt_of_choice[tagged.choice]];
-        chunk(tagged.choice, prompt, std::nullopt, nullptr);
+        if (!tagged.event.prompt_logprobs.empty())
+          c.prompt_logprobs = std::move(tagged.event.prompt_logprobs);
+        json echoed;
+        if (prep.request.logprobs >= 0)
+          echoed = logprobsJson(endpoint, echoEntries(prep, c), 0);
+        chunk(tagged.choice, prompt, std::nullopt,
+              echoed.is_null() ? nullptr : &echoed);
         c.text_offset = prompt.size();
       }
       std::string delta, reasoning;

@@ -176,6 +176,15 @@ private:
                      const std::string &text, std::string &delta);
   /// The response's view of one token's log-probabilities.
   LogprobEntry logprobEntry(int32_t token, const TokenLogprob &logprob) const;
+  /// echo with logprobs: the entries of choice `index`'s echoed prompt
+  /// tokens (the completion prefix's tokens left out: they are not in the
+  /// echoed text), top_logprobs cut to the request's logprobs; a prompt's
+  /// first token gets a null entry.
+  std::vector<LogprobEntry> echoEntries(const Prepared &prepared,
+                                        const ChoiceState &choice) const;
+  /// vLLM's prompt_logprobs of choice `choice` (promptLogprobsJson).
+  nlohmann::json promptLogprobs(const Prepared &prepared,
+                                const ChoiceState &choice) const;
   /// Whether `origin` may call the server (allowed_origins).
   bool originAllowed(const std::string &origin) const;
   /// The request log line (ServerOptions::log).
@@ -208,6 +217,9 @@ private:
   int listen_fd_ = -1; // the listening socket, seen in httplib's socket options
   /// Ids of "<think>" and "</think>" (-1: the tokenizer has none).
   int32_t think_start_id_ = -1, think_end_id_ = -1;
+  /// The tokens of ServerOptions::completion_prefix, which every text
+  /// prompt of /v1/completions starts with.
+  std::vector<int32_t> completion_prefix_ids_;
 
   std::unique_ptr<const tokenizer::Tokenizer> tokenizer_;
   std::unique_ptr<Engine> engine_;

@@ -152,6 +152,18 @@ void TestEngine::loop() {
           from = i + 1;
       EngineEvent e;
       e.queue_seconds = a.queue_seconds;
+      if (s.prompt_logprobs >= 0 && a.generated == 0) {
+        // Synthetic: prompt token i has logprob -i/4 (mod 4) and rank
+        // i mod 4 + 1; the top list is ids 0, 1, ... each 1 lower.
+        for (size_t i = 1; i < prompt.size(); ++i) {
+          TokenLogprob lp;
+          lp.logprob = -0.25 * double(i % 4);
+          lp.rank = int64_t(i % 4) + 1;
+          for (int32_t j = 0; j < s.prompt_logprobs; ++j)
+            lp.top.emplace_back(j, j == 0 ? 0.0 : -double(j));
+          e.prompt_logprobs.push_back(std::move(lp));
+        }
+      }
       for (int k = 0; k < options_.tokens_per_step; ++k) {
         int32_t token = prompt[from + a.generated % (prompt.size() - from)];
         ++a.generated;

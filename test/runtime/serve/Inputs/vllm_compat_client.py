@@ -95,6 +95,28 @@ print("stream logprobs:", " ".join(
 # max_tokens (16 for completions).
 r = json.load(post("/v1/completions", {"prompt": "hey", "max_tokens": 2, "echo": True}))
 print("echo:", json.dumps(r["choices"][0]["text"]))
+# echo with logprobs: the prompt's tokens first (the first has no context:
+# null), then the generated ones; streamed, the echo chunk carries the
+# prompt's. prompt_logprobs (vLLM): null, then per position {id: {logprob,
+# rank, decoded_token}} (synthetic: prompt token i has -(i % 4) / 4, rank
+# i % 4 + 1, the top list ids 0, 1, ...).
+r = json.load(post("/v1/completions", {"prompt": "hey", "max_tokens": 2, "echo": True,
+                                       "logprobs": 1}))
+lp = r["choices"][0]["logprobs"]
+print("echo logprobs:", json.dumps(r["choices"][0]["text"]), lp["tokens"], lp["token_logprobs"],
+      lp["text_offset"], lp["top_logprobs"][0], lp["top_logprobs"][1])
+events = sse(post("/v1/completions", {"prompt": "hey", "max_tokens": 2, "echo": True,
+                                      "logprobs": 0, "stream": True}))
+print("echo stream:", [(e["choices"][0]["text"],
+                        (e["choices"][0]["logprobs"] or {}).get("token_logprobs"),
+                        (e["choices"][0]["logprobs"] or {}).get("text_offset"))
+                       for e in events[:-1]])
+r = json.load(post("/v1/completions", {"prompt": "hey", "max_tokens": 1, "prompt_logprobs": 1}))
+print("prompt_logprobs:", json.dumps(r["choices"][0]["prompt_logprobs"]))
+r = json.load(post("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}],
+                                            "max_tokens": 1, "prompt_logprobs": 0}))
+pl = r["prompt_logprobs"]
+print("chat prompt_logprobs:", len(pl), r["usage"]["prompt_tokens"], pl[0], json.dumps(pl[1]))
 r = json.load(post("/v1/completions", {"prompt": "hello", "max_tokens": 20,
                                        "stop": ["ll"], "include_stop_str_in_output": True}))
 print("stop kept:", json.dumps(r["choices"][0]["text"]), r["choices"][0]["finish_reason"])
@@ -124,11 +146,11 @@ for e in sse(post("/v1/chat/completions", dict(think, stream=True)))[:-1]:
         content += c["delta"].get("content") or ""
 print("reasoning stream:", json.dumps(reasoning), json.dumps(content))
 
-# Errors: out-of-vocabulary ids in logit_bias and stop_token_ids, echo with
-# logprobs, too many choices.
+# Errors: out-of-vocabulary ids in logit_bias and stop_token_ids,
+# prompt_logprobs in a stream, too many choices.
 for body in ({"prompt": "x", "logit_bias": {"999999": 1}},
              {"prompt": "x", "stop_token_ids": [999999]},
-             {"prompt": "x", "echo": True, "logprobs": 1},
+             {"prompt": "x", "prompt_logprobs": 1, "stream": True},
              {"prompt": ["a"] * 40, "n": 2}):
     r = post("/v1/completions", body)
     e = json.load(r)["error"]
