@@ -37,6 +37,16 @@ FinishReason finishReasonOf(const RequestOutput &out) {
              : FinishReason::kStop;
 }
 
+/// The scheduler's log-probabilities in the engine interface's form.
+std::vector<TokenLogprob>
+engineLogprobs(const std::vector<TokenLogprobs> &logprobs) {
+  std::vector<TokenLogprob> out;
+  out.reserve(logprobs.size());
+  for (const TokenLogprobs &l : logprobs)
+    out.push_back({l.logprob, l.top, l.rank});
+  return out;
+}
+
 class SchedulerEngine : public Engine {
 public:
   SchedulerEngine(std::unique_ptr<runtime::Engine> engine,
@@ -71,12 +81,8 @@ public:
          stops = params.stop_token_ids](const RequestOutput &out) {
           EngineEvent event;
           event.token_ids = out.tokens;
-          event.logprobs.reserve(out.logprobs.size());
-          for (const TokenLogprobs &l : out.logprobs)
-            event.logprobs.push_back({l.logprob, l.top, l.rank});
-          event.prompt_logprobs.reserve(out.prompt_logprobs.size());
-          for (const TokenLogprobs &l : out.prompt_logprobs)
-            event.prompt_logprobs.push_back({l.logprob, l.top, l.rank});
+          event.logprobs = engineLogprobs(out.logprobs);
+          event.prompt_logprobs = engineLogprobs(out.prompt_logprobs);
           // The scheduler commits the stop token that ended the request;
           // the contract (engine.h) counts it but does not deliver it, so
           // it never shows in text decoded with special tokens kept.

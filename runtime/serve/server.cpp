@@ -954,14 +954,20 @@ void Server::handleGenerate(const httplib::Request &req,
                         std::move(choices));
 }
 
+std::string Server::tokenText(int32_t id) const {
+  tokenizer::DecodeOptions options;
+  options.skip_special_tokens = false;
+  StatusOr<std::string> decoded = tokenizer_->decode({id}, options);
+  return decoded.ok() ? *decoded : std::string();
+}
+
 LogprobEntry Server::logprobEntry(int32_t token,
                                   const TokenLogprob &logprob) const {
   auto text = [&](int32_t id, std::string &bytes) {
     tokenizer::DecodeOptions options;
     options.skip_special_tokens = false;
     tokenizer_->appendTokenBytes(id, options, /*first=*/true, bytes);
-    StatusOr<std::string> decoded = tokenizer_->decode({id}, options);
-    return decoded.ok() ? *decoded : std::string();
+    return tokenText(id);
   };
   LogprobEntry e;
   e.token = text(token, e.bytes);
@@ -977,9 +983,9 @@ LogprobEntry Server::logprobEntry(int32_t token,
 
 std::vector<LogprobEntry>
 Server::echoEntries(const Prepared &prepared, const ChoiceState &c) const {
-  const size_t index = c.index;
-  const std::vector<int32_t> &ids = prepared.generations[index].prompt_ids;
-  const size_t first = prepared.prefix_tokens[prepared.prompt_of_choice[index]];
+  const std::vector<int32_t> &ids = prepared.generations[c.index].prompt_ids;
+  const size_t first =
+      prepared.prefix_tokens[prepared.prompt_of_choice[c.index]];
   const size_t top = static_cast<size_t>(std::max(prepared.request.logprobs, 0));
   std::vector<LogprobEntry> entries;
   for (size_t i = first; i < ids.size(); ++i) {
@@ -1002,23 +1008,18 @@ json Server::promptLogprobs(const Prepared &prepared,
                             const ChoiceState &c) const {
   const std::vector<int32_t> &ids = prepared.generations[c.index].prompt_ids;
   const size_t top = static_cast<size_t>(prepared.request.prompt_logprobs);
-  auto text = [&](int32_t id) {
-    tokenizer::DecodeOptions options;
-    options.skip_special_tokens = false;
-    StatusOr<std::string> decoded = tokenizer_->decode({id}, options);
-    return decoded.ok() ? *decoded : std::string();
-  };
   std::vector<PromptLogprobPosition> positions;
   for (size_t i = 1; i < ids.size() && i - 1 < c.prompt_logprobs.size();
        ++i) {
     const TokenLogprob &lp = c.prompt_logprobs[i - 1];
     PromptLogprobPosition position;
-    position.tokens.push_back({ids[i], lp.logprob, lp.rank, text(ids[i])});
+    position.tokens.push_back(
+        {ids[i], lp.logprob, lp.rank, tokenText(ids[i])});
     for (size_t j = 0; j < lp.top.size() && j < top; ++j)
       if (lp.top[j].first != ids[i])
         position.tokens.push_back({lp.top[j].first, lp.top[j].second,
                                    static_cast<int64_t>(j + 1),
-                                   text(lp.top[j].first)});
+                                   tokenText(lp.top[j].first)});
     positions.push_back(std::move(position));
   }
   return promptLogprobsJson(positions);

@@ -174,6 +174,8 @@ private:
   /// when the choice has one (completed calls go to choice.tool_calls).
   void appendContent(const Prepared &prepared, ChoiceState &choice,
                      const std::string &text, std::string &delta);
+  /// Token `id`'s text with special tokens kept ("" if it does not decode).
+  std::string tokenText(int32_t id) const;
   /// The response's view of one token's log-probabilities.
   LogprobEntry logprobEntry(int32_t token, const TokenLogprob &logprob) const;
   /// echo with logprobs: the entries of choice `index`'s echoed prompt
