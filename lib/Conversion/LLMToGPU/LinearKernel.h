@@ -51,6 +51,7 @@ inline constexpr llvm::StringLiteral kStrategyMlaCombine = "mla_combine";
 inline constexpr llvm::StringLiteral kStrategyMoeSelect = "moe_select";
 inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
 inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
+inline constexpr llvm::StringLiteral kStrategyKpoolSelect = "kpool_select";
 inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
 inline constexpr llvm::StringLiteral kStrategyMhcPre = "mhc_pre";
 inline constexpr llvm::StringLiteral kStrategyEmptyTwin = "empty_twin";
@@ -152,6 +153,17 @@ bool isKpoolScoresKernelFunction(func::FuncOp kernel);
 /// or an fp8 index pool (they keep the generic kernel).
 FailureOr<MatmulKernelFunction>
 buildKpoolScoresKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                               func::FuncOp kernel, const TargetInfo &target,
+                               std::string &why);
+
+/// True when `kernel` carries kKpoolSelectAttrName.
+bool isKpoolSelectKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKpoolSelectKernel for
+/// a kpool_indexer selection kernel function, the same arguments in the same
+/// order. Fails with `why` (and builds nothing) for another signature.
+FailureOr<MatmulKernelFunction>
+buildKpoolSelectKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                                func::FuncOp kernel, const TargetInfo &target,
                                std::string &why);
 

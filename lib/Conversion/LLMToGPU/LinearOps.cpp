@@ -988,6 +988,51 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   return result;
 }
 
+bool mlir::strata::isKpoolSelectKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKpoolSelectAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolSelectKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolSelectAttrName);
+  auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
+  auto topk = info ? info.getAs<IntegerAttr>("topk") : nullptr;
+  FunctionType type = kernel.getFunctionType();
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  if (!kpool || !topk || type.getNumInputs() != 4 ||
+      type.getNumResults() != 0 || !isMemRefInput(type, 0, 1, i32) ||
+      !isMemRefInput(type, 1, 3, f32) || !isMemRefInput(type, 2, 2, i32) ||
+      !isMemRefInput(type, 3, 1, i32) ||
+      identityMemRefInput(type, 1).isDynamicDim(2)) {
+    why = "unexpected kpool_indexer kernel signature";
+    return failure();
+  }
+  KpoolSelect shape;
+  shape.kpool = kpool.getInt();
+  shape.topk = topk.getInt();
+  shape.rowsPerPage = identityMemRefInput(type, 1).getDimSize(2);
+  if (shape.kpool < 1 || shape.topk < shape.kpool) {
+    why = "topk below one pool";
+    return failure();
+  }
+  // A subgroup scans the subgroups' totals.
+  int64_t lanes = target.getSubgroupSize();
+  if (kKpoolSelectThreads % lanes || kKpoolSelectThreads / lanes > lanes) {
+    why = "more subgroups in a block than lanes in a subgroup";
+    return failure();
+  }
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKpoolSelectKernel(builder, kernel.getLoc(), module,
+                                       kernel.getSymName(), type.getInputs(),
+                                       shape, target);
+  // One block per token: the extent of the positions.
+  result.grid[0] = {0, 0, 1};
+  return result;
+}
+
 bool mlir::strata::isMhcMixKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kMhcMixAttrName);
 }
@@ -1114,7 +1159,8 @@ bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
          isMlaCombineKernelFunction(kernel) ||
          isMoeSelectKernelFunction(kernel) ||
          isKdaChunkKernelFunction(kernel) ||
-         isKpoolScoresKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
+         isKpoolScoresKernelFunction(kernel) ||
+         isKpoolSelectKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
          isMhcPreKernelFunction(kernel);
 }
 
@@ -1138,6 +1184,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   if (isKpoolScoresKernelFunction(kernel))
     return buildKpoolScoresKernelFunction(builder, module, kernel, target,
+                                          why);
+  if (isKpoolSelectKernelFunction(kernel))
+    return buildKpoolSelectKernelFunction(builder, module, kernel, target,
                                           why);
   if (isMhcMixKernelFunction(kernel))
     return buildMhcMixKernelFunction(builder, module, kernel, target, why);

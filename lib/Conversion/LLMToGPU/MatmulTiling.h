@@ -618,6 +618,28 @@ gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       const MatrixInstruction &mi,
                                       int64_t subgroupSize);
 
+/// What a kpool_indexer selection kernel function computes (IndexerOps.cpp):
+/// per token the top topk / kpool of its visible pools' scores (a plan
+/// buffer with `rowsPerPage` pools per page row), expanded to kpool
+/// positions each, then the open tail.
+struct KpoolSelect {
+  int64_t kpool = 0, topk = 0, rowsPerPage = 0;
+};
+
+/// Threads of buildKpoolSelectKernel's blocks (one token each).
+inline constexpr int64_t kKpoolSelectThreads = 1024;
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a kpool_indexer
+/// selection kernel function (positions memref<?xi32>, scores
+/// memref<?x?xRxf32>, selection memref<?xSxi32>, counts memref<?xi32>): one
+/// token per block (grid (T, 1, 1)), a radix select over the block's threads
+/// with workgroup histograms (KpoolSelectKernel.cpp).
+gpu::GPUFuncOp buildKpoolSelectKernel(OpBuilder &builder, Location loc,
+                                      gpu::GPUModuleOp module, StringRef name,
+                                      TypeRange argTypes,
+                                      const KpoolSelect &shape,
+                                      const TargetInfo &target);
+
 /// The shape of an mhc_mix kernel function (HyperConnectionOps.cpp,
 /// MhcMix.h): `hcMult` streams of `width` values, `mix` fp32 weight rows,
 /// the streams' h * width values in `slices` slices.

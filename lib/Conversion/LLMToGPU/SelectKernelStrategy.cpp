@@ -48,6 +48,8 @@ StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return kStrategyKdaChunk;
   if (isKpoolScoresKernelFunction(kernel))
     return kStrategyKpoolScores;
+  if (isKpoolSelectKernelFunction(kernel))
+    return kStrategyKpoolSelect;
   if (isMhcMixKernelFunction(kernel))
     return kStrategyMhcMix;
   if (isMhcPreKernelFunction(kernel))

@@ -429,6 +429,11 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType));
     unsigned cntOut = call.addResult(
         cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
+    call.attributes.push_back(rewriter.getNamedAttr(
+        kKpoolSelectAttrName,
+        rewriter.getDictionaryAttr(
+            {rewriter.getNamedAttr("kpool", rewriter.getI64IntegerAttr(kpool)),
+             rewriter.getNamedAttr("topk", rewriter.getI64IntegerAttr(topk))})));
     auto results = call.emit(rewriter, op, "kpool_indexer",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value positions = a[0], allScores = a[1];

@@ -111,6 +111,10 @@ inline constexpr llvm::StringLiteral kMhcPreAttrName = "llm.mhc_pre";
 /// needs to rebuild it with the heads' dot products of a token on the matrix
 /// units (LLMToGPU buildKpoolScoresKernelFunction; bf16 queries and pool).
 inline constexpr llvm::StringLiteral kKpoolScoresAttrName = "llm.kpool_scores";
+/// On kpool_indexer's selection (IndexerOps.cpp): {kpool, topk}, what a GPU
+/// target needs to rebuild it as a radix select over a block's threads
+/// (LLMToGPU buildKpoolSelectKernelFunction).
+inline constexpr llvm::StringLiteral kKpoolSelectAttrName = "llm.kpool_select";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every
 /// iteration is one GPU row (grid dimensions) whose inner loops the threads
 /// of a block share, as for a one-dimensional row loop; without it the
