@@ -301,7 +301,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   static cl::opt<std::string> gpuIsaDir(
       "gpu-isa-dir",
       cl::desc("Also write each GPU target's assembly to <dir>/<chip>.ptx "
-               "(sm_90*) or <dir>/<chip>.s (gfx942, gfx950)"),
+               "(sm_90*) or <dir>/<chip>.s (gfx942, gfx950), and its "
+               "kernels in the GPU dialect to <dir>/<chip>.gpu.mlir"),
       cl::value_desc("dir"), cl::init(""), cl::cat(compileCategory));
   static cl::opt<bool> gpuBlockThreads(
       "gpu-block-threads",

@@ -223,18 +223,33 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     return object.getObject().getValue().str();
   };
   if (!isaDir.empty()) {
+    auto write = [&](StringRef name,
+                     llvm::function_ref<void(raw_ostream &)> body)
+        -> LogicalResult {
+      SmallString<256> path(isaDir);
+      llvm::sys::path::append(path, name);
+      std::error_code error;
+      llvm::raw_fd_ostream os(path, error);
+      if (error)
+        return module.emitError("cannot write '")
+               << path << "': " << error.message();
+      body(os);
+      return success();
+    };
+    // The kernels in the GPU dialect, generic form (what the IR
+    // interpreter of test/Tools/Inputs/gpu_ir_interpreter.py runs).
+    if (failed(write(chip.str() + ".gpu.mlir", [&](raw_ostream &os) {
+          if (gpuModule)
+            gpuModule->print(os, OpPrintingFlags().printGenericOpForm());
+        })))
+      return failure();
     OwningOpRef<ModuleOp> copy = lowered->clone();
     FailureOr<std::string> isa = compileTo(*copy, "isa");
     if (failed(isa))
       return failure();
-    SmallString<256> path(isaDir);
-    llvm::sys::path::append(path, chip + (nvidia ? ".ptx" : ".s"));
-    std::error_code error;
-    llvm::raw_fd_ostream os(path, error);
-    if (error)
-      return module.emitError("cannot write '")
-             << path << "': " << error.message();
-    os << *isa;
+    if (failed(write(chip.str() + (nvidia ? ".ptx" : ".s"),
+                     [&](raw_ostream &os) { os << *isa; })))
+      return failure();
   }
   FailureOr<std::string> bytes = compileTo(*lowered, "bin");
   if (failed(bytes))

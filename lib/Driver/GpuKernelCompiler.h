@@ -79,7 +79,9 @@ struct GpuCodegenOptions {
 /// gfx950). `toolkit` is the CUDA or ROCm-like toolkit folder (empty: CUDA
 /// /usr/local/cuda, AMD MLIR's default lookup). When `isaDir` is not empty
 /// the chip's assembly is also written to `<isaDir>/<chip>.ptx` (NVIDIA) or
-/// `<isaDir>/<chip>.s` (AMD). Emits errors on `module`.
+/// `<isaDir>/<chip>.s` (AMD), and its kernels in the GPU dialect (generic
+/// op form, before the binary pipeline) to `<isaDir>/<chip>.gpu.mlir`.
+/// Emits errors on `module`.
 FailureOr<GpuKernelLibrary> compileGpuKernels(ModuleOp module, StringRef chip,
                                               StringRef toolkit,
                                               StringRef isaDir = "",

@@ -1,0 +1,38 @@
+"""Checks gpu_ir_interpreter.py on the hand-written kernels of
+interpreter-kernels.mlir (generic form on argv[1]): every shuffle mode with its
+valid flag at subgroups of 32, a barrier with a workgroup row, an atomic add,
+i32 wrap-around and unsigned division; a barrier that half the block skips is
+refused."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gpu_ir_interpreter import InterpreterError, load_kernel  # noqa: E402
+
+path = sys.argv[1]
+out = np.zeros((64, 6), np.int32)
+total = np.zeros(1, np.int32)
+load_kernel(path, "lanes").run([out, total], grid=(1, 1, 1), subgroup_size=32)
+lane = np.arange(64) % 32
+base = np.arange(64) - lane
+expect = np.stack([
+    base + (lane ^ 1),
+    np.where(lane >= 3, np.arange(64) - 3, -1),
+    np.where(lane + 5 < 32, np.arange(64) + 5, -1),
+    base + 7,
+    (63 - np.arange(64)) ** 2,
+    ((2147483647 + np.arange(64) + 2**31) % 2**32 - 2**31) ^
+    ((2**32 - 8) // 3 - 2**32 * (((2**32 - 8) // 3) >= 2**31)),
+], axis=1).astype(np.int64)
+print("lanes:", "equal" if np.array_equal(out.astype(np.int64), expect)
+      else f"DIFFERS\n{out}\n{expect}")
+print("atomic total:", int(total[0]), "expected", sum(range(64)))
+try:
+    load_kernel(path, "diverges").run([np.zeros(64, np.int32)],
+                                      grid=(1, 1, 1), subgroup_size=32)
+    print("diverges: no error")
+except InterpreterError as e:
+    print("diverges:", e)

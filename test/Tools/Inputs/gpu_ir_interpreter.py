@@ -1,0 +1,553 @@
+"""Runs a SIMT kernel of a strata GPU module on the CPU, from its GPU-dialect IR.
+
+strata-compile --gpu-isa-dir=DIR writes each GPU target's kernels, before the
+binary pipeline, to DIR/<chip>.gpu.mlir in MLIR's generic op form. This module
+parses one `gpu.func` of such a file and executes it for a grid of blocks, each
+block's threads as Python generators: a thread runs until it reaches a
+`gpu.barrier` (every thread of the block meets there) or a `gpu.shuffle`
+(every lane of its subgroup meets at the same shuffle, which then exchanges
+values, with the `valid` flag of MLIR's semantics), so the kernel's
+synchronisation is executed as written, for the subgroup size of the chip the
+IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, memref, scf
+and gpu operations of the SIMT kernels (no matrix instructions, no vector
+ops); an operation it does not know is an error naming it. Global memrefs are
+numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
+per block; integers wrap at their width, f32 values are numpy float32.
+
+A check that the IR's logic is what the kernel's documentation says, for each
+subgroup size, on machines without a GPU; it says nothing about the binary
+pipeline or the hardware (the GPU runs do).
+
+    from gpu_ir_interpreter import load_kernel
+    kernel = load_kernel("DIR/sm_90.gpu.mlir", "kpool_indexer_0")
+    kernel.run([positions, scores, selection, counts], grid=(T, 1, 1))
+"""
+
+import re
+import struct
+
+import numpy as np
+
+
+class InterpreterError(Exception):
+    pass
+
+
+# --------------------------------------------------------------------------
+# Parsing the generic op form.
+
+_OP = re.compile(
+    r'^(?:(%[\w]+)(?::(\d+))?\s*=\s*)?"([\w.]+)"\(([^)]*)\)\s*(.*)$')
+_BLOCK = re.compile(r'^\^bb\d+(?:\((.*)\))?:$')
+
+
+class Op:
+    __slots__ = ("name", "results", "operands", "props", "regions", "types",
+                 "result_types")
+
+    def __init__(self, name, results, operands, props):
+        self.name = name
+        self.results = results
+        self.operands = operands
+        self.props = props
+        self.regions = []
+        self.types = ""
+        self.result_types = []
+
+
+class Region:
+    __slots__ = ("args", "arg_types", "ops")
+
+    def __init__(self):
+        self.args = []
+        self.arg_types = []
+        self.ops = []
+
+
+def _split_top(text, sep=","):
+    """Splits at `sep` outside <>, (), [] and {}."""
+    parts, depth, cur = [], 0, []
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}" and not (ch == ">" and text[i - 1:i] == "-"):
+            depth -= 1
+        if ch == sep and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if "".join(cur).strip():
+        parts.append("".join(cur).strip())
+    return parts
+
+
+def _props(rest):
+    """The `<{...}>` properties of an op line, as a string."""
+    if not rest.startswith("<{"):
+        return "", rest
+    depth = 0
+    for i, ch in enumerate(rest):
+        if ch in "<{[(":
+            depth += 1
+        elif ch in ">}])" and not (ch == ">" and rest[i - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return rest[2:i - 1], rest[i + 1:].strip()
+    raise InterpreterError("unterminated properties: " + rest)
+
+
+def _result_types(types):
+    """The result types of `: (operand types) -> result types`."""
+    arrow = types.rfind("->")
+    if arrow < 0:
+        return []
+    res = types[arrow + 2:].strip()
+    if res.startswith("(") and res.endswith(")"):
+        res = res[1:-1]
+    return _split_top(res)
+
+
+class _Parser:
+    def __init__(self, lines):
+        self.lines = [l.strip() for l in lines]
+        self.i = 0
+
+    def op(self):
+        line = self.lines[self.i]
+        self.i += 1
+        m = _OP.match(line)
+        if not m:
+            raise InterpreterError("cannot parse line: " + line)
+        res, count, name, operands, rest = m.groups()
+        results = []
+        if res:
+            n = int(count) if count else 1
+            results = [res] if n == 1 else [f"{res}#{k}" for k in range(n)]
+        op = Op(name, results,
+                [o.strip() for o in operands.split(",") if o.strip()], "")
+        op.props, rest = _props(rest.strip())
+        if rest.startswith("({"):
+            while True:
+                op.regions.append(self.region())
+                closing = self.lines[self.i - 1]
+                if closing.startswith("}, {"):
+                    continue
+                rest = closing[2:].strip()  # after "})"
+                break
+        if rest.startswith("{"):  # discardable attributes
+            depth = 0
+            for k, ch in enumerate(rest):
+                depth += ch == "{"
+                depth -= ch == "}"
+                if depth == 0:
+                    op.props += ", " + rest[1:k]
+                    rest = rest[k + 1:].strip()
+                    break
+        op.types = rest
+        op.result_types = _result_types(rest)
+        return op
+
+    def region(self):
+        region = Region()
+        if self.i < len(self.lines):
+            m = _BLOCK.match(self.lines[self.i])
+            if m:
+                self.i += 1
+                for arg in _split_top(m.group(1) or ""):
+                    name, ty = arg.split(":", 1)
+                    region.args.append(name.strip())
+                    region.arg_types.append(ty.strip())
+        while True:
+            line = self.lines[self.i]
+            if line.startswith("})") or line.startswith("}, {"):
+                self.i += 1
+                return region
+            region.ops.append(self.op())
+
+
+def load_kernel(path, name):
+    """The gpu.func `name` of the generic-form module at `path`."""
+    lines = open(path).read().splitlines()
+    key = f'sym_name = "{name}"'
+    end = next((k for k, l in enumerate(lines)
+                if key in l and l.lstrip().startswith("})")), None)
+    if end is None:
+        raise InterpreterError(f"no gpu.func {name} in {path}")
+    start = max(k for k in range(end) if lines[k].lstrip().startswith(
+        '"gpu.func"'))
+    func = _Parser(lines[start:end + 1]).op()
+    return Kernel(func)
+
+
+# --------------------------------------------------------------------------
+# Values.
+
+def _width(ty):
+    if ty == "index" or ty == "i64":
+        return 64
+    if ty == "i1":
+        return 1
+    m = re.fullmatch(r"i(\d+)", ty)
+    if m:
+        return int(m.group(1))
+    return None
+
+
+def _wrap(v, bits):
+    if bits == 1:
+        return v & 1
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _unsigned(v, bits):
+    return v & ((1 << bits) - 1)
+
+
+def _f32(v):
+    return np.float32(v)
+
+
+def _bitcast_f32_to_i32(v):
+    return struct.unpack("<i", struct.pack("<f", float(v)))[0]
+
+
+def _bitcast_i32_to_f32(v):
+    return np.float32(struct.unpack("<f", struct.pack("<i", _wrap(v, 32)))[0])
+
+
+def _prop(op, key):
+    m = re.search(rf"\b{key} = ([^,}}]+)", op.props)
+    if not m:
+        raise InterpreterError(f"{op.name}: no property {key}")
+    return m.group(1).strip()
+
+
+_CMPI = {0: "eq", 1: "ne", 2: "slt", 3: "sle", 4: "sgt", 5: "sge", 6: "ult",
+         7: "ule", 8: "ugt", 9: "uge"}
+
+
+def _cmpi(pred, a, b, bits):
+    kind = _CMPI[pred]
+    if kind[0] == "u":
+        a, b = _unsigned(a, bits), _unsigned(b, bits)
+        kind = kind[1:]
+    elif kind[0] == "s":
+        kind = kind[1:]
+    return int({"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b,
+                "gt": a > b, "ge": a >= b}[kind])
+
+
+def _cmpf(pred, a, b):
+    a, b = float(a), float(b)
+    unordered = a != a or b != b
+    ordered = {1: a == b, 2: a > b, 3: a >= b, 4: a < b, 5: a <= b,
+               6: a != b, 7: True}
+    if pred == 0:
+        return 0
+    if pred == 15:
+        return 1
+    if pred <= 7:
+        return int(not unordered and ordered[pred])
+    if pred == 14:
+        return int(unordered)
+    return int(unordered or ordered[pred - 7])
+
+
+class MemRef:
+    """A numpy array standing for a memref (row-major, identity layout)."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+# --------------------------------------------------------------------------
+# Execution.
+
+class _Sync:
+    """What a waiting thread waits for."""
+    __slots__ = ("kind", "op", "value", "offset", "width")
+
+    def __init__(self, kind, op, value=None, offset=None, width=None):
+        self.kind, self.op = kind, op
+        self.value, self.offset, self.width = value, offset, width
+
+
+class Kernel:
+    def __init__(self, func):
+        self.func = func
+        m = re.search(r"known_block_size = array<i32: (\d+), (\d+), (\d+)>",
+                      func.props)
+        if not m:
+            raise InterpreterError("the gpu.func has no known block size")
+        self.block = tuple(int(x) for x in m.groups())
+        body = func.regions[0]
+        self.num_args = len(body.args) - len(
+            [t for t in body.arg_types if "#gpu.address_space<workgroup>" in t])
+        self.workgroup = body.arg_types[self.num_args:]
+        self._yields = {}
+
+    # Whether running `op` may suspend the thread.
+    def _suspends(self, op):
+        key = id(op)
+        if key not in self._yields:
+            self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle") or any(
+                self._suspends(o) for r in op.regions for o in r.ops)
+        return self._yields[key]
+
+    def run(self, args, grid, subgroup_size):
+        """Runs the kernel over `grid` blocks on `args` (numpy arrays for the
+        memrefs, in argument order); the arrays hold the results after."""
+        if len(args) != self.num_args:
+            raise InterpreterError(
+                f"kernel takes {self.num_args} arguments, got {len(args)}")
+        memrefs = [MemRef(a) for a in args]
+        for bz in range(grid[2]):
+            for by in range(grid[1]):
+                for bx in range(grid[0]):
+                    self._run_block((bx, by, bz), grid, memrefs,
+                                    subgroup_size)
+
+    def _run_block(self, block_id, grid, memrefs, lanes):
+        body = self.func.regions[0]
+        shared = []
+        for ty in self.workgroup:
+            m = re.match(r"memref<([\dx]+)x(\w+), ", ty)
+            shape = [int(d) for d in m.group(1).split("x")]
+            dtype = {"i32": np.int32, "f32": np.float32,
+                     "i64": np.int64}[m.group(2)]
+            shared.append(MemRef(np.zeros(shape, dtype)))
+        threads = self.block[0] * self.block[1] * self.block[2]
+        ctx = {"block_id": block_id, "grid": grid}
+        gens, waits = [], []
+        for t in range(threads):
+            env = dict(zip(body.args, memrefs + shared))
+            tid = (t % self.block[0], t // self.block[0] % self.block[1],
+                   t // (self.block[0] * self.block[1]))
+            env["$tid"] = tid
+            gens.append(self._region(body, env, ctx))
+            waits.append(None)
+        sends = [None] * threads
+        done = [False] * threads
+        while not all(done):
+            for t in range(threads):
+                if done[t] or waits[t] is not None:
+                    continue
+                try:
+                    waits[t] = gens[t].send(sends[t])
+                except StopIteration:
+                    done[t] = True
+                sends[t] = None
+            progressed = False
+            for first in range(0, threads, lanes):
+                group = range(first, min(first + lanes, threads))
+                pending = [t for t in group if not done[t]]
+                if not pending or any(
+                        waits[t] is None or waits[t].kind != "shuffle"
+                        for t in pending):
+                    continue
+                if len(pending) != len(group) or len(
+                        {id(waits[t].op) for t in pending}) != 1:
+                    raise InterpreterError(
+                        f"subgroup at lane {first}: lanes at different "
+                        f"shuffles or exited")
+                for t in group:
+                    w = waits[t]
+                    lane, width = t - first, w.width
+                    base = lane - lane % width
+                    mode = _prop(w.op, "mode")
+                    src = {"#gpu<shuffle_mode xor>": lane ^ w.offset,
+                           "#gpu<shuffle_mode up>": lane - w.offset,
+                           "#gpu<shuffle_mode down>": lane + w.offset,
+                           "#gpu<shuffle_mode idx>": base + w.offset}[mode]
+                    valid = base <= src < base + width
+                    value = waits[first + src].value if valid else w.value
+                    sends[t] = (value, int(valid))
+                for t in group:
+                    waits[t] = None
+                progressed = True
+            if progressed:
+                continue
+            pending = [t for t in range(threads) if not done[t]]
+            if not pending:
+                break
+            if all(waits[t] is not None and waits[t].kind == "barrier"
+                   for t in pending):
+                if len(pending) != threads:
+                    raise InterpreterError("barrier reached by part of the "
+                                           "block (the rest exited)")
+                for t in pending:
+                    waits[t] = None
+                continue
+            raise InterpreterError("deadlock: threads wait at barriers and "
+                                   "shuffles at once")
+
+    def _region(self, region, env, ctx):
+        for op in region.ops:
+            if self._suspends(op):
+                yield from self._exec_suspending(op, env, ctx)
+            else:
+                self._exec(op, env, ctx)
+
+    def _run_nested(self, region, env, ctx):
+        """Runs a region that cannot suspend; returns its yielded values."""
+        for op in region.ops:
+            if op.name == "scf.yield":
+                return [env[v] for v in op.operands]
+            self._exec(op, env, ctx)
+        return []
+
+    def _exec_suspending(self, op, env, ctx):
+        name = op.name
+        if name == "gpu.barrier":
+            yield _Sync("barrier", op)
+        elif name == "gpu.shuffle":
+            value, offset, width = (env[v] for v in op.operands)
+            result = yield _Sync("shuffle", op, value, offset, width)
+            env[op.results[0]], env[op.results[1]] = result
+        elif name == "scf.for":
+            lb, ub, step = (env[v] for v in op.operands[:3])
+            carried = [env[v] for v in op.operands[3:]]
+            region = op.regions[0]
+            i = lb
+            while i < ub:
+                env[region.args[0]] = i
+                for a, v in zip(region.args[1:], carried):
+                    env[a] = v
+                carried = yield from self._region_yield(region, env, ctx)
+                i += step
+            for r, v in zip(op.results, carried):
+                env[r] = v
+        elif name == "scf.if":
+            region = op.regions[0] if env[op.operands[0]] else op.regions[1]
+            values = yield from self._region_yield(region, env, ctx)
+            for r, v in zip(op.results, values):
+                env[r] = v
+        else:
+            raise InterpreterError(f"{name} cannot suspend")
+
+    def _region_yield(self, region, env, ctx):
+        for op in region.ops:
+            if op.name == "scf.yield":
+                return [env[v] for v in op.operands]
+            if self._suspends(op):
+                yield from self._exec_suspending(op, env, ctx)
+            else:
+                self._exec(op, env, ctx)
+        return []
+
+    def _exec(self, op, env, ctx):
+        name = op.name
+        v = [env[o] for o in op.operands]
+        ty = op.result_types[0] if op.result_types else None
+        bits = _width(ty) if ty else None
+        out = None
+        if name == "arith.constant":
+            text = _prop(op, "value")
+            if text in ("true", "false"):
+                out = int(text == "true")
+            else:
+                literal = text.rsplit(":", 1)[0].strip()
+                if ty == "f32":
+                    out = (_bitcast_i32_to_f32(int(literal, 16))
+                           if literal.startswith("0x") else _f32(literal))
+                else:
+                    out = _wrap(int(literal, 0), bits)
+        elif name in ("arith.addi", "arith.subi", "arith.muli"):
+            a, b = v
+            out = _wrap(a + b if name == "arith.addi" else
+                        a - b if name == "arith.subi" else a * b, bits)
+        elif name in ("arith.divui", "arith.remui"):
+            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
+            if b == 0:
+                raise InterpreterError(f"{name}: division by zero")
+            out = _wrap(a // b if name == "arith.divui" else a % b, bits)
+        elif name in ("arith.andi", "arith.ori", "arith.xori"):
+            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
+            out = _wrap(a & b if name == "arith.andi" else
+                        a | b if name == "arith.ori" else a ^ b, bits)
+        elif name == "arith.shli":
+            s = _unsigned(v[1], bits)
+            out = 0 if s >= bits else _wrap(v[0] << s, bits)
+        elif name == "arith.shrui":
+            s = _unsigned(v[1], bits)
+            out = 0 if s >= bits else _wrap(_unsigned(v[0], bits) >> s, bits)
+        elif name == "arith.shrsi":
+            s = min(_unsigned(v[1], bits), bits - 1)
+            out = _wrap(v[0] >> s, bits)
+        elif name in ("arith.minui", "arith.maxui"):
+            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
+            out = _wrap(min(a, b) if name == "arith.minui" else max(a, b),
+                        bits)
+        elif name in ("arith.minsi", "arith.maxsi"):
+            out = min(v) if name == "arith.minsi" else max(v)
+        elif name == "arith.cmpi":
+            operand_bits = _width(op.types.split("(")[1].split(",")[0].strip())
+            out = _cmpi(int(_prop(op, "predicate").split(":")[0]), v[0], v[1],
+                        operand_bits)
+        elif name == "arith.cmpf":
+            out = _cmpf(int(_prop(op, "predicate").split(":")[0]), v[0], v[1])
+        elif name == "arith.select":
+            out = v[1] if v[0] else v[2]
+        elif name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            out = _wrap(v[0], bits)
+        elif name == "arith.extui":
+            src = _width(op.types.split("(")[1].split(")")[0].strip())
+            out = _unsigned(v[0], src)
+        elif name == "arith.bitcast":
+            out = (_bitcast_f32_to_i32(v[0]) if ty == "i32" else
+                   _bitcast_i32_to_f32(v[0]))
+        elif name in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf"):
+            a, b = np.float32(v[0]), np.float32(v[1])
+            with np.errstate(all="ignore"):
+                out = np.float32({"arith.addf": a + b, "arith.subf": a - b,
+                                  "arith.mulf": a * b,
+                                  "arith.divf": a / b}[name])
+        elif name == "memref.load":
+            out = v[0].array[tuple(v[1:])].item()
+            if v[0].array.dtype == np.float32:
+                out = np.float32(out)
+        elif name == "memref.store":
+            v[1].array[tuple(v[2:])] = v[0]
+        elif name == "memref.dim":
+            out = v[0].array.shape[v[1]]
+        elif name == "memref.atomic_rmw":
+            kind = int(_prop(op, "kind").split(":")[0])
+            if kind != 1:
+                raise InterpreterError(f"memref.atomic_rmw kind {kind}")
+            at = tuple(v[2:])
+            out = int(v[1].array[at])
+            v[1].array[at] = _wrap(out + v[0], 32)
+        elif name in ("gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
+                      "gpu.block_dim"):
+            d = "xyz".index(_prop(op, "dimension")[-2])
+            out = {"gpu.thread_id": lambda: env["$tid"][d],
+                   "gpu.block_id": lambda: ctx["block_id"][d],
+                   "gpu.grid_dim": lambda: ctx["grid"][d],
+                   "gpu.block_dim": lambda: self.block[d]}[name]()
+        elif name == "scf.for":
+            lb, ub, step = v[:3]
+            carried = v[3:]
+            region = op.regions[0]
+            i = lb
+            while i < ub:
+                env[region.args[0]] = i
+                for a, c in zip(region.args[1:], carried):
+                    env[a] = c
+                carried = self._run_nested(region, env, ctx)
+                i += step
+            for r, c in zip(op.results, carried):
+                env[r] = c
+            return
+        elif name == "scf.if":
+            region = op.regions[0] if v[0] else op.regions[1]
+            for r, c in zip(op.results, self._run_nested(region, env, ctx)):
+                env[r] = c
+            return
+        elif name == "gpu.return":
+            return
+        else:
+            raise InterpreterError(f"operation {name} is not interpreted")
+        if op.results:
+            env[op.results[0]] = out

@@ -1,0 +1,54 @@
+module attributes {gpu.container_module} {
+  gpu.module @m {
+    gpu.func @lanes(%out: memref<?x6xi32>, %total: memref<1xi32>) workgroup(%row: memref<64xi32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c63 = arith.constant 63 : index
+      %w = arith.constant 32 : i32
+      %o1 = arith.constant 1 : i32
+      %o3 = arith.constant 3 : i32
+      %o5 = arith.constant 5 : i32
+      %o7 = arith.constant 7 : i32
+      %v = arith.index_cast %tid : index to i32
+      %x, %xv = gpu.shuffle xor %v, %o1, %w : i32
+      %u, %uv = gpu.shuffle up %v, %o3, %w : i32
+      %d, %dv = gpu.shuffle down %v, %o5, %w : i32
+      %i, %iv = gpu.shuffle idx %v, %o7, %w : i32
+      %m1 = arith.constant -1 : i32
+      %us = arith.select %uv, %u, %m1 : i32
+      %ds = arith.select %dv, %d, %m1 : i32
+      memref.store %x, %out[%tid, %c0] : memref<?x6xi32>
+      %c2 = arith.constant 2 : index
+      %c3 = arith.constant 3 : index
+      %c4 = arith.constant 4 : index
+      %c5 = arith.constant 5 : index
+      memref.store %us, %out[%tid, %c1] : memref<?x6xi32>
+      memref.store %ds, %out[%tid, %c2] : memref<?x6xi32>
+      memref.store %i, %out[%tid, %c3] : memref<?x6xi32>
+      %sq = arith.muli %v, %v : i32
+      memref.store %sq, %row[%tid] : memref<64xi32, #gpu.address_space<workgroup>>
+      gpu.barrier
+      %rev = arith.subi %c63, %tid : index
+      %r = memref.load %row[%rev] : memref<64xi32, #gpu.address_space<workgroup>>
+      memref.store %r, %out[%tid, %c4] : memref<?x6xi32>
+      %old = memref.atomic_rmw addi %v, %total[%c0] : (i32, memref<1xi32>) -> i32
+      %big = arith.constant 2147483647 : i32
+      %wrap = arith.addi %big, %v : i32
+      %neg = arith.constant -8 : i32
+      %q = arith.divui %neg, %o3 : i32
+      %mix = arith.xori %wrap, %q : i32
+      memref.store %mix, %out[%tid, %c5] : memref<?x6xi32>
+      gpu.return
+    }
+    gpu.func @diverges(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c32 = arith.constant 32 : index
+      %low = arith.cmpi ult, %tid, %c32 : index
+      scf.if %low {
+        gpu.barrier
+      }
+      gpu.return
+    }
+  }
+}
