@@ -504,6 +504,18 @@ class Kernel:
                 out = np.float32({"arith.addf": a + b, "arith.subf": a - b,
                                   "arith.mulf": a * b,
                                   "arith.divf": a / b}[name])
+        elif name == "arith.negf":
+            out = np.float32(-v[0])
+        elif name in ("arith.maximumf", "arith.minimumf"):
+            a, b = np.float32(v[0]), np.float32(v[1])
+            out = (np.maximum(a, b) if name == "arith.maximumf" else
+                   np.minimum(a, b))
+        elif name == "math.exp":
+            with np.errstate(all="ignore"):
+                out = np.exp(np.float32(v[0]))
+        elif name == "arith.ceildivui":
+            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
+            out = _wrap(-(-a // b), bits)
         elif name == "memref.load":
             out = v[0].array[tuple(v[1:])].item()
             if v[0].array.dtype == np.float32:
