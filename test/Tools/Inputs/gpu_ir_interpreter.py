@@ -8,9 +8,10 @@ block's threads as Python generators: a thread runs until it reaches a
 (every lane of its subgroup meets at the same shuffle, which then exchanges
 values, with the `valid` flag of MLIR's semantics), so the kernel's
 synchronisation is executed as written, for the subgroup size of the chip the
-IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, memref, scf
-and gpu operations of the SIMT kernels (no matrix instructions, no vector
-ops); an operation it does not know is an error naming it. Global memrefs are
+IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
+scf and gpu operations of the SIMT kernels and 1-d f32 vector loads, stores
+and broadcasts (no matrix instructions); an operation it does not know is an
+error naming it. Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
 per block; integers wrap at their width, f32 values are numpy float32.
 
@@ -255,6 +256,16 @@ def _cmpf(pred, a, b):
     return int(unordered or ordered[pred - 7])
 
 
+def _floats(x):
+    """f32 operands: a scalar or a vector (numpy array)."""
+    return np.asarray(x, np.float32)
+
+
+def _scalar(x):
+    """A 0-d result as an np.float32, a vector as its array."""
+    return np.float32(x) if np.ndim(x) == 0 else x.astype(np.float32)
+
+
 class MemRef:
     """A numpy array standing for a memref (row-major, identity layout)."""
 
@@ -447,6 +458,12 @@ class Kernel:
             text = _prop(op, "value")
             if text in ("true", "false"):
                 out = int(text == "true")
+            elif text.startswith("dense<"):
+                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)xf32>", text)
+                if not m:
+                    raise InterpreterError("constant " + text)
+                out = np.full(int(m.group(2)), np.float32(m.group(1)),
+                              np.float32)
             else:
                 literal = text.rsplit(":", 1)[0].strip()
                 if ty == "f32":
@@ -498,21 +515,34 @@ class Kernel:
         elif name == "arith.bitcast":
             out = (_bitcast_f32_to_i32(v[0]) if ty == "i32" else
                    _bitcast_i32_to_f32(v[0]))
-        elif name in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf"):
-            a, b = np.float32(v[0]), np.float32(v[1])
+        elif name in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
+                      "arith.maximumf", "arith.minimumf"):
+            a, b = _floats(v[0]), _floats(v[1])
             with np.errstate(all="ignore"):
-                out = np.float32({"arith.addf": a + b, "arith.subf": a - b,
-                                  "arith.mulf": a * b,
-                                  "arith.divf": a / b}[name])
+                out = _scalar({"arith.addf": np.add, "arith.subf": np.subtract,
+                               "arith.mulf": np.multiply,
+                               "arith.divf": np.divide,
+                               "arith.maximumf": np.maximum,
+                               "arith.minimumf": np.minimum}[name](a, b))
         elif name == "arith.negf":
-            out = np.float32(-v[0])
-        elif name in ("arith.maximumf", "arith.minimumf"):
-            a, b = np.float32(v[0]), np.float32(v[1])
-            out = (np.maximum(a, b) if name == "arith.maximumf" else
-                   np.minimum(a, b))
+            out = _scalar(np.negative(_floats(v[0])))
         elif name == "math.exp":
             with np.errstate(all="ignore"):
-                out = np.exp(np.float32(v[0]))
+                out = _scalar(np.exp(_floats(v[0])))
+        elif name == "vector.broadcast":
+            n = int(re.fullmatch(r"vector<(\d+)xf32>", ty).group(1))
+            out = np.full(n, np.float32(v[0]), np.float32)
+        elif name == "vector.load":
+            n = int(re.fullmatch(r"vector<(\d+)xf32>", ty).group(1))
+            row = v[0].array[tuple(v[1:-1])]
+            if v[-1] + n > row.shape[-1]:
+                raise InterpreterError("vector.load past the row")
+            out = np.array(row[v[-1]:v[-1] + n], np.float32)
+        elif name == "vector.store":
+            row = v[1].array[tuple(v[2:-1])]
+            if v[-1] + len(v[0]) > row.shape[-1]:
+                raise InterpreterError("vector.store past the row")
+            row[v[-1]:v[-1] + len(v[0])] = v[0]
         elif name == "arith.ceildivui":
             a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
             out = _wrap(-(-a // b), bits)
