@@ -9,9 +9,10 @@ block's threads as Python generators: a thread runs until it reaches a
 values, with the `valid` flag of MLIR's semantics), so the kernel's
 synchronisation is executed as written, for the subgroup size of the chip the
 IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
-scf and gpu operations of the SIMT kernels and 1-d f32 vector loads, stores
-and broadcasts (no matrix instructions); an operation it does not know is an
-error naming it. Global memrefs are
+scf and gpu operations of the SIMT kernels and 1-d vector loads, stores,
+extracts and broadcasts (no matrix instructions); an operation it does not know
+is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
+(a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
 per block; integers wrap at their width, f32 values are numpy float32.
 
@@ -298,6 +299,7 @@ class Kernel:
             [t for t in body.arg_types if "#gpu.address_space<workgroup>" in t])
         self.workgroup = body.arg_types[self.num_args:]
         self._yields = {}
+        self._compiled = {}
 
     # Whether running `op` may suspend the thread.
     def _suspends(self, op):
@@ -326,7 +328,7 @@ class Kernel:
         for ty in self.workgroup:
             m = re.match(r"memref<([\dx]+)x(\w+), ", ty)
             shape = [int(d) for d in m.group(1).split("x")]
-            dtype = {"i32": np.int32, "f32": np.float32,
+            dtype = {"i32": np.int32, "f32": np.float32, "bf16": np.uint16,
                      "i64": np.int64}[m.group(2)]
             shared.append(MemRef(np.zeros(shape, dtype)))
         threads = self.block[0] * self.block[1] * self.block[2]
@@ -449,147 +451,222 @@ class Kernel:
         return []
 
     def _exec(self, op, env, ctx):
+        handler = self._compiled.get(id(op))
+        if handler is None:
+            handler = self._compiled[id(op)] = self._compile(op)
+        handler(env, ctx)
+
+    def _compile(self, op):
+        """A closure running `op` on a thread's values (`env`)."""
         name = op.name
-        v = [env[o] for o in op.operands]
+        operands = op.operands
         ty = op.result_types[0] if op.result_types else None
         bits = _width(ty) if ty else None
-        out = None
+        res = op.results[0] if op.results else None
+
+        def pure(fn):
+            if len(operands) == 1:
+                a0 = operands[0]
+
+                def run(env, ctx):
+                    env[res] = fn(env[a0])
+            elif len(operands) == 2:
+                a0, a1 = operands
+
+                def run(env, ctx):
+                    env[res] = fn(env[a0], env[a1])
+            else:
+                def run(env, ctx):
+                    env[res] = fn(*[env[o] for o in operands])
+            return run
+
         if name == "arith.constant":
             text = _prop(op, "value")
             if text in ("true", "false"):
-                out = int(text == "true")
+                value = int(text == "true")
             elif text.startswith("dense<"):
                 m = re.fullmatch(r"dense<(.*)> : vector<(\d+)xf32>", text)
                 if not m:
                     raise InterpreterError("constant " + text)
-                out = np.full(int(m.group(2)), np.float32(m.group(1)),
-                              np.float32)
+                value = np.full(int(m.group(2)), np.float32(m.group(1)),
+                                np.float32)
             else:
                 literal = text.rsplit(":", 1)[0].strip()
                 if ty == "f32":
-                    out = (_bitcast_i32_to_f32(int(literal, 16))
-                           if literal.startswith("0x") else _f32(literal))
+                    value = (_bitcast_i32_to_f32(int(literal, 16))
+                             if literal.startswith("0x") else _f32(literal))
                 else:
-                    out = _wrap(int(literal, 0), bits)
-        elif name in ("arith.addi", "arith.subi", "arith.muli"):
-            a, b = v
-            out = _wrap(a + b if name == "arith.addi" else
-                        a - b if name == "arith.subi" else a * b, bits)
-        elif name in ("arith.divui", "arith.remui"):
-            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
-            if b == 0:
-                raise InterpreterError(f"{name}: division by zero")
-            out = _wrap(a // b if name == "arith.divui" else a % b, bits)
-        elif name in ("arith.andi", "arith.ori", "arith.xori"):
-            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
-            out = _wrap(a & b if name == "arith.andi" else
-                        a | b if name == "arith.ori" else a ^ b, bits)
-        elif name == "arith.shli":
-            s = _unsigned(v[1], bits)
-            out = 0 if s >= bits else _wrap(v[0] << s, bits)
-        elif name == "arith.shrui":
-            s = _unsigned(v[1], bits)
-            out = 0 if s >= bits else _wrap(_unsigned(v[0], bits) >> s, bits)
-        elif name == "arith.shrsi":
-            s = min(_unsigned(v[1], bits), bits - 1)
-            out = _wrap(v[0] >> s, bits)
-        elif name in ("arith.minui", "arith.maxui"):
-            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
-            out = _wrap(min(a, b) if name == "arith.minui" else max(a, b),
-                        bits)
-        elif name in ("arith.minsi", "arith.maxsi"):
-            out = min(v) if name == "arith.minsi" else max(v)
-        elif name == "arith.cmpi":
-            operand_bits = _width(op.types.split("(")[1].split(",")[0].strip())
-            out = _cmpi(int(_prop(op, "predicate").split(":")[0]), v[0], v[1],
-                        operand_bits)
-        elif name == "arith.cmpf":
-            out = _cmpf(int(_prop(op, "predicate").split(":")[0]), v[0], v[1])
-        elif name == "arith.select":
-            out = v[1] if v[0] else v[2]
-        elif name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
-            out = _wrap(v[0], bits)
-        elif name == "arith.extui":
+                    value = _wrap(int(literal, 0), bits)
+
+            def run(env, ctx):
+                env[res] = value
+            return run
+        mask = (1 << bits) - 1 if bits else 0
+        if name == "arith.addi":
+            return pure(lambda a, b: _wrap(a + b, bits))
+        if name == "arith.subi":
+            return pure(lambda a, b: _wrap(a - b, bits))
+        if name == "arith.muli":
+            return pure(lambda a, b: _wrap(a * b, bits))
+        if name in ("arith.divui", "arith.remui", "arith.ceildivui"):
+            def divide(a, b):
+                a, b = a & mask, b & mask
+                if b == 0:
+                    raise InterpreterError(f"{name}: division by zero")
+                return _wrap(a // b if name == "arith.divui" else
+                             a % b if name == "arith.remui" else -(-a // b),
+                             bits)
+            return pure(divide)
+        if name == "arith.andi":
+            return pure(lambda a, b: _wrap((a & mask) & (b & mask), bits))
+        if name == "arith.ori":
+            return pure(lambda a, b: _wrap((a & mask) | (b & mask), bits))
+        if name == "arith.xori":
+            return pure(lambda a, b: _wrap((a & mask) ^ (b & mask), bits))
+        if name == "arith.shli":
+            return pure(lambda a, b: 0 if (b & mask) >= bits else
+                        _wrap(a << (b & mask), bits))
+        if name == "arith.shrui":
+            return pure(lambda a, b: 0 if (b & mask) >= bits else
+                        _wrap((a & mask) >> (b & mask), bits))
+        if name == "arith.shrsi":
+            return pure(lambda a, b: _wrap(a >> min(b & mask, bits - 1), bits))
+        if name == "arith.minui":
+            return pure(lambda a, b: a if (a & mask) <= (b & mask) else b)
+        if name == "arith.maxui":
+            return pure(lambda a, b: a if (a & mask) >= (b & mask) else b)
+        if name == "arith.minsi":
+            return pure(min)
+        if name == "arith.maxsi":
+            return pure(max)
+        if name == "arith.cmpi":
+            pred = int(_prop(op, "predicate").split(":")[0])
+            width = _width(op.types.split("(")[1].split(",")[0].strip())
+            return pure(lambda a, b: _cmpi(pred, a, b, width))
+        if name == "arith.cmpf":
+            pred = int(_prop(op, "predicate").split(":")[0])
+            return pure(lambda a, b: _cmpf(pred, a, b))
+        if name == "arith.select":
+            return pure(lambda c, a, b: a if c else b)
+        if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
+            return pure(lambda a: _wrap(a, bits))
+        if name == "arith.extui":
             src = _width(op.types.split("(")[1].split(")")[0].strip())
-            out = _unsigned(v[0], src)
-        elif name == "arith.bitcast":
-            out = (_bitcast_f32_to_i32(v[0]) if ty == "i32" else
-                   _bitcast_i32_to_f32(v[0]))
-        elif name in ("arith.addf", "arith.subf", "arith.mulf", "arith.divf",
-                      "arith.maximumf", "arith.minimumf"):
-            a, b = _floats(v[0]), _floats(v[1])
-            with np.errstate(all="ignore"):
-                out = _scalar({"arith.addf": np.add, "arith.subf": np.subtract,
-                               "arith.mulf": np.multiply,
-                               "arith.divf": np.divide,
-                               "arith.maximumf": np.maximum,
-                               "arith.minimumf": np.minimum}[name](a, b))
-        elif name == "arith.negf":
-            out = _scalar(np.negative(_floats(v[0])))
-        elif name == "math.exp":
-            with np.errstate(all="ignore"):
-                out = _scalar(np.exp(_floats(v[0])))
-        elif name == "vector.broadcast":
+            return pure(lambda a: _unsigned(a, src))
+        if name == "arith.bitcast":
+            return pure(_bitcast_f32_to_i32 if ty == "i32" else
+                        _bitcast_i32_to_f32)
+        floats = {"arith.addf": np.add, "arith.subf": np.subtract,
+                  "arith.mulf": np.multiply, "arith.divf": np.divide,
+                  "arith.maximumf": np.maximum, "arith.minimumf": np.minimum}
+        if name in floats:
+            fn = floats[name]
+
+            def binary(a, b):
+                with np.errstate(all="ignore"):
+                    return _scalar(fn(_floats(a), _floats(b)))
+            return pure(binary)
+        if name == "arith.negf":
+            return pure(lambda a: _scalar(np.negative(_floats(a))))
+        if name == "math.exp":
+            def exp(a):
+                with np.errstate(all="ignore"):
+                    return _scalar(np.exp(_floats(a)))
+            return pure(exp)
+        if name == "arith.extf":
+            def extend(a):
+                if not isinstance(a, np.uint16):
+                    raise InterpreterError("arith.extf of a non-bf16 value")
+                return np.array(int(a) << 16, np.uint32).view(np.float32)[()]
+            return pure(extend)
+        if name == "arith.truncf":
+            def truncate(a):
+                if np.isnan(a):
+                    return np.uint16(0x7FC0)
+                b = int(np.array(a, np.float32).view(np.uint32))
+                b += 0x7FFF + ((b >> 16) & 1)  # nearest, ties to even
+                return np.uint16((b >> 16) & 0xFFFF)
+            return pure(truncate)
+        if name == "vector.broadcast":
             n = int(re.fullmatch(r"vector<(\d+)xf32>", ty).group(1))
-            out = np.full(n, np.float32(v[0]), np.float32)
-        elif name == "vector.load":
-            n = int(re.fullmatch(r"vector<(\d+)xf32>", ty).group(1))
-            row = v[0].array[tuple(v[1:-1])]
-            if v[-1] + n > row.shape[-1]:
-                raise InterpreterError("vector.load past the row")
-            out = np.array(row[v[-1]:v[-1] + n], np.float32)
-        elif name == "vector.store":
-            row = v[1].array[tuple(v[2:-1])]
-            if v[-1] + len(v[0]) > row.shape[-1]:
-                raise InterpreterError("vector.store past the row")
-            row[v[-1]:v[-1] + len(v[0])] = v[0]
-        elif name == "arith.ceildivui":
-            a, b = _unsigned(v[0], bits), _unsigned(v[1], bits)
-            out = _wrap(-(-a // b), bits)
-        elif name == "memref.load":
-            out = v[0].array[tuple(v[1:])].item()
-            if v[0].array.dtype == np.float32:
-                out = np.float32(out)
-        elif name == "memref.store":
-            v[1].array[tuple(v[2:])] = v[0]
-        elif name == "memref.dim":
-            out = v[0].array.shape[v[1]]
-        elif name == "memref.atomic_rmw":
+            return pure(lambda a: np.full(n, np.float32(a), np.float32))
+        if name == "vector.load":
+            n = int(re.fullmatch(r"vector<(\d+)x\w+>", ty).group(1))
+
+            def vload(m, *at):
+                row = m.array[at[:-1]]
+                if at[-1] + n > row.shape[-1]:
+                    raise InterpreterError("vector.load past the row")
+                return np.array(row[at[-1]:at[-1] + n])
+            return pure(vload)
+        if name == "vector.extract":
+            at = int(re.search(r"static_position = array<i64: (\d+)>",
+                               op.props).group(1))
+            return pure(lambda a: a[at])
+        if name == "vector.store":
+            def vstore(env, ctx):
+                vec, m, *at = [env[o] for o in operands]
+                row = m.array[tuple(at[:-1])]
+                if at[-1] + len(vec) > row.shape[-1]:
+                    raise InterpreterError("vector.store past the row")
+                row[at[-1]:at[-1] + len(vec)] = vec
+            return vstore
+        if name == "memref.load":
+            def load(m, *at):
+                value = m.array[at]
+                return (value if m.array.dtype in (np.float32, np.uint16)
+                        else int(value))
+            return pure(load)
+        if name == "memref.store":
+            def store(env, ctx):
+                value, m, *at = [env[o] for o in operands]
+                m.array[tuple(at)] = value
+            return store
+        if name == "memref.dim":
+            return pure(lambda m, d: m.array.shape[d])
+        if name == "memref.atomic_rmw":
             kind = int(_prop(op, "kind").split(":")[0])
             if kind != 1:
                 raise InterpreterError(f"memref.atomic_rmw kind {kind}")
-            at = tuple(v[2:])
-            out = int(v[1].array[at])
-            v[1].array[at] = _wrap(out + v[0], 32)
-        elif name in ("gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
-                      "gpu.block_dim"):
+
+            def atomic_add(value, m, *at):
+                old = int(m.array[at])
+                m.array[at] = _wrap(old + value, 32)
+                return old
+            return pure(atomic_add)
+        if name in ("gpu.thread_id", "gpu.block_id", "gpu.grid_dim",
+                    "gpu.block_dim"):
             d = "xyz".index(_prop(op, "dimension")[-2])
-            out = {"gpu.thread_id": lambda: env["$tid"][d],
-                   "gpu.block_id": lambda: ctx["block_id"][d],
-                   "gpu.grid_dim": lambda: ctx["grid"][d],
-                   "gpu.block_dim": lambda: self.block[d]}[name]()
-        elif name == "scf.for":
-            lb, ub, step = v[:3]
-            carried = v[3:]
+
+            def ids(env, ctx):
+                env[res] = (env["$tid"][d] if name == "gpu.thread_id" else
+                            ctx["block_id"][d] if name == "gpu.block_id" else
+                            ctx["grid"][d] if name == "gpu.grid_dim" else
+                            self.block[d])
+            return ids
+        if name == "scf.for":
             region = op.regions[0]
-            i = lb
-            while i < ub:
-                env[region.args[0]] = i
-                for a, c in zip(region.args[1:], carried):
-                    env[a] = c
-                carried = self._run_nested(region, env, ctx)
-                i += step
-            for r, c in zip(op.results, carried):
-                env[r] = c
-            return
-        elif name == "scf.if":
-            region = op.regions[0] if v[0] else op.regions[1]
-            for r, c in zip(op.results, self._run_nested(region, env, ctx)):
-                env[r] = c
-            return
-        elif name == "gpu.return":
-            return
-        else:
-            raise InterpreterError(f"operation {name} is not interpreted")
-        if op.results:
-            env[op.results[0]] = out
+
+            def loop(env, ctx):
+                lb, ub, step = (env[o] for o in operands[:3])
+                carried = [env[o] for o in operands[3:]]
+                i = lb
+                while i < ub:
+                    env[region.args[0]] = i
+                    for a, c in zip(region.args[1:], carried):
+                        env[a] = c
+                    carried = self._run_nested(region, env, ctx)
+                    i += step
+                for r, c in zip(op.results, carried):
+                    env[r] = c
+            return loop
+        if name == "scf.if":
+            def branch(env, ctx):
+                region = op.regions[0] if env[operands[0]] else op.regions[1]
+                for r, c in zip(op.results,
+                                self._run_nested(region, env, ctx)):
+                    env[r] = c
+            return branch
+        if name == "gpu.return":
+            return lambda env, ctx: None
+        raise InterpreterError(f"operation {name} is not interpreted")
