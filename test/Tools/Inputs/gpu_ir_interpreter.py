@@ -573,19 +573,26 @@ class Kernel:
                 with np.errstate(all="ignore"):
                     return _scalar(np.exp(_floats(a)))
             return pure(exp)
+        if name == "math.sqrt":
+            return pure(lambda a: _scalar(np.sqrt(_floats(a))))
         if name == "arith.extf":
             def extend(a):
-                if not isinstance(a, np.uint16):
+                a = np.asarray(a)
+                if a.dtype != np.uint16:
                     raise InterpreterError("arith.extf of a non-bf16 value")
-                return np.array(int(a) << 16, np.uint32).view(np.float32)[()]
+                out = np.atleast_1d(a.astype(np.uint32) << 16).view(
+                    np.float32)
+                return out[0] if a.ndim == 0 else out
             return pure(extend)
         if name == "arith.truncf":
             def truncate(a):
-                if np.isnan(a):
-                    return np.uint16(0x7FC0)
-                b = int(np.array(a, np.float32).view(np.uint32))
-                b += 0x7FFF + ((b >> 16) & 1)  # nearest, ties to even
-                return np.uint16((b >> 16) & 0xFFFF)
+                a = np.asarray(a, np.float32)
+                bits = np.atleast_1d(a).view(np.uint32).astype(np.uint64)
+                bits = bits + 0x7FFF + ((bits >> 16) & 1)  # ties to even
+                out = ((bits >> 16) & 0xFFFF).astype(np.uint16)
+                out = np.where(np.isnan(np.atleast_1d(a)), np.uint16(0x7FC0),
+                               out).astype(np.uint16)
+                return out[0] if a.ndim == 0 else out
             return pure(truncate)
         if name == "vector.broadcast":
             n = int(re.fullmatch(r"vector<(\d+)xf32>", ty).group(1))
