@@ -155,9 +155,6 @@ private:
   Value ule(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
   }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
   /// A loop over [lo, hi) with step `step`, the body at the induction
   /// variable.
   void forLoop(Value lo, Value hi, Value step,

@@ -40,6 +40,7 @@
 
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
+#include "lib/Conversion/LLMToKernel/ScoreKey.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -70,12 +71,6 @@ private:
   Value isub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value iand(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
   Value ior(Value x, Value y) { return arith::OrIOp::create(b, loc, x, y); }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
   Value toI32(Value v) { return arith::IndexCastOp::create(b, loc, i32, v); }
   Value boolToI32(Value c) { return arith::ExtUIOp::create(b, loc, i32, c); }
   Value notI1(Value c) {
@@ -112,23 +107,15 @@ private:
             });
   }
 
-  /// Pool p's score as an i32 whose unsigned order is the scores' order (the
-  /// generic kernel's key): -0 read as +0, the sign bit flipped when
-  /// positive, every bit when negative. Pools past the visible ones read
-  /// the last visible pool (callers mask them out).
+  /// Pool p's score key (ScoreKey.h, as the generic kernel's). Pools past
+  /// the visible ones read the last visible pool (callers mask them out).
   Value key(Value p) {
     Value at = minu(p, lastPool);
     Value rows = idx(s.rowsPerPage);
-    Value v = load(scores, {t, arith::DivUIOp::create(b, loc, at, rows),
-                            arith::RemUIOp::create(b, loc, at, rows)});
-    Value zero = cf32(0.0);
-    v = select(arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v,
-                                     zero),
-               zero, v);
-    Value bits = arith::BitcastOp::create(b, loc, i32, v);
-    Value sign = arith::ShRSIOp::create(b, loc, bits, ci32(31));
-    return arith::XOrIOp::create(b, loc, bits,
-                                 ior(sign, ci32(int64_t(INT32_MIN))));
+    return buildOrderedScoreKey(
+        b, loc,
+        load(scores, {t, arith::DivUIOp::create(b, loc, at, rows),
+                      arith::RemUIOp::create(b, loc, at, rows)}));
   }
 
   void buildToken();

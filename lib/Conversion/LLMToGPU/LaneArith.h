@@ -2,13 +2,14 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// The small builders the matrix-unit kernel generators (MatmulKernel.cpp,
+// The small builders the kernel generators of LLMToGPU (MatmulKernel.cpp,
 // MlaAttendKernel.cpp, KdaChunkKernel.cpp, KpoolScoresKernel.cpp,
-// MhcMixKernel.cpp, MhcPreKernel.cpp) share:
-// constants, index additions and products that skip their identities,
-// index compares, guarded regions and barriers, a subgroup sum, this lane's
-// coordinate under a LaneMap of TargetInfo's fragment layouts, an operand
-// assembled from its pieces, and the per-token grid loop.
+// KpoolSelectKernel.cpp, MoeSelectKernel.cpp, MhcMixKernel.cpp,
+// MhcPreKernel.cpp, ...) share: constants, index additions and products
+// that skip their identities, integer compares, selects, guarded regions
+// and barriers, a subgroup sum, this lane's coordinate under a LaneMap of
+// TargetInfo's fragment layouts, an operand assembled from its pieces, and
+// the per-token grid loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +48,12 @@ protected:
   }
   Value ieq(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, x, y);
+  }
+  Value cmpi(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
   }
   /// Runs `body` in the threads for which `cond` holds.
   void ifThen(Value cond, llvm::function_ref<void()> body) {

@@ -26,6 +26,7 @@
 #include "dialects/llm/IR/LLMTypes.h"
 #include "lib/Conversion/LLMToKernel/KernelBuilder.h"
 #include "lib/Conversion/LLMToKernel/Patterns.h"
+#include "lib/Conversion/LLMToKernel/ScoreKey.h"
 
 using namespace mlir;
 using namespace mlir::strata;
@@ -115,17 +116,9 @@ private:
   /// (-0 read as +0, so that equal scores have equal keys): the bits with
   /// the sign flipped when positive, all flipped when negative.
   Value key(Value p) {
-    OpBuilder &b = kb.builder();
-    Location l = kb.getLoc();
-    Value v = kb.load(scores, scoreIndices(kb, t, p, rowsPerPage));
-    Value zero = kb.f32(0.0);
-    v = kb.select(
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, v, zero), zero,
-        v);
-    Value bits = arith::BitcastOp::create(b, l, b.getI32Type(), v);
-    Value sign = arith::ShRSIOp::create(b, l, bits, i32(31));
-    Value flip = arith::OrIOp::create(b, l, sign, i32(INT32_MIN));
-    return arith::XOrIOp::create(b, l, bits, flip);
+    return buildOrderedScoreKey(
+        kb.builder(), kb.getLoc(),
+        kb.load(scores, scoreIndices(kb, t, p, rowsPerPage)));
   }
 
   Value cmpKeys(arith::CmpIPredicate pred, Value a, Value c) {

@@ -339,7 +339,7 @@ class Kernel:
             tid = (t % self.block[0], t // self.block[0] % self.block[1],
                    t // (self.block[0] * self.block[1]))
             env["$tid"] = tid
-            gens.append(self._region(body, env, ctx))
+            gens.append(self._region_yield(body, env, ctx))
             waits.append(None)
         sends = [None] * threads
         done = [False] * threads
@@ -396,13 +396,6 @@ class Kernel:
             raise InterpreterError("deadlock: threads wait at barriers and "
                                    "shuffles at once")
 
-    def _region(self, region, env, ctx):
-        for op in region.ops:
-            if self._suspends(op):
-                yield from self._exec_suspending(op, env, ctx)
-            else:
-                self._exec(op, env, ctx)
-
     def _run_nested(self, region, env, ctx):
         """Runs a region that cannot suspend; returns its yielded values."""
         for op in region.ops:
@@ -441,6 +434,8 @@ class Kernel:
             raise InterpreterError(f"{name} cannot suspend")
 
     def _region_yield(self, region, env, ctx):
+        """Runs `region` on a thread (a generator: it suspends at barriers
+        and shuffles); returns the values its scf.yield gives."""
         for op in region.ops:
             if op.name == "scf.yield":
                 return [env[v] for v in op.operands]
