@@ -14,6 +14,10 @@
 //             when every draft was accepted, 1 when the first was rejected
 //   restore   a rejection: the saved state copied back
 //   re-run    a rejection: the accepted tokens re-run (1: a decode step)
+//   verify with draft 0
+//             the verification and the draft pass over all of its rows in
+//             one graph (ModelExecutor::runWithDraft; how the scheduler runs
+//             greedy verifications), with per-token KDA states
 //
 // next to the decode step of the same batch. When the target plans keep
 // per-token KDA states (the verification keeps the state after each
@@ -21,8 +25,8 @@
 // in the scheduler. A speculative step costs chain + save + verify +
 // draft 0 when all drafts are accepted, and chain + save + verify + restore
 // + re-run + draft 0 (1 row) when the first is rejected (the absent phases
-// counting 0). Token values are synthetic; the steps' costs do not depend
-// on them.
+// counting 0), or chain + verify with draft 0 in the scheduler's greedy
+// form. Token values are synthetic; the steps' costs do not depend on them.
 //
 // Thread-safety: plain functions; one benchmark at a time per device.
 //
@@ -60,11 +64,12 @@ struct MtpBenchReport {
   /// The decode step of the same batch at the same context.
   double decode_seconds = 0;
   /// chain (all k - 1 passes), save, verify, draft 0 (k + 1 rows), restore,
-  /// re-run, draft 0 (1 row), in that order.
+  /// re-run, draft 0 (1 row), verify with draft 0, in that order.
   std::vector<MtpPhase> phases;
   /// The speculative step when every draft is accepted, and when the first
-  /// is rejected.
-  double accepted_seconds = 0, rejected_seconds = 0;
+  /// is rejected; with the draft's step 0 in the verify's graph (chain +
+  /// verify with draft 0; 0 when the artifact cannot).
+  double accepted_seconds = 0, rejected_seconds = 0, with_draft_seconds = 0;
   /// Whether the target plans keep per-token KDA states (no save,
   /// restore and re-run phases: ModelExecutor::keepsTokenStates).
   bool token_states = false;

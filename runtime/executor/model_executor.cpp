@@ -472,10 +472,61 @@ StatusOr<StepResult>
 ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
                    const DispatchObserver *observer,
                    const StepOutputs &outputs) {
+  STRATA_ASSIGN_OR_RETURN(DraftedStepResult result,
+                          execute(step, requests, observer, outputs, nullptr));
+  return std::move(result.target);
+}
+
+StatusOr<DraftedStepResult>
+ModelExecutor::runWithDraft(StepKind step,
+                            const std::vector<StepRequest> &requests,
+                            const StepOutputs &outputs,
+                            const StepOutputs &draft_outputs,
+                            const DispatchObserver *observer) {
+  return execute(step, requests, observer, outputs, &draft_outputs);
+}
+
+Status ModelExecutor::checkDraftedStep(StepKind step) const {
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  if (step == StepKind::mtp_draft)
+    return invalidArgument("a draft step cannot be followed by one");
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  if (!hasStep(StepKind::mtp_draft))
+    return failedPrecondition("the artifact has no mtp_draft plan to follow "
+                              "the {} step with",
+                              artifact::EnumNameStepKind(step));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
+                          Artifact::plan(*target, StepKind::mtp_draft));
+  for (std::string_view name : {"greedy", "hidden_out"})
+    if (findBuffer(*plan, name) < 0)
+      return failedPrecondition("plan '{}' has no '{}' output for the draft "
+                                "step to start from (an artifact compiled "
+                                "before greedy outputs?)",
+                                artifact::EnumNameStepKind(step), name);
+  for (std::string_view name : {"ids", "hidden"})
+    if (findBuffer(*draft, name) < 0)
+      return failedPrecondition("the mtp_draft plan has no '{}' input", name);
+  return okStatus();
+}
+
+StatusOr<DraftedStepResult>
+ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
+                       const DispatchObserver *observer,
+                       const StepOutputs &outputs,
+                       const StepOutputs *draft_outputs) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, step));
+  const bool drafted = draft_outputs != nullptr;
+  const artifact::ExecutionPlan *draft_plan = nullptr;
+  if (drafted) {
+    STRATA_RETURN_IF_ERROR(checkDraftedStep(step));
+    STRATA_ASSIGN_OR_RETURN(draft_plan,
+                            Artifact::plan(*target, StepKind::mtp_draft));
+  }
   if (requests.empty())
     return invalidArgument("step with no requests");
 
@@ -486,7 +537,7 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
   bool separate_state_slots = false, token_states = false;
   size_t max_pages = 1;
   uint64_t max_context = 0;
-  StepResult result;
+  std::vector<std::pair<size_t, size_t>> request_rows;
   for (size_t r = 0; r < requests.size(); ++r) {
     const StepRequest &request = requests[r];
     if (request.tokens.empty())
@@ -547,12 +598,19 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
       ids.push_back(token);
       positions.push_back(static_cast<int32_t>(request.start_position + t));
     }
-    result.request_rows.emplace_back(first_row, rows.size() - first_row);
+    request_rows.emplace_back(first_row, rows.size() - first_row);
     seq_starts.push_back(static_cast<int32_t>(ids.size()));
     slots.push_back(request.slot);
     max_pages = std::max(max_pages, request.block_table.size());
     max_context = std::max(max_context, end);
   }
+  // The draft starts from every row: its ids are the target's greedy tokens
+  // of all of them, in token order.
+  if (drafted && rows.size() != ids.size())
+    return invalidArgument("a step followed by its draft needs logits for "
+                           "every token ({} rows for {} tokens): requests "
+                           "of one token or all_logits",
+                           rows.size(), ids.size());
   bool graph = takesGraph(step, requests, observer);
   if (graph)
     max_pages = (max_pages + kStepGraphPageBucket - 1) /
@@ -577,14 +635,20 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     rank_groups_->setCoordinates(sizes);
   // A captured step of this kind and these sizes, if any (its buffers take
   // the inputs); else fresh buffers, which a capture moves into its graph.
-  StepShape shape{step, sizes};
+  StepShape shape{step, sizes, drafted};
   StepGraph *captured = graph ? findGraph(shape) : nullptr;
   bool capture = graph && !captured && repeatsRecentShape(shape);
-  PlanBuffers fresh;
+  PlanBuffers fresh, fresh_draft;
   if (!captured) {
     STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
+    if (drafted) {
+      STRATA_ASSIGN_OR_RETURN(fresh_draft, program_->allocateBuffers(
+                                               StepKind::mtp_draft, sizes));
+    }
   }
   PlanBuffers *buffers = captured ? &captured->buffers : &fresh;
+  PlanBuffers *draft_buffers =
+      !drafted ? nullptr : captured ? &captured->draft_buffers : &fresh_draft;
   // The inputs are copied on the stream that runs the step (a replayed
   // graph's, else the default one) without waiting; the host vectors they
   // read live until the stream is synchronized, which every return does.
@@ -594,27 +658,43 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     ~SyncOnReturn() { (void)stream->synchronize(); }
   } sync_on_return{stream};
 
-  auto write = [&](std::string_view name, const void *data,
-                   size_t bytes) -> Status {
-    int id = findBuffer(*plan, name);
+  auto writeTo = [&](const artifact::ExecutionPlan &into, PlanBuffers &bufs,
+                     std::string_view name, const void *data,
+                     size_t bytes) -> Status {
+    int id = findBuffer(into, name);
     if (id < 0)
       return notFound("plan '{}' has no input buffer '{}'",
-                      artifact::EnumNameStepKind(step), name);
-    Buffer &buffer = *buffers->buffers[id];
+                      artifact::EnumNameStepKind(into.step()), name);
+    Buffer &buffer = *bufs.buffers[id];
     if (buffer.size() != bytes)
-      return internalError("plan input '{}' is {} bytes, the step has {}",
-                           name, buffer.size(), bytes);
+      return internalError("plan '{}' input '{}' is {} bytes, the step has "
+                           "{}",
+                           artifact::EnumNameStepKind(into.step()), name,
+                           buffer.size(), bytes);
     return stream->copyToDevice(buffer, 0, data, bytes);
+  };
+  auto write = [&](std::string_view name, const void *data,
+                   size_t bytes) -> Status {
+    return writeTo(*plan, *buffers, name, data, bytes);
   };
   auto bytesOf = [](const std::vector<int32_t> &v) {
     return v.size() * sizeof(int32_t);
   };
   STRATA_RETURN_IF_ERROR(write("ids", ids.data(), bytesOf(ids)));
-  STRATA_RETURN_IF_ERROR(write("positions", positions.data(), bytesOf(positions)));
-  STRATA_RETURN_IF_ERROR(write("seq_starts", seq_starts.data(), bytesOf(seq_starts)));
-  STRATA_RETURN_IF_ERROR(write("slots", slots.data(), bytesOf(slots)));
-  STRATA_RETURN_IF_ERROR(write("block_table", block_table.data(), bytesOf(block_table)));
-  STRATA_RETURN_IF_ERROR(write("rows", rows.data(), bytesOf(rows)));
+  // The draft reads the target's batch (its ids and hidden rows come from
+  // the target's outputs on the device, launchPlans).
+  for (auto [name, values] :
+       {std::pair<std::string_view, const std::vector<int32_t> *>{
+            "positions", &positions},
+        {"seq_starts", &seq_starts},
+        {"slots", &slots},
+        {"block_table", &block_table},
+        {"rows", &rows}}) {
+    STRATA_RETURN_IF_ERROR(write(name, values->data(), bytesOf(*values)));
+    if (drafted)
+      STRATA_RETURN_IF_ERROR(writeTo(*draft_plan, *draft_buffers, name,
+                                     values->data(), bytesOf(*values)));
+  }
   // KDA state slots: inputs of target plans with KDA layers (artifacts
   // compiled before they existed read and write `slots`).
   if (findBuffer(*plan, "state_src_slots") >= 0) {
@@ -656,10 +736,12 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     // the inputs copied on the default one); a device that cannot capture
     // the plan runs it dispatch by dispatch below.
     STRATA_RETURN_IF_ERROR(stream->synchronize());
-    captured = captureGraph(shape, fresh, resources);
+    captured = captureGraph(shape, fresh, draft_buffers, resources);
     captured_now = captured != nullptr;
     if (captured) {
       buffers = &captured->buffers;
+      if (drafted)
+        draft_buffers = &captured->draft_buffers;
       stream = captured->stream.get();
     }
   }
@@ -667,17 +749,62 @@ ModelExecutor::run(StepKind step, const std::vector<StepRequest> &requests,
     STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
     captured->last_use = ++graph_clock_;
     if (!captured_now)
-      ++graph_counts_.replays[size_t(step)];
+      ++(drafted ? graph_counts_.drafted_replays
+                 : graph_counts_.replays)[size_t(step)];
   } else {
-    STRATA_RETURN_IF_ERROR(program_->run(step, sizes, *buffers, resources,
-                                          /*stream=*/nullptr, observer));
+    STRATA_RETURN_IF_ERROR(launchPlans(shape, *buffers, draft_buffers,
+                                       resources, /*stream=*/nullptr,
+                                       observer));
     // The plan may have used other streams: the copies below read results.
     STRATA_RETURN_IF_ERROR(device_->synchronize());
   }
 
+  DraftedStepResult result;
+  result.target.request_rows = std::move(request_rows);
   STRATA_RETURN_IF_ERROR(readOutputs(*plan, *buffers, *stream, rows.size(),
-                                     ids.size(), outputs, result));
+                                     ids.size(), outputs, result.target));
+  if (drafted) {
+    result.draft.request_rows = result.target.request_rows;
+    STRATA_RETURN_IF_ERROR(readOutputs(*draft_plan, *draft_buffers, *stream,
+                                       rows.size(), ids.size(),
+                                       *draft_outputs, result.draft));
+  }
+  STRATA_RETURN_IF_ERROR(stream->synchronize());
   return result;
+}
+
+Status ModelExecutor::launchPlans(const StepShape &shape, PlanBuffers &buffers,
+                                  PlanBuffers *draft_buffers,
+                                  const PlanResources &resources,
+                                  Stream *stream,
+                                  const DispatchObserver *observer) {
+  STRATA_RETURN_IF_ERROR(program_->run(shape.step, shape.sizes, buffers,
+                                       resources, stream, observer));
+  if (!shape.drafted)
+    return okStatus();
+  // The draft's ids are the target's greedy tokens of every row, its hidden
+  // rows the target's hidden output (row t of both: token t).
+  Stream &on = stream ? *stream : device_->defaultStream();
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, shape.step));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
+                          Artifact::plan(*target, StepKind::mtp_draft));
+  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{
+                              "greedy", "ids"},
+                          {"hidden_out", "hidden"}}) {
+    Buffer &src = *buffers.buffers[findBuffer(*plan, from)];
+    Buffer &dst = *draft_buffers->buffers[findBuffer(*draft, to)];
+    if (src.size() != dst.size())
+      return internalError("the {} plan's '{}' output is {} bytes, the "
+                           "draft's '{}' input {}",
+                           artifact::EnumNameStepKind(shape.step), from,
+                           src.size(), to, dst.size());
+    STRATA_RETURN_IF_ERROR(on.copyBuffer(src, 0, dst, 0, src.size()));
+  }
+  return program_->run(StepKind::mtp_draft, shape.sizes, *draft_buffers,
+                       resources, stream, observer);
 }
 
 bool ModelExecutor::takesGraph(StepKind step,
@@ -696,7 +823,7 @@ bool ModelExecutor::takesGraph(StepKind step,
 }
 
 bool ModelExecutor::StepShape::operator==(const StepShape &other) const {
-  return step == other.step &&
+  return step == other.step && drafted == other.drafted &&
          std::equal(std::begin(sizes.values), std::end(sizes.values),
                     std::begin(other.sizes.values));
 }
@@ -721,6 +848,7 @@ bool ModelExecutor::repeatsRecentShape(const StepShape &shape) {
 
 ModelExecutor::StepGraph *
 ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
+                            PlanBuffers *draft_buffers,
                             const PlanResources &resources) {
   StatusOr<std::unique_ptr<Stream>> created = device_->createStream();
   Status recorded = created.status();
@@ -730,8 +858,8 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
     stream = std::move(*created);
     recorded = stream->beginCapture();
     if (recorded.ok()) {
-      recorded = program_->run(shape.step, shape.sizes, buffers, resources,
-                               stream.get());
+      recorded = launchPlans(shape, buffers, draft_buffers, resources,
+                             stream.get(), /*observer=*/nullptr);
       made = stream->endCapture();
     } else {
       made = recorded;
@@ -746,7 +874,7 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
   auto oldest = step_graphs_.end();
   size_t kept = 0;
   for (auto g = step_graphs_.begin(); g != step_graphs_.end(); ++g) {
-    if (g->shape.step != shape.step)
+    if (g->shape.step != shape.step || g->shape.drafted != shape.drafted)
       continue;
     ++kept;
     if (oldest == step_graphs_.end() || g->last_use < oldest->last_use)
@@ -754,9 +882,14 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
   }
   if (kept == kStepGraphsPerKind)
     step_graphs_.erase(oldest);
-  step_graphs_.push_back(StepGraph{shape, std::move(buffers), std::move(stream),
+  PlanBuffers kept_draft;
+  if (draft_buffers)
+    kept_draft = std::move(*draft_buffers);
+  step_graphs_.push_back(StepGraph{shape, std::move(buffers),
+                                   std::move(kept_draft), std::move(stream),
                                    std::move(*made), ++graph_clock_});
-  ++graph_counts_.captures[size_t(shape.step)];
+  ++(shape.drafted ? graph_counts_.drafted_captures
+                   : graph_counts_.captures)[size_t(shape.step)];
   return &step_graphs_.back();
 }
 
@@ -798,7 +931,7 @@ Status ModelExecutor::readOutputs(const artifact::ExecutionPlan &plan,
                                                    hidden.size()));
     result.hidden_row_bytes = hidden.size() / num_tokens;
   }
-  return stream.synchronize();
+  return okStatus();
 }
 
 } // namespace strata::runtime

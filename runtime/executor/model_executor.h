@@ -95,10 +95,13 @@ inline constexpr artifact::StepKind kGraphSteps[] = {
     artifact::StepKind::decode, artifact::StepKind::mtp_verify,
     artifact::StepKind::mtp_draft};
 
-/// Step graphs captured and replayed, by step kind (artifact::StepKind).
+/// Step graphs captured and replayed, by step kind (artifact::StepKind);
+/// drafted_*: target steps followed by their draft in one graph
+/// (ModelExecutor::runWithDraft), by the target step's kind.
 struct StepGraphCounts {
   static constexpr size_t kKinds = size_t(artifact::StepKind::MAX) + 1;
   std::array<uint64_t, kKinds> captures{}, replays{};
+  std::array<uint64_t, kKinds> drafted_captures{}, drafted_replays{};
 };
 
 /// Which state pools a slot copy covers: every one (KDA recurrent and conv
@@ -162,6 +165,15 @@ struct StepResult {
   size_t hidden_row_bytes = 0;
 };
 
+/// A target step and the MTP draft's step 0 over every one of its rows
+/// (ModelExecutor::runWithDraft).
+struct DraftedStepResult {
+  StepResult target;
+  /// The draft's outputs, one row per target token (request_rows as the
+  /// target's).
+  StepResult draft;
+};
+
 class ModelExecutor {
 public:
   /// Opens and validates the artifact, opens the checkpoint (a folder or
@@ -218,6 +230,25 @@ public:
                            const DispatchObserver *observer = nullptr,
                            const StepOutputs &outputs = {});
 
+  /// Runs `step` (decode or mtp_verify: every token a logits row) and, in
+  /// the same device work, the mtp_draft step over the same rows: draft row
+  /// t takes the target's greedy token of row t as its id and the target's
+  /// hidden row t, at the target's positions (MTP step 0 with the device's
+  /// tokens: exact for the rows a greedy verification accepts, whose next
+  /// tokens those are; the other rows' draft cache entries lie beyond the
+  /// committed tokens and are rewritten before they are read). Captured
+  /// into one graph like a decode step. Copies back `outputs` of the target
+  /// and `draft_outputs` of the draft. FAILED_PRECONDITION without an
+  /// mtp_draft plan or greedy / hidden outputs; INVALID_ARGUMENT when a
+  /// token has no logits row.
+  StatusOr<DraftedStepResult> runWithDraft(
+      artifact::StepKind step, const std::vector<StepRequest> &requests,
+      const StepOutputs &outputs, const StepOutputs &draft_outputs,
+      const DispatchObserver *observer = nullptr);
+
+  /// Why `step` cannot be followed by its draft in one runWithDraft, or OK.
+  Status checkDraftedStep(artifact::StepKind step) const;
+
   /// Step graphs captured so far and steps that replayed one, by kind.
   const StepGraphCounts &graphCounts() const { return graph_counts_; }
   /// Why step graphs were turned off (a failed capture), or OK.
@@ -256,8 +287,16 @@ private:
   /// The GPU of this process: its rank (modulo the GPUs), else 0.
   int deviceOrdinal() const;
   Status bindWeights(WeightSource &source);
-  /// Copies the plan's outputs that `outputs` asks for into `result` on
-  /// `stream` (after the step's work on it) and waits for them.
+  /// `run` and `runWithDraft` (draft_outputs: the draft's, or null for a
+  /// step without it).
+  StatusOr<DraftedStepResult> execute(artifact::StepKind step,
+                                      const std::vector<StepRequest> &requests,
+                                      const DispatchObserver *observer,
+                                      const StepOutputs &outputs,
+                                      const StepOutputs *draft_outputs);
+  /// Enqueues copies of the plan's outputs that `outputs` asks for into
+  /// `result` on `stream` (after the step's work on it); the caller
+  /// synchronizes the stream before reading them.
   Status readOutputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
                      Stream &stream, size_t num_rows, size_t num_tokens,
                      const StepOutputs &outputs, StepResult &result);
@@ -279,17 +318,19 @@ private:
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
-  /// A step's kind and the plan's sizes: what a captured graph stands for.
+  /// A step's kind and the plan's sizes, and whether the draft follows it:
+  /// what a captured graph stands for.
   struct StepShape {
     artifact::StepKind step;
     RuntimeSizes sizes;
+    bool drafted = false;
     bool operator==(const StepShape &other) const;
   };
-  /// A captured step: its shape, the buffers its graph binds, the stream
-  /// that replays it.
+  /// A captured step: its shape, the buffers its graph binds (the draft's
+  /// too when it follows), the stream that replays it.
   struct StepGraph {
     StepShape shape;
-    PlanBuffers buffers;
+    PlanBuffers buffers, draft_buffers;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Graph> graph;
     uint64_t last_use = 0;
@@ -302,11 +343,20 @@ private:
   StepGraph *findGraph(const StepShape &shape);
   /// Whether `shape` is among the recent ones; remembers it.
   bool repeatsRecentShape(const StepShape &shape);
-  /// Captures `plan`'s step into a new graph over `buffers` (moved into it)
-  /// and keeps it; null (and graphs off, graph_error_ set) when the device
+  /// Captures `shape`'s step into a new graph over `buffers` and
+  /// `draft_buffers` (moved into it; null for a step without its draft) and
+  /// keeps it; null (and graphs off, graph_error_ set) when the device
   /// cannot capture it.
   StepGraph *captureGraph(const StepShape &shape, PlanBuffers &buffers,
+                          PlanBuffers *draft_buffers,
                           const PlanResources &resources);
+  /// Enqueues `shape`'s step on `stream` (null: the default one) and, when
+  /// shape.drafted, the copies of its greedy tokens and hidden rows into the
+  /// draft's inputs and the draft step over `draft_buffers`.
+  Status launchPlans(const StepShape &shape, PlanBuffers &buffers,
+                     PlanBuffers *draft_buffers,
+                     const PlanResources &resources, Stream *stream,
+                     const DispatchObserver *observer);
   std::vector<StepGraph> step_graphs_;
   std::vector<StepShape> recent_shapes_;
   Status graph_error_;

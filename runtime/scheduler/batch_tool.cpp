@@ -28,7 +28,8 @@ constexpr const char *kUsage =
     "                    [--max-tokens N] [--max-requests N] [--blocks N]\n"
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
-    "                    [--mtp K] [--passes N] [--cancel I:N] [--queue N]\n"
+    "                    [--mtp K] [--mtp-draft-with-target on|off]\n"
+    "                    [--passes N] [--cancel I:N] [--queue N]\n"
     "                    [--metrics] [--step-graphs on|off]\n"
     "                    [--rank R --world-size N --store STORE]\n"
     "                    [--collectives auto|gloo|nccl]\n";
@@ -66,7 +67,7 @@ struct IntFlag {
 struct BatchFlags {
   RankFlags ranks;
   std::vector<std::string> prompt_ids, prompt_files;
-  std::string cancel, step_graphs = "on";
+  std::string cancel, step_graphs = "on", draft_with_target = "on";
   std::vector<IntFlag> ints = {
       {"--max-tokens", "tokens to generate per request (default 16)", 1, ""},
       {"--max-requests", "requests running at once (default 4)", 1, ""},
@@ -105,6 +106,10 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
                  "replay decode and MTP verify / draft steps from captured "
                  "graphs (default on)")
       ->type_name("on|off");
+  app.add_option("--mtp-draft-with-target", f.draft_with_target,
+                 "with --mtp: the draft's first pass in the same graph as "
+                 "greedy decode / verify steps (default on)")
+      ->type_name("on|off");
   declareRankFlags(app, o.ranks, f.ranks);
 }
 
@@ -115,6 +120,11 @@ StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
     return invalidArgument("--step-graphs must be on or off, not '{}'",
                            f.step_graphs);
   o.step_graphs = f.step_graphs == "on";
+  if (f.draft_with_target != "on" && f.draft_with_target != "off")
+    return invalidArgument("--mtp-draft-with-target must be on or off, not "
+                           "'{}'",
+                           f.draft_with_target);
+  o.scheduler.draft_with_target = f.draft_with_target == "on";
   for (const auto &[flag, text] :
        cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
     if (flag == "--prompt-ids") {
@@ -295,6 +305,12 @@ Status run(BatchOptions &o, std::ostream &out) {
                          artifact::EnumNameStepKind(kind),
                          s.graphs.captures[size_t(kind)],
                          s.graphs.replays[size_t(kind)]);
+    // Decode and verify steps captured with the draft's first pass.
+    for (StepKind kind : {StepKind::decode, StepKind::mtp_verify})
+      out << fmt::format(" {}+draft {} captured {} replays",
+                         artifact::EnumNameStepKind(kind),
+                         s.graphs.drafted_captures[size_t(kind)],
+                         s.graphs.drafted_replays[size_t(kind)]);
     out << "\n";
   }
   if (o.metrics)

@@ -51,4 +51,9 @@ bool ExecutorRunner::hasDraft() const {
   return executor_->hasStep(artifact::StepKind::mtp_draft);
 }
 
+bool ExecutorRunner::runsWithDraft() const {
+  return executor_->checkDraftedStep(artifact::StepKind::decode).ok() &&
+         executor_->checkDraftedStep(artifact::StepKind::mtp_verify).ok();
+}
+
 } // namespace strata::runtime

@@ -57,6 +57,15 @@ public:
   virtual StatusOr<StepResult> run(artifact::StepKind step,
                                    const std::vector<StepRequest> &requests,
                                    const StepOutputs &outputs) = 0;
+  /// Whether runWithDraft works for decode and verify steps.
+  virtual bool runsWithDraft() const { return false; }
+  /// Runs `step` and the MTP draft's step 0 over every row of it in one go
+  /// (ModelExecutor::runWithDraft).
+  virtual StatusOr<DraftedStepResult>
+  runWithDraft(artifact::StepKind step, const std::vector<StepRequest> &requests,
+               const StepOutputs &outputs, const StepOutputs &draft_outputs) {
+    return unimplemented("this model runner cannot run a step with its draft");
+  }
   /// How long the engine may stay idle before calling keepAlive (0: never).
   virtual std::chrono::milliseconds keepAliveInterval() const {
     return std::chrono::milliseconds(0);
@@ -122,6 +131,13 @@ public:
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
     return executor_->run(step, requests, nullptr, outputs);
+  }
+  bool runsWithDraft() const override;
+  StatusOr<DraftedStepResult>
+  runWithDraft(artifact::StepKind step, const std::vector<StepRequest> &requests,
+               const StepOutputs &outputs,
+               const StepOutputs &draft_outputs) override {
+    return executor_->runWithDraft(step, requests, outputs, draft_outputs);
   }
   StepGraphCounts graphCounts() const override {
     return executor_->graphCounts();

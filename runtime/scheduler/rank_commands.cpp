@@ -67,6 +67,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
     w.put<uint8_t>(static_cast<uint8_t>(c.step));
     w.put<uint8_t>(c.outputs.logits);
     w.put<uint8_t>(c.outputs.hidden);
+    w.put<uint8_t>(c.with_draft);
     w.put<uint64_t>(c.requests.size());
     for (const StepRequest &r : c.requests) {
       w.putVector(r.tokens);
@@ -113,8 +114,10 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
     c.step = static_cast<artifact::StepKind>(step);
     STRATA_ASSIGN_OR_RETURN(uint8_t logits, r.get<uint8_t>());
     STRATA_ASSIGN_OR_RETURN(uint8_t hidden, r.get<uint8_t>());
+    STRATA_ASSIGN_OR_RETURN(uint8_t with_draft, r.get<uint8_t>());
     c.outputs.logits = logits != 0;
     c.outputs.hidden = hidden != 0;
+    c.with_draft = with_draft != 0;
     STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
     if (n > bytes.size())
       return invalidArgument("rank command: {} requests in {} bytes", n,

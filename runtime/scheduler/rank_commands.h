@@ -25,7 +25,8 @@
 namespace strata::runtime {
 
 enum class RankCommandKind : uint8_t {
-  kStep = 1,           ///< ModelExecutor::run(step, requests, outputs)
+  kStep = 1,           ///< ModelExecutor::run(step, requests, outputs), or
+                       ///< runWithDraft when `with_draft`
   kResetSlot = 2,      ///< resetSlot(slot)
   kCopySlot = 3,       ///< copySlots(slot, dst_slot, slot_count, pools)
   kAllocateCaches = 4, ///< allocateCaches(kv_pages, state_slots)
@@ -39,6 +40,8 @@ struct RankCommand {
   artifact::StepKind step = artifact::StepKind::decode;
   std::vector<StepRequest> requests;
   StepOutputs outputs;
+  /// kStep: the draft's step 0 follows over every row (runWithDraft).
+  bool with_draft = false;
   /// kResetSlot, kCopySlot (source).
   int32_t slot = 0;
   /// kCopySlot.

@@ -14,6 +14,7 @@ TEST(RankCommands, RoundTrip) {
   step.kind = RankCommandKind::kStep;
   step.step = artifact::StepKind::mtp_verify;
   step.outputs.logits = false;
+  step.with_draft = true;
   StepRequest a;
   a.tokens = {5, 17, 300};
   a.start_position = 40;
@@ -33,6 +34,7 @@ TEST(RankCommands, RoundTrip) {
   EXPECT_EQ(back->step, artifact::StepKind::mtp_verify);
   EXPECT_FALSE(back->outputs.logits);
   EXPECT_TRUE(back->outputs.hidden);
+  EXPECT_TRUE(back->with_draft);
   ASSERT_EQ(back->requests.size(), 2u);
   EXPECT_EQ(back->requests[0].tokens, a.tokens);
   EXPECT_EQ(back->requests[0].start_position, 40);
@@ -77,6 +79,9 @@ TEST(RankCommands, MalformedBytesAreRefused) {
   a.tokens = {1, 2};
   step.requests = {a};
   std::vector<uint8_t> bytes = encodeRankCommand(step);
+  StatusOr<RankCommand> plain = decodeRankCommand(bytes);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->with_draft);
   for (size_t n = 0; n < bytes.size(); ++n) {
     std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + n);
     StatusOr<RankCommand> back = decodeRankCommand(prefix);

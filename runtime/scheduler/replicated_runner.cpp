@@ -138,6 +138,21 @@ ReplicatedRunner::run(artifact::StepKind step,
   return runner_->run(step, requests, outputs);
 }
 
+StatusOr<DraftedStepResult>
+ReplicatedRunner::runWithDraft(artifact::StepKind step,
+                               const std::vector<StepRequest> &requests,
+                               const StepOutputs &outputs,
+                               const StepOutputs &draft_outputs) {
+  RankCommand command;
+  command.kind = RankCommandKind::kStep;
+  command.step = step;
+  command.requests = requests;
+  command.outputs = outputs;
+  command.with_draft = true;
+  STRATA_RETURN_IF_ERROR(send(command));
+  return runner_->runWithDraft(step, requests, outputs, draft_outputs);
+}
+
 Status ReplicatedRunner::keepAlive() {
   RankCommand command;
   command.kind = RankCommandKind::kKeepAlive;
@@ -169,8 +184,14 @@ Status runRankFollower(ModelExecutor &executor, Communicator &control) {
       StepOutputs none;
       none.logits = false;
       none.hidden = false;
-      status = executor.run(command->step, command->requests, nullptr, none)
-                   .status();
+      status = command->with_draft
+                   ? executor
+                         .runWithDraft(command->step, command->requests, none,
+                                       none)
+                         .status()
+                   : executor.run(command->step, command->requests, nullptr,
+                                  none)
+                         .status();
       break;
     }
     case RankCommandKind::kResetSlot:

@@ -65,6 +65,11 @@ public:
   StatusOr<StepResult> run(artifact::StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override;
+  bool runsWithDraft() const override { return runner_->runsWithDraft(); }
+  StatusOr<DraftedStepResult>
+  runWithDraft(artifact::StepKind step, const std::vector<StepRequest> &requests,
+               const StepOutputs &outputs,
+               const StepOutputs &draft_outputs) override;
   std::chrono::milliseconds keepAliveInterval() const override {
     return keep_alive_;
   }

@@ -193,6 +193,8 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
                          s->kv_->plan().num_blocks, o.num_blocks);
   s->scratch_base_ = o.max_requests + snapshots;
   s->token_states_ = o.mtp_draft_tokens > 0 && runner.keepsTokenStates();
+  s->draft_with_target_ = s->token_states_ && o.draft_with_target &&
+                          runner.runsWithDraft();
   return s;
 }
 
@@ -653,6 +655,52 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
   return okStatus();
 }
 
+bool Scheduler::runsDraftWithTarget(const std::vector<Planned> &plan,
+                                    const StepOutputs &outputs) const {
+  if (!draft_with_target_ || outputs.logits)
+    return false;
+  // Decodes and verifications only: every token a logits row, every
+  // committed token the device's greedy one (no host logits: greedy).
+  for (const Planned &p : plan)
+    if (!p.request->decoding())
+      return false;
+  return true;
+}
+
+Status Scheduler::takeDrafts(std::vector<Planned> &plan,
+                             const StepResult &draft) {
+  // Row j of a request ran the draft on the target's greedy token of row j,
+  // its committed next token for j <= accepted: the draft row of the last
+  // committed position is step 0's last row.
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Planned &p = plan[i];
+    Request &r = *p.request;
+    auto [row, count] = draft.request_rows.at(i);
+    if (r.finished)
+      continue;
+    r.has_draft = r.decoding();
+    if (!r.has_draft)
+      continue;
+    uint64_t committed = r.computed - p.start;
+    if (committed == 0 || committed > count)
+      return internalError("request {}: {} committed rows of {} drafted",
+                           r.id, committed, count);
+    size_t last = row + committed - 1;
+    STRATA_ASSIGN_OR_RETURN(r.draft_token, deviceGreedyToken(draft, last));
+    if (options_.mtp_draft_tokens > 1) {
+      // Every token is a row: row `last` is hidden row `last`.
+      if (draft.hidden.size() < (last + 1) * draft.hidden_row_bytes ||
+          draft.hidden_row_bytes == 0)
+        return internalError("draft step returned {} hidden bytes, row {} "
+                             "requested",
+                             draft.hidden.size(), last);
+      auto first = draft.hidden.begin() + last * draft.hidden_row_bytes;
+      r.draft_hidden.assign(first, first + draft.hidden_row_bytes);
+    }
+  }
+  return okStatus();
+}
+
 int32_t Scheduler::kdaSlot(const Request &request, uint32_t index) const {
   uint32_t slot = uint32_t(request.seq->stateSlot());
   index %= options_.mtp_draft_tokens + 1;
@@ -890,7 +938,21 @@ Status Scheduler::step() {
                       /*hidden=*/options_.mtp_draft_tokens > 0};
   for (const Planned &p : plan)
     outputs.logits |= needsLogits(p);
-  StatusOr<StepResult> result = runner_.run(kind, target, outputs);
+  const bool with_draft = runsDraftWithTarget(plan, outputs);
+  StepResult draft_result;
+  StatusOr<StepResult> result = [&]() -> StatusOr<StepResult> {
+    if (!with_draft)
+      return runner_.run(kind, target, outputs);
+    // The draft's hidden rows feed the chain (k >= 2) only.
+    StepOutputs draft_outputs{/*logits=*/false,
+                              /*hidden=*/options_.mtp_draft_tokens > 1};
+    StepOutputs target_outputs{outputs.logits, /*hidden=*/false};
+    STRATA_ASSIGN_OR_RETURN(
+        DraftedStepResult both,
+        runner_.runWithDraft(kind, target, target_outputs, draft_outputs));
+    draft_result = std::move(both.draft);
+    return std::move(both.target);
+  }();
   if (!result.ok()) {
     failStep(plan, result.status());
     return result.status();
@@ -1016,7 +1078,8 @@ Status Scheduler::step() {
     }
   }
   if (options_.mtp_draft_tokens > 0) {
-    Status status = runDraftStepZero(plan);
+    Status status = with_draft ? takeDrafts(plan, draft_result)
+                               : runDraftStepZero(plan);
     if (!status.ok()) {
       failStep(plan, status);
       return status;
@@ -1088,6 +1151,21 @@ std::string formatSchedulerMetrics(const SchedulerStats &s,
   byStep("strata_engine_graph_replays_total",
          "Steps run by replaying a captured graph, by step kind.",
          s.graphs.replays);
+  auto drafted = [&](const char *name, const char *help,
+                     const std::array<uint64_t, StepGraphCounts::kKinds> &n) {
+    out += fmt::format("# HELP {0} {1}\n# TYPE {0} counter\n", name, help);
+    for (StepKind kind : {StepKind::decode, StepKind::mtp_verify})
+      out += fmt::format("{}{{step=\"{}\"}} {}\n", name,
+                         artifact::EnumNameStepKind(kind), n[size_t(kind)]);
+  };
+  drafted("strata_engine_drafted_graph_captures_total",
+          "Step shapes captured into one graph with the MTP draft's first "
+          "pass over their rows, by the target step's kind.",
+          s.graphs.drafted_captures);
+  drafted("strata_engine_drafted_graph_replays_total",
+          "Steps run with the MTP draft's first pass by replaying one graph, "
+          "by the target step's kind.",
+          s.graphs.drafted_replays);
   metric("strata_engine_prefill_tokens_total", "counter",
          "Prompt tokens run through the model.", s.prefill_tokens);
   metric("strata_engine_generated_tokens_total", "counter",

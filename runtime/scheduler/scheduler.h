@@ -72,6 +72,11 @@ struct SchedulerOptions {
   uint64_t checkpoint_interval_tokens = 0;
   /// MTP draft tokens per verification, 0 (off, default) to 3.
   uint32_t mtp_draft_tokens = 0;
+  /// With MTP: a step of greedy decodes and verifications runs the draft's
+  /// step 0 over all of its rows in the same device work (one launch, one
+  /// copy back: ModelRunner::runWithDraft) when the runner can; off: the
+  /// draft's step 0 is a step of its own over the committed rows.
+  bool draft_with_target = true;
   /// Called on the engine thread after every step with its duration in
   /// seconds and the tokens it ran (prompt chunks, decode and verify
   /// tokens): a server's step-time and iteration-tokens histograms.
@@ -210,6 +215,15 @@ private:
                       const float *raw_logits);
   Status afterTarget(Request &request, uint64_t new_computed);
   Status runDraftStepZero(std::vector<Planned> &plan);
+  /// Whether this step's target runs with the draft's step 0 over every
+  /// row (runWithDraft): MTP on, every request decoding greedily (its
+  /// committed tokens are the device's greedy tokens), per-token KDA states.
+  bool runsDraftWithTarget(const std::vector<Planned> &plan,
+                           const StepOutputs &outputs) const;
+  /// Step 0's results from a draft run over every row of the target step:
+  /// each request's draft token and hidden row are those of its last
+  /// committed position.
+  Status takeDrafts(std::vector<Planned> &plan, const StepResult &draft);
   /// Whether `p` needs its logits rows on the host this step: it samples a
   /// token by a rule other than plain greedy (a temperature, a logits
   /// processor: penalties, logit_bias, min_tokens' stop masks) or returns
@@ -247,6 +261,10 @@ private:
   /// keeps the state after each position in another of the request's k + 1
   /// KDA slots, so accepting j drafts selects one (no copy, no re-run).
   bool token_states_ = false;
+  /// MTP with token states over a runner that runs a step with its draft:
+  /// greedy decode / verify steps carry the draft's step 0
+  /// (runsDraftWithTarget).
+  bool draft_with_target_ = false;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
   MtpAcceptanceCounters mtp_counters_;

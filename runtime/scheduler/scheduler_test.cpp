@@ -140,9 +140,41 @@ public:
       result.hidden.clear();
     return result;
   }
+  bool runsWithDraft() const override { return true; }
+  /// Like ModelExecutor::runWithDraft: the target step, then the draft over
+  /// every row with the target's greedy tokens and hidden rows.
+  StatusOr<DraftedStepResult>
+  runWithDraft(StepKind step, const std::vector<StepRequest> &requests,
+               const StepOutputs &outputs,
+               const StepOutputs &draft_outputs) override {
+    ++drafted_steps_[step];
+    StepOutputs all = outputs;
+    all.hidden = true;
+    STRATA_ASSIGN_OR_RETURN(StepResult target, run(step, requests, all));
+    std::vector<StepRequest> draft = requests;
+    size_t t = 0;
+    for (StepRequest &r : draft) {
+      if (!r.all_logits && r.tokens.size() != 1)
+        return invalidArgument("a token without a logits row");
+      r.hidden.clear();
+      for (int32_t &token : r.tokens) {
+        token = target.greedy.at(t);
+        r.hidden.insert(r.hidden.end(), target.hidden.begin() + 16 * t,
+                        target.hidden.begin() + 16 * (t + 1));
+        ++t;
+      }
+    }
+    STRATA_ASSIGN_OR_RETURN(StepResult drafted,
+                            run(StepKind::mtp_draft, draft, draft_outputs));
+    if (!outputs.hidden)
+      target.hidden.clear();
+    return DraftedStepResult{std::move(target), std::move(drafted)};
+  }
   std::map<StepKind, int> steps_;
   /// Steps that asked for the logits.
   std::map<StepKind, int> logits_steps_;
+  /// runWithDraft calls by the target step's kind.
+  std::map<StepKind, int> drafted_steps_;
 
 private:
   CacheGeometry geometry_;
@@ -444,14 +476,19 @@ TEST(Scheduler, PrefixReuseKeepsOutputs) {
 // plans that keep per-token KDA states, with the verification keeping the
 // state after each position in another of the request's k + 1 slots: the
 // same outputs, and the second way neither copies state around
-// verifications nor re-runs a step.
+// verifications nor re-runs a step. With per-token states the draft's step
+// 0 runs with the target step over every verified row (runWithDraft) or,
+// with draft_with_target off, as a step of its own: the same outputs.
 TEST(Scheduler, MtpKeepsGreedyOutputs) {
   for (uint32_t k : {1u, 2u, 3u}) {
     int copies[2] = {0, 0};
-    for (bool token_states : {false, true}) {
+    MtpAcceptanceCounters::Snapshot acceptance[3];
+    for (int mode = 0; mode < 3; ++mode) {
+      const bool token_states = mode > 0, with_target = mode == 2;
       SchedulerOptions o = baseOptions();
       o.mtp_draft_tokens = k;
       o.enable_prefix_cache = true;
+      o.draft_with_target = with_target;
       Harness h(o, token_states);
       expectReference(h.run(testPrompts(), 20), 20);
       expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
@@ -468,11 +505,53 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
       // step copies logits; rollback re-runs take the verify plan.
       EXPECT_TRUE(h.model.logits_steps_.empty());
       EXPECT_GT(h.model.steps_[StepKind::mtp_verify], 0);
-      copies[token_states] = h.model.copy_calls_;
+      // Verifications carry their draft; steps with a prefill chunk keep a
+      // draft step of their own.
+      if (with_target) {
+        int drafted = h.model.drafted_steps_[StepKind::mtp_verify];
+        EXPECT_GT(drafted, h.model.steps_[StepKind::mtp_verify] / 2)
+            << "k " << k;
+        EXPECT_GT(h.model.steps_[StepKind::mtp_draft],
+                  h.model.drafted_steps_[StepKind::decode] + drafted);
+      } else {
+        EXPECT_TRUE(h.model.drafted_steps_.empty()) << "k " << k;
+      }
+      if (mode < 2)
+        copies[token_states] = h.model.copy_calls_;
+      acceptance[mode] = s.mtp;
     }
+    // The same drafts whichever way step 0 runs.
+    EXPECT_EQ(acceptance[2].accepted_tokens, acceptance[1].accepted_tokens);
+    EXPECT_EQ(acceptance[2].draft_tokens, acceptance[1].draft_tokens);
+    EXPECT_EQ(acceptance[2].accepted_by_position,
+              acceptance[1].accepted_by_position);
     // Only the prefix cache's snapshot copies are left.
     EXPECT_LT(copies[true], copies[false] / 2) << "k " << k;
   }
+}
+
+// Tests that requests which sample (a temperature) or need their logits on
+// the host keep the draft's step 0 as a step of its own, while a batch of
+// greedy requests runs it with the target: the sampled outputs stay a
+// function of the seed, the greedy ones equal the reference.
+TEST(Scheduler, SampledRequestsKeepTheirOwnDraftStep) {
+  SchedulerOptions o = baseOptions();
+  o.mtp_draft_tokens = 2;
+  Harness h(o, /*token_states=*/true);
+  SamplingParams sampled;
+  sampled.max_tokens = 12;
+  sampled.temperature = 0.8f;
+  sampled.seed = 7;
+  std::vector<std::vector<int32_t>> prompts = testPrompts();
+  prompts.resize(2);
+  std::vector<std::vector<int32_t>> first = h.run(prompts, sampled);
+  EXPECT_TRUE(h.model.drafted_steps_.empty());
+  EXPECT_GT(h.model.steps_[StepKind::mtp_verify], 0);
+  EXPECT_GT(h.model.steps_[StepKind::mtp_draft], 0);
+  Harness again(o, /*token_states=*/true);
+  EXPECT_EQ(again.run(prompts, sampled), first);
+  expectReference(h.run(testPrompts(), 20), 20);
+  EXPECT_GT(h.model.drafted_steps_[StepKind::mtp_verify], 0);
 }
 
 TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutputs) {

@@ -99,7 +99,7 @@ int runServeCli(int argc, char **argv) {
   uint64_t kv_memory_mb = 256, kv_blocks = 0, max_queue = 64;
   uint64_t max_model_len = 0;
   std::string prefix_cache = "on", step_graphs = "on", speculative_config;
-  std::string dependent_launches = "off";
+  std::string dependent_launches = "off", mtp_draft_with_target = "on";
   uint32_t mtp = 0;
   bool quiet = false;
   CompiledSettingFlags compiled;
@@ -207,6 +207,11 @@ int runServeCli(int argc, char **argv) {
                                  "MTP speculative decoding with K = 0..3 "
                                  "draft tokens (default 0)")
                       ->check(CLI::Range(0, 3));
+  app.add_option("--mtp-draft-with-target", mtp_draft_with_target,
+                 "with --mtp: run the draft's first pass in the same graph "
+                 "as greedy decode / verify steps on|off (default on; off: a "
+                 "step of its own, docs/Scheduler.md)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--speculative-config", speculative_config,
                  "vLLM's spelling of --mtp: "
                  "'{\"method\":\"mtp\",\"num_speculative_tokens\":K}'")
@@ -314,6 +319,7 @@ int runServeCli(int argc, char **argv) {
   options.max_queue = static_cast<size_t>(max_queue);
   engine_options.step_graphs = step_graphs == "on" && !enforce_eager;
   engine_options.dependent_launches = dependent_launches == "on";
+  engine_options.mtp_draft_with_target = mtp_draft_with_target == "on";
   engine_options.prefix_cache =
       enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).

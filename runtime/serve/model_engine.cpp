@@ -215,6 +215,16 @@ Status sizeFromMemory(const ModelEngineOptions &options,
         uint64_t draft,
         consider(artifact::StepKind::mtp_draft, batch, batch));
     graph_bytes += verify + draft;
+    if (scheduler.draft_with_target) {
+      // Verify and decode steps captured with their draft keep the draft's
+      // buffers for every row too.
+      STRATA_ASSIGN_OR_RETURN(
+          uint64_t verify_draft,
+          consider(artifact::StepKind::mtp_draft,
+                   std::min(step_tokens, batch * rows),
+                   std::min(batch, step_tokens / rows)));
+      graph_bytes += verify + verify_draft + decode + draft;
+    }
   }
   const uint64_t graphs = options.step_graphs ? kStepGraphsPerKind : 0;
   input.step_reserve_bytes = largest + graphs * graph_bytes;
@@ -257,6 +267,7 @@ createModelEngine(const ModelEngineOptions &options) {
   scheduler.checkpoint_interval_tokens = options.checkpoint_interval_tokens;
   scheduler.num_snapshot_slots = options.snapshot_slots;
   scheduler.mtp_draft_tokens = options.mtp_draft_tokens;
+  scheduler.draft_with_target = options.mtp_draft_with_target;
 
   // Blocks: what the budget leaves after every state slot (running
   // requests, snapshots, MTP scratch), each holding tail rings and KDA state.

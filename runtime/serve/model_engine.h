@@ -82,6 +82,9 @@ struct ModelEngineOptions {
   uint32_t snapshot_slots = 0;
   /// MTP draft tokens per verification (--mtp 0..3).
   uint32_t mtp_draft_tokens = 0;
+  /// The draft's step 0 in the same graph as greedy decode and verify steps
+  /// (--mtp-draft-with-target, SchedulerOptions::draft_with_target).
+  bool mtp_draft_with_target = true;
   /// Detokenizes for the scheduler's text stream (optional; the server
   /// detokenizes itself).
   const tokenizer::Tokenizer *tokenizer = nullptr;

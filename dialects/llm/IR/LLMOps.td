@@ -138,8 +138,10 @@ def LLM_EmbeddingOp : LLM_Op<"embedding", [Pure]> {
   let description = [{
     `y[t, :] = table[ids[t], :]`, no scaling. `ids : [T]` (i32 or i64),
     `table : [vocab, hidden]`, `y : [T, hidden]` with the element type of the
-    table or f32 (exact widening). Ids outside `[0, vocab)` are undefined behaviour (the tokenizer
-    never produces them).
+    table or f32 (exact widening). An id outside `[0, vocab)` gets a zero
+    row: the tokenizer never produces one, but ids computed on the device can
+    (the -1 of `llm.argmax` for a row without a finite maximum, which a fused
+    MTP draft step embeds before the host sees it).
 
     ```mlir
     %e = llm.embedding %ids, %table : (tensor<?xi32>, tensor<154880x4096xbf16>) -> tensor<?x4096xbf16>

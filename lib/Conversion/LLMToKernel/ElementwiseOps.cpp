@@ -2,9 +2,9 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.embedding (with vocab_shard: ids outside the rank's rows give zero
-// rows), llm.position_mask, llm.rms_norm and llm.layer_norm become
-// row kernels: an scf loop nest over the leading dimensions, fp32 reductions
+// llm.embedding (ids outside the table's rows, with vocab_shard outside
+// the rank's rows, give zero rows), llm.position_mask, llm.rms_norm and
+// llm.layer_norm become row kernels: an scf loop nest over the leading dimensions, fp32 reductions
 // over the last dimension, one rounding at the store (plus the extra
 // rounding of weighted rms_norm, HF order: round(n) * weight).
 //
@@ -48,26 +48,27 @@ struct EmbeddingToKernel : OpConversionPattern<llm::EmbeddingOp> {
                              [&](KernelBuilder &kb, ValueRange args) {
       kb.loop(kb.idx(0), kb.dim(args[ids], 0), [&](Value t) {
         Value id = kb.loadIndex(args[ids], t);
-        Value inside;
+        // Vocabulary-parallel: rows [k * rows, (k + 1) * rows) are the
+        // rank's. Ids outside the table's rows (another rank's, or an id
+        // the device computed from a row without a finite maximum: the
+        // greedy -1 a fused MTP draft step may embed) read row 0 and store
+        // zeros, never memory outside the table.
         if (coordinate) {
-          // Rows [k * rows, (k + 1) * rows) are the rank's; other ids read
-          // row 0 and store zeros.
           Value first = kb.imul(
               arith::IndexCastOp::create(kb.builder(), kb.getLoc(),
                                          kb.builder().getIndexType(),
                                          args[*coordinate]),
               kb.idx(rows));
-          Value local = kb.isub(id, first);
-          inside = kb.andi(kb.ige(local, kb.idx(0)),
-                           kb.ilt(local, kb.idx(rows)));
-          id = kb.select(inside, local, kb.idx(0));
+          id = kb.isub(id, first);
         }
+        Value inside =
+            kb.andi(kb.ige(id, kb.idx(0)), kb.ilt(id, kb.idx(rows)));
+        id = kb.select(inside, id, kb.idx(0));
         kb.loop(0, hidden, [&](Value d) {
           // Widened and rounded back: a copy for equal types, the exact
           // bf16 -> f32 widening of the f32 mode otherwise.
           Value row = kb.load(args[table], ValueRange{id, d});
-          if (inside)
-            row = kb.select(inside, row, kb.f32(0.0));
+          row = kb.select(inside, row, kb.f32(0.0));
           kb.store(row, args[out], ValueRange{t, d});
         });
       });

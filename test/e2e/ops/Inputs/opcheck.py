@@ -209,15 +209,17 @@ def out(arr, dtype):
 @case
 def embedding():
     p = Program(1)
-    ids = np.array([3, 0, 15, 7, 3], dtype=np.int32)
+    # -1 and 16 are outside the table: zero rows, nothing read outside it.
+    ids = np.array([3, 0, 15, 7, 3, -1, 16], dtype=np.int32)
     table = p.rand((16, 24), "bf16")
     vi = p.input(ids, "i32")
     vt = p.weight("model.embed_tokens.weight", table, "bf16")
     y = p.fresh()
-    p.op(f"{y} = llm.embedding {vi}, {vt} : ({ttype((5,), 'i32', True)}, "
-         f"{ttype(table.shape, 'bf16')}) -> {ttype((5, 24), 'bf16', True)}")
-    p.print_tensor(y, (5, 24), "bf16")
-    return p, [table[ids]]
+    p.op(f"{y} = llm.embedding {vi}, {vt} : ({ttype((7,), 'i32', True)}, "
+         f"{ttype(table.shape, 'bf16')}) -> {ttype((7, 24), 'bf16', True)}")
+    p.print_tensor(y, (7, 24), "bf16")
+    inside = (ids >= 0) & (ids < 16)
+    return p, [np.where(inside[:, None], table[np.clip(ids, 0, 15)], 0)]
 
 
 def _rms(name, weighted, gated, dt, shape=(5, 64)):

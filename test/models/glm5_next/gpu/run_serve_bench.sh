@@ -23,7 +23,8 @@
 #   a CPU dry run of this script uses the micro model's), VOCAB (the bench
 #   tokenizer's size, default 154880), BENCH_BATCHES (default "1 64"),
 #   MTP_OUT (GSM8K max_tokens, default 160), MTP_KS (default "0 1 2 3"; an
-#   entry K/eager adds --step-graphs off), MTP_SWEEP (default 1,32).
+#   entry K/eager adds --step-graphs off, K/separate
+#   --mtp-draft-with-target off), MTP_SWEEP (default 1,32).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU; exits 1 when a step
 # failed. OUT gets summary.txt, log.txt, the sweeps' .md/.svg/.json.
 set -u
@@ -115,8 +116,11 @@ has serve8k && serve serve8k ${LEN8K:-8192 1024}
 if has mtp; then
   M=$REPO/models/glm5_next/micro
   for entry in ${MTP_KS:-0 1 2 3}; do
-    k=${entry%/eager}; n=mtp$k; eager=""
-    [ "$entry" != "$k" ] && { n=mtp$k-eager; eager="--step-graphs off"; }
+    k=${entry%%/*}; n=mtp$k; eager=""
+    case "$entry" in
+      */eager) n=mtp$k-eager; eager="--step-graphs off" ;;
+      */separate) n=mtp$k-separate; eager="--mtp-draft-with-target off" ;;
+    esac
     step "$n" "$(left)" $PY "$REPO/test/runtime/serve/Inputs/with_server.py" "$W/strata-serve" --target "$TARGET" \
       --artifact "$CARRY/art/micro.strata" --checkpoint "$M" --tokenizer "$M/tokenizer.json" --port 0 \
       --mtp $k $eager ${SERVE_FLAGS:-} -- \
