@@ -356,6 +356,7 @@ public:
     Offset<fb::IndexPageCache> index;
     Offset<fb::TailRingCache> ring;
     Offset<fb::KdaStateCache> kda;
+    Offset<fb::SharedSelectionCache> shared;
     if (const auto &m = c.mlaLatent)
       mla = fb::CreateMlaLatentCache(b, m->numLayers, m->dtype, m->rowElements,
                                      m->rowBytes, m->pageBytes);
@@ -373,13 +374,16 @@ public:
           b, k->numLayers, k->numHeads, k->headDimK, k->headDimV,
           k->recurrentDtype, k->recurrentBytesPerLayer, k->convKernelSize,
           k->convChannels, k->convDtype, k->convBytesPerLayer);
+    if (const auto &s = c.sharedSelection)
+      shared = fb::CreateSharedSelectionCache(b, s->numLayers, s->rows,
+                                              s->rowElements, s->bytesPerLayer);
     std::vector<Offset<fb::CacheDef>> caches;
     for (const CacheDesc &cache : c.caches)
       caches.push_back(fb::CreateCacheDefDirect(b, cache.name.c_str(),
                                                 cache.kind, cache.layer,
                                                 cache.slot));
     return fb::CreateCacheLayoutDirect(b, c.alignment, c.pageSizeTokens, mla,
-                                       index, ring, kda, &caches);
+                                       index, ring, kda, &caches, shared);
   }
 
   Offset<fb::WeightEntry> weight(const WeightDesc &w) {

@@ -215,6 +215,10 @@ struct KdaStateDesc {
   fb::DType convDtype = fb::DType::bf16;
   uint64_t convBytesPerLayer = 0;
 };
+struct SharedSelectionDesc {
+  uint32_t numLayers = 0, rows = 0;
+  uint64_t rowElements = 0, bytesPerLayer = 0;
+};
 struct CacheDesc {
   std::string name;
   fb::CacheKind kind = fb::CacheKind::mla_latent;
@@ -228,6 +232,7 @@ struct CacheLayoutDesc {
   std::optional<TailRingDesc> tailRing;
   std::optional<KdaStateDesc> kda;
   std::vector<CacheDesc> caches;
+  std::optional<SharedSelectionDesc> sharedSelection;
 };
 
 /// Options of computeCacheLayout.

@@ -54,6 +54,8 @@ FailureOr<fb::CacheKind> cacheKindOf(Type llmType) {
     return fb::CacheKind::kda_recurrent;
   if (isa<llm::ConvStateType>(llmType))
     return fb::CacheKind::kda_conv;
+  if (isa<llm::SharedSelectionType>(llmType))
+    return fb::CacheKind::shared_selection;
   return failure();
 }
 
@@ -247,8 +249,8 @@ private:
   const ArtifactEmitOptions &options;
   ArtifactDesc artifact;
 
-  func::FuncOp target, draft;
-  KernelPlan targetPlan, draftPlan;
+  func::FuncOp target, draft, chain;
+  KernelPlan targetPlan, draftPlan, chainPlan;
   /// Cache operands by (kind, layer); the value is the cache id.
   std::map<std::pair<fb::CacheKind, uint32_t>, uint32_t> cacheIds;
   std::vector<CacheUse> cacheUses;
@@ -268,17 +270,22 @@ LogicalResult Emitter::collectSteps() {
     StringRef name = func.getSymName();
     if (name.ends_with("_mtp_draft")) {
       draft = func;
+    } else if (name.ends_with("_mtp_chain")) {
+      chain = func;
     } else if (name.ends_with("_target")) {
       target = func;
     } else {
       return func.emitError("step function '")
              << name
-             << "' is neither <model>_target nor <model>_mtp_draft; the "
-                "artifact has no step kind for it";
+             << "' is neither <model>_target, <model>_mtp_draft nor "
+                "<model>_mtp_chain; the artifact has no step kind for it";
     }
   }
   if (!target)
     return module.emitError("no <model>_target step function in the module");
+  if (chain && !draft)
+    return chain.emitError("a draft chain step without a <model>_mtp_draft "
+                           "step");
   return success();
 }
 
@@ -418,6 +425,14 @@ LogicalResult Emitter::buildCacheLayout() {
       kda.convChannels = conv.getChannels();
       kda.convDtype = *d;
       kda.convBytesPerLayer = unitBytes(type);
+    } else if (auto shared = dyn_cast<llm::SharedSelectionType>(type)) {
+      SharedSelectionDesc desc;
+      desc.numLayers = layers;
+      desc.rows = shared.getRows();
+      desc.rowElements =
+          llm::SharedSelectionType::kSelectionColumn + shared.getWidth();
+      desc.bytesPerLayer = unitBytes(type);
+      layout.sharedSelection = desc;
     }
   }
   return success();
@@ -496,7 +511,7 @@ FailureOr<SizeExpression> Emitter::extentExpr(func::FuncOp step,
   if (name == "seq_starts" && extent.dim == 0)
     return SizeExpression::symbol(Sym::num_requests) + 1;
   if ((name == "slots" || name == "state_src_slots" ||
-       name == "state_dst_slots") &&
+       name == "state_dst_slots" || name == "shared_rows") &&
       extent.dim == 0)
     return SizeExpression::symbol(Sym::num_requests);
   if (name == "block_table")
@@ -643,6 +658,13 @@ LogicalResult Emitter::buildPlans(TargetDesc &target) {
   if (draft) {
     FailureOr<PlanDesc> desc =
         buildPlan(fb::StepKind::mtp_draft, draft, draftPlan);
+    if (failed(desc))
+      return failure();
+    target.plans.push_back(std::move(*desc));
+  }
+  if (chain) {
+    FailureOr<PlanDesc> desc =
+        buildPlan(fb::StepKind::mtp_chain, chain, chainPlan);
     if (failed(desc))
       return failure();
     target.plans.push_back(std::move(*desc));
@@ -844,10 +866,18 @@ FailureOr<ArtifactDesc> Emitter::run() {
       return failure();
     draftPlan = std::move(*plan);
   }
+  if (chain) {
+    plan = extractKernelPlan(chain);
+    if (failed(plan))
+      return failure();
+    chainPlan = std::move(*plan);
+  }
   if (failed(collectCaches(target, targetPlan)) ||
       (draft && failed(collectCaches(draft, draftPlan))) ||
+      (chain && failed(collectCaches(chain, chainPlan))) ||
       failed(buildCacheLayout()) || failed(collectWeights(targetPlan)) ||
-      (draft && failed(collectWeights(draftPlan))))
+      (draft && failed(collectWeights(draftPlan))) ||
+      (chain && failed(collectWeights(chainPlan))))
     return failure();
 
   if (options.tensorParallelSize * options.expertParallelSize > 1)

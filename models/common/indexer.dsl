@@ -25,3 +25,12 @@ def indexer(x, q_latent, prefix, batch) {
   }
   return kpool_indexer(x, q_latent, prefix, batch);
 }
+
+// Columns of the selection `indexer` returns: topk + kpool - 1 rounded up to
+// 128 for the pooled form (2176), topk rounded up to 128 for the dense one.
+def indexer_selection_width() {
+  if indexer_form() == "dense" {
+    return ceil_div(cfg.index_topk, 128) * 128;
+  }
+  return ceil_div(cfg.index_topk + cfg.index_kpool - 1, 128) * 128;
+}

@@ -94,12 +94,51 @@ entry glm5_next_target(ids: [?] i32, positions: [?] i32, seq_starts: [?] i32,
   return (logits, hidden, greedy);
 }
 
-// MTP draft step (checkpoint layer num_hidden_layers; spec
+// Whether the draft chain reuses step 0's selection (spec
+// glm5_next-indexer-mtp-cache.md §4.4 item 2; true for GLM-5.3).
+def index_share() {
+  if has(cfg.index_share_for_mtp_iteration) {
+    return cfg.index_share_for_mtp_iteration;
+  }
+  return false;
+}
+
+// The MTP layer's input projection: z {T, D} from the next tokens' masked
+// embedding and the previous hidden rows (plain residual adds, no mHC).
+def mtp_input(ids, hidden, positions, p) {
+  let d = cfg.hidden_size;
+  let embedding: [?, d] bf16 = llm.embedding(ids, embed_weight());
+  // e = 0 at position 0 (vLLM fused_eh_norm convention, spec §4.2-4.3).
+  let embedding_masked: [?, d] bf16 = llm.position_mask(embedding, positions, position = 0);
+  let e_norm = rms_norm(embedding_masked, "{p}.enorm.weight", d);
+  let h_norm = rms_norm(hidden, "{p}.hnorm.weight", d);
+  // Embedding half first: {T, D} ++ {T, D} -> {T, 2D}.
+  let eh: [?, 2 * d] bf16 = tensor.concat([e_norm, h_norm], dim = 1);
+  // eh_proj is bf16 in every checkpoint inspected (spec §4.1).
+  return linear(eh, proj_weight("{p}.eh_proj.weight", d, 2 * d, false), d);
+}
+
+// The MTP layer after its attention: (logits, h_out, greedy).
+def mtp_output(z, attn_out, rows, p) {
+  let d = cfg.hidden_size;
+  let attn_res = z + attn_out;
+  let ffn_x = rms_norm(attn_res, "{p}.post_attention_layernorm.weight", d);
+  let ffn_out = moe_ffn(ffn_x, "{p}.mlp");
+  let ffn_res = attn_res + ffn_out;
+  // Post-norm output: both the logit input and the next step's hidden.
+  let h_out = rms_norm(ffn_res, "{p}.shared_head.norm.weight", d);
+  let logits: [?, cfg.vocab_size] f32 = llm.lm_head(h_out, lm_head_weight(), rows);
+  let greedy: [?] i32 = llm.argmax(logits);
+  return (logits, h_out, greedy);
+}
+
+// MTP draft step 0 (checkpoint layer num_hidden_layers; spec
 // glm5_next-indexer-mtp-cache.md §4.2). ids {T} are the next tokens, hidden
-// {T, D} the target's (or previous step's) hidden. Plain residual adds, no
-// mHC; the target's embedding and lm_head. Returns (logits, h_out: the
-// hidden for the next draft step, greedy: each logits row's argmax), then the
-// draft layer's updated caches.
+// {T, D} the target's hidden. The target's embedding and lm_head. Returns
+// (logits, h_out: the hidden for the next draft step, greedy: each logits
+// row's argmax), then the draft layer's updated caches; under
+// index_share_for_mtp_iteration also each request's last 4 rows' selections
+// (the shared selection cache the chain reads).
 entry glm5_next_mtp_draft(ids: [?] i32, hidden: [?, cfg.hidden_size] bf16,
                           positions: [?] i32, seq_starts: [?] i32,
                           slots: [?] i32, block_table: [?, ?] i32,
@@ -110,25 +149,42 @@ entry glm5_next_mtp_draft(ids: [?] i32, hidden: [?, cfg.hidden_size] bf16,
   let batch = (positions, seq_starts, slots, block_table);
   scope "layer{n}" {
     let p = "model.language_model.layers.{n}";
-    let embedding: [?, d] bf16 = llm.embedding(ids, embed_weight());
-    // e = 0 at position 0 (vLLM fused_eh_norm convention, spec §4.2-4.3).
-    let embedding_masked: [?, d] bf16 = llm.position_mask(embedding, positions, position = 0);
-    let e_norm = rms_norm(embedding_masked, "{p}.enorm.weight", d);
-    let h_norm = rms_norm(hidden, "{p}.hnorm.weight", d);
-    // Embedding half first: {T, D} ++ {T, D} -> {T, 2D}.
-    let eh: [?, 2 * d] bf16 = tensor.concat([e_norm, h_norm], dim = 1);
-    // eh_proj is bf16 in every checkpoint inspected (spec §4.1).
-    let z = linear(eh, proj_weight("{p}.eh_proj.weight", d, 2 * d, false), d);
+    let z = mtp_input(ids, hidden, positions, p);
     let attn_x = rms_norm(z, "{p}.input_layernorm.weight", d);
-    let attn_out = mla_attention(attn_x, "{p}.self_attn", batch);
-    let attn_res = z + attn_out;
-    let ffn_x = rms_norm(attn_res, "{p}.post_attention_layernorm.weight", d);
-    let ffn_out = moe_ffn(ffn_x, "{p}.mlp");
-    let ffn_res = attn_res + ffn_out;
-    // Post-norm output: both the logit input and the next step's hidden.
-    let h_out = rms_norm(ffn_res, "{p}.shared_head.norm.weight", d);
-    let logits: [?, cfg.vocab_size] f32 = llm.lm_head(h_out, lm_head_weight(), rows);
-    let greedy: [?] i32 = llm.argmax(logits);
-    return (logits, h_out, greedy);
+    let (attn_out, selection, counts) = mla_attention_selecting(attn_x, "{p}.self_attn", batch);
+    if index_share() {
+      let shared_t = shared_selection_type();
+      let shared_in = input("shared_selection", shared_t);
+      let shared: shared_t = llm.shared_selection_write(shared_in, selection, counts, seq_starts, slots);
+      output(shared);
+    }
+    return mtp_output(z, attn_out, rows, p);
+  }
+}
+
+// MTP draft chain steps 1..k-1: one row per request (the previous draft
+// token and h_out). Under index_share_for_mtp_iteration they attend to the
+// selection step 0 kept in row shared_rows[r] of the request's shared
+// selection cache, with no indexer and no cache writes; otherwise this is
+// glm5_next_mtp_draft (shared_rows unread). The same results as
+// glm5_next_mtp_draft.
+entry glm5_next_mtp_chain(ids: [?] i32, hidden: [?, cfg.hidden_size] bf16,
+                          positions: [?] i32, seq_starts: [?] i32,
+                          slots: [?] i32, block_table: [?, ?] i32,
+                          rows: [?] i32, shared_rows: [?] i32) {
+  let d = cfg.hidden_size;
+  let n = cfg.num_hidden_layers;
+  let batch = (positions, seq_starts, slots, block_table);
+  scope "layer{n}" {
+    let p = "model.language_model.layers.{n}";
+    let z = mtp_input(ids, hidden, positions, p);
+    let attn_x = rms_norm(z, "{p}.input_layernorm.weight", d);
+    let attn_out = none;
+    if index_share() {
+      attn_out = mla_attention_shared(attn_x, "{p}.self_attn", batch, shared_rows);
+    } else {
+      attn_out = mla_attention(attn_x, "{p}.self_attn", batch);
+    }
+    return mtp_output(z, attn_out, rows, p);
   }
 }

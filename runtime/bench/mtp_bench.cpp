@@ -118,9 +118,17 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
       StepResult first,
       executor->run(StepKind::mtp_verify, verify, nullptr, greedy_and_hidden));
   const size_t row_bytes = first.hidden_row_bytes;
+  // The chain's passes reuse step 0's selection (mtp_chain, the last row
+  // step 0 kept) when the artifact has them, as the scheduler does.
+  const StepKind chain_step = executor->hasStep(StepKind::mtp_chain)
+                                  ? StepKind::mtp_chain
+                                  : StepKind::mtp_draft;
   std::vector<std::vector<StepRequest>> chain;
-  for (int64_t j = 1; j < k; ++j)
+  for (int64_t j = 1; j < k; ++j) {
     chain.push_back(phase.make(b.context + j - 1, 1, row_bytes));
+    for (StepRequest &request : chain.back())
+      request.shared_selection_row = int32_t(kSharedSelectionRows) - 1;
+  }
   std::vector<StepRequest> draft_all =
       phase.make(b.context, k + 1, row_bytes);
   std::vector<StepRequest> draft_one =
@@ -156,7 +164,7 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
   };
   auto chainPasses = [&] {
     for (const std::vector<StepRequest> &pass : chain)
-      STRATA_RETURN_IF_ERROR(run(StepKind::mtp_draft, pass)());
+      STRATA_RETURN_IF_ERROR(run(chain_step, pass)());
     return okStatus();
   };
   std::vector<std::pair<std::string, std::function<Status()>>> phases = {

@@ -5,7 +5,9 @@
 // "MTP"), phase by phase, as unobserved steps (decode, verify and draft steps
 // replay captured graphs after the warm-up, as when serving):
 //
-//   chain     k - 1 draft passes of one row a request (draft j from j - 1)
+//   chain     k - 1 draft passes of one row a request (draft j from j - 1;
+//             mtp_chain steps reusing step 0's selection when the artifact
+//             has them, else mtp_draft steps)
 //   save      every request's state copied to its scratch slot (before
 //             verify; the slots are consecutive: one copy per state pool)
 //   verify    one target step of k + 1 tokens a request, every row's greedy

@@ -57,6 +57,8 @@ uint64_t unitBytes(const artifact::CacheLayout &layout, CacheKind kind) {
     return layout.kda()->recurrent_bytes_per_layer();
   case CacheKind::kda_conv:
     return layout.kda()->conv_bytes_per_layer();
+  case CacheKind::shared_selection:
+    return layout.shared_selection()->bytes_per_layer();
   }
   return 0;
 }
@@ -458,7 +460,10 @@ Status ModelExecutor::copySlots(int32_t src, int32_t dst, int32_t count,
   for (size_t i = 0; i < caches_.size(); ++i) {
     CacheKind kind = layout.caches()->Get(i)->kind();
     bool kda = kind == CacheKind::kda_recurrent || kind == CacheKind::kda_conv;
-    if (isPaged(kind) || (pools == StatePools::kda && !kda))
+    // Shared selections are rewritten by a request's step 0 before its
+    // chain reads them: nothing to keep.
+    if (isPaged(kind) || kind == CacheKind::shared_selection ||
+        (pools == StatePools::kda && !kda))
       continue;
     uint64_t unit = cache_unit_bytes_[i];
     STRATA_RETURN_IF_ERROR(stream.copyBuffer(*caches_[i], uint64_t(src) * unit,
@@ -532,7 +537,8 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
 
   // Host copies of the plan inputs.
   uint64_t page = pageSizeTokens();
-  std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows;
+  std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows,
+      shared_rows;
   std::vector<int32_t> state_src_slots, state_dst_slots, state_token_slots;
   bool separate_state_slots = false, token_states = false;
   size_t max_pages = 1;
@@ -601,6 +607,7 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     request_rows.emplace_back(first_row, rows.size() - first_row);
     seq_starts.push_back(static_cast<int32_t>(ids.size()));
     slots.push_back(request.slot);
+    shared_rows.push_back(request.shared_selection_row);
     max_pages = std::max(max_pages, request.block_table.size());
     max_context = std::max(max_context, end);
   }
@@ -717,7 +724,10 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
                               "artifact compiled before them?)",
                               artifact::EnumNameStepKind(step));
   }
-  if (step == StepKind::mtp_draft) {
+  if (findBuffer(*plan, "shared_rows") >= 0)
+    STRATA_RETURN_IF_ERROR(
+        write("shared_rows", shared_rows.data(), bytesOf(shared_rows)));
+  if (step == StepKind::mtp_draft || step == StepKind::mtp_chain) {
     std::vector<uint8_t> hidden;
     for (const StepRequest &request : requests)
       hidden.insert(hidden.end(), request.hidden.begin(), request.hidden.end());

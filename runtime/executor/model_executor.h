@@ -93,7 +93,7 @@ inline constexpr size_t kRecentStepShapes = 16;
 /// The step kinds that may be captured into graphs.
 inline constexpr artifact::StepKind kGraphSteps[] = {
     artifact::StepKind::decode, artifact::StepKind::mtp_verify,
-    artifact::StepKind::mtp_draft};
+    artifact::StepKind::mtp_draft, artifact::StepKind::mtp_chain};
 
 /// Step graphs captured and replayed, by step kind (artifact::StepKind);
 /// drafted_*: target steps followed by their draft in one graph
@@ -130,7 +130,11 @@ struct StepRequest {
   std::vector<int32_t> state_token_slots;
   /// Logits for every new token (true) or only the last one (false).
   bool all_logits = false;
-  /// mtp_draft only: the hidden rows the draft starts from, one per token,
+  /// mtp_chain only: the row of the request's shared selection cache whose
+  /// selection the chain step attends to (its step 0's row of the last
+  /// accepted token: llm.shared_selection_read; -1 reads the last row).
+  int32_t shared_selection_row = -1;
+  /// mtp_draft and mtp_chain: the hidden rows the draft starts from, one per token,
   /// in the artifact's activation element type (StepResult.hidden of the
   /// target step, row-sliced by the caller).
   std::vector<uint8_t> hidden;

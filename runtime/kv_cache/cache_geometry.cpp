@@ -64,6 +64,11 @@ CacheGeometry::fromLayout(const artifact::CacheLayout &layout) {
     g.ring_layers = ring->num_layers();
     g.ring_bytes_per_layer = ring->bytes_per_layer();
   }
+  if (const artifact::SharedSelectionCache *shared =
+          layout.shared_selection()) {
+    g.shared_selection_layers = shared->num_layers();
+    g.shared_selection_bytes_per_layer = shared->bytes_per_layer();
+  }
   if (const artifact::KdaStateCache *kda = layout.kda()) {
     g.kda_layers = kda->num_layers();
     g.kda_recurrent_bytes_per_layer = kda->recurrent_bytes_per_layer();
@@ -81,8 +86,12 @@ CacheGeometry::fromLayout(const artifact::CacheLayout &layout) {
   if (latent == 0)
     return invalidArgument("cache layout has no paged cache (no mla_latent or "
                            "index_pages bytes): nothing to allocate blocks of");
+  uint64_t shared;
   if (__builtin_mul_overflow(uint64_t(g.ring_layers), g.ring_bytes_per_layer,
-                             &ring))
+                             &ring) ||
+      __builtin_mul_overflow(uint64_t(g.shared_selection_layers),
+                             g.shared_selection_bytes_per_layer, &shared) ||
+      __builtin_add_overflow(ring, shared, &ring))
     return overflow("ring bytes per slot");
   if (__builtin_mul_overflow(uint64_t(g.kda_layers),
                              g.kda_recurrent_bytes_per_layer, &rec) ||
@@ -99,7 +108,8 @@ uint64_t CacheGeometry::blockBytes() const {
 }
 
 uint64_t CacheGeometry::ringBytesPerSlot() const {
-  return uint64_t(ring_layers) * ring_bytes_per_layer;
+  return uint64_t(ring_layers) * ring_bytes_per_layer +
+         uint64_t(shared_selection_layers) * shared_selection_bytes_per_layer;
 }
 
 uint64_t CacheGeometry::kdaBytesPerSlot() const {

@@ -42,6 +42,10 @@ struct CacheGeometry {
   /// Tail-ring layers and the bytes of one ring of one layer.
   uint32_t ring_layers = 0;
   uint64_t ring_bytes_per_layer = 0;
+  /// Layers with an MTP shared selection cache (the draft chain's,
+  /// index_share_for_mtp_iteration) and the bytes of one request's.
+  uint32_t shared_selection_layers = 0;
+  uint64_t shared_selection_bytes_per_layer = 0;
   /// KDA layers and the bytes of one layer's recurrent and conv state.
   uint32_t kda_layers = 0;
   uint64_t kda_recurrent_bytes_per_layer = 0;
@@ -54,7 +58,8 @@ struct CacheGeometry {
 
   /// Bytes of one KV block (one page of every latent and index layer).
   uint64_t blockBytes() const;
-  /// Bytes of one request's tail rings (every indexer layer).
+  /// Bytes of one request's indexer state: its tail rings (every indexer
+  /// layer) and shared selections (the MTP draft layer's).
   uint64_t ringBytesPerSlot() const;
   /// Bytes of one KDA state (every KDA layer, recurrent + conv); also the
   /// size of one prefix-cache snapshot.

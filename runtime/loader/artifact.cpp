@@ -161,7 +161,8 @@ StatusOr<StepKind> parseStepKind(std::string_view name) {
     if (name == EnumNameStepKind(kind))
       return kind;
   return invalidArgument(
-      "unknown step '{}' (expected prefill, decode, mtp_draft or mtp_verify)",
+      "unknown step '{}' (expected prefill, decode, mtp_draft, mtp_verify or "
+      "mtp_chain)",
       name);
 }
 

@@ -242,6 +242,12 @@ void printCacheLayout(const CacheLayout &c, std::string &out) {
                    k->recurrent_bytes_per_layer(), k->conv_kernel_size() - 1,
                    k->conv_channels(), EnumNameDType(k->conv_dtype()),
                    k->conv_bytes_per_layer());
+  if (const SharedSelectionCache *s = c.shared_selection())
+    fmt::format_to(it,
+                   "  shared_selection: layers {}, rows {}, {} x i32, "
+                   "bytes_per_layer {}\n",
+                   s->num_layers(), s->rows(), s->row_elements(),
+                   s->bytes_per_layer());
   size_t i = 0;
   if (c.caches())
     for (const CacheDef *cache : *c.caches())

@@ -274,6 +274,18 @@ TEST(Artifact, TailRingPresentIffPooled) {
                               "index_kpool 1 (the dense indexer has none)");
 }
 
+// Tests that the MTP draft chain's shared selection cache must keep a
+// verification's kSharedSelectionRows rows (the scheduler names one of them).
+TEST(Artifact, SharedSelectionRows) {
+  TestArtifactKnobs knobs;
+  knobs.shared_selection_rows = 4;
+  EXPECT_EQ(loadError(knobs), "");
+  knobs.shared_selection_rows = 2;
+  EXPECT_EQ(loadError(knobs), "invalid artifact: cache_layout: "
+                              "shared_selection: 2 rows of 72 entries "
+                              "(expected 4 rows)");
+}
+
 // Tests that a GPU target validates with launch info and is refused without.
 TEST(Artifact, GpuLaunchInfo) {
   TestArtifactKnobs knobs;
@@ -319,9 +331,10 @@ TEST(Artifact, ParseNames) {
   EXPECT_EQ(*parseTargetKind("sm_90"), artifact::TargetKind::sm_90);
   EXPECT_EQ(*parseTargetKind("sm_90a"), artifact::TargetKind::sm_90a);
   EXPECT_EQ(*parseStepKind("mtp_verify"), artifact::StepKind::mtp_verify);
+  EXPECT_EQ(*parseStepKind("mtp_chain"), artifact::StepKind::mtp_chain);
   EXPECT_EQ(parseStepKind("verify").status().message(),
-            "unknown step 'verify' (expected prefill, decode, mtp_draft or "
-            "mtp_verify)");
+            "unknown step 'verify' (expected prefill, decode, mtp_draft, "
+            "mtp_verify or mtp_chain)");
 }
 
 } // namespace

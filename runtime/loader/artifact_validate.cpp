@@ -16,6 +16,7 @@
 
 #include "runtime/loader/artifact.h"
 #include "runtime/loader/size_expr.h"
+#include "runtime/schemas/mtp_draft_limit.h"
 #include "runtime/schemas/weight_shard_extent.h"
 
 namespace strata::runtime {
@@ -263,6 +264,19 @@ Status validateCacheLayout(const ArtifactDef &def) {
             dtypeBytes(kda->conv_dtype()),
         alignment, "kda.conv_bytes_per_layer"));
   }
+  if (const SharedSelectionCache *shared = layout->shared_selection()) {
+    // A verification's rows: the runtime picks the accepted one.
+    if (shared->rows() != kSharedSelectionRows ||
+        shared->row_elements() == 0)
+      return invalidArgument("cache_layout: shared_selection: {} rows of {} "
+                             "entries (expected {} rows)",
+                             shared->rows(), shared->row_elements(),
+                             kSharedSelectionRows);
+    STRATA_RETURN_IF_ERROR(checkAligned(
+        shared->bytes_per_layer(),
+        uint64_t(shared->rows()) * shared->row_elements() * sizeof(int32_t),
+        alignment, "shared_selection.bytes_per_layer"));
+  }
   uint64_t total_layers = uint64_t(model->num_hidden_layers()) +
                           model->num_nextn_predict_layers();
   for (size_t i = 0; i < count(layout->caches()); ++i) {
@@ -291,6 +305,10 @@ Status validateCacheLayout(const ArtifactDef &def) {
     case CacheKind::kda_conv:
       present = layout->kda();
       pool_layers = present ? layout->kda()->num_layers() : 0;
+      break;
+    case CacheKind::shared_selection:
+      present = layout->shared_selection();
+      pool_layers = present ? layout->shared_selection()->num_layers() : 0;
       break;
     }
     if (!present)

@@ -248,8 +248,16 @@ std::vector<uint8_t> buildTestArtifact(const TestArtifactKnobs &k) {
       ring = fb::CreateTailRingCache(b, 1, 4, 2, 8, fb::DType::bf16,
                                      (128 + a - 1) / a * a);
   }
+  Offset<fb::SharedSelectionCache> shared;
+  if (k.shared_selection_rows > 0) {
+    uint64_t bytes = uint64_t(k.shared_selection_rows) * 72 * 4;
+    uint64_t a = k.cache_alignment;
+    shared = fb::CreateSharedSelectionCache(b, 1, k.shared_selection_rows, 72,
+                                            (bytes + a - 1) / a * a);
+  }
   auto layout = fb::CreateCacheLayoutDirect(b, k.cache_alignment, page_tokens,
-                                            0, index, ring, kda, &caches);
+                                            0, index, ring, kda, &caches,
+                                            shared);
 
   bool sharded = k.parallel && k.shard_parts > 0;
   std::vector<int64_t> w_shape = {sharded ? 4 / k.shard_parts : 4};

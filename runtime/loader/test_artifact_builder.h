@@ -62,6 +62,9 @@ struct TestArtifactKnobs {
   /// a depth-4 tail ring when index_ring.
   uint32_t index_kpool = 0;
   bool index_ring = false;
+  /// > 0: a shared selection cache (the MTP draft chain's) of this many
+  /// rows of 64 + 8 i32 entries (kSharedSelectionRows = 4 is right).
+  uint32_t shared_selection_rows = 0;
   /// Raw TargetKind value of the first target (0 = cpu).
   uint8_t target_kind = 0;
   /// Adds a gfx942 target (fake code object) whose kernel `scale` has launch

@@ -51,6 +51,10 @@ bool ExecutorRunner::hasDraft() const {
   return executor_->hasStep(artifact::StepKind::mtp_draft);
 }
 
+bool ExecutorRunner::hasDraftChain() const {
+  return executor_->hasStep(artifact::StepKind::mtp_chain);
+}
+
 bool ExecutorRunner::runsWithDraft() const {
   return executor_->checkDraftedStep(artifact::StepKind::decode).ok() &&
          executor_->checkDraftedStep(artifact::StepKind::mtp_verify).ok();

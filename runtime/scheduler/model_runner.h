@@ -40,6 +40,9 @@ public:
   virtual const CacheGeometry &geometry() const = 0;
   /// Whether an mtp_draft step exists.
   virtual bool hasDraft() const = 0;
+  /// Whether an mtp_chain step exists (the draft chain's steps reusing step
+  /// 0's selection, index_share_for_mtp_iteration).
+  virtual bool hasDraftChain() const { return false; }
 
   /// Zeroes state slot `slot` (KDA state and tail rings).
   virtual Status resetSlot(int32_t slot) = 0;
@@ -117,6 +120,7 @@ public:
   uint64_t maxPositions() const override;
   const CacheGeometry &geometry() const override { return geometry_; }
   bool hasDraft() const override;
+  bool hasDraftChain() const override;
   Status resetSlot(int32_t slot) override {
     return executor_->resetSlot(slot);
   }

@@ -78,6 +78,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
       w.put<int32_t>(r.state_dst_slot);
       w.putVector(r.state_token_slots);
       w.put<uint8_t>(r.all_logits);
+      w.put<int32_t>(r.shared_selection_row);
       w.putVector(r.hidden);
     }
     break;
@@ -133,6 +134,7 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
       STRATA_ASSIGN_OR_RETURN(q.state_token_slots, r.getVector<int32_t>());
       STRATA_ASSIGN_OR_RETURN(uint8_t all, r.get<uint8_t>());
       q.all_logits = all != 0;
+      STRATA_ASSIGN_OR_RETURN(q.shared_selection_row, r.get<int32_t>());
       STRATA_ASSIGN_OR_RETURN(q.hidden, r.getVector<uint8_t>());
     }
     break;

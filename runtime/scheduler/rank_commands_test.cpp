@@ -26,6 +26,7 @@ TEST(RankCommands, RoundTrip) {
   a.all_logits = true;
   StepRequest b;
   b.tokens = {7};
+  b.shared_selection_row = 2;
   b.hidden = {1, 2, 3, 4};
   step.requests = {a, b};
   StatusOr<RankCommand> back = decodeRankCommand(encodeRankCommand(step));
@@ -46,6 +47,8 @@ TEST(RankCommands, RoundTrip) {
   EXPECT_TRUE(back->requests[1].state_token_slots.empty());
   EXPECT_TRUE(back->requests[0].all_logits);
   EXPECT_EQ(back->requests[1].hidden, b.hidden);
+  EXPECT_EQ(back->requests[0].shared_selection_row, -1);
+  EXPECT_EQ(back->requests[1].shared_selection_row, 2);
 
   RankCommand copy;
   copy.kind = RankCommandKind::kCopySlot;

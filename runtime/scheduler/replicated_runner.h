@@ -58,6 +58,7 @@ public:
     return runner_->geometry();
   }
   bool hasDraft() const override { return runner_->hasDraft(); }
+  bool hasDraftChain() const override { return runner_->hasDraftChain(); }
   Status resetSlot(int32_t slot) override;
   Status copySlots(int32_t src, int32_t dst, int32_t count,
                    StatePools pools) override;

@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/schemas/mtp_draft_limit.h"
+
 namespace strata::runtime {
 
 using artifact::StepKind;
@@ -93,6 +95,10 @@ struct Scheduler::Request {
   uint32_t kda_slot_index = 0;
   int32_t draft_token = 0;
   std::vector<uint8_t> draft_hidden;
+  /// The row of the request's shared selection cache that its step 0 wrote
+  /// for the row draft_token came from (what the chain attends to:
+  /// StepRequest::shared_selection_row).
+  int32_t draft_shared_row = int32_t(kSharedSelectionRows) - 1;
   /// Output not yet delivered.
   std::vector<int32_t> out_tokens;
   std::vector<TokenLogprobs> out_logprobs; // with params.logprobs >= 0
@@ -195,6 +201,8 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
   s->token_states_ = o.mtp_draft_tokens > 0 && runner.keepsTokenStates();
   s->draft_with_target_ = s->token_states_ && o.draft_with_target &&
                           runner.runsWithDraft();
+  s->chain_step_ = runner.hasDraftChain() ? StepKind::mtp_chain
+                                          : StepKind::mtp_draft;
   return s;
 }
 
@@ -577,6 +585,7 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
       StepRequest r;
       r.tokens = {p.drafts.back()};
       r.start_position = int64_t(p.start + j - 1);
+      r.shared_selection_row = p.request->draft_shared_row;
       r.block_table.assign(p.request->seq->blockTable().begin(),
                            p.request->seq->blockTable().end());
       r.slot = int32_t(p.request->seq->stateSlot());
@@ -587,7 +596,7 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
     // Drafts are greedy: the device's tokens and the hidden rows suffice.
     STRATA_ASSIGN_OR_RETURN(
         StepResult result,
-        runner_.run(StepKind::mtp_draft, step,
+        runner_.run(chain_step_, step,
                     StepOutputs{/*logits=*/false, /*hidden=*/true}));
     size_t vocab = runner_.vocabSize();
     for (size_t o = 0; o < owners.size(); ++o) {
@@ -648,6 +657,7 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
     auto [row, count] = result.request_rows[o];
     STRATA_ASSIGN_OR_RETURN(r.draft_token,
                             lastGreedyToken(result, row + count - 1, vocab));
+    r.draft_shared_row = int32_t(kSharedSelectionRows) - 1;
     auto last = result.hidden.begin() +
                 (token_offset - 1) * result.hidden_row_bytes;
     r.draft_hidden.assign(last, last + result.hidden_row_bytes);
@@ -687,6 +697,10 @@ Status Scheduler::takeDrafts(std::vector<Planned> &plan,
                            r.id, committed, count);
     size_t last = row + committed - 1;
     STRATA_ASSIGN_OR_RETURN(r.draft_token, deviceGreedyToken(draft, last));
+    // Step 0 kept the selections of each request's last rows, its last
+    // token in the last row.
+    r.draft_shared_row =
+        int32_t(kSharedSelectionRows) - 1 - int32_t(count - committed);
     if (options_.mtp_draft_tokens > 1) {
       // Every token is a row: row `last` is hidden row `last`.
       if (draft.hidden.size() < (last + 1) * draft.hidden_row_bytes ||

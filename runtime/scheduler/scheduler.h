@@ -265,6 +265,9 @@ private:
   /// greedy decode / verify steps carry the draft's step 0
   /// (runsDraftWithTarget).
   bool draft_with_target_ = false;
+  /// The draft chain's step: mtp_chain when the runner has it (reusing step
+  /// 0's selection), else mtp_draft.
+  artifact::StepKind chain_step_ = artifact::StepKind::mtp_draft;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
   MtpAcceptanceCounters mtp_counters_;

@@ -74,9 +74,15 @@ public:
   /// Whether target steps keep the state after each token in
   /// state_token_slots (ModelRunner::keepsTokenStates).
   bool token_states_ = false;
+  bool hasDraftChain() const override { return draft_chain_; }
+  /// Whether the fake has an mtp_chain step (hasDraftChain).
+  bool draft_chain_ = false;
   StatusOr<StepResult> run(StepKind step,
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override {
+    STRATA_RETURN_IF_ERROR(trackSharedSelections(step, requests));
+    if (step == StepKind::mtp_chain)
+      step = StepKind::mtp_draft; // the same draft, its selection checked
     ++steps_[step];
     if (outputs.logits)
       ++logits_steps_[step];
@@ -170,6 +176,35 @@ public:
       target.hidden.clear();
     return DraftedStepResult{std::move(target), std::move(drafted)};
   }
+  /// Like llm.shared_selection_write / read: a draft step 0 keeps the
+  /// positions of each request's last kSharedSelectionRows rows per slot;
+  /// the j-th chain step of an iteration at position P must name the row
+  /// of position P - j (the row its first draft came from).
+  Status trackSharedSelections(StepKind step,
+                               const std::vector<StepRequest> &requests) {
+    const int64_t rows = kSharedSelectionRows;
+    for (const StepRequest &r : requests) {
+      std::vector<int64_t> &kept = kept_positions_[r.slot];
+      kept.resize(rows, -1);
+      int64_t n = int64_t(r.tokens.size());
+      if (step == StepKind::mtp_draft) {
+        for (int64_t i = std::max<int64_t>(0, n - rows); i < n; ++i)
+          kept[rows - (n - i)] = r.start_position + i;
+        chain_steps_[r.slot] = 0;
+      } else if (step == StepKind::mtp_chain) {
+        int64_t j = ++chain_steps_[r.slot];
+        int64_t row = r.shared_selection_row;
+        if (row < 0 || row >= rows || kept[row] != r.start_position - j)
+          return failedPrecondition(
+              "chain step {} at position {} reads shared row {} (position "
+              "{})",
+              j, r.start_position, row, row < 0 || row >= rows ? -1 : kept[row]);
+      }
+    }
+    return okStatus();
+  }
+  std::map<int32_t, std::vector<int64_t>> kept_positions_;
+  std::map<int32_t, int64_t> chain_steps_;
   std::map<StepKind, int> steps_;
   /// Steps that asked for the logits.
   std::map<StepKind, int> logits_steps_;
@@ -482,14 +517,21 @@ TEST(Scheduler, PrefixReuseKeepsOutputs) {
 TEST(Scheduler, MtpKeepsGreedyOutputs) {
   for (uint32_t k : {1u, 2u, 3u}) {
     int copies[2] = {0, 0};
-    MtpAcceptanceCounters::Snapshot acceptance[3];
-    for (int mode = 0; mode < 3; ++mode) {
-      const bool token_states = mode > 0, with_target = mode == 2;
+    MtpAcceptanceCounters::Snapshot acceptance[4];
+    for (int mode = 0; mode < 4; ++mode) {
+      const bool token_states = mode > 0, with_target = mode >= 2;
       SchedulerOptions o = baseOptions();
       o.mtp_draft_tokens = k;
       o.enable_prefix_cache = true;
       o.draft_with_target = with_target;
       Harness h(o, token_states);
+      // Mode 3: chain steps reuse step 0's selection (mtp_chain).
+      h.model.draft_chain_ = mode == 3;
+      if (mode == 3) {
+        auto created = Scheduler::create(h.model, nullptr, o);
+        ASSERT_TRUE(created.ok());
+        h.scheduler = std::move(*created);
+      }
       expectReference(h.run(testPrompts(), 20), 20);
       expectReference(h.run(testPrompts(), 20), 20); // with prefix hits
       SchedulerStats s = h.scheduler->stats();
@@ -520,7 +562,10 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
         copies[token_states] = h.model.copy_calls_;
       acceptance[mode] = s.mtp;
     }
-    // The same drafts whichever way step 0 runs.
+    // The same drafts whichever way step 0 runs (the fake's chain steps
+    // draft as its draft steps do once they name the right shared row).
+    EXPECT_EQ(acceptance[3].accepted_by_position,
+              acceptance[1].accepted_by_position);
     EXPECT_EQ(acceptance[2].accepted_tokens, acceptance[1].accepted_tokens);
     EXPECT_EQ(acceptance[2].draft_tokens, acceptance[1].draft_tokens);
     EXPECT_EQ(acceptance[2].accepted_by_position,

@@ -18,6 +18,12 @@ namespace strata {
 /// The most draft tokens one MTP verification takes.
 inline constexpr uint32_t kMaxMtpDraftTokens = 3;
 
+/// Rows of the MTP draft layer's shared selection cache
+/// (!llm.shared_selection, CacheLayout.shared_selection): a step 0 keeps
+/// the selections of each request's last kSharedSelectionRows rows, so
+/// that the chain can take the accepted one of a verification's k + 1.
+inline constexpr uint32_t kSharedSelectionRows = kMaxMtpDraftTokens + 1;
+
 } // namespace strata
 
 #endif // STRATA_RUNTIME_SCHEMAS_MTP_DRAFT_LIMIT_H

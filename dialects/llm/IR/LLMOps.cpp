@@ -610,6 +610,30 @@ LogicalResult TailRingWriteOp::verify() {
                        Value());
 }
 
+LogicalResult SharedSelectionWriteOp::verify() {
+  SharedSelectionType cache = getCache().getType();
+  int64_t t = tokensOf(getSelection());
+  if (failed(checkShape(*this, "selection", getSelection(),
+                        {t, cache.getWidth()})) ||
+      failed(checkShape(*this, "counts", getCounts(), {t})) ||
+      failed(checkSameType(*this, "result", getResult().getType(), cache)))
+    return failure();
+  return checkMetadata(*this, t, Value(), getSeqStarts(), getSlots(),
+                       Value());
+}
+
+LogicalResult SharedSelectionReadOp::verify() {
+  SharedSelectionType cache = getCache().getType();
+  int64_t t = tokensOf(getSelection());
+  if (failed(checkShape(*this, "selection", getSelection(),
+                        {t, cache.getWidth()})) ||
+      failed(checkShape(*this, "counts", getCounts(), {t})) ||
+      failed(checkRank(*this, "rows", getRows(), 1)))
+    return failure();
+  return checkMetadata(*this, t, getPositions(), getSeqStarts(), getSlots(),
+                       Value());
+}
+
 LogicalResult TailRingGatherOp::verify() {
   TailRingType ring = getRing().getType();
   if (failed(checkRank(*this, "slots", getSlots(), 1)) ||

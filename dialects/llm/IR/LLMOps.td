@@ -836,6 +836,68 @@ def LLM_TailRingWriteOp : LLM_Op<"tail_ring_write", [Pure]> {
   let hasVerifier = 1;
 }
 
+def LLM_SharedSelectionWriteOp
+    : LLM_Op<"shared_selection_write", [Pure]> {
+  let summary = "keep the last rows' indexer selections of each request for the MTP draft chain";
+  let description = [{
+    For request `r` with tokens `[seq_starts[r], seq_starts[r + 1])`, the
+    selection and count of each of its last `rows` tokens go to slot
+    `slots[r]`: token `t` to row `rows - (seq_starts[r + 1] - t)` (the last
+    token to row `rows - 1`). Rows of a request with fewer tokens keep what
+    they held. Returns the updated cache (`index_share_for_mtp_iteration`:
+    the MTP draft's step 0 writes it, the chain reads it with
+    `llm.shared_selection_read`).
+
+    Operands: `cache : !llm.shared_selection`, `selection : [T, width]` i32,
+    `counts : [T]` i32 (`llm.kpool_indexer`'s results), `seq_starts :
+    [N+1]`, `slots : [N]`.
+
+    ```mlir
+    %c1 = llm.shared_selection_write %c0, %sel, %counts, %starts, %slots
+        : (!llm.shared_selection<rows = 4, width = 2176>, tensor<?x2176xi32>, tensor<?xi32>,
+           tensor<?xi32>, tensor<?xi32>) -> !llm.shared_selection<rows = 4, width = 2176>
+    ```
+  }];
+  let arguments = (ins LLM_SharedSelectionType:$cache,
+                       LLM_I32Tensor:$selection, LLM_I32Tensor:$counts,
+                       LLM_I32Tensor:$seq_starts, LLM_I32Tensor:$slots);
+  let results = (outs LLM_SharedSelectionType:$result);
+  let assemblyFormat = [{
+    $cache `,` $selection `,` $counts `,` $seq_starts `,` $slots attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LLM_SharedSelectionReadOp : LLM_Op<"shared_selection_read", [Pure]> {
+  let summary = "the kept selection of each request's chosen row, for every token of the request";
+  let description = [{
+    Every token `t` of request `r` gets row `rows[r]` of slot `slots[r]`:
+    `selection[t] = its width selected positions`, `counts[t] = its count`
+    (what `llm.mla_attention` takes from an indexer). A row index outside
+    `[0, rows)` reads the last row.
+
+    Operands: `cache : !llm.shared_selection`, `positions : [T]` (the
+    tokens, for their number), `seq_starts : [N+1]`, `slots : [N]`, `rows :
+    [N]` i32. Results: `selection : [T, width]` i32, `counts : [T]` i32.
+
+    ```mlir
+    %sel, %counts = llm.shared_selection_read %c, %pos, %starts, %slots, %rows
+        : (!llm.shared_selection<rows = 4, width = 2176>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>,
+           tensor<?xi32>) -> (tensor<?x2176xi32>, tensor<?xi32>)
+    ```
+  }];
+  let arguments = (ins LLM_SharedSelectionType:$cache,
+                       LLM_I32Tensor:$positions, LLM_I32Tensor:$seq_starts,
+                       LLM_I32Tensor:$slots, LLM_I32Tensor:$rows);
+  let results = (outs LLM_I32Tensor:$selection, LLM_I32Tensor:$counts);
+  let assemblyFormat = [{
+    $cache `,` $positions `,` $seq_starts `,` $slots `,` $rows attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def LLM_TailRingGatherOp : LLM_Op<"tail_ring_gather", [Pure]> {
   let summary = "read the tail-ring rows of a set of request slots";
   let description = [{

@@ -143,6 +143,14 @@ LogicalResult KdaStateType::verify(EmitFn emitError, int64_t heads,
   return success();
 }
 
+LogicalResult SharedSelectionType::verify(EmitFn emitError, int64_t rows,
+                                          int64_t width) {
+  if (failed(verifyPositive(emitError, "rows", rows)) ||
+      failed(verifyPositive(emitError, "width", width)))
+    return failure();
+  return success();
+}
+
 LogicalResult ConvStateType::verify(EmitFn emitError, int64_t channels,
                                     int64_t width, Type elementType) {
   if (failed(verifyPositive(emitError, "channels", channels)) ||

@@ -196,6 +196,39 @@ def LLM_ConvStateType : LLM_Type<"ConvState", "conv_state"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_SharedSelectionType : LLM_Type<"SharedSelection", "shared_selection"> {
+  let summary = "per-request MTP draft selections kept for the draft chain";
+  let description = [{
+    `index_share_for_mtp_iteration` (spec glm5_next-indexer-mtp-cache.md
+    §4.4 item 2): the MTP draft layer's indexer selections of a request's
+    last `rows` rows of its step 0, kept per request slot so that the draft
+    chain's steps 1..k-1 attend to the selection of the request's last
+    accepted row without running the indexer. Per slot, `rows` rows of
+    `kSelectionColumn + width` i32: the count in column 0, the `width`
+    selected positions (`llm.kpool_indexer`'s results) from column
+    `kSelectionColumn` (64: a row of 64 * 4 + width * 4 bytes stays a
+    multiple of 256 for widths that are multiples of 64); the step's last
+    token is row `rows - 1`. Not prefix-cached (step 0 rewrites it before a
+    chain reads it).
+
+    ```mlir
+    !llm.shared_selection<rows = 4, width = 2176>
+    ```
+  }];
+  let parameters = (ins
+    "int64_t":$rows,
+    "int64_t":$width
+  );
+  let assemblyFormat = [{
+    `<` `rows` `=` $rows `,` `width` `=` $width `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The column of a row where the selected positions start.
+    static constexpr int64_t kSelectionColumn = 64;
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

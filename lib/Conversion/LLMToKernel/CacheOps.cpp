@@ -200,6 +200,86 @@ struct TailRingWriteToKernel : OpConversionPattern<llm::TailRingWriteOp> {
   }
 };
 
+// The shared selection cache (memref [slots, rows, kSelectionColumn + width]
+// i32): column 0 of a row is the count, the selected positions start at
+// column kSelectionColumn.
+struct SharedSelectionWriteToKernel
+    : OpConversionPattern<llm::SharedSelectionWriteOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::SharedSelectionWriteOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto cache = cast<llm::SharedSelectionType>(op.getCache().getType());
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    int64_t rows = cache.getRows(), width = cache.getWidth();
+    constexpr int64_t kFirst = llm::SharedSelectionType::kSelectionColumn;
+    call.emit(rewriter, op, "shared_selection_write",
+              [&](KernelBuilder &kb, ValueRange a) {
+      Value buf = a[0], selection = a[1], counts = a[2], starts = a[3],
+            slots = a[4];
+      forEachTokenRow(kb, starts, selection, [&](Value r, Value t) {
+        // Token t is the (end - t)-th last of its request.
+        Value end = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+        kb.ifThen(kb.ige(kb.iadd(t, kb.idx(rows)), end), [&] {
+          Value slot = kb.loadIndex(slots, r);
+          Value row = kb.isub(kb.idx(rows), kb.isub(end, t));
+          kb.storeIndex(kb.loadIndex(counts, t), buf, {slot, row, kb.idx(0)});
+          kb.loop(0, width, [&](Value c) {
+            kb.storeIndex(kb.loadIndex(selection, {t, c}), buf,
+                          {slot, row, kb.iadd(c, kb.idx(kFirst))});
+          });
+        });
+      });
+    });
+    rewriter.replaceOp(op, adaptor.getCache());
+    return success();
+  }
+};
+
+struct SharedSelectionReadToKernel
+    : OpConversionPattern<llm::SharedSelectionReadOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult
+  matchAndRewrite(llm::SharedSelectionReadOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    auto cache = cast<llm::SharedSelectionType>(op.getCache().getType());
+    Location loc = op.getLoc();
+    KernelCall call;
+    for (Value v : adaptor.getOperands())
+      call.addInput(v);
+    MemRefType selectionType = getKernelMemRefType(op.getSelection().getType());
+    MemRefType countsType = getKernelMemRefType(op.getCounts().getType());
+    unsigned selection = call.addResult(
+        selectionType,
+        dynamicSizesLike(rewriter, loc, adaptor.getPositions(), selectionType));
+    unsigned counts = call.addResult(
+        countsType,
+        dynamicSizesLike(rewriter, loc, adaptor.getPositions(), countsType));
+    int64_t rows = cache.getRows(), width = cache.getWidth();
+    constexpr int64_t kFirst = llm::SharedSelectionType::kSelectionColumn;
+    auto results = call.emit(rewriter, op, "shared_selection_read",
+                             [&](KernelBuilder &kb, ValueRange a) {
+      Value buf = a[0], starts = a[2], slots = a[3], chosen = a[4];
+      forEachTokenRow(kb, starts, a[1], [&](Value r, Value t) {
+        Value slot = kb.loadIndex(slots, r);
+        Value row = kb.loadIndex(chosen, r);
+        Value inside = kb.andi(kb.ige(row, kb.idx(0)),
+                               kb.ilt(row, kb.idx(rows)));
+        row = kb.select(inside, row, kb.idx(rows - 1));
+        kb.storeIndex(kb.loadIndex(buf, {slot, row, kb.idx(0)}), a[counts], t);
+        kb.loop(0, width, [&](Value c) {
+          kb.storeIndex(kb.loadIndex(buf, {slot, row, kb.iadd(c, kb.idx(kFirst))}),
+                        a[selection], {t, c});
+        });
+      });
+    });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 struct TailRingGatherToKernel : OpConversionPattern<llm::TailRingGatherOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult
@@ -239,6 +319,7 @@ void mlir::strata::populateCacheToKernelPatterns(
     const TypeConverter &converter, RewritePatternSet &patterns) {
   patterns.add<LatentCacheWriteToKernel, LatentCacheGatherToKernel,
                IndexCacheWriteToKernel, IndexCacheGatherToKernel,
-               TailRingWriteToKernel, TailRingGatherToKernel>(
+               TailRingWriteToKernel, TailRingGatherToKernel,
+               SharedSelectionWriteToKernel, SharedSelectionReadToKernel>(
       converter, patterns.getContext());
 }

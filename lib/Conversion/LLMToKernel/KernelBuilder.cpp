@@ -288,6 +288,11 @@ MemRefType mlir::strata::getKernelMemRefType(Type type) {
   if (auto conv = dyn_cast<llm::ConvStateType>(type))
     return MemRefType::get({kDyn, conv.getWidth(), conv.getChannels()},
                            conv.getElementType());
+  if (auto shared = dyn_cast<llm::SharedSelectionType>(type))
+    return MemRefType::get({kDyn, shared.getRows(),
+                            llm::SharedSelectionType::kSelectionColumn +
+                                shared.getWidth()},
+                           IntegerType::get(type.getContext(), 32));
   return nullptr;
 }
 
@@ -295,7 +300,8 @@ void mlir::strata::populateKernelTypeConversions(TypeConverter &converter) {
   converter.addConversion([](Type type) { return type; });
   converter.addConversion([](Type type) -> std::optional<Type> {
     if (isa<RankedTensorType, llm::LatentPoolType, llm::IndexPoolType,
-            llm::TailRingType, llm::KdaStateType, llm::ConvStateType>(type))
+            llm::TailRingType, llm::KdaStateType, llm::ConvStateType,
+            llm::SharedSelectionType>(type))
       return getKernelMemRefType(type);
     return std::nullopt;
   });

@@ -56,7 +56,8 @@ namespace {
 /// True for the llm types that have no tensor form (caches).
 static bool isCacheType(Type type) {
   return isa<llm::LatentPoolType, llm::IndexPoolType, llm::TailRingType,
-             llm::KdaStateType, llm::ConvStateType>(type);
+             llm::KdaStateType, llm::ConvStateType,
+             llm::SharedSelectionType>(type);
 }
 
 struct ConvertLLMToKernelPass

@@ -176,6 +176,28 @@ func.func @tail_ring_element_type() {
 
 // -----
 
+// Tests that the verifier rejects a shared selection cache of no rows.
+func.func @shared_selection_rows() {
+  // expected-error@+1 {{expected rows > 0, got 0}}
+  %w = llm.weight "s" : !llm.shared_selection<rows = 0, width = 128>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects kept selections narrower than the cache.
+func.func @shared_selection_write_width(%c: !llm.shared_selection<rows = 4, width = 128>,
+                                        %sel: tensor<?x64xi32>, %counts: tensor<?xi32>,
+                                        %starts: tensor<?xi32>, %slots: tensor<?xi32>) {
+  // expected-error@+1 {{'llm.shared_selection_write' op expected selection shape ?x128, got ?x64}}
+  %c1 = llm.shared_selection_write %c, %sel, %counts, %starts, %slots
+      : (!llm.shared_selection<rows = 4, width = 128>, tensor<?x64xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32>) -> !llm.shared_selection<rows = 4, width = 128>
+  return
+}
+
+// -----
+
 // Tests that the verifier rejects a kda state with zero heads.
 func.func @kda_state_heads() {
   // expected-error@+1 {{expected heads > 0, got 0}}

@@ -443,3 +443,23 @@ func.func @all_gather(%l: tensor<?x38720xf32>) -> tensor<?x154880xf32> {
       : (tensor<?x38720xf32>) -> tensor<?x154880xf32>
   return %g : tensor<?x154880xf32>
 }
+
+// -----
+
+// Tests that the MTP draft chain's shared selection ops round-trip.
+// CHECK-LABEL: @shared_selection
+func.func @shared_selection(%c0: !llm.shared_selection<rows = 4, width = 2176>,
+                            %sel: tensor<?x2176xi32>, %counts: tensor<?xi32>,
+                            %pos: tensor<?xi32>, %starts: tensor<?xi32>,
+                            %slots: tensor<?xi32>, %rows: tensor<?xi32>)
+    -> (tensor<?x2176xi32>, tensor<?xi32>) {
+  // CHECK: llm.shared_selection_write
+  %c1 = llm.shared_selection_write %c0, %sel, %counts, %starts, %slots
+      : (!llm.shared_selection<rows = 4, width = 2176>, tensor<?x2176xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32>) -> !llm.shared_selection<rows = 4, width = 2176>
+  // CHECK: llm.shared_selection_read
+  %s, %n = llm.shared_selection_read %c1, %pos, %starts, %slots, %rows
+      : (!llm.shared_selection<rows = 4, width = 2176>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>,
+         tensor<?xi32>) -> (tensor<?x2176xi32>, tensor<?xi32>)
+  return %s, %n : tensor<?x2176xi32>, tensor<?xi32>
+}

@@ -1,8 +1,8 @@
 """Checks gpu_ir_interpreter.py on the hand-written kernels of
 interpreter-kernels.mlir (generic form on argv[1]): every shuffle mode with its
 valid flag at subgroups of 32, a barrier with a workgroup row, an atomic add,
-i32 wrap-around and unsigned division; a barrier that half the block skips is
-refused."""
+i32 wrap-around and unsigned division, an scf.while loop carrying two values;
+a barrier that half the block skips is refused."""
 
 import os
 import sys
@@ -30,6 +30,9 @@ expect = np.stack([
 print("lanes:", "equal" if np.array_equal(out.astype(np.int64), expect)
       else f"DIFFERS\n{out}\n{expect}")
 print("atomic total:", int(total[0]), "expected", sum(range(64)))
+steps = np.zeros(8, np.int32)
+load_kernel(path, "collatz").run([steps], grid=(1, 1, 1), subgroup_size=32)
+print("collatz steps:", steps.tolist())
 try:
     load_kernel(path, "diverges").run([np.zeros(64, np.int32)],
                                       grid=(1, 1, 1), subgroup_size=32)

@@ -9,7 +9,7 @@ block's threads as Python generators: a thread runs until it reaches a
 values, with the `valid` flag of MLIR's semantics), so the kernel's
 synchronisation is executed as written, for the subgroup size of the chip the
 IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
-scf and gpu operations of the SIMT kernels and 1-d vector loads, stores,
+scf (for, if, while) and gpu operations of the SIMT kernels and 1-d vector loads, stores,
 extracts and broadcasts (no matrix instructions); an operation it does not know
 is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
 (a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
@@ -397,9 +397,10 @@ class Kernel:
                                    "shuffles at once")
 
     def _run_nested(self, region, env, ctx):
-        """Runs a region that cannot suspend; returns its yielded values."""
+        """Runs a region that cannot suspend; returns its yielded values (an
+        scf.condition's: the condition, then the values)."""
         for op in region.ops:
-            if op.name == "scf.yield":
+            if op.name in ("scf.yield", "scf.condition"):
                 return [env[v] for v in op.operands]
             self._exec(op, env, ctx)
         return []
@@ -662,6 +663,23 @@ class Kernel:
                 for r, c in zip(op.results, carried):
                     env[r] = c
             return loop
+        if name == "scf.while":
+            before, after = op.regions
+
+            def while_loop(env, ctx):
+                values = [env[o] for o in operands]
+                while True:
+                    for a, v in zip(before.args, values):
+                        env[a] = v
+                    cond, *values = self._run_nested(before, env, ctx)
+                    if not cond:
+                        break
+                    for a, v in zip(after.args, values):
+                        env[a] = v
+                    values = self._run_nested(after, env, ctx)
+                for r, v in zip(op.results, values):
+                    env[r] = v
+            return while_loop
         if name == "scf.if":
             def branch(env, ctx):
                 region = op.regions[0] if env[operands[0]] else op.regions[1]

@@ -41,6 +41,31 @@ module attributes {gpu.container_module} {
       memref.store %mix, %out[%tid, %c5] : memref<?x6xi32>
       gpu.return
     }
+    gpu.func @collatz(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c1 = arith.constant 1 : i32
+      %c2 = arith.constant 2 : i32
+      %c3 = arith.constant 3 : i32
+      %c0 = arith.constant 0 : i32
+      %t = arith.index_cast %tid : index to i32
+      %start = arith.addi %t, %c1 : i32
+      %n, %steps = scf.while (%x = %start, %k = %c0) : (i32, i32) -> (i32, i32) {
+        %more = arith.cmpi ne, %x, %c1 : i32
+        scf.condition(%more) %x, %k : i32, i32
+      } do {
+      ^bb0(%x: i32, %k: i32):
+        %r = arith.remui %x, %c2 : i32
+        %odd = arith.cmpi ne, %r, %c0 : i32
+        %up = arith.muli %x, %c3 : i32
+        %up1 = arith.addi %up, %c1 : i32
+        %down = arith.divui %x, %c2 : i32
+        %next = arith.select %odd, %up1, %down : i32
+        %k1 = arith.addi %k, %c1 : i32
+        scf.yield %next, %k1 : i32, i32
+      }
+      memref.store %steps, %out[%tid] : memref<?xi32>
+      gpu.return
+    }
     gpu.func @diverges(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
       %c32 = arith.constant 32 : index

@@ -1095,6 +1095,52 @@ def fp8_pages(p, pages, rpp, width):
 
 
 @case
+def shared_selection():
+    """The MTP draft chain's shared selections: a step 0 of r0 (5 tokens) and
+    r1 (3 tokens) keeps each request's last 4 rows (r1 fills rows 1-3, row 0
+    keeps what it held), then a chain step of 3 requests reads rows 3, 0 and
+    an out-of-range 7 (the last row) of slots 2, 0, 2."""
+    p = Program(31)
+    R, W, C = 4, 8, 64  # rows, width, first selection column
+    pos, starts, bt, owner = _batch()
+    T = len(pos)
+    cache0 = np.array(p.rng.randint(-50, 50, (3, R, C + W)), dtype=np.int32)
+    sel = np.array(p.rng.randint(0, 1000, (T, W)), dtype=np.int32)
+    counts = np.array(p.rng.randint(1, W + 1, (T,)), dtype=np.int32)
+    slots = np.array([2, 0], dtype=np.int32)
+    ty = f"!llm.shared_selection<rows = {R}, width = {W}>"
+    vc, hc = p.cache(cache0, "i32", ty)
+    vsel, vcnt = p.input(sel, "i32"), p.input(counts, "i32")
+    vs, vsl = p.input(starts, "i32"), p.input(slots, "i32")
+    c1 = p.fresh()
+    p.op(f"{c1} = llm.shared_selection_write {vc}, {vsel}, {vcnt}, {vs}, {vsl} : ({ty}, "
+         f"{ttype((T, W), 'i32', True)}, {ttype((T,), 'i32', True)}, {ttype((3,), 'i32', True)}, "
+         f"{ttype((2,), 'i32', True)}) -> {ty}")
+    rpos = np.array([9, 4, 11], dtype=np.int32)
+    rstarts = np.array([0, 1, 2, 3], dtype=np.int32)
+    rslots = np.array([2, 0, 2], dtype=np.int32)
+    rrows = np.array([3, 0, 7], dtype=np.int32)
+    vrp, vrs, vrsl, vrr = (p.input(a, "i32") for a in (rpos, rstarts, rslots, rrows))
+    rsel, rcnt = p.fresh(), p.fresh()
+    p.op(f"{rsel}, {rcnt} = llm.shared_selection_read {c1}, {vrp}, {vrs}, {vrsl}, {vrr} : ({ty}, "
+         f"{ttype((3,), 'i32', True)}, {ttype((4,), 'i32', True)}, {ttype((3,), 'i32', True)}, "
+         f"{ttype((3,), 'i32', True)}) -> ({ttype((3, W), 'i32', True)}, {ttype((3,), 'i32', True)})")
+    p.print_cache(hc)
+    p.print_tensor(rsel, (3, W), "i32")
+    p.print_tensor(rcnt, (3,), "i32")
+    cache = cache0.copy()
+    for t in range(T):
+        r = owner[t]
+        end = starts[r + 1]
+        if t + R >= end:
+            row = R - (end - t)
+            cache[slots[r], row, 0] = counts[t]
+            cache[slots[r], row, C:] = sel[t]
+    rows = np.where((rrows >= 0) & (rrows < R), rrows, R - 1)
+    return p, [cache, cache[rslots, rows, C:], cache[rslots, rows, 0]]
+
+
+@case
 def index_cache_fp8():
     p = Program(17)
     PS, KP, W = 8, 4, 16
