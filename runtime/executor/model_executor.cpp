@@ -534,6 +534,15 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   }
   if (requests.empty())
     return invalidArgument("step with no requests");
+  const bool draft_step =
+      step == StepKind::mtp_draft || step == StepKind::mtp_chain;
+  if (!draft_step) {
+    // A new target step: the kept hidden output goes (a graph may replay
+    // over it).
+    kept_hidden_owned_.reset();
+    kept_hidden_ = nullptr;
+    kept_hidden_tokens_ = 0;
+  }
 
   // Host copies of the plan inputs.
   uint64_t page = pageSizeTokens();
@@ -727,7 +736,14 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   if (findBuffer(*plan, "shared_rows") >= 0)
     STRATA_RETURN_IF_ERROR(
         write("shared_rows", shared_rows.data(), bytesOf(shared_rows)));
-  if (step == StepKind::mtp_draft || step == StepKind::mtp_chain) {
+  if (draft_step && requests.front().target_hidden_row >= 0) {
+    int id = findBuffer(*plan, "hidden");
+    if (id < 0)
+      return notFound("plan '{}' has no input buffer 'hidden'",
+                      artifact::EnumNameStepKind(step));
+    STRATA_RETURN_IF_ERROR(copyKeptHidden(requests, *buffers->buffers[id],
+                                          ids.size(), *stream));
+  } else if (draft_step) {
     std::vector<uint8_t> hidden;
     for (const StepRequest &request : requests)
       hidden.insert(hidden.end(), request.hidden.begin(), request.hidden.end());
@@ -773,6 +789,20 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   result.target.request_rows = std::move(request_rows);
   STRATA_RETURN_IF_ERROR(readOutputs(*plan, *buffers, *stream, rows.size(),
                                      ids.size(), outputs, result.target));
+  if (outputs.keep_hidden && !draft_step) {
+    int id = findBuffer(*plan, "hidden_out");
+    if (id < 0)
+      return notFound("plan '{}' has no 'hidden_out' output to keep",
+                      artifact::EnumNameStepKind(step));
+    // Fresh buffers end with this call: the kept one moves out of them.
+    if (buffers == &fresh) {
+      kept_hidden_owned_ = std::move(fresh.buffers[id]);
+      kept_hidden_ = kept_hidden_owned_.get();
+    } else {
+      kept_hidden_ = buffers->buffers[id].get();
+    }
+    kept_hidden_tokens_ = ids.size();
+  }
   if (drafted) {
     result.draft.request_rows = result.target.request_rows;
     STRATA_RETURN_IF_ERROR(readOutputs(*draft_plan, *draft_buffers, *stream,
@@ -781,6 +811,40 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   }
   STRATA_RETURN_IF_ERROR(stream->synchronize());
   return result;
+}
+
+Status ModelExecutor::copyKeptHidden(const std::vector<StepRequest> &requests,
+                                     Buffer &hidden, size_t num_tokens,
+                                     Stream &stream) {
+  if (!kept_hidden_)
+    return failedPrecondition("a draft step takes hidden rows of the last "
+                              "target step, which kept none "
+                              "(StepOutputs::keep_hidden)");
+  const uint64_t row_bytes = hidden.size() / num_tokens;
+  if (kept_hidden_->size() != row_bytes * kept_hidden_tokens_)
+    return internalError("the kept hidden output is {} bytes for {} rows, "
+                         "the draft's rows are {} bytes",
+                         kept_hidden_->size(), kept_hidden_tokens_, row_bytes);
+  uint64_t at = 0;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const StepRequest &request = requests[r];
+    uint64_t n = request.tokens.size();
+    if (request.target_hidden_row < 0)
+      return invalidArgument("request {}: hidden rows from the host in a step "
+                             "whose others take the kept ones",
+                             r);
+    if (uint64_t(request.target_hidden_row) + n > kept_hidden_tokens_)
+      return outOfRange("request {}: hidden rows [{}, {}) of the {} the last "
+                        "target step kept",
+                        r, request.target_hidden_row,
+                        request.target_hidden_row + int64_t(n),
+                        kept_hidden_tokens_);
+    STRATA_RETURN_IF_ERROR(stream.copyBuffer(
+        *kept_hidden_, uint64_t(request.target_hidden_row) * row_bytes, hidden,
+        at * row_bytes, n * row_bytes));
+    at += n;
+  }
+  return okStatus();
 }
 
 Status ModelExecutor::launchPlans(const StepShape &shape, PlanBuffers &buffers,

@@ -134,6 +134,11 @@ struct StepRequest {
   /// selection the chain step attends to (its step 0's row of the last
   /// accepted token: llm.shared_selection_read; -1 reads the last row).
   int32_t shared_selection_row = -1;
+  /// mtp_draft and mtp_chain: >= 0 takes the hidden rows from the device:
+  /// rows [target_hidden_row, target_hidden_row + tokens) of the hidden
+  /// output the last target step kept (StepOutputs::keep_hidden), and
+  /// `hidden` stays empty. Every request of a step or none.
+  int64_t target_hidden_row = -1;
   /// mtp_draft and mtp_chain: the hidden rows the draft starts from, one per token,
   /// in the artifact's activation element type (StepResult.hidden of the
   /// target step, row-sliced by the caller).
@@ -147,6 +152,10 @@ struct StepRequest {
 struct StepOutputs {
   bool logits = true;
   bool hidden = true;
+  /// Target steps: keep the hidden output on the device until the next
+  /// target step, for draft steps whose requests name rows of it
+  /// (StepRequest::target_hidden_row): no copy through the host.
+  bool keep_hidden = false;
 };
 
 struct StepResult {
@@ -363,6 +372,17 @@ private:
                      const DispatchObserver *observer);
   std::vector<StepGraph> step_graphs_;
   std::vector<StepShape> recent_shapes_;
+  /// The hidden output the last target step kept (StepOutputs::keep_hidden):
+  /// owned when that step ran on fresh buffers, else its graph's buffer (a
+  /// graph is replayed or dropped only by a later target step, which
+  /// clears this first); its tokens.
+  std::unique_ptr<Buffer> kept_hidden_owned_;
+  Buffer *kept_hidden_ = nullptr;
+  size_t kept_hidden_tokens_ = 0;
+  /// Copies the draft requests' rows of the kept hidden output into the
+  /// plan's `hidden` input on `stream`.
+  Status copyKeptHidden(const std::vector<StepRequest> &requests,
+                        Buffer &hidden, size_t num_tokens, Stream &stream);
   Status graph_error_;
   uint64_t graph_clock_ = 0;
   StepGraphCounts graph_counts_;

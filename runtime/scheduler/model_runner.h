@@ -62,6 +62,10 @@ public:
                                    const StepOutputs &outputs) = 0;
   /// Whether runWithDraft works for decode and verify steps.
   virtual bool runsWithDraft() const { return false; }
+  /// Whether a target step can keep its hidden output on the device for the
+  /// draft steps after it (StepOutputs::keep_hidden,
+  /// StepRequest::target_hidden_row).
+  virtual bool keepsTargetHidden() const { return false; }
   /// Runs `step` and the MTP draft's step 0 over every row of it in one go
   /// (ModelExecutor::runWithDraft).
   virtual StatusOr<DraftedStepResult>
@@ -137,6 +141,7 @@ public:
     return executor_->run(step, requests, nullptr, outputs);
   }
   bool runsWithDraft() const override;
+  bool keepsTargetHidden() const override { return true; }
   StatusOr<DraftedStepResult>
   runWithDraft(artifact::StepKind step, const std::vector<StepRequest> &requests,
                const StepOutputs &outputs,

@@ -67,6 +67,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
     w.put<uint8_t>(static_cast<uint8_t>(c.step));
     w.put<uint8_t>(c.outputs.logits);
     w.put<uint8_t>(c.outputs.hidden);
+    w.put<uint8_t>(c.outputs.keep_hidden);
     w.put<uint8_t>(c.with_draft);
     w.put<uint64_t>(c.requests.size());
     for (const StepRequest &r : c.requests) {
@@ -79,6 +80,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
       w.putVector(r.state_token_slots);
       w.put<uint8_t>(r.all_logits);
       w.put<int32_t>(r.shared_selection_row);
+      w.put<int64_t>(r.target_hidden_row);
       w.putVector(r.hidden);
     }
     break;
@@ -115,9 +117,11 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
     c.step = static_cast<artifact::StepKind>(step);
     STRATA_ASSIGN_OR_RETURN(uint8_t logits, r.get<uint8_t>());
     STRATA_ASSIGN_OR_RETURN(uint8_t hidden, r.get<uint8_t>());
+    STRATA_ASSIGN_OR_RETURN(uint8_t keep_hidden, r.get<uint8_t>());
     STRATA_ASSIGN_OR_RETURN(uint8_t with_draft, r.get<uint8_t>());
     c.outputs.logits = logits != 0;
     c.outputs.hidden = hidden != 0;
+    c.outputs.keep_hidden = keep_hidden != 0;
     c.with_draft = with_draft != 0;
     STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
     if (n > bytes.size())
@@ -135,6 +139,7 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
       STRATA_ASSIGN_OR_RETURN(uint8_t all, r.get<uint8_t>());
       q.all_logits = all != 0;
       STRATA_ASSIGN_OR_RETURN(q.shared_selection_row, r.get<int32_t>());
+      STRATA_ASSIGN_OR_RETURN(q.target_hidden_row, r.get<int64_t>());
       STRATA_ASSIGN_OR_RETURN(q.hidden, r.getVector<uint8_t>());
     }
     break;

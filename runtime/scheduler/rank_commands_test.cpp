@@ -15,6 +15,7 @@ TEST(RankCommands, RoundTrip) {
   step.step = artifact::StepKind::mtp_verify;
   step.outputs.logits = false;
   step.with_draft = true;
+  step.outputs.keep_hidden = true;
   StepRequest a;
   a.tokens = {5, 17, 300};
   a.start_position = 40;
@@ -27,6 +28,7 @@ TEST(RankCommands, RoundTrip) {
   StepRequest b;
   b.tokens = {7};
   b.shared_selection_row = 2;
+  b.target_hidden_row = 9;
   b.hidden = {1, 2, 3, 4};
   step.requests = {a, b};
   StatusOr<RankCommand> back = decodeRankCommand(encodeRankCommand(step));
@@ -36,6 +38,9 @@ TEST(RankCommands, RoundTrip) {
   EXPECT_FALSE(back->outputs.logits);
   EXPECT_TRUE(back->outputs.hidden);
   EXPECT_TRUE(back->with_draft);
+  EXPECT_TRUE(back->outputs.keep_hidden);
+  EXPECT_EQ(back->requests[1].target_hidden_row, 9);
+  EXPECT_EQ(back->requests[0].target_hidden_row, -1);
   ASSERT_EQ(back->requests.size(), 2u);
   EXPECT_EQ(back->requests[0].tokens, a.tokens);
   EXPECT_EQ(back->requests[0].start_position, 40);

@@ -184,6 +184,8 @@ Status runRankFollower(ModelExecutor &executor, Communicator &control) {
       StepOutputs none;
       none.logits = false;
       none.hidden = false;
+      // Each rank keeps its own hidden output for its draft steps.
+      none.keep_hidden = command->outputs.keep_hidden;
       status = command->with_draft
                    ? executor
                          .runWithDraft(command->step, command->requests, none,

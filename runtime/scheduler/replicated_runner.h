@@ -67,6 +67,9 @@ public:
                            const std::vector<StepRequest> &requests,
                            const StepOutputs &outputs) override;
   bool runsWithDraft() const override { return runner_->runsWithDraft(); }
+  bool keepsTargetHidden() const override {
+    return runner_->keepsTargetHidden();
+  }
   StatusOr<DraftedStepResult>
   runWithDraft(artifact::StepKind step, const std::vector<StepRequest> &requests,
                const StepOutputs &outputs,

@@ -203,6 +203,7 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
                           runner.runsWithDraft();
   s->chain_step_ = runner.hasDraftChain() ? StepKind::mtp_chain
                                           : StepKind::mtp_draft;
+  s->keep_target_hidden_ = s->token_states_ && runner.keepsTargetHidden();
   return s;
 }
 
@@ -633,9 +634,14 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
     s.block_table.assign(r.seq->blockTable().begin(),
                          r.seq->blockTable().end());
     s.slot = int32_t(r.seq->stateSlot());
-    size_t row_bytes = p.hidden_source->hidden_row_bytes;
-    auto first = p.hidden_source->hidden.begin() + p.hidden_offset * row_bytes;
-    s.hidden.assign(first, first + rows * row_bytes);
+    if (keep_target_hidden_) {
+      s.target_hidden_row = int64_t(p.hidden_offset);
+    } else {
+      size_t row_bytes = p.hidden_source->hidden_row_bytes;
+      auto first =
+          p.hidden_source->hidden.begin() + p.hidden_offset * row_bytes;
+      s.hidden.assign(first, first + rows * row_bytes);
+    }
     step.push_back(std::move(s));
     owners.push_back(&p);
   }
@@ -948,8 +954,13 @@ Status Scheduler::step() {
   StepKind kind = !multi      ? StepKind::decode
                   : verifyOnly ? StepKind::mtp_verify
                                : StepKind::prefill;
+  // The draft's step 0 starts from this step's hidden rows: kept on the
+  // device when the runner can (no re-run with per-token states, so they
+  // are the target step's), else copied back.
   StepOutputs outputs{/*logits=*/false,
-                      /*hidden=*/options_.mtp_draft_tokens > 0};
+                      /*hidden=*/options_.mtp_draft_tokens > 0 &&
+                          !keep_target_hidden_};
+  outputs.keep_hidden = keep_target_hidden_;
   for (const Planned &p : plan)
     outputs.logits |= needsLogits(p);
   const bool with_draft = runsDraftWithTarget(plan, outputs);
@@ -961,6 +972,7 @@ Status Scheduler::step() {
     StepOutputs draft_outputs{/*logits=*/false,
                               /*hidden=*/options_.mtp_draft_tokens > 1};
     StepOutputs target_outputs{outputs.logits, /*hidden=*/false};
+    target_outputs.keep_hidden = false;
     STRATA_ASSIGN_OR_RETURN(
         DraftedStepResult both,
         runner_.runWithDraft(kind, target, target_outputs, draft_outputs));

@@ -268,6 +268,10 @@ private:
   /// The draft chain's step: mtp_chain when the runner has it (reusing step
   /// 0's selection), else mtp_draft.
   artifact::StepKind chain_step_ = artifact::StepKind::mtp_draft;
+  /// MTP with token states over a runner that keeps a target step's hidden
+  /// output on the device: step 0 names rows of it instead of sending the
+  /// rows through the host.
+  bool keep_target_hidden_ = false;
   std::deque<std::unique_ptr<Request>> waiting_;
   std::vector<std::unique_ptr<Request>> running_; // admission order
   MtpAcceptanceCounters mtp_counters_;

@@ -83,6 +83,8 @@ public:
     STRATA_RETURN_IF_ERROR(trackSharedSelections(step, requests));
     if (step == StepKind::mtp_chain)
       step = StepKind::mtp_draft; // the same draft, its selection checked
+    if (step != StepKind::mtp_draft)
+      kept_hidden_.clear(); // like ModelExecutor: a new target step
     ++steps_[step];
     if (outputs.logits)
       ++logits_steps_[step];
@@ -95,9 +97,18 @@ public:
         if (step == StepKind::mtp_draft) {
           // hidden = (state, kv) after position p - 1 of the target (or
           // the previous draft row); the draft computes the target's
-          // hashes after token r.tokens[t] at position p + 1.
-          std::memcpy(&state, r.hidden.data() + 16 * t, 8);
-          std::memcpy(&kv, r.hidden.data() + 16 * t + 8, 8);
+          // hashes after token r.tokens[t] at position p + 1. Rows of the
+          // kept target hidden output when the request names them.
+          const uint8_t *h = r.hidden.data() + 16 * t;
+          if (r.target_hidden_row >= 0) {
+            size_t row = size_t(r.target_hidden_row) + t;
+            if (16 * (row + 1) > kept_hidden_.size())
+              return outOfRange("kept hidden row {} of {}", row,
+                                kept_hidden_.size() / 16);
+            h = kept_hidden_.data() + 16 * row;
+          }
+          std::memcpy(&state, h, 8);
+          std::memcpy(&kv, h + 8, 8);
           state = mix(state, r.tokens[t]);
           kv = mix(kv, r.tokens[t]);
         } else {
@@ -138,6 +149,8 @@ public:
                                        result.logits.size() / kVocab - first);
     }
     result.hidden_row_bytes = 16;
+    if (outputs.keep_hidden && step != StepKind::mtp_draft)
+      kept_hidden_ = result.hidden;
     // Like ModelExecutor: the greedy tokens always, the logits and hidden
     // rows only when asked for.
     if (!outputs.logits)
@@ -147,6 +160,11 @@ public:
     return result;
   }
   bool runsWithDraft() const override { return true; }
+  bool keepsTargetHidden() const override { return keeps_target_hidden_; }
+  /// Whether target steps keep their hidden output for the draft
+  /// (keepsTargetHidden).
+  bool keeps_target_hidden_ = true;
+  std::vector<uint8_t> kept_hidden_;
   /// Like ModelExecutor::runWithDraft: the target step, then the draft over
   /// every row with the target's greedy tokens and hidden rows.
   StatusOr<DraftedStepResult>
@@ -562,8 +580,12 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
         copies[token_states] = h.model.copy_calls_;
       acceptance[mode] = s.mtp;
     }
-    // The same drafts whichever way step 0 runs (the fake's chain steps
-    // draft as its draft steps do once they name the right shared row).
+    // The same drafts whichever way step 0 runs and gets the target's
+    // hidden rows (kept on the device in modes 1-3, through the host in
+    // mode 0; the fake's chain steps draft as its draft steps do once they
+    // name the right shared row).
+    EXPECT_EQ(acceptance[1].accepted_by_position,
+              acceptance[0].accepted_by_position);
     EXPECT_EQ(acceptance[3].accepted_by_position,
               acceptance[1].accepted_by_position);
     EXPECT_EQ(acceptance[2].accepted_tokens, acceptance[1].accepted_tokens);
