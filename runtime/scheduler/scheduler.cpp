@@ -677,10 +677,14 @@ bool Scheduler::runsDraftWithTarget(const std::vector<Planned> &plan,
     return false;
   // Decodes and verifications only: every token a logits row, every
   // committed token the device's greedy one (no host logits: greedy).
-  for (const Planned &p : plan)
+  size_t tokens = 0;
+  for (const Planned &p : plan) {
     if (!p.request->decoding())
       return false;
-  return true;
+    tokens += 1 + p.k;
+  }
+  return options_.draft_with_target_max_tokens == 0 ||
+         tokens <= options_.draft_with_target_max_tokens;
 }
 
 Status Scheduler::takeDrafts(std::vector<Planned> &plan,

@@ -77,6 +77,12 @@ struct SchedulerOptions {
   /// copy back: ModelRunner::runWithDraft) when the runner can; off: the
   /// draft's step 0 is a step of its own over the committed rows.
   bool draft_with_target = true;
+  /// ... for steps of at most this many tokens (0: any). Above it the
+  /// draft over every verified row costs more than the launch it saves:
+  /// its lm_head and experts read for k + 1 rows a request instead of the
+  /// committed ones, and a real-width lm_head (1.9 GB) stops being bound by
+  /// its weight reads at about 200 rows on an H200. Default 128.
+  size_t draft_with_target_max_tokens = 128;
   /// Called on the engine thread after every step with its duration in
   /// seconds and the tokens it ran (prompt chunks, decode and verify
   /// tokens): a server's step-time and iteration-tokens histograms.

@@ -621,6 +621,28 @@ TEST(Scheduler, SampledRequestsKeepTheirOwnDraftStep) {
   EXPECT_GT(h.model.drafted_steps_[StepKind::mtp_verify], 0);
 }
 
+// Tests that steps of more tokens than draft_with_target_max_tokens run the
+// draft's step 0 as a step of their own, smaller ones with the target: the
+// same outputs and drafts as every step with the target.
+TEST(Scheduler, LargeStepsKeepTheirOwnDraftStep) {
+  MtpAcceptanceCounters::Snapshot acceptance[2];
+  for (size_t limit : {size_t(0), size_t(3)}) {
+    SchedulerOptions o = baseOptions();
+    o.mtp_draft_tokens = 2;
+    o.draft_with_target_max_tokens = limit;
+    Harness h(o, /*token_states=*/true);
+    expectReference(h.run(testPrompts(), 20), 20);
+    int verify = h.model.steps_[StepKind::mtp_verify];
+    int drafted = h.model.drafted_steps_[StepKind::mtp_verify];
+    EXPECT_GT(drafted, 0) << "limit " << limit;
+    if (limit)
+      EXPECT_LT(drafted + 4, verify) << "limit " << limit;
+    acceptance[limit ? 1 : 0] = h.scheduler->stats().mtp;
+  }
+  EXPECT_EQ(acceptance[1].accepted_by_position,
+            acceptance[0].accepted_by_position);
+}
+
 TEST(Scheduler, PreemptionUnderTinyPoolKeepsOutputs) {
   for (uint32_t k : {0u, 2u}) {
     SchedulerOptions o = baseOptions();

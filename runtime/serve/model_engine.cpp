@@ -216,13 +216,17 @@ Status sizeFromMemory(const ModelEngineOptions &options,
         consider(artifact::StepKind::mtp_draft, batch, batch));
     graph_bytes += verify + draft;
     if (scheduler.draft_with_target) {
-      // Verify and decode steps captured with their draft keep the draft's
-      // buffers for every row too.
+      // Verify and decode steps captured with their draft (of at most
+      // draft_with_target_max_tokens tokens) keep the draft's buffers for
+      // every row too.
+      uint64_t fused = std::min(step_tokens, batch * rows);
+      if (scheduler.draft_with_target_max_tokens)
+        fused = std::min<uint64_t>(fused,
+                                   scheduler.draft_with_target_max_tokens);
       STRATA_ASSIGN_OR_RETURN(
           uint64_t verify_draft,
-          consider(artifact::StepKind::mtp_draft,
-                   std::min(step_tokens, batch * rows),
-                   std::min(batch, step_tokens / rows)));
+          consider(artifact::StepKind::mtp_draft, fused,
+                   std::max<uint64_t>(1, fused / rows)));
       graph_bytes += verify + verify_draft + decode + draft;
     }
   }
