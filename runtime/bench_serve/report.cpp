@@ -108,7 +108,8 @@ std::string formatRun(const RunLabel &label, const RunResult &result) {
                                     1e3));
     }
     std::string replays;
-    for (const char *step : {"decode", "mtp_verify", "mtp_draft"}) {
+    for (const char *step : {"decode", "mtp_verify", "mtp_draft", "mtp_chain",
+                             "decode+draft", "mtp_verify+draft"}) {
       const double n = server(
           fmt::format("strata_graph_replays_total{{step=\"{}\"}}", step)
               .c_str());

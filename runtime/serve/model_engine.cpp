@@ -137,6 +137,14 @@ public:
       e.graph_captures[name] = s.graphs.captures[size_t(kind)];
       e.graph_replays[name] = s.graphs.replays[size_t(kind)];
     }
+    // Steps captured with the MTP draft's first pass (runWithDraft).
+    for (artifact::StepKind kind :
+         {artifact::StepKind::decode, artifact::StepKind::mtp_verify}) {
+      std::string name = artifact::EnumNameStepKind(kind);
+      name += "+draft";
+      e.graph_captures[name] = s.graphs.drafted_captures[size_t(kind)];
+      e.graph_replays[name] = s.graphs.drafted_replays[size_t(kind)];
+    }
     e.step_time = step_time_->snapshot();
     e.iteration_tokens = iteration_tokens_->snapshot();
     return e;
