@@ -277,13 +277,17 @@ void KpoolSelectBuilder::chooseDigit(Value need) {
                       iadd(suffix, down.getShuffleResult()), suffix);
     }
     Value above = isub(suffix, total);
-    // From this lane's top bin down: the bin where the count reaches need
-    // (exactly one lane finds it: 1 <= need <= the keys counted).
+    // From this lane's top bin down: the bin where the count reaches need,
+    // i.e. above < need <= above + bin (exactly one lane finds it: 1 <= need
+    // <= the keys counted; the lanes below it start with above >= need and
+    // must not write, or the workgroup's choice is whichever lane stores
+    // last).
     Value found = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     Value digit = ci32(0), remaining = need;
     for (int64_t i = perLane - 1; i >= 0; --i) {
       Value reaches =
-          cmpi(arith::CmpIPredicate::sge, iadd(above, bins[i]), need);
+          iand(cmpi(arith::CmpIPredicate::slt, above, need),
+               cmpi(arith::CmpIPredicate::sge, iadd(above, bins[i]), need));
       Value hit = iand(notI1(found), reaches);
       digit = select(hit, toI32(add(firstBin, i)), digit);
       remaining = select(hit, isub(need, above), remaining);

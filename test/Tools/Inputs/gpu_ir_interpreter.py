@@ -14,7 +14,11 @@ extracts and broadcasts (no matrix instructions); an operation it does not know
 is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
 (a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
-per block; integers wrap at their width, f32 values are numpy float32.
+per block; integers wrap at their width, f32 values are numpy float32. A load
+or store outside its memref is an error. Threads run in thread order between
+synchronisations, or in reverse with STRATA_INTERP_ORDER=reverse: a kernel
+whose result depends on which of several threads stores to one address last
+(a race on the GPU) gives different results in the two orders.
 
 A check that the IR's logic is what the kernel's documentation says, for each
 subgroup size, on machines without a GPU; it says nothing about the binary
@@ -25,6 +29,7 @@ pipeline or the hardware (the GPU runs do).
     kernel.run([positions, scores, selection, counts], grid=(T, 1, 1))
 """
 
+import os
 import re
 import struct
 
@@ -166,6 +171,15 @@ class _Parser:
                 self.i += 1
                 return region
             region.ops.append(self.op())
+
+
+def _check_index(m, at, what):
+    """An index outside the memref is an error (numpy would wrap a negative
+    one)."""
+    for i, n in zip(at, m.array.shape):
+        if not 0 <= i < n:
+            raise InterpreterError(f"{what} at {list(at)} outside "
+                                   f"{list(m.array.shape)}")
 
 
 def load_kernel(path, name):
@@ -343,8 +357,11 @@ class Kernel:
             waits.append(None)
         sends = [None] * threads
         done = [False] * threads
+        order = (list(reversed(range(threads)))
+                 if os.environ.get("STRATA_INTERP_ORDER") == "reverse"
+                 else range(threads))
         while not all(done):
-            for t in range(threads):
+            for t in order:
                 if done[t] or waits[t] is not None:
                     continue
                 try:
@@ -616,6 +633,7 @@ class Kernel:
             return vstore
         if name == "memref.load":
             def load(m, *at):
+                _check_index(m, at, "memref.load")
                 value = m.array[at]
                 return (value if m.array.dtype in (np.float32, np.uint16)
                         else int(value))
@@ -623,6 +641,7 @@ class Kernel:
         if name == "memref.store":
             def store(env, ctx):
                 value, m, *at = [env[o] for o in operands]
+                _check_index(m, at, "memref.store")
                 m.array[tuple(at)] = value
             return store
         if name == "memref.dim":
