@@ -655,16 +655,12 @@ LogicalResult Emitter::buildPlans(TargetDesc &target) {
       return failure();
     target.plans.push_back(std::move(*desc));
   }
-  if (draft) {
-    FailureOr<PlanDesc> desc =
-        buildPlan(fb::StepKind::mtp_draft, draft, draftPlan);
-    if (failed(desc))
-      return failure();
-    target.plans.push_back(std::move(*desc));
-  }
-  if (chain) {
-    FailureOr<PlanDesc> desc =
-        buildPlan(fb::StepKind::mtp_chain, chain, chainPlan);
+  for (auto [kind, step, plan] :
+       {std::tuple{fb::StepKind::mtp_draft, draft, &draftPlan},
+        std::tuple{fb::StepKind::mtp_chain, chain, &chainPlan}}) {
+    if (!step)
+      continue;
+    FailureOr<PlanDesc> desc = buildPlan(kind, step, *plan);
     if (failed(desc))
       return failure();
     target.plans.push_back(std::move(*desc));

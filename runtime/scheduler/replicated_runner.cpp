@@ -125,16 +125,26 @@ Status ReplicatedRunner::copySlots(int32_t src, int32_t dst, int32_t count,
   return runner_->copySlots(src, dst, count, pools);
 }
 
-StatusOr<StepResult>
-ReplicatedRunner::run(artifact::StepKind step,
-                      const std::vector<StepRequest> &requests,
-                      const StepOutputs &outputs) {
+/// The command that makes the other ranks run a step (with the draft's step
+/// 0 over every row when `with_draft`).
+static RankCommand stepCommand(artifact::StepKind step,
+                               const std::vector<StepRequest> &requests,
+                               const StepOutputs &outputs, bool with_draft) {
   RankCommand command;
   command.kind = RankCommandKind::kStep;
   command.step = step;
   command.requests = requests;
   command.outputs = outputs;
-  STRATA_RETURN_IF_ERROR(send(command));
+  command.with_draft = with_draft;
+  return command;
+}
+
+StatusOr<StepResult>
+ReplicatedRunner::run(artifact::StepKind step,
+                      const std::vector<StepRequest> &requests,
+                      const StepOutputs &outputs) {
+  STRATA_RETURN_IF_ERROR(
+      send(stepCommand(step, requests, outputs, /*with_draft=*/false)));
   return runner_->run(step, requests, outputs);
 }
 
@@ -143,13 +153,8 @@ ReplicatedRunner::runWithDraft(artifact::StepKind step,
                                const std::vector<StepRequest> &requests,
                                const StepOutputs &outputs,
                                const StepOutputs &draft_outputs) {
-  RankCommand command;
-  command.kind = RankCommandKind::kStep;
-  command.step = step;
-  command.requests = requests;
-  command.outputs = outputs;
-  command.with_draft = true;
-  STRATA_RETURN_IF_ERROR(send(command));
+  STRATA_RETURN_IF_ERROR(
+      send(stepCommand(step, requests, outputs, /*with_draft=*/true)));
   return runner_->runWithDraft(step, requests, outputs, draft_outputs);
 }
 
