@@ -10,10 +10,12 @@
 //
 // A block takes one work item (grid x = tokens + kKpoolScoreItems, grid
 // stride): a step of T tokens gives each token P = clamp(kKpoolScoreItems /
-// T, 1, kKpoolScoreMaxParts) items, item (t, part) taking every P-th group
-// of 4 x n pools from group `part` on (small steps spread a long context's
-// pools over several blocks; large ones keep one block per token, which
-// loads the token's queries once). Its heads are ceil(H / m)
+// T, 1, kKpoolScoreMaxParts) items, of which the token uses U = min(P,
+// ceil(groups / kKpoolScoreMinGroups)), item (t, part < U) taking every
+// U-th group of 4 x n pools from group `part` on (small steps spread a long
+// context's pools over several blocks; large ones keep one block per token,
+// which loads the token's queries once; a short context keeps a few groups
+// per block for the queries each block loads). Its heads are ceil(H / m)
 // row tiles of the instruction (heads past H clamped on load, weight 0);
 // their A fragments (q[t], bf16) stay in registers for the token. Per group
 // of 4 x n pools, subgroup w takes the n pools from (4 g + w) n: the
@@ -84,7 +86,7 @@ private:
   // Per thread.
   Value tid, warp;
   // Parts per token (per kernel), the work item's token and part.
-  Value parts, t, part;
+  Value parts, used, t, part;
   // Per work item.
   Value request, visible, groups;
   SmallVector<Value> qFrags;
@@ -130,8 +132,11 @@ void KpoolScoresBuilder::buildToken() {
   visible = arith::DivUIOp::create(b, loc, add(x, 1), idx(s.kpool));
   groups = arith::CeilDivUIOp::create(b, loc, visible,
                                       idx(kSubgroups * mi.n));
-  // Parts past the token's groups skip it (uniform within the block).
-  ifThen(ult(part, groups), [&] { buildTokenGroups(); });
+  // The token's parts in use: at least kKpoolScoreMinGroups groups each;
+  // the others skip it (uniform within the block).
+  used = minu(parts, arith::CeilDivUIOp::create(b, loc, groups,
+                                                idx(kKpoolScoreMinGroups)));
+  ifThen(ult(part, used), [&] { buildTokenGroups(); });
 }
 
 void KpoolScoresBuilder::buildTokenGroups() {
@@ -156,9 +161,9 @@ void KpoolScoresBuilder::buildTokenGroups() {
   }
 
   // Groups of kSubgroups x n pools, this part's from `part` in steps of
-  // P; every thread runs the same trip count (the barriers inside are
+  // U; every thread runs the same trip count (the barriers inside are
   // uniform).
-  auto loop = scf::ForOp::create(b, loc, part, groups, parts);
+  auto loop = scf::ForOp::create(b, loc, part, groups, used);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   buildGroup(loop.getInductionVar());

@@ -598,9 +598,15 @@ inline constexpr llvm::StringLiteral kUnstagedAttrName = "strata.unstaged";
 /// blocks (grid x = T + kKpoolScoreItems): about 8 blocks of 128 threads per
 /// multiprocessor of an H200 for any decode batch, a long context's pools
 /// over up to 256 blocks at B = 1 (16 parts had left the 8 MB of keys at
-/// ctx 131072 to 16 multiprocessors: 122 us, 69 GB/s).
+/// ctx 131072 to 16 multiprocessors: 122 us, 69 GB/s). A token uses only
+/// ceil(groups / kKpoolScoreMinGroups) of its parts, so that every block
+/// reads at least 4 groups of keys (32 KB with mma.sync's n = 8) for the
+/// token's queries it loads (16 KB at 64 heads x 128): one group a block
+/// at B = 32, ctx 4096 read twice the keys' bytes in queries (35 us, 21
+/// with 4 groups).
 inline constexpr int64_t kKpoolScoreItems = 1024;
 inline constexpr int64_t kKpoolScoreMaxParts = 256;
+inline constexpr int64_t kKpoolScoreMinGroups = 4;
 
 /// The bf16 instruction buildKpoolScoresKernel uses on `target`; fails with
 /// `why` when there is none or the head dimension does not tile.
