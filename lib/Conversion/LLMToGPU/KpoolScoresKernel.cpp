@@ -33,6 +33,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <map>
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -81,8 +83,6 @@ private:
   Type f32, bf16;
   // Arguments.
   Value q, weights, pool, positions, starts, blockTable, scores;
-  // Workgroup buffer: w relu(q . K) per [subgroup, head row, pool].
-  Value partial;
   // Per thread.
   Value tid, warp;
   // Parts per token (per kernel), the work item's token and part.
@@ -103,8 +103,6 @@ void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
   starts = args[4];
   blockTable = args[5];
   scores = args[6];
-  partial =
-      addWorkgroupBuffer(func, loc, {kSubgroups, rowTiles * mi.m, mi.n}, f32);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -189,12 +187,15 @@ void KpoolScoresBuilder::buildGroup(Value group) {
                      add(bInner, ks * mi.k + piece[1])}));
     keyFrags.push_back(concat(parts, mi.b, bf16));
   }
+  // w[t, h] relu(q . K) of this lane's elements added per column of the
+  // tile (its pool), over the row tiles and pieces in order (head rows
+  // past H weigh 0).
+  std::map<int64_t, Value> columnSums;
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
     Value acc = zeros(mi.c.size());
     for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks)
       acc = emitMatrixInstruction(
           b, loc, mi, qFrags[mt * (s.headDim / mi.k) + ks], keyFrags[ks], acc);
-    // w[t, h] relu(q . K) per element (head rows past H weigh 0).
     int64_t e = 0;
     for (auto piece : mi.c.pieces) {
       Value h = add(cOuter, mt * mi.m + piece[0]);
@@ -205,37 +206,37 @@ void KpoolScoresBuilder::buildGroup(Value group) {
         Value dot = vector::ExtractOp::create(b, loc, acc, e);
         Value v = arith::MulFOp::create(
             b, loc, w, arith::MaximumFOp::create(b, loc, dot, cf32(0.0)));
-        memref::StoreOp::create(b, loc, v, partial,
-                                ValueRange{warp, h, add(cInner, piece[1] + c)});
+        auto [it, fresh] = columnSums.try_emplace(piece[1] + c, v);
+        if (!fresh)
+          it->second = arith::AddFOp::create(b, loc, it->second, v);
       }
     }
   }
-  gpu::BarrierOp::create(b, loc);
-
-  // Thread i < kSubgroups x n: pool (4 g + i / n) n + i % n, its heads
-  // summed in head order.
-  int64_t perGroup = kSubgroups * mi.n;
-  ifThen(ult(tid, idx(perGroup)), [&] {
-    Value sg = arith::DivUIOp::create(b, loc, tid, idx(mi.n));
-    Value col = arith::RemUIOp::create(b, loc, tid, idx(mi.n));
-    Value p = add(mul(group, perGroup), tid);
-    ifThen(ult(p, visible), [&] {
-      Value sum = cf32(0.0);
-      for (int64_t h = 0; h < s.heads; ++h)
-        sum = arith::AddFOp::create(
-            b, loc, sum,
-            memref::LoadOp::create(b, loc, partial,
-                                   ValueRange{sg, idx(h), col}));
+  // The lanes holding other rows of the same columns differ in the bits
+  // of the row map (c.outer): a butterfly over them, then the lanes of row
+  // offset 0 store their columns' scores.
+  const LaneMap &rowMap = mi.c.outer;
+  for (auto &[column, sum] : columnSums)
+    for (int64_t offset = rowMap.div; offset < rowMap.div * rowMap.mod;
+         offset *= 2)
+      sum = arith::AddFOp::create(
+          b, loc, sum,
+          gpu::ShuffleOp::create(b, loc, sum, ci32(offset),
+                                 ci32(subgroupSize), gpu::ShuffleMode::XOR)
+              .getShuffleResult());
+  ifThen(ieq(cOuter, idx(0)), [&] {
+    for (auto &[column, sum] : columnSums) {
+      Value p = add(add(p0, cInner), column);
       Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
-      Value rows = idx(s.rowsPerPage);
-      memref::StoreOp::create(
-          b, loc, score, scores,
-          ValueRange{t, arith::DivUIOp::create(b, loc, p, rows),
-                     arith::RemUIOp::create(b, loc, p, rows)});
-    });
+      ifThen(ult(p, visible), [&] {
+        Value rowsPerPage = idx(s.rowsPerPage);
+        memref::StoreOp::create(
+            b, loc, score, scores,
+            ValueRange{t, arith::DivUIOp::create(b, loc, p, rowsPerPage),
+                       arith::RemUIOp::create(b, loc, p, rowsPerPage)});
+      });
+    }
   });
-  // The next group rewrites `partial`.
-  gpu::BarrierOp::create(b, loc);
 }
 
 gpu::GPUFuncOp mlir::strata::buildKpoolScoresKernel(
