@@ -9,9 +9,13 @@ block's threads as Python generators: a thread runs until it reaches a
 values, with the `valid` flag of MLIR's semantics), so the kernel's
 synchronisation is executed as written, for the subgroup size of the chip the
 IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
-scf (for, if, while) and gpu operations of the SIMT kernels and 1-d vector loads, stores,
-extracts and broadcasts (no matrix instructions); an operation it does not know
-is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
+scf (for, if, while) and gpu operations of the SIMT kernels, 1-d vector loads, stores,
+extracts, inserts, bitcasts and broadcasts, and the bf16 matrix instructions
+`nvvm.mma.sync` m16n8k16 and `amdgpu.mfma` (16x16 and 32x32) as subgroup
+collectives (every lane of the subgroup meets at the instruction, whose
+fragments are laid out as the PTX ISA and AMD's matrix instruction tables
+give them; the products summed in float64, rounded to f32 once); an operation
+it does not know is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
 (a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
 per block; integers wrap at their width, f32 values are numpy float32. A load
@@ -281,6 +285,90 @@ def _scalar(x):
     return np.float32(x) if np.ndim(x) == 0 else x.astype(np.float32)
 
 
+def _vector_dtype(ty):
+    """The numpy dtype holding the elements of vector type `ty`."""
+    element = re.fullmatch(r"vector<\d+x(\w+)>", ty).group(1)
+    return {"f32": np.float32, "bf16": np.uint16, "i32": np.uint32,
+            "i16": np.uint16}[element]
+
+
+def _bf16_values(bits):
+    """bf16 bits (uint16 array) as float64 values."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(
+        np.float32).astype(np.float64)
+
+
+_MATRIX_OPS = ("nvvm.mma.sync", "amdgpu.mfma")
+
+
+def _matrix_instruction(op, lanes):
+    """Results per lane of matrix instruction `op`, given every lane's
+    operand values (a subgroup collective)."""
+    if op.name == "nvvm.mma.sync":
+        return _mma_sync_m16n8k16(op, lanes)
+    return _mfma(op, lanes)
+
+
+def _mma_sync_m16n8k16(op, lanes):
+    """mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 (PTX ISA
+    "Matrix Fragments for mma.m16n8k16", g = lane / 4, t = lane % 4): A in
+    4 b32 registers of 2 bf16 (a0: row g, k 2t..2t+1; a1: row g+8; a2: k
+    2t+8..; a3: row g+8, k 2t+8..), B in 2 (k 2t..2t+1 and 2t+8.. of column
+    g), C and D 4 f32 ((g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1))."""
+    if ("m = 16, n = 8, k = 16" not in op.props or
+            "#nvvm.mma_type<bf16>" not in op.props):
+        raise InterpreterError("nvvm.mma.sync other than m16n8k16 bf16")
+    a = np.zeros((16, 16))
+    b = np.zeros((16, 8))
+    c = np.zeros((16, 8))
+    halves = lambda reg: _bf16_values(np.array([int(reg) & 0xFFFF,
+                                                (int(reg) >> 16) & 0xFFFF]))
+    for lane, values in enumerate(lanes):
+        g, t = lane // 4, lane % 4
+        a0, a1, a2, a3, b0, b1, c0, c1, c2, c3 = values
+        a[g, 2 * t:2 * t + 2] = halves(a0)
+        a[g + 8, 2 * t:2 * t + 2] = halves(a1)
+        a[g, 2 * t + 8:2 * t + 10] = halves(a2)
+        a[g + 8, 2 * t + 8:2 * t + 10] = halves(a3)
+        b[2 * t:2 * t + 2, g] = halves(b0)
+        b[2 * t + 8:2 * t + 10, g] = halves(b1)
+        c[g, 2 * t], c[g, 2 * t + 1] = c0, c1
+        c[g + 8, 2 * t], c[g + 8, 2 * t + 1] = c2, c3
+    d = (a @ b + c).astype(np.float32)
+    return [np.array([d[g, 2 * t], d[g, 2 * t + 1], d[g + 8, 2 * t],
+                      d[g + 8, 2 * t + 1]], np.float32)
+            for g, t in (divmod(lane, 4) for lane in range(len(lanes)))]
+
+
+def _mfma(op, lanes):
+    """amdgpu.mfma with bf16 operands, m = n = 16 or 32, one block (AMD's
+    matrix instruction tables for v_mfma_f32_{16x16x16,16x16x32,32x32x8,
+    32x32x16}_bf16, 64 lanes): A's lane l holds row l % mn, k from (l / mn) *
+    (k / G) on (G = 64 / mn lane groups); B's lane l column l % mn, the same
+    k; D's lane l column l % mn and rows 8 j + 4 (l / mn) + i (32x32) or 4 (l
+    / 16) + i (16x16) for its values 4 j + i."""
+    m = int(re.search(r"\bm = (\d+)", op.props).group(1))
+    k = int(re.search(r"\bk = (\d+)", op.props).group(1))
+    if (int(re.search(r"\bn = (\d+)", op.props).group(1)) != m or
+            "blocks = 1 " not in op.props or m not in (16, 32)):
+        raise InterpreterError("amdgpu.mfma other than one 16x16 / 32x32 block")
+    groups = 64 // m
+    per = k // groups
+    a = np.zeros((m, k))
+    b = np.zeros((k, m))
+    c = np.zeros((m, m))
+    rows = [[(4 * groups * (v // 4) + 4 * (lane // m) + v % 4)
+             for v in range(m * m // 64)] for lane in range(64)]
+    for lane, (av, bv, cv) in enumerate(lanes):
+        first = (lane // m) * per
+        a[lane % m, first:first + per] = _bf16_values(av)
+        b[first:first + per, lane % m] = _bf16_values(bv)
+        c[rows[lane], lane % m] = np.asarray(cv, np.float64)
+    d = (a @ b + c).astype(np.float32)
+    return [np.array(d[rows[lane], lane % m], np.float32)
+            for lane in range(64)]
+
+
 class MemRef:
     """A numpy array standing for a memref (row-major, identity layout)."""
 
@@ -319,7 +407,8 @@ class Kernel:
     def _suspends(self, op):
         key = id(op)
         if key not in self._yields:
-            self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle") or any(
+            self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle",
+                                            *_MATRIX_OPS) or any(
                 self._suspends(o) for r in op.regions for o in r.ops)
         return self._yields[key]
 
@@ -374,14 +463,22 @@ class Kernel:
                 group = range(first, min(first + lanes, threads))
                 pending = [t for t in group if not done[t]]
                 if not pending or any(
-                        waits[t] is None or waits[t].kind != "shuffle"
-                        for t in pending):
+                        waits[t] is None or waits[t].kind not in
+                        ("shuffle", "matrix") for t in pending):
                     continue
                 if len(pending) != len(group) or len(
                         {id(waits[t].op) for t in pending}) != 1:
                     raise InterpreterError(
                         f"subgroup at lane {first}: lanes at different "
-                        f"shuffles or exited")
+                        f"shuffles or matrix instructions, or exited")
+                if waits[first].kind == "matrix":
+                    results = _matrix_instruction(
+                        waits[first].op, [waits[t].value for t in group])
+                    for t, r in zip(group, results):
+                        sends[t] = r
+                        waits[t] = None
+                    progressed = True
+                    continue
                 for t in group:
                     w = waits[t]
                     lane, width = t - first, w.width
@@ -430,6 +527,9 @@ class Kernel:
             value, offset, width = (env[v] for v in op.operands)
             result = yield _Sync("shuffle", op, value, offset, width)
             env[op.results[0]], env[op.results[1]] = result
+        elif name in _MATRIX_OPS:
+            values = [env[v] for v in op.operands]
+            env[op.results[0]] = yield _Sync("matrix", op, values)
         elif name == "scf.for":
             lb, ub, step = (env[v] for v in op.operands[:3])
             carried = [env[v] for v in op.operands[3:]]
@@ -498,11 +598,16 @@ class Kernel:
             if text in ("true", "false"):
                 value = int(text == "true")
             elif text.startswith("dense<"):
-                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)xf32>", text)
+                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)x(f32|bf16)>",
+                                 text)
                 if not m:
                     raise InterpreterError("constant " + text)
                 value = np.full(int(m.group(2)), np.float32(m.group(1)),
                                 np.float32)
+                if m.group(3) == "bf16":
+                    if value.any():
+                        raise InterpreterError("constant " + text)
+                    value = value.view(np.uint32).astype(np.uint16)
             else:
                 literal = text.rsplit(":", 1)[0].strip()
                 if ty == "f32":
@@ -621,6 +726,28 @@ class Kernel:
             return pure(vload)
         if name == "vector.extract":
             at = int(re.search(r"static_position = array<i64: (\d+)>",
+                               op.props).group(1))
+            return pure(lambda a: a[at])
+        if name == "vector.insert_strided_slice":
+            m = re.search(r"offsets = \[(\d+)\], strides = \[1\]", op.props)
+            if not m:
+                raise InterpreterError("vector.insert_strided_slice of more "
+                                       "than one dimension or stride")
+            at = int(m.group(1))
+
+            def insert(src, dest):
+                out = np.array(dest)
+                out[at:at + len(src)] = src
+                return out
+            return pure(insert)
+        if name == "vector.from_elements":
+            dtype = _vector_dtype(ty)
+            return pure(lambda *xs: np.array(xs, dtype))
+        if name == "vector.bitcast":
+            dtype = _vector_dtype(ty)
+            return pure(lambda a: np.ascontiguousarray(a).view(dtype))
+        if name == "llvm.extractvalue":
+            at = int(re.search(r"position = array<i64: (\d+)>",
                                op.props).group(1))
             return pure(lambda a: a[at])
         if name == "vector.store":
