@@ -285,6 +285,10 @@ def _scalar(x):
     return np.float32(x) if np.ndim(x) == 0 else x.astype(np.float32)
 
 
+_MEMREF_DTYPES = {"i8": np.uint8, "i32": np.int32, "f32": np.float32,
+                  "bf16": np.uint16, "i64": np.int64}
+
+
 def _vector_dtype(ty):
     """The numpy dtype holding the elements of vector type `ty`."""
     element = re.fullmatch(r"vector<\d+x(\w+)>", ty).group(1)
@@ -431,8 +435,7 @@ class Kernel:
         for ty in self.workgroup:
             m = re.match(r"memref<([\dx]+)x(\w+), ", ty)
             shape = [int(d) for d in m.group(1).split("x")]
-            dtype = {"i32": np.int32, "f32": np.float32, "bf16": np.uint16,
-                     "i64": np.int64}[m.group(2)]
+            dtype = _MEMREF_DTYPES[m.group(2)]
             shared.append(MemRef(np.zeros(shape, dtype)))
         threads = self.block[0] * self.block[1] * self.block[2]
         ctx = {"block_id": block_id, "grid": grid}
@@ -746,6 +749,28 @@ class Kernel:
         if name == "vector.bitcast":
             dtype = _vector_dtype(ty)
             return pure(lambda a: np.ascontiguousarray(a).view(dtype))
+        if name == "vector.shuffle":
+            mask = [int(x) for x in re.search(
+                r"mask = array<i64: ([\d, ]+)>", op.props).group(1).split(",")]
+            return pure(lambda a, b: np.concatenate(
+                [np.atleast_1d(a), np.atleast_1d(b)])[mask])
+        if name == "memref.view":
+            m = re.fullmatch(r"memref<([\dx]+)x(\w+)(, .*)?>", ty)
+            if not m:
+                raise InterpreterError("memref.view to " + ty)
+            shape = [int(d) for d in m.group(1).split("x")]
+            dtype = _MEMREF_DTYPES[m.group(2)]
+            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+
+            def view(buffer, offset, *sizes):
+                raw = buffer.array
+                if raw.dtype != np.uint8 or raw.ndim != 1:
+                    raise InterpreterError("memref.view of a non-i8 buffer")
+                if offset + nbytes > raw.size:
+                    raise InterpreterError("memref.view past its buffer")
+                return MemRef(raw[offset:offset + nbytes].view(dtype)
+                              .reshape(shape))
+            return pure(view)
         if name == "llvm.extractvalue":
             at = int(re.search(r"position = array<i64: (\d+)>",
                                op.props).group(1))
