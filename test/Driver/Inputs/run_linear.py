@@ -54,7 +54,8 @@ def launch_grid(dump, chip, kernel, rows):
             break
     names = {"num_tokens": rows, "logit_rows": rows,
              "ceil_div": lambda a, b: -(-a // b)}
-    return tuple(int(eval(dim, {"__builtins__": {"max": max}}, names))
+    return tuple(int(eval(dim, {"__builtins__": {"max": max, "min": min}},
+                          names))
                  for dim in split_top(grid[:end]))
 
 

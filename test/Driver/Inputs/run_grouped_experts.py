@@ -1,0 +1,122 @@
+"""Runs a grouped routed-expert kernel (MatmulKernel.cpp's grouped form:
+`moe_up` with its SwiGLU epilogue, `moe_down` with the routing weight) from
+its GPU-dialect IR on the CPU (test/Tools/Inputs/gpu_ir_interpreter.py) and
+compares it with FfnOps.cpp's definition in float64, bf16 rounding at the
+same points:
+  moe_up:   a[t, j] = round(round(silu(min(g, L))) * clamp(u, -L, L)),
+            g = round(W_gate[e] x[t]), u = round(W_up[e] x[t])
+  moe_down: y[t, j] = round(w[t, j] * round(W_down[e] a[t, j]))
+for slot j of token t routed to expert e = chosen[t, j], the slots grouped by
+expert as moe_group leaves them (order: flat slot ids expert by expert,
+token order within; starts [E + 1]). The kernel's sums run in its own order,
+so each value may differ by one rounding of a rounded input: within 2^-6 of
+its magnitude plus 1e-5 of the terms' (a slot of the wrong expert or row is
+off by far more). Each token count runs on the grid the artifact launches for
+it (strata-dump's formula, evaluated with num_tokens).
+
+    run_grouped_experts.py CHIP.gpu.mlir --dump DUMP --chip gfx942 \\
+        --kind up --lanes 64 --tokens 1,20
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
+                                "Tools", "Inputs"))
+from gpu_ir_interpreter import load_kernel  # noqa: E402
+from run_linear import bf16, launch_grid  # noqa: E402
+
+
+def round_bf16(x):
+    """float64 values rounded to bf16 (ties to even), as float64."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) << 16
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def to_bits(x):
+    """float64 values that are bf16 values, as bf16 bits."""
+    return (np.asarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
+
+
+def from_bits(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def routing(rng, tokens, experts, top_k):
+    chosen = np.stack([rng.choice(experts, top_k, replace=False)
+                       for _ in range(tokens)]).astype(np.int32)
+    flat = chosen.reshape(-1)
+    order = np.argsort(flat, kind="stable").astype(np.int32)
+    starts = np.concatenate([[0], np.cumsum(np.bincount(
+        flat, minlength=experts))]).astype(np.int32)
+    return chosen, order.reshape(tokens, top_k), starts
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ir")
+    ap.add_argument("--dump", required=True)
+    ap.add_argument("--chip", required=True)
+    ap.add_argument("--kind", choices=("up", "down"), required=True)
+    ap.add_argument("--lanes", type=int, required=True)
+    ap.add_argument("--tokens", required=True)
+    ap.add_argument("--hidden", type=int, default=256)
+    ap.add_argument("--inter", type=int, default=128)
+    ap.add_argument("--experts", type=int, default=16)
+    ap.add_argument("--top-k", type=int, default=4)
+    ap.add_argument("--limit", type=float, default=10.0)
+    args = ap.parse_args()
+    rng = np.random.default_rng(3)
+    name = f"moe_{args.kind}_0"
+    kernel = load_kernel(args.ir, name)
+    dump = open(args.dump).read()
+    E, K, D, I, L = (args.experts, args.top_k, args.hidden, args.inter,
+                     args.limit)
+    ok = True
+    for T in [int(v) for v in args.tokens.split(",")]:
+        grid = launch_grid(dump, args.chip, name, T)
+        chosen, order, starts = routing(rng, T, E, K)
+        if args.kind == "up":
+            x_bits, x = bf16(rng, (T, D))
+            g_bits, gw = bf16(rng, (E, I, D))
+            u_bits, uw = bf16(rng, (E, I, D))
+            out = np.full((T, K, I), 0xC0E0, np.uint16)
+            kernel.run([x_bits, chosen, order, starts, g_bits, u_bits, out],
+                       grid=grid, subgroup_size=args.lanes)
+            g = np.einsum("tjid,td->tji", gw[chosen], x)
+            u = np.einsum("tjid,td->tji", uw[chosen], x)
+            size = np.einsum("tjid,td->tji", np.abs(gw[chosen]), np.abs(x)) \
+                + np.einsum("tjid,td->tji", np.abs(uw[chosen]), np.abs(x))
+            g = np.minimum(round_bf16(g), L)
+            u = np.clip(round_bf16(u), -L, L)
+            want = round_bf16(round_bf16(g / (1 + np.exp(-g))) * u)
+        else:
+            a_bits, a = bf16(rng, (T, K, I))
+            d_bits, dw = bf16(rng, (E, D, I))
+            w = rng.random((T, K)).astype(np.float32)
+            out = np.full((T, K, D), 0xC0E0, np.uint16)
+            kernel.run([a_bits, chosen, w, order, starts, d_bits, out],
+                       grid=grid, subgroup_size=args.lanes)
+            dot = np.einsum("tjoi,tji->tjo", dw[chosen], a)
+            size = np.einsum("tjoi,tji->tjo", np.abs(dw[chosen]), np.abs(a))
+            want = round_bf16(w[..., None].astype(np.float64) *
+                              round_bf16(dot))
+            size = size * w[..., None]
+        got = from_bits(out)
+        bound = 2.0 ** -6 * np.abs(want) + 1e-5 * size + 1e-30
+        worst = float((np.abs(got - want) / bound).max())
+        ok &= worst <= 1.0
+        print(f"T = {T} ({T * K} slots), grid {grid[0]}x{grid[1]}x{grid[2]}: "
+              f"largest difference "
+              f"{'within the bound' if worst <= 1.0 else f'{worst:.3g}x the bound'}")
+    print(f"{name}:", "PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
