@@ -14,6 +14,13 @@ its magnitude plus 1e-5 of the terms' (a slot of the wrong expert or row is
 off by far more). Each token count runs on the grid the artifact launches for
 it (strata-dump's formula, evaluated with num_tokens).
 
+With --fp8 the experts are e4m3 (OCP) with f32 scales per 128 x 128 block and
+the kernel is AMD's fp8 MFMA form: each row of x is quantised per 128-wide K
+block as the kernel documents it (amax of the block, q = fp8(x * M / amax)
+in f32, nearest, ties to even; FNUZ with M = 240 on gfx942, OCP with M = 448
+on gfx950), so the definition's products are q * amax / M against the
+weight's e4m3 value times its block scale.
+
     run_grouped_experts.py CHIP.gpu.mlir --dump DUMP --chip gfx942 \\
         --kind up --lanes 64 --tokens 1,20
 """
@@ -47,6 +54,40 @@ def from_bits(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
+def fp8_weights(rng, shape, block=128):
+    """Random e4m3 (OCP) weights with f32 block scales: (codes as uint8,
+    scales [E, N / block, K / block], values as float64)."""
+    from gpu_ir_interpreter import _FP8_FN
+    codes = rng.integers(0, 256, shape).astype(np.uint8)
+    codes[np.isnan(_FP8_FN[codes])] = 0x38           # NaN codes -> 1.0
+    e, n, k = shape
+    scales = (rng.random((e, -(-n // block), -(-k // block))) * 0.02 +
+              0.01).astype(np.float32)
+    full = np.repeat(np.repeat(scales, block, 1), block, 2)[:, :n, :k]
+    return codes, scales, _FP8_FN[codes] * full.astype(np.float64)
+
+
+def quantised_rows(x, fnuz, block=128):
+    """x [..., K] as the kernel's fp8 A operand sees it, dequantised: per
+    row and K block, fp8(x * max / amax) * amax / max (FNUZ, max 240, on
+    gfx942; OCP, max 448, on gfx950)."""
+    from gpu_ir_interpreter import _FP8_FN, _FP8_FNUZ, _to_fp8
+    table = _FP8_FNUZ if fnuz else _FP8_FN
+    fp8_max = 240.0 if fnuz else 448.0
+    x32 = x.astype(np.float32)
+    out = np.empty(x.shape)
+    for k0 in range(0, x.shape[-1], block):
+        part = x32[..., k0:k0 + block]
+        amax = np.maximum(np.abs(part).max(-1, keepdims=True),
+                          np.float32(1e-12))
+        inv = np.float32(fp8_max) / amax
+        q = np.clip(part * inv, -fp8_max, fp8_max).astype(np.float32)
+        codes = _to_fp8(q.reshape(-1), table).reshape(q.shape)
+        out[..., k0:k0 + block] = table[codes] * (amax / np.float32(
+            fp8_max)).astype(np.float64)
+    return out
+
+
 def routing(rng, tokens, experts, top_k):
     chosen = np.stack([rng.choice(experts, top_k, replace=False)
                        for _ in range(tokens)]).astype(np.int32)
@@ -70,6 +111,7 @@ def main():
     ap.add_argument("--experts", type=int, default=16)
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--limit", type=float, default=10.0)
+    ap.add_argument("--fp8", action="store_true")
     args = ap.parse_args()
     rng = np.random.default_rng(3)
     name = f"moe_{args.kind}_0"
@@ -83,13 +125,21 @@ def main():
         chosen, order, starts = routing(rng, T, E, K)
         if args.kind == "up":
             x_bits, x = bf16(rng, (T, D))
-            g_bits, gw = bf16(rng, (E, I, D))
-            u_bits, uw = bf16(rng, (E, I, D))
             out = np.full((T, K, I), 0xC0E0, np.uint16)
-            kernel.run([x_bits, chosen, order, starts, g_bits, u_bits, out],
+            if args.fp8:
+                g_bits, g_scale, gw = fp8_weights(rng, (E, I, D))
+                u_bits, u_scale, uw = fp8_weights(rng, (E, I, D))
+                operands = [g_bits, g_scale, u_bits, u_scale]
+                xq = quantised_rows(x, args.chip == "gfx942")
+            else:
+                g_bits, gw = bf16(rng, (E, I, D))
+                u_bits, uw = bf16(rng, (E, I, D))
+                operands = [g_bits, u_bits]
+                xq = x
+            kernel.run([x_bits, chosen, order, starts, *operands, out],
                        grid=grid, subgroup_size=args.lanes)
-            g = np.einsum("tjid,td->tji", gw[chosen], x)
-            u = np.einsum("tjid,td->tji", uw[chosen], x)
+            g = np.einsum("tjid,td->tji", gw[chosen], xq)
+            u = np.einsum("tjid,td->tji", uw[chosen], xq)
             size = np.einsum("tjid,td->tji", np.abs(gw[chosen]), np.abs(x)) \
                 + np.einsum("tjid,td->tji", np.abs(uw[chosen]), np.abs(x))
             g = np.minimum(round_bf16(g), L)
@@ -97,12 +147,19 @@ def main():
             want = round_bf16(round_bf16(g / (1 + np.exp(-g))) * u)
         else:
             a_bits, a = bf16(rng, (T, K, I))
-            d_bits, dw = bf16(rng, (E, D, I))
             w = rng.random((T, K)).astype(np.float32)
             out = np.full((T, K, D), 0xC0E0, np.uint16)
-            kernel.run([a_bits, chosen, w, order, starts, d_bits, out],
+            if args.fp8:
+                d_bits, d_scale, dw = fp8_weights(rng, (E, D, I))
+                operands = [d_bits, d_scale]
+                aq = quantised_rows(a, args.chip == "gfx942")
+            else:
+                d_bits, dw = bf16(rng, (E, D, I))
+                operands = [d_bits]
+                aq = a
+            kernel.run([a_bits, chosen, w, order, starts, *operands, out],
                        grid=grid, subgroup_size=args.lanes)
-            dot = np.einsum("tjoi,tji->tjo", dw[chosen], a)
+            dot = np.einsum("tjoi,tji->tjo", dw[chosen], aq)
             size = np.einsum("tjoi,tji->tjo", np.abs(dw[chosen]), np.abs(a))
             want = round_bf16(w[..., None].astype(np.float64) *
                               round_bf16(dot))

@@ -10,8 +10,10 @@ values, with the `valid` flag of MLIR's semantics), so the kernel's
 synchronisation is executed as written, for the subgroup size of the chip the
 IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
 scf (for, if, while) and gpu operations of the SIMT kernels, 1-d vector loads, stores,
-extracts, inserts, bitcasts and broadcasts, and the bf16 matrix instructions
-`nvvm.mma.sync` m16n8k16 and `amdgpu.mfma` (16x16 and 32x32) as subgroup
+extracts, inserts, bitcasts, reductions and broadcasts (fp8 and i8 vectors
+hold their bits as uint8; f32 -> e4m3 (FNUZ or OCP) truncation rounds to the
+nearest, ties to even), and the matrix instructions `nvvm.mma.sync` m16n8k16 bf16 and
+`amdgpu.mfma` (16x16 and 32x32, bf16 or e4m3) as subgroup
 collectives (every lane of the subgroup meets at the instruction, whose
 fragments are laid out as the PTX ISA and AMD's matrix instruction tables
 give them; the products summed in float64, rounded to f32 once); an operation
@@ -286,14 +288,67 @@ def _scalar(x):
 
 
 _MEMREF_DTYPES = {"i8": np.uint8, "i32": np.int32, "f32": np.float32,
-                  "bf16": np.uint16, "i64": np.int64}
+                  "bf16": np.uint16, "i64": np.int64, "f8E4M3FN": np.uint8,
+                  "f8E4M3FNUZ": np.uint8}
+
+
+def _fp8_table(bias, fnuz):
+    """The values of the 256 e4m3 codes (NaN where none)."""
+    values = np.full(256, np.nan)
+    for code in range(256):
+        sign, exp, man = code >> 7, (code >> 3) & 15, code & 7
+        if fnuz and code == 0x80:
+            continue                      # FNUZ's only NaN
+        if not fnuz and exp == 15 and man == 7:
+            continue                      # OCP's NaNs
+        mag = (man / 8 * 2.0 ** (1 - bias) if exp == 0 else
+               (1 + man / 8) * 2.0 ** (exp - bias))
+        values[code] = -mag if sign else mag
+    return values
+
+
+_FP8_FN = _fp8_table(7, False)
+_FP8_SORTED = {}
+_FP8_FNUZ = _fp8_table(8, True)
+
+
+def _to_fp8(x, table):
+    """f32 values (already within the format's range) rounded to the
+    nearest code of `table`, ties to the even mantissa; bits as uint8."""
+    key = id(table)
+    if key not in _FP8_SORTED:
+        codes = np.array([c for c in range(256) if not np.isnan(table[c]) and
+                          c != 0x80], np.int64)
+        order = np.argsort(table[codes], kind="stable")
+        _FP8_SORTED[key] = (codes[order], table[codes][order])
+    codes, values = _FP8_SORTED[key]
+    flat = np.atleast_1d(x).astype(np.float64)
+    hi = np.clip(np.searchsorted(values, flat), 1, len(values) - 1)
+    lo = hi - 1
+    d_lo, d_hi = flat - values[lo], values[hi] - flat
+    pick = np.where(d_lo < d_hi, lo, np.where(d_hi < d_lo, hi,
+                    np.where(codes[lo] % 2 == 0, lo, hi)))
+    if np.isnan(flat).any() or (np.abs(flat) > np.abs(values).max()).any():
+        raise InterpreterError("fp8 truncation of a value out of range")
+    out = codes[pick].astype(np.uint8)
+    return out if np.ndim(x) else out[0]
 
 
 def _vector_dtype(ty):
     """The numpy dtype holding the elements of vector type `ty`."""
     element = re.fullmatch(r"vector<\d+x(\w+)>", ty).group(1)
     return {"f32": np.float32, "bf16": np.uint16, "i32": np.uint32,
-            "i16": np.uint16}[element]
+            "i16": np.uint16, "i8": np.uint8, "f8E4M3FN": np.uint8,
+            "f8E4M3FNUZ": np.uint8}[element]
+
+
+def _operand_values(bits, type_text):
+    """Matrix operand bits as float64 values, by their element type."""
+    if "f8E4M3FNUZ" in type_text:
+        return _FP8_FNUZ[np.asarray(bits, np.uint8)]
+    if "f8E4M3FN" in type_text:
+        return _FP8_FN[np.asarray(bits, np.uint8)]
+    return _bf16_values(bits)
 
 
 def _bf16_values(bits):
@@ -345,9 +400,10 @@ def _mma_sync_m16n8k16(op, lanes):
 
 
 def _mfma(op, lanes):
-    """amdgpu.mfma with bf16 operands, m = n = 16 or 32, one block (AMD's
-    matrix instruction tables for v_mfma_f32_{16x16x16,16x16x32,32x32x8,
-    32x32x16}_bf16, 64 lanes): A's lane l holds row l % mn, k from (l / mn) *
+    """amdgpu.mfma with bf16 or fp8 (e4m3, FNUZ or OCP) operands, m = n =
+    16 or 32, one block (AMD's matrix instruction tables for
+    v_mfma_f32_{16x16x16,16x16x32,32x32x8,32x32x16}_bf16 and the
+    {16x16x32,32x32x16}_fp8_fp8 forms, 64 lanes): A's lane l holds row l % mn, k from (l / mn) *
     (k / G) on (G = 64 / mn lane groups); B's lane l column l % mn, the same
     k; D's lane l column l % mn and rows 8 j + 4 (l / mn) + i (32x32) or 4 (l
     / 16) + i (16x16) for its values 4 j + i."""
@@ -356,6 +412,8 @@ def _mfma(op, lanes):
     if (int(re.search(r"\bn = (\d+)", op.props).group(1)) != m or
             "blocks = 1 " not in op.props or m not in (16, 32)):
         raise InterpreterError("amdgpu.mfma other than one 16x16 / 32x32 block")
+    a_type, b_type = (t.strip() for t in
+                      op.types.split("(")[1].split(")")[0].split(",")[:2])
     groups = 64 // m
     per = k // groups
     a = np.zeros((m, k))
@@ -365,8 +423,8 @@ def _mfma(op, lanes):
              for v in range(m * m // 64)] for lane in range(64)]
     for lane, (av, bv, cv) in enumerate(lanes):
         first = (lane // m) * per
-        a[lane % m, first:first + per] = _bf16_values(av)
-        b[first:first + per, lane % m] = _bf16_values(bv)
+        a[lane % m, first:first + per] = _operand_values(av, a_type)
+        b[first:first + per, lane % m] = _operand_values(bv, b_type)
         c[rows[lane], lane % m] = np.asarray(cv, np.float64)
     d = (a @ b + c).astype(np.float32)
     return [np.array(d[rows[lane], lane % m], np.float32)
@@ -601,10 +659,17 @@ class Kernel:
             if text in ("true", "false"):
                 value = int(text == "true")
             elif text.startswith("dense<"):
-                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)x(f32|bf16)>",
+                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)x(f32|bf16|i8)>",
                                  text)
                 if not m:
                     raise InterpreterError("constant " + text)
+                if m.group(3) == "i8":
+                    value = np.full(int(m.group(2)),
+                                    int(m.group(1)) & 0xFF, np.uint8)
+
+                    def run(env, ctx):
+                        env[res] = value
+                    return run
                 value = np.full(int(m.group(2)), np.float32(m.group(1)),
                                 np.float32)
                 if m.group(3) == "bf16":
@@ -662,19 +727,29 @@ class Kernel:
             return pure(max)
         if name == "arith.cmpi":
             pred = int(_prop(op, "predicate").split(":")[0])
-            width = _width(op.types.split("(")[1].split(",")[0].strip())
+            operand = op.types.split("(")[1].split(",")[0].strip()
+            if operand.startswith("vector<"):
+                if _CMPI[pred] not in ("eq", "ne"):
+                    raise InterpreterError("vector arith.cmpi other than eq / ne")
+                eq = _CMPI[pred] == "eq"
+                return pure(lambda a, b: (np.asarray(a) == np.asarray(b)) == eq)
+            width = _width(operand)
             return pure(lambda a, b: _cmpi(pred, a, b, width))
         if name == "arith.cmpf":
             pred = int(_prop(op, "predicate").split(":")[0])
             return pure(lambda a, b: _cmpf(pred, a, b))
         if name == "arith.select":
-            return pure(lambda c, a, b: a if c else b)
+            return pure(lambda c, a, b: np.where(c, a, b) if np.ndim(c)
+                        else (a if c else b))
         if name in ("arith.index_cast", "arith.extsi", "arith.trunci"):
             return pure(lambda a: _wrap(a, bits))
         if name == "arith.extui":
             src = _width(op.types.split("(")[1].split(")")[0].strip())
             return pure(lambda a: _unsigned(a, src))
         if name == "arith.bitcast":
+            if ty.startswith("vector<"):
+                # i8 and fp8 vectors both hold their bits as uint8.
+                return pure(lambda a: np.asarray(a).view(_vector_dtype(ty)))
             return pure(_bitcast_f32_to_i32 if ty == "i32" else
                         _bitcast_i32_to_f32)
         floats = {"arith.addf": np.add, "arith.subf": np.subtract,
@@ -694,6 +769,19 @@ class Kernel:
                 with np.errstate(all="ignore"):
                     return _scalar(np.exp(_floats(a)))
             return pure(exp)
+        if name == "math.absf":
+            return pure(lambda a: _scalar(np.abs(_floats(a))))
+        if name == "math.fma":
+            return pure(lambda a, b, c: _scalar(
+                np.float32(1) * (_floats(a).astype(np.float64) *
+                                 _floats(b) + _floats(c))))
+        if name == "vector.reduction":
+            kind = re.search(r"#vector.kind<(\w+)>", op.props).group(1)
+            fn = {"maximumf": np.max, "minimumf": np.min, "add": np.sum}[kind]
+            if kind == "add" and "f32" in ty:
+                raise InterpreterError("vector.reduction add of floats "
+                                       "(order unspecified)")
+            return pure(lambda a: _scalar(fn(_floats(a))))
         if name == "math.sqrt":
             return pure(lambda a: _scalar(np.sqrt(_floats(a))))
         if name == "arith.extf":
@@ -705,6 +793,9 @@ class Kernel:
                     np.float32)
                 return out[0] if a.ndim == 0 else out
             return pure(extend)
+        if name == "arith.truncf" and "xf8E4M3FN" in ty:
+            table = _FP8_FNUZ if "xf8E4M3FNUZ>" in ty else _FP8_FN
+            return pure(lambda a: _to_fp8(np.asarray(a, np.float32), table))
         if name == "arith.truncf":
             def truncate(a):
                 a = np.asarray(a, np.float32)
