@@ -845,6 +845,42 @@ class Kernel:
                 r"mask = array<i64: ([\d, ]+)>", op.props).group(1).split(",")]
             return pure(lambda a, b: np.concatenate(
                 [np.atleast_1d(a), np.atleast_1d(b)])[mask])
+        if name == "memref.cast":
+            return pure(lambda m: m)
+        if name == "memref.subview":
+            dynamic = -9223372036854775808
+            statics = {key: [int(v) for v in re.search(
+                key + r" = array<i64: ([-\d, ]+)>", op.props).group(1).split(",")]
+                for key in ("static_offsets", "static_sizes", "static_strides")}
+            if any(v != 1 for v in statics["static_strides"]):
+                raise InterpreterError("memref.subview with strides")
+            m = re.fullmatch(r"memref<([?\dx]+)x\w+(, .*)?>", ty)
+            result_rank = len(m.group(1).split("x"))
+
+            def subview(source, *dims):
+                dims = list(dims)
+                offsets = [dims.pop(0) if v == dynamic else v
+                           for v in statics["static_offsets"]]
+                sizes = [dims.pop(0) if v == dynamic else v
+                         for v in statics["static_sizes"]]
+                view = source.array[tuple(slice(o, o + n) for o, n in
+                                          zip(offsets, sizes))]
+                if any(o + n > d for o, n, d in
+                       zip(offsets, sizes, source.array.shape)):
+                    raise InterpreterError("memref.subview past its source")
+                if view.ndim != result_rank:
+                    view = view.reshape([n for n in sizes if n != 1]
+                                        if result_rank < view.ndim else sizes)
+                return MemRef(view)
+            return pure(subview)
+        if name == "vector.extract_strided_slice":
+            m = re.search(r"offsets = \[(\d+)\], sizes = \[(\d+)\], "
+                          r"strides = \[1\]", op.props)
+            if not m:
+                raise InterpreterError("vector.extract_strided_slice of more "
+                                       "than one dimension or stride")
+            at, n = int(m.group(1)), int(m.group(2))
+            return pure(lambda a: np.array(a[at:at + n]))
         if name == "memref.view":
             m = re.fullmatch(r"memref<([\dx]+)x(\w+)(, .*)?>", ty)
             if not m:
