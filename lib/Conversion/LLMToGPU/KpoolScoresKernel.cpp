@@ -22,11 +22,14 @@
 // products q . K_p over the head dimension (B fragments read straight from
 // the paged index pool, the pool's row found through the block table,
 // contiguous along the head dimension; pools past the visible ones clamped
-// to the last), then w[t, h] relu(.) into workgroup memory [4, heads, n];
-// after a barrier thread i < 4 n sums its pool's heads in head order (the
-// generic kernel's order) and stores the score times scale; a barrier
-// before the next group rewrites the buffer. The dot products are fp32
-// accumulations of exact bf16 products in the instruction's order.
+// to the last), then w[t, h] relu(.) added per column (pool) in the lane's
+// registers over the row tiles and fragment pieces, and across the lanes
+// holding the column's other rows by XOR shuffles over the row bits of the
+// C layout; the lanes of row 0 store the score times scale. No workgroup
+// memory and no barrier. The dot products are fp32 accumulations of exact
+// bf16 products in the instruction's order; the head sum's order is the
+// lanes' tree (not the generic kernel's head order: the scores may differ
+// from it in the last bits).
 //
 // Only what FragmentLayout describes depends on the target: mma.sync on
 // sm_90, MFMA on gfx942 / gfx950.
