@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
+from run_grouped_experts import round_bf16  # noqa: E402
 from run_linear import bf16, launch_grid  # noqa: E402
 
 SPLIT_SLOTS = 64        # MlaSplit.h kMlaSplitSlots
@@ -92,11 +93,7 @@ def main():
                 if c == 0:
                     want, size = np.zeros(R), np.ones(R)
                 else:
-                    q16 = (qa[t, h].view(np.uint32).astype(np.uint64) +
-                           0x7FFF + ((qa[t, h].view(np.uint32) >> 16) & 1))
-                    q16 = ((q16 >> 16) << 16).astype(np.uint32).view(
-                        np.float32).astype(np.float64)   # qa rounded to bf16
-                    s = args.scale * (rows @ q16)
+                    s = args.scale * (rows @ round_bf16(qa[t, h]))
                     p = np.exp(s - s.max())
                     p /= p.sum()
                     want = p @ rows
