@@ -18,6 +18,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 
+#include "dialects/llm/IR/LLMDialect.h"
+
 namespace mlir::strata {
 
 #define GEN_PASS_DECL

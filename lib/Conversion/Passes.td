@@ -49,7 +49,9 @@ def ConvertLLMToKernelPass : Pass<"convert-llm-to-kernel", "ModuleOp"> {
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::func::FuncDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
-    "::mlir::scf::SCFDialect"
+    "::mlir::scf::SCFDialect",
+    // #llm.kernel on the outlined functions.
+    "::mlir::strata::llm::LLMDialect"
   ];
 }
 
@@ -113,13 +115,16 @@ def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
   let summary = "choose how a GPU target builds each llm.kernel function";
   let description = [{
     For the TargetInfo of `chip`, marks every `llm.kernel` function with
-    `llm.gpu_strategy`, the builder that makes its GPU kernel:
-    `tiled_matmul` (linears, lm_head's logits, o_proj with mHC's residual
-    write), `grouped_experts` (moe_up / moe_down), `dense_matmul` (the dense
-    projections, MLA's absorb / project), `mla_attend`, `kda_chunk`,
-    `kpool_scores` — each a matrix-unit builder of lib/Conversion/LLMToGPU
-    that accepted the function (it is built once into a scratch module) —
-    else `generic` (convert-kernels-to-gpu's rows over the grid and threads
+    `llm.gpu_strategy` (a `#llm.gpu_strategy`), the builder that makes its
+    GPU kernel: `tiled_matmul` (linears, lm_head's logits, o_proj with mHC's
+    residual write), `grouped_experts` (moe_up / moe_down), `dense_matmul`
+    (the dense projections, MLA's absorb / project), `mla_attend`,
+    `mla_combine`, `moe_select`, `kda_chunk`, `kpool_scores`,
+    `kpool_select`, `mhc_mix`, `mhc_pre` — each a matrix-unit builder of
+    lib/Conversion/LLMToGPU that accepted the function (it is built once
+    into a scratch module; the builders read the arguments by the roles of
+    the function's `#llm.kernel`, and a function without roles keeps the
+    generic kernel) — else `generic` (convert-kernels-to-gpu's rows over the grid and threads
     within a row). A `_rows` twin (`llm.rows_twin`) of a matrix kernel that
     takes every step size (it has a decode form) is marked `empty_twin`.
     With `remarks`, each kernel a builder declines gets a remark with the
@@ -127,11 +132,12 @@ def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
 
     ```mlir
     func.func @linear_3(%x: memref<?x256xbf16>, %w: memref<2x256xbf16>, %y: memref<?x2xbf16>)
-        attributes {llm.kernel = "...", llm.linear_kernel}
+        attributes {llm.kernel = #llm.kernel<"...", roles = [x, weight, out]>,
+                    llm.linear_kernel}
     ```
     becomes (sm_90: N = 2 does not tile)
     ```mlir
-    func.func @linear_3(...) attributes {llm.gpu_strategy = "generic", ...}
+    func.func @linear_3(...) attributes {llm.gpu_strategy = #llm.gpu_strategy<generic>, ...}
     ```
   }];
   let options = [
@@ -139,6 +145,45 @@ def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
            "GPU chip: gfx942, gfx950, sm_90 or sm_90a">,
     Option<"remarks", "remarks", "bool", "false",
            "A remark for every declined kernel and every emptied twin">
+  ];
+  let dependentDialects = [
+    "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect", "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"
+  ];
+}
+
+def BuildStrategyKernelsPass : Pass<"build-strategy-kernels", "ModuleOp"> {
+  let summary = "build each llm.kernel function's GPU kernel by its strategy";
+  let description = [{
+    After `select-kernel-strategy` on the same `chip`: every function whose
+    `llm.gpu_strategy` names a matrix-unit or SIMT builder becomes a
+    `gpu.func` of the same name and arguments in the `strata_kernels`
+    `gpu.module`, built by that strategy's builder (one per strategy,
+    `buildKernelByStrategy`), which records the grid it chose
+    (`strata.matrix_grid`, LaunchGridAttr.h) beside its matrix instruction
+    (`strata.mma`); the function is erased. An `empty_twin`
+    keeps an empty body; `generic` functions stay for
+    `convert-kernels-to-gpu`. A builder that refuses a function it accepted
+    during the selection is an error naming its reason.
+
+    ```mlir
+    func.func @linear_0(%x: memref<?x256xbf16>, %w: memref<128x256xbf16>, %y: memref<?x128xbf16>)
+        attributes {llm.gpu_strategy = #llm.gpu_strategy<tiled_matmul>, ...}
+    ```
+    becomes
+    ```mlir
+    gpu.module @strata_kernels {
+      gpu.func @linear_0(%x: memref<?x256xbf16>, ...) kernel
+          attributes {strata.matrix_grid = [...], strata.mma = "...", ...}
+    }
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", "\"sm_90\"",
+           "GPU chip: gfx942, gfx950, sm_90 or sm_90a">
   ];
   let dependentDialects = [
     "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",

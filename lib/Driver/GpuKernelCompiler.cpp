@@ -18,6 +18,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include "lib/Conversion/KernelToGPU/KernelToGPU.h"
+#include "lib/Conversion/LLMToGPU/LaunchGridAttr.h"
 #include "lib/Conversion/LLMToGPU/LinearKernel.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
@@ -66,51 +67,22 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
 
   OwningOpRef<ModuleOp> lowered = module.clone();
   // The strategy of every kernel function (select-kernel-strategy), then
-  // the matrix-unit kernels of the same name and arguments built by their
-  // strategy's builder, their `_rows` twins that have no work left built
-  // empty; the generic ones stay for convert-kernels-to-gpu.
+  // the matrix-unit and SIMT kernels of the same name and arguments built by
+  // their strategy's builder, their `_rows` twins that have no work left
+  // built empty (build-strategy-kernels); the generic ones stay for
+  // convert-kernels-to-gpu.
   if (codegen.matrixUnits) {
-    PassManager select(module.getContext());
-    SelectKernelStrategyPassOptions options;
-    options.chip = chip.str();
-    options.remarks = codegen.strategyRemarks;
-    select.addPass(createSelectKernelStrategyPass(options));
-    if (failed(select.run(*lowered)))
-      return module.emitError("choosing the kernels' strategies failed");
-  }
-  llvm::StringMap<MatmulKernelFunction> matmuls;
-  for (auto func :
-       llvm::make_early_inc_range(lowered->getOps<func::FuncOp>())) {
-    auto strategy = func->getAttrOfType<StringAttr>(kGpuStrategyAttrName);
-    if (!strategy || strategy.getValue() == kStrategyGeneric)
-      continue;
-    if (strategy.getValue() == kStrategyEmptyTwin) {
-      Block &body = func.getBody().front();
-      body.clear();
-      OpBuilder b(module.getContext());
-      b.setInsertionPointToEnd(&body);
-      func::ReturnOp::create(b, func.getLoc());
-      continue;
-    }
-    auto gpuModule =
-        lowered->lookupSymbol<gpu::GPUModuleOp>(kGpuKernelModuleName);
-    OpBuilder b(module.getContext());
-    if (!gpuModule) {
-      b.setInsertionPointToEnd(lowered->getBody());
-      gpuModule = gpu::GPUModuleOp::create(b, lowered->getLoc(),
-                                           kGpuKernelModuleName);
-      (*lowered)->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                          b.getUnitAttr());
-    }
-    std::string why;
-    FailureOr<MatmulKernelFunction> matmul =
-        buildMatmulKernelFunction(b, gpuModule, func, *target, why);
-    if (failed(matmul))
-      return func.emitError() << chip << ": the " << strategy.getValue()
-                              << " builder accepted kernel '"
-                              << func.getSymName() << "' once, then: " << why;
-    matmuls[func.getSymName()] = *matmul;
-    func.erase();
+    PassManager strategies(module.getContext());
+    SelectKernelStrategyPassOptions select;
+    select.chip = chip.str();
+    select.remarks = codegen.strategyRemarks;
+    strategies.addPass(createSelectKernelStrategyPass(select));
+    BuildStrategyKernelsPassOptions build;
+    build.chip = chip.str();
+    strategies.addPass(createBuildStrategyKernelsPass(build));
+    if (failed(strategies.run(*lowered)))
+      return module.emitError(
+          "building the kernels by their strategies failed");
   }
 
   PassManager pm(module.getContext());
@@ -143,11 +115,15 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       library.smallStepSharedMemory.back().assign(small.asArrayRef().begin(),
                                                   small.asArrayRef().end());
     std::array<GpuGridDim, 3> dims;
-    auto matmul = matmuls.find(kernel.name);
-    if (matmul != matmuls.end()) {
+    if (auto built = func->getAttrOfType<ArrayAttr>(kMatrixGridAttrName)) {
       // Each builder chose its kernel's grid (LinearKernel.h).
-      kernel.launch->matrixInstruction = matmul->second.tiling.mma.mnemonic;
-      library.grids.push_back(matmul->second.grid);
+      FailureOr<GpuGrid> grid = decodeGrid(built);
+      if (failed(grid))
+        return module.emitError("GPU kernel '")
+               << kernel.name << "' has a malformed " << kMatrixGridAttrName;
+      if (auto mma = func->getAttrOfType<StringAttr>("strata.mma"))
+        kernel.launch->matrixInstruction = mma.getValue().str();
+      library.grids.push_back(*grid);
       library.scratch.emplace_back();
       continue;
     }

@@ -2,16 +2,34 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// Verifiers of the `llm` attributes (definitions in LLMAttrs.td). Each
-// message has a case in test/Dialect/llm/invalid.mlir
+// Verifiers of the `llm` attributes (definitions in LLMAttrs.td), the
+// assembly of `#llm.kernel` and the checks of the kernel contract on kernel
+// functions (LLMDialect::verifyOperationAttribute). Each message has a case
+// in test/Dialect/llm/invalid.mlir or kernel-contract-invalid.mlir
 // (test/Dialect/llm/verifier-coverage.test).
 //
 //===----------------------------------------------------------------------===//
 
 #include "dialects/llm/IR/LLMDialect.h"
 
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/TypeSwitch.h"
+
 using namespace mlir;
 using namespace mlir::strata::llm;
+
+#define GET_ATTRDEF_CLASSES
+#include "dialects/llm/IR/LLMAttrs.cpp.inc"
+
+void LLMDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "dialects/llm/IR/LLMAttrs.cpp.inc"
+      >();
+}
 
 LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                 RankGroup group, int64_t dim, int64_t parts) {
@@ -19,5 +37,162 @@ LogicalResult ShardAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "shard dimension must be >= 0, got " << dim;
   if (parts < 1)
     return emitError() << "shard parts must be >= 1, got " << parts;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// #llm.kernel
+//===----------------------------------------------------------------------===//
+
+// #llm.kernel<"key"> or #llm.kernel<"key", roles = [x, weight, out]>
+Attribute KernelAttr::parse(AsmParser &parser, Type) {
+  std::string key;
+  if (parser.parseLess() || parser.parseString(&key))
+    return {};
+  SmallVector<KernelRole> roles;
+  if (succeeded(parser.parseOptionalComma())) {
+    auto parseRole = [&]() -> ParseResult {
+      FailureOr<KernelRole> role = FieldParser<KernelRole>::parse(parser);
+      if (failed(role))
+        return failure();
+      roles.push_back(*role);
+      return success();
+    };
+    if (parser.parseKeyword("roles") || parser.parseEqual() ||
+        parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, parseRole))
+      return {};
+  }
+  if (parser.parseGreater())
+    return {};
+  return parser.getChecked<KernelAttr>(parser.getContext(), key, roles);
+}
+
+void KernelAttr::print(AsmPrinter &printer) const {
+  printer << "<";
+  printer.printString(getKey());
+  if (!getRoles().empty()) {
+    printer << ", roles = [";
+    llvm::interleaveComma(getRoles(), printer, [&](KernelRole role) {
+      printer << stringifyKernelRole(role);
+    });
+    printer << "]";
+  }
+  printer << ">";
+}
+
+LogicalResult KernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 StringRef key, ArrayRef<KernelRole> roles) {
+  if (key.empty())
+    return emitError() << "kernel key must not be empty";
+  llvm::SmallBitVector seen(getMaxEnumValForKernelRole() + 1);
+  for (KernelRole role : roles) {
+    auto bit = static_cast<unsigned>(role);
+    if (seen.test(bit))
+      return emitError() << "argument role '" << stringifyKernelRole(role)
+                         << "' appears twice";
+    seen.set(bit);
+  }
+  return success();
+}
+
+std::optional<unsigned> KernelAttr::argumentOf(KernelRole role) const {
+  for (auto [i, held] : llvm::enumerate(getRoles()))
+    if (held == role)
+      return i;
+  return std::nullopt;
+}
+
+namespace {
+
+/// The argument types a role admits.
+enum class RoleClass { Memref, IndexMemref, F32Memref, Coordinate };
+
+RoleClass classOf(KernelRole role) {
+  switch (role) {
+  case KernelRole::Chosen:
+  case KernelRole::SlotOrder:
+  case KernelRole::ExpertStarts:
+  case KernelRole::Selection:
+  case KernelRole::SelectionCounts:
+  case KernelRole::SeqStarts:
+  case KernelRole::BlockTable:
+  case KernelRole::Positions:
+  case KernelRole::SourceSlots:
+  case KernelRole::DestSlots:
+    return RoleClass::IndexMemref;
+  case KernelRole::WeightScales:
+  case KernelRole::UpScales:
+  case KernelRole::RouteWeights:
+    return RoleClass::F32Memref;
+  case KernelRole::ExpertCoordinate:
+    return RoleClass::Coordinate;
+  default:
+    return RoleClass::Memref;
+  }
+}
+
+/// Why `type` cannot hold `role`, or "" when it can.
+StringRef mismatch(KernelRole role, Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  switch (classOf(role)) {
+  case RoleClass::Memref:
+    return memref ? "" : "a memref";
+  case RoleClass::IndexMemref:
+    return memref && memref.getElementType().isInteger(32) ? ""
+                                                           : "a memref of i32";
+  case RoleClass::F32Memref:
+    return memref && memref.getElementType().isF32() ? "" : "a memref of f32";
+  case RoleClass::Coordinate:
+    return type.isInteger(64) ? "" : "an i64";
+  }
+  return "";
+}
+
+LogicalResult verifyKernelContract(Operation *op, KernelAttr kernel) {
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function)
+    return op->emitOpError("llm.kernel is only valid on a function");
+  ArrayRef<KernelRole> roles = kernel.getRoles();
+  // The roles describe the memref-level signature; an LLVM function's
+  // arguments are the expanded memref descriptors (the attribute rides
+  // along through the CPU and GPU binary lowerings).
+  if (roles.empty() || op->getName().getStringRef() == "llvm.func")
+    return success();
+  ArrayRef<Type> arguments = function.getArgumentTypes();
+  if (roles.size() != arguments.size())
+    return op->emitOpError("has ")
+           << roles.size() << " kernel argument roles for " << arguments.size()
+           << " arguments";
+  for (auto [i, role, type] : llvm::enumerate(roles, arguments)) {
+    StringRef expected = mismatch(role, type);
+    if (!expected.empty())
+      return op->emitOpError("argument ")
+             << i << " (role '" << stringifyKernelRole(role) << "') must be "
+             << expected << ", got " << type;
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (name == "llm.kernel") {
+    auto kernel = dyn_cast<KernelAttr>(attribute.getValue());
+    if (!kernel)
+      return op->emitOpError("llm.kernel must be a #llm.kernel, got ")
+             << attribute.getValue();
+    return verifyKernelContract(op, kernel);
+  }
+  if (name == "llm.gpu_strategy") {
+    if (!isa<GpuStrategyAttr>(attribute.getValue()))
+      return op->emitOpError("llm.gpu_strategy must be a #llm.gpu_strategy, "
+                             "got ")
+             << attribute.getValue();
+    if (!op->hasAttr("llm.kernel"))
+      return op->emitOpError(
+          "llm.gpu_strategy is only valid on an llm.kernel function");
+  }
   return success();
 }

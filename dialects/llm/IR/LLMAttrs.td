@@ -5,7 +5,9 @@
 // Attributes of the `llm` dialect. Numeric hyperparameters are plain
 // builtin attributes on each op (I64Attr, F32Attr); only choices between
 // algorithms get an enum here, plus the sharding vocabulary of tensor and
-// expert parallelism (`#llm.rank_group`, `#llm.shard`).
+// expert parallelism (`#llm.rank_group`, `#llm.shard`) and the contract of
+// the outlined kernel functions (`#llm.kernel` with its argument roles,
+// `#llm.gpu_strategy`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -88,5 +90,234 @@ def LLM_ShardAttr : LLM_Attr<"Shard", "shard"> {
 
 def LLM_ShardArrayAttr : TypedArrayAttrBase<LLM_ShardAttr,
     "array of #llm.shard">;
+
+//===----------------------------------------------------------------------===//
+// The kernel contract
+//===----------------------------------------------------------------------===//
+
+def LLM_KernelRoleX : I32EnumAttrCase<"X", 0, "x">;
+def LLM_KernelRoleOut : I32EnumAttrCase<"Out", 1, "out">;
+def LLM_KernelRoleWeight : I32EnumAttrCase<"Weight", 2, "weight">;
+def LLM_KernelRoleWeightScales : I32EnumAttrCase<"WeightScales", 3, "weight_scales">;
+def LLM_KernelRoleUpWeight : I32EnumAttrCase<"UpWeight", 4, "up_weight">;
+def LLM_KernelRoleUpScales : I32EnumAttrCase<"UpScales", 5, "up_scales">;
+def LLM_KernelRoleSlotSum : I32EnumAttrCase<"SlotSum", 6, "slot_sum">;
+def LLM_KernelRoleStreams : I32EnumAttrCase<"Streams", 7, "streams">;
+def LLM_KernelRoleStreamPost : I32EnumAttrCase<"StreamPost", 8, "stream_post">;
+def LLM_KernelRoleStreamComb : I32EnumAttrCase<"StreamComb", 9, "stream_comb">;
+def LLM_KernelRoleChosen : I32EnumAttrCase<"Chosen", 10, "chosen">;
+def LLM_KernelRoleRouteWeights : I32EnumAttrCase<"RouteWeights", 11, "route_weights">;
+def LLM_KernelRoleSlotOrder : I32EnumAttrCase<"SlotOrder", 12, "slot_order">;
+def LLM_KernelRoleExpertStarts : I32EnumAttrCase<"ExpertStarts", 13, "expert_starts">;
+def LLM_KernelRoleExpertCoordinate : I32EnumAttrCase<"ExpertCoordinate", 14, "expert_coordinate">;
+def LLM_KernelRoleCorrectionBias : I32EnumAttrCase<"CorrectionBias", 15, "correction_bias">;
+def LLM_KernelRoleLatentPool : I32EnumAttrCase<"LatentPool", 16, "latent_pool">;
+def LLM_KernelRoleIndexPool : I32EnumAttrCase<"IndexPool", 17, "index_pool">;
+def LLM_KernelRoleSelection : I32EnumAttrCase<"Selection", 18, "selection">;
+def LLM_KernelRoleSelectionCounts : I32EnumAttrCase<"SelectionCounts", 19, "selection_counts">;
+def LLM_KernelRoleSeqStarts : I32EnumAttrCase<"SeqStarts", 20, "seq_starts">;
+def LLM_KernelRoleBlockTable : I32EnumAttrCase<"BlockTable", 21, "block_table">;
+def LLM_KernelRolePositions : I32EnumAttrCase<"Positions", 22, "positions">;
+def LLM_KernelRoleSplitParts : I32EnumAttrCase<"SplitParts", 23, "split_parts">;
+def LLM_KernelRoleHeadWeights : I32EnumAttrCase<"HeadWeights", 24, "head_weights">;
+def LLM_KernelRoleScores : I32EnumAttrCase<"Scores", 25, "scores">;
+def LLM_KernelRoleKey : I32EnumAttrCase<"Key", 26, "key">;
+def LLM_KernelRoleValue : I32EnumAttrCase<"Value", 27, "value">;
+def LLM_KernelRoleDecay : I32EnumAttrCase<"Decay", 28, "decay">;
+def LLM_KernelRoleBeta : I32EnumAttrCase<"Beta", 29, "beta">;
+def LLM_KernelRoleRecurrentState : I32EnumAttrCase<"RecurrentState", 30, "recurrent_state">;
+def LLM_KernelRoleSourceSlots : I32EnumAttrCase<"SourceSlots", 31, "source_slots">;
+def LLM_KernelRoleDestSlots : I32EnumAttrCase<"DestSlots", 32, "dest_slots">;
+def LLM_KernelRoleMixWeight : I32EnumAttrCase<"MixWeight", 33, "mix_weight">;
+def LLM_KernelRoleMixParts : I32EnumAttrCase<"MixParts", 34, "mix_parts">;
+def LLM_KernelRoleMixBase : I32EnumAttrCase<"MixBase", 35, "mix_base">;
+def LLM_KernelRoleMixScale : I32EnumAttrCase<"MixScale", 36, "mix_scale">;
+def LLM_KernelRoleXNormWeight : I32EnumAttrCase<"XNormWeight", 37, "x_norm_weight">;
+
+def LLM_KernelRole : I32EnumAttr<"KernelRole",
+    "what a kernel function's argument holds",
+    [LLM_KernelRoleX,
+     LLM_KernelRoleOut,
+     LLM_KernelRoleWeight,
+     LLM_KernelRoleWeightScales,
+     LLM_KernelRoleUpWeight,
+     LLM_KernelRoleUpScales,
+     LLM_KernelRoleSlotSum,
+     LLM_KernelRoleStreams,
+     LLM_KernelRoleStreamPost,
+     LLM_KernelRoleStreamComb,
+     LLM_KernelRoleChosen,
+     LLM_KernelRoleRouteWeights,
+     LLM_KernelRoleSlotOrder,
+     LLM_KernelRoleExpertStarts,
+     LLM_KernelRoleExpertCoordinate,
+     LLM_KernelRoleCorrectionBias,
+     LLM_KernelRoleLatentPool,
+     LLM_KernelRoleIndexPool,
+     LLM_KernelRoleSelection,
+     LLM_KernelRoleSelectionCounts,
+     LLM_KernelRoleSeqStarts,
+     LLM_KernelRoleBlockTable,
+     LLM_KernelRolePositions,
+     LLM_KernelRoleSplitParts,
+     LLM_KernelRoleHeadWeights,
+     LLM_KernelRoleScores,
+     LLM_KernelRoleKey,
+     LLM_KernelRoleValue,
+     LLM_KernelRoleDecay,
+     LLM_KernelRoleBeta,
+     LLM_KernelRoleRecurrentState,
+     LLM_KernelRoleSourceSlots,
+     LLM_KernelRoleDestSlots,
+     LLM_KernelRoleMixWeight,
+     LLM_KernelRoleMixParts,
+     LLM_KernelRoleMixBase,
+     LLM_KernelRoleMixScale,
+     LLM_KernelRoleXNormWeight]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::strata::llm";
+}
+
+def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
+  let summary = "an outlined kernel function: its identity and its arguments' roles";
+  let description = [{
+    On every kernel function of `convert-llm-to-kernel` (as the discardable
+    attribute `llm.kernel`). `key` tells kernels apart: one function per
+    distinct (op name, attributes, argument types, kernel name). `roles`,
+    where present, names what each argument holds, one role per argument in
+    order, each role once: the GPU strategies' builders look their
+    arguments up by role instead of by position. Kernels that only the
+    generic thread mapping builds carry no roles.
+
+    The verifier checks the roles against the function's signature (a
+    `func.func` or `gpu.func`; an `llvm.func` lowered from one carries the
+    attribute unchecked, its memrefs expanded): as many roles as arguments, no role twice, index roles (`chosen`, `slot_order`,
+    `expert_starts`, `selection`, `selection_counts`, `seq_starts`,
+    `block_table`, `positions`, `source_slots`, `dest_slots`) on memrefs of
+    i32, scale roles (`weight_scales`, `up_scales`, `route_weights`) on
+    memrefs of f32, `expert_coordinate` on an i64 and every other role on a
+    memref.
+
+    Roles:
+    * `x`: the rows' input: the step's tokens' activations (queries, logits).
+    * `out`: the result the kernel writes (in place for an in/out buffer).
+    * `weight`: a matmul's weight (a SwiGLU pair's gate, moe_down's down projection).
+    * `weight_scales`: the fp8 block scales of `weight`.
+    * `up_weight`: a SwiGLU pair's up projection.
+    * `up_scales`: the fp8 block scales of `up_weight`.
+    * `slot_sum`: rows added to the result, summed over each token's top-k slots.
+    * `streams`: mHC residual streams [T, hc, D].
+    * `stream_post`: mHC post weights [T, hc].
+    * `stream_comb`: mHC combination matrices [T, hc, hc].
+    * `chosen`: each token's routed experts [T, top_k].
+    * `route_weights`: each token's routing weights [T, top_k].
+    * `slot_order`: the MoE slots grouped by expert.
+    * `expert_starts`: the first slot of each expert in `slot_order` (E + 1).
+    * `expert_coordinate`: the rank's expert-parallel coordinate (i64).
+    * `correction_bias`: the router's per-expert selection bias.
+    * `latent_pool`: MLA's paged latent cache.
+    * `index_pool`: the indexer's paged pooled keys.
+    * `selection`: each token's selected cache rows.
+    * `selection_counts`: how many rows of `selection` each token uses.
+    * `seq_starts`: N + 1 cumulative token offsets of the step's requests.
+    * `block_table`: each request's cache pages.
+    * `positions`: each token's position in its request.
+    * `split_parts`: flash-decoding partial results (MlaSplit.h).
+    * `head_weights`: the indexer's per-token head weights.
+    * `scores`: the indexer's pool scores.
+    * `key`: KDA's prepared keys.
+    * `value`: KDA's prepared values.
+    * `decay`: KDA's per-channel log decays.
+    * `beta`: KDA's per-head write strengths.
+    * `recurrent_state`: KDA's state slots (in place).
+    * `source_slots`: each request's state slot read.
+    * `dest_slots`: each request's state slot written.
+    * `mix_weight`: mHC's mixing projection.
+    * `mix_parts`: mHC's partial mixing sums per slice.
+    * `mix_base`: mHC's mixing bias.
+    * `mix_scale`: mHC's mixing scales.
+    * `x_norm_weight`: the weight of the norm mhc_pre applies to its output.
+
+    ```mlir
+    func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,
+                        %y: memref<?x32xbf16>)
+        attributes {llm.kernel = #llm.kernel<"llm.linear (...) linear",
+                                             roles = [x, weight, out]>}
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the kernel's identity">:$key,
+                        OptionalArrayRefParameter<"::mlir::strata::llm::KernelRole">:$roles);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The argument that holds `role`, if any.
+    std::optional<unsigned> argumentOf(KernelRole role) const;
+    /// True when some argument holds `role`.
+    bool has(KernelRole role) const { return argumentOf(role).has_value(); }
+  }];
+}
+
+def LLM_GpuStrategyGeneric : I32EnumAttrCase<"Generic", 0, "generic">;
+def LLM_GpuStrategyTiledMatmul : I32EnumAttrCase<"TiledMatmul", 1, "tiled_matmul">;
+def LLM_GpuStrategyGroupedExperts : I32EnumAttrCase<"GroupedExperts", 2, "grouped_experts">;
+def LLM_GpuStrategyDenseMatmul : I32EnumAttrCase<"DenseMatmul", 3, "dense_matmul">;
+def LLM_GpuStrategyMlaAttend : I32EnumAttrCase<"MlaAttend", 4, "mla_attend">;
+def LLM_GpuStrategyMlaCombine : I32EnumAttrCase<"MlaCombine", 5, "mla_combine">;
+def LLM_GpuStrategyMoeSelect : I32EnumAttrCase<"MoeSelect", 6, "moe_select">;
+def LLM_GpuStrategyKdaChunk : I32EnumAttrCase<"KdaChunk", 7, "kda_chunk">;
+def LLM_GpuStrategyKpoolScores : I32EnumAttrCase<"KpoolScores", 8, "kpool_scores">;
+def LLM_GpuStrategyKpoolSelect : I32EnumAttrCase<"KpoolSelect", 9, "kpool_select">;
+def LLM_GpuStrategyMhcMix : I32EnumAttrCase<"MhcMix", 10, "mhc_mix">;
+def LLM_GpuStrategyMhcPre : I32EnumAttrCase<"MhcPre", 11, "mhc_pre">;
+def LLM_GpuStrategyEmptyTwin : I32EnumAttrCase<"EmptyTwin", 12, "empty_twin">;
+
+def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
+    "how a GPU target builds a kernel function",
+    [LLM_GpuStrategyGeneric,
+     LLM_GpuStrategyTiledMatmul,
+     LLM_GpuStrategyGroupedExperts,
+     LLM_GpuStrategyDenseMatmul,
+     LLM_GpuStrategyMlaAttend,
+     LLM_GpuStrategyMlaCombine,
+     LLM_GpuStrategyMoeSelect,
+     LLM_GpuStrategyKdaChunk,
+     LLM_GpuStrategyKpoolScores,
+     LLM_GpuStrategyKpoolSelect,
+     LLM_GpuStrategyMhcMix,
+     LLM_GpuStrategyMhcPre,
+     LLM_GpuStrategyEmptyTwin]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::strata::llm";
+}
+
+def LLM_GpuStrategyAttr : EnumAttr<LLM_Dialect, LLM_GpuStrategy, "gpu_strategy"> {
+  let summary = "the builder a GPU target makes a kernel function with";
+  let description = [{
+    Set on every `llm.kernel` function by `select-kernel-strategy` (as the
+    discardable attribute `llm.gpu_strategy`); the GPU kernel compiler builds
+    each kernel by it. A matrix-unit strategy is chosen when its builder
+    accepts the function on the chip, else `generic` (with a remark saying
+    why).
+
+    * `generic`: the scalar loops mapped to threads (KernelToGPU).
+    * `tiled_matmul`: a linear (llm.linear, lm_head's logits, mhc_post_linear) as a tiled matmul with decode split forms.
+    * `grouped_experts`: moe_up / moe_down as grouped matmuls over the slots sorted by expert.
+    * `dense_matmul`: a dense projection's matmul with its epilogue (SwiGLU, store, slot sum).
+    * `mla_attend`: sparse MLA attention, the heads of a block sharing each gathered latent row.
+    * `mla_combine`: the combine step of split MLA attention.
+    * `moe_select`: the router's top-k as races over a block's threads.
+    * `kda_chunk`: chunked KDA with the chunk products on the matrix units.
+    * `kpool_scores`: the indexer's pool scores on the matrix units.
+    * `kpool_select`: the indexer's top-k as a radix select.
+    * `mhc_mix`: mHC's mixing projection per (token tile, slice).
+    * `mhc_pre`: mHC's Sinkhorn on subgroup shuffles.
+    * `empty_twin`: a `_rows` twin whose matrix kernel takes every step size: built empty.
+
+    ```mlir
+    llm.gpu_strategy = #llm.gpu_strategy<tiled_matmul>
+    ```
+  }];
+  let assemblyFormat = "`<` $value `>`";
+}
 
 #endif // STRATA_DIALECTS_LLM_IR_LLMATTRS_TD

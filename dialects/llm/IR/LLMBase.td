@@ -53,10 +53,15 @@ def LLM_Dialect : Dialect {
   ];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
+  // `llm.kernel` and `llm.gpu_strategy` on kernel functions (LLMAttrs.cpp).
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Registers the types of LLMTypes.td (defined in LLMTypes.cpp, where
     /// the type storage classes are complete).
     void registerTypes();
+    /// Registers the attributes of LLMAttrs.td (defined in LLMAttrs.cpp,
+    /// where the attribute storage classes are complete).
+    void registerAttributes();
   }];
 }
 

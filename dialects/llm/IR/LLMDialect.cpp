@@ -20,17 +20,11 @@ using namespace mlir::strata::llm;
 #include "dialects/llm/IR/LLMDialect.cpp.inc"
 #include "dialects/llm/IR/LLMEnums.cpp.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "dialects/llm/IR/LLMAttrs.cpp.inc"
-
 void LLMDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "dialects/llm/IR/LLMOps.cpp.inc"
       >();
   registerTypes();
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "dialects/llm/IR/LLMAttrs.cpp.inc"
-      >();
+  registerAttributes();
 }

@@ -897,7 +897,12 @@ struct ConvertKernelsToGPUPass
                                            func.getFunctionType());
       kernel->setAttr(gpu::GPUDialect::getKernelFuncAttrName(),
                       b.getUnitAttr());
-      kernel->setAttr(kKernelAttrName, func->getAttr(kKernelAttrName));
+      // The key only: the thread mapping does not read the roles, and a
+      // scratch argument may follow the function's own.
+      auto contract = func->getAttrOfType<llm::KernelAttr>(kKernelAttrName);
+      kernel->setAttr(kKernelAttrName,
+                      llm::KernelAttr::get(b.getContext(), contract.getKey(),
+                                           /*roles=*/{}));
       kernel.getBody().takeBody(func.getBody());
       Block &body = kernel.getBody().front();
       Operation *ret = body.getTerminator();

@@ -51,11 +51,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -139,7 +141,7 @@ public:
     f32 = b.getF32Type();
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   Value load(Value m, ValueRange at) {
@@ -289,19 +291,20 @@ private:
 
 } // namespace
 
-void KdaChunkBuilder::build(gpu::GPUFuncOp func) {
+void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   ValueRange args = func.getArguments();
-  qn = args[0];
-  kn = args[1];
-  vn = args[2];
-  gl = args[3];
-  betas = args[4];
-  state = args[5];
-  positions = args[6];
-  starts = args[7];
-  src = args[8];
-  dst = args[9];
-  raw = args[10];
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  qn = at(KernelRole::X);
+  kn = at(KernelRole::Key);
+  vn = at(KernelRole::Value);
+  gl = at(KernelRole::Decay);
+  betas = at(KernelRole::Beta);
+  state = at(KernelRole::RecurrentState);
+  positions = at(KernelRole::Positions);
+  starts = at(KernelRole::SeqStarts);
+  src = at(KernelRole::SourceSlots);
+  dst = at(KernelRole::DestSlots);
+  raw = at(KernelRole::Out);
   int64_t d = s.headDim;
   SmallVector<Value> buffers;
   for (ArrayRef<int64_t> shape : staticBufferShapes(d, dp))
@@ -634,8 +637,9 @@ void KdaChunkBuilder::buildChunk() {
 
 gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const KdaChunk &shape, const MatrixInstruction &mi,
-    int64_t subgroupSize, int64_t workgroupMemoryBytes) {
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const KdaChunk &shape,
+    const MatrixInstruction &mi, int64_t subgroupSize,
+    int64_t workgroupMemoryBytes) {
   int64_t d = shape.headDim, dp = d / shape.parts;
   bool stageQueries =
       staticBufferBytes(d, dp) + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
@@ -645,7 +649,7 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
                         stageQueries)
-            .build(func);
+            .build(func, KernelArguments(roles));
       });
 }
 

@@ -43,11 +43,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -64,7 +66,7 @@ public:
     rowTiles = (s.heads + mi.m - 1) / mi.m;
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   /// (page, row in page) of index pool row `p` of the token's request.
@@ -97,15 +99,17 @@ private:
 
 } // namespace
 
-void KpoolScoresBuilder::build(gpu::GPUFuncOp func) {
+void KpoolScoresBuilder::build(gpu::GPUFuncOp func,
+                               const KernelArguments &roles) {
   ValueRange args = func.getArguments();
-  q = args[0];
-  weights = args[1];
-  pool = args[2];
-  positions = args[3];
-  starts = args[4];
-  blockTable = args[5];
-  scores = args[6];
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  q = at(KernelRole::X);
+  weights = at(KernelRole::HeadWeights);
+  pool = at(KernelRole::IndexPool);
+  positions = at(KernelRole::Positions);
+  starts = at(KernelRole::SeqStarts);
+  blockTable = at(KernelRole::BlockTable);
+  scores = at(KernelRole::Scores);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -244,12 +248,14 @@ void KpoolScoresBuilder::buildGroup(Value group) {
 
 gpu::GPUFuncOp mlir::strata::buildKpoolScoresKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const KpoolScores &shape, const MatrixInstruction &mi,
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
+    const KpoolScores &shape, const MatrixInstruction &mi,
     int64_t subgroupSize) {
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
-        KpoolScoresBuilder(builder, loc, shape, mi, subgroupSize).build(func);
+        KpoolScoresBuilder(builder, loc, shape, mi, subgroupSize)
+            .build(func, KernelArguments(roles));
       });
 }
 

@@ -38,12 +38,14 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToKernel/ScoreKey.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -64,7 +66,7 @@ public:
     i32 = b.getI32Type();
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   Value iadd(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
@@ -150,11 +152,14 @@ private:
 
 } // namespace
 
-void KpoolSelectBuilder::build(gpu::GPUFuncOp func) {
-  positions = func.getArgument(0);
-  scores = func.getArgument(1);
-  sel = func.getArgument(2);
-  counts = func.getArgument(3);
+void KpoolSelectBuilder::build(gpu::GPUFuncOp func,
+                               const KernelArguments &roles) {
+  ValueRange args = func.getArguments();
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  positions = at(KernelRole::Positions);
+  scores = at(KernelRole::Scores);
+  sel = at(KernelRole::Selection);
+  counts = at(KernelRole::SelectionCounts);
   hist = addWorkgroupBuffer(func, loc, {kBins}, i32);
   choice = addWorkgroupBuffer(func, loc, {2}, i32);
   tileTotals = addWorkgroupBuffer(func, loc, {2, subgroups}, i32);
@@ -381,11 +386,12 @@ void KpoolSelectBuilder::emitSelected(Value threshold, Value need) {
 
 gpu::GPUFuncOp mlir::strata::buildKpoolSelectKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const KpoolSelect &shape, const TargetInfo &target) {
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
+    const KpoolSelect &shape, const TargetInfo &target) {
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, kKpoolSelectThreads,
       /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
         KpoolSelectBuilder(builder, loc, shape, target.getSubgroupSize())
-            .build(func);
+            .build(func, KernelArguments(roles));
       });
 }

@@ -39,26 +39,13 @@ struct MatmulKernelFunction {
 };
 
 /// On an llm.kernel function after select-kernel-strategy: the builder a GPU
-/// target makes its kernel with, one of the kStrategy* names.
+/// target makes its kernel with, a #llm.gpu_strategy.
 inline constexpr llvm::StringLiteral kGpuStrategyAttrName = "llm.gpu_strategy";
-inline constexpr llvm::StringLiteral kStrategyGeneric = "generic";
-inline constexpr llvm::StringLiteral kStrategyTiledMatmul = "tiled_matmul";
-inline constexpr llvm::StringLiteral kStrategyGroupedExperts =
-    "grouped_experts";
-inline constexpr llvm::StringLiteral kStrategyDenseMatmul = "dense_matmul";
-inline constexpr llvm::StringLiteral kStrategyMlaAttend = "mla_attend";
-inline constexpr llvm::StringLiteral kStrategyMlaCombine = "mla_combine";
-inline constexpr llvm::StringLiteral kStrategyMoeSelect = "moe_select";
-inline constexpr llvm::StringLiteral kStrategyKdaChunk = "kda_chunk";
-inline constexpr llvm::StringLiteral kStrategyKpoolScores = "kpool_scores";
-inline constexpr llvm::StringLiteral kStrategyKpoolSelect = "kpool_select";
-inline constexpr llvm::StringLiteral kStrategyMhcMix = "mhc_mix";
-inline constexpr llvm::StringLiteral kStrategyMhcPre = "mhc_pre";
-inline constexpr llvm::StringLiteral kStrategyEmptyTwin = "empty_twin";
 
 /// The matrix-unit strategy whose builder takes `kernel`'s kind (by its
-/// attributes), "" when none does (select-kernel-strategy then tries it).
-StringRef matrixStrategyOf(func::FuncOp kernel);
+/// attributes), none when no builder does (select-kernel-strategy then
+/// tries it).
+std::optional<llm::GpuStrategy> matrixStrategyOf(func::FuncOp kernel);
 
 /// True when `kernel` is a plain linear kernel function (kLinearKernelAttrName:
 /// llm.linear's, lm_head's logits) or one with an epilogue
@@ -218,19 +205,14 @@ buildMhcPreKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,
                           std::string &why);
 
-/// True when `kernel` has a matrix-unit form on targets with matrix units
-/// (a linear, grouped-expert, dense-projection or mla_attend kernel
-/// function).
-bool isMatmulKernelFunction(func::FuncOp kernel);
-
-/// The matrix-unit form of `kernel` (buildLinearMatmulKernel,
-/// buildGroupedExpertMatmulKernel or buildDenseMatmulKernelFunction by its
-/// kind); fails with `why` for kernel functions of other ops and where those
-/// builders fail.
+/// The matrix-unit form of `kernel` by the builder of `strategy` (one
+/// builder per matrix strategy); fails with `why` where that builder
+/// refuses the kernel, and for `generic` and `empty_twin`, which no builder
+/// makes.
 FailureOr<MatmulKernelFunction>
-buildMatmulKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
-                          func::FuncOp kernel, const TargetInfo &target,
-                          std::string &why);
+buildKernelByStrategy(llm::GpuStrategy strategy, OpBuilder &builder,
+                      gpu::GPUModuleOp module, func::FuncOp kernel,
+                      const TargetInfo &target, std::string &why);
 
 } // namespace mlir::strata
 

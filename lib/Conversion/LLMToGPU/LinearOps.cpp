@@ -26,6 +26,7 @@
 
 #include "dialects/llm/IR/LLMOps.h"
 #include "dialects/llm/IR/LLMTypes.h"
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LinearKernel.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToGPU/Patterns.h"
@@ -34,6 +35,7 @@
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 /// The module's gpu.module @strata_kernels, created (and the module marked
 /// gpu.container_module) on first use.
@@ -159,19 +161,24 @@ static LogicalResult prepareMatmulModule(OpBuilder &builder,
 }
 
 /// The residual-write arguments of a matmul kernel function (hcMult > 0):
-/// R, post and comb at `first`, the result `y` [T, hcMult, n] like R, post
-/// [T, hcMult] and comb [T, hcMult, hcMult] f32. Returns the projection's
-/// own result type [T, n] (what describeLinearMatmul takes) or fails with
-/// `why`.
+/// the streams R, post and comb (by role), the result `y` [T, hcMult, n]
+/// like R, post [T, hcMult] and comb [T, hcMult, hcMult] f32. Returns the
+/// projection's own result type [T, n] (what describeLinearMatmul takes) or
+/// fails with `why`.
 static FailureOr<MemRefType>
-checkResidualWriteArgs(FunctionType type, unsigned first, int64_t hcMult,
-                       int64_t n, MemRefType y, std::string &why) {
+checkResidualWriteArgs(FunctionType type, const KernelArguments &roles,
+                       int64_t hcMult, int64_t n, MemRefType y,
+                       std::string &why) {
   int64_t dyn = ShapedType::kDynamic;
   Type f32 = Float32Type::get(type.getContext());
-  auto arg = [&](unsigned i) { return type.getInput(i); };
-  if (y.getShape() != ArrayRef<int64_t>({dyn, hcMult, n}) || arg(first) != y ||
-      arg(first + 1) != MemRefType::get({dyn, hcMult}, f32) ||
-      arg(first + 2) != MemRefType::get({dyn, hcMult, hcMult}, f32)) {
+  auto arg = [&](KernelRole role) {
+    return roles.type(type.getInputs(), role);
+  };
+  if (y.getShape() != ArrayRef<int64_t>({dyn, hcMult, n}) ||
+      arg(KernelRole::Streams) != y ||
+      arg(KernelRole::StreamPost) != MemRefType::get({dyn, hcMult}, f32) ||
+      arg(KernelRole::StreamComb) !=
+          MemRefType::get({dyn, hcMult, hcMult}, f32)) {
     why = "unexpected residual-write arguments";
     return failure();
   }
@@ -311,6 +318,59 @@ static std::string coverSmallSteps(func::FuncOp kernel, bool hasDecodeForm,
   return twin.getValue().str();
 }
 
+/// The argument roles of a matmul kernel function, x first (argument 0
+/// gives the step's rows to the grid and the step-size branches), every
+/// argument an identity-layout memref except the expert coordinate.
+static FailureOr<KernelArguments> matmulArguments(func::FuncOp kernel,
+                                                  std::string &why) {
+  FailureOr<KernelArguments> roles = KernelArguments::of(kernel, why);
+  if (failed(roles))
+    return failure();
+  if (roles->index(KernelRole::X) != 0u) {
+    why = "x is not argument 0 (the step's rows)";
+    return failure();
+  }
+  FunctionType type = kernel.getFunctionType();
+  for (auto [role, t] : llvm::zip_equal(roles->all(), type.getInputs())) {
+    auto m = dyn_cast<MemRefType>(t);
+    if (role != KernelRole::ExpertCoordinate &&
+        !(m && m.getLayout().isIdentity())) {
+      why = "expected identity-layout memrefs";
+      return failure();
+    }
+  }
+  if (type.getNumResults() != 0) {
+    why = "a kernel function returns nothing";
+    return failure();
+  }
+  return roles;
+}
+
+/// `role`'s argument type of `kernel` as a memref (null when absent).
+static MemRefType memrefOf(func::FuncOp kernel, const KernelArguments &roles,
+                           KernelRole role) {
+  return dyn_cast_or_null<MemRefType>(
+      roles.type(kernel.getFunctionType().getInputs(), role));
+}
+
+/// The roles of `kernel` when they are exactly those of `order` (in any
+/// order), and its signature with the arguments put in `order`: the order in
+/// which a builder's checks read them. Fails with `why` otherwise.
+static FailureOr<std::pair<KernelArguments, FunctionType>>
+rolesInBuilderOrder(func::FuncOp kernel, ArrayRef<KernelRole> order,
+                    std::string &why) {
+  FailureOr<KernelArguments> roles = KernelArguments::of(kernel, why);
+  if (failed(roles) || failed(roles->expectExactly(order, why)))
+    return failure();
+  FunctionType type = roles->inOrder(kernel.getFunctionType(), order);
+  return std::make_pair(*roles, type);
+}
+
+/// Argument `role`'s position as a grid dimension's argument.
+static int64_t gridArgument(const KernelArguments &roles, KernelRole role) {
+  return static_cast<int64_t>(*roles.index(role));
+}
+
 bool mlir::strata::isLinearKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kLinearEpilogueAttrName) ||
          kernel->hasAttr(kLinearKernelAttrName);
@@ -339,24 +399,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     }
     hcMult = hc.getInt();
   }
-  size_t numArgs = (fp8 ? 4 : 3) + (hcMult ? 3 : 0);
-  if (type.getNumInputs() != numArgs || type.getNumResults() != 0 ||
-      !llvm::all_of(type.getInputs(), llvm::IsaPred<MemRefType>)) {
-    why = "unexpected linear kernel signature";
+  FailureOr<KernelArguments> roles = matmulArguments(kernel, why);
+  if (failed(roles) ||
+      failed(roles->expectExactly(linearMatmulRoles(fp8, hcMult), why)))
     return failure();
-  }
-  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
-  MemRefType x = arg(0), weight = arg(1), y = arg(numArgs - 1);
-  for (Type t : type.getInputs()) {
-    if (!cast<MemRefType>(t).getLayout().isIdentity()) {
-      why = "expected identity-layout memrefs";
-      return failure();
-    }
-  }
+  auto arg = [&](KernelRole role) { return memrefOf(kernel, *roles, role); };
+  MemRefType x = arg(KernelRole::X), weight = arg(KernelRole::Weight),
+             y = arg(KernelRole::Out);
   if (hcMult) {
     FailureOr<MemRefType> projected = checkResidualWriteArgs(
-        type, fp8 ? 3 : 2, hcMult,
-        weight.getRank() == 2 ? weight.getDimSize(0) : -1, y, why);
+        type, *roles, hcMult, weight.getRank() == 2 ? weight.getDimSize(0) : -1,
+        y, why);
     if (failed(projected))
       return failure();
     y = *projected;
@@ -368,7 +421,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
                                   why)))
     return failure();
   if (fp8) {
-    MemRefType scales = arg(2);
+    MemRefType scales = arg(KernelRole::WeightScales);
     SmallVector<int64_t> expected = {
         llvm::divideCeilSigned(problem.n, problem.scaleBlockN),
         llvm::divideCeilSigned(problem.k, problem.scaleBlockK)};
@@ -383,9 +436,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     return failure();
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
-  gpu::GPUFuncOp func =
-      buildMatmulKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
-                        *tiling, problem, types, hcMult);
+  gpu::GPUFuncOp func = buildLinearMatmulKernelFunc(
+      builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
+      roles->all(), *tiling, problem, types, hcMult);
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;
@@ -429,32 +482,38 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   grouped.limit = limit.getValueAsDouble();
   // moe_up: x, chosen, order, starts[, ep coordinate], gate[, s], up[, s],
   // act; moe_down: act, chosen, weights, order, starts[, ep coordinate],
-  // down[, s], routed. The coordinate (expert-parallel) is an i64, every
-  // other argument an identity-layout memref.
-  unsigned coordinate = grouped.up ? 4 : 5;
-  unsigned firstWeight = coordinate + (grouped.expertParallel() ? 1 : 0);
+  // down[, s], routed (the order of convert-llm-to-kernel; the builder reads
+  // them by role).
   FunctionType type = kernel.getFunctionType();
-  auto isArgument = [&](unsigned i, Type t) {
-    if (grouped.expertParallel() && i == coordinate)
-      return t.isInteger(64);
-    auto m = dyn_cast<MemRefType>(t);
-    return m && m.getLayout().isIdentity();
-  };
-  if (type.getNumResults() != 0 || type.getNumInputs() <= firstWeight ||
-      !llvm::all_of(llvm::enumerate(type.getInputs()), [&](auto input) {
-        return isArgument(input.index(), input.value());
-      })) {
-    why = "unexpected grouped-expert kernel signature";
+  FailureOr<KernelArguments> roles = matmulArguments(kernel, why);
+  if (failed(roles))
+    return failure();
+  auto arg = [&](KernelRole role) { return memrefOf(kernel, *roles, role); };
+  MemRefType weight = arg(KernelRole::Weight);
+  if (!weight) {
+    why = "grouped experts take a weight";
     return failure();
   }
-  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
-  unsigned numInputs = type.getNumInputs();
-  MemRefType weight = arg(firstWeight);
   bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
-  unsigned perWeight = fp8 ? 2 : 1;
-  unsigned expected = firstWeight + perWeight * (grouped.up ? 2 : 1) + 1;
-  MemRefType x = arg(0), y = arg(numInputs - 1);
-  if (numInputs != expected || weight.getRank() != 3 ||
+  SmallVector<KernelRole> expected = {
+      KernelRole::X,         KernelRole::Chosen,
+      KernelRole::SlotOrder, KernelRole::ExpertStarts,
+      KernelRole::Weight,    KernelRole::Out};
+  if (!grouped.up)
+    expected.push_back(KernelRole::RouteWeights);
+  if (grouped.expertParallel())
+    expected.push_back(KernelRole::ExpertCoordinate);
+  if (fp8)
+    expected.push_back(KernelRole::WeightScales);
+  if (grouped.up)
+    expected.push_back(KernelRole::UpWeight);
+  if (grouped.up && fp8)
+    expected.push_back(KernelRole::UpScales);
+  if (failed(roles->expectExactly(expected, why)))
+    return failure();
+  grouped.roles.assign(roles->all().begin(), roles->all().end());
+  MemRefType x = arg(KernelRole::X), y = arg(KernelRole::Out);
+  if (weight.getRank() != 3 ||
       weight.getDimSize(0) != grouped.weightExperts() || x.getRank() < 2 ||
       y.getRank() != 3 || !x.getElementType().isBF16() ||
       !y.getElementType().isBF16() ||
@@ -467,8 +526,14 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   problem.n = weight.getDimSize(1);
   problem.k = weight.getDimSize(2);
   problem.fp8Weight = fp8;
+  if (grouped.up &&
+      (arg(KernelRole::UpWeight) != weight ||
+       arg(KernelRole::UpScales) != arg(KernelRole::WeightScales))) {
+    why = "the SwiGLU's gate and up weights differ in type";
+    return failure();
+  }
   if (fp8) {
-    MemRefType scales = arg(firstWeight + 1);
+    MemRefType scales = arg(KernelRole::WeightScales);
     if (scales.getRank() != 3 || !scales.getElementType().isF32() ||
         problem.n % scales.getDimSize(1) || problem.k % scales.getDimSize(2)) {
       why = "unexpected fp8 expert scale shape";
@@ -556,15 +621,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     dense.hcMult = hc.getInt();
   }
   FunctionType type = kernel.getFunctionType();
-  if (type.getNumResults() != 0 || type.getNumInputs() < 3 ||
-      !llvm::all_of(type.getInputs(), [](Type t) {
-        auto m = dyn_cast<MemRefType>(t);
-        return m && m.getLayout().isIdentity();
-      })) {
-    why = "unexpected dense matmul kernel signature";
+  FailureOr<KernelArguments> roles = matmulArguments(kernel, why);
+  if (failed(roles))
     return failure();
-  }
-  auto arg = [&](unsigned i) { return cast<MemRefType>(type.getInput(i)); };
+  dense.roles.assign(roles->all().begin(), roles->all().end());
+  auto arg = [&](KernelRole role) { return memrefOf(kernel, *roles, role); };
   MatmulProblem problem;
   MatmulTypes types;
   if (auto heads = info.getAs<IntegerAttr>("heads")) {
@@ -574,16 +635,20 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     auto offset = info.getAs<IntegerAttr>("weight_row_offset");
     auto stride = info.getAs<IntegerAttr>("weight_row_stride");
     if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
-        dense.hcMult || type.getNumInputs() != 3) {
+        dense.hcMult) {
       why = "unexpected head-batched matmul kernel function";
       return failure();
     }
+    if (failed(roles->expectExactly(
+            {KernelRole::X, KernelRole::Weight, KernelRole::Out}, why)))
+      return failure();
     dense.heads = heads.getInt();
     dense.weightRowOffset = offset.getInt();
     dense.weightRowStride = stride.getInt();
     auto transposed = info.getAs<BoolAttr>("weight_transposed");
     dense.transposedWeight = transposed && transposed.getValue();
-    MemRefType x = arg(0), weight = arg(1), y = arg(2);
+    MemRefType x = arg(KernelRole::X), weight = arg(KernelRole::Weight),
+               y = arg(KernelRole::Out);
     // Head h's block of W: [N, K] rows, or [K, N] rows when transposed.
     int64_t k = x.getRank() == 3 ? x.getDimSize(2) : 0;
     int64_t n = y.getRank() == 3 ? y.getDimSize(2) : 0;
@@ -610,32 +675,45 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
              y.getElementType()};
   } else {
     bool slotSum = dense.epilogue == MatmulEpilogue::AddSlotSum;
-    unsigned firstWeight = slotSum ? 2 : 1;
-    MemRefType x = arg(0), weight = arg(firstWeight);
-    MemRefType y = arg(type.getNumInputs() - 1);
+    bool swiglu = dense.epilogue == MatmulEpilogue::Swiglu;
+    MemRefType x = arg(KernelRole::X), weight = arg(KernelRole::Weight);
+    MemRefType y = arg(KernelRole::Out);
+    if (!weight) {
+      why = "dense matmuls take a weight";
+      return failure();
+    }
     bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
-    unsigned perWeight = fp8 ? 2 : 1;
-    unsigned numWeights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
-    unsigned streamArgs = dense.hcMult ? 3 : 0;
-    if (type.getNumInputs() !=
-            firstWeight + perWeight * numWeights + streamArgs + 1 ||
-        weight.getRank() != 2 || !x.getElementType().isBF16() ||
+    SmallVector<KernelRole> expected = {KernelRole::X, KernelRole::Weight,
+                                        KernelRole::Out};
+    if (slotSum)
+      expected.push_back(KernelRole::SlotSum);
+    if (fp8)
+      expected.push_back(KernelRole::WeightScales);
+    if (swiglu)
+      expected.push_back(KernelRole::UpWeight);
+    if (swiglu && fp8)
+      expected.push_back(KernelRole::UpScales);
+    if (dense.hcMult)
+      expected.append({KernelRole::Streams, KernelRole::StreamPost,
+                       KernelRole::StreamComb});
+    if (failed(roles->expectExactly(expected, why)))
+      return failure();
+    if (weight.getRank() != 2 || !x.getElementType().isBF16() ||
         !y.getElementType().isBF16()) {
       why = "dense matmuls take bf16 activations and bf16 or fp8 [N, K] "
             "weights";
       return failure();
     }
     if (dense.hcMult) {
-      FailureOr<MemRefType> projected =
-          checkResidualWriteArgs(type, type.getNumInputs() - 4, dense.hcMult,
-                                 weight.getDimSize(0), y, why);
+      FailureOr<MemRefType> projected = checkResidualWriteArgs(
+          type, *roles, dense.hcMult, weight.getDimSize(0), y, why);
       if (failed(projected))
         return failure();
       y = *projected;
     }
     int64_t blockN = 0, blockK = 0;
     if (fp8) {
-      MemRefType scales = arg(firstWeight + 1);
+      MemRefType scales = arg(KernelRole::WeightScales);
       if (scales.getRank() != 2 || !scales.getElementType().isF32() ||
           weight.getDimSize(0) % scales.getDimSize(0) ||
           weight.getDimSize(1) % scales.getDimSize(1)) {
@@ -648,14 +726,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     if (failed(describeLinearMatmul(x, weight, blockN, blockK, y, problem,
                                     types, why)))
       return failure();
-    for (unsigned i = 1; i < numWeights; ++i)
-      for (unsigned j = 0; j < perWeight; ++j)
-        if (arg(firstWeight + i * perWeight + j) != arg(firstWeight + j)) {
-          why = "the SwiGLU's gate and up weights differ in type";
-          return failure();
-        }
+    if (swiglu &&
+        (arg(KernelRole::UpWeight) != weight ||
+         arg(KernelRole::UpScales) != arg(KernelRole::WeightScales))) {
+      why = "the SwiGLU's gate and up weights differ in type";
+      return failure();
+    }
     if (slotSum) {
-      MemRefType routed = arg(1);
+      MemRefType routed = arg(KernelRole::SlotSum);
       if (routed.getRank() != 3 || routed.getDimSize(1) != dense.topK ||
           routed.getDimSize(2) != problem.n ||
           !routed.getElementType().isBF16()) {
@@ -716,7 +794,16 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     const TargetInfo &target, std::string &why) {
   auto info = kernel->getAttrOfType<DictionaryAttr>(kMlaAttendAttrName);
   auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {
+      KernelRole::X,         KernelRole::LatentPool,
+      KernelRole::Selection, KernelRole::SelectionCounts,
+      KernelRole::SeqStarts, KernelRole::BlockTable,
+      KernelRole::Out,       KernelRole::SplitParts};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   if (!scale || type.getNumInputs() != 8 || type.getNumResults() != 0) {
     why = "not an mla_attend kernel function";
     return failure();
@@ -757,14 +844,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildMlaAttendKernel(builder, kernel.getLoc(), module,
-                                     kernel.getSymName(), type.getInputs(),
-                                     shape, **mi, target);
+  result.func = buildMlaAttendKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi, target);
   result.tiling.mma = **mi;
   // (tokens + kMlaSplitSlots, ceil(heads / heads per block), 1): at least
   // one block per (token, position range) of a split step (MlaSplit.h), the
   // extra ones idle in larger steps.
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
   result.grid[0].addend = kMlaSplitSlots;
   result.grid[1].blocks = llvm::divideCeilSigned(
       shape.heads, mlaAttendHeadsPerBlock(shape, **mi));
@@ -778,7 +865,12 @@ bool mlir::strata::isMlaCombineKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {KernelRole::Out, KernelRole::SplitParts};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   Type f32 = builder.getF32Type();
   MemRefType oh = identityMemRefInput(type, 0);
   MemRefType parts = identityMemRefInput(type, 1);
@@ -797,12 +889,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
       failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildMlaCombineKernel(builder, kernel.getLoc(), module,
-                                      kernel.getSymName(), type.getInputs(),
-                                      shape, target);
+  result.func = buildMlaCombineKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, target);
   // (min(tokens, kMlaSplitMaxTokens), heads, 1), one block in larger steps
   // (nothing to merge there).
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::Out), 0, 1};
   result.grid[0].cap = kMlaSplitMaxTokens;
   result.grid[1].blocks = shape.heads;
   return result;
@@ -822,7 +914,13 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
   auto normalize = info ? info.getAs<BoolAttr>("normalize") : nullptr;
   auto eps = info ? info.getAs<FloatAttr>("renorm_eps") : nullptr;
   auto scaling = info ? info.getAs<FloatAttr>("scaling") : nullptr;
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {KernelRole::X, KernelRole::CorrectionBias,
+                              KernelRole::Chosen, KernelRole::RouteWeights};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
   if (!experts || !groups || !topK || !normalize || !eps || !scaling ||
       type.getNumInputs() != 4 || type.getNumResults() != 0 ||
@@ -852,11 +950,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildMoeSelectKernel(builder, kernel.getLoc(), module,
-                                     kernel.getSymName(), type.getInputs(),
-                                     shape, target);
+  result.func = buildMoeSelectKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, target);
   // One block per token: the extent of the logits' rows.
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
   return result;
 }
 
@@ -867,7 +965,16 @@ bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {
+      KernelRole::X,         KernelRole::Key,       KernelRole::Value,
+      KernelRole::Decay,     KernelRole::Beta,      KernelRole::RecurrentState,
+      KernelRole::Positions, KernelRole::SeqStarts, KernelRole::SourceSlots,
+      KernelRole::DestSlots, KernelRole::Out};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   auto info = kernel->getAttrOfType<DictionaryAttr>(kKdaChunkAttrName);
   auto bound = info ? info.getAs<FloatAttr>("gate_lower_bound") : nullptr;
   auto decodeMax =
@@ -913,17 +1020,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildKdaChunkKernel(builder, kernel.getLoc(), module,
-                                    kernel.getSymName(), type.getInputs(),
-                                    shape, **mi, target.getSubgroupSize(),
-                                    target.getSharedMemoryBytes());
+  result.func = buildKdaChunkKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
+      target.getSubgroupSize(), target.getSharedMemoryBytes());
   result.tiling.mma = **mi;
   // (seq_starts entries, heads, parts); the block of the last entry has no
   // request. Steps of at most decodeMaxTokens tokens are kda_decode's: one
   // block (the floor on argument 0's extent, the tokens).
-  result.grid[0] = {7, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::SeqStarts), 0, 1};
   result.grid[0].floor = shape.decodeMaxTokens + 1;
-  result.grid[0].floorArgument = 0;
+  result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
   result.grid[1].blocks = shape.heads;
   result.grid[2].blocks = shape.parts;
   return result;
@@ -939,7 +1046,15 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolScoresAttrName);
   auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
   auto scale = info ? info.getAs<FloatAttr>("scale") : nullptr;
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {KernelRole::X,         KernelRole::HeadWeights,
+                              KernelRole::IndexPool, KernelRole::Positions,
+                              KernelRole::SeqStarts, KernelRole::BlockTable,
+                              KernelRole::Scores};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   if (!kpool || !scale || type.getNumInputs() != 7 ||
       type.getNumResults() != 0) {
     why = "not a kpool_scores kernel function";
@@ -977,13 +1092,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildKpoolScoresKernel(builder, kernel.getLoc(), module,
-                                       kernel.getSymName(), type.getInputs(),
-                                       shape, **mi, target.getSubgroupSize());
+  result.func = buildKpoolScoresKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
+      target.getSubgroupSize());
   result.tiling.mma = **mi;
   // (tokens + kKpoolScoreItems, 1, 1): every work item a block, the extra
   // ones idle in larger steps.
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
   result.grid[0].addend = kKpoolScoreItems;
   return result;
 }
@@ -998,7 +1114,14 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolSelectKernelFunction(
   auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolSelectAttrName);
   auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
   auto topk = info ? info.getAs<IntegerAttr>("topk") : nullptr;
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {KernelRole::Positions, KernelRole::Scores,
+                              KernelRole::Selection,
+                              KernelRole::SelectionCounts};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
   if (!kpool || !topk || type.getNumInputs() != 4 ||
       type.getNumResults() != 0 || !isMemRefInput(type, 0, 1, i32) ||
@@ -1025,11 +1148,11 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolSelectKernelFunction(
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
-  result.func = buildKpoolSelectKernel(builder, kernel.getLoc(), module,
-                                       kernel.getSymName(), type.getInputs(),
-                                       shape, target);
+  result.func = buildKpoolSelectKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, target);
   // One block per token: the extent of the positions.
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::Positions), 0, 1};
   return result;
 }
 
@@ -1042,7 +1165,13 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
     const TargetInfo &target, std::string &why) {
   auto info = kernel->getAttrOfType<DictionaryAttr>(kMhcMixAttrName);
   auto slices = info ? info.getAs<IntegerAttr>("slices") : nullptr;
-  FunctionType type = kernel.getFunctionType();
+  const KernelRole order[] = {KernelRole::Streams, KernelRole::MixWeight,
+                              KernelRole::MixParts};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
   if (!slices || type.getNumInputs() != 3 || type.getNumResults() != 0) {
     why = "not an mhc_mix kernel function";
     return failure();
@@ -1074,9 +1203,10 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
   MatmulKernelFunction result;
   result.func =
       buildMhcMixKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
-                        type.getInputs(), shape, target.getSubgroupSize());
+                        kernel.getFunctionType().getInputs(), roles.all(),
+                        shape, target.getSubgroupSize());
   // (ceil(tokens / kMhcMixTokens), slices, 1).
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::Streams), 0, 1};
   result.grid[0].divisor = kMhcMixTokens;
   result.grid[1].blocks = shape.slices;
   return result;
@@ -1099,6 +1229,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
   FunctionType type = kernel.getFunctionType();
   bool xNorm = real("x_norm_eps") != nullptr;
   unsigned inputs = xNorm ? 8 : 7;
+  SmallVector<KernelRole> order = {KernelRole::Streams, KernelRole::MixParts,
+                                   KernelRole::MixBase, KernelRole::MixScale};
+  if (xNorm)
+    order.push_back(KernelRole::XNormWeight);
+  order.append(
+      {KernelRole::Out, KernelRole::StreamPost, KernelRole::StreamComb});
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  type = contract->second;
   if (!integer("hc_mult") || !integer("sinkhorn_iters") || !real("hc_eps") ||
       !real("norm_eps") || !real("post_mult") ||
       type.getNumInputs() != inputs || type.getNumResults() != 0) {
@@ -1145,52 +1286,50 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
   MatmulKernelFunction result;
   result.func =
       buildMhcPreKernel(builder, kernel.getLoc(), module, kernel.getSymName(),
-                        type.getInputs(), shape, target.getSubgroupSize());
+                        kernel.getFunctionType().getInputs(), roles.all(),
+                        shape, target.getSubgroupSize());
   // One block per token.
-  result.grid[0] = {0, 0, 1};
+  result.grid[0] = {gridArgument(roles, KernelRole::Streams), 0, 1};
   return result;
 }
 
-bool mlir::strata::isMatmulKernelFunction(func::FuncOp kernel) {
-  return isLinearKernelFunction(kernel) ||
-         isGroupedExpertKernelFunction(kernel) ||
-         isDenseMatmulKernelFunction(kernel) ||
-         isMlaAttendKernelFunction(kernel) ||
-         isMlaCombineKernelFunction(kernel) ||
-         isMoeSelectKernelFunction(kernel) ||
-         isKdaChunkKernelFunction(kernel) ||
-         isKpoolScoresKernelFunction(kernel) ||
-         isKpoolSelectKernelFunction(kernel) || isMhcMixKernelFunction(kernel) ||
-         isMhcPreKernelFunction(kernel);
-}
-
-FailureOr<MatmulKernelFunction> mlir::strata::buildMatmulKernelFunction(
-    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
-    const TargetInfo &target, std::string &why) {
-  if (isGroupedExpertKernelFunction(kernel))
+FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
+    llm::GpuStrategy strategy, OpBuilder &builder, gpu::GPUModuleOp module,
+    func::FuncOp kernel, const TargetInfo &target, std::string &why) {
+  using llm::GpuStrategy;
+  switch (strategy) {
+  case GpuStrategy::TiledMatmul:
+    return buildLinearMatmulKernel(builder, module, kernel, target, why);
+  case GpuStrategy::GroupedExperts:
     return buildGroupedExpertMatmulKernel(builder, module, kernel, target,
                                           why);
-  if (isDenseMatmulKernelFunction(kernel))
+  case GpuStrategy::DenseMatmul:
     return buildDenseMatmulKernelFunction(builder, module, kernel, target,
                                           why);
-  if (isMlaAttendKernelFunction(kernel))
+  case GpuStrategy::MlaAttend:
     return buildMlaAttendKernelFunction(builder, module, kernel, target, why);
-  if (isMlaCombineKernelFunction(kernel))
+  case GpuStrategy::MlaCombine:
     return buildMlaCombineKernelFunction(builder, module, kernel, target,
                                          why);
-  if (isMoeSelectKernelFunction(kernel))
+  case GpuStrategy::MoeSelect:
     return buildMoeSelectKernelFunction(builder, module, kernel, target, why);
-  if (isKdaChunkKernelFunction(kernel))
+  case GpuStrategy::KdaChunk:
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
-  if (isKpoolScoresKernelFunction(kernel))
+  case GpuStrategy::KpoolScores:
     return buildKpoolScoresKernelFunction(builder, module, kernel, target,
                                           why);
-  if (isKpoolSelectKernelFunction(kernel))
+  case GpuStrategy::KpoolSelect:
     return buildKpoolSelectKernelFunction(builder, module, kernel, target,
                                           why);
-  if (isMhcMixKernelFunction(kernel))
+  case GpuStrategy::MhcMix:
     return buildMhcMixKernelFunction(builder, module, kernel, target, why);
-  if (isMhcPreKernelFunction(kernel))
+  case GpuStrategy::MhcPre:
     return buildMhcPreKernelFunction(builder, module, kernel, target, why);
-  return buildLinearMatmulKernel(builder, module, kernel, target, why);
+  case GpuStrategy::Generic:
+  case GpuStrategy::EmptyTwin:
+    break;
+  }
+  why = "strategy '" + llm::stringifyGpuStrategy(strategy).str() +
+        "' has no matrix-unit builder";
+  return failure();
 }

@@ -54,11 +54,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -2038,24 +2040,18 @@ void MatmulKernelBuilder::storeDenseElement(Value row, Value col, Value acc,
 
 void MatmulKernelBuilder::bindArgs(ValueRange args, const DenseMatmul &d) {
   dense = d;
-  unsigned n = 0;
-  x = args[n++];
-  if (dense.epilogue == MatmulEpilogue::AddSlotSum)
-    slotSum = args[n++];
-  w = args[n++];
-  if (p.fp8Weight)
-    scales = args[n++];
-  if (dense.epilogue == MatmulEpilogue::Swiglu) {
-    w2 = args[n++];
-    if (p.fp8Weight)
-      scales2 = args[n++];
-  }
-  if (dense.hcMult) {
-    streams = args[n++];
-    streamPost = args[n++];
-    streamComb = args[n++];
-  }
-  y = args[n++];
+  KernelArguments roles(dense.roles);
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  x = at(KernelRole::X);
+  slotSum = at(KernelRole::SlotSum);
+  w = at(KernelRole::Weight);
+  scales = at(KernelRole::WeightScales);
+  w2 = at(KernelRole::UpWeight);
+  scales2 = at(KernelRole::UpScales);
+  streams = at(KernelRole::Streams);
+  streamPost = at(KernelRole::StreamPost);
+  streamComb = at(KernelRole::StreamComb);
+  y = at(KernelRole::Out);
 }
 
 void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
@@ -2474,6 +2470,18 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
   });
 }
 
+SmallVector<KernelRole> mlir::strata::linearMatmulRoles(bool fp8Weight,
+                                                        int64_t hcMult) {
+  SmallVector<KernelRole> roles = {KernelRole::X, KernelRole::Weight};
+  if (fp8Weight)
+    roles.push_back(KernelRole::WeightScales);
+  if (hcMult > 0)
+    roles.append(
+        {KernelRole::Streams, KernelRole::StreamPost, KernelRole::StreamComb});
+  roles.push_back(KernelRole::Out);
+  return roles;
+}
+
 gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     const MatmulTiling &tiling, const MatmulProblem &problem,
@@ -2487,9 +2495,7 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
         {llvm::divideCeilSigned(problem.n, problem.scaleBlockN),
          llvm::divideCeilSigned(problem.k, problem.scaleBlockK)},
         builder.getF32Type()));
-  DenseMatmul epilogue;
   if (hcMult > 0) {
-    epilogue.hcMult = hcMult;
     Type f32 = builder.getF32Type();
     argTypes.push_back(MemRefType::get({dyn, hcMult, problem.n}, types.y));
     argTypes.push_back(MemRefType::get({dyn, hcMult}, f32));
@@ -2498,6 +2504,19 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
   } else {
     argTypes.push_back(MemRefType::get({dyn, problem.n}, types.y));
   }
+  return buildLinearMatmulKernelFunc(
+      builder, loc, module, name, argTypes,
+      linearMatmulRoles(problem.fp8Weight, hcMult), tiling, problem, types,
+      hcMult);
+}
+
+gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, ArrayRef<KernelRole> roles, const MatmulTiling &tiling,
+    const MatmulProblem &problem, const MatmulTypes &types, int64_t hcMult) {
+  DenseMatmul epilogue;
+  epilogue.hcMult = hcMult;
+  epilogue.roles.assign(roles.begin(), roles.end());
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
@@ -2553,27 +2572,22 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
   g.minSlots = e.minSlots;
   g.rankExperts = e.rankExperts;
   g.limit = e.limit;
-  // moe_up: (x, chosen, order, starts[, ep coordinate], gate[, scales],
-  // up[, scales], act); moe_down: (act, chosen, weights, order, starts[, ep
-  // coordinate], down[, scales], routed).
-  unsigned n = 0;
-  x = args[n++];
-  ++n; // chosen: the grouping already holds it
-  if (!e.up)
-    g.routeWeights = args[n++];
-  g.order = args[n++];
-  g.starts = args[n++];
-  if (e.expertParallel())
-    g.coordinate = args[n++];
-  w = args[n++];
-  if (p.fp8Weight)
-    scales = args[n++];
-  if (e.up) {
-    w2 = args[n++];
-    if (p.fp8Weight)
-      scales2 = args[n++];
-  }
-  y = args[n++];
+  // moe_up: x, chosen, order, starts[, ep coordinate], gate[, scales],
+  // up[, scales], act; moe_down: act, chosen, weights, order, starts[, ep
+  // coordinate], down[, scales], routed; `chosen` is not read (the grouping
+  // already holds it).
+  KernelArguments roles(e.roles);
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  x = at(KernelRole::X);
+  g.routeWeights = at(KernelRole::RouteWeights);
+  g.order = at(KernelRole::SlotOrder);
+  g.starts = at(KernelRole::ExpertStarts);
+  g.coordinate = at(KernelRole::ExpertCoordinate);
+  w = at(KernelRole::Weight);
+  scales = at(KernelRole::WeightScales);
+  w2 = at(KernelRole::UpWeight);
+  scales2 = at(KernelRole::UpScales);
+  y = at(KernelRole::Out);
   return g;
 }
 

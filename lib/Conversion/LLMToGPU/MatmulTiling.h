@@ -20,6 +20,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 
+#include "dialects/llm/IR/LLMDialect.h"
 #include "lib/Target/TargetInfo.h"
 
 namespace mlir::strata {
@@ -434,6 +435,17 @@ gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
                                  const MatmulTypes &types,
                                  int64_t hcMult = 0);
 
+/// The argument roles of buildMatmulKernel's function, in its order.
+SmallVector<llm::KernelRole> linearMatmulRoles(bool fp8Weight, int64_t hcMult);
+
+/// buildMatmulKernel over the arguments `argTypes` of a kernel function,
+/// read by their `roles` (linearMatmulRoles in any order).
+gpu::GPUFuncOp buildLinearMatmulKernelFunc(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
+    const MatmulTiling &tiling, const MatmulProblem &problem,
+    const MatmulTypes &types, int64_t hcMult);
+
 /// What a dense projection kernel (FfnOps.cpp, kDenseMatmulAttrName) does
 /// with the matmul's rows.
 enum class MatmulEpilogue {
@@ -473,6 +485,9 @@ struct DenseMatmul {
   /// Batched over heads with W^T: head h's [K, N] block is the rows
   /// [h * weightRowStride + weightRowOffset, + K) (MLA's W_UK^h: qa = q W_UK).
   bool transposedWeight = false;
+  /// The kernel's argument roles (#llm.kernel), by which the kernel reads
+  /// x, the weights and scales, the slot sum, the streams and y.
+  SmallVector<llm::KernelRole> roles;
 };
 
 /// Whether a dense projection's matmul takes the decode form where its
@@ -531,11 +546,11 @@ int64_t mlaAttendHeadsPerBlock(const MlaAttend &shape,
 /// block table, oh memref<?xHxRxf32>): one token (or position range) and
 /// mlaAttendHeadsPerBlock heads per block, two subgroups per m heads
 /// (MlaAttendKernel.cpp).
-gpu::GPUFuncOp buildMlaAttendKernel(OpBuilder &builder, Location loc,
-                                    gpu::GPUModuleOp module, StringRef name,
-                                    TypeRange argTypes, const MlaAttend &shape,
-                                    const MatrixInstruction &mi,
-                                    const TargetInfo &target);
+gpu::GPUFuncOp
+buildMlaAttendKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
+                     StringRef name, TypeRange argTypes,
+                     ArrayRef<llm::KernelRole> roles, const MlaAttend &shape,
+                     const MatrixInstruction &mi, const TargetInfo &target);
 
 /// The shape of an mla_combine kernel function (MlaOps.cpp): heads and the
 /// latent width R of oh [T, H, R] and the parts buffer [kMlaSplitSlots, H,
@@ -560,6 +575,7 @@ LogicalResult checkMlaCombine(const MlaCombine &shape,
 gpu::GPUFuncOp buildMlaCombineKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      TypeRange argTypes,
+                                     ArrayRef<llm::KernelRole> roles,
                                      const MlaCombine &shape,
                                      const TargetInfo &target);
 
@@ -578,7 +594,9 @@ struct MoeSelect {
 /// (MoeSelectKernel.cpp).
 gpu::GPUFuncOp buildMoeSelectKernel(OpBuilder &builder, Location loc,
                                     gpu::GPUModuleOp module, StringRef name,
-                                    TypeRange argTypes, const MoeSelect &shape,
+                                    TypeRange argTypes,
+                                    ArrayRef<llm::KernelRole> roles,
+                                    const MoeSelect &shape,
                                     const TargetInfo &target);
 
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
@@ -623,6 +641,7 @@ chooseKpoolScoresInstruction(const TargetInfo &target,
 gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,
                                       TypeRange argTypes,
+                                      ArrayRef<llm::KernelRole> roles,
                                       const KpoolScores &shape,
                                       const MatrixInstruction &mi,
                                       int64_t subgroupSize);
@@ -646,6 +665,7 @@ inline constexpr int64_t kKpoolSelectThreads = 1024;
 gpu::GPUFuncOp buildKpoolSelectKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,
                                       TypeRange argTypes,
+                                      ArrayRef<llm::KernelRole> roles,
                                       const KpoolSelect &shape,
                                       const TargetInfo &target);
 
@@ -670,8 +690,9 @@ LogicalResult checkMhcMix(const MhcMix &shape, std::string &why);
 /// subgroups, fp32 FMA (MhcMixKernel.cpp).
 gpu::GPUFuncOp buildMhcMixKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
-                                 TypeRange argTypes, const MhcMix &shape,
-                                 int64_t subgroupSize);
+                                 TypeRange argTypes,
+                                 ArrayRef<llm::KernelRole> roles,
+                                 const MhcMix &shape, int64_t subgroupSize);
 
 /// The shape of an mhc_pre kernel function (HyperConnectionOps.cpp):
 /// `hcMult` bf16 streams of `width` values, mhc_mix's `slices`, the
@@ -695,8 +716,9 @@ LogicalResult checkMhcPre(const TargetInfo &target, const MhcPre &shape,
 /// shuffles (MhcPreKernel.cpp).
 gpu::GPUFuncOp buildMhcPreKernel(OpBuilder &builder, Location loc,
                                  gpu::GPUModuleOp module, StringRef name,
-                                 TypeRange argTypes, const MhcPre &shape,
-                                 int64_t subgroupSize);
+                                 TypeRange argTypes,
+                                 ArrayRef<llm::KernelRole> roles,
+                                 const MhcPre &shape, int64_t subgroupSize);
 
 /// The shape of a chunked kda_attention kernel function (KdaOps.cpp):
 /// `heads` heads of `headDim` key and value channels, the value columns
@@ -724,12 +746,12 @@ chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
 /// (KdaChunkKernel.cpp). The chunk's query rows are staged in workgroup
 /// memory too where `workgroupMemoryBytes` (the target's per block) holds
 /// them.
-gpu::GPUFuncOp buildKdaChunkKernel(OpBuilder &builder, Location loc,
-                                   gpu::GPUModuleOp module, StringRef name,
-                                   TypeRange argTypes, const KdaChunk &shape,
-                                   const MatrixInstruction &mi,
-                                   int64_t subgroupSize,
-                                   int64_t workgroupMemoryBytes);
+gpu::GPUFuncOp
+buildKdaChunkKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
+                    StringRef name, TypeRange argTypes,
+                    ArrayRef<llm::KernelRole> roles, const KdaChunk &shape,
+                    const MatrixInstruction &mi, int64_t subgroupSize,
+                    int64_t workgroupMemoryBytes);
 
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {
@@ -756,6 +778,9 @@ struct GroupedExperts {
   double limit = 0;
   /// Rows per tile of the decode form (mma.m), 0 without one.
   int64_t splitTileRows = 0;
+  /// The kernel's argument roles (#llm.kernel), by which the kernel reads
+  /// x, the routing, the weights and scales and y.
+  SmallVector<llm::KernelRole> roles;
 };
 
 /// Steps of at most this many routed slots run the grouped kernel's decode

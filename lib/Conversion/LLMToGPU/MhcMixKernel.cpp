@@ -30,11 +30,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -54,7 +56,7 @@ public:
     sliceWidth = s.hcMult * s.width / s.slices;
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   void buildTile(Value tile);
@@ -88,11 +90,12 @@ private:
 
 } // namespace
 
-void MhcMixBuilder::build(gpu::GPUFuncOp func) {
+void MhcMixBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   ValueRange args = func.getArguments();
-  r = args[0];
-  fn = args[1];
-  parts = args[2];
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  r = at(KernelRole::Streams);
+  fn = at(KernelRole::MixWeight);
+  parts = at(KernelRole::MixParts);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -203,17 +206,15 @@ void MhcMixBuilder::buildTile(Value tile) {
   });
 }
 
-gpu::GPUFuncOp mlir::strata::buildMhcMixKernel(OpBuilder &builder,
-                                               Location loc,
-                                               gpu::GPUModuleOp module,
-                                               StringRef name,
-                                               TypeRange argTypes,
-                                               const MhcMix &shape,
-                                               int64_t subgroupSize) {
+gpu::GPUFuncOp mlir::strata::buildMhcMixKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MhcMix &shape,
+    int64_t subgroupSize) {
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
       /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
-        MhcMixBuilder(builder, loc, shape, subgroupSize).build(func);
+        MhcMixBuilder(builder, loc, shape, subgroupSize)
+            .build(func, KernelArguments(roles));
       });
 }
 

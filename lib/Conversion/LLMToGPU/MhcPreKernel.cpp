@@ -33,11 +33,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -57,7 +59,7 @@ public:
     threads = kSubgroups * subgroupSize;
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   void buildToken(Value t);
@@ -114,18 +116,17 @@ private:
 
 } // namespace
 
-void MhcPreBuilder::build(gpu::GPUFuncOp func) {
+void MhcPreBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   ValueRange args = func.getArguments();
-  r = args[0];
-  parts = args[1];
-  base = args[2];
-  scale = args[3];
-  unsigned first = s.xNorm ? 5 : 4;
-  if (s.xNorm)
-    normWeight = args[4];
-  x = args[first];
-  post = args[first + 1];
-  comb = args[first + 2];
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  r = at(KernelRole::Streams);
+  parts = at(KernelRole::MixParts);
+  base = at(KernelRole::MixBase);
+  scale = at(KernelRole::MixScale);
+  normWeight = at(KernelRole::XNormWeight);
+  x = at(KernelRole::Out);
+  post = at(KernelRole::StreamPost);
+  comb = at(KernelRole::StreamComb);
   sums = addWorkgroupBuffer(func, loc, {mix + 1}, f32);
   norms = addWorkgroupBuffer(func, loc, {kSubgroups}, f32);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -311,17 +312,15 @@ void MhcPreBuilder::collapse(Value t) {
   }
 }
 
-gpu::GPUFuncOp mlir::strata::buildMhcPreKernel(OpBuilder &builder,
-                                               Location loc,
-                                               gpu::GPUModuleOp module,
-                                               StringRef name,
-                                               TypeRange argTypes,
-                                               const MhcPre &shape,
-                                               int64_t subgroupSize) {
+gpu::GPUFuncOp mlir::strata::buildMhcPreKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MhcPre &shape,
+    int64_t subgroupSize) {
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, kSubgroups * subgroupSize,
       /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
-        MhcPreBuilder(builder, loc, shape, subgroupSize).build(func);
+        MhcPreBuilder(builder, loc, shape, subgroupSize)
+            .build(func, KernelArguments(roles));
       });
 }
 

@@ -54,12 +54,14 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToKernel/MlaSplit.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -165,7 +167,8 @@ public:
     pieces = mi.c.pieces.size();
   }
 
-  void build(gpu::GPUFuncOp func, int64_t staticBytes);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles,
+             int64_t staticBytes);
 
 private:
   /// `v` combined over the lanes that hold the same accumulator rows.
@@ -297,16 +300,18 @@ void MlaAttendBuilder::addBuffers(gpu::GPUFuncOp func, int64_t staticBytes) {
         viewWorkgroupArena(b, loc, arena, l.queryOffset, queryShape, bf16);
 }
 
-void MlaAttendBuilder::build(gpu::GPUFuncOp func, int64_t staticBytes) {
+void MlaAttendBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
+                             int64_t staticBytes) {
   ValueRange args = func.getArguments();
-  qa = args[0];
-  cache = args[1];
-  sel = args[2];
-  counts = args[3];
-  starts = args[4];
-  blockTable = args[5];
-  oh = args[6];
-  parts = args[7];
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  qa = at(KernelRole::X);
+  cache = at(KernelRole::LatentPool);
+  sel = at(KernelRole::Selection);
+  counts = at(KernelRole::SelectionCounts);
+  starts = at(KernelRole::SeqStarts);
+  blockTable = at(KernelRole::BlockTable);
+  oh = at(KernelRole::Out);
+  parts = at(KernelRole::SplitParts);
   addBuffers(func, staticBytes);
 
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
@@ -824,15 +829,16 @@ int64_t mlir::strata::mlaAttendHeadsPerBlock(const MlaAttend &shape,
 
 gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MlaAttend &shape, const MatrixInstruction &mi,
-    const TargetInfo &target) {
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MlaAttend &shape,
+    const MatrixInstruction &mi, const TargetInfo &target) {
   int64_t subgroupSize = target.getSubgroupSize();
   MlaAttendLayout layout = layoutFor(shape, mi, subgroupSize);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, layout.threads, mi.mnemonic,
       [&](gpu::GPUFuncOp func) {
         MlaAttendBuilder(builder, loc, shape, mi, subgroupSize, layout)
-            .build(func, target.getStaticSharedMemoryBytes());
+            .build(func, KernelArguments(roles),
+                   target.getStaticSharedMemoryBytes());
       });
 }
 

@@ -28,12 +28,14 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 #include "lib/Conversion/LLMToKernel/MlaSplit.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -51,7 +53,7 @@ public:
     f32 = b.getF32Type();
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   /// `v`'s maximum over the subgroup (XOR shuffles; every lane ends with it).
@@ -145,9 +147,12 @@ void MlaCombineBuilder::storeWeights(Value tid) {
   barrier();
 }
 
-void MlaCombineBuilder::build(gpu::GPUFuncOp func) {
-  oh = func.getArgument(0);
-  parts = func.getArgument(1);
+void MlaCombineBuilder::build(gpu::GPUFuncOp func,
+                              const KernelArguments &roles) {
+  ValueRange args = func.getArguments();
+  auto at = [&](KernelRole role) { return roles.value(args, role); };
+  oh = at(KernelRole::Out);
+  parts = at(KernelRole::SplitParts);
   shared = addWorkgroupBuffer(func, loc, {kMlaSplitSlots}, f32);
   Value tokens = memref::DimOp::create(b, loc, oh, 0);
   splits = buildMlaSplitsPerToken(b, loc, tokens);
@@ -205,13 +210,14 @@ LogicalResult mlir::strata::checkMlaCombine(const MlaCombine &shape,
 
 gpu::GPUFuncOp mlir::strata::buildMlaCombineKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MlaCombine &shape, const TargetInfo &target) {
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
+    const MlaCombine &shape, const TargetInfo &target) {
   int64_t threads = mlaCombineThreads(target);
-  return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, threads, /*mnemonic=*/"",
-      [&](gpu::GPUFuncOp func) {
-        MlaCombineBuilder(builder, loc, shape, threads,
-                          target.getSubgroupSize())
-            .build(func);
-      });
+  return getOrCreateMatrixKernel(builder, loc, module, name, argTypes, threads,
+                                 /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
+                                   MlaCombineBuilder(builder, loc, shape,
+                                                     threads,
+                                                     target.getSubgroupSize())
+                                       .build(func, KernelArguments(roles));
+                                 });
 }

@@ -26,11 +26,13 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
 
 using namespace mlir;
 using namespace mlir::strata;
+using llm::KernelRole;
 
 namespace {
 
@@ -52,7 +54,7 @@ public:
     i32 = b.getI32Type();
   }
 
-  void build(gpu::GPUFuncOp func);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
   Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
@@ -97,9 +99,13 @@ private:
 
 } // namespace
 
-void MoeSelectBuilder::build(gpu::GPUFuncOp func) {
-  Value logits = func.getArgument(0), bias = func.getArgument(1);
-  Value chosen = func.getArgument(2), weights = func.getArgument(3);
+void MoeSelectBuilder::build(gpu::GPUFuncOp func,
+                             const KernelArguments &roles) {
+  ValueRange args = func.getArguments();
+  Value logits = roles.value(args, KernelRole::X);
+  Value bias = roles.value(args, KernelRole::CorrectionBias);
+  Value chosen = roles.value(args, KernelRole::Chosen);
+  Value weights = roles.value(args, KernelRole::RouteWeights);
   Value scores = addWorkgroupBuffer(func, loc, {s.experts}, f32);
   Value roundValues = addWorkgroupBuffer(func, loc, {s.topK, kSubgroups}, f32);
   Value roundIndices = addWorkgroupBuffer(func, loc, {s.topK, kSubgroups}, i32);
@@ -187,12 +193,13 @@ void MoeSelectBuilder::build(gpu::GPUFuncOp func) {
 
 gpu::GPUFuncOp mlir::strata::buildMoeSelectKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MoeSelect &shape, const TargetInfo &target) {
-  return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes,
-      kSubgroups * target.getSubgroupSize(),
-      /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
-        MoeSelectBuilder(builder, loc, shape, target.getSubgroupSize())
-            .build(func);
-      });
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MoeSelect &shape,
+    const TargetInfo &target) {
+  return getOrCreateMatrixKernel(builder, loc, module, name, argTypes,
+                                 kSubgroups * target.getSubgroupSize(),
+                                 /*mnemonic=*/"", [&](gpu::GPUFuncOp func) {
+                                   MoeSelectBuilder(builder, loc, shape,
+                                                    target.getSubgroupSize())
+                                       .build(func, KernelArguments(roles));
+                                 });
 }

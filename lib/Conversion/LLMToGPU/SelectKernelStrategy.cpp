@@ -3,13 +3,14 @@
 // Part of strata, under the Apache License v2.0.
 //
 // Marks every llm.kernel function with the builder a GPU target makes its
-// kernel with (kGpuStrategyAttrName): a matrix-unit builder of LinearOps.cpp
-// that accepts the function (tried once in a scratch module), else the
-// generic rows; `_rows` twins of matrix kernels that take every step size
-// are marked empty. With `remarks`, a remark for every kernel that falls
-// back: to the generic kernel, or to unstaged row tiles in large steps.
-// compileGpuKernels (lib/Driver) runs it and builds each kernel by its mark;
-// strata-opt runs it alone for the IR-level tests.
+// kernel with (kGpuStrategyAttrName, a #llm.gpu_strategy): a matrix-unit
+// builder of LinearOps.cpp that accepts the function (tried once in a
+// scratch module; the builders read the arguments by their #llm.kernel
+// roles), else the generic rows; `_rows` twins of matrix kernels that take
+// every step size are marked empty. With `remarks`, a remark for every kernel
+// that falls back: to the generic kernel, or to unstaged row tiles in large
+// steps. compileGpuKernels (lib/Driver) runs it and builds each kernel by its
+// mark; strata-opt runs it alone for the IR-level tests.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,30 +34,32 @@ namespace mlir::strata {
 using namespace mlir;
 using namespace mlir::strata;
 
-StringRef mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
+std::optional<llm::GpuStrategy>
+mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
+  using llm::GpuStrategy;
   if (isGroupedExpertKernelFunction(kernel))
-    return kStrategyGroupedExperts;
+    return GpuStrategy::GroupedExperts;
   if (isDenseMatmulKernelFunction(kernel))
-    return kStrategyDenseMatmul;
+    return GpuStrategy::DenseMatmul;
   if (isMlaAttendKernelFunction(kernel))
-    return kStrategyMlaAttend;
+    return GpuStrategy::MlaAttend;
   if (isMlaCombineKernelFunction(kernel))
-    return kStrategyMlaCombine;
+    return GpuStrategy::MlaCombine;
   if (isMoeSelectKernelFunction(kernel))
-    return kStrategyMoeSelect;
+    return GpuStrategy::MoeSelect;
   if (isKdaChunkKernelFunction(kernel))
-    return kStrategyKdaChunk;
+    return GpuStrategy::KdaChunk;
   if (isKpoolScoresKernelFunction(kernel))
-    return kStrategyKpoolScores;
+    return GpuStrategy::KpoolScores;
   if (isKpoolSelectKernelFunction(kernel))
-    return kStrategyKpoolSelect;
+    return GpuStrategy::KpoolSelect;
   if (isMhcMixKernelFunction(kernel))
-    return kStrategyMhcMix;
+    return GpuStrategy::MhcMix;
   if (isMhcPreKernelFunction(kernel))
-    return kStrategyMhcPre;
+    return GpuStrategy::MhcPre;
   if (isLinearKernelFunction(kernel))
-    return kStrategyTiledMatmul;
-  return "";
+    return GpuStrategy::TiledMatmul;
+  return std::nullopt;
 }
 
 namespace {
@@ -84,11 +87,12 @@ struct SelectKernelStrategyPass
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal() || !func->hasAttr(kKernelAttrName))
         continue;
-      StringRef strategy = matrixStrategyOf(func);
-      if (!strategy.empty()) {
+      llm::GpuStrategy strategy = llm::GpuStrategy::Generic;
+      if (std::optional<llm::GpuStrategy> matrix = matrixStrategyOf(func)) {
+        strategy = *matrix;
         std::string why;
-        FailureOr<MatmulKernelFunction> built =
-            buildMatmulKernelFunction(builder, gpuModule, func, *target, why);
+        FailureOr<MatmulKernelFunction> built = buildKernelByStrategy(
+            strategy, builder, gpuModule, func, *target, why);
         if (succeeded(built)) {
           if (!built->rowsTwin.empty())
             twins.push_back({built->rowsTwin, func.getSymName().str()});
@@ -102,19 +106,19 @@ struct SelectKernelStrategyPass
           if (remarks)
             func.emitRemark() << chip << ": kernel '" << func.getSymName()
                               << "' keeps the generic kernel: " << why;
-          strategy = kStrategyGeneric;
+          strategy = llm::GpuStrategy::Generic;
         }
-      } else {
-        strategy = kStrategyGeneric;
       }
-      func->setAttr(kGpuStrategyAttrName, builder.getStringAttr(strategy));
+      func->setAttr(kGpuStrategyAttrName,
+                    llm::GpuStrategyAttr::get(&getContext(), strategy));
     }
     for (const auto &[twin, matrix] : twins) {
       auto func = module.lookupSymbol<func::FuncOp>(twin);
       if (!func)
         continue;
       func->setAttr(kGpuStrategyAttrName,
-                    builder.getStringAttr(kStrategyEmptyTwin));
+                    llm::GpuStrategyAttr::get(&getContext(),
+                                              llm::GpuStrategy::EmptyTwin));
       if (remarks)
         func.emitRemark() << chip << ": kernel '" << twin << "' is empty: '"
                           << matrix << "' takes every step size";

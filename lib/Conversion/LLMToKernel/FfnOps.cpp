@@ -134,8 +134,11 @@ struct ResidualWrite {
   /// Adds R, post and comb after the kernel's other inputs.
   void addArgs(KernelCall &call) {
     first = call.argTypes.size();
-    for (Value v : streams)
-      call.addInput(v);
+    const llm::KernelRole roles[] = {llm::KernelRole::Streams,
+                                     llm::KernelRole::StreamPost,
+                                     llm::KernelRole::StreamComb};
+    for (auto [v, role] : llvm::zip_equal(streams, roles))
+      call.addInput(v, role);
   }
   /// Stores y (f32, rounded) of (t, o) into `args[out]`.
   void store(KernelBuilder &kb, ValueRange args, unsigned out, Value t,
@@ -201,9 +204,9 @@ FailureOr<Value> emitDenseProjection(
           NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName),
                          rewriter.getDictionaryAttr(info)));
       call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
-      out = call.addInput(result);
+      out = call.addInput(result, llm::KernelRole::Out);
     } else {
-      out = call.addResult(type, sizes);
+      out = call.addResult(type, sizes, llm::KernelRole::Out);
     }
     std::string kernelName = matmul ? name.str() : (name + "_rows").str();
     auto results = call.emit(rewriter, op, kernelName,
@@ -237,9 +240,9 @@ FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
       {getDimValue(rewriter, loc, x, 0)}, "swiglu",
       {rewriter.getNamedAttr("swiglu_limit", rewriter.getF64FloatAttr(limit))},
       [&](KernelCall &call) {
-        call.addInput(x);
-        g = call.addWeight(rewriter, loc, gateOrig, gateConv);
-        u = call.addWeight(rewriter, loc, upOrig, upConv);
+        call.addInput(x, llm::KernelRole::X);
+        g = call.addWeight(rewriter, loc, gateOrig, gateConv, WeightRoles{});
+        u = call.addWeight(rewriter, loc, upOrig, upConv, kUpWeightRoles);
         return success(succeeded(g) && succeeded(u));
       },
       [&](KernelBuilder &kb, ValueRange args, Value rows, unsigned out) {
@@ -280,8 +283,9 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
         dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType),
         "store", residual.info,
         [&](KernelCall &call) {
-          call.addInput(*act);
-          dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+          call.addInput(*act, llm::KernelRole::X);
+          dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown(),
+                              WeightRoles{});
           residual.addArgs(call);
           return success(succeeded(dn));
         },
@@ -320,7 +324,7 @@ struct RankExperts {
   std::optional<unsigned> addArg(KernelCall &call) const {
     if (!coordinate)
       return std::nullopt;
-    return call.addInput(coordinate);
+    return call.addInput(coordinate, llm::KernelRole::ExpertCoordinate);
   }
   /// (whether expert `e` is the rank's — null when every expert is —, its
   /// index in the rank's stacked weights, 0 for another rank's expert).
@@ -382,13 +386,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Value logits;
     {
       KernelCall call;
-      call.addInput(x);
-      FailureOr<unsigned> r = call.addWeight(rewriter, loc, op.getRouter(),
-                                        adaptor.getRouter());
+      call.addInput(x, llm::KernelRole::X);
+      FailureOr<unsigned> r = call.addWeight(
+          rewriter, loc, op.getRouter(), adaptor.getRouter(), WeightRoles{});
       if (failed(r))
         return noFp8Source();
       unsigned out = call.addResult(MemRefType::get({dyn, experts}, f32),
-                                    tokens);
+                                    tokens, llm::KernelRole::Out);
       Type rt = op.getRouter().getType();
       // An unquantised router (x, W, logits) is a plain linear for the GPU
       // targets: an fp32 weight runs as three exact bf16 terms on the
@@ -418,12 +422,15 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Value chosen, weights;
     {
       KernelCall call;
-      unsigned l = call.addInput(logits);
-      unsigned bias = call.addInput(adaptor.getCorrectionBias());
-      unsigned chosenOut = call.addResult(
-          MemRefType::get({dyn, topK}, rewriter.getI32Type()), tokens);
+      unsigned l = call.addInput(logits, llm::KernelRole::X);
+      unsigned bias = call.addInput(adaptor.getCorrectionBias(),
+                                    llm::KernelRole::CorrectionBias);
+      unsigned chosenOut =
+          call.addResult(MemRefType::get({dyn, topK}, rewriter.getI32Type()),
+                         tokens, llm::KernelRole::Chosen);
       unsigned weightOut =
-          call.addResult(MemRefType::get({dyn, topK}, f32), tokens);
+          call.addResult(MemRefType::get({dyn, topK}, f32), tokens,
+                         llm::KernelRole::RouteWeights);
       call.attributes.push_back(rewriter.getNamedAttr(
           kMoeSelectAttrName,
           rewriter.getDictionaryAttr(
@@ -661,8 +668,8 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                            bool grouped) -> std::optional<unsigned> {
       if (!grouped)
         return std::nullopt;
-      unsigned o = call.addInput(order);
-      call.addInput(starts);
+      unsigned o = call.addInput(order, llm::KernelRole::SlotOrder);
+      call.addInput(starts, llm::KernelRole::ExpertStarts);
       return o;
     };
     // The buffer a routed kernel writes: the `_rows` kernel allocates it
@@ -673,10 +680,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                MemRefType type, StringRef kind,
                                const RankExperts &own) {
       if (!grouped)
-        return call.addResult(type, tokens);
+        return call.addResult(type, tokens, llm::KernelRole::Out);
       call.attributes.push_back(groupedAttr(kind, own));
       call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
-      return call.addInput(buffer);
+      return call.addInput(buffer, llm::KernelRole::Out);
     };
     // The slot (token, j) a routed kernel's row (p, q) works on: itself for
     // the `_rows` kernels; for the grouped ones the slot at flat position
@@ -699,14 +706,14 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Value act;
     for (bool grouped : {false, true}) {
       KernelCall call;
-      call.addInput(x);
-      unsigned c = call.addInput(chosen);
+      call.addInput(x, llm::KernelRole::X);
+      unsigned c = call.addInput(chosen, llm::KernelRole::Chosen);
       std::optional<unsigned> o = addGrouping(call, grouped);
       std::optional<unsigned> k = own.addArg(call);
-      FailureOr<unsigned> g =
-          call.addWeight(rewriter, loc, op.getGate(), adaptor.getGate());
-      FailureOr<unsigned> u =
-          call.addWeight(rewriter, loc, op.getUp(), adaptor.getUp());
+      FailureOr<unsigned> g = call.addWeight(rewriter, loc, op.getGate(),
+                                             adaptor.getGate(), WeightRoles{});
+      FailureOr<unsigned> u = call.addWeight(rewriter, loc, op.getUp(),
+                                             adaptor.getUp(), kUpWeightRoles);
       if (failed(g) || failed(u))
         return noFp8Source();
       unsigned out = addRoutedOutput(
@@ -741,13 +748,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Value routed;
     for (bool grouped : {false, true}) {
       KernelCall call;
-      unsigned a = call.addInput(act);
-      unsigned c = call.addInput(chosen);
-      unsigned w = call.addInput(weights);
+      unsigned a = call.addInput(act, llm::KernelRole::X);
+      unsigned c = call.addInput(chosen, llm::KernelRole::Chosen);
+      unsigned w = call.addInput(weights, llm::KernelRole::RouteWeights);
       std::optional<unsigned> o = addGrouping(call, grouped);
       std::optional<unsigned> k = own.addArg(call);
-      FailureOr<unsigned> dn =
-          call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown());
+      FailureOr<unsigned> dn = call.addWeight(rewriter, loc, op.getDown(),
+                                              adaptor.getDown(), WeightRoles{});
       if (failed(dn))
         return noFp8Source();
       unsigned out = addRoutedOutput(
@@ -798,10 +805,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         rewriter, op, "moe_shared_down", resultType,
         dynamicSizesLike(rewriter, loc, x, resultType), "add_slot_sum", info,
         [&](KernelCall &call) {
-          call.addInput(*sharedAct);
-          call.addInput(routed);
+          call.addInput(*sharedAct, llm::KernelRole::X);
+          call.addInput(routed, llm::KernelRole::SlotSum);
           dn = call.addWeight(rewriter, loc, op.getSharedDown(),
-                              adaptor.getSharedDown());
+                              adaptor.getSharedDown(), WeightRoles{});
           residual.addArgs(call);
           return success(succeeded(dn));
         },

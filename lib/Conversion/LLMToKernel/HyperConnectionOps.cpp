@@ -119,12 +119,13 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     Value parts;
     {
       KernelCall call;
-      call.addInput(adaptor.getResidual());
-      call.addInput(adaptor.getFn());
+      call.addInput(adaptor.getResidual(), llm::KernelRole::Streams);
+      call.addInput(adaptor.getFn(), llm::KernelRole::MixWeight);
       unsigned out = call.addResult(
           MemRefType::get({ShapedType::kDynamic, slices, mix + 1},
                           rewriter.getF32Type()),
-          {getDimValue(rewriter, loc, adaptor.getResidual(), 0)});
+          {getDimValue(rewriter, loc, adaptor.getResidual(), 0)},
+          llm::KernelRole::MixParts);
       call.attributes.push_back(rewriter.getNamedAttr(
           kMhcMixAttrName,
           rewriter.getDictionaryAttr(
@@ -154,17 +155,23 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
       })[0];
     }
     KernelCall call;
-    call.addInput(adaptor.getResidual());
-    call.addInput(parts);
-    call.addInput(adaptor.getBase());
-    call.addInput(adaptor.getScale());
+    using llm::KernelRole;
+    call.addInput(adaptor.getResidual(), KernelRole::Streams);
+    call.addInput(parts, KernelRole::MixParts);
+    call.addInput(adaptor.getBase(), KernelRole::MixBase);
+    call.addInput(adaptor.getScale(), KernelRole::MixScale);
     int normArg = -1;
     if (adaptor.getXNormWeight())
-      normArg = call.addInput(adaptor.getXNormWeight());
-    for (Value result : op->getResults()) {
+      normArg =
+          call.addInput(adaptor.getXNormWeight(), KernelRole::XNormWeight);
+    // The results: x, post, comb.
+    const KernelRole resultRoles[] = {KernelRole::Out, KernelRole::StreamPost,
+                                      KernelRole::StreamComb};
+    for (auto [result, role] : llvm::zip_equal(op->getResults(), resultRoles)) {
       MemRefType type = getKernelMemRefType(result.getType());
-      call.addResult(type, dynamicSizesLike(rewriter, loc,
-                                            adaptor.getResidual(), type));
+      call.addResult(
+          type, dynamicSizesLike(rewriter, loc, adaptor.getResidual(), type),
+          role);
     }
     int64_t iters = op.getSinkhornIters();
     double hcEps = op.getHcEps().convertToFloat();
@@ -366,19 +373,21 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
                               ConversionPatternRewriter &rewriter) const {
     Location loc = op.getLoc();
     KernelCall call;
-    call.addInput(adaptor.getInput());
+    call.addInput(adaptor.getInput(), llm::KernelRole::X);
     FailureOr<unsigned> weightArg = call.addMatmulWeight(
         rewriter, loc, op.getProjection(), adaptor.getProjection());
     if (failed(weightArg))
       return rewriter.notifyMatchFailure(
           op, "fp8 projection does not come from llm.weight");
-    unsigned residualArg = call.addInput(adaptor.getResidual());
-    call.addInput(adaptor.getPost());
-    call.addInput(adaptor.getComb());
+    unsigned residualArg =
+        call.addInput(adaptor.getResidual(), llm::KernelRole::Streams);
+    call.addInput(adaptor.getPost(), llm::KernelRole::StreamPost);
+    call.addInput(adaptor.getComb(), llm::KernelRole::StreamComb);
     MemRefType resultType = getKernelMemRefType(op.getType());
     unsigned out = call.addResult(
         resultType,
-        dynamicSizesLike(rewriter, loc, adaptor.getResidual(), resultType));
+        dynamicSizesLike(rewriter, loc, adaptor.getResidual(), resultType),
+        llm::KernelRole::Out);
     Type weightType = op.getProjection().getType();
     int64_t h = op.getHcMult(), d = resultType.getDimSize(2);
     int64_t k = op.getInput().getType().getDimSize(1);

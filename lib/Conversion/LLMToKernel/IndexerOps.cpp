@@ -339,16 +339,21 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
     // addresses). It carries kKpoolScoresAttrName, with which a GPU target
     // rebuilds it on the matrix units (bf16 pools).
     KernelCall scoring;
-    for (Value v : {adaptor.getQ(), adaptor.getWeights(), adaptor.getPool(),
-                    adaptor.getPositions(), adaptor.getSeqStarts(),
-                    adaptor.getBlockTable()})
-      scoring.addInput(v);
+    using llm::KernelRole;
+    scoring.addInput(adaptor.getQ(), KernelRole::X);
+    scoring.addInput(adaptor.getWeights(), KernelRole::HeadWeights);
+    scoring.addInput(adaptor.getPool(), KernelRole::IndexPool);
+    scoring.addInput(adaptor.getPositions(), KernelRole::Positions);
+    scoring.addInput(adaptor.getSeqStarts(), KernelRole::SeqStarts);
+    scoring.addInput(adaptor.getBlockTable(), KernelRole::BlockTable);
     MemRefType scoresType = MemRefType::get(
         {ShapedType::kDynamic, ShapedType::kDynamic, rowsPerPage},
         rewriter.getF32Type());
     unsigned scoresOut = scoring.addResult(
-        scoresType, {getDimValue(rewriter, loc, adaptor.getQ(), 0),
-                     getDimValue(rewriter, loc, adaptor.getBlockTable(), 1)});
+        scoresType,
+        {getDimValue(rewriter, loc, adaptor.getQ(), 0),
+         getDimValue(rewriter, loc, adaptor.getBlockTable(), 1)},
+        KernelRole::Scores);
     scoring.attributes.push_back(rewriter.getNamedAttr(
         kKpoolScoresAttrName,
         rewriter.getDictionaryAttr(
@@ -414,14 +419,16 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
     // kpool_indexer, one row per token: the top pools from its scores row,
     // expanded to positions, the open tail, padding.
     KernelCall call;
-    for (Value v : {adaptor.getPositions(), allScores})
-      call.addInput(v);
+    call.addInput(adaptor.getPositions(), KernelRole::Positions);
+    call.addInput(allScores, KernelRole::Scores);
     MemRefType selType = getKernelMemRefType(op.getSelection().getType());
     MemRefType cntType = getKernelMemRefType(op.getCounts().getType());
     unsigned selOut = call.addResult(
-        selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType));
+        selType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), selType),
+        KernelRole::Selection);
     unsigned cntOut = call.addResult(
-        cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType));
+        cntType, dynamicSizesLike(rewriter, loc, adaptor.getQ(), cntType),
+        KernelRole::SelectionCounts);
     call.attributes.push_back(rewriter.getNamedAttr(
         kKpoolSelectAttrName,
         rewriter.getDictionaryAttr(

@@ -423,11 +423,23 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
 
     // kda_attention, rows (request, head, part) of the long requests.
     KernelCall call;
-    for (Value v : prepared)
-      call.addInput(v);
-    for (unsigned i : {12u, 14u, 15u, 16u, 17u})
-      call.addInput(operands[i]);
-    unsigned out = call.addResult(rawType, tokenSizes(rawType));
+    using llm::KernelRole;
+    const KernelRole preparedRoles[] = {KernelRole::X, KernelRole::Key,
+                                        KernelRole::Value, KernelRole::Decay,
+                                        KernelRole::Beta};
+    for (auto [v, role] : llvm::zip_equal(prepared, preparedRoles))
+      call.addInput(v, role);
+    // The state, positions, sequence starts and state slots.
+    const std::pair<unsigned, KernelRole> operandRoles[] = {
+        {12, KernelRole::RecurrentState},
+        {14, KernelRole::Positions},
+        {15, KernelRole::SeqStarts},
+        {16, KernelRole::SourceSlots},
+        {17, KernelRole::DestSlots}};
+    for (auto [i, role] : operandRoles)
+      call.addInput(operands[i], role);
+    unsigned out =
+        call.addResult(rawType, tokenSizes(rawType), KernelRole::Out);
     call.attributes.push_back(longRequestsOnly);
     call.attributes.push_back(rewriter.getNamedAttr(
         kKdaChunkAttrName,

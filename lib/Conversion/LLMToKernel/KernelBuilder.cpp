@@ -338,7 +338,8 @@ void mlir::strata::populateKernelTypeConversions(TypeConverter &converter) {
 
 func::FuncOp mlir::strata::getOrCreateKernel(
     RewriterBase &rewriter, Operation *op, StringRef name, TypeRange argTypes,
-    llvm::function_ref<void(KernelBuilder &, ValueRange)> body) {
+    llvm::function_ref<void(KernelBuilder &, ValueRange)> body,
+    ArrayRef<llm::KernelRole> roles) {
   auto module = op->getParentOfType<ModuleOp>();
   std::string key;
   {
@@ -356,8 +357,8 @@ func::FuncOp mlir::strata::getOrCreateKernel(
     os << ") " << name;
   }
   for (auto func : module.getOps<func::FuncOp>())
-    if (auto attr = func->getAttrOfType<StringAttr>(kKernelAttrName))
-      if (attr.getValue() == key)
+    if (auto attr = func->getAttrOfType<llm::KernelAttr>(kKernelAttrName))
+      if (attr.getKey() == key)
         return func;
 
   // Unique name: <name>_<n>.
@@ -373,7 +374,8 @@ func::FuncOp mlir::strata::getOrCreateKernel(
   Location loc = op->getLoc();
   auto func = func::FuncOp::create(rewriter, loc, symbol,
                                    rewriter.getFunctionType(argTypes, {}));
-  func->setAttr(kKernelAttrName, rewriter.getStringAttr(key));
+  func->setAttr(kKernelAttrName,
+                llm::KernelAttr::get(rewriter.getContext(), key, roles));
   Block *entry = func.addEntryBlock();
   rewriter.setInsertionPointToStart(entry);
   KernelBuilder kb(rewriter, loc);
@@ -501,7 +503,8 @@ Value WeightView::load(KernelBuilder &kb, ValueRange indices) const {
 FailureOr<unsigned> KernelCall::addMatmulWeight(RewriterBase &rewriter,
                                                 Location loc, Value original,
                                                 Value converted) {
-  FailureOr<unsigned> first = addWeight(rewriter, loc, original, converted);
+  FailureOr<unsigned> first =
+      addWeight(rewriter, loc, original, converted, WeightRoles{});
   if (succeeded(first))
     if (auto fp8 = dyn_cast<llm::Fp8WeightType>(original.getType()))
       attributes.push_back(rewriter.getNamedAttr(

@@ -26,9 +26,12 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/DialectConversion.h"
 
+#include "dialects/llm/IR/LLMDialect.h"
+
 namespace mlir::strata {
 
-/// Attribute marking an outlined kernel func; its value is the dedup key.
+/// Attribute marking an outlined kernel func: a #llm.kernel holding the
+/// dedup key and, for kernels a GPU strategy builds, the arguments' roles.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
 /// On moe_up / moe_down kernel functions: {kind = "up" | "down", top_k,
 /// experts, min_slots, swiglu_limit[, rank_experts]}, what a GPU target
@@ -285,11 +288,13 @@ void populateKernelTypeConversions(TypeConverter &converter);
 
 /// Returns the kernel func for `op` with arguments `argTypes` (inputs then
 /// outputs), building it with `body` the first time an (op name, attributes,
-/// types, name) key is seen in the module. `name` is the kernel's base name.
-func::FuncOp getOrCreateKernel(
-    RewriterBase &rewriter, Operation *op, StringRef name,
-    TypeRange argTypes,
-    llvm::function_ref<void(KernelBuilder &, ValueRange)> body);
+/// types, name) key is seen in the module. `name` is the kernel's base name;
+/// `roles` (one per argument, or none) go into its #llm.kernel.
+func::FuncOp
+getOrCreateKernel(RewriterBase &rewriter, Operation *op, StringRef name,
+                  TypeRange argTypes,
+                  llvm::function_ref<void(KernelBuilder &, ValueRange)> body,
+                  ArrayRef<llm::KernelRole> roles = {});
 
 /// Allocates one memref per entry of `resultTypes` (dynamic extents from
 /// `dynamicSizes[i]`), calls `kernel` with `inputs` followed by the allocs
@@ -330,11 +335,24 @@ WeightView makeWeightView(Type type, ValueRange args);
 /// Dynamic size `d` of `m` at the call site (for result allocation).
 Value getDimValue(OpBuilder &b, Location loc, Value m, int64_t d);
 
+/// The roles of a weight's kernel arguments (its data and, for fp8, its
+/// scales): a matmul's weight by default, a SwiGLU pair's up projection
+/// with kUpWeightRoles.
+struct WeightRoles {
+  llm::KernelRole data = llm::KernelRole::Weight;
+  llm::KernelRole scales = llm::KernelRole::WeightScales;
+};
+inline constexpr WeightRoles kUpWeightRoles = {llm::KernelRole::UpWeight,
+                                               llm::KernelRole::UpScales};
+
 /// The call-site view of one kernel: argument types, call operands and the
 /// results to allocate, collected operand by operand. Each add* returns the
-/// position of its first kernel argument, which the body uses.
+/// position of its first kernel argument, which the body uses. An argument
+/// may name its role (#llm.kernel); when every argument does, the kernel
+/// carries the roles (the contract of the GPU strategies' builders).
 struct KernelCall {
   SmallVector<Type> argTypes;
+  SmallVector<std::optional<llm::KernelRole>> roles;
   SmallVector<Value> inputs;
   SmallVector<MemRefType> results;
   SmallVector<SmallVector<Value>> resultSizes;
@@ -344,21 +362,30 @@ struct KernelCall {
   func::FuncOp kernel;
 
   /// An already converted (memref) operand.
-  unsigned addInput(Value converted) {
+  unsigned addInput(Value converted,
+                    std::optional<llm::KernelRole> role = std::nullopt) {
     argTypes.push_back(converted.getType());
+    roles.push_back(role);
     inputs.push_back(converted);
     return argTypes.size() - 1;
   }
-  /// A weight operand (one argument, or two for fp8).
-  FailureOr<unsigned> addWeight(RewriterBase &rewriter, Location loc,
-                                Value original, Value converted) {
+  /// A weight operand (one argument, or two for fp8), with `weightRoles`
+  /// when the kernel names its arguments' roles.
+  FailureOr<unsigned>
+  addWeight(RewriterBase &rewriter, Location loc, Value original,
+            Value converted,
+            std::optional<WeightRoles> weightRoles = std::nullopt) {
     FailureOr<SmallVector<Value>> buffers =
         getWeightBuffers(rewriter, loc, original, converted);
     if (failed(buffers))
       return failure();
     unsigned first = argTypes.size();
-    for (Value v : *buffers)
-      addInput(v);
+    for (auto [i, v] : llvm::enumerate(*buffers)) {
+      std::optional<llm::KernelRole> role;
+      if (weightRoles)
+        role = i == 0 ? weightRoles->data : weightRoles->scales;
+      addInput(v, role);
+    }
     return first;
   }
   /// A matmul's weight (addWeight) that a GPU target may rebuild on the
@@ -367,17 +394,30 @@ struct KernelCall {
   FailureOr<unsigned> addMatmulWeight(RewriterBase &rewriter, Location loc,
                                       Value original, Value converted);
   /// A result memref with dynamic extents `sizes`.
-  unsigned addResult(MemRefType type, SmallVector<Value> sizes = {}) {
+  unsigned addResult(MemRefType type, SmallVector<Value> sizes = {},
+                     std::optional<llm::KernelRole> role = std::nullopt) {
     argTypes.push_back(type);
+    roles.push_back(role);
     results.push_back(type);
     resultSizes.push_back(std::move(sizes));
     return argTypes.size() - 1;
+  }
+  /// The roles of every argument, empty unless each argument has one.
+  SmallVector<llm::KernelRole> namedRoles() const {
+    SmallVector<llm::KernelRole> named;
+    for (std::optional<llm::KernelRole> role : roles) {
+      if (!role)
+        return {};
+      named.push_back(*role);
+    }
+    return named;
   }
   /// Builds (or reuses) the kernel and calls it; returns the result allocs.
   SmallVector<Value>
   emit(RewriterBase &rewriter, Operation *op, StringRef name,
        llvm::function_ref<void(KernelBuilder &, ValueRange)> body) {
-    kernel = getOrCreateKernel(rewriter, op, name, argTypes, body);
+    kernel =
+        getOrCreateKernel(rewriter, op, name, argTypes, body, namedRoles());
     for (NamedAttribute attribute : attributes)
       kernel->setAttr(attribute.getName(), attribute.getValue());
     return emitKernelCall(rewriter, op->getLoc(), kernel, inputs, results,

@@ -98,13 +98,14 @@ static FailureOr<Value> emitLinearKernel(ConversionPatternRewriter &rewriter,
                                          Value weight, MemRefType resultType) {
   Location loc = op->getLoc();
   KernelCall call;
-  call.addInput(x);
+  call.addInput(x, llm::KernelRole::X);
   FailureOr<unsigned> weightArg =
       call.addMatmulWeight(rewriter, loc, weightOriginal, weight);
   if (failed(weightArg))
     return failure();
   unsigned out =
-      call.addResult(resultType, dynamicSizesLike(rewriter, loc, x, resultType));
+      call.addResult(resultType, dynamicSizesLike(rewriter, loc, x, resultType),
+                     llm::KernelRole::Out);
   call.attributes.push_back(
       rewriter.getNamedAttr(kLinearKernelAttrName, rewriter.getUnitAttr()));
   Type weightType = weightOriginal.getType();

@@ -139,8 +139,8 @@ NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
 void emitMlaCombine(ConversionPatternRewriter &rewriter, Operation *op,
                     Value ohAll, Value partsAll, int64_t heads, int64_t rank) {
   KernelCall call;
-  unsigned oh = call.addInput(ohAll);
-  unsigned parts = call.addInput(partsAll);
+  unsigned oh = call.addInput(ohAll, llm::KernelRole::Out);
+  unsigned parts = call.addInput(partsAll, llm::KernelRole::SplitParts);
   call.attributes.push_back(
       rewriter.getNamedAttr(kMlaCombineAttrName, rewriter.getUnitAttr()));
   call.emit(rewriter, op, "mla_combine", [&](KernelBuilder &kb, ValueRange a) {
@@ -230,10 +230,12 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
     // The selection, counts, sequence starts and block table, after the
     // cache; returns the cache's argument.
     auto addCacheArgs = [&](KernelCall &call) {
-      unsigned cacheArg = call.addInput(adaptor.getCache());
-      for (Value v : {adaptor.getSelection(), adaptor.getCounts(),
-                      adaptor.getSeqStarts(), adaptor.getBlockTable()})
-        call.addInput(v);
+      unsigned cacheArg =
+          call.addInput(adaptor.getCache(), llm::KernelRole::LatentPool);
+      call.addInput(adaptor.getSelection(), llm::KernelRole::Selection);
+      call.addInput(adaptor.getCounts(), llm::KernelRole::SelectionCounts);
+      call.addInput(adaptor.getSeqStarts(), llm::KernelRole::SeqStarts);
+      call.addInput(adaptor.getBlockTable(), llm::KernelRole::BlockTable);
       return cacheArg;
     };
 
@@ -244,12 +246,12 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
     Value qaAll;
     {
       KernelCall call;
-      call.addInput(adaptor.getQ());
-      FailureOr<unsigned> kvb =
-          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
+      call.addInput(adaptor.getQ(), llm::KernelRole::X);
+      FailureOr<unsigned> kvb = call.addWeight(rewriter, loc, op.getKvB(),
+                                               adaptor.getKvB(), WeightRoles{});
       if (failed(kvb))
         return noFp8Source();
-      unsigned o = call.addResult(perHead, tokens);
+      unsigned o = call.addResult(perHead, tokens, llm::KernelRole::Out);
       // A head-batched matmul with W_UK^h = rows [h (dq + dv), + dq) of
       // kv_b as W^T, for matrix-unit targets.
       call.attributes.push_back(headBatchedMatmul(
@@ -270,13 +272,13 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
     Value ohAll, partsAll;
     {
       KernelCall call;
-      call.addInput(qaAll);
+      call.addInput(qaAll, llm::KernelRole::X);
       unsigned cacheArg = addCacheArgs(call);
-      unsigned o = call.addResult(perHead, tokens);
+      unsigned o = call.addResult(perHead, tokens, llm::KernelRole::Out);
       unsigned parts =
           call.addResult(MemRefType::get({kMlaSplitSlots, heads, rank + 2},
                                          rewriter.getF32Type()),
-                         {});
+                         {}, llm::KernelRole::SplitParts);
       call.attributes.push_back(rewriter.getNamedAttr(
           kMlaAttendAttrName,
           rewriter.getDictionaryAttr(
@@ -339,12 +341,12 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
       // + dv) of kv_b) for matrix-unit targets (LLMToGPU
       // buildDenseMatmulKernelFunction).
       KernelCall call;
-      unsigned oh = call.addInput(ohAll);
-      FailureOr<unsigned> kvb =
-          call.addWeight(rewriter, loc, op.getKvB(), adaptor.getKvB());
+      unsigned oh = call.addInput(ohAll, llm::KernelRole::X);
+      FailureOr<unsigned> kvb = call.addWeight(rewriter, loc, op.getKvB(),
+                                               adaptor.getKvB(), WeightRoles{});
       if (failed(kvb))
         return noFp8Source();
-      call.addResult(resultType, resultSizes);
+      call.addResult(resultType, resultSizes, llm::KernelRole::Out);
       int64_t dq = op.getQkHeadDim(), dv = op.getVHeadDim();
       call.attributes.push_back(
           headBatchedMatmul(rewriter, heads, dq, dq + dv, /*transposed=*/false));

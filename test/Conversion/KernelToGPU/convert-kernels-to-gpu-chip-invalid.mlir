@@ -5,7 +5,7 @@
 
 // CHECK: error: unknown GPU chip 'gfx1'
 // HOST: error: unknown GPU chip 'cpu'
-func.func @copy(%x: memref<?xf32>, %y: memref<?xf32>) attributes {llm.kernel = "copy"} {
+func.func @copy(%x: memref<?xf32>, %y: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"copy">} {
   memref.copy %x, %y : memref<?xf32> to memref<?xf32>
   return
 }

@@ -4,7 +4,7 @@
 // size the scratch buffer.
 // RUN: strata-opt %s --split-input-file --convert-kernels-to-gpu --verify-diagnostics
 
-func.func @alloc_in_loop(%x: memref<?xf32>) attributes {llm.kernel = "loop"} {
+func.func @alloc_in_loop(%x: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"loop">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
@@ -22,7 +22,7 @@ func.func @alloc_in_loop(%x: memref<?xf32>) attributes {llm.kernel = "loop"} {
 
 // -----
 
-func.func @data_sized(%x: memref<?xf32>, %len: memref<1xindex>) attributes {llm.kernel = "data"} {
+func.func @data_sized(%x: memref<?xf32>, %len: memref<1xindex>) attributes {llm.kernel = #llm.kernel<"data">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %m = memref.load %len[%c0] : memref<1xindex>

@@ -28,7 +28,7 @@
 // CHECK: scf.for %{{.*}} = %[[LB]] to %[[ROWS]] step %[[STEP]]
 // CHECK-NOT: memref.dealloc
 // CHECK: gpu.return
-func.func @row_kernel(%x: memref<?x16xf32>, %y: memref<?x16xf32>) attributes {llm.kernel = "row"} {
+func.func @row_kernel(%x: memref<?x16xf32>, %y: memref<?x16xf32>) attributes {llm.kernel = #llm.kernel<"row">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c16 = arith.constant 16 : index
@@ -62,7 +62,7 @@ func.func @row_kernel(%x: memref<?x16xf32>, %y: memref<?x16xf32>) attributes {ll
 #xk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #wk = affine_map<(d0, d1, d2) -> (d1, d2)>
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func @linear_kernel(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = "linear"} {
+func.func @linear_kernel(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"linear">} {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
   %rows = memref.dim %x, %c0 : memref<?x4xf32>
@@ -86,7 +86,7 @@ func.func @linear_kernel(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %y: memref<?x
 // CHECK-SAME: strata.grid = [array<i64: -1, 1>, array<i64: -1, 1>, array<i64: -1, 1>]
 // CHECK-NOT: gpu.block_id
 // CHECK: gpu.return
-func.func @two_outputs(%x: memref<?xf32>, %y: memref<?xf32>, %z: memref<?xf32>) attributes {llm.kernel = "two"} {
+func.func @two_outputs(%x: memref<?xf32>, %y: memref<?xf32>, %z: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"two">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %n = memref.dim %x, %c0 : memref<?xf32>
@@ -129,7 +129,7 @@ func.func @two_outputs(%x: memref<?xf32>, %y: memref<?xf32>, %z: memref<?xf32>) 
 // CHECK: memref.store %{{.*}}, %[[VIEW]]
 // CHECK-NOT: memref.dealloc
 // CHECK: gpu.return
-func.func @big_scratch(%x: memref<?xf32>) attributes {llm.kernel = "big"} {
+func.func @big_scratch(%x: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"big">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %s = memref.alloc() : memref<16384xf32>
@@ -155,7 +155,7 @@ func.func @big_scratch(%x: memref<?xf32>) attributes {llm.kernel = "big"} {
 // CHECK: arith.truncf
 // CHECK-NOT: scf.parallel
 // CHECK: gpu.return
-func.func @bf16_linear(%x: memref<?x4xbf16>, %w: memref<8x4xbf16>, %y: memref<?x8xbf16>) attributes {llm.kernel = "linear"} {
+func.func @bf16_linear(%x: memref<?x4xbf16>, %w: memref<8x4xbf16>, %y: memref<?x8xbf16>) attributes {llm.kernel = #llm.kernel<"linear">} {
   %c0 = arith.constant 0 : index
   %zero = arith.constant 0.0 : f32
   %rows = memref.dim %x, %c0 : memref<?x4xbf16>
@@ -188,7 +188,7 @@ func.func @bf16_linear(%x: memref<?x4xbf16>, %w: memref<8x4xbf16>, %y: memref<?x
 // CHECK: %[[S:.*]] = memref.load %arg2
 // CHECK: arith.mulf %[[W]], %[[S]]
 // CHECK: gpu.return
-func.func @table_linear(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %s: memref<1xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = "table"} {
+func.func @table_linear(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %s: memref<1xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"table">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -234,7 +234,7 @@ func.func @table_linear(%x: memref<?x4xf32>, %w: memref<8x4xf32>, %s: memref<1xf
 // CHECK: memref.view %[[SCRATCH]][%[[NEXT]]][%[[N]]] : memref<?xi8> to memref<?xf32>
 // CHECK-NOT: memref.alloc
 // CHECK: gpu.return
-func.func @dynamic_scratch(%x: memref<?x?xf32>) attributes {llm.kernel = "dyn"} {
+func.func @dynamic_scratch(%x: memref<?x?xf32>) attributes {llm.kernel = #llm.kernel<"dyn">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c16 = arith.constant 16 : index
@@ -266,7 +266,7 @@ func.func @dynamic_scratch(%x: memref<?x?xf32>) attributes {llm.kernel = "dyn"} 
 // CHECK: scf.for
 // CHECK: memref.memory_space_cast
 // CHECK: scf.for
-func.func @late_private(%x: memref<?x8xf32>) attributes {llm.kernel = "late"} {
+func.func @late_private(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"late">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index

@@ -20,7 +20,7 @@
 // CHECK: gpu.barrier
 // CHECK-NOT: memref.dealloc %[[T]]
 // CHECK: gpu.return
-func.func @private_temp(%x: memref<?x8xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = "temp"} {
+func.func @private_temp(%x: memref<?x8xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"temp">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index

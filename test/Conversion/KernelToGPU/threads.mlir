@@ -72,7 +72,7 @@
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: }
 // CHECK: gpu.return
-func.func @recurrence(%k: memref<?x8xf32>, %v: memref<?x8xf32>, %state: memref<?x8x8xf32>, %starts: memref<?xi32>, %out: memref<?x8xf32>) attributes {llm.kernel = "kda-like"} {
+func.func @recurrence(%k: memref<?x8xf32>, %v: memref<?x8xf32>, %state: memref<?x8x8xf32>, %starts: memref<?xi32>, %out: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"kda-like">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c8 = arith.constant 8 : index
@@ -163,7 +163,7 @@ func.func @recurrence(%k: memref<?x8xf32>, %v: memref<?x8xf32>, %state: memref<?
 // CHECK: scf.parallel
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
-func.func @columns(%x: memref<?x300xf32>, %y: memref<?x300xbf16>) attributes {llm.kernel = "elementwise"} {
+func.func @columns(%x: memref<?x300xf32>, %y: memref<?x300xbf16>) attributes {llm.kernel = #llm.kernel<"elementwise">} {
   %c0 = arith.constant 0 : index
   %rows = memref.dim %x, %c0 : memref<?x300xf32>
   %t = memref.alloc(%rows) : memref<?x300xf32>
@@ -188,7 +188,7 @@ func.func @columns(%x: memref<?x300xf32>, %y: memref<?x300xbf16>) attributes {ll
 // CHECK-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 1563>, array<i64: -1, 1>]
 // ONE-LABEL: gpu.func @wide_columns(
 // ONE-SAME: strata.grid = [array<i64: 0, 0>, array<i64: -1, 65535>, array<i64: -1, 1>]
-func.func @wide_columns(%x: memref<?x200000xf32>, %y: memref<?x200000xf32>) attributes {llm.kernel = "elementwise"} {
+func.func @wide_columns(%x: memref<?x200000xf32>, %y: memref<?x200000xf32>) attributes {llm.kernel = #llm.kernel<"elementwise">} {
   linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} ins(%x : memref<?x200000xf32>) outs(%y : memref<?x200000xf32>) {
   ^bb0(%a: f32, %b: f32):
     %e = math.exp %a : f32
@@ -209,7 +209,7 @@ func.func @wide_columns(%x: memref<?x200000xf32>, %y: memref<?x200000xf32>) attr
 // CHECK: arith.addi %[[BX128]], %[[TID3]]
 // CHECK-NOT: gpu.barrier
 // CHECK: gpu.return
-func.func @accumulate(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.kernel = "sum"} {
+func.func @accumulate(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"sum">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c16 = arith.constant 16 : index
@@ -250,7 +250,7 @@ func.func @accumulate(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.k
 // CHECK: }
 // CHECK-NEXT: gpu.barrier
 // CHECK-NEXT: }
-func.func @shared_accumulator(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.kernel = "sum"} {
+func.func @shared_accumulator(%x: memref<?x16xf32>, %y: memref<?xf32>) attributes {llm.kernel = #llm.kernel<"sum">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c16 = arith.constant 16 : index
@@ -304,7 +304,7 @@ func.func @shared_accumulator(%x: memref<?x16xf32>, %y: memref<?xf32>) attribute
 // CHECK: memref.store %{{.*}}, %arg1[%[[R5]],
 // CHECK-NOT: scf.if
 // CHECK: gpu.return
-func.func @softmax(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attributes {llm.kernel = "softmax"} {
+func.func @softmax(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attributes {llm.kernel = #llm.kernel<"softmax">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c256 = arith.constant 256 : index
@@ -361,7 +361,7 @@ func.func @softmax(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attributes {llm
 // CHECK: scf.parallel
 // CHECK: scf.for %{{.*}} = %c0{{.*}} to %c256 step %c1
 // CHECK: gpu.return
-func.func @head_rows(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = "heads"} {
+func.func @head_rows(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = #llm.kernel<"heads">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
@@ -377,7 +377,7 @@ func.func @head_rows(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attribute
   } {llm.threads_within_row}
   return
 }
-func.func @head_columns(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = "heads"} {
+func.func @head_columns(%x: memref<?x4x256xf32>, %y: memref<?x4x256xf32>) attributes {llm.kernel = #llm.kernel<"heads">} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index

@@ -1766,3 +1766,92 @@ func.func @all_gather_element(%l: tensor<?x64xf32>) {
   %g = llm.all_gather %l {group = #llm.rank_group<tp>, group_size = 2 : i64, dim = 1 : i64} : (tensor<?x64xf32>) -> tensor<?x128xbf16>
   return
 }
+
+// -----
+
+// Tests that a kernel function's llm.kernel is a #llm.kernel.
+// expected-error@+1 {{llm.kernel must be a #llm.kernel, got "linear"}}
+func.func @kernel_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = "linear"} {
+  return
+}
+
+// -----
+
+// Tests that the kernel contract is only valid on a function.
+func.func @kernel_not_function() {
+  // expected-error@+1 {{llm.kernel is only valid on a function}}
+  %c = arith.constant {llm.kernel = #llm.kernel<"k">} 0 : i32
+  return
+}
+
+// -----
+
+// Tests that a kernel key is not empty.
+// expected-error@+1 {{kernel key must not be empty}}
+func.func @kernel_empty_key(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"">} {
+  return
+}
+
+// -----
+
+// Tests that a role names one argument.
+// expected-error@+1 {{argument role 'x' appears twice}}
+func.func @kernel_role_twice(%x: memref<?x8xf32>, %y: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k", roles = [x, x]>} {
+  return
+}
+
+// -----
+
+// Tests that every argument has a role.
+// expected-error@+1 {{has 2 kernel argument roles for 3 arguments}}
+func.func @kernel_role_count(%x: memref<?x8xbf16>, %w: memref<4x8xbf16>, %y: memref<?x4xbf16>) attributes {llm.kernel = #llm.kernel<"k", roles = [x, out]>} {
+  return
+}
+
+// -----
+
+// Tests that an index role is a memref of i32.
+// expected-error@+1 {{argument 1 (role 'seq_starts') must be a memref of i32, got 'memref<?xi64>'}}
+func.func @kernel_index_role(%x: memref<?x8xf32>, %s: memref<?xi64>) attributes {llm.kernel = #llm.kernel<"k", roles = [x, seq_starts]>} {
+  return
+}
+
+// -----
+
+// Tests that a scale role is a memref of f32.
+// expected-error@+1 {{argument 2 (role 'weight_scales') must be a memref of f32, got 'memref<1x1xbf16>'}}
+func.func @kernel_scale_role(%x: memref<?x8xbf16>, %w: memref<4x8xf8E4M3FN>, %s: memref<1x1xbf16>, %y: memref<?x4xbf16>) attributes {llm.kernel = #llm.kernel<"k", roles = [x, weight, weight_scales, out]>} {
+  return
+}
+
+// -----
+
+// Tests that the expert coordinate is an i64.
+// expected-error@+1 {{argument 1 (role 'expert_coordinate') must be an i64, got 'i32'}}
+func.func @kernel_coordinate_role(%x: memref<?x8xbf16>, %c: i32) attributes {llm.kernel = #llm.kernel<"k", roles = [x, expert_coordinate]>} {
+  return
+}
+
+// -----
+
+// Tests that a data role is a memref.
+// expected-error@+1 {{argument 0 (role 'x') must be a memref, got 'i64'}}
+func.func @kernel_memref_role(%x: i64) attributes {llm.kernel = #llm.kernel<"k", roles = [x]>} {
+  return
+}
+
+// -----
+
+// Tests that llm.gpu_strategy is a #llm.gpu_strategy.
+// expected-error@+1 {{llm.gpu_strategy must be a #llm.gpu_strategy, got "generic"}}
+func.func @strategy_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.gpu_strategy = "generic"} {
+  return
+}
+
+// -----
+
+// Tests that a strategy is only set on a kernel function.
+// expected-error@+1 {{llm.gpu_strategy is only valid on an llm.kernel function}}
+func.func @strategy_without_kernel(%x: memref<?x8xf32>) attributes {llm.gpu_strategy = #llm.gpu_strategy<generic>} {
+  return
+}

@@ -463,3 +463,35 @@ func.func @shared_selection(%c0: !llm.shared_selection<rows = 4, width = 2176>,
          tensor<?xi32>) -> (tensor<?x2176xi32>, tensor<?xi32>)
   return %s, %n : tensor<?x2176xi32>, tensor<?xi32>
 }
+
+// -----
+
+// Tests that the kernel contract round-trips: a key alone (a generic kernel),
+// a key with one role per argument, and a strategy.
+// CHECK-LABEL: @generic_kernel
+// CHECK-SAME: llm.kernel = #llm.kernel<"llm.add (...) add">
+func.func @generic_kernel(%a: memref<?xf32>, %b: memref<?xf32>)
+    attributes {llm.kernel = #llm.kernel<"llm.add (...) add">} {
+  return
+}
+// CHECK-LABEL: @grouped_kernel
+// CHECK-SAME: llm.gpu_strategy = #llm.gpu_strategy<grouped_experts>
+// CHECK-SAME: llm.kernel = #llm.kernel<"moe", roles = [x, chosen, slot_order, expert_starts, expert_coordinate, weight, weight_scales, up_weight, up_scales, out]>
+func.func @grouped_kernel(%x: memref<?x64xbf16>, %chosen: memref<?x2xi32>,
+                          %order: memref<?x2xi32>, %starts: memref<5xi32>,
+                          %coordinate: i64, %gate: memref<4x32x64xf8E4M3FN>,
+                          %gs: memref<4x1x1xf32>, %up: memref<4x32x64xf8E4M3FN>,
+                          %us: memref<4x1x1xf32>, %act: memref<?x2x32xbf16>)
+    attributes {llm.gpu_strategy = #llm.gpu_strategy<grouped_experts>,
+                llm.kernel = #llm.kernel<"moe", roles = [x, chosen, slot_order, expert_starts, expert_coordinate, weight, weight_scales, up_weight, up_scales, out]>} {
+  return
+}
+
+// -----
+
+// Tests that a function lowered to LLVM (memrefs expanded into descriptors)
+// keeps its kernel contract unchecked.
+// CHECK-LABEL: llvm.func @lowered_kernel
+// CHECK-SAME: llm.kernel = #llm.kernel<"k", roles = [x, out]>
+llvm.func @lowered_kernel(!llvm.ptr, !llvm.ptr, i64, i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, i64)
+    attributes {llm.kernel = #llm.kernel<"k", roles = [x, out]>}

@@ -3,7 +3,7 @@
 Usage: check_verifier_coverage.py SOURCE... TEST_FILE
 
 A message is identified by its fixed text: the first string literal streamed
-into emitOpError()/emitError(), or, for the shape helpers of LLMOps.cpp and
+into emitOpError()/emitError() or passed to emitOpError("..."), or, for the shape helpers of LLMOps.cpp and
 LLMTypes.cpp, the text they build from their literal `what` argument
 ("expected <what> shape", "expected <what> rank", ...). Every identified text
 must occur in an expected-error line of TEST_FILE. Prints the count on
@@ -37,7 +37,7 @@ def messages(source):
         for m in re.finditer(name + r'\((?:\*this|op|emitError), "([^"]*)"', text):
             for t in templates:
                 found.add(t.format(m.group(1)))
-    for m in re.finditer(r'emit(?:Op)?Error\(\) << "([^"]*)"', text):
+    for m in re.finditer(r'emit(?:Op)?Error\((?:\) << )?"([^"]*)"', text):
         literal = m.group(1).strip()
         if literal and literal != "expected":
             found.add(literal)

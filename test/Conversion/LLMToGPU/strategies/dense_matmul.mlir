@@ -1,0 +1,111 @@
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 %s | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+
+// Tests the dense_matmul strategy: the dense projections' matmuls with their
+// epilogues (SwiGLU, store with mHC's residual write, the routed slots' sum)
+// and MLA's head-batched absorb / project.
+// Each function (signature and attributes from the tiny model's kernel phase)
+// becomes a gpu.func of the same arguments with the grid its builder chose
+// (strata.matrix_grid: per dimension [argument, dim, blocks, divisor,
+// multiplier, addend, cap, floor, floorArgument, floorDim,
+// addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
+
+// SM90-LABEL: gpu.func @swiglu_up_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 64, -1, 0, 0, 1, 4095, 64, 1, -1, 128, 1>, array<i64: -1, 0, 8, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @swiglu_up_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.wgmma.mma_async
+// GFX942-LABEL: gpu.func @swiglu_up_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @swiglu_up_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @swiglu_up_0(%a0: memref<?x256xbf16>, %a1: memref<512x256xbf16>, %a2: memref<512x256xbf16>, %a3: memref<?x512xbf16>)
+    attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}, llm.kernel = #llm.kernel<"swiglu_up_0", roles = [x, weight, up_weight, out]>} {
+  return
+}
+
+// -----
+
+// SM90-LABEL: gpu.func @swiglu_down_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 64, -1, 0, 0, 1, 16383, 64, 1, -1, 128, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 1, 4, -1, 1, 2>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @swiglu_down_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.wgmma.mma_async
+// GFX942-LABEL: gpu.func @swiglu_down_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @swiglu_down_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @swiglu_down_0(%a0: memref<?x512xbf16>, %a1: memref<256x512xbf16>, %a2: memref<?x4x256xbf16>, %a3: memref<?x4xf32>, %a4: memref<?x4x4xf32>, %a5: memref<?x4x256xbf16>)
+    attributes {llm.dense_matmul = {epilogue = "store", hc_mult = 4 : i64, min_rows = 64 : i64}, llm.kernel = #llm.kernel<"swiglu_down_0", roles = [x, weight, streams, stream_post, stream_comb, out]>} {
+  return
+}
+
+// -----
+
+// SM90-LABEL: gpu.func @moe_shared_down_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 64, -1, 0, 0, 1, 16383, 64, 1, -1, 128, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 1, 4, -1, 1, 2>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @moe_shared_down_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.wgmma.mma_async
+// GFX942-LABEL: gpu.func @moe_shared_down_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @moe_shared_down_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @moe_shared_down_0(%a0: memref<?x128xbf16>, %a1: memref<?x4x256xbf16>, %a2: memref<256x128xbf16>, %a3: memref<?x4x256xbf16>, %a4: memref<?x4xf32>, %a5: memref<?x4x4xf32>, %a6: memref<?x4x256xbf16>)
+    attributes {llm.dense_matmul = {epilogue = "add_slot_sum", hc_mult = 4 : i64, min_rows = 64 : i64, top_k = 4 : i64}, llm.kernel = #llm.kernel<"moe_shared_down_0", roles = [x, slot_sum, weight, streams, stream_post, stream_comb, out]>} {
+  return
+}
+
+// -----
+
+// SM90-LABEL: gpu.func @mla_absorb_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 64, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 8, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @mla_absorb_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.mma.sync
+// GFX942-LABEL: gpu.func @mla_absorb_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @mla_absorb_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @mla_absorb_0(%a0: memref<?x2x256xbf16>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x512xf32>)
+    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 0 : i64, weight_row_stride = 512 : i64, weight_transposed = true}, llm.kernel = #llm.kernel<"mla_absorb_0", roles = [x, weight, out]>} {
+  return
+}
+
+// -----
+
+// SM90-LABEL: gpu.func @mla_project_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 64, 1, -1, 128, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 1, 4, -1, 1, 2>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @mla_project_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.mma.sync
+// GFX942-LABEL: gpu.func @mla_project_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @mla_project_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @mla_project_0(%a0: memref<?x2x512xf32>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x256xbf16>)
+    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 256 : i64, weight_row_stride = 512 : i64, weight_transposed = false}, llm.kernel = #llm.kernel<"mla_project_0", roles = [x, weight, out]>} {
+  return
+}

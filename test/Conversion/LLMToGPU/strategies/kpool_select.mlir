@@ -1,0 +1,30 @@
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 %s | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+
+// Tests the kpool_select strategy: the indexer's top-k: a radix select over a
+// block's threads, one token per block.
+// Each function (signature and attributes from the tiny model's kernel phase)
+// becomes a gpu.func of the same arguments with the grid its builder chose
+// (strata.matrix_grid: per dimension [argument, dim, blocks, divisor,
+// multiplier, addend, cap, floor, floorArgument, floorDim,
+// addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
+
+// SM90-LABEL: gpu.func @kpool_indexer_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = ""
+// SM90: gpu.shuffle
+// SM90A-LABEL: gpu.func @kpool_indexer_0(
+// SM90A-SAME: strata.mma = ""
+// SM90A: gpu.shuffle
+// GFX942-LABEL: gpu.func @kpool_indexer_0(
+// GFX942-SAME: strata.mma = ""
+// GFX942: gpu.shuffle
+// GFX950-LABEL: gpu.func @kpool_indexer_0(
+// GFX950-SAME: strata.mma = ""
+// GFX950: gpu.shuffle
+func.func @kpool_indexer_0(%a0: memref<?xi32>, %a1: memref<?x?x16xf32>, %a2: memref<?x128xi32>, %a3: memref<?xi32>)
+    attributes {llm.kernel = #llm.kernel<"kpool_indexer_0", roles = [positions, scores, selection, selection_counts]>, llm.kpool_select = {kpool = 4 : i64, topk = 64 : i64}} {
+  return
+}

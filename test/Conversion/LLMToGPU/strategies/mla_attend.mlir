@@ -1,0 +1,31 @@
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 %s | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+
+// Tests the mla_attend strategy: sparse MLA attention: the heads of a token
+// sharing each gathered latent row on the matrix units, split over position
+// ranges.
+// Each function (signature and attributes from the tiny model's kernel phase)
+// becomes a gpu.func of the same arguments with the grid its builder chose
+// (strata.matrix_grid: per dimension [argument, dim, blocks, divisor,
+// multiplier, addend, cap, floor, floorArgument, floorDim,
+// addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
+
+// SM90-LABEL: gpu.func @mla_attend_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 64, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @mla_attend_0(
+// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A: nvvm.mma.sync
+// GFX942-LABEL: gpu.func @mla_attend_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @mla_attend_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
+// GFX950: amdgpu.mfma
+func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+    attributes {llm.kernel = #llm.kernel<"mla_attend_0", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
+  return
+}

@@ -1,0 +1,30 @@
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 %s | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+
+// Tests the mla_combine strategy: the combine step of split MLA attention: a
+// block per (token, head) merging the ranges' partial results.
+// Each function (signature and attributes from the tiny model's kernel phase)
+// becomes a gpu.func of the same arguments with the grid its builder chose
+// (strata.matrix_grid: per dimension [argument, dim, blocks, divisor,
+// multiplier, addend, cap, floor, floorArgument, floorDim,
+// addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
+
+// SM90-LABEL: gpu.func @mla_combine_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 32, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = ""
+// SM90: gpu.shuffle
+// SM90A-LABEL: gpu.func @mla_combine_0(
+// SM90A-SAME: strata.mma = ""
+// SM90A: gpu.shuffle
+// GFX942-LABEL: gpu.func @mla_combine_0(
+// GFX942-SAME: strata.mma = ""
+// GFX942: gpu.shuffle
+// GFX950-LABEL: gpu.func @mla_combine_0(
+// GFX950-SAME: strata.mma = ""
+// GFX950: gpu.shuffle
+func.func @mla_combine_0(%a0: memref<?x2x512xf32>, %a1: memref<64x2x514xf32>)
+    attributes {llm.kernel = #llm.kernel<"mla_combine_0", roles = [out, split_parts]>, llm.mla_combine} {
+  return
+}

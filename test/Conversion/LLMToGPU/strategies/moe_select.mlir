@@ -1,0 +1,30 @@
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 %s | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+
+// Tests the moe_select strategy: the router's top-k: races over a block's
+// threads (one expert group).
+// Each function (signature and attributes from the tiny model's kernel phase)
+// becomes a gpu.func of the same arguments with the grid its builder chose
+// (strata.matrix_grid: per dimension [argument, dim, blocks, divisor,
+// multiplier, addend, cap, floor, floorArgument, floorDim,
+// addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
+
+// SM90-LABEL: gpu.func @moe_select_0(
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.mma = ""
+// SM90: gpu.shuffle
+// SM90A-LABEL: gpu.func @moe_select_0(
+// SM90A-SAME: strata.mma = ""
+// SM90A: gpu.shuffle
+// GFX942-LABEL: gpu.func @moe_select_0(
+// GFX942-SAME: strata.mma = ""
+// GFX942: gpu.shuffle
+// GFX950-LABEL: gpu.func @moe_select_0(
+// GFX950-SAME: strata.mma = ""
+// GFX950: gpu.shuffle
+func.func @moe_select_0(%a0: memref<?x16xf32>, %a1: memref<16xf32>, %a2: memref<?x4xi32>, %a3: memref<?x4xf32>)
+    attributes {llm.kernel = #llm.kernel<"moe_select_0", roles = [x, correction_bias, chosen, route_weights]>, llm.moe_select = {experts = 16 : i64, groups = 1 : i64, normalize = true, renorm_eps = 9.99999968E-21 : f32, scaling = 2.500000e+00 : f32, top_k = 4 : i64}} {
+  return
+}
