@@ -255,6 +255,18 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   ];
 }
 
+def StripLLMAttributesPass : Pass<"strip-llm-attributes", "ModuleOp"> {
+  let summary = "drop the llm dialect's attributes from every op";
+  let description = [{
+    Removes every discardable attribute whose value is an `llm` dialect
+    attribute (the kernel contract `#llm.kernel`, `#llm.gpu_strategy`, ...)
+    from every op of the module. The CPU pipeline ends with it: its LLVM
+    dialect output is read by upstream tools (mlir-runner, mlir-translate)
+    that do not load the llm dialect, and nothing after the kernel phase
+    reads the contract.
+  }];
+}
+
 def PrintKernelPlanPass : Pass<"strata-print-kernel-plan", "ModuleOp"> {
   let summary = "print the kernel plan of every step function (kernel phase)";
   let description = [{

@@ -123,6 +123,9 @@ LogicalResult mlir::strata::buildTargetPipeline(OpPassManager &pm,
   pm.addPass(createConvertFuncToLLVMPass());
   // Drops the casts of the partial conversions above.
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // The LLVM dialect module without the llm dialect's attributes (the kernel
+  // contract): upstream tools read it.
+  pm.addPass(createStripLLMAttributesPass());
   return success();
 }
 

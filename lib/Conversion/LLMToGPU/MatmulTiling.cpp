@@ -115,9 +115,13 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
   if (problem.fp8Weight) {
     mi = pickMatrixInstruction(target, /*wantFp8=*/true);
     t.fp8Mode = Fp8Mode::QuantizeActivations;
+    const MatrixInstruction *bf16 =
+        pickMatrixInstruction(target, /*wantFp8=*/false);
     if (!mi) {
-      mi = pickMatrixInstruction(target, /*wantFp8=*/false);
+      mi = bf16;
       t.fp8Mode = Fp8Mode::DecodeWeights;
+    } else if (bf16) {
+      t.decodeMma = *bf16;
     }
   } else {
     mi = pickMatrixInstruction(target, /*wantFp8=*/false);
@@ -194,12 +198,25 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   // for projections of a few thousand outputs. fp32 weights (the MoE
   // router, N = 288: 18 blocks of 16) take one instruction's columns per
   // block: twice the blocks for a K walk of three instructions per step.
+  // fp8 weights against quantised activations (AMD): the decode forms
+  // decode the weights onto the bf16 instruction of the same m x n.
+  if (tiling.fp8Mode == Fp8Mode::QuantizeActivations) {
+    if (!tiling.decodeMma || tiling.decodeMma->m != tiling.mma.m ||
+        tiling.decodeMma->n != tiling.mma.n ||
+        tiling.blockK % tiling.decodeMma->k != 0)
+      return std::nullopt;
+    MatmulTiling decoded = tiling;
+    decoded.mma = *tiling.decodeMma;
+    decoded.decodeMma.reset();
+    decoded.fp8Mode = Fp8Mode::DecodeWeights;
+    decoded.kRuns = supportsKRuns(decoded.mma);
+    return chooseDecodeSplitK(decoded, problem, splits, columns, rowFrags);
+  }
   if (problem.f32Weight)
     columns = std::min(columns, tiling.mma.n);
   int64_t fragsN = std::max<int64_t>(columns / tiling.mma.n, 1);
   columns = fragsN * tiling.mma.n;
-  if (tiling.fp8Mode == Fp8Mode::QuantizeActivations || splits < 2 ||
-      rowFrags < 1 || (problem.k / tiling.blockK) % splits != 0 ||
+  if (splits < 2 || rowFrags < 1 || (problem.k / tiling.blockK) % splits != 0 ||
       (groups == 1 ? tiling.tileN() % columns != 0
                    : problem.n % (groups * columns) != 0) ||
       (rowFrags * tiling.mma.m * groups * columns) % tiling.threads() != 0)

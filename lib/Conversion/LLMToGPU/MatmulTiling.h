@@ -61,6 +61,12 @@ struct MatmulProblem {
 struct MatmulTiling {
   MatrixInstruction mma;
   Fp8Mode fp8Mode = Fp8Mode::None;
+  /// With QuantizeActivations: the target's bf16 instruction, on which the
+  /// decode split forms (chooseDecodeSplitK) run in DecodeWeights mode
+  /// instead. A decode step is bound by the weight's bytes, not by the
+  /// instruction's rate, and needs no activation scales (no per-row amax
+  /// over a K block before its product).
+  std::optional<MatrixInstruction> decodeMma;
   int64_t subgroupSize = 0;
   int64_t subgroupsM = 0, subgroupsN = 0;
   int64_t fragsM = 0, fragsN = 0;

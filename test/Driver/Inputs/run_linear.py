@@ -9,6 +9,14 @@ evaluated with the step's rows.
 
     run_linear.py CHIP.gpu.mlir --dump DUMP.txt --chip gfx942 \
         --kernel linear_0 --lanes 64 --k 256 --n 256 --rows 1,130
+
+With --fp8 the weight is e4m3 (OCP) with f32 scales per 128 x 128 block
+(arguments x, W, scales, y) and the reference multiplies by its exact
+values; steps of more than --quantised-above rows (AMD's row tiles, which
+quantise each row of x per 128-wide K block onto the fp8 MFMA) are compared
+with the product of the rows as the kernel quantises them
+(run_grouped_experts.quantised_rows), the smaller ones (the decode forms,
+which decode the weight onto the bf16 MFMA) with x as it is.
 """
 
 import argparse
@@ -70,6 +78,10 @@ def main():
     ap.add_argument("--dump", required=True, help="strata-dump's listing")
     ap.add_argument("--chip", required=True)
     ap.add_argument("--rows", required=True, help="M values, comma-separated")
+    ap.add_argument("--fp8", action="store_true",
+                    help="e4m3 weight with 128 x 128 block scales")
+    ap.add_argument("--quantised-above", type=int, default=None,
+                    help="with --fp8: steps of more rows quantise x")
     args = ap.parse_args()
     dump = open(args.dump).read()
     rng = np.random.default_rng(5)
@@ -78,12 +90,20 @@ def main():
     for m in [int(v) for v in args.rows.split(",")]:
         gx, gy, _ = launch_grid(dump, args.chip, args.kernel, m)
         x_bits, x = bf16(rng, (m, args.k))
-        w_bits, w = bf16(rng, (args.n, args.k))
+        if args.fp8:
+            from run_grouped_experts import fp8_weights, quantised_rows
+            codes, scales, w = fp8_weights(rng, (1, args.n, args.k))
+            weight_args, w = [codes[0], scales[0]], w[0]
+            if args.quantised_above is not None and m > args.quantised_above:
+                x = quantised_rows(x, fnuz=args.chip == "gfx942")
+        else:
+            w_bits, w = bf16(rng, (args.n, args.k))
+            weight_args = [w_bits]
         if args.f32_out:
             y = np.full((m, args.n), np.float32(-7), np.float32)
         else:
             y = np.full((m, args.n), 0xC0E0, np.uint16)  # -7 in bf16
-        kernel.run([x_bits, w_bits, y], grid=(gx, gy, 1),
+        kernel.run([x_bits, *weight_args, y], grid=(gx, gy, 1),
                    subgroup_size=args.lanes)
         got = (y.astype(np.float64) if args.f32_out else
                (y.astype(np.uint32) << 16).view(np.float32).astype(np.float64))

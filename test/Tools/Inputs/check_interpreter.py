@@ -1,8 +1,10 @@
 """Checks gpu_ir_interpreter.py on the hand-written kernels of
 interpreter-kernels.mlir (generic form on argv[1]): every shuffle mode with its
 valid flag at subgroups of 32, a barrier with a workgroup row, an atomic add,
-i32 wrap-around and unsigned division, an scf.while loop carrying two values;
-a barrier that half the block skips is refused."""
+i32 wrap-around and unsigned division, an scf.while loop carrying two values,
+e4m3 codes decoded with integer vector ops (extui, andi, shli, addi, ori,
+shrui, uitofp, bitcast, cmpi ult, select: MatmulKernel.cpp's decodeFp8ToF32)
+against the e4m3 table; a barrier that half the block skips is refused."""
 
 import os
 import sys
@@ -10,7 +12,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gpu_ir_interpreter import InterpreterError, load_kernel  # noqa: E402
+from gpu_ir_interpreter import (  # noqa: E402
+    _FP8_FN, InterpreterError, load_kernel)
 
 path = sys.argv[1]
 out = np.zeros((64, 6), np.int32)
@@ -33,6 +36,15 @@ print("atomic total:", int(total[0]), "expected", sum(range(64)))
 steps = np.zeros(8, np.int32)
 load_kernel(path, "collatz").run([steps], grid=(1, 1, 1), subgroup_size=32)
 print("collatz steps:", steps.tolist())
+codes = np.array([0x00, 0x01, 0x07, 0x08, 0x38, 0x7E, 0x80, 0xB8], np.uint8)
+decoded = np.zeros(8, np.float32)
+tops = np.zeros(8, np.uint32)
+load_kernel(path, "fp8_decode").run([codes, decoded, tops], grid=(1, 1, 1),
+                                    subgroup_size=32)
+want = _FP8_FN[codes].astype(np.float32)
+same = np.array_equal(decoded.view(np.uint32), want.view(np.uint32))
+print("fp8 decode:", "equal" if same else f"DIFFERS {decoded} {want}",
+      "tops:", tops.tolist())
 try:
     load_kernel(path, "diverges").run([np.zeros(64, np.int32)],
                                       grid=(1, 1, 1), subgroup_size=32)

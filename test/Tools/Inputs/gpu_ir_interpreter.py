@@ -261,6 +261,64 @@ def _cmpi(pred, a, b, bits):
                 "gt": a > b, "ge": a >= b}[kind])
 
 
+def _vector_int_width(ty):
+    """The element width of integer vector type `ty`, else None."""
+    m = re.fullmatch(r"vector<\d+x(i\d+)>", ty or "")
+    return int(m.group(1)[1:]) if m else None
+
+
+def _vector_int_op(name, ty, width):
+    """The elementwise function of integer op `name` on vectors of `ty`
+    (unsigned numpy arrays of the element width, wrapping like the ISA), or
+    None when `name` is not one."""
+    dt = _vector_dtype(ty)
+
+    def u(v):
+        return np.asarray(v).astype(dt)
+
+    def shift(left):
+        def fn(a, b):
+            a, b = u(a), u(b)
+            with np.errstate(over="ignore"):
+                moved = np.left_shift(a, b % width) if left else \
+                    np.right_shift(a, b % width)
+            return np.where(b >= width, dt(0), moved).astype(dt)
+        return fn
+    binary = {"arith.addi": np.add, "arith.subi": np.subtract,
+              "arith.muli": np.multiply, "arith.andi": np.bitwise_and,
+              "arith.ori": np.bitwise_or, "arith.xori": np.bitwise_xor}
+    if name in binary:
+        fn = binary[name]
+
+        def apply(a, b):
+            with np.errstate(over="ignore"):
+                return fn(u(a), u(b)).astype(dt)
+        return apply
+    if name == "arith.shli":
+        return shift(True)
+    if name == "arith.shrui":
+        return shift(False)
+    if name in ("arith.extui", "arith.trunci"):
+        return u
+    return None
+
+
+def _vector_cmpi(pred, width):
+    """arith.cmpi `pred` on unsigned vectors of `width`-bit elements."""
+    kind = _CMPI[pred]
+
+    def fn(a, b):
+        a = np.asarray(a).astype(np.int64)
+        b = np.asarray(b).astype(np.int64)
+        if kind[0] == "s":
+            a = np.where(a >> (width - 1) & 1, a - (1 << width), a)
+            b = np.where(b >> (width - 1) & 1, b - (1 << width), b)
+        op = kind[1:] if kind[0] in "su" else kind
+        return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b,
+                "gt": a > b, "ge": a >= b}[op]
+    return fn
+
+
 def _cmpf(pred, a, b):
     a, b = float(a), float(b)
     unordered = a != a or b != b
@@ -338,6 +396,7 @@ def _vector_dtype(ty):
     """The numpy dtype holding the elements of vector type `ty`."""
     element = re.fullmatch(r"vector<\d+x(\w+)>", ty).group(1)
     return {"f32": np.float32, "bf16": np.uint16, "i32": np.uint32,
+            "i1": np.bool_,
             "i16": np.uint16, "i8": np.uint8, "f8E4M3FN": np.uint8,
             "f8E4M3FNUZ": np.uint8}[element]
 
@@ -659,13 +718,15 @@ class Kernel:
             if text in ("true", "false"):
                 value = int(text == "true")
             elif text.startswith("dense<"):
-                m = re.fullmatch(r"dense<(.*)> : vector<(\d+)x(f32|bf16|i8)>",
-                                 text)
+                m = re.fullmatch(
+                    r"dense<(.*)> : vector<(\d+)x(f32|bf16|i8|i16|i32)>", text)
                 if not m:
                     raise InterpreterError("constant " + text)
-                if m.group(3) == "i8":
+                if m.group(3) in ("i8", "i16", "i32"):
+                    width = int(m.group(3)[1:])
                     value = np.full(int(m.group(2)),
-                                    int(m.group(1)) & 0xFF, np.uint8)
+                                    int(m.group(1), 0) & ((1 << width) - 1),
+                                    _vector_dtype(f"vector<1x{m.group(3)}>"))
 
                     def run(env, ctx):
                         env[res] = value
@@ -688,6 +749,16 @@ class Kernel:
                 env[res] = value
             return run
         mask = (1 << bits) - 1 if bits else 0
+        vector_width = _vector_int_width(ty)
+        if vector_width:
+            fn = _vector_int_op(name, ty, vector_width)
+            if fn is not None:
+                return pure(fn)
+        if name == "arith.uitofp":
+            if ty.startswith("vector<"):
+                return pure(lambda a: np.asarray(a).astype(np.float32))
+            src = _width(op.types.split("(")[1].split(")")[0].strip())
+            return pure(lambda a: _f32(_unsigned(a, src)))
         if name == "arith.addi":
             return pure(lambda a, b: _wrap(a + b, bits))
         if name == "arith.subi":
@@ -729,10 +800,7 @@ class Kernel:
             pred = int(_prop(op, "predicate").split(":")[0])
             operand = op.types.split("(")[1].split(",")[0].strip()
             if operand.startswith("vector<"):
-                if _CMPI[pred] not in ("eq", "ne"):
-                    raise InterpreterError("vector arith.cmpi other than eq / ne")
-                eq = _CMPI[pred] == "eq"
-                return pure(lambda a, b: (np.asarray(a) == np.asarray(b)) == eq)
+                return pure(_vector_cmpi(pred, _vector_int_width(operand)))
             width = _width(operand)
             return pure(lambda a, b: _cmpi(pred, a, b, width))
         if name == "arith.cmpf":

@@ -66,6 +66,36 @@ module attributes {gpu.container_module} {
       memref.store %steps, %out[%tid] : memref<?xi32>
       gpu.return
     }
+    gpu.func @fp8_decode(%codes: memref<8xi8>, %out: memref<8xf32>, %signs: memref<8xi32>) kernel attributes {known_block_size = array<i32: 1, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %v = vector.load %codes[%c0] : memref<8xi8>, vector<8xi8>
+      %bits = arith.extui %v : vector<8xi8> to vector<8xi32>
+      %c128 = arith.constant dense<128> : vector<8xi32>
+      %c24 = arith.constant dense<24> : vector<8xi32>
+      %signbit = arith.andi %bits, %c128 : vector<8xi32>
+      %sign = arith.shli %signbit, %c24 : vector<8xi32>
+      %c127 = arith.constant dense<127> : vector<8xi32>
+      %em = arith.andi %bits, %c127 : vector<8xi32>
+      %c20 = arith.constant dense<20> : vector<8xi32>
+      %bias = arith.constant dense<1006632960> : vector<8xi32>
+      %shifted = arith.shli %em, %c20 : vector<8xi32>
+      %normal = arith.addi %shifted, %bias : vector<8xi32>
+      %c7 = arith.constant dense<7> : vector<8xi32>
+      %mant = arith.andi %em, %c7 : vector<8xi32>
+      %mf = arith.uitofp %mant : vector<8xi32> to vector<8xf32>
+      %ulp = arith.constant dense<0.001953125> : vector<8xf32>
+      %sub = arith.mulf %mf, %ulp : vector<8xf32>
+      %subbits = arith.bitcast %sub : vector<8xf32> to vector<8xi32>
+      %c8 = arith.constant dense<8> : vector<8xi32>
+      %small = arith.cmpi ult, %em, %c8 : vector<8xi32>
+      %mag = arith.select %small, %subbits, %normal : vector<8xi1>, vector<8xi32>
+      %word = arith.ori %mag, %sign : vector<8xi32>
+      %f = arith.bitcast %word : vector<8xi32> to vector<8xf32>
+      vector.store %f, %out[%c0] : memref<8xf32>, vector<8xf32>
+      %top = arith.shrui %word, %c24 : vector<8xi32>
+      vector.store %top, %signs[%c0] : memref<8xi32>, vector<8xi32>
+      gpu.return
+    }
     gpu.func @diverges(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
       %c32 = arith.constant 32 : index
