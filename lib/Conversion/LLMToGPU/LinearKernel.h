@@ -10,6 +10,11 @@
 // name and with its arguments in its order. docs/GPULowering.md "Linears on
 // the matrix units".
 //
+// The argument lists below are in the order convert-llm-to-kernel emits;
+// every builder reads the arguments by their #llm.kernel roles
+// (KernelArguments.h), so a function with them in another order builds too
+// (the matmuls want x first), and the gpu.func keeps the function's order.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef STRATA_LIB_CONVERSION_LLMTOGPU_LINEARKERNEL_H
