@@ -671,6 +671,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     }
     problem.n = n;
     problem.k = k;
+    problem.transposedWeight = dense.transposedWeight;
     types = {builder.getBF16Type(), weight.getElementType(),
              y.getElementType()};
   } else {

@@ -519,6 +519,7 @@ private:
     Value row, part;       // row in the tile, chunk in the K block
     int64_t weight = -1;   // -1: A (x)
     int64_t elements = 8;  // values per chunk
+    bool transposed = false; // W^T: `row` a K row, `part` 8 columns
   };
   SmallVector<StageChunk> stageChunks(int64_t weights, int64_t elements = 8,
                                       bool withA = true);
@@ -580,6 +581,25 @@ private:
   /// buffer `buf` of `decoded` ([2, weights, tileN, kStageK] bf16).
   void decodeRawChunks(ArrayRef<StageChunk> chunks, ArrayRef<Value> scales,
                        Value ring, Value slot, Value decoded, Value buf);
+  /// This thread's 16-byte chunks of a ring block of W^T
+  /// (MatmulTiling::transposedWeight): `row` the block's K row, `part` the
+  /// chunk of 8 columns in the tile; consecutive threads take consecutive K
+  /// rows, so that a subgroup's transposed stores fill one decoded row.
+  SmallVector<StageChunk> transposedChunks(int64_t weights);
+  /// A W^T chunk's indices in the weight for the K block at `kb`, and its
+  /// element offset in its ring row (chunks swizzled by the row's low 3
+  /// bits: the subgroup's 8 rows of a phase read distinct banks).
+  SmallVector<Value> transposedSource(const StageChunk &chunk, Value kb);
+  Value transposedRingColumn(const StageChunk &chunk);
+  /// The W^T chunks of ring slot `slot` ([stages, weights, kStageK, tileN]
+  /// bf16) written transposed into buffer `buf` of `decoded` ([2, weights,
+  /// tileN, kStageK] bf16, stageColumn's swizzle).
+  void transposeRawChunks(ArrayRef<StageChunk> chunks, Value ring, Value slot,
+                          Value decoded, Value buf);
+  /// A W^T chunk's 8 values (one K row, 8 columns) as column K of 8 rows of
+  /// buffer `buf` of `stage` ([*, weights, tileN, kStageK] bf16).
+  void storeTransposed(const StageChunk &chunk, Value values, Value stage,
+                       Value buf);
   /// The element column of 16-byte chunk `chunk` of stage row `row`
   /// (swizzled with ldmatrix reads).
   Value stageColumn(Value row, Value chunk);
@@ -1496,6 +1516,11 @@ MatmulKernelBuilder::loadStage(ArrayRef<StageChunk> chunks, Value kb) {
   SmallVector<std::pair<Value, Value>> weights = weightOperands();
   SmallVector<Value> values;
   for (const StageChunk &chunk : chunks) {
+    if (chunk.transposed) {
+      values.push_back(loadRun(weights[chunk.weight].first, bf16, 8,
+                               transposedSource(chunk, kb)));
+      continue;
+    }
     SmallVector<Value> at = chunkSource(chunk, kb);
     if (chunk.weight < 0) {
       values.push_back(loadRun(x, bf16, 8, at));
@@ -1540,6 +1565,10 @@ void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
                                      ArrayRef<Value> values, Value stageA,
                                      Value stageB, Value buf) {
   for (auto [chunk, value] : llvm::zip_equal(chunks, values)) {
+    if (chunk.transposed) {
+      storeTransposed(chunk, value, stageB, buf);
+      continue;
+    }
     auto store = vector::StoreOp::create(b, loc, value,
                                          chunk.weight < 0 ? stageA : stageB,
                                          chunkTarget(chunk, buf));
@@ -1661,7 +1690,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   Value stageB = viewWorkgroupArena(b, loc, arena,
                                     2 * t.tileM() * kStageK * 2,
                                     {2, weights, t.tileN(), kStageK}, bf16);
-  SmallVector<StageChunk> chunks = stageChunks(weights);
+  SmallVector<StageChunk> chunks =
+      stageChunks(t.transposedWeight ? 0 : weights);
+  if (t.transposedWeight)
+    llvm::append_range(chunks, transposedChunks(weights));
   // Chunks the asynchronous copy moves (MatmulTiling::asyncCopy: rows
   // stored as bf16, no conversion) and those that go through registers (fp8
   // weights decoded, f32 activations rounded).
@@ -1670,8 +1702,9 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   };
   SmallVector<StageChunk> copied, converted;
   for (const StageChunk &chunk : chunks)
-    (t.asyncCopy && storedAsBf16(chunk.weight < 0 ? x : w) ? copied
-                                                           : converted)
+    (t.asyncCopy && !chunk.transposed && storedAsBf16(chunk.weight < 0 ? x : w)
+         ? copied
+         : converted)
         .push_back(chunk);
   // Block 0 into buffer 0; then per block: the next block's copies and
   // loads issued, the current buffer multiplied, the converted chunks of
@@ -1742,6 +1775,63 @@ void MatmulKernelBuilder::decodeRawChunks(ArrayRef<StageChunk> chunks,
           ValueRange{buf, idx(chunk.weight), chunk.row, column});
       store.setAlignment(uint64_t(16));
     }
+  }
+}
+
+SmallVector<MatmulKernelBuilder::StageChunk>
+MatmulKernelBuilder::transposedChunks(int64_t weights) {
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  int64_t threads = t.threads();
+  SmallVector<StageChunk> chunks;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t c = 0; c < kStageK * t.tileN() / 8 / threads; ++c) {
+      StageChunk chunk;
+      chunk.weight = wi;
+      chunk.transposed = true;
+      Value at = add(tid, c * threads);
+      chunk.row = arith::RemUIOp::create(b, loc, at, idx(kStageK));
+      chunk.part = arith::DivUIOp::create(b, loc, at, idx(kStageK));
+      chunks.push_back(chunk);
+    }
+  return chunks;
+}
+
+SmallVector<Value>
+MatmulKernelBuilder::transposedSource(const StageChunk &chunk, Value kb) {
+  // Head h's block of W^T: rows h * stride + offset + k, columns n.
+  return elementIndices(add(kb, chunk.row), add(tileCol, mul(chunk.part, 8)),
+                        /*clamp=*/false);
+}
+
+Value MatmulKernelBuilder::transposedRingColumn(const StageChunk &chunk) {
+  Value swizzle = arith::AndIOp::create(b, loc, chunk.row, idx(7));
+  return mul(arith::XOrIOp::create(b, loc, chunk.part, swizzle), 8);
+}
+
+void MatmulKernelBuilder::transposeRawChunks(ArrayRef<StageChunk> chunks,
+                                             Value ring, Value slot,
+                                             Value decoded, Value buf) {
+  for (const StageChunk &chunk : chunks) {
+    auto raw =
+        vector::LoadOp::create(b, loc, VectorType::get({8}, bf16), ring,
+                               ValueRange{slot, idx(chunk.weight), chunk.row,
+                                          transposedRingColumn(chunk)});
+    raw.setAlignment(uint64_t(16));
+    storeTransposed(chunk, raw, decoded, buf);
+  }
+}
+
+void MatmulKernelBuilder::storeTransposed(const StageChunk &chunk, Value values,
+                                          Value stage, Value buf) {
+  // Element e is W^T[k = row][n = 8 part + e]: column k of stage row n.
+  Value kChunk = arith::DivUIOp::create(b, loc, chunk.row, idx(8));
+  Value kInChunk = arith::RemUIOp::create(b, loc, chunk.row, idx(8));
+  for (int64_t e = 0; e < 8; ++e) {
+    Value n = add(mul(chunk.part, 8), e);
+    Value column = add(stageColumn(n, kChunk), kInChunk);
+    memref::StoreOp::create(b, loc,
+                            vector::ExtractOp::create(b, loc, values, e), stage,
+                            ValueRange{buf, idx(chunk.weight), n, column});
   }
 }
 
@@ -1861,6 +1951,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
                                                        int64_t weights) {
   int64_t stages = t.stages;
   bool fp8Weights = t.fp8Mode == Fp8Mode::DecodeWeights;
+  bool transposed = t.transposedWeight;
+  // Weight blocks that pass through the decoded buffers on their way from
+  // the ring to the products (fp8 decoded, W^T transposed).
+  bool decodes = fp8Weights || transposed;
   Type ringElement = fp8Weights ? Type(fp8) : Type(bf16);
   // Bytes of one ring slot of x and of the weights, and of one decoded
   // bf16 block of fp8 weights.
@@ -1871,17 +1965,21 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   int64_t ringBBytes = stages * slotBytesB;
   Value stageA =
       viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), kStageK}, bf16);
+  SmallVector<int64_t> ringShape = {stages, weights, t.tileN(), kStageK};
+  if (transposed)
+    ringShape = {stages, weights, kStageK, t.tileN()};
   Value ringB =
-      viewWorkgroupArena(b, loc, arena, ringABytes,
-                         {stages, weights, t.tileN(), kStageK}, ringElement);
+      viewWorkgroupArena(b, loc, arena, ringABytes, ringShape, ringElement);
   Value decoded =
-      fp8Weights ? viewWorkgroupArena(b, loc, arena, ringABytes + ringBBytes,
-                                      {2, weights, t.tileN(), kStageK}, bf16)
-                 : Value();
-  SmallVector<StageChunk> copied = stageChunks(fp8Weights ? 0 : weights);
+      decodes ? viewWorkgroupArena(b, loc, arena, ringABytes + ringBBytes,
+                                   {2, weights, t.tileN(), kStageK}, bf16)
+              : Value();
+  SmallVector<StageChunk> copied = stageChunks(decodes ? 0 : weights);
   SmallVector<StageChunk> raw;
   if (fp8Weights)
     raw = stageChunks(weights, /*elements=*/16, /*withA=*/false);
+  if (transposed)
+    raw = transposedChunks(weights);
   int64_t blocks = p.k / kStageK;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
@@ -1905,9 +2003,15 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
       copy(isA ? stageA : ringB, to, isA ? x : operands[chunk.weight].first,
            chunkSource(chunk, kb), 8);
     }
-    for (const StageChunk &chunk : raw)
-      copy(ringB, {slot, idx(chunk.weight), chunk.row, mul(chunk.part, 16)},
-           operands[chunk.weight].first, chunkSource(chunk, kb), 16);
+    for (const StageChunk &chunk : raw) {
+      if (transposed)
+        copy(ringB,
+             {slot, idx(chunk.weight), chunk.row, transposedRingColumn(chunk)},
+             operands[chunk.weight].first, transposedSource(chunk, kb), 8);
+      else
+        copy(ringB, {slot, idx(chunk.weight), chunk.row, mul(chunk.part, 16)},
+             operands[chunk.weight].first, chunkSource(chunk, kb), 16);
+    }
     return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
   };
   Value group;
@@ -1921,6 +2025,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   if (fp8Weights)
     decodeRawChunks(raw, rawChunkScales(raw, idx(0)), ringB, idx(0), decoded,
                     idx(0));
+  if (transposed)
+    transposeRawChunks(raw, ringB, idx(0), decoded, idx(0));
   Value arenaAddress;
   if (t.wgmma) {
     fenceForWarpgroup();
@@ -1958,9 +2064,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         SmallVector<Value> accs;
         if (t.wgmma) {
           Value bOffset =
-              fp8Weights
-                  ? add(mul(half, decodedBytes), ringABytes + ringBBytes)
-                  : add(mul(slot, slotBytesB), ringABytes);
+              decodes ? add(mul(half, decodedBytes), ringABytes + ringBBytes)
+                      : add(mul(slot, slotBytesB), ringABytes);
           Value aOffset = mul(slot, slotBytesA);
           if (!warpgroupHasRows) {
             accs = issueWarpgroupStage(arenaAddress, aOffset, bOffset,
@@ -1980,7 +2085,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
             scf::YieldOp::create(b, loc, iterArgs);
             accs = SmallVector<Value>(ifRows.getResults());
           }
-        } else if (fp8Weights) {
+        } else if (decodes) {
           accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
         } else {
           accs = multiplyStage(stageA, slot, ringB, slot, iterArgs, weights);
@@ -1989,6 +2094,9 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         if (fp8Weights)
           decodeRawChunks(raw, scales, ringB, slotOf(next), decoded,
                           arith::RemUIOp::create(b, loc, next, idx(2)));
+        if (transposed)
+          transposeRawChunks(raw, ringB, slotOf(next), decoded,
+                             arith::RemUIOp::create(b, loc, next, idx(2)));
         if (t.wgmma) {
           // Block k + 1's rows are this thread's writes; block k's
           // products end before the barrier frees its slot.
@@ -2341,11 +2449,21 @@ private:
 };
 } // namespace
 
+bool mlir::strata::isWideColumnProblem(const MatmulProblem &problem) {
+  return problem.n / 128 >= kStagedWideColumnTiles;
+}
+
+int64_t mlir::strata::stagedTileRows(const MatmulProblem &problem) {
+  return isWideColumnProblem(problem) ? kStagedWideTileRows : kStagedTileRows;
+}
+
 int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
-                                    const MatmulProblem &problem) {
-  int64_t columnTiles = std::max<int64_t>(problem.n / staged.tileN(), 1);
-  if (columnTiles >= kStagedWideColumnTiles)
-    return staged.tileM();
+                                    const MatmulProblem &problem,
+                                    int64_t batches) {
+  if (isWideColumnProblem(problem))
+    return staged.mma.m + 1;
+  int64_t columnTiles =
+      std::max<int64_t>(problem.n / staged.tileN(), 1) * batches;
   return std::max<int64_t>(
       kStagedMinRows,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
@@ -2373,13 +2491,15 @@ static void setRasterOrder(MatmulTiling &staged, bool grouped,
 /// they take, `strata.staged_min_rows`) where the problem has them
 /// (stagedRows > 0) for steps of at least stagedMinRows rows (every step
 /// that reaches the row tiles when `grouped`), the tiling's below; where
-/// the problem declines them, kUnstagedAttrName with the reason.
-static gpu::GPUFuncOp buildMatmulFunc(
-    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
-    TypeRange argTypes, const MatmulTiling &tiling,
-    const MatmulProblem &problem, const MatmulTypes &types, int64_t weights,
-    int64_t stagedRows, bool grouped,
-    llvm::function_ref<void(RowTiles &, gpu::GPUFuncOp)> build) {
+/// the problem declines them, kUnstagedAttrName with the reason. `batches`:
+/// the matmuls of one grid (MLA's heads), for stagedMinRows.
+static gpu::GPUFuncOp
+buildMatmulFunc(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
+                StringRef name, TypeRange argTypes, const MatmulTiling &tiling,
+                const MatmulProblem &problem, const MatmulTypes &types,
+                int64_t weights, int64_t stagedRows, bool grouped,
+                llvm::function_ref<void(RowTiles &, gpu::GPUFuncOp)> build,
+                int64_t batches = 1) {
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, tiling.threads(),
       tiling.mma.mnemonic, [&](gpu::GPUFuncOp func) {
@@ -2401,7 +2521,7 @@ static gpu::GPUFuncOp buildMatmulFunc(
         int64_t minRows = 0;
         if (staged) {
           setRasterOrder(*staged, grouped, weights);
-          minRows = grouped ? 0 : stagedMinRows(*staged, problem);
+          minRows = grouped ? 0 : stagedMinRows(*staged, problem, batches);
           func->setAttr("strata.staged_tile",
                         builder.getDenseI64ArrayAttr(
                             {staged->tileM(), staged->tileN()}));
@@ -2520,7 +2640,7 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
-      /*weights=*/1, kStagedTileRows, /*grouped=*/false,
+      /*weights=*/1, stagedTileRows(problem), /*grouped=*/false,
       [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
@@ -2542,12 +2662,13 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     TypeRange argTypes, const MatmulTiling &tiling,
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
-  // W^T is read one element per load: no staged form.
-  int64_t stagedRows = dense.transposedWeight ? 0 : kStagedTileRows;
+  // W^T is staged by the ring only (chooseStagedTiling).
+  int64_t stagedRows = stagedTileRows(problem);
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
       dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1, stagedRows,
-      /*grouped=*/false, [&](RowTiles &kb, gpu::GPUFuncOp func) {
+      /*grouped=*/false,
+      [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
@@ -2560,7 +2681,8 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
         }
         buildWithDecodeForms(builder, loc, func, kb, tiling, *split, splits,
                              problem, types, dense);
-      });
+      },
+      std::max<int64_t>(dense.heads, 1));
 }
 
 MatmulKernelBuilder::Grouped

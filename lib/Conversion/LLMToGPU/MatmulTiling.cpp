@@ -454,10 +454,28 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
   t.stepwiseA = false;
   t.staged = true;
   t.blockK = kStageK;
+  // W^T's K rows are transposed on their way into the stage buffers (the
+  // ring's decoded buffers, or the two buffers through registers): bf16
+  // weights, whole 8-column chunks per thread; with f32 x (allowWarpgroup
+  // false) the caller cuts the ring to two stages, which then would read
+  // W^T as N-major rows, so only bf16 x.
+  auto withTransposedWeight =
+      [&](MatmulTiling r) -> std::optional<MatmulTiling> {
+    if (!problem.transposedWeight)
+      return r;
+    if (problem.fp8Weight || !allowWarpgroup ||
+        (kStageK * r.tileN() / 8) % r.threads() != 0) {
+      why = "transposed weights are staged for bf16 weights and activations "
+            "only";
+      return std::nullopt;
+    }
+    r.transposedWeight = true;
+    return r;
+  };
   if (allowWarpgroup && tiling.targetHasWarpgroupMma)
     if (std::optional<MatmulTiling> w =
             chooseWarpgroupTiling(t, problem, weights, tileRows))
-      return w;
+      return withTransposedWeight(*w);
   if (tiling.threads() != 4 * tiling.subgroupSize) {
     why = "the kernel's block is not the register-staged tiles' 2 x 2 "
           "subgroups";
@@ -485,7 +503,7 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
     int64_t rawChunks = tileN * kStageK / 16;
     if (t.asyncCopy && rawChunks % t.threads() == 0)
       t.stages = kAsyncStages;
-    return t;
+    return withTransposedWeight(t);
   }
   why = llvm::formatv("no staged tile of {0} rows divides N = {1}", tileRows,
                       problem.n)
@@ -500,10 +518,11 @@ int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
     return 2 * (staged.tileM() + weights * staged.tileN()) * kStageK * 2;
   }
   bool fp8 = staged.fp8Mode == Fp8Mode::DecodeWeights;
+  bool decodes = fp8 || staged.transposedWeight;
   int64_t ringA = staged.stages * staged.tileM() * kStageK * 2;
   int64_t ringB =
       staged.stages * weights * staged.tileN() * kStageK * (fp8 ? 1 : 2);
-  int64_t decoded = fp8 ? 2 * weights * staged.tileN() * kStageK * 2 : 0;
+  int64_t decoded = decodes ? 2 * weights * staged.tileN() * kStageK * 2 : 0;
   return ringA + ringB + decoded;
 }
 

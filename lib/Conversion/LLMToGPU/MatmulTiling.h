@@ -52,6 +52,8 @@ struct MatmulProblem {
   bool fp8Weight = false;
   bool f32Weight = false;
   int64_t scaleBlockN = 0, scaleBlockK = 0;
+  /// The weight is stored [K, N] (W^T: MLA's absorb reads W_UK so).
+  bool transposedWeight = false;
 };
 
 /// The tiling of one matmul kernel. A workgroup of subgroupsM x subgroupsN
@@ -107,6 +109,14 @@ struct MatmulTiling {
   /// that copied them, one block ahead (stagedBufferBytes; the arena is
   /// dynamic workgroup memory).
   int64_t stages = 2;
+  /// The staged weight blocks are W^T's K rows of N values
+  /// (MatmulProblem::transposedWeight), each thread's 8-column chunks of a
+  /// K row stored as column K of 8 stage rows, so the products read K-major
+  /// rows as for any other weight: with the ring, copied as stored (the
+  /// slot's 16-byte chunks swizzled by the row) and transposed into the two
+  /// bf16 buffers the fp8 blocks are decoded into, one block ahead; with the
+  /// two buffers, on their way through registers.
+  bool transposedWeight = false;
   /// The target has a warpgroup instruction with bf16 operands (wgmma on
   /// sm_90a) that chooseStagedTiling may give the ring.
   bool targetHasWarpgroupMma = false;
@@ -259,8 +269,9 @@ inline constexpr int64_t kAsyncStages = 4;
 /// multiplied by their block scale once per element while staging, rounded
 /// to bf16 (the reference's bf16 dequantisation, round(q * scale)). None
 /// for fp32 weights, fp8 instructions on quantised activations (gfx942 /
-/// gfx950 fp8 weights keep their row tiles), or shapes that do not tile
-/// (`why` says which); the caller leaves out transposed weights.
+/// gfx950 fp8 weights keep their row tiles), transposed weights without
+/// the ring (MatmulTiling::transposedWeight), or shapes that do not tile
+/// (`why` says which).
 /// Where the target has a bf16 warpgroup instruction and `allowWarpgroup`
 /// (bf16 activations: the ring), the tiles are the wgmma form
 /// (MatmulTiling::wgmma) of `tileRows` rows and up to 256 columns x
@@ -317,20 +328,32 @@ std::optional<MatmulTiling> widenForWarpgroups(const MatmulTiling &tiling,
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
 /// kStagedMinTiles tiles (about two per streaming multiprocessor of the
 /// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
-/// measured on the H200, docs/bench/h200-matrix.md); one tile of rows for
-/// problems of kStagedWideColumnTiles column tiles or more.
+/// measured on the H200, docs/bench/h200-matrix.md); every step above one
+/// instruction's rows (the decode forms') for wide problems
+/// (isWideColumnProblem).
 inline constexpr int64_t kStagedMinRows = 256;
 inline constexpr int64_t kStagedMinTiles = 256;
-/// A problem with at least this many staged column tiles (lm_head's 1210)
-/// takes them from one tile of rows on: its columns alone fill the GPU, and
-/// one 128-row tile reads each weight column once where two 64-row ones
-/// read it twice (H200, lm_head at 128 rows: 906 -> 794 us).
+/// A problem with at least this many 128-column tiles (lm_head's 1210) is
+/// wide: its columns alone fill the GPU at any step size, so it takes the
+/// staged tiles from the first step above the decode forms on, in tiles of
+/// kStagedWideTileRows rows (one warpgroup's m64 on sm_90a): a 32-row step
+/// multiplies half the padded rows of a 128-row tile, and a 128-row step's
+/// two row tiles of a column run next to each other (raster groups of
+/// kDenseRasterRows row tiles), so its weight columns come from DRAM once.
 inline constexpr int64_t kStagedWideColumnTiles = 4 * kStagedMinTiles;
-int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem);
+inline constexpr int64_t kStagedWideTileRows = 64;
+bool isWideColumnProblem(const MatmulProblem &problem);
+/// Rows of the staged tiles of a plain linear or dense projection:
+/// kStagedWideTileRows for wide problems, else kStagedTileRows.
+int64_t stagedTileRows(const MatmulProblem &problem);
+/// `batches` matmuls of the problem in one grid (MLA's heads: grid z) count
+/// as that many times its column tiles.
+int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem,
+                      int64_t batches = 1);
 
 /// Workgroup bytes of the staged form's buffers: two stage buffers, or the
 /// ring of `stages` blocks of x and of the raw weight rows plus, for fp8
-/// weights, two decoded bf16 blocks.
+/// or transposed weights, two decoded bf16 blocks.
 int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
 
 /// An i8 arena of `bytes` in the dynamic workgroup memory of `func`

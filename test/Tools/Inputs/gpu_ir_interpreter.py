@@ -533,18 +533,23 @@ class Kernel:
                 self._suspends(o) for r in op.regions for o in r.ops)
         return self._yields[key]
 
-    def run(self, args, grid, subgroup_size):
+    def run(self, args, grid, subgroup_size, blocks=None):
         """Runs the kernel over `grid` blocks on `args` (numpy arrays for the
-        memrefs, in argument order); the arrays hold the results after."""
+        memrefs, in argument order); the arrays hold the results after.
+        `blocks` (a list of (x, y, z) block ids) runs only those blocks of
+        the grid: for kernels whose blocks write disjoint results, a check
+        of what they wrote."""
         if len(args) != self.num_args:
             raise InterpreterError(
                 f"kernel takes {self.num_args} arguments, got {len(args)}")
         memrefs = [MemRef(a) for a in args]
-        for bz in range(grid[2]):
-            for by in range(grid[1]):
-                for bx in range(grid[0]):
-                    self._run_block((bx, by, bz), grid, memrefs,
-                                    subgroup_size)
+        if blocks is None:
+            blocks = [(bx, by, bz) for bz in range(grid[2])
+                      for by in range(grid[1]) for bx in range(grid[0])]
+        for block in blocks:
+            if not all(0 <= b < g for b, g in zip(block, grid)):
+                raise InterpreterError(f"block {block} outside grid {grid}")
+            self._run_block(tuple(block), grid, memrefs, subgroup_size)
 
     def _run_block(self, block_id, grid, memrefs, lanes):
         body = self.func.regions[0]

@@ -72,15 +72,31 @@ func.func @moe_shared_down_0(%a0: memref<?x128xbf16>, %a1: memref<?x4x256xbf16>,
 
 // -----
 
+// W_UK read transposed: staged tiles from 4096 rows (2 heads x 4 column
+// tiles: kStagedMinTiles 256 tiles), W^T's K rows stored as columns of the
+// stage rows (scalar bf16 stores): on NVIDIA copied as stored into the ring
+// and transposed into the decoded buffers, on AMD through registers into
+// the two stage buffers (run on the CPU by staged-head-matmul.mlir).
 // SM90-LABEL: gpu.func @mla_absorb_0(
-// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 64, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 8, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 0, -1, 0, 0, 1, 4095, 64, 1, -1, 128, 1>, array<i64: -1, 0, 4, 1, 1, 0, 0, 0, -1, 0, 0, 1, 4095, 1, 8, -1, 1, 4>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90-SAME: strata.staged_min_rows = 4096 : i64
+// SM90-SAME: strata.staged_stages = 4 : i64
+// SM90: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8
+// SM90: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
+// SM90: nvgpu.ldmatrix
 // SM90: nvvm.mma.sync
 // SM90A-LABEL: gpu.func @mla_absorb_0(
 // SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90A-SAME: strata.staged_wgmma
 // SM90A: nvvm.mma.sync
+// SM90A: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
+// SM90A: nvvm.wgmma.mma_async
 // GFX942-LABEL: gpu.func @mla_absorb_0(
 // GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
+// GFX942-SAME: strata.staged_min_rows = 4096 : i64
+// GFX942: amdgpu.mfma
+// GFX942: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
 // GFX942: amdgpu.mfma
 // GFX950-LABEL: gpu.func @mla_absorb_0(
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
@@ -92,8 +108,10 @@ func.func @mla_absorb_0(%a0: memref<?x2x256xbf16>, %a1: memref<1024x512xbf16>, %
 
 // -----
 
+// The heads count as column tiles for the staged tiles' rows: 2 heads x 2
+// column tiles of 128 take them from 8192 rows.
 // SM90-LABEL: gpu.func @mla_project_0(
-// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 64, 1, -1, 128, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1, 16383, 1, 4, -1, 1, 2>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 128, 1, 0, 0, 0, -1, 0, 0, 1, 8191, 64, 1, -1, 128, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1, 8191, 1, 4, -1, 1, 2>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 // SM90: nvvm.mma.sync
 // SM90A-LABEL: gpu.func @mla_project_0(

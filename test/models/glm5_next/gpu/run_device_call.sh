@@ -10,7 +10,9 @@
 #         slice-fp8.strata, slice-fp8-f32.strata and, for the comparison,
 #         slice-fp8-<name>.strata for each name of AB (default "old")
 #   OUT   output folder
-# Env: STEPS, MICRO_LIMIT (default 256), SLICE_LONG (default 1), AB (names,
+# Env: STEPS, MICRO_LIMIT (default 256), SLICE_LONG (default 1), SLICE_PREFILL
+# (default 1), SLICE_BUDGET (default 300; run_slice.sh reads SLICE_BENCH and
+# SLICE_LONG_F32 too), AB (names,
 # "new" = slice-fp8.strata; default "old new"), SKIP_ALL=1 skips run_all.sh,
 # MATRIX=1 runs the step matrix of each AB artifact (run_matrix.sh: decode
 # B x ctx, prefill shapes, PyTorch's linears and ceilings) instead of one
@@ -31,7 +33,7 @@ if [ "${SKIP_ALL:-0}" != 1 ]; then
   STEPS="${STEPS:-goldens bench micro}" BUDGET=200 MICRO_LIMIT=${MICRO_LIMIT:-256} \
     sh "$REPO/test/models/glm5_next/gpu/run_all.sh" /tmp/c/gpu $R/all > $R/all.log 2>&1
 fi
-SLICE_BUDGET=300 SLICE_PREFILL=1 SLICE_LONG=${SLICE_LONG:-1} \
+SLICE_BUDGET=${SLICE_BUDGET:-300} SLICE_PREFILL=${SLICE_PREFILL:-1} SLICE_LONG=${SLICE_LONG:-1} \
   sh "$REPO/test/models/glm5_next/gpu/run_slice.sh" /tmp/s $R/slice > $R/slice.log 2>&1
 # run_slice.sh leaves its tool wrappers and the checkpoint in /tmp/strata-slice.
 W=/tmp/strata-slice/wrap; CK=/tmp/strata-slice/ck

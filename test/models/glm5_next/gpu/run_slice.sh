@@ -15,7 +15,9 @@
 #   SLICE_PREFILL=1 adds a strata-bench prefill step (1 request x 2048 tokens) and its
 #   table against the baselines' prefill ops (bench-prefill.md),
 #   SLICE_LONG=1 adds the 2304-token cases (selection active; run last, with the time left):
-#   bf16 in chunks of 256 (teacher-forced top-1), then fp32 (logits),
+#   bf16 in chunks of 256 and in one step (teacher-forced top-1), then fp32
+#   (logits; SLICE_LONG_F32=0 leaves it out),
+#   SLICE_BENCH=0 leaves out the PyTorch baselines and the decode bench,
 #   SLICE_WAIT_FOR (a file: the timed steps, baselines and bench, wait until
 #   it is gone, so that other GPU work started beside this script does not
 #   disturb the timings; the wait counts against the budget).
@@ -114,10 +116,12 @@ if [ -n "${SLICE_WAIT_FOR:-}" ]; then
   while [ -e "$SLICE_WAIT_FOR" ] && [ $(( BUDGET - ($(date +%s) - START) )) -gt 60 ]; do sleep 2; done
   say "timed steps start at $(( $(date +%s) - START ))s$([ -e "$SLICE_WAIT_FOR" ] && echo ", $SLICE_WAIT_FOR still there")"
 fi
-step baselines 120 $PY "$REPO/models/glm5_next/bench/bench_baselines.py" \
-  --config "$REPO/models/glm5_next/configs/$CFG.json" --json "$WORK/baselines.json" --prefill-tokens 2048
-step bench 100 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" --target ${GPU_TARGET:-sm_90} \
-  --step decode --requests 1 --context 128 --repeat 1 --json "$WORK/bench-decode.json"
+if [ "${SLICE_BENCH:-1}" = 1 ]; then
+  step baselines 120 $PY "$REPO/models/glm5_next/bench/bench_baselines.py" \
+    --config "$REPO/models/glm5_next/configs/$CFG.json" --json "$WORK/baselines.json" --prefill-tokens 2048
+  step bench 100 "$W/strata-bench" --artifact "$CARRY/art/slice-fp8.strata" --checkpoint "$CK" --target ${GPU_TARGET:-sm_90} \
+    --step decode --requests 1 --context 128 --repeat 1 --json "$WORK/bench-decode.json"
+fi
 if [ -e "$WORK/bench-decode.json" ] && [ -e "$WORK/baselines.json" ]; then
   $PY "$REPO/models/glm5_next/bench/bench_table.py" --strata "$WORK/bench-decode.json" \
     --baselines "$WORK/baselines.json" --out "$OUT/bench.md" >/dev/null && say "table: bench.md"
@@ -159,7 +163,7 @@ if [ -e "$WORK/goldens/slice_goldens.json" ]; then
       --dump-logits "$WORK/long16w.logits.npy" --dump-ids "$WORK/long16w.ids.npy" \
       && { run_times long_bf16_whole; compare long_bf16_whole --prompts 1 --logits "$WORK/long16w.logits.npy" \
              --ids "$WORK/long16w.ids.npy" --max-tokens 1 --bf16 --min-top1 "$BOUND1"; }
-    step long 600 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
+    [ "${SLICE_LONG_F32:-1}" = 1 ] && step long 600 "$W/strata-run" --target ${GPU_TARGET:-sm_90} --artifact "$CARRY/art/slice-fp8-f32.strata" --checkpoint "$CK" \
       --prompt-ids-file "$WORK/p1.txt" --chunk 256 --max-tokens 1 --dump-logits "$WORK/long.logits.npy" \
       --dump-ids "$WORK/long.ids.npy" \
       && { run_times long; compare long --prompts 1 --logits "$WORK/long.logits.npy" --ids "$WORK/long.ids.npy" --max-tokens 1; }
