@@ -2449,21 +2449,13 @@ private:
 };
 } // namespace
 
-bool mlir::strata::isWideColumnProblem(const MatmulProblem &problem) {
-  return problem.n / 128 >= kStagedWideColumnTiles;
-}
-
-int64_t mlir::strata::stagedTileRows(const MatmulProblem &problem) {
-  return isWideColumnProblem(problem) ? kStagedWideTileRows : kStagedTileRows;
-}
-
 int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
                                     const MatmulProblem &problem,
                                     int64_t batches) {
-  if (isWideColumnProblem(problem))
-    return staged.mma.m + 1;
   int64_t columnTiles =
       std::max<int64_t>(problem.n / staged.tileN(), 1) * batches;
+  if (columnTiles >= kStagedWideColumnTiles)
+    return staged.tileM();
   return std::max<int64_t>(
       kStagedMinRows,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
@@ -2640,7 +2632,7 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
-      /*weights=*/1, stagedTileRows(problem), /*grouped=*/false,
+      /*weights=*/1, kStagedTileRows, /*grouped=*/false,
       [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
@@ -2663,7 +2655,7 @@ gpu::GPUFuncOp mlir::strata::buildDenseMatmulKernel(
     const MatmulProblem &problem, const MatmulTypes &types,
     const DenseMatmul &dense) {
   // W^T is staged by the ring only (chooseStagedTiling).
-  int64_t stagedRows = stagedTileRows(problem);
+  int64_t stagedRows = kStagedTileRows;
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
       dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1, stagedRows,

@@ -328,24 +328,19 @@ std::optional<MatmulTiling> widenForWarpgroups(const MatmulTiling &tiling,
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
 /// kStagedMinTiles tiles (about two per streaming multiprocessor of the
 /// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
-/// measured on the H200, docs/bench/h200-matrix.md); every step above one
-/// instruction's rows (the decode forms') for wide problems
-/// (isWideColumnProblem).
+/// measured on the H200, docs/bench/h200-matrix.md); one tile of rows for
+/// problems of kStagedWideColumnTiles column tiles or more.
 inline constexpr int64_t kStagedMinRows = 256;
 inline constexpr int64_t kStagedMinTiles = 256;
-/// A problem with at least this many 128-column tiles (lm_head's 1210) is
-/// wide: its columns alone fill the GPU at any step size, so it takes the
-/// staged tiles from the first step above the decode forms on, in tiles of
-/// kStagedWideTileRows rows (one warpgroup's m64 on sm_90a): a 32-row step
-/// multiplies half the padded rows of a 128-row tile, and a 128-row step's
-/// two row tiles of a column run next to each other (raster groups of
-/// kDenseRasterRows row tiles), so its weight columns come from DRAM once.
+/// A problem with at least this many staged column tiles (lm_head's 1210)
+/// takes them from one tile of rows on: its columns alone fill the GPU, and
+/// one 128-row tile reads each weight column once where two 64-row ones
+/// read it twice (H200, lm_head at 128 rows: 906 -> 794 us). Staged tiles of
+/// 64 rows (one wgmma m64) from 17 rows on were slower on an H100 (lm_head
+/// at 32 rows 557 -> 664 us against the unstaged 64 x 64 tiles, at 128 rows
+/// 665 -> 716 us against the 128-row staged tiles; docs/bench/h200-matrix.md
+/// "MLA's head-batched matmuls on the staged tiles").
 inline constexpr int64_t kStagedWideColumnTiles = 4 * kStagedMinTiles;
-inline constexpr int64_t kStagedWideTileRows = 64;
-bool isWideColumnProblem(const MatmulProblem &problem);
-/// Rows of the staged tiles of a plain linear or dense projection:
-/// kStagedWideTileRows for wide problems, else kStagedTileRows.
-int64_t stagedTileRows(const MatmulProblem &problem);
 /// `batches` matmuls of the problem in one grid (MLA's heads: grid z) count
 /// as that many times its column tiles.
 int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem,

@@ -104,11 +104,10 @@ func.func @router(%x: tensor<?x64xbf16>) -> tensor<?x32xf32> {
 // -----
 
 // Tests that a problem whose columns alone fill the GPU (at least
-// kStagedWideColumnTiles = 1024 column tiles of 128, an lm_head) takes
-// staged tiles of kStagedWideTileRows = 64 rows from the first step above
-// the decode forms' 16 rows on.
+// kStagedWideColumnTiles = 1024 staged column tiles, an lm_head) takes the
+// staged tiles from one 128-row tile on.
 // CHECK-LABEL: gpu.func @linear_bf16_131072x64_bf16
-// CHECK-SAME: strata.staged_min_rows = 17 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 64, 128>
+// CHECK-SAME: strata.staged_min_rows = 128 : i64, strata.staged_raster_rows = 8 : i64, strata.staged_stages = 2 : i64, strata.staged_tile = array<i64: 128, 128>
 func.func @wide(%x: tensor<?x64xbf16>) -> tensor<?x131072xbf16> {
   %w = llm.weight "wide.weight" : tensor<131072x64xbf16>
   %y = llm.linear %x, %w : (tensor<?x64xbf16>, tensor<131072x64xbf16>) -> tensor<?x131072xbf16>
