@@ -47,9 +47,9 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     library.kind = fb::TargetKind::gfx950;
   else
     return module.emitError("no GPU target kind for chip '") << chip << "'";
-  std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
-  if (!target || target->isHost())
-    return module.emitError("unknown GPU chip '") << chip << "'";
+  std::unique_ptr<TargetInfo> target = createGpuTargetInfo(module, chip);
+  if (!target)
+    return failure();
   bool nvidia = chip.starts_with("sm_");
 
   for (auto func : module.getOps<func::FuncOp>()) {

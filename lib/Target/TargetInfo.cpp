@@ -9,6 +9,8 @@
 
 #include "lib/Target/TargetInfo.h"
 
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Operation.h"
 #include "mlir/Support/LogicalResult.h"
 
 #include "lib/Target/CPU/CpuTargetInfo.h"
@@ -37,4 +39,14 @@ std::unique_ptr<TargetInfo> mlir::strata::createTargetInfo(StringRef name) {
 
 StringRef mlir::strata::getKnownTargetNames() {
   return "cpu, gfx942, gfx950, sm_90, sm_90a";
+}
+
+std::unique_ptr<TargetInfo> mlir::strata::createGpuTargetInfo(Operation *anchor,
+                                                              StringRef chip) {
+  std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
+  if (target && !target->isHost())
+    return target;
+  anchor->emitError() << "unknown GPU chip '" << chip << "' (expected one of "
+                      << getKnownTargetNames().drop_front(5) << ")";
+  return nullptr;
 }

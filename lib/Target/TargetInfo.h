@@ -33,6 +33,7 @@
 
 namespace mlir {
 class OpPassManager;
+class Operation;
 } // namespace mlir
 
 namespace mlir::strata {
@@ -142,6 +143,12 @@ std::unique_ptr<TargetInfo> createTargetInfo(llvm::StringRef name);
 
 /// The names createTargetInfo accepts, for diagnostics.
 llvm::StringRef getKnownTargetNames();
+
+/// The TargetInfo of GPU chip `chip`; null after emitting "unknown GPU chip
+/// 'X' (expected one of ...)" at `anchor` when `chip` names no GPU target
+/// (the passes and the driver that build GPU kernels share this check).
+std::unique_ptr<TargetInfo> createGpuTargetInfo(Operation *anchor,
+                                                llvm::StringRef chip);
 
 } // namespace mlir::strata
 

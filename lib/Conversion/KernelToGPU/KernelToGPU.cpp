@@ -813,11 +813,9 @@ struct ConvertKernelsToGPUPass
     if (kernels.empty())
       return;
     if (!chip.empty()) {
-      std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
-      if (!target || target->isHost()) {
-        module.emitError("unknown GPU chip '") << chip << "'";
+      std::unique_ptr<TargetInfo> target = createGpuTargetInfo(module, chip);
+      if (!target)
         return signalPassFailure();
-      }
       // Four subgroups: 128 threads on NVIDIA (warp32), 256 on AMD (wave64).
       threads = std::min(4 * target->getSubgroupSize(),
                          target->getMaxWorkgroupSize());

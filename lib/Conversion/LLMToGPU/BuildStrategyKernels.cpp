@@ -68,11 +68,9 @@ struct BuildStrategyKernelsPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
-    if (!target || target->isHost()) {
-      module.emitError() << "unknown GPU chip '" << chip << "'";
+    std::unique_ptr<TargetInfo> target = createGpuTargetInfo(module, chip);
+    if (!target)
       return signalPassFailure();
-    }
     for (auto func :
          llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       auto strategy =

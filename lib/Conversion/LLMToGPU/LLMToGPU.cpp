@@ -36,13 +36,10 @@ struct ConvertLLMToGPUPass
   using Base::Base;
 
   void runOnOperation() override {
-    std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
-    if (!target || target->isHost()) {
-      getOperation().emitError()
-          << "unknown GPU chip '" << chip << "' (expected one of "
-          << getKnownTargetNames().drop_front(5) << ")";
+    std::unique_ptr<TargetInfo> target =
+        createGpuTargetInfo(getOperation(), chip);
+    if (!target)
       return signalPassFailure();
-    }
     RewritePatternSet patterns(&getContext());
     populateLinearToGPUPatterns(*target, patterns);
     GreedyRewriteConfig config;

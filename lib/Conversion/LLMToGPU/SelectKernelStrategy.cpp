@@ -72,11 +72,9 @@ struct SelectKernelStrategyPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::unique_ptr<TargetInfo> target = createTargetInfo(chip);
-    if (!target || target->isHost()) {
-      module.emitError() << "unknown GPU chip '" << chip << "'";
+    std::unique_ptr<TargetInfo> target = createGpuTargetInfo(module, chip);
+    if (!target)
       return signalPassFailure();
-    }
     // The builders' trial runs go into a scratch module, dropped at the end.
     OwningOpRef<ModuleOp> scratch = ModuleOp::create(module.getLoc());
     OpBuilder builder(&getContext());
