@@ -3,6 +3,7 @@
 # integration tests of the tools. Runtime unit tests run through Unit/.
 
 import os
+import shutil
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -64,6 +65,18 @@ if os.path.exists("/usr/bin/python3"):
 if os.path.exists(os.path.join(config.strata_src_root, "test", "models", "glm5_next",
                                "goldens", "glm5-tiny-dense-bf16.safetensors")):
     config.available_features.add("dense-goldens")
+
+# openai-npm: node is installed and scripts/install-deps.sh installed the
+# `openai` npm package (openai-node) into the npm cache (STRATA_NPM_CACHE,
+# default ~/.cache/strata/npm); without it the tests with the official OpenAI
+# client are UNSUPPORTED, never failed.
+npm_cache = os.environ.get("STRATA_NPM_CACHE") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+    "strata", "npm")
+if shutil.which("node") and os.path.exists(
+        os.path.join(npm_cache, "node_modules", "openai", "package.json")):
+    config.available_features.add("openai-npm")
+    config.substitutions.append(("%openai_npm", npm_cache))
 
 # The real GSM8K files live beside the repository (../shared/data/gsm8k) and
 # are not committed; STRATA_GSM8K_DIR overrides the location.

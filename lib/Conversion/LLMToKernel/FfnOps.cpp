@@ -88,14 +88,13 @@ struct Swiglu {
       SmallVector<Value> index(lead);
       index.push_back(i);
       index.push_back(Value());
-      return kb.round(kb.reduce(0, hidden, kb.f32(0.0),
-                                [&](Value c, Value acc) {
-                                  index.back() = c;
-                                  return kb.add(acc,
-                                                kb.mul(kb.load(x, {t, c}),
-                                                       w.load(kb, index)));
-                                }),
-                      actType);
+      return kb.round(
+          kb.dot(0, hidden, actType,
+                 [&](Value c) {
+                   index.back() = c;
+                   return std::make_pair(kb.load(x, {t, c}), w.load(kb, index));
+                 }),
+          actType);
     };
     Value g = kb.min(dot(gate), kb.f32(limit));
     Value u = kb.max(kb.min(dot(up), kb.f32(limit)), kb.f32(-limit));
@@ -112,10 +111,10 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
   wIndex.push_back(o);
   wIndex.push_back(Value());
   aIndex.push_back(Value());
-  Value dot = kb.reduce(0, inter, kb.f32(0.0), [&](Value j, Value acc) {
+  Value dot = kb.dot(0, inter, actType, [&](Value j) {
     wIndex.back() = j;
     aIndex.back() = j;
-    return kb.add(acc, kb.mul(kb.load(act, aIndex), down.load(kb, wIndex)));
+    return std::make_pair(kb.load(act, aIndex), down.load(kb, wIndex));
   });
   return kb.round(dot, actType);
 }
@@ -817,10 +816,9 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
           kb.parallelRows({kb.idx(0), kb.idx(0)}, {rows, kb.idx(hidden)},
                           [&](ValueRange to) {
             Value t = to[0], o = to[1];
-            Value sum =
-                kb.reduce(0, topK, kb.f32(0.0), [&](Value k, Value acc) {
-                  return kb.add(acc, kb.load(args[1], {t, k, o}));
-                });
+            Value sum = kb.sum(0, topK, actType, [&](Value k) {
+              return kb.load(args[1], {t, k, o});
+            });
             Value shared = downProjection(kb, down, {}, args[0], t, o,
                                           sharedInter, actType);
             residual.store(kb, args, out, t, o,

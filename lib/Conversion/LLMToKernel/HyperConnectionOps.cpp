@@ -409,9 +409,8 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
       kb.parallel({kb.idx(0), kb.idx(0)}, {kb.dim(x, 0), kb.idx(d)},
                   [&](ValueRange tc) {
         Value t = tc[0], c = tc[1];
-        Value dot = kb.reduce(0, k, kb.f32(0.0), [&](Value i, Value acc) {
-          return kb.add(acc, kb.mul(kb.load(x, {t, i}),
-                                    weight.load(kb, {c, i})));
+        Value dot = kb.dot(0, k, act, [&](Value i) {
+          return std::make_pair(kb.load(x, {t, i}), weight.load(kb, {c, i}));
         });
         write.emit(kb, t, c, kb.round(dot, act));
       });

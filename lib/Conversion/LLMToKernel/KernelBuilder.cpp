@@ -160,7 +160,35 @@ void KernelBuilder::storeIndex(Value v, Value m, ValueRange indices) {
       b, loc, arith::IndexCastOp::create(b, loc, elementType, v), m, indices);
 }
 
+Value KernelBuilder::sum(int64_t lb, int64_t ub, Type actType,
+                         llvm::function_ref<Value(Value)> term) {
+  Type acc = dotAccumulatorType(actType);
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(acc, 0.0));
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == acc ? v : arith::ExtFOp::create(b, loc, acc, v);
+  };
+  Value total = reduce(lb, ub, zero, [&](Value i, Value running) {
+    return add(running, widen(term(i)));
+  });
+  return round(total, b.getF32Type());
+}
+
+Value KernelBuilder::dot(
+    int64_t lb, int64_t ub, Type actType,
+    llvm::function_ref<std::pair<Value, Value>(Value)> factors) {
+  Type acc = dotAccumulatorType(actType);
+  auto widen = [&](Value v) -> Value {
+    return v.getType() == acc ? v : arith::ExtFOp::create(b, loc, acc, v);
+  };
+  return sum(lb, ub, actType, [&](Value i) {
+    auto [x, y] = factors(i);
+    return mul(widen(x), widen(y));
+  });
+}
+
 Value KernelBuilder::round(Value v, Type elementType) {
+  if (v.getType().isF64())
+    v = arith::TruncFOp::create(b, loc, b.getF32Type(), v);
   if (elementType.isF32())
     return v;
   Value t = arith::TruncFOp::create(b, loc, elementType, v);
@@ -250,11 +278,15 @@ Value KernelBuilder::toF32(Value indexValue) {
   return arith::SIToFPOp::create(b, loc, b.getF32Type(), i);
 }
 
-Value KernelBuilder::scratch(ArrayRef<int64_t> shape,
-                             ValueRange dynamicSizes) {
-  auto type = MemRefType::get(shape, b.getF32Type());
+Value KernelBuilder::scratch(ArrayRef<int64_t> shape, ValueRange dynamicSizes,
+                             Type elementType) {
+  if (!elementType)
+    elementType = b.getF32Type();
+  auto type = MemRefType::get(shape, elementType);
   Value m = memref::AllocOp::create(b, loc, type, dynamicSizes);
-  linalg::FillOp::create(b, loc, ValueRange{f32(0.0)}, ValueRange{m});
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(elementType, 0.0));
+  linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{m});
   return m;
 }
 
@@ -263,6 +295,11 @@ void KernelBuilder::dealloc(Value m) { memref::DeallocOp::create(b, loc, m); }
 //===----------------------------------------------------------------------===//
 // Types
 //===----------------------------------------------------------------------===//
+
+Type mlir::strata::dotAccumulatorType(Type actType) {
+  Builder b(actType.getContext());
+  return actType.isF32() ? Type(b.getF64Type()) : Type(b.getF32Type());
+}
 
 MemRefType mlir::strata::getKernelMemRefType(Type type) {
   constexpr int64_t kDyn = ShapedType::kDynamic;

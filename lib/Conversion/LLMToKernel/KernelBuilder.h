@@ -205,6 +205,15 @@ public:
                llvm::function_ref<Value(Value, Value)> body) {
     return reduce(idx(lb), idx(ub), init, body);
   }
+  /// sum over i in [lb, ub) of term(i) (f32 values), in i order, for a
+  /// reduction whose result is rounded to `actType`: accumulated in
+  /// dotAccumulatorType(actType) and returned as f32 (rounded once).
+  Value sum(int64_t lb, int64_t ub, Type actType,
+            llvm::function_ref<Value(Value)> term);
+  /// sum over i of a(i) * b(i) (f32 factors) likewise, each product in the
+  /// accumulator type.
+  Value dot(int64_t lb, int64_t ub, Type actType,
+            llvm::function_ref<std::pair<Value, Value>(Value)> factors);
   /// `if (cond) then()`.
   void ifThen(Value cond, llvm::function_ref<void()> then);
   /// `cond ? then() : other()` for f32/index/i32 values.
@@ -221,7 +230,8 @@ public:
   /// Stores an index `v` into an i32 memref.
   void storeIndex(Value v, Value m, ValueRange indices);
   /// `v` rounded to `elementType` and widened back (identity for f32): the
-  /// rounding points of bf16 mode inside fp32 kernels.
+  /// rounding points of bf16 mode inside fp32 kernels. An f64 `v` (a
+  /// dotAccumulatorType sum) is rounded to f32 first.
   Value round(Value v, Type elementType);
   /// Decodes an f8E4M3FN value to f32 exactly (NaN encodings excluded:
   /// checkpoints hold none).
@@ -267,15 +277,24 @@ public:
                        bool atLeast);
   Value toF32(Value indexValue);
 
-  /// A zero-initialised f32 scratch buffer (memref.alloc + linalg.fill);
-  /// free it with dealloc().
-  Value scratch(ArrayRef<int64_t> shape, ValueRange dynamicSizes = {});
+  /// A zero-initialised scratch buffer of `elementType` (default f32;
+  /// memref.alloc + linalg.fill); free it with dealloc().
+  Value scratch(ArrayRef<int64_t> shape, ValueRange dynamicSizes = {},
+                Type elementType = {});
   void dealloc(Value m);
 
 private:
   OpBuilder &b;
   Location loc;
 };
+
+/// The accumulator of the matmuls' and sums' reductions whose results are
+/// rounded to `actType`: f64 for f32 activations, f32 otherwise. f32 is the
+/// checking mode: with f64 sums its results are rounded once, so they do not
+/// depend on the order of the additions, and a sharded step (partial sums
+/// added across ranks, docs/Parallel.md "Rounding") matches one rank's to
+/// the last bits instead of to the order's ~1e-6.
+Type dotAccumulatorType(Type actType);
 
 /// The memref type a kernel argument of llm type `type` has: identity-layout
 /// memref for ranked tensors, the documented cache layouts for cache types

@@ -30,10 +30,10 @@ using namespace mlir;
 using namespace mlir::strata;
 
 /// Widens a scalar block argument to f32.
-static Value widen(OpBuilder &b, Location loc, Value v) {
-  if (v.getType().isF32())
+static Value widen(OpBuilder &b, Location loc, Value v, Type to) {
+  if (v.getType() == to)
     return v;
-  return arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+  return arith::ExtFOp::create(b, loc, to, v);
 }
 
 /// Collapses all leading dimensions of `m` into one: [a, b, .., n] -> [a*b*.., n].
@@ -63,8 +63,9 @@ static void buildMatmulTransposeB(OpBuilder &b, Location loc, Value x, Value w,
   linalg::GenericOp::create(
       b, loc, TypeRange{}, ValueRange{x, w}, ValueRange{acc}, maps, iterators,
       [](OpBuilder &nb, Location l, ValueRange args) {
-        Value p = arith::MulFOp::create(nb, l, widen(nb, l, args[0]),
-                                        widen(nb, l, args[1]));
+        Type accType = args[2].getType();
+        Value p = arith::MulFOp::create(nb, l, widen(nb, l, args[0], accType),
+                                        widen(nb, l, args[1], accType));
         linalg::YieldOp::create(nb, l,
                                 ValueRange{arith::AddFOp::create(nb, l, args[2], p)});
       });
@@ -81,7 +82,7 @@ static void buildRoundCopy(OpBuilder &b, Location loc, Value src, Value dst) {
       SmallVector<AffineMap>{id, id}, iterators,
       [&](OpBuilder &nb, Location l, ValueRange args) {
         Value v = args[0];
-        if (!elementType.isF32())
+        if (v.getType() != elementType)
           v = arith::TruncFOp::create(nb, l, elementType, v);
         linalg::YieldOp::create(nb, l, ValueRange{v});
       });
@@ -131,7 +132,9 @@ static FailureOr<Value> emitLinearKernel(ConversionPatternRewriter &rewriter,
         });
       });
     }
-    Value acc = kb.scratch({ShapedType::kDynamic, outDim}, rows);
+    Value acc = kb.scratch(
+        {ShapedType::kDynamic, outDim}, rows,
+        dotAccumulatorType(cast<MemRefType>(xs.getType()).getElementType()));
     buildMatmulTransposeB(b, l, xs, w, acc);
     buildRoundCopy(b, l, acc, y);
     kb.dealloc(acc);
