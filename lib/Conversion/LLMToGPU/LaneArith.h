@@ -7,9 +7,9 @@
 // KpoolSelectKernel.cpp, MoeSelectKernel.cpp, MhcMixKernel.cpp,
 // MhcPreKernel.cpp, ...) share: constants, index additions and products
 // that skip their identities, integer compares, selects, guarded regions
-// and barriers, a subgroup sum, this lane's coordinate under a LaneMap of
-// TargetInfo's fragment layouts, an operand assembled from its pieces, and
-// the per-token grid loop.
+// and barriers, a subgroup sum, the exact decode of e4m3 bytes, this lane's
+// coordinate under a LaneMap of TargetInfo's fragment layouts, an operand
+// assembled from its pieces, and the per-token grid loop.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +106,39 @@ protected:
           b, loc, p, frag, ArrayRef<int64_t>{int64_t(i) * layout.count},
           ArrayRef<int64_t>{1});
     return frag;
+  }
+  /// OCP e4m3 (f8E4M3FN) bytes `bits` (vector<n x i8>) as f32, exactly,
+  /// with integer operations on every target (gfx942's own fp8 format is
+  /// FNUZ; NaN encodings excluded: caches and checkpoints hold none).
+  Value decodeE4M3ToF32(Value bits) {
+    int64_t n = cast<VectorType>(bits.getType()).getNumElements();
+    auto i32 = VectorType::get({n}, b.getI32Type());
+    auto vf32 = VectorType::get({n}, b.getF32Type());
+    auto splatI = [&](int64_t c) -> Value {
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(c)));
+    };
+    Value word = arith::ExtUIOp::create(b, loc, i32, bits);
+    Value sign = arith::ShLIOp::create(
+        b, loc, arith::AndIOp::create(b, loc, word, splatI(0x80)), splatI(24));
+    Value em = arith::AndIOp::create(b, loc, word, splatI(0x7f));
+    // Normal: exponent and mantissa moved into f32's fields, the bias from 7
+    // to 127. Subnormal (exponent 0): mantissa / 512.
+    Value normal = arith::AddIOp::create(
+        b, loc, arith::ShLIOp::create(b, loc, em, splatI(20)),
+        splatI(120 << 23));
+    Value mant = arith::AndIOp::create(b, loc, em, splatI(7));
+    Value sub = arith::MulFOp::create(
+        b, loc, arith::UIToFPOp::create(b, loc, vf32, mant),
+        arith::ConstantOp::create(
+            b, loc,
+            DenseElementsAttr::get(vf32, b.getF32FloatAttr(1.0 / 512.0))));
+    Value subBits = arith::BitcastOp::create(b, loc, i32, sub);
+    Value isSub =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, em, splatI(8));
+    Value magnitude = arith::SelectOp::create(b, loc, isSub, subBits, normal);
+    return arith::BitcastOp::create(
+        b, loc, vf32, arith::OrIOp::create(b, loc, magnitude, sign));
   }
   /// Tokens [0, numTokens) over grid x with a grid stride: `body(t)` for
   /// each token of this block.

@@ -790,6 +790,40 @@ bool mlir::strata::isMlaAttendKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kMlaAttendAttrName);
 }
 
+/// The latent pool of an mla_attend kernel function into `shape`: bf16
+/// [pages, rows, width >= R], or fp8 bytes [pages, page bytes] with the page
+/// layout of `info` (MlaOps.cpp's fp8_* entries).
+static LogicalResult describeLatentPool(MemRefType cache, DictionaryAttr info,
+                                        MlaAttend &shape, std::string &why) {
+  auto entry = [&](StringRef name) -> int64_t {
+    auto v = info.getAs<IntegerAttr>(name);
+    return v ? v.getInt() : 0;
+  };
+  if (cache.getElementType().isBF16() && cache.getRank() == 3 &&
+      !cache.isDynamicDim(1) && !cache.isDynamicDim(2) &&
+      cache.getDimSize(2) >= shape.rank) {
+    shape.pageSize = cache.getDimSize(1);
+    shape.poolWidth = cache.getDimSize(2);
+    return success();
+  }
+  shape.pageSize = entry("fp8_page_rows");
+  shape.poolWidth = entry("fp8_row_lanes");
+  shape.fp8RowBytes = entry("fp8_row_bytes");
+  shape.fp8ScaleOffset = entry("fp8_scale_offset");
+  shape.fp8GroupLanes = entry("fp8_group_lanes");
+  if (!cache.getElementType().isInteger(8) || cache.getRank() != 2 ||
+      cache.isDynamicDim(1) || !shape.fp8() || shape.poolWidth < shape.rank ||
+      shape.fp8GroupLanes <= 0 || shape.rank % shape.fp8GroupLanes != 0 ||
+      shape.fp8ScaleOffset < shape.poolWidth ||
+      shape.pageSize * shape.fp8RowBytes > cache.getDimSize(1) ||
+      shape.fp8RowBytes % 16 != 0 || shape.fp8ScaleOffset % 4 != 0) {
+    why = "the matrix-unit mla_attend reads bf16 latent pools or fp8 ones "
+          "with their page layout (16-byte aligned rows)";
+    return failure();
+  }
+  return success();
+}
+
 FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
@@ -818,26 +852,21 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     return isMemRefInput(type, i, rank, i32);
   };
   if (!qa || !cache || !oh || qa.getRank() != 3 || qa != oh ||
-      !qa.getElementType().isF32() || cache.getRank() != 3 ||
-      !isI32Vector(2, 2) || !isI32Vector(3, 1) || !isI32Vector(4, 1) ||
-      !isI32Vector(5, 2) || ShapedType::isDynamic(qa.getDimSize(1)) ||
+      !qa.getElementType().isF32() || !isI32Vector(2, 2) ||
+      !isI32Vector(3, 1) || !isI32Vector(4, 1) || !isI32Vector(5, 2) ||
+      ShapedType::isDynamic(qa.getDimSize(1)) ||
       ShapedType::isDynamic(qa.getDimSize(2)) || !parts ||
       parts.getShape() != ArrayRef<int64_t>{kMlaSplitSlots, qa.getDimSize(1),
                                             qa.getDimSize(2) + 2}) {
     why = "unexpected mla_attend kernel signature";
     return failure();
   }
-  if (!cache.getElementType().isBF16() ||
-      cache.getDimSize(2) < qa.getDimSize(2)) {
-    why = "the matrix-unit mla_attend reads bf16 latent pools";
-    return failure();
-  }
   MlaAttend shape;
   shape.heads = qa.getDimSize(1);
   shape.rank = qa.getDimSize(2);
-  shape.pageSize = cache.getDimSize(1);
-  shape.poolWidth = cache.getDimSize(2);
   shape.scale = scale.getValueAsDouble();
+  if (failed(describeLatentPool(cache, info, shape, why)))
+    return failure();
   FailureOr<const MatrixInstruction *> mi =
       chooseMlaAttendInstruction(target, shape, why);
   if (failed(mi))

@@ -354,33 +354,9 @@ private:
   Value decodeFp8ToF32(Value v) {
     if (mi.family == MatrixFamily::MmaSync)
       return decodeFp8Pairs(v);
-    auto type = cast<VectorType>(v.getType());
-    int64_t n = type.getNumElements();
-    auto i8 = VectorType::get({n}, b.getI8Type());
-    auto i32 = VectorType::get({n}, b.getI32Type());
-    auto vf32 = VectorType::get({n}, f32);
-    auto splatI = [&](int64_t c) {
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(i32, b.getI32IntegerAttr(c)));
-    };
-    Value bits = arith::ExtUIOp::create(
-        b, loc, i32, arith::BitcastOp::create(b, loc, i8, v));
-    Value sign = arith::ShLIOp::create(
-        b, loc, arith::AndIOp::create(b, loc, bits, splatI(0x80)), splatI(24));
-    Value em = arith::AndIOp::create(b, loc, bits, splatI(0x7f));
-    Value normal = arith::AddIOp::create(
-        b, loc, arith::ShLIOp::create(b, loc, em, splatI(20)),
-        splatI(120 << 23));
-    Value mant = arith::AndIOp::create(b, loc, em, splatI(7));
-    Value sub = arith::MulFOp::create(
-        b, loc, arith::UIToFPOp::create(b, loc, vf32, mant),
-        splat(cf32(1.0 / 512.0), n));
-    Value subBits = arith::BitcastOp::create(b, loc, i32, sub);
-    Value isSub = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, em,
-                                        splatI(8));
-    Value magnitude = arith::SelectOp::create(b, loc, isSub, subBits, normal);
-    return arith::BitcastOp::create(
-        b, loc, vf32, arith::OrIOp::create(b, loc, magnitude, sign));
+    auto i8 = VectorType::get({cast<VectorType>(v.getType()).getNumElements()},
+                              b.getI8Type());
+    return decodeE4M3ToF32(arith::BitcastOp::create(b, loc, i8, v));
   }
 
   /// e4m3fn pairs to f32 with `cvt.rn.f16x2.e4m3x2` (sm_89+), one

@@ -549,6 +549,12 @@ struct MlaAttend {
   /// Heads, latent width R, the pool's rows per page and row width (>= R).
   int64_t heads = 0, rank = 0, pageSize = 0, poolWidth = 0;
   double scale = 1.0;
+  /// An fp8 latent pool (`llm.mla_attend`'s fp8_* entries; 0 for bf16): the
+  /// pool is [pages, page bytes] i8, a row's poolWidth e4m3 values at byte
+  /// row * fp8RowBytes of its page, then one f32 scale per fp8GroupLanes
+  /// values at fp8ScaleOffset into the row (Fp8PageLayout::rowInterleaved).
+  int64_t fp8RowBytes = 0, fp8ScaleOffset = 0, fp8GroupLanes = 0;
+  bool fp8() const { return fp8RowBytes > 0; }
 };
 
 /// The bf16 instruction buildMlaAttendKernel uses on `target` (smallest m,
@@ -566,10 +572,10 @@ int64_t mlaAttendHeadsPerBlock(const MlaAttend &shape,
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of an mla_attend
 /// kernel function (qa memref<?xHxRxf32>, the bf16 latent pool
-/// memref<?xPxWxbf16>, selection memref<?xSxi32>, counts, sequence starts,
-/// block table, oh memref<?xHxRxf32>): one token (or position range) and
-/// mlaAttendHeadsPerBlock heads per block, two subgroups per m heads
-/// (MlaAttendKernel.cpp).
+/// memref<?xPxWxbf16> or an fp8 one memref<?xBxi8>, selection memref<?xSxi32>,
+/// counts, sequence starts, block table, oh memref<?xHxRxf32>): one token (or
+/// position range) and mlaAttendHeadsPerBlock heads per block, two subgroups
+/// per m heads (MlaAttendKernel.cpp).
 gpu::GPUFuncOp
 buildMlaAttendKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
                      StringRef name, TypeRange argTypes,

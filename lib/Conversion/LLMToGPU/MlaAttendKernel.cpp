@@ -22,7 +22,11 @@
 //      padded by 16 bytes (the 8 rows of a fragment fall on different
 //      banks). With asynchronous copies (NVIDIA) two tiles alternate: the
 //      next chunk's rows are copied while this one is multiplied; without
-//      (AMD) the block copies each chunk before using it;
+//      (AMD, and fp8 pools everywhere) the block copies each chunk before
+//      using it. An fp8 pool's rows (MlaAttend::fp8: e4m3 values, one f32
+//      scale per 128) are decoded on the way through registers: each 8-byte
+//      run with its group's scale, round(value * scale) to bf16, the
+//      rounding of a bf16 pool's element;
 //   1. each subgroup's partial 16 x 32 scores go to its own rows of a
 //      workgroup buffer;
 //   2. after a barrier each subgroup adds its partner's partial scores to its
@@ -134,7 +138,8 @@ MlaAttendLayout layoutFor(const MlaAttend &s, const MatrixInstruction &mi,
       std::min(kMaxHeadTiles, llvm::divideCeilSigned(s.heads, mi.m));
   l.subgroups = l.headTiles * kColumnSplits;
   l.threads = l.subgroups * subgroupSize;
-  l.asyncCopy = mi.family == MatrixFamily::MmaSync;
+  // fp8 rows are decoded on their way into the tile: through registers.
+  l.asyncCopy = mi.family == MatrixFamily::MmaSync && !s.fp8();
   l.stages = l.asyncCopy ? 2 : 1;
   l.lanesPerRow = std::max(kMinLanesPerRow, l.threads / kChunk);
   l.ldmatrix = readsWithLdmatrix(mi);
@@ -235,6 +240,14 @@ private:
   /// Copies this thread's parts of `rows` into tile `buf`: the copies'
   /// group (asynchronous) or null (synchronous).
   Value copyRows(ArrayRef<std::pair<Value, Value>> rows, Value buf);
+  /// The kCopyElements latent values at (page, row in page, column col) of a
+  /// bf16 pool, as stored.
+  Value loadBf16Run(Value page, Value pageRow, Value col);
+  /// The same run of an fp8 pool: its value bytes and its group's scale bytes
+  /// (vector<kCopyElements + 4 x i8>), decoded by decodeFp8Run after the
+  /// loads in flight.
+  Value loadFp8Run(Value page, Value pageRow, Value col);
+  Value decodeFp8Run(Value raw);
   /// copyRows when `cond`, an empty group otherwise (asynchronous only).
   Value
   copyRowsIf(Value cond,
@@ -474,29 +487,75 @@ Value MlaAttendBuilder::copyRows(ArrayRef<std::pair<Value, Value>> rows,
   }
   // Loads first, then stores, a few at a time: the rows' gathers overlap.
   constexpr int64_t kInFlight = 8;
-  auto type = VectorType::get({kCopyElements}, bf16);
   SmallVector<std::pair<Value, Value>> targets;
   SmallVector<Value> values;
   auto flush = [&] {
     for (auto [value, target] : llvm::zip_equal(values, targets)) {
       auto store = vector::StoreOp::create(
-          b, loc, value, tile, ValueRange{buf, target.first, target.second});
+          b, loc, s.fp8() ? decodeFp8Run(value) : value, tile,
+          ValueRange{buf, target.first, target.second});
       store.setAlignment(uint64_t(16));
     }
     values.clear();
     targets.clear();
   };
   copies([&](Value r, Value col, Value page, Value pageRow) {
-    auto load = vector::LoadOp::create(b, loc, type, cache,
-                                       ValueRange{page, pageRow, col});
-    load.setAlignment(uint64_t(16));
-    values.push_back(load);
+    values.push_back(s.fp8() ? loadFp8Run(page, pageRow, col)
+                             : loadBf16Run(page, pageRow, col));
     targets.push_back({r, col});
     if (int64_t(values.size()) == kInFlight)
       flush();
   });
   flush();
   return {};
+}
+
+Value MlaAttendBuilder::loadBf16Run(Value page, Value pageRow, Value col) {
+  auto load =
+      vector::LoadOp::create(b, loc, VectorType::get({kCopyElements}, bf16),
+                             cache, ValueRange{page, pageRow, col});
+  load.setAlignment(uint64_t(16));
+  return load;
+}
+
+Value MlaAttendBuilder::loadFp8Run(Value page, Value pageRow, Value col) {
+  // The run's kCopyElements value bytes and its group's f32 scale (4 bytes)
+  // of the row's record, as one vector<kCopyElements + 4 x i8>.
+  Type i8 = b.getI8Type();
+  Value row = mul(pageRow, s.fp8RowBytes);
+  auto values =
+      vector::LoadOp::create(b, loc, VectorType::get({kCopyElements}, i8),
+                             cache, ValueRange{page, add(row, col)});
+  values.setAlignment(uint64_t(kCopyElements));
+  Value group = arith::DivUIOp::create(b, loc, col, idx(s.fp8GroupLanes));
+  auto scale = vector::LoadOp::create(
+      b, loc, VectorType::get({4}, i8), cache,
+      ValueRange{page, add(add(row, s.fp8ScaleOffset), mul(group, 4))});
+  scale.setAlignment(uint64_t(4));
+  return vector::ShuffleOp::create(
+      b, loc, values, scale,
+      llvm::to_vector(llvm::seq<int64_t>(0, kCopyElements + 4)));
+}
+
+Value MlaAttendBuilder::decodeFp8Run(Value raw) {
+  // round(value * scale) to bf16: the bf16 pool's rounding of a latent
+  // element (the generic kernel multiplies in f32).
+  Value bytes = vector::ExtractStridedSliceOp::create(
+      b, loc, raw, ArrayRef<int64_t>{0}, ArrayRef<int64_t>{kCopyElements},
+      ArrayRef<int64_t>{1});
+  Value scaleBytes = vector::ExtractStridedSliceOp::create(
+      b, loc, raw, ArrayRef<int64_t>{kCopyElements}, ArrayRef<int64_t>{4},
+      ArrayRef<int64_t>{1});
+  Value scale = vector::ExtractOp::create(
+      b, loc,
+      vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), scaleBytes),
+      int64_t(0));
+  Value scaled = arith::MulFOp::create(
+      b, loc, decodeE4M3ToF32(bytes),
+      vector::BroadcastOp::create(b, loc, VectorType::get({kCopyElements}, f32),
+                                  scale));
+  return arith::TruncFOp::create(b, loc, VectorType::get({kCopyElements}, bf16),
+                                 scaled);
 }
 
 Value MlaAttendBuilder::copyRowsIf(Value cond,

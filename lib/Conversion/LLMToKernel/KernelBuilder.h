@@ -68,9 +68,11 @@ inline constexpr llvm::StringLiteral kRowsTwinAttrName = "llm.rows_twin";
 /// it as the linear's matmul kernel (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearKernelAttrName =
     "llm.linear_kernel";
-/// On mla_attend (MlaOps.cpp): {softmax_scale}, what a GPU target needs to
-/// rebuild it with the heads of a block sharing the latent rows on the
-/// matrix units (LLMToGPU buildMlaAttendKernelFunction).
+/// On mla_attend (MlaOps.cpp): {softmax_scale} and, for an fp8 latent pool,
+/// its Fp8PageLayout (fp8_page_rows, fp8_row_lanes, fp8_row_bytes,
+/// fp8_scale_offset, fp8_group_lanes): what a GPU target needs to rebuild it
+/// with the heads of a block sharing the latent rows on the matrix units
+/// (LLMToGPU buildMlaAttendKernelFunction).
 inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// Unit attribute on mla_combine (MlaOps.cpp): a GPU target rebuilds it with
 /// a block per (token, head) whose threads own the latent columns (LLMToGPU

@@ -13,6 +13,11 @@ magnitudes, the bound every oh element must meet (a wrong row, position or
 softmax is off by far more). Each step size runs on the grids the artifact
 launches (strata-dump's formulas).
 
+With --fp8 the pool holds fp8 pages (docs/KVCache.md "fp8 latent pages": per
+row R e4m3 bytes, then one f32 scale per 128 lanes, 528-byte rows; pages of
+[rows * 528 rounded up to 256] bytes) and the definition's latent rows are
+round_bf16(f32(e4m3 value * scale)), the kernel's decode into its bf16 tile.
+
     run_mla_attend.py CHIP.gpu.mlir --dump DUMP --chip gfx942 --lanes 64 \\
         --heads 2 --scale 0.0625 --tokens 1,3,40
 """
@@ -34,6 +39,40 @@ SPLIT_SLOTS = 64        # MlaSplit.h kMlaSplitSlots
 SPLIT_MAX_TOKENS = 32   # kMlaSplitMaxTokens
 
 
+FP8_GROUP = 128          # Fp8PageLayout::rowInterleaved: lanes per scale
+PAGE_ALIGNMENT = 256     # kCachePageAlignment
+
+
+def decode_e4m3(codes):
+    """OCP e4m3 (f8E4M3FN) codes as float64 (no NaN codes given)."""
+    codes = codes.astype(np.int64)
+    sign = np.where(codes & 0x80, -1.0, 1.0)
+    exp, mant = (codes >> 3) & 0xF, codes & 7
+    return sign * np.where(exp == 0, mant / 8.0 * 2.0 ** -6,
+                           (1 + mant / 8.0) * 2.0 ** (exp - 7.0))
+
+
+def fp8_pages(rng, num_pages, rows, width):
+    """Random fp8 latent pages: (the pool's bytes [pages, page bytes] as
+    uint8, each row's latent values as the kernel decodes them, float64)."""
+    groups = width // FP8_GROUP
+    row_bytes = width + 4 * groups
+    page_bytes = -(-rows * row_bytes // PAGE_ALIGNMENT) * PAGE_ALIGNMENT
+    codes = rng.integers(0, 256, (num_pages, rows, width))
+    codes[(codes & 0x7F) == 0x7F] = 0x3F  # no NaN codes
+    scales = (2.0 ** rng.uniform(-12, -4, (num_pages, rows, groups)) *
+              rng.uniform(1, 2, (num_pages, rows, groups))).astype(np.float32)
+    pages = np.zeros((num_pages, page_bytes), np.uint8)
+    record = np.concatenate(
+        [codes.astype(np.uint8), scales.view(np.uint8).reshape(
+            num_pages, rows, 4 * groups)], axis=2)
+    pages[:, :rows * row_bytes] = record.reshape(num_pages, rows * row_bytes)
+    per_lane = np.repeat(scales, FP8_GROUP, axis=2)
+    values = (decode_e4m3(codes).astype(np.float32) * per_lane).astype(
+        np.float32)
+    return pages, round_bf16(values)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ir")
@@ -47,6 +86,8 @@ def main():
                     help="selection slots per token")
     ap.add_argument("--scale", type=float, required=True)
     ap.add_argument("--tokens", required=True)
+    ap.add_argument("--fp8", action="store_true",
+                    help="fp8 latent pages (row-interleaved values, scales)")
     args = ap.parse_args()
     rng = np.random.default_rng(13)
     dump = open(args.dump).read()
@@ -65,7 +106,10 @@ def main():
         num_pages = 2 * pages_per_request + 1
         table = rng.permutation(num_pages)[:2 * pages_per_request].reshape(
             2, pages_per_request).astype(np.int32)
-        lat_bits, lat = bf16(rng, (num_pages, args.page, R))
+        if args.fp8:
+            lat_bits, lat = fp8_pages(rng, num_pages, args.page, R)
+        else:
+            lat_bits, lat = bf16(rng, (num_pages, args.page, R))
         qa = (rng.standard_normal((T, H, R)) * 0.05).astype(np.float32)
         sel = np.full((T, args.width), -1, np.int32)
         counts = np.zeros(T, np.int32)

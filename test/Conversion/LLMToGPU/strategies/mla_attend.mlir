@@ -29,3 +29,37 @@ func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a
     attributes {llm.kernel = #llm.kernel<"mla_attend_0", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
   return
 }
+
+// -----
+
+// An fp8 latent pool (--kv-cache-dtype=fp8): bytes [pages, 33792] (64 rows of
+// 512 e4m3 values and 4 f32 scales), its layout in llm.mla_attend. The same
+// strategy; the rows are loaded as bytes (8 values, 4 scale bytes) and
+// decoded into the bf16 tile, without asynchronous copies on NVIDIA.
+// SM90-LABEL: gpu.func @mla_attend_fp8(
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90-NOT: nvgpu.device_async_copy
+// SM90: vector.load %{{.*}} : memref<?x33792xi8>, vector<8xi8>
+// SM90: vector.load %{{.*}} : memref<?x33792xi8>, vector<4xi8>
+// SM90: nvvm.mma.sync
+// SM90A-LABEL: gpu.func @mla_attend_fp8(
+// SM90A: nvvm.mma.sync
+// GFX942-LABEL: gpu.func @mla_attend_fp8(
+// GFX942: vector.load %{{.*}} : memref<?x33792xi8>, vector<8xi8>
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @mla_attend_fp8(
+// GFX950: amdgpu.mfma
+func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {fp8_group_lanes = 128 : i64, fp8_page_rows = 64 : i64, fp8_row_bytes = 528 : i64, fp8_row_lanes = 512 : i64, fp8_scale_offset = 512 : i64, softmax_scale = 6.250000e-02 : f32}} {
+  return
+}
+
+// -----
+
+// An fp8 pool without its layout keeps the generic kernel.
+// SM90-LABEL: func.func @mla_attend_fp8_no_layout(
+// SM90-NOT: gpu.func
+func.func @mla_attend_fp8_no_layout(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8_no_layout", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
+  return
+}
