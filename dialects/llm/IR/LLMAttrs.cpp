@@ -175,6 +175,86 @@ LogicalResult verifyKernelContract(Operation *op, KernelAttr kernel) {
 
 } // namespace
 
+LogicalResult Fp8PageAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                  int64_t rowsPerPage, int64_t rowLanes,
+                                  int64_t rowBytes, int64_t scaleOffset,
+                                  int64_t groupLanes) {
+  if (rowsPerPage < 1 || rowLanes < 1 || groupLanes < 1)
+    return emitError() << "fp8 page extents must be >= 1, got rows_per_page "
+                       << rowsPerPage << ", row_lanes " << rowLanes
+                       << ", group_lanes " << groupLanes;
+  int64_t scales = (rowLanes + groupLanes - 1) / groupLanes;
+  if (scaleOffset < rowLanes || scaleOffset + 4 * scales > rowBytes)
+    return emitError() << "fp8 page scales must follow the " << rowLanes
+                       << " values inside the row (" << scales
+                       << " f32 at byte " << scaleOffset << " of " << rowBytes
+                       << ")";
+  return success();
+}
+
+LogicalResult
+MlaAttendAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      FloatAttr softmaxScale, Fp8PageAttr) {
+  if (!softmaxScale || !softmaxScale.getValue().isFiniteNonZero() ||
+      softmaxScale.getValue().isNegative())
+    return emitError() << "mla_attend softmax_scale must be finite and > 0";
+  return success();
+}
+
+LogicalResult
+KpoolScoresAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t kpool, FloatAttr) {
+  if (kpool < 1)
+    return emitError() << "kpool_scores kpool must be >= 1, got " << kpool;
+  return success();
+}
+
+LogicalResult
+KpoolSelectAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t kpool, int64_t topk) {
+  if (kpool < 1 || topk < 1)
+    return emitError() << "kpool_select kpool and topk must be >= 1, got "
+                       << kpool << " and " << topk;
+  return success();
+}
+
+LogicalResult KdaChunkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   FloatAttr gateLowerBound,
+                                   int64_t decodeMaxTokens) {
+  if (!gateLowerBound || !gateLowerBound.getValue().isFinite())
+    return emitError() << "kda_chunk gate_lower_bound must be finite";
+  if (decodeMaxTokens < 1)
+    return emitError() << "kda_chunk decode_max_tokens must be >= 1, got "
+                       << decodeMaxTokens;
+  return success();
+}
+
+LogicalResult MhcMixAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t slices) {
+  if (slices < 1)
+    return emitError() << "mhc_mix slices must be >= 1, got " << slices;
+  return success();
+}
+
+namespace {
+
+/// A kernel function's parameters (`llm.<mnemonic>`): an `AttrT`, on a
+/// function that has a kernel contract.
+template <typename AttrT>
+LogicalResult verifyKernelParameters(Operation *op, NamedAttribute attribute,
+                                     StringRef mnemonic) {
+  if (!isa<AttrT>(attribute.getValue()))
+    return op->emitOpError()
+           << attribute.getName().getValue() << " must be a #llm." << mnemonic
+           << ", got " << attribute.getValue();
+  if (!op->hasAttr("llm.kernel"))
+    return op->emitOpError() << attribute.getName().getValue()
+                             << " is only valid on an llm.kernel function";
+  return success();
+}
+
+} // namespace
+
 LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
                                                    NamedAttribute attribute) {
   StringRef name = attribute.getName().getValue();
@@ -185,6 +265,18 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return verifyKernelContract(op, kernel);
   }
+  if (name == "llm.mla_attend")
+    return verifyKernelParameters<MlaAttendAttr>(op, attribute, "mla_attend");
+  if (name == "llm.kpool_scores")
+    return verifyKernelParameters<KpoolScoresAttr>(op, attribute,
+                                                   "kpool_scores");
+  if (name == "llm.kpool_select")
+    return verifyKernelParameters<KpoolSelectAttr>(op, attribute,
+                                                   "kpool_select");
+  if (name == "llm.kda_chunk")
+    return verifyKernelParameters<KdaChunkAttr>(op, attribute, "kda_chunk");
+  if (name == "llm.mhc_mix")
+    return verifyKernelParameters<MhcMixAttr>(op, attribute, "mhc_mix");
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))
       return op->emitOpError("llm.gpu_strategy must be a #llm.gpu_strategy, "

@@ -257,6 +257,123 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Kernel parameters: what a GPU strategy's builder needs beyond the roles
+//===----------------------------------------------------------------------===//
+
+def LLM_Fp8PageAttr : LLM_Attr<"Fp8Page", "fp8_page"> {
+  let summary = "the byte layout of an fp8 paged-pool page whose rows interleave values and scales";
+  let description = [{
+    A page of `rows_per_page` rows, row `r` at byte `r * row_bytes`: its
+    `row_lanes` e4m3 values, then at byte `scale_offset` of the row one f32
+    scale per `group_lanes` values (docs/KVCache.md "fp8 latent pages",
+    `Fp8PageLayout::rowInterleaved`). The verifier requires positive
+    extents, the scales after the values and inside the row.
+
+    ```mlir
+    #llm.fp8_page<rows_per_page = 64, row_lanes = 512, row_bytes = 528,
+                  scale_offset = 512, group_lanes = 128>
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows_per_page, "int64_t":$row_lanes,
+                        "int64_t":$row_bytes, "int64_t":$scale_offset,
+                        "int64_t":$group_lanes);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_MlaAttendAttr : LLM_Attr<"MlaAttend", "mla_attend"> {
+  let summary = "the parameters of an mla_attend kernel function";
+  let description = [{
+    On MlaOps.cpp's `mla_attend` kernel functions (as the discardable
+    attribute `llm.mla_attend`): the softmax scale and, for an fp8 latent
+    pool, its page layout (`#llm.fp8_page`): what the `mla_attend` GPU
+    strategy needs to rebuild the kernel with the heads of a block sharing
+    the latent rows on the matrix units. The verifier requires a finite
+    positive scale.
+
+    ```mlir
+    #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>
+    ```
+  }];
+  let parameters = (ins "::mlir::FloatAttr":$softmax_scale,
+                        OptionalParameter<"Fp8PageAttr">:$fp8_page);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KpoolScoresAttr : LLM_Attr<"KpoolScores", "kpool_scores"> {
+  let summary = "the parameters of a kpool_scores kernel function";
+  let description = [{
+    On IndexerOps.cpp's `kpool_scores` kernel functions (as
+    `llm.kpool_scores`): the tokens per pool and the scores' scale, what the
+    `kpool_scores` GPU strategy needs to rebuild the kernel with a token's
+    heads on the matrix units. The verifier requires `kpool >= 1`.
+
+    ```mlir
+    #llm.kpool_scores<kpool = 4, scale = 8.838835e-02 : f32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$kpool,
+                        "::mlir::FloatAttr":$scale);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KpoolSelectAttr : LLM_Attr<"KpoolSelect", "kpool_select"> {
+  let summary = "the parameters of a kpool_indexer selection kernel function";
+  let description = [{
+    On IndexerOps.cpp's `kpool_indexer` kernel functions (as
+    `llm.kpool_select`): the tokens per pool and the selected tokens, what
+    the `kpool_select` GPU strategy needs to rebuild the selection as a radix
+    select over a block's threads. The verifier requires both >= 1.
+
+    ```mlir
+    #llm.kpool_select<kpool = 4, topk = 2048>
+    ```
+  }];
+  let parameters = (ins "int64_t":$kpool, "int64_t":$topk);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KdaChunkAttr : LLM_Attr<"KdaChunk", "kda_chunk"> {
+  let summary = "the parameters of a chunked kda_attention kernel function";
+  let description = [{
+    On KdaOps.cpp's chunked `kda_attention` kernel functions (as
+    `llm.kda_chunk`): the gate's lower bound and the largest request that
+    the decode form takes instead, what the `kda_chunk` GPU strategy needs
+    to rebuild the kernel with the chunk products on the matrix units. The
+    verifier requires a finite bound and `decode_max_tokens >= 1`.
+
+    ```mlir
+    #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
+    ```
+  }];
+  let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
+                        "int64_t":$decode_max_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_MhcMixAttr : LLM_Attr<"MhcMix", "mhc_mix"> {
+  let summary = "the parameters of an mhc_mix kernel function";
+  let description = [{
+    On HyperConnectionOps.cpp's `mhc_mix` kernel functions (as
+    `llm.mhc_mix`): the slices of the flattened streams whose partial sums
+    the kernel writes (MhcMix.h), what the `mhc_mix` GPU strategy needs to
+    rebuild it with a block per (tile of tokens, slice). The verifier
+    requires `slices >= 1`.
+
+    ```mlir
+    #llm.mhc_mix<slices = 16>
+    ```
+  }];
+  let parameters = (ins "int64_t":$slices);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_GpuStrategyGeneric : I32EnumAttrCase<"Generic", 0, "generic">;
 def LLM_GpuStrategyTiledMatmul : I32EnumAttrCase<"TiledMatmul", 1, "tiled_matmul">;
 def LLM_GpuStrategyGroupedExperts : I32EnumAttrCase<"GroupedExperts", 2, "grouped_experts">;

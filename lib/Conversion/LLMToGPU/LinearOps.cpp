@@ -792,27 +792,25 @@ bool mlir::strata::isMlaAttendKernelFunction(func::FuncOp kernel) {
 
 /// The latent pool of an mla_attend kernel function into `shape`: bf16
 /// [pages, rows, width >= R], or fp8 bytes [pages, page bytes] with the page
-/// layout of `info` (MlaOps.cpp's fp8_* entries).
-static LogicalResult describeLatentPool(MemRefType cache, DictionaryAttr info,
+/// layout `page` (#llm.fp8_page, MlaOps.cpp).
+static LogicalResult describeLatentPool(MemRefType cache, llm::Fp8PageAttr page,
                                         MlaAttend &shape, std::string &why) {
-  auto entry = [&](StringRef name) -> int64_t {
-    auto v = info.getAs<IntegerAttr>(name);
-    return v ? v.getInt() : 0;
-  };
-  if (cache.getElementType().isBF16() && cache.getRank() == 3 &&
+  if (!page && cache.getElementType().isBF16() && cache.getRank() == 3 &&
       !cache.isDynamicDim(1) && !cache.isDynamicDim(2) &&
       cache.getDimSize(2) >= shape.rank) {
     shape.pageSize = cache.getDimSize(1);
     shape.poolWidth = cache.getDimSize(2);
     return success();
   }
-  shape.pageSize = entry("fp8_page_rows");
-  shape.poolWidth = entry("fp8_row_lanes");
-  shape.fp8RowBytes = entry("fp8_row_bytes");
-  shape.fp8ScaleOffset = entry("fp8_scale_offset");
-  shape.fp8GroupLanes = entry("fp8_group_lanes");
-  if (!cache.getElementType().isInteger(8) || cache.getRank() != 2 ||
-      cache.isDynamicDim(1) || !shape.fp8() || shape.poolWidth < shape.rank ||
+  if (page) {
+    shape.pageSize = page.getRowsPerPage();
+    shape.poolWidth = page.getRowLanes();
+    shape.fp8RowBytes = page.getRowBytes();
+    shape.fp8ScaleOffset = page.getScaleOffset();
+    shape.fp8GroupLanes = page.getGroupLanes();
+  }
+  if (!page || !cache.getElementType().isInteger(8) || cache.getRank() != 2 ||
+      cache.isDynamicDim(1) || shape.poolWidth < shape.rank ||
       shape.fp8GroupLanes <= 0 || shape.rank % shape.fp8GroupLanes != 0 ||
       shape.fp8ScaleOffset < shape.poolWidth ||
       shape.pageSize * shape.fp8RowBytes > cache.getDimSize(1) ||
@@ -827,8 +825,7 @@ static LogicalResult describeLatentPool(MemRefType cache, DictionaryAttr info,
 FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kMlaAttendAttrName);
-  auto scale = info ? info.getAs<FloatAttr>("softmax_scale") : nullptr;
+  auto info = kernel->getAttrOfType<llm::MlaAttendAttr>(kMlaAttendAttrName);
   const KernelRole order[] = {
       KernelRole::X,         KernelRole::LatentPool,
       KernelRole::Selection, KernelRole::SelectionCounts,
@@ -839,7 +836,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
     return failure();
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
-  if (!scale || type.getNumInputs() != 8 || type.getNumResults() != 0) {
+  if (!info || type.getNumInputs() != 8 || type.getNumResults() != 0) {
     why = "not an mla_attend kernel function";
     return failure();
   }
@@ -864,8 +861,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   MlaAttend shape;
   shape.heads = qa.getDimSize(1);
   shape.rank = qa.getDimSize(2);
-  shape.scale = scale.getValueAsDouble();
-  if (failed(describeLatentPool(cache, info, shape, why)))
+  shape.scale = info.getSoftmaxScale().getValueAsDouble();
+  if (failed(describeLatentPool(cache, info.getFp8Page(), shape, why)))
     return failure();
   FailureOr<const MatrixInstruction *> mi =
       chooseMlaAttendInstruction(target, shape, why);
@@ -1005,12 +1002,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     return failure();
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kKdaChunkAttrName);
-  auto bound = info ? info.getAs<FloatAttr>("gate_lower_bound") : nullptr;
-  auto decodeMax =
-      info ? info.getAs<IntegerAttr>("decode_max_tokens") : nullptr;
-  if (!bound || !decodeMax || type.getNumInputs() != 11 ||
-      type.getNumResults() != 0) {
+  auto info = kernel->getAttrOfType<llm::KdaChunkAttr>(kKdaChunkAttrName);
+  if (!info || type.getNumInputs() != 11 || type.getNumResults() != 0) {
     why = "not a kda_attention kernel function";
     return failure();
   }
@@ -1032,8 +1025,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   shape.heads = state.getDimSize(1);
   shape.headDim = state.getDimSize(2);
   shape.parts = kdaAttentionParts(shape.headDim);
-  shape.gateLowerBound = bound.getValueAsDouble();
-  shape.decodeMaxTokens = decodeMax.getInt();
+  shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
+  shape.decodeMaxTokens = info.getDecodeMaxTokens();
   // Row widths: H * d channels, H betas (static, so dynamic widths fail).
   bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads;
   for (unsigned i : {0u, 1u, 2u, 3u, 10u})
@@ -1073,9 +1066,7 @@ bool mlir::strata::isKpoolScoresKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolScoresAttrName);
-  auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
-  auto scale = info ? info.getAs<FloatAttr>("scale") : nullptr;
+  auto info = kernel->getAttrOfType<llm::KpoolScoresAttr>(kKpoolScoresAttrName);
   const KernelRole order[] = {KernelRole::X,         KernelRole::HeadWeights,
                               KernelRole::IndexPool, KernelRole::Positions,
                               KernelRole::SeqStarts, KernelRole::BlockTable,
@@ -1085,8 +1076,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
     return failure();
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
-  if (!kpool || !scale || type.getNumInputs() != 7 ||
-      type.getNumResults() != 0) {
+  if (!info || type.getNumInputs() != 7 || type.getNumResults() != 0) {
     why = "not a kpool_scores kernel function";
     return failure();
   }
@@ -1112,9 +1102,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   KpoolScores shape;
   shape.heads = q.getDimSize(1);
   shape.headDim = q.getDimSize(2);
-  shape.kpool = kpool.getInt();
+  shape.kpool = info.getKpool();
   shape.rowsPerPage = pool.getDimSize(1);
-  shape.scale = scale.getValueAsDouble();
+  shape.scale = info.getScale().getValueAsDouble();
   FailureOr<const MatrixInstruction *> mi =
       chooseKpoolScoresInstruction(target, shape, why);
   if (failed(mi))
@@ -1141,9 +1131,7 @@ bool mlir::strata::isKpoolSelectKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolSelectKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kKpoolSelectAttrName);
-  auto kpool = info ? info.getAs<IntegerAttr>("kpool") : nullptr;
-  auto topk = info ? info.getAs<IntegerAttr>("topk") : nullptr;
+  auto info = kernel->getAttrOfType<llm::KpoolSelectAttr>(kKpoolSelectAttrName);
   const KernelRole order[] = {KernelRole::Positions, KernelRole::Scores,
                               KernelRole::Selection,
                               KernelRole::SelectionCounts};
@@ -1153,17 +1141,16 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolSelectKernelFunction(
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
-  if (!kpool || !topk || type.getNumInputs() != 4 ||
-      type.getNumResults() != 0 || !isMemRefInput(type, 0, 1, i32) ||
-      !isMemRefInput(type, 1, 3, f32) || !isMemRefInput(type, 2, 2, i32) ||
-      !isMemRefInput(type, 3, 1, i32) ||
+  if (!info || type.getNumInputs() != 4 || type.getNumResults() != 0 ||
+      !isMemRefInput(type, 0, 1, i32) || !isMemRefInput(type, 1, 3, f32) ||
+      !isMemRefInput(type, 2, 2, i32) || !isMemRefInput(type, 3, 1, i32) ||
       identityMemRefInput(type, 1).isDynamicDim(2)) {
     why = "unexpected kpool_indexer kernel signature";
     return failure();
   }
   KpoolSelect shape;
-  shape.kpool = kpool.getInt();
-  shape.topk = topk.getInt();
+  shape.kpool = info.getKpool();
+  shape.topk = info.getTopk();
   shape.rowsPerPage = identityMemRefInput(type, 1).getDimSize(2);
   if (shape.kpool < 1 || shape.topk < shape.kpool) {
     why = "topk below one pool";
@@ -1193,8 +1180,7 @@ bool mlir::strata::isMhcMixKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kMhcMixAttrName);
-  auto slices = info ? info.getAs<IntegerAttr>("slices") : nullptr;
+  auto info = kernel->getAttrOfType<llm::MhcMixAttr>(kMhcMixAttrName);
   const KernelRole order[] = {KernelRole::Streams, KernelRole::MixWeight,
                               KernelRole::MixParts};
   auto contract = rolesInBuilderOrder(kernel, order, why);
@@ -1202,7 +1188,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
     return failure();
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
-  if (!slices || type.getNumInputs() != 3 || type.getNumResults() != 0) {
+  if (!info || type.getNumInputs() != 3 || type.getNumResults() != 0) {
     why = "not an mhc_mix kernel function";
     return failure();
   }
@@ -1215,7 +1201,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
       streams.isDynamicDim(1) || streams.isDynamicDim(2) ||
       fn.isDynamicDim(0) || parts.isDynamicDim(1) || parts.isDynamicDim(2) ||
       fn.getDimSize(1) != streams.getDimSize(1) * streams.getDimSize(2) ||
-      parts.getDimSize(1) != slices.getInt() ||
+      parts.getDimSize(1) != info.getSlices() ||
       parts.getDimSize(2) != fn.getDimSize(0) + 1 ||
       !(streams.getElementType().isBF16() ||
         streams.getElementType().isF32())) {
@@ -1226,7 +1212,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcMixKernelFunction(
   shape.hcMult = streams.getDimSize(1);
   shape.width = streams.getDimSize(2);
   shape.mix = fn.getDimSize(0);
-  shape.slices = slices.getInt();
+  shape.slices = info.getSlices();
   if (failed(checkMhcMix(shape, why)) ||
       failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();

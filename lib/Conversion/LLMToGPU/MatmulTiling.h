@@ -549,7 +549,7 @@ struct MlaAttend {
   /// Heads, latent width R, the pool's rows per page and row width (>= R).
   int64_t heads = 0, rank = 0, pageSize = 0, poolWidth = 0;
   double scale = 1.0;
-  /// An fp8 latent pool (`llm.mla_attend`'s fp8_* entries; 0 for bf16): the
+  /// An fp8 latent pool (`#llm.mla_attend`'s `#llm.fp8_page`; 0 for bf16): the
   /// pool is [pages, page bytes] i8, a row's poolWidth e4m3 values at byte
   /// row * fp8RowBytes of its page, then one f32 scale per fp8GroupLanes
   /// values at fp8ScaleOffset into the row (Fp8PageLayout::rowInterleaved).

@@ -128,9 +128,7 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
           llm::KernelRole::MixParts);
       call.attributes.push_back(rewriter.getNamedAttr(
           kMhcMixAttrName,
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("slices",
-                                     rewriter.getI64IntegerAttr(slices))})));
+          llm::MhcMixAttr::get(rewriter.getContext(), slices)));
       parts = call.emit(rewriter, op, "mhc_mix",
                         [&](KernelBuilder &kb, ValueRange args) {
         Value r = args[0], fn = args[1];

@@ -356,9 +356,8 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         KernelRole::Scores);
     scoring.attributes.push_back(rewriter.getNamedAttr(
         kKpoolScoresAttrName,
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("kpool", rewriter.getI64IntegerAttr(kpool)),
-             rewriter.getNamedAttr("scale", op.getScaleAttr())})));
+        llm::KpoolScoresAttr::get(rewriter.getContext(), kpool,
+                                  op.getScaleAttr())));
     Value allScores = scoring.emit(rewriter, op, "kpool_scores",
                                    [&](KernelBuilder &kb, ValueRange a) {
       Value q = a[0], w = a[1], positions = a[3], starts = a[4], bt = a[5];
@@ -431,9 +430,7 @@ struct KpoolIndexerToKernel : OpConversionPattern<llm::KpoolIndexerOp> {
         KernelRole::SelectionCounts);
     call.attributes.push_back(rewriter.getNamedAttr(
         kKpoolSelectAttrName,
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("kpool", rewriter.getI64IntegerAttr(kpool)),
-             rewriter.getNamedAttr("topk", rewriter.getI64IntegerAttr(topk))})));
+        llm::KpoolSelectAttr::get(rewriter.getContext(), kpool, topk)));
     auto results = call.emit(rewriter, op, "kpool_indexer",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value positions = a[0], allScores = a[1];

@@ -442,13 +442,9 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         call.addResult(rawType, tokenSizes(rawType), KernelRole::Out);
     call.attributes.push_back(longRequestsOnly);
     call.attributes.push_back(rewriter.getNamedAttr(
-        kKdaChunkAttrName,
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("gate_lower_bound",
-                                   op.getGateLowerBoundAttr()),
-             rewriter.getNamedAttr(
-                 "decode_max_tokens",
-                 rewriter.getI64IntegerAttr(kKdaDecodeMaxTokens))})));
+        kKdaChunkAttrName, llm::KdaChunkAttr::get(rewriter.getContext(),
+                                                  op.getGateLowerBoundAttr(),
+                                                  kKdaDecodeMaxTokens)));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];

@@ -68,11 +68,10 @@ inline constexpr llvm::StringLiteral kRowsTwinAttrName = "llm.rows_twin";
 /// it as the linear's matmul kernel (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearKernelAttrName =
     "llm.linear_kernel";
-/// On mla_attend (MlaOps.cpp): {softmax_scale} and, for an fp8 latent pool,
-/// its Fp8PageLayout (fp8_page_rows, fp8_row_lanes, fp8_row_bytes,
-/// fp8_scale_offset, fp8_group_lanes): what a GPU target needs to rebuild it
-/// with the heads of a block sharing the latent rows on the matrix units
-/// (LLMToGPU buildMlaAttendKernelFunction).
+/// On mla_attend (MlaOps.cpp): a #llm.mla_attend (softmax scale and, for an
+/// fp8 latent pool, its #llm.fp8_page layout), what a GPU target needs to
+/// rebuild it with the heads of a block sharing the latent rows on the
+/// matrix units (LLMToGPU buildMlaAttendKernelFunction).
 inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// Unit attribute on mla_combine (MlaOps.cpp): a GPU target rebuilds it with
 /// a block per (token, head) whose threads own the latent columns (LLMToGPU
@@ -83,7 +82,7 @@ inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
 /// a block's threads (LLMToGPU buildMoeSelectKernelFunction) when there is
 /// one expert group.
 inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
-/// On kda_attention in chunked mode (KdaOps.cpp): {gate_lower_bound}; a GPU
+/// On kda_attention in chunked mode (KdaOps.cpp): a #llm.kda_chunk; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
@@ -102,9 +101,9 @@ inline constexpr llvm::StringLiteral kMinRequestTokensAttrName =
 inline int64_t kdaAttentionParts(int64_t headDim) {
   return headDim % 32 == 0 ? headDim / 32 : 1;
 }
-/// On mhc_mix (HyperConnectionOps.cpp): {slices}, the slices of MhcMix.h's
-/// contract; a GPU target rebuilds it with a block per (tile of tokens,
-/// slice) (LLMToGPU buildMhcMixKernelFunction).
+/// On mhc_mix (HyperConnectionOps.cpp): a #llm.mhc_mix, the slices of
+/// MhcMix.h's contract; a GPU target rebuilds it with a block per (tile of
+/// tokens, slice) (LLMToGPU buildMhcMixKernelFunction).
 inline constexpr llvm::StringLiteral kMhcMixAttrName = "llm.mhc_mix";
 
 /// On mhc_pre (HyperConnectionOps.cpp): {hc_mult, sinkhorn_iters, hc_eps,
@@ -112,12 +111,12 @@ inline constexpr llvm::StringLiteral kMhcMixAttrName = "llm.mhc_mix";
 /// with Sinkhorn on subgroup shuffles (LLMToGPU buildMhcPreKernelFunction).
 inline constexpr llvm::StringLiteral kMhcPreAttrName = "llm.mhc_pre";
 
-/// On kpool_scores (IndexerOps.cpp): {kpool, scale}, what a GPU target
+/// On kpool_scores (IndexerOps.cpp): a #llm.kpool_scores, what a GPU target
 /// needs to rebuild it with the heads' dot products of a token on the matrix
 /// units (LLMToGPU buildKpoolScoresKernelFunction; bf16 queries and pool).
 inline constexpr llvm::StringLiteral kKpoolScoresAttrName = "llm.kpool_scores";
-/// On kpool_indexer's selection (IndexerOps.cpp): {kpool, topk}, what a GPU
-/// target needs to rebuild it as a radix select over a block's threads
+/// On kpool_indexer's selection (IndexerOps.cpp): a #llm.kpool_select, what a
+/// GPU target needs to rebuild it as a radix select over a block's threads
 /// (LLMToGPU buildKpoolSelectKernelFunction).
 inline constexpr llvm::StringLiteral kKpoolSelectAttrName = "llm.kpool_select";
 /// Unit attribute on a kernel's multi-dimensional scf.parallel row loop: every

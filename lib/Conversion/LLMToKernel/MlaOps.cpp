@@ -281,21 +281,15 @@ struct MlaAttentionToKernel : OpConversionPattern<llm::MlaAttentionOp> {
                          {}, llm::KernelRole::SplitParts);
       // With an fp8 pool its page layout, for the matrix-unit kernel's
       // row copies (its rows are bytes of [pages, page bytes]).
-      SmallVector<NamedAttribute> attend = {
-          rewriter.getNamedAttr("softmax_scale", op.getSoftmaxScaleAttr())};
-      if (std::optional<Fp8PageLayout> fp8 = getFp8PageLayout(pool)) {
-        auto entry = [&](StringRef name, int64_t v) {
-          attend.push_back(
-              rewriter.getNamedAttr(name, rewriter.getI64IntegerAttr(v)));
-        };
-        entry("fp8_page_rows", fp8->rowsPerPage);
-        entry("fp8_row_lanes", fp8->lanes);
-        entry("fp8_row_bytes", fp8->valueRowStride);
-        entry("fp8_scale_offset", fp8->scaleOffset);
-        entry("fp8_group_lanes", fp8->groupLanes);
-      }
+      llm::Fp8PageAttr fp8Page;
+      if (std::optional<Fp8PageLayout> fp8 = getFp8PageLayout(pool))
+        fp8Page = llm::Fp8PageAttr::get(rewriter.getContext(), fp8->rowsPerPage,
+                                        fp8->lanes, fp8->valueRowStride,
+                                        fp8->scaleOffset, fp8->groupLanes);
       call.attributes.push_back(rewriter.getNamedAttr(
-          kMlaAttendAttrName, rewriter.getDictionaryAttr(attend)));
+          kMlaAttendAttrName,
+          llm::MlaAttendAttr::get(rewriter.getContext(),
+                                  op.getSoftmaxScaleAttr(), fp8Page)));
       auto results = call.emit(
           rewriter, op, "mla_attend", [&](KernelBuilder &kb, ValueRange a) {
             MlaHead mla = head(a, 0);

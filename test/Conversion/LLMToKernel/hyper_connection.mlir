@@ -12,7 +12,7 @@
 // CHECK: %[[POST:.*]] = memref.alloc(%{{.*}}) : memref<?x4xf32>
 // CHECK: %[[COMB:.*]] = memref.alloc(%{{.*}}) : memref<?x4x4xf32>
 // CHECK: call @mhc_pre_0(%{{.*}}, %[[MIX]], %{{.*}}, %{{.*}}, %[[X]], %[[POST]], %[[COMB]])
-// CHECK: func.func @mhc_mix_0({{.*}}llm.mhc_mix = {slices = 16 : i64}
+// CHECK: func.func @mhc_mix_0({{.*}}llm.mhc_mix = #llm.mhc_mix<slices = 16>
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c16, %c25)
 // CHECK: scf.for %{{.*}} = %[[K0:.*]] to %{{.*}} step
 // CHECK: arith.select

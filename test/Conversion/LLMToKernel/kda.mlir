@@ -67,7 +67,7 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 // CHECK: %[[BIG:.*]] = arith.cmpi sge, %{{.*}}, %c5
 // CHECK: arith.select %[[BIG]], %[[T]], %c0
 // CHECK: func.func @kda_attention_0
-// CHECK-SAME: llm.kda_chunk = {decode_max_tokens = 4 : i64, gate_lower_bound = -5.000000e+00 : f32}
+// CHECK-SAME: llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
 // CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: memref.alloc() : memref<16x16xf32>
 // CHECK: %[[C16:.*]] = arith.constant 16 : index

@@ -1855,3 +1855,93 @@ func.func @strategy_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.k
 func.func @strategy_without_kernel(%x: memref<?x8xf32>) attributes {llm.gpu_strategy = #llm.gpu_strategy<generic>} {
   return
 }
+
+// -----
+
+// Tests that llm.mla_attend is a #llm.mla_attend.
+// expected-error@+1 {{llm.mla_attend must be a #llm.mla_attend, got {softmax_scale = 6.250000e-02 : f32}}}
+func.func @mla_attend_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
+  return
+}
+
+// -----
+
+// Tests that the MLA parameters are only set on a kernel function.
+// expected-error@+1 {{llm.mla_attend is only valid on an llm.kernel function}}
+func.func @mla_attend_without_kernel(%x: memref<?x8xf32>) attributes {llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that the softmax scale is finite and positive.
+// expected-error@+1 {{mla_attend softmax_scale must be finite and > 0}}
+func.func @mla_attend_zero_scale(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mla_attend = #llm.mla_attend<softmax_scale = 0.0 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that an fp8 page has rows, lanes and scale groups.
+// expected-error@+2 {{fp8 page extents must be >= 1, got rows_per_page 0, row_lanes 512, group_lanes 128}}
+// expected-error@+1 {{failed to parse LLM_MlaAttendAttr parameter 'fp8_page'}}
+func.func @fp8_page_no_rows(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mla_attend = #llm.mla_attend<softmax_scale = 1.0 : f32, fp8_page = #llm.fp8_page<rows_per_page = 0, row_lanes = 512, row_bytes = 528, scale_offset = 512, group_lanes = 128>>} {
+  return
+}
+
+// -----
+
+// Tests that an fp8 page's scales follow its values inside the row.
+// expected-error@+2 {{fp8 page scales must follow the 512 values inside the row (4 f32 at byte 512 of 520)}}
+// expected-error@+1 {{failed to parse LLM_MlaAttendAttr parameter 'fp8_page'}}
+func.func @fp8_page_short_row(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mla_attend = #llm.mla_attend<softmax_scale = 1.0 : f32, fp8_page = #llm.fp8_page<rows_per_page = 64, row_lanes = 512, row_bytes = 520, scale_offset = 512, group_lanes = 128>>} {
+  return
+}
+
+// -----
+
+// Tests that the indexer's scores have pools of at least one token.
+// expected-error@+1 {{kpool_scores kpool must be >= 1, got 0}}
+func.func @kpool_scores_no_pool(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kpool_scores = #llm.kpool_scores<kpool = 0, scale = 1.0 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that the indexer's selection has pools and selected tokens.
+// expected-error@+1 {{kpool_select kpool and topk must be >= 1, got 4 and 0}}
+func.func @kpool_select_no_topk(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kpool_select = #llm.kpool_select<kpool = 4, topk = 0>} {
+  return
+}
+
+// -----
+
+// Tests that the KDA chunk parameters are typed.
+// expected-error@+1 {{llm.kda_chunk must be a #llm.kda_chunk, got {gate_lower_bound = -5.000000e+00 : f32}}}
+func.func @kda_chunk_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_chunk = {gate_lower_bound = -5.000000e+00 : f32}} {
+  return
+}
+
+// -----
+
+// Tests that the KDA gate bound is finite.
+// expected-error@+1 {{kda_chunk gate_lower_bound must be finite}}
+func.func @kda_chunk_infinite_bound(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = 0xFF800000 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that the KDA decode form takes at least one token.
+// expected-error@+1 {{kda_chunk decode_max_tokens must be >= 1, got 0}}
+func.func @kda_chunk_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.0 : f32, decode_max_tokens = 0>} {
+  return
+}
+
+// -----
+
+// Tests that mhc_mix has at least one slice.
+// expected-error@+1 {{mhc_mix slices must be >= 1, got 0}}
+func.func @mhc_mix_no_slices(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mhc_mix = #llm.mhc_mix<slices = 0>} {
+  return
+}

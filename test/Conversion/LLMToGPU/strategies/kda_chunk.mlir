@@ -26,6 +26,6 @@
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x4_f32"
 // GFX950: amdgpu.mfma
 func.func @kda_attention_0(%a0: memref<?x256xf32>, %a1: memref<?x256xf32>, %a2: memref<?x256xf32>, %a3: memref<?x256xf32>, %a4: memref<?x2xf32>, %a5: memref<?x2x128x128xf32>, %a6: memref<?xi32>, %a7: memref<?xi32>, %a8: memref<?xi32>, %a9: memref<?xi32>, %a10: memref<?x256xf32>)
-    attributes {llm.kda_chunk = {decode_max_tokens = 4 : i64, gate_lower_bound = -5.000000e+00 : f32}, llm.kernel = #llm.kernel<"kda_attention_0", roles = [x, key, value, decay, beta, recurrent_state, positions, seq_starts, source_slots, dest_slots, out]>, llm.min_request_tokens = 5 : i64} {
+    attributes {llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>, llm.kernel = #llm.kernel<"kda_attention_0", roles = [x, key, value, decay, beta, recurrent_state, positions, seq_starts, source_slots, dest_slots, out]>, llm.min_request_tokens = 5 : i64} {
   return
 }

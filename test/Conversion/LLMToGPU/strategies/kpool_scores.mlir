@@ -25,6 +25,6 @@
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @kpool_scores_0(%a0: memref<?x2x128xbf16>, %a1: memref<?x2xf32>, %a2: memref<?x16x128xbf16>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x?x16xf32>)
-    attributes {llm.kernel = #llm.kernel<"kpool_scores_0", roles = [x, head_weights, index_pool, positions, seq_starts, block_table, scores]>, llm.kpool_scores = {kpool = 4 : i64, scale = 6.250000e-02 : f32}} {
+    attributes {llm.kernel = #llm.kernel<"kpool_scores_0", roles = [x, head_weights, index_pool, positions, seq_starts, block_table, scores]>, llm.kpool_scores = #llm.kpool_scores<kpool = 4, scale = 6.250000e-02 : f32>} {
   return
 }

@@ -25,6 +25,6 @@
 // GFX950-SAME: strata.mma = ""
 // GFX950: gpu.shuffle
 func.func @kpool_indexer_0(%a0: memref<?xi32>, %a1: memref<?x?x16xf32>, %a2: memref<?x128xi32>, %a3: memref<?xi32>)
-    attributes {llm.kernel = #llm.kernel<"kpool_indexer_0", roles = [positions, scores, selection, selection_counts]>, llm.kpool_select = {kpool = 4 : i64, topk = 64 : i64}} {
+    attributes {llm.kernel = #llm.kernel<"kpool_indexer_0", roles = [positions, scores, selection, selection_counts]>, llm.kpool_select = #llm.kpool_select<kpool = 4, topk = 64>} {
   return
 }

@@ -25,6 +25,6 @@
 // GFX950-SAME: strata.mma = ""
 // GFX950: gpu.shuffle
 func.func @mhc_mix_0(%a0: memref<?x4x256xbf16>, %a1: memref<24x1024xf32>, %a2: memref<?x16x25xf32>)
-    attributes {llm.kernel = #llm.kernel<"mhc_mix_0", roles = [streams, mix_weight, mix_parts]>, llm.mhc_mix = {slices = 16 : i64}} {
+    attributes {llm.kernel = #llm.kernel<"mhc_mix_0", roles = [streams, mix_weight, mix_parts]>, llm.mhc_mix = #llm.mhc_mix<slices = 16>} {
   return
 }

@@ -26,14 +26,14 @@
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
-    attributes {llm.kernel = #llm.kernel<"mla_attend_0", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
+    attributes {llm.kernel = #llm.kernel<"mla_attend_0", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>} {
   return
 }
 
 // -----
 
 // An fp8 latent pool (--kv-cache-dtype=fp8): bytes [pages, 33792] (64 rows of
-// 512 e4m3 values and 4 f32 scales), its layout in llm.mla_attend. The same
+// 512 e4m3 values and 4 f32 scales), its layout an #llm.fp8_page. The same
 // strategy; the rows are loaded as bytes (8 values, 4 scale bytes) and
 // decoded into the bf16 tile, without asynchronous copies on NVIDIA.
 // SM90-LABEL: gpu.func @mla_attend_fp8(
@@ -50,7 +50,7 @@ func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a
 // GFX950-LABEL: gpu.func @mla_attend_fp8(
 // GFX950: amdgpu.mfma
 func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
-    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {fp8_group_lanes = 128 : i64, fp8_page_rows = 64 : i64, fp8_row_bytes = 528 : i64, fp8_row_lanes = 512 : i64, fp8_scale_offset = 512 : i64, softmax_scale = 6.250000e-02 : f32}} {
+    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32, fp8_page = #llm.fp8_page<rows_per_page = 64, row_lanes = 512, row_bytes = 528, scale_offset = 512, group_lanes = 128>>} {
   return
 }
 
@@ -60,6 +60,6 @@ func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2
 // SM90-LABEL: func.func @mla_attend_fp8_no_layout(
 // SM90-NOT: gpu.func
 func.func @mla_attend_fp8_no_layout(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
-    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8_no_layout", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = {softmax_scale = 6.250000e-02 : f32}} {
+    attributes {llm.kernel = #llm.kernel<"mla_attend_fp8_no_layout", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>} {
   return
 }
