@@ -236,6 +236,29 @@ LogicalResult MhcMixAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+MoeSelectAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      int64_t experts, int64_t groups, int64_t topK, bool,
+                      FloatAttr, FloatAttr) {
+  if (topK < 1 || topK > experts)
+    return emitError() << "moe_select top_k must be in [1, " << experts
+                       << "], got " << topK;
+  if (groups < 1 || experts % groups != 0)
+    return emitError() << "moe_select groups must divide the " << experts
+                       << " experts, got " << groups;
+  return success();
+}
+
+LogicalResult MhcPreAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 int64_t hcMult, int64_t sinkhornIters,
+                                 FloatAttr, FloatAttr, FloatAttr, FloatAttr) {
+  if (hcMult < 1 || sinkhornIters < 0)
+    return emitError() << "mhc_pre needs hc_mult >= 1 and sinkhorn_iters >= "
+                          "0, got "
+                       << hcMult << " and " << sinkhornIters;
+  return success();
+}
+
 namespace {
 
 /// A kernel function's parameters (`llm.<mnemonic>`): an `AttrT`, on a
@@ -275,6 +298,10 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
                                                    "kpool_select");
   if (name == "llm.kda_chunk")
     return verifyKernelParameters<KdaChunkAttr>(op, attribute, "kda_chunk");
+  if (name == "llm.moe_select")
+    return verifyKernelParameters<MoeSelectAttr>(op, attribute, "moe_select");
+  if (name == "llm.mhc_pre")
+    return verifyKernelParameters<MhcPreAttr>(op, attribute, "mhc_pre");
   if (name == "llm.mhc_mix")
     return verifyKernelParameters<MhcMixAttr>(op, attribute, "mhc_mix");
   if (name == "llm.gpu_strategy") {

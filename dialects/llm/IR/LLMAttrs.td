@@ -374,6 +374,53 @@ def LLM_MhcMixAttr : LLM_Attr<"MhcMix", "mhc_mix"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_MoeSelectAttr : LLM_Attr<"MoeSelect", "moe_select"> {
+  let summary = "the parameters of a moe_select kernel function";
+  let description = [{
+    On FfnOps.cpp's `moe_select` kernel functions (as `llm.moe_select`):
+    the routed experts, their groups, the experts per token, whether the
+    chosen weights are renormalised (with `renorm_eps`) and the routed
+    scaling factor, what the `moe_select` GPU strategy needs to rebuild the
+    top-k as races over a block's threads. The verifier requires
+    `1 <= top_k <= experts` and `groups >= 1` dividing `experts`.
+
+    ```mlir
+    #llm.moe_select<experts = 288, groups = 1, top_k = 8, normalize = true,
+                    renorm_eps = 1.000000e-20 : f32, scaling = 2.500000e+00 : f32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$experts, "int64_t":$groups,
+                        "int64_t":$top_k, "bool":$normalize,
+                        "::mlir::FloatAttr":$renorm_eps,
+                        "::mlir::FloatAttr":$scaling);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_MhcPreAttr : LLM_Attr<"MhcPre", "mhc_pre"> {
+  let summary = "the parameters of an mhc_pre kernel function";
+  let description = [{
+    On HyperConnectionOps.cpp's `mhc_pre` kernel functions (as
+    `llm.mhc_pre`): the streams, the Sinkhorn iterations and epsilon, the
+    mixing norm's epsilon, the post weights' multiplier and, when the kernel
+    ends in the consumer's RMSNorm, that norm's epsilon: what the `mhc_pre`
+    GPU strategy needs to rebuild it with Sinkhorn on subgroup shuffles. The
+    verifier requires `hc_mult >= 1` and `sinkhorn_iters >= 0`.
+
+    ```mlir
+    #llm.mhc_pre<hc_mult = 4, sinkhorn_iters = 20, hc_eps = 1.000000e-06 : f32,
+                 norm_eps = 1.000000e-05 : f32, post_mult = 2.000000e+00 : f32>
+    ```
+  }];
+  let parameters = (ins "int64_t":$hc_mult, "int64_t":$sinkhorn_iters,
+                        "::mlir::FloatAttr":$hc_eps,
+                        "::mlir::FloatAttr":$norm_eps,
+                        "::mlir::FloatAttr":$post_mult,
+                        OptionalParameter<"::mlir::FloatAttr">:$x_norm_eps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_GpuStrategyGeneric : I32EnumAttrCase<"Generic", 0, "generic">;
 def LLM_GpuStrategyTiledMatmul : I32EnumAttrCase<"TiledMatmul", 1, "tiled_matmul">;
 def LLM_GpuStrategyGroupedExperts : I32EnumAttrCase<"GroupedExperts", 2, "grouped_experts">;

@@ -934,13 +934,7 @@ bool mlir::strata::isMoeSelectKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kMoeSelectAttrName);
-  auto experts = info ? info.getAs<IntegerAttr>("experts") : nullptr;
-  auto groups = info ? info.getAs<IntegerAttr>("groups") : nullptr;
-  auto topK = info ? info.getAs<IntegerAttr>("top_k") : nullptr;
-  auto normalize = info ? info.getAs<BoolAttr>("normalize") : nullptr;
-  auto eps = info ? info.getAs<FloatAttr>("renorm_eps") : nullptr;
-  auto scaling = info ? info.getAs<FloatAttr>("scaling") : nullptr;
+  auto info = kernel->getAttrOfType<llm::MoeSelectAttr>(kMoeSelectAttrName);
   const KernelRole order[] = {KernelRole::X, KernelRole::CorrectionBias,
                               KernelRole::Chosen, KernelRole::RouteWeights};
   auto contract = rolesInBuilderOrder(kernel, order, why);
@@ -949,27 +943,26 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
-  if (!experts || !groups || !topK || !normalize || !eps || !scaling ||
-      type.getNumInputs() != 4 || type.getNumResults() != 0 ||
+  if (!info || type.getNumInputs() != 4 || type.getNumResults() != 0 ||
       !isMemRefInput(type, 0, 2, f32) || !isMemRefInput(type, 1, 1, f32) ||
       !isMemRefInput(type, 2, 2, i32) || !isMemRefInput(type, 3, 2, f32) ||
-      identityMemRefInput(type, 0).getDimSize(1) != experts.getInt() ||
-      identityMemRefInput(type, 1).getDimSize(0) != experts.getInt() ||
-      identityMemRefInput(type, 2).getDimSize(1) != topK.getInt() ||
-      identityMemRefInput(type, 3).getDimSize(1) != topK.getInt()) {
+      identityMemRefInput(type, 0).getDimSize(1) != info.getExperts() ||
+      identityMemRefInput(type, 1).getDimSize(0) != info.getExperts() ||
+      identityMemRefInput(type, 2).getDimSize(1) != info.getTopK() ||
+      identityMemRefInput(type, 3).getDimSize(1) != info.getTopK()) {
     why = "unexpected moe_select kernel signature";
     return failure();
   }
-  if (groups.getInt() != 1) {
+  if (info.getGroups() != 1) {
     why = "more than one expert group";
     return failure();
   }
   MoeSelect shape;
-  shape.experts = experts.getInt();
-  shape.topK = topK.getInt();
-  shape.normalize = normalize.getValue();
-  shape.renormEps = eps.getValueAsDouble();
-  shape.scaling = scaling.getValueAsDouble();
+  shape.experts = info.getExperts();
+  shape.topK = info.getTopK();
+  shape.normalize = info.getNormalize();
+  shape.renormEps = info.getRenormEps().getValueAsDouble();
+  shape.scaling = info.getScaling().getValueAsDouble();
   if (shape.topK < 1 || shape.topK > shape.experts) {
     why = "top_k outside [1, experts]";
     return failure();
@@ -1235,15 +1228,9 @@ bool mlir::strata::isMhcPreKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kMhcPreAttrName);
-  auto integer = [&](StringRef key) {
-    return info ? info.getAs<IntegerAttr>(key) : nullptr;
-  };
-  auto real = [&](StringRef key) {
-    return info ? info.getAs<FloatAttr>(key) : nullptr;
-  };
+  auto info = kernel->getAttrOfType<llm::MhcPreAttr>(kMhcPreAttrName);
   FunctionType type = kernel.getFunctionType();
-  bool xNorm = real("x_norm_eps") != nullptr;
+  bool xNorm = info && info.getXNormEps();
   unsigned inputs = xNorm ? 8 : 7;
   SmallVector<KernelRole> order = {KernelRole::Streams, KernelRole::MixParts,
                                    KernelRole::MixBase, KernelRole::MixScale};
@@ -1256,9 +1243,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
     return failure();
   KernelArguments roles = contract->first;
   type = contract->second;
-  if (!integer("hc_mult") || !integer("sinkhorn_iters") || !real("hc_eps") ||
-      !real("norm_eps") || !real("post_mult") ||
-      type.getNumInputs() != inputs || type.getNumResults() != 0) {
+  if (!info || type.getNumInputs() != inputs || type.getNumResults() != 0) {
     why = "not an mhc_pre kernel function";
     return failure();
   }
@@ -1282,15 +1267,15 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMhcPreKernelFunction(
     return failure();
   }
   MhcPre shape;
-  shape.hcMult = integer("hc_mult").getInt();
+  shape.hcMult = info.getHcMult();
   shape.width = streams.getDimSize(2);
   shape.slices = parts.getDimSize(1);
-  shape.sinkhornIters = integer("sinkhorn_iters").getInt();
-  shape.hcEps = real("hc_eps").getValueAsDouble();
-  shape.normEps = real("norm_eps").getValueAsDouble();
-  shape.postMult = real("post_mult").getValueAsDouble();
+  shape.sinkhornIters = info.getSinkhornIters();
+  shape.hcEps = info.getHcEps().getValueAsDouble();
+  shape.normEps = info.getNormEps().getValueAsDouble();
+  shape.postMult = info.getPostMult().getValueAsDouble();
   shape.xNorm = xNorm;
-  shape.xNormEps = xNorm ? real("x_norm_eps").getValueAsDouble() : 0;
+  shape.xNormEps = xNorm ? info.getXNormEps().getValueAsDouble() : 0;
   if (streams.getDimSize(1) != shape.hcMult ||
       parts.getDimSize(2) != (2 + shape.hcMult) * shape.hcMult + 1) {
     why = "unexpected mhc_pre kernel signature";

@@ -432,19 +432,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                          llm::KernelRole::RouteWeights);
       call.attributes.push_back(rewriter.getNamedAttr(
           kMoeSelectAttrName,
-          rewriter.getDictionaryAttr(
-              {rewriter.getNamedAttr("experts",
-                                     rewriter.getI64IntegerAttr(experts)),
-               rewriter.getNamedAttr("groups",
-                                     rewriter.getI64IntegerAttr(groups)),
-               rewriter.getNamedAttr("top_k",
-                                     rewriter.getI64IntegerAttr(topK)),
-               rewriter.getNamedAttr("normalize",
-                                     rewriter.getBoolAttr(normalize)),
-               rewriter.getNamedAttr("renorm_eps",
-                                     rewriter.getF32FloatAttr(renormEps)),
-               rewriter.getNamedAttr("scaling",
-                                     rewriter.getF32FloatAttr(scaling))})));
+          llm::MoeSelectAttr::get(rewriter.getContext(), experts, groups, topK,
+                                  normalize,
+                                  rewriter.getF32FloatAttr(renormEps),
+                                  rewriter.getF32FloatAttr(scaling))));
       auto results = call.emit(rewriter, op, "moe_select",
                                [&](KernelBuilder &kb, ValueRange args) {
         Value scores = kb.scratch({experts});

@@ -176,18 +176,11 @@ struct MhcPreToKernel : OpConversionPattern<llm::MhcPreOp> {
     double postMult = op.getPostMult().convertToFloat();
     double xNormEps = op.getXNormEps() ? op.getXNormEps()->convertToFloat() : 0;
     Type xElement = op.getResult().getType().getElementType();
-    SmallVector<NamedAttribute> info = {
-        rewriter.getNamedAttr("hc_mult", rewriter.getI64IntegerAttr(h)),
-        rewriter.getNamedAttr("sinkhorn_iters",
-                              rewriter.getI64IntegerAttr(iters)),
-        rewriter.getNamedAttr("hc_eps", op.getHcEpsAttr()),
-        rewriter.getNamedAttr("norm_eps", op.getNormEpsAttr()),
-        rewriter.getNamedAttr("post_mult", op.getPostMultAttr())};
-    if (op.getXNormEps())
-      info.push_back(
-          rewriter.getNamedAttr("x_norm_eps", op.getXNormEpsAttr()));
     call.attributes.push_back(rewriter.getNamedAttr(
-        kMhcPreAttrName, rewriter.getDictionaryAttr(info)));
+        kMhcPreAttrName,
+        llm::MhcPreAttr::get(rewriter.getContext(), h, iters, op.getHcEpsAttr(),
+                             op.getNormEpsAttr(), op.getPostMultAttr(),
+                             op.getXNormEpsAttr())));
     auto results = call.emit(rewriter, op, "mhc_pre",
                              [&](KernelBuilder &kb, ValueRange args) {
       Value r = args[0], parts = args[1], base = args[2], scale = args[3];

@@ -77,10 +77,9 @@ inline constexpr llvm::StringLiteral kMlaAttendAttrName = "llm.mla_attend";
 /// a block per (token, head) whose threads own the latent columns (LLMToGPU
 /// buildMlaCombineKernelFunction).
 inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
-/// On moe_select (FfnOps.cpp): {experts, groups, top_k, normalize,
-/// renorm_eps, scaling}; a GPU target rebuilds it with the top-k races over
-/// a block's threads (LLMToGPU buildMoeSelectKernelFunction) when there is
-/// one expert group.
+/// On moe_select (FfnOps.cpp): a #llm.moe_select; a GPU target rebuilds it with
+/// the top-k races over a block's threads (LLMToGPU
+/// buildMoeSelectKernelFunction) when there is one expert group.
 inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
 /// On kda_attention in chunked mode (KdaOps.cpp): a #llm.kda_chunk; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products
@@ -106,9 +105,9 @@ inline int64_t kdaAttentionParts(int64_t headDim) {
 /// tokens, slice) (LLMToGPU buildMhcMixKernelFunction).
 inline constexpr llvm::StringLiteral kMhcMixAttrName = "llm.mhc_mix";
 
-/// On mhc_pre (HyperConnectionOps.cpp): {hc_mult, sinkhorn_iters, hc_eps,
-/// norm_eps, post_mult[, x_norm_eps]}, what a GPU target needs to rebuild it
-/// with Sinkhorn on subgroup shuffles (LLMToGPU buildMhcPreKernelFunction).
+/// On mhc_pre (HyperConnectionOps.cpp): a #llm.mhc_pre, what a GPU target
+/// needs to rebuild it with Sinkhorn on subgroup shuffles (LLMToGPU
+/// buildMhcPreKernelFunction).
 inline constexpr llvm::StringLiteral kMhcPreAttrName = "llm.mhc_pre";
 
 /// On kpool_scores (IndexerOps.cpp): a #llm.kpool_scores, what a GPU target

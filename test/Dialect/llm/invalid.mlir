@@ -1945,3 +1945,35 @@ func.func @kda_chunk_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #ll
 func.func @mhc_mix_no_slices(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mhc_mix = #llm.mhc_mix<slices = 0>} {
   return
 }
+
+// -----
+
+// Tests that the router selects between 1 and all of its experts.
+// expected-error@+1 {{moe_select top_k must be in [1, 16], got 17}}
+func.func @moe_select_too_many(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_select = #llm.moe_select<experts = 16, groups = 1, top_k = 17, normalize = true, renorm_eps = 1.0e-20 : f32, scaling = 1.0 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that the expert groups divide the experts.
+// expected-error@+1 {{moe_select groups must divide the 16 experts, got 3}}
+func.func @moe_select_groups(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_select = #llm.moe_select<experts = 16, groups = 3, top_k = 4, normalize = true, renorm_eps = 1.0e-20 : f32, scaling = 1.0 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that mhc_pre has streams and a non-negative iteration count.
+// expected-error@+1 {{mhc_pre needs hc_mult >= 1 and sinkhorn_iters >= 0, got 4 and -1}}
+func.func @mhc_pre_iterations(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mhc_pre = #llm.mhc_pre<hc_mult = 4, sinkhorn_iters = -1, hc_eps = 1.0e-6 : f32, norm_eps = 1.0e-5 : f32, post_mult = 2.0 : f32>} {
+  return
+}
+
+// -----
+
+// Tests that the router's parameters are typed.
+// expected-error@+1 {{llm.moe_select must be a #llm.moe_select, got {top_k = 4 : i64}}}
+func.func @moe_select_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_select = {top_k = 4 : i64}} {
+  return
+}

@@ -25,6 +25,6 @@
 // GFX950-SAME: strata.mma = ""
 // GFX950: gpu.shuffle
 func.func @mhc_pre_0(%a0: memref<?x4x256xbf16>, %a1: memref<?x16x25xf32>, %a2: memref<24xf32>, %a3: memref<3xf32>, %a4: memref<256xbf16>, %a5: memref<?x256xbf16>, %a6: memref<?x4xf32>, %a7: memref<?x4x4xf32>)
-    attributes {llm.kernel = #llm.kernel<"mhc_pre_0", roles = [streams, mix_parts, mix_base, mix_scale, x_norm_weight, out, stream_post, stream_comb]>, llm.mhc_pre = {hc_eps = 9.99999997E-7 : f32, hc_mult = 4 : i64, norm_eps = 9.99999974E-6 : f32, post_mult = 2.000000e+00 : f32, sinkhorn_iters = 20 : i64, x_norm_eps = 9.99999974E-6 : f32}} {
+    attributes {llm.kernel = #llm.kernel<"mhc_pre_0", roles = [streams, mix_parts, mix_base, mix_scale, x_norm_weight, out, stream_post, stream_comb]>, llm.mhc_pre = #llm.mhc_pre<hc_mult = 4, sinkhorn_iters = 20, hc_eps = 9.99999997E-7 : f32, norm_eps = 9.99999974E-6 : f32, post_mult = 2.000000e+00 : f32, x_norm_eps = 9.99999974E-6 : f32>} {
   return
 }

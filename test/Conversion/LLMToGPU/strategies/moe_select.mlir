@@ -25,6 +25,6 @@
 // GFX950-SAME: strata.mma = ""
 // GFX950: gpu.shuffle
 func.func @moe_select_0(%a0: memref<?x16xf32>, %a1: memref<16xf32>, %a2: memref<?x4xi32>, %a3: memref<?x4xf32>)
-    attributes {llm.kernel = #llm.kernel<"moe_select_0", roles = [x, correction_bias, chosen, route_weights]>, llm.moe_select = {experts = 16 : i64, groups = 1 : i64, normalize = true, renorm_eps = 9.99999968E-21 : f32, scaling = 2.500000e+00 : f32, top_k = 4 : i64}} {
+    attributes {llm.kernel = #llm.kernel<"moe_select_0", roles = [x, correction_bias, chosen, route_weights]>, llm.moe_select = #llm.moe_select<experts = 16, groups = 1, top_k = 4, normalize = true, renorm_eps = 9.99999968E-21 : f32, scaling = 2.500000e+00 : f32>} {
   return
 }
