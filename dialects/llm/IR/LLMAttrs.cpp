@@ -259,6 +259,15 @@ LogicalResult MhcPreAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+LinearEpilogueAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           LinearEpilogueKind, int64_t hcMult) {
+  if (hcMult < 1)
+    return emitError() << "linear_epilogue hc_mult must be >= 1, got "
+                       << hcMult;
+  return success();
+}
+
 namespace {
 
 /// A kernel function's parameters (`llm.<mnemonic>`): an `AttrT`, on a
@@ -302,6 +311,9 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
     return verifyKernelParameters<MoeSelectAttr>(op, attribute, "moe_select");
   if (name == "llm.mhc_pre")
     return verifyKernelParameters<MhcPreAttr>(op, attribute, "mhc_pre");
+  if (name == "llm.linear_epilogue")
+    return verifyKernelParameters<LinearEpilogueAttr>(op, attribute,
+                                                      "linear_epilogue");
   if (name == "llm.mhc_mix")
     return verifyKernelParameters<MhcMixAttr>(op, attribute, "mhc_mix");
   if (name == "llm.gpu_strategy") {

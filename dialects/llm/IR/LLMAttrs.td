@@ -421,6 +421,35 @@ def LLM_MhcPreAttr : LLM_Attr<"MhcPre", "mhc_pre"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_LinearEpilogueMhcPost : I32EnumAttrCase<"MhcPost", 0, "mhc_post">;
+
+def LLM_LinearEpilogueKind : I32EnumAttr<"LinearEpilogueKind",
+    "what a linear kernel function does with its result",
+    [LLM_LinearEpilogueMhcPost]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::strata::llm";
+}
+
+def LLM_LinearEpilogueAttr : LLM_Attr<"LinearEpilogue", "linear_epilogue"> {
+  let summary = "the epilogue of a linear kernel function";
+  let description = [{
+    On kernel functions that are a linear followed by more work on its
+    result (as `llm.linear_epilogue`): `mhc_post`, HyperConnectionOps.cpp's
+    `mhc_post_linear` (x, W[, scales], R, post, comb, R'), the residual write
+    of `hc_mult` streams. The `tiled_matmul` GPU strategy builds it as the
+    linear's matmul kernel with that write as its epilogue. The verifier
+    requires `hc_mult >= 1`.
+
+    ```mlir
+    #llm.linear_epilogue<mhc_post, hc_mult = 4>
+    ```
+  }];
+  let parameters = (ins EnumParameter<LLM_LinearEpilogueKind>:$kind,
+                        "int64_t":$hc_mult);
+  let assemblyFormat = "`<` $kind `,` `hc_mult` `=` $hc_mult `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_GpuStrategyGeneric : I32EnumAttrCase<"Generic", 0, "generic">;
 def LLM_GpuStrategyTiledMatmul : I32EnumAttrCase<"TiledMatmul", 1, "tiled_matmul">;
 def LLM_GpuStrategyGroupedExperts : I32EnumAttrCase<"GroupedExperts", 2, "grouped_experts">;

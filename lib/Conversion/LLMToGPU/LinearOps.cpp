@@ -388,16 +388,13 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
   bool fp8 = block && block.size() == 2;
   // With an epilogue (mhc_post_linear): R, post and comb after the weight.
   int64_t hcMult = 0;
-  if (auto info =
-          kernel->getAttrOfType<DictionaryAttr>(kLinearEpilogueAttrName)) {
-    auto epilogue = info.getAs<StringAttr>("epilogue");
-    auto hc = info.getAs<IntegerAttr>("hc_mult");
-    if (!epilogue || epilogue.getValue() != "mhc_post" || !hc ||
-        hc.getInt() <= 0) {
+  if (Attribute epilogue = kernel->getAttr(kLinearEpilogueAttrName)) {
+    auto info = dyn_cast<llm::LinearEpilogueAttr>(epilogue);
+    if (!info || info.getKind() != llm::LinearEpilogueKind::MhcPost) {
       why = "unknown linear epilogue";
       return failure();
     }
-    hcMult = hc.getInt();
+    hcMult = info.getHcMult();
   }
   FailureOr<KernelArguments> roles = matmulArguments(kernel, why);
   if (failed(roles) ||

@@ -384,11 +384,8 @@ struct MhcPostToKernel : OpConversionPattern<llm::MhcPostOp> {
     int64_t k = op.getInput().getType().getDimSize(1);
     call.attributes.push_back(rewriter.getNamedAttr(
         kLinearEpilogueAttrName,
-        rewriter.getDictionaryAttr(
-            {rewriter.getNamedAttr("epilogue",
-                                   rewriter.getStringAttr("mhc_post")),
-             rewriter.getNamedAttr("hc_mult",
-                                   rewriter.getI64IntegerAttr(h))})));
+        llm::LinearEpilogueAttr::get(rewriter.getContext(),
+                                     llm::LinearEpilogueKind::MhcPost, h)));
     Type act = resultType.getElementType();
     auto results = call.emit(rewriter, op, "mhc_post_linear",
                              [&](KernelBuilder &kb, ValueRange args) {

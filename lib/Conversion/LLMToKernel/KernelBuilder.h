@@ -52,8 +52,8 @@ inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
 /// head-batched absorb and project).
 inline constexpr llvm::StringLiteral kDenseMatmulAttrName = "llm.dense_matmul";
 /// On a kernel function that is a linear with an epilogue (HyperConnectionOps'
-/// mhc_post_linear: x, W[, scales], R, post, comb, R'): {epilogue =
-/// "mhc_post", hc_mult}, what a GPU target needs to build it as the linear's
+/// mhc_post_linear: x, W[, scales], R, post, comb, R'): a
+/// #llm.linear_epilogue, what a GPU target needs to build it as the linear's
 /// matmul kernel (both its forms) with the residual write as the epilogue
 /// (LLMToGPU buildLinearMatmulKernel).
 inline constexpr llvm::StringLiteral kLinearEpilogueAttrName =

@@ -79,7 +79,7 @@ func.func @streams(%e: tensor<?x32xbf16>, %y: tensor<?x32xbf16>, %post: tensor<?
 // CHECK: func.func @mhc_pre_0(%{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x16x25xf32>, %{{.*}}: memref<24xf32>, %{{.*}}: memref<3xf32>, %{{.*}}: memref<32xbf16>, %{{.*}}: memref<?x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>)
 // CHECK: math.sqrt
 // CHECK: func.func @mhc_post_linear_0(%{{.*}}: memref<?x256xbf16>, %{{.*}}: memref<32x256xf8E4M3FN>, %{{.*}}: memref<1x2xf32>, %{{.*}}: memref<?x4x32xbf16>, %{{.*}}: memref<?x4xf32>, %{{.*}}: memref<?x4x4xf32>, %{{.*}}: memref<?x4x32xbf16>)
-// CHECK-SAME: llm.linear_epilogue = {epilogue = "mhc_post", hc_mult = 4 : i64}
+// CHECK-SAME: llm.linear_epilogue = #llm.linear_epilogue<mhc_post, hc_mult = 4>
 // CHECK-SAME: llm.weight_block = array<i64: 128, 128>
 // CHECK: scf.parallel
 func.func @fused(%r: tensor<?x4x32xbf16>, %o: tensor<?x256xbf16>) -> tensor<?x4x32xbf16> {

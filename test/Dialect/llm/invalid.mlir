@@ -1977,3 +1977,11 @@ func.func @mhc_pre_iterations(%x: memref<?x8xf32>) attributes {llm.kernel = #llm
 func.func @moe_select_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_select = {top_k = 4 : i64}} {
   return
 }
+
+// -----
+
+// Tests that the residual write of a linear's epilogue has streams.
+// expected-error@+1 {{linear_epilogue hc_mult must be >= 1, got 0}}
+func.func @linear_epilogue_no_streams(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.linear_epilogue = #llm.linear_epilogue<mhc_post, hc_mult = 0>} {
+  return
+}

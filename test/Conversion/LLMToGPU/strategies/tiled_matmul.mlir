@@ -67,6 +67,6 @@ func.func @lm_head_0(%a0: memref<?x256xbf16>, %a1: memref<512x256xbf16>, %a2: me
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @mhc_post_linear_0(%a0: memref<?x256xbf16>, %a1: memref<256x256xbf16>, %a2: memref<?x4x256xbf16>, %a3: memref<?x4xf32>, %a4: memref<?x4x4xf32>, %a5: memref<?x4x256xbf16>)
-    attributes {llm.kernel = #llm.kernel<"mhc_post_linear_0", roles = [x, weight, streams, stream_post, stream_comb, out]>, llm.linear_epilogue = {epilogue = "mhc_post", hc_mult = 4 : i64}} {
+    attributes {llm.kernel = #llm.kernel<"mhc_post_linear_0", roles = [x, weight, streams, stream_post, stream_comb, out]>, llm.linear_epilogue = #llm.linear_epilogue<mhc_post, hc_mult = 4>} {
   return
 }
