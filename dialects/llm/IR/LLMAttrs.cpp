@@ -273,16 +273,31 @@ namespace {
 /// A kernel function's parameters (`llm.<mnemonic>`): an `AttrT`, on a
 /// function that has a kernel contract.
 template <typename AttrT>
-LogicalResult verifyKernelParameters(Operation *op, NamedAttribute attribute,
-                                     StringRef mnemonic) {
+LogicalResult verifyKernelParameters(Operation *op, NamedAttribute attribute) {
   if (!isa<AttrT>(attribute.getValue()))
     return op->emitOpError()
-           << attribute.getName().getValue() << " must be a #llm." << mnemonic
-           << ", got " << attribute.getValue();
+           << attribute.getName().getValue() << " must be a #llm."
+           << AttrT::getMnemonic() << ", got " << attribute.getValue();
   if (!op->hasAttr("llm.kernel"))
     return op->emitOpError() << attribute.getName().getValue()
                              << " is only valid on an llm.kernel function";
   return success();
+}
+
+/// verifyKernelParameters of the first of `AttrTs` whose `llm.<mnemonic>`
+/// names `attribute`; std::nullopt when none does.
+template <typename... AttrTs>
+std::optional<LogicalResult>
+verifyAnyKernelParameters(Operation *op, NamedAttribute attribute) {
+  StringRef name = attribute.getName().getValue();
+  if (!name.consume_front("llm."))
+    return std::nullopt;
+  std::optional<LogicalResult> result;
+  ((!result && name == AttrTs::getMnemonic()
+        ? (void)(result = verifyKernelParameters<AttrTs>(op, attribute))
+        : (void)0),
+   ...);
+  return result;
 }
 
 } // namespace
@@ -297,25 +312,11 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
              << attribute.getValue();
     return verifyKernelContract(op, kernel);
   }
-  if (name == "llm.mla_attend")
-    return verifyKernelParameters<MlaAttendAttr>(op, attribute, "mla_attend");
-  if (name == "llm.kpool_scores")
-    return verifyKernelParameters<KpoolScoresAttr>(op, attribute,
-                                                   "kpool_scores");
-  if (name == "llm.kpool_select")
-    return verifyKernelParameters<KpoolSelectAttr>(op, attribute,
-                                                   "kpool_select");
-  if (name == "llm.kda_chunk")
-    return verifyKernelParameters<KdaChunkAttr>(op, attribute, "kda_chunk");
-  if (name == "llm.moe_select")
-    return verifyKernelParameters<MoeSelectAttr>(op, attribute, "moe_select");
-  if (name == "llm.mhc_pre")
-    return verifyKernelParameters<MhcPreAttr>(op, attribute, "mhc_pre");
-  if (name == "llm.linear_epilogue")
-    return verifyKernelParameters<LinearEpilogueAttr>(op, attribute,
-                                                      "linear_epilogue");
-  if (name == "llm.mhc_mix")
-    return verifyKernelParameters<MhcMixAttr>(op, attribute, "mhc_mix");
+  if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
+          MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
+          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr>(op,
+                                                                     attribute))
+    return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))
       return op->emitOpError("llm.gpu_strategy must be a #llm.gpu_strategy, "
