@@ -255,6 +255,45 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   ];
 }
 
+def NarrowKernelSumsPass : Pass<"narrow-kernel-sums", "ModuleOp"> {
+  let summary = "sum in f32 where the kernels sum in f64 (GPU targets)";
+  let description = [{
+    fp32 mode's kernels accumulate their matmul-form sums in f64
+    (`dotAccumulatorType`, docs/Lowering.md "Accumulators"): on the CPU that
+    makes a sharded step match one rank's within 4.5e-7. f64 arithmetic runs
+    at a small fraction of the f32 rate on GPUs, so before the GPU kernels
+    are built every `llm.kernel` function's f64 values become f32: f64
+    results, block arguments and memref / vector element types are
+    narrowed in place, f64 constants rebuilt as f32, and the `arith.extf` /
+    `arith.truncf` between f32 and f64 dropped. The kernels then sum in f32
+    exactly as they did before the f64 accumulators existed; the fp32
+    goldens' bounds hold on the GPU with f32 sums. f64 in a kernel's
+    signature is an error (kernel arguments keep their artifact types).
+
+    Before:
+    ```mlir
+    %zero = arith.constant 0.0 : f64
+    %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f64) {
+      %v = memref.load %x[%i] : memref<?xf32>
+      %w = arith.extf %v : f32 to f64
+      %a = arith.addf %acc, %w : f64
+      scf.yield %a : f64
+    }
+    %r = arith.truncf %s : f64 to f32
+    ```
+    After:
+    ```mlir
+    %zero = arith.constant 0.0 : f32
+    %s = scf.for %i = %c0 to %n step %c1 iter_args(%acc = %zero) -> (f32) {
+      %v = memref.load %x[%i] : memref<?xf32>
+      %a = arith.addf %acc, %v : f32
+      scf.yield %a : f32
+    }
+    ```
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def StripLLMAttributesPass : Pass<"strip-llm-attributes", "ModuleOp"> {
   let summary = "drop the llm dialect's attributes from every op";
   let description = [{

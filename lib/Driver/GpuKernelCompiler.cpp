@@ -66,6 +66,14 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     return module.emitError("no llm.kernel functions to compile");
 
   OwningOpRef<ModuleOp> lowered = module.clone();
+  // fp32 mode's f64 sums as f32 sums first: f64 runs at a fraction of the
+  // f32 rate on GPUs (narrow-kernel-sums).
+  {
+    PassManager narrow(module.getContext());
+    narrow.addPass(createNarrowKernelSumsPass());
+    if (failed(narrow.run(*lowered)))
+      return module.emitError("narrowing the kernels' f64 sums failed");
+  }
   // The strategy of every kernel function (select-kernel-strategy), then
   // the matrix-unit and SIMT kernels of the same name and arguments built by
   // their strategy's builder, their `_rows` twins that have no work left
