@@ -268,6 +268,53 @@ LinearEpilogueAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+GroupedExpertsAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           GroupedExpertsKind, int64_t topK, int64_t experts,
+                           int64_t minSlots, FloatAttr, int64_t rankExperts) {
+  if (topK < 1 || topK > experts)
+    return emitError() << "grouped_experts top_k must be in [1, " << experts
+                       << "], got " << topK;
+  if (minSlots < 1)
+    return emitError() << "grouped_experts min_slots must be >= 1, got "
+                       << minSlots;
+  if (rankExperts < 0 || (rankExperts && experts % rankExperts != 0))
+    return emitError() << "grouped_experts rank_experts must divide the "
+                       << experts << " experts, got " << rankExperts;
+  return success();
+}
+
+LogicalResult
+HeadBatchedAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        int64_t heads, int64_t rowOffset, int64_t rowStride,
+                        bool) {
+  if (heads < 1 || rowOffset < 0 || rowStride < 0)
+    return emitError() << "head_batched needs heads >= 1 and a non-negative "
+                          "weight_row_offset and weight_row_stride, got "
+                       << heads << ", " << rowOffset << " and " << rowStride;
+  return success();
+}
+
+LogicalResult
+DenseMatmulAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                        DenseEpilogue epilogue, int64_t minRows,
+                        FloatAttr swigluLimit, int64_t topK, int64_t hcMult,
+                        HeadBatchedAttr headBatched) {
+  if (minRows < 0 || topK < 0 || hcMult < 0)
+    return emitError() << "dense_matmul min_rows, top_k and hc_mult must be "
+                          "positive where given";
+  if ((epilogue == DenseEpilogue::Swiglu) != bool(swigluLimit))
+    return emitError() << "dense_matmul takes swiglu_limit exactly with the "
+                          "swiglu epilogue";
+  if ((epilogue == DenseEpilogue::AddSlotSum) != (topK > 0))
+    return emitError() << "dense_matmul takes top_k exactly with the "
+                          "add_slot_sum epilogue";
+  if (headBatched && (epilogue != DenseEpilogue::Store || hcMult))
+    return emitError() << "dense_matmul's head-batched form stores its "
+                          "products (store epilogue, no hc_mult)";
+  return success();
+}
+
 namespace {
 
 /// A kernel function's parameters (`llm.<mnemonic>`): an `AttrT`, on a
@@ -314,8 +361,8 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   }
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
-          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr>(op,
-                                                                     attribute))
+          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr,
+          GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

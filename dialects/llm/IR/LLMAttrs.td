@@ -450,6 +450,119 @@ def LLM_LinearEpilogueAttr : LLM_Attr<"LinearEpilogue", "linear_epilogue"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_GroupedExpertsUp : I32EnumAttrCase<"Up", 0, "up">;
+def LLM_GroupedExpertsDown : I32EnumAttrCase<"Down", 1, "down">;
+
+def LLM_GroupedExpertsKind : I32EnumAttr<"GroupedExpertsKind",
+    "which projection of the routed experts a grouped kernel function is",
+    [LLM_GroupedExpertsUp, LLM_GroupedExpertsDown]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::strata::llm";
+}
+
+def LLM_GroupedExpertsAttr : LLM_Attr<"GroupedExperts", "grouped_experts"> {
+  let summary = "the parameters of a grouped routed-expert kernel function";
+  let description = [{
+    On FfnOps.cpp's `moe_up` / `moe_down` kernel functions (as
+    `llm.grouped_experts`): the projection (`up`: gate and up with the
+    SwiGLU, clamped at `swiglu_limit`; `down`: times the routing weight),
+    the experts per token, the routed experts, the fewest slots (tokens x
+    top_k) a step needs for the kernel to work (its `_rows` twin takes the
+    smaller steps) and, for an expert-parallel MoE, the experts of the
+    rank's stacked weights (`rank_experts`; the rank's coordinate is the
+    argument with role `expert_coordinate`). The `grouped_experts` GPU
+    strategy builds it as grouped matmuls over the slots sorted by expert.
+    The verifier requires `1 <= top_k <= experts`, `min_slots >= 1` and
+    `rank_experts` dividing `experts`.
+
+    ```mlir
+    #llm.grouped_experts<up, top_k = 8, experts = 288, min_slots = 64,
+                         swiglu_limit = 7.000000e+00 : f64>
+    ```
+  }];
+  let parameters = (ins EnumParameter<LLM_GroupedExpertsKind>:$kind,
+                        "int64_t":$top_k, "int64_t":$experts,
+                        "int64_t":$min_slots,
+                        "::mlir::FloatAttr":$swiglu_limit,
+                        OptionalParameter<"int64_t">:$rank_experts);
+  let assemblyFormat = [{
+    `<` $kind `,` `top_k` `=` $top_k `,` `experts` `=` $experts `,`
+    `min_slots` `=` $min_slots `,` `swiglu_limit` `=` $swiglu_limit
+    (`,` `rank_experts` `=` $rank_experts^)? `>`
+  }];
+  let genVerifyDecl = 1;
+}
+
+def LLM_DenseEpilogueStore : I32EnumAttrCase<"Store", 0, "store">;
+def LLM_DenseEpilogueSwiglu : I32EnumAttrCase<"Swiglu", 1, "swiglu">;
+def LLM_DenseEpilogueAddSlotSum : I32EnumAttrCase<"AddSlotSum", 2, "add_slot_sum">;
+
+def LLM_DenseEpilogue : I32EnumAttr<"DenseEpilogue",
+    "what a dense matmul kernel function does with its products",
+    [LLM_DenseEpilogueStore, LLM_DenseEpilogueSwiglu,
+     LLM_DenseEpilogueAddSlotSum]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::strata::llm";
+}
+
+def LLM_HeadBatchedAttr : LLM_Attr<"HeadBatched", "head_batched"> {
+  let summary = "a matmul per attention head over blocks of one weight";
+  let description = [{
+    The head-batched form of a `#llm.dense_matmul` (MlaOps.cpp's
+    `mla_absorb` and `mla_project`): `heads` matmuls, head h's block of the
+    weight starting at row `h * weight_row_stride + weight_row_offset`;
+    `weight_transposed`: the weight is stored [K, N] (W_UK read as W^T).
+    The verifier requires `heads >= 1`, `weight_row_stride >= 0` and
+    `weight_row_offset >= 0`.
+
+    ```mlir
+    #llm.head_batched<heads = 64, weight_row_offset = 0,
+                      weight_row_stride = 256, weight_transposed = true>
+    ```
+  }];
+  let parameters = (ins "int64_t":$heads, "int64_t":$weight_row_offset,
+                        "int64_t":$weight_row_stride,
+                        "bool":$weight_transposed);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_DenseMatmulAttr : LLM_Attr<"DenseMatmul", "dense_matmul"> {
+  let summary = "the parameters of a dense matmul kernel function";
+  let description = [{
+    On the matrix-unit half of a dense projection pair (FfnOps.cpp:
+    swiglu_up, swiglu_down, moe_shared_up, moe_shared_down) and on MLA's
+    head-batched matmuls (as `llm.dense_matmul`): the epilogue (`store`;
+    `swiglu` of the gate and up products, clamped at `swiglu_limit`;
+    `add_slot_sum`: plus the sum of the `top_k` routed slots), the fewest
+    rows a step needs for the kernel to work (`min_rows`; without it every
+    step), mHC's residual write of `hc_mult` streams, and the head-batched
+    form (`#llm.head_batched`). The `dense_matmul` GPU strategy builds it as
+    a tiled matmul with that epilogue. The verifier requires `swiglu_limit`
+    exactly with `swiglu`, `top_k >= 1` exactly with `add_slot_sum`,
+    `hc_mult >= 1`, `min_rows >= 1`, and the head-batched form only with
+    `store` and no streams.
+
+    ```mlir
+    #llm.dense_matmul<epilogue = swiglu, min_rows = 64,
+                      swiglu_limit = 7.000000e+00 : f64>
+    #llm.dense_matmul<epilogue = add_slot_sum, min_rows = 64, top_k = 8,
+                      hc_mult = 4>
+    #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<
+                      heads = 64, weight_row_offset = 0,
+                      weight_row_stride = 256, weight_transposed = true>>
+    ```
+  }];
+  let parameters = (ins EnumParameter<LLM_DenseEpilogue>:$epilogue,
+                        OptionalParameter<"int64_t">:$min_rows,
+                        OptionalParameter<"::mlir::FloatAttr">:$swiglu_limit,
+                        OptionalParameter<"int64_t">:$top_k,
+                        OptionalParameter<"int64_t">:$hc_mult,
+                        OptionalParameter<"HeadBatchedAttr">:$head_batched);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_GpuStrategyGeneric : I32EnumAttrCase<"Generic", 0, "generic">;
 def LLM_GpuStrategyTiledMatmul : I32EnumAttrCase<"TiledMatmul", 1, "tiled_matmul">;
 def LLM_GpuStrategyGroupedExperts : I32EnumAttrCase<"GroupedExperts", 2, "grouped_experts">;

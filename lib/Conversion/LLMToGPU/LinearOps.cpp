@@ -459,24 +459,19 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
                                              func::FuncOp kernel,
                                              const TargetInfo &target,
                                              std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kGroupedExpertsAttrName);
-  auto kind = info ? info.getAs<StringAttr>("kind") : nullptr;
-  auto topK = info ? info.getAs<IntegerAttr>("top_k") : nullptr;
-  auto experts = info ? info.getAs<IntegerAttr>("experts") : nullptr;
-  auto limit = info ? info.getAs<FloatAttr>("swiglu_limit") : nullptr;
-  auto minSlots = info ? info.getAs<IntegerAttr>("min_slots") : nullptr;
-  if (!kind || !topK || !experts || !limit || !minSlots) {
+  auto info =
+      kernel->getAttrOfType<llm::GroupedExpertsAttr>(kGroupedExpertsAttrName);
+  if (!info) {
     why = "not a grouped-expert kernel function";
     return failure();
   }
-  auto rankExperts = info.getAs<IntegerAttr>("rank_experts");
   GroupedExperts grouped;
-  grouped.up = kind.getValue() == "up";
-  grouped.topK = topK.getInt();
-  grouped.experts = experts.getInt();
-  grouped.rankExperts = rankExperts ? rankExperts.getInt() : 0;
-  grouped.minSlots = minSlots.getInt();
-  grouped.limit = limit.getValueAsDouble();
+  grouped.up = info.getKind() == llm::GroupedExpertsKind::Up;
+  grouped.topK = info.getTopK();
+  grouped.experts = info.getExperts();
+  grouped.rankExperts = info.getRankExperts();
+  grouped.minSlots = info.getMinSlots();
+  grouped.limit = info.getSwigluLimit().getValueAsDouble();
   // moe_up: x, chosen, order, starts[, ep coordinate], gate[, s], up[, s],
   // act; moe_down: act, chosen, weights, order, starts[, ep coordinate],
   // down[, s], routed (the order of convert-llm-to-kernel; the builder reads
@@ -579,43 +574,27 @@ bool mlir::strata::isDenseMatmulKernelFunction(func::FuncOp kernel) {
 FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  auto info = kernel->getAttrOfType<DictionaryAttr>(kDenseMatmulAttrName);
-  auto epilogue = info ? info.getAs<StringAttr>("epilogue") : nullptr;
-  auto minRows = info ? info.getAs<IntegerAttr>("min_rows") : nullptr;
-  if (!epilogue) {
+  auto info = kernel->getAttrOfType<llm::DenseMatmulAttr>(kDenseMatmulAttrName);
+  if (!info) {
     why = "not a dense matmul kernel function";
     return failure();
   }
+  // The attribute's verifier guarantees each epilogue its parameters.
   DenseMatmul dense;
-  dense.minRows = minRows ? minRows.getInt() : 0;
-  if (epilogue.getValue() == "store") {
+  dense.minRows = info.getMinRows();
+  dense.hcMult = info.getHcMult();
+  switch (info.getEpilogue()) {
+  case llm::DenseEpilogue::Store:
     dense.epilogue = MatmulEpilogue::Store;
-  } else if (epilogue.getValue() == "swiglu") {
-    auto limit = info.getAs<FloatAttr>("swiglu_limit");
-    if (!limit) {
-      why = "swiglu epilogue without swiglu_limit";
-      return failure();
-    }
+    break;
+  case llm::DenseEpilogue::Swiglu:
     dense.epilogue = MatmulEpilogue::Swiglu;
-    dense.limit = limit.getValueAsDouble();
-  } else if (epilogue.getValue() == "add_slot_sum") {
-    auto topK = info.getAs<IntegerAttr>("top_k");
-    if (!topK) {
-      why = "add_slot_sum epilogue without top_k";
-      return failure();
-    }
+    dense.limit = info.getSwigluLimit().getValueAsDouble();
+    break;
+  case llm::DenseEpilogue::AddSlotSum:
     dense.epilogue = MatmulEpilogue::AddSlotSum;
-    dense.topK = topK.getInt();
-  } else {
-    why = "unknown dense matmul epilogue";
-    return failure();
-  }
-  if (auto hc = info.getAs<IntegerAttr>("hc_mult")) {
-    if (hc.getInt() <= 0) {
-      why = "hc_mult must be positive";
-      return failure();
-    }
-    dense.hcMult = hc.getInt();
+    dense.topK = info.getTopK();
+    break;
   }
   FunctionType type = kernel.getFunctionType();
   FailureOr<KernelArguments> roles = matmulArguments(kernel, why);
@@ -625,25 +604,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildDenseMatmulKernelFunction(
   auto arg = [&](KernelRole role) { return memrefOf(kernel, *roles, role); };
   MatmulProblem problem;
   MatmulTypes types;
-  if (auto heads = info.getAs<IntegerAttr>("heads")) {
+  if (llm::HeadBatchedAttr heads = info.getHeadBatched()) {
     // Batched over heads: (x memref<?xHxKx{bf16|f32}>, W memref<RowsxKxbf16>
     // (or its transpose), y memref<?xHxNx{bf16|f32}>, not both f32), store
     // epilogue. Otherwise (x, [routed,] W[, s][, W_up[, s]], y).
-    auto offset = info.getAs<IntegerAttr>("weight_row_offset");
-    auto stride = info.getAs<IntegerAttr>("weight_row_stride");
-    if (!offset || !stride || dense.epilogue != MatmulEpilogue::Store ||
-        dense.hcMult) {
-      why = "unexpected head-batched matmul kernel function";
-      return failure();
-    }
     if (failed(roles->expectExactly(
             {KernelRole::X, KernelRole::Weight, KernelRole::Out}, why)))
       return failure();
-    dense.heads = heads.getInt();
-    dense.weightRowOffset = offset.getInt();
-    dense.weightRowStride = stride.getInt();
-    auto transposed = info.getAs<BoolAttr>("weight_transposed");
-    dense.transposedWeight = transposed && transposed.getValue();
+    dense.heads = heads.getHeads();
+    dense.weightRowOffset = heads.getWeightRowOffset();
+    dense.weightRowStride = heads.getWeightRowStride();
+    dense.transposedWeight = heads.getWeightTransposed();
     MemRefType x = arg(KernelRole::X), weight = arg(KernelRole::Weight),
                y = arg(KernelRole::Out);
     // Head h's block of W: [N, K] rows, or [K, N] rows when transposed.

@@ -121,14 +121,12 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
 
 /// The end of an FFN op: y[t, o] stored into the [T, D] result, or with
 /// `streams` (R, post, comb) mHC's residual write into the [T, H, D] result
-/// (StreamWrite). The matmul form learns `hc_mult` from `info`.
+/// (StreamWrite). The matmul form learns `hc_mult` (its
+/// #llm.dense_matmul's).
 struct ResidualWrite {
-  ResidualWrite(OpBuilder &b, ValueRange streams, MemRefType result)
-      : streams(streams) {
-    if (streams.empty())
-      return;
-    hcMult = result.getDimSize(1);
-    info.push_back(b.getNamedAttr("hc_mult", b.getI64IntegerAttr(hcMult)));
+  ResidualWrite(ValueRange streams, MemRefType result) : streams(streams) {
+    if (!streams.empty())
+      hcMult = result.getDimSize(1);
   }
   /// Adds R, post and comb after the kernel's other inputs.
   void addArgs(KernelCall &call) {
@@ -153,8 +151,6 @@ struct ResidualWrite {
 
   ValueRange streams;
   int64_t hcMult = 0;
-  /// The dense-matmul info entries (kDenseMatmulAttrName) of the form.
-  SmallVector<NamedAttribute> info;
   unsigned first = 0;
 };
 
@@ -177,20 +173,20 @@ NamedAttribute rowsTwin(RewriterBase &rewriter, func::FuncOp rowsKernel) {
 /// The kernel pair `<name>_rows` / `<name>` of one dense projection:
 /// `addArgs` adds the inputs (x first) and weights to a call; `body` stores
 /// the outputs of rows [0, rows) into argument `out`. The result has type
-/// `type` and the dynamic sizes `sizes`; `epilogue` and `extra` describe the
-/// matmul form (kDenseMatmulAttrName).
+/// `type` and the dynamic sizes `sizes`; `epilogue`, `swigluLimit` (with
+/// the swiglu epilogue), `topK` (add_slot_sum) and `hcMult` (mHC's streams,
+/// or 0) describe the matmul form (kDenseMatmulAttrName).
 FailureOr<Value> emitDenseProjection(
     ConversionPatternRewriter &rewriter, Operation *op, StringRef name,
-    MemRefType type, SmallVector<Value> sizes, StringRef epilogue,
-    ArrayRef<NamedAttribute> extra,
+    MemRefType type, SmallVector<Value> sizes, llm::DenseEpilogue epilogue,
+    std::optional<double> swigluLimit, int64_t topK, int64_t hcMult,
     llvm::function_ref<LogicalResult(KernelCall &)> addArgs,
     llvm::function_ref<void(KernelBuilder &, ValueRange, Value, unsigned)>
         body) {
-  SmallVector<NamedAttribute> info = {
-      rewriter.getNamedAttr("epilogue", rewriter.getStringAttr(epilogue)),
-      rewriter.getNamedAttr("min_rows",
-                            rewriter.getI64IntegerAttr(kDenseMatmulMinRows))};
-  info.append(extra.begin(), extra.end());
+  auto info = llm::DenseMatmulAttr::get(
+      rewriter.getContext(), epilogue, kDenseMatmulMinRows,
+      swigluLimit ? rewriter.getF64FloatAttr(*swigluLimit) : FloatAttr(), topK,
+      hcMult, llm::HeadBatchedAttr());
   Value result;
   func::FuncOp rowsKernel;
   for (bool matmul : {false, true}) {
@@ -200,8 +196,7 @@ FailureOr<Value> emitDenseProjection(
     unsigned out;
     if (matmul) {
       call.attributes.push_back(
-          NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName),
-                         rewriter.getDictionaryAttr(info)));
+          NamedAttribute(rewriter.getStringAttr(kDenseMatmulAttrName), info));
       call.attributes.push_back(rowsTwin(rewriter, rowsKernel));
       out = call.addInput(result, llm::KernelRole::Out);
     } else {
@@ -236,8 +231,8 @@ FailureOr<Value> emitDenseUp(ConversionPatternRewriter &rewriter,
   return emitDenseProjection(
       rewriter, op, name,
       MemRefType::get({ShapedType::kDynamic, inter}, actType),
-      {getDimValue(rewriter, loc, x, 0)}, "swiglu",
-      {rewriter.getNamedAttr("swiglu_limit", rewriter.getF64FloatAttr(limit))},
+      {getDimValue(rewriter, loc, x, 0)}, llm::DenseEpilogue::Swiglu, limit,
+      /*topK=*/0, /*hcMult=*/0,
       [&](KernelCall &call) {
         call.addInput(x, llm::KernelRole::X);
         g = call.addWeight(rewriter, loc, gateOrig, gateConv, WeightRoles{});
@@ -276,11 +271,11 @@ struct SwigluMlpToKernel : OpConversionPattern<llm::SwigluMlpOp> {
     Type dt = op.getDown().getType();
     int64_t inter = weightDim(dt, 1);
     FailureOr<unsigned> dn;
-    ResidualWrite residual(rewriter, adaptor.getStreams(), resultType);
+    ResidualWrite residual(adaptor.getStreams(), resultType);
     FailureOr<Value> out = emitDenseProjection(
         rewriter, op, "swiglu_down", resultType,
         dynamicSizesLike(rewriter, loc, adaptor.getInput(), resultType),
-        "store", residual.info,
+        llm::DenseEpilogue::Store, std::nullopt, /*topK=*/0, residual.hcMult,
         [&](KernelCall &call) {
           call.addInput(*act, llm::KernelRole::X);
           dn = call.addWeight(rewriter, loc, op.getDown(), adaptor.getDown(),
@@ -636,20 +631,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     };
     // Expert-parallel: `rank_experts`, the experts of the rank's stacked
     // weights (the kernels take the rank's coordinate after `starts`).
-    auto groupedAttr = [&](StringRef kind, const RankExperts &own) {
-      SmallVector<NamedAttribute> info = {
-          rewriter.getNamedAttr("kind", rewriter.getStringAttr(kind)),
-          rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)),
-          rewriter.getNamedAttr("experts", rewriter.getI64IntegerAttr(experts)),
-          rewriter.getNamedAttr("min_slots",
-                                rewriter.getI64IntegerAttr(kGroupedMinSlots)),
-          rewriter.getNamedAttr("swiglu_limit",
-                                rewriter.getF64FloatAttr(limit))};
-      if (own.coordinate)
-        info.push_back(rewriter.getNamedAttr(
-            "rank_experts", rewriter.getI64IntegerAttr(own.count)));
-      return NamedAttribute(rewriter.getStringAttr(kGroupedExpertsAttrName),
-                            rewriter.getDictionaryAttr(info));
+    auto groupedAttr = [&](llm::GroupedExpertsKind kind,
+                           const RankExperts &own) {
+      return NamedAttribute(
+          rewriter.getStringAttr(kGroupedExpertsAttrName),
+          llm::GroupedExpertsAttr::get(
+              rewriter.getContext(), kind, topK, experts, kGroupedMinSlots,
+              rewriter.getF64FloatAttr(limit), own.coordinate ? own.count : 0));
     };
 
     // The grouped kernels' extra arguments, order and starts; returns
@@ -667,7 +655,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     // takes it as its last argument and carries kGroupedExpertsAttrName.
     func::FuncOp rowsKernel;
     auto addRoutedOutput = [&](KernelCall &call, bool grouped, Value buffer,
-                               MemRefType type, StringRef kind,
+                               MemRefType type, llm::GroupedExpertsKind kind,
                                const RankExperts &own) {
       if (!grouped)
         return call.addResult(type, tokens, llm::KernelRole::Out);
@@ -708,7 +696,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         return noFp8Source();
       unsigned out = addRoutedOutput(
           call, grouped, act, MemRefType::get({dyn, topK, inter}, actType),
-          "up", own);
+          llm::GroupedExpertsKind::Up, own);
       auto results = call.emit(rewriter, op, grouped ? "moe_up" : "moe_up_rows",
                                [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
@@ -749,7 +737,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
         return noFp8Source();
       unsigned out = addRoutedOutput(
           call, grouped, routed, MemRefType::get({dyn, topK, hidden}, actType),
-          "down", own);
+          llm::GroupedExpertsKind::Down, own);
       auto results = call.emit(
           rewriter, op, grouped ? "moe_down" : "moe_down_rows",
           [&](KernelBuilder &kb, ValueRange args) {
@@ -787,13 +775,11 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
     Type sdt = op.getSharedDown().getType();
     int64_t sharedInter = weightDim(sdt, 1);
     FailureOr<unsigned> dn;
-    ResidualWrite residual(rewriter, adaptor.getStreams(), resultType);
-    SmallVector<NamedAttribute> info = residual.info;
-    info.push_back(
-        rewriter.getNamedAttr("top_k", rewriter.getI64IntegerAttr(topK)));
+    ResidualWrite residual(adaptor.getStreams(), resultType);
     FailureOr<Value> out = emitDenseProjection(
         rewriter, op, "moe_shared_down", resultType,
-        dynamicSizesLike(rewriter, loc, x, resultType), "add_slot_sum", info,
+        dynamicSizesLike(rewriter, loc, x, resultType),
+        llm::DenseEpilogue::AddSlotSum, std::nullopt, topK, residual.hcMult,
         [&](KernelCall &call) {
           call.addInput(*sharedAct, llm::KernelRole::X);
           call.addInput(routed, llm::KernelRole::SlotSum);

@@ -33,20 +33,21 @@ namespace mlir::strata {
 /// Attribute marking an outlined kernel func: a #llm.kernel holding the
 /// dedup key and, for kernels a GPU strategy builds, the arguments' roles.
 inline constexpr llvm::StringLiteral kKernelAttrName = "llm.kernel";
-/// On moe_up / moe_down kernel functions: {kind = "up" | "down", top_k,
-/// experts, min_slots, swiglu_limit[, rank_experts]}, what a GPU target
-/// needs to build them as grouped matmuls over the expert's slots (LLMToGPU
-/// buildGroupedExpertMatmulKernel); they work only for steps of at least
-/// min_slots slots. An expert-parallel MoE adds rank_experts: the stacked
-/// weights hold that many experts from expert coordinate * rank_experts,
-/// the rank's ep coordinate being the i64 argument after `starts`.
+/// On moe_up / moe_down kernel functions: a #llm.grouped_experts (kind,
+/// top_k, experts, min_slots, swiglu_limit[, rank_experts]), what a GPU
+/// target needs to build them as grouped matmuls over the expert's slots
+/// (LLMToGPU buildGroupedExpertMatmulKernel); they work only for steps of
+/// at least min_slots slots. An expert-parallel MoE adds rank_experts: the
+/// stacked weights hold that many experts from expert coordinate *
+/// rank_experts, the rank's ep coordinate being the i64 argument after
+/// `starts`.
 inline constexpr llvm::StringLiteral kGroupedExpertsAttrName =
     "llm.grouped_experts";
 /// On the matrix-unit half of a dense projection pair (FfnOps.cpp: swiglu_up,
-/// swiglu_down, moe_shared_up, moe_shared_down): {epilogue = "store" |
-/// "swiglu" | "add_slot_sum", [min_rows], [swiglu_limit], [top_k], [heads,
-/// weight_row_offset, weight_row_stride, weight_transposed]}, what a GPU
-/// target needs to build it as a tiled matmul (LLMToGPU
+/// swiglu_down, moe_shared_up, moe_shared_down): a #llm.dense_matmul
+/// (epilogue store | swiglu | add_slot_sum, [min_rows], [swiglu_limit],
+/// [top_k], [hc_mult], [#llm.head_batched]), what a GPU target needs to
+/// build it as a tiled matmul (LLMToGPU
 /// buildDenseMatmulKernelFunction); with min_rows it works only for steps of
 /// at least min_rows rows (the FFN pairs), without for every step (MLA's
 /// head-batched absorb and project).

@@ -121,14 +121,13 @@ struct MlaHead {
 /// [K, N] rows).
 NamedAttribute headBatchedMatmul(Builder &b, int64_t heads, int64_t offset,
                                  int64_t stride, bool transposed) {
+  MLIRContext *ctx = b.getContext();
   return b.getNamedAttr(
       kDenseMatmulAttrName,
-      b.getDictionaryAttr(
-          {b.getNamedAttr("epilogue", b.getStringAttr("store")),
-           b.getNamedAttr("heads", b.getI64IntegerAttr(heads)),
-           b.getNamedAttr("weight_row_offset", b.getI64IntegerAttr(offset)),
-           b.getNamedAttr("weight_row_stride", b.getI64IntegerAttr(stride)),
-           b.getNamedAttr("weight_transposed", b.getBoolAttr(transposed))}));
+      llm::DenseMatmulAttr::get(
+          ctx, llm::DenseEpilogue::Store, /*min_rows=*/0, FloatAttr(),
+          /*top_k=*/0, /*hc_mult=*/0,
+          llm::HeadBatchedAttr::get(ctx, heads, offset, stride, transposed)));
 }
 
 /// mla_combine, rows (token, head) of steps of at most kMlaSplitMaxTokens

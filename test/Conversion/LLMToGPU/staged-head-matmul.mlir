@@ -23,11 +23,11 @@
 // PROJECT: mla_project_0: PASS
 
 func.func @mla_absorb_0(%a0: memref<?x2x256xbf16>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x512xf32>)
-    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 0 : i64, weight_row_stride = 512 : i64, weight_transposed = true}, llm.kernel = #llm.kernel<"mla_absorb_0", roles = [x, weight, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<heads = 2, weight_row_offset = 0, weight_row_stride = 512, weight_transposed = true>>, llm.kernel = #llm.kernel<"mla_absorb_0", roles = [x, weight, out]>} {
   return
 }
 
 func.func @mla_project_0(%a0: memref<?x2x512xf32>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x256xbf16>)
-    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 256 : i64, weight_row_stride = 512 : i64, weight_transposed = false}, llm.kernel = #llm.kernel<"mla_project_0", roles = [x, weight, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<heads = 2, weight_row_offset = 256, weight_row_stride = 512, weight_transposed = false>>, llm.kernel = #llm.kernel<"mla_project_0", roles = [x, weight, out]>} {
   return
 }

@@ -84,8 +84,8 @@ func.func @vocab_shard(%ids: tensor<?xi32>, %table: tensor<256x8xbf16>) -> tenso
 // CHECK: func.func private @strata_rank_coordinate_0() -> i64 attributes {llm.rank_coordinate = #llm.rank_group<ep>}
 // CHECK: func.func @moe_up_rows_0(
 // CHECK: scf.if
-// CHECK: func.func @moe_up_0({{.*}}: memref<5xi32>, %{{.*}}: i64, {{.*}}) attributes {llm.grouped_experts = {experts = 4 : i64, kind = "up", min_slots = 64 : i64, rank_experts = 2 : i64,
-// CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = {experts = 4 : i64, kind = "down", min_slots = 64 : i64, rank_experts = 2 : i64,
+// CHECK: func.func @moe_up_0({{.*}}: memref<5xi32>, %{{.*}}: i64, {{.*}}) attributes {llm.grouped_experts = #llm.grouped_experts<up, top_k = {{[0-9]+}}, experts = 4, min_slots = 64, swiglu_limit = {{.*}}, rank_experts = 2>
+// CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = #llm.grouped_experts<down, top_k = {{[0-9]+}}, experts = 4, min_slots = 64, swiglu_limit = {{.*}}, rank_experts = 2>
 func.func @expert_shard(%x: tensor<?x64xbf16>, %router: tensor<4x64xf32>, %bias: tensor<4xf32>,
     %g: tensor<2x32x64xbf16>, %d: tensor<2x64x32xbf16>, %sg: tensor<32x64xbf16>, %sd: tensor<64x32xbf16>) -> tensor<?x64xbf16> {
   %y = llm.moe_ffn %x, %router, %bias, %g, %g, %d, %sg, %sg, %sd

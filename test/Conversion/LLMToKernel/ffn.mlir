@@ -43,17 +43,17 @@
 // CHECK: func.func @moe_up_rows_0
 // CHECK: arith.cmpi sge, %{{.*}}, %c64
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %c256)
-// CHECK: func.func @moe_up_0({{.*}}) attributes {llm.grouped_experts = {experts = 8 : i64, kind = "up", min_slots = 64 : i64, swiglu_limit = 1.000000e+01 : f64, top_k = 2 : i64}
+// CHECK: func.func @moe_up_0({{.*}}) attributes {llm.grouped_experts = #llm.grouped_experts<up, top_k = 2, experts = 8, min_slots = 64, swiglu_limit = 1.000000e+01 : f64>
 // CHECK: func.func @moe_down_rows_0
 // CHECK: scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %c128)
-// CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = {experts = 8 : i64, kind = "down"
+// CHECK: func.func @moe_down_0({{.*}}) attributes {llm.grouped_experts = #llm.grouped_experts<down, top_k = 2, experts = 8
 // CHECK: func.func @moe_shared_up_rows_0
 // CHECK: arith.cmpi sge, %{{.*}}, %c64
 // CHECK: arith.select %{{.*}}, %c0{{.*}}, %{{.*}} : index
-// CHECK: func.func @moe_shared_up_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}
+// CHECK: func.func @moe_shared_up_0({{.*}}) attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = swiglu, min_rows = 64, swiglu_limit = 1.000000e+01 : f64>
 // CHECK: arith.select %{{.*}}, %{{.*}}, %c0{{.*}} : index
 // CHECK: func.func @moe_shared_down_rows_0
-// CHECK: func.func @moe_shared_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "add_slot_sum", min_rows = 64 : i64, top_k = 2 : i64}
+// CHECK: func.func @moe_shared_down_0({{.*}}) attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = add_slot_sum, min_rows = 64, top_k = 2>
 func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
   %r = llm.weight "gate.weight" : tensor<8x128xf32>
   %b = llm.weight "gate.e_score_correction_bias" : tensor<8xf32>
@@ -94,12 +94,12 @@ func.func @moe(%x: tensor<?x128xbf16>) -> tensor<?x128xbf16> {
 // CHECK: func.func @swiglu_up_rows_0
 // CHECK: scf.parallel
 // CHECK: arith.minimumf %{{.*}}, %cst
-// CHECK: func.func @swiglu_up_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}
+// CHECK: func.func @swiglu_up_0({{.*}}) attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = swiglu, min_rows = 64, swiglu_limit = 1.000000e+01 : f64>
 // CHECK: scf.parallel
 // CHECK: arith.minimumf %{{.*}}, %cst
 // CHECK: func.func @swiglu_down_rows_0
 // CHECK: scf.parallel
-// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "store", min_rows = 64 : i64}
+// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, min_rows = 64>
 // CHECK: scf.parallel
 func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
   %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>
@@ -121,7 +121,7 @@ func.func @mlp(%x: tensor<?x32xbf16>) -> tensor<?x32xbf16> {
 // CHECK: call @swiglu_down_rows_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
 // CHECK: call @swiglu_down_0(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[OUT]])
 // CHECK: func.func @swiglu_down_rows_0({{.*}}: memref<?x64xbf16>, {{.*}}: memref<32x64xbf16>, {{.*}}: memref<?x4x32xbf16>, {{.*}}: memref<?x4xf32>, {{.*}}: memref<?x4x4xf32>, {{.*}}: memref<?x4x32xbf16>)
-// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = {epilogue = "store", hc_mult = 4 : i64, min_rows = 64 : i64}
+// CHECK: func.func @swiglu_down_0({{.*}}) attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, min_rows = 64, hc_mult = 4>
 func.func @mlp_streams(%x: tensor<?x32xbf16>, %r: tensor<?x4x32xbf16>, %post: tensor<?x4xf32>, %comb: tensor<?x4x4xf32>) -> tensor<?x4x32xbf16> {
   %g = llm.weight "mlp.gate_proj.weight" : tensor<64x32xbf16>
   %u = llm.weight "mlp.up_proj.weight" : tensor<64x32xbf16>

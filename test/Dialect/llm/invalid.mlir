@@ -1985,3 +1985,76 @@ func.func @moe_select_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm
 func.func @linear_epilogue_no_streams(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.linear_epilogue = #llm.linear_epilogue<mhc_post, hc_mult = 0>} {
   return
 }
+
+// -----
+
+// Tests that a grouped-expert kernel routes at most its experts per token.
+// expected-error@+1 {{grouped_experts top_k must be in [1, 16], got 17}}
+func.func @grouped_experts_top_k(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.grouped_experts = #llm.grouped_experts<up, top_k = 17, experts = 16, min_slots = 64, swiglu_limit = 7.0 : f64>} {
+  return
+}
+
+// -----
+
+// Tests that a grouped-expert kernel works from at least one slot.
+// expected-error@+1 {{grouped_experts min_slots must be >= 1, got 0}}
+func.func @grouped_experts_min_slots(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.grouped_experts = #llm.grouped_experts<down, top_k = 4, experts = 16, min_slots = 0, swiglu_limit = 7.0 : f64>} {
+  return
+}
+
+// -----
+
+// Tests that a rank's share of the experts divides them.
+// expected-error@+1 {{grouped_experts rank_experts must divide the 16 experts, got 5}}
+func.func @grouped_experts_rank_share(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.grouped_experts = #llm.grouped_experts<up, top_k = 4, experts = 16, min_slots = 64, swiglu_limit = 7.0 : f64, rank_experts = 5>} {
+  return
+}
+
+// -----
+
+// Tests that the SwiGLU epilogue has its clamp.
+// expected-error@+1 {{dense_matmul takes swiglu_limit exactly with the swiglu epilogue}}
+func.func @dense_matmul_swiglu_limit(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = #llm.dense_matmul<epilogue = swiglu, min_rows = 64>} {
+  return
+}
+
+// -----
+
+// Tests that the slot-sum epilogue knows its slots.
+// expected-error@+1 {{dense_matmul takes top_k exactly with the add_slot_sum epilogue}}
+func.func @dense_matmul_slot_sum(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = #llm.dense_matmul<epilogue = add_slot_sum, min_rows = 64>} {
+  return
+}
+
+// -----
+
+// Tests that counts are not negative.
+// expected-error@+1 {{dense_matmul min_rows, top_k and hc_mult must be positive where given}}
+func.func @dense_matmul_negative(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = #llm.dense_matmul<epilogue = store, min_rows = -1>} {
+  return
+}
+
+// -----
+
+// Tests that the head-batched matmuls only store.
+// expected-error@+1 {{dense_matmul's head-batched form stores its products (store epilogue, no hc_mult)}}
+func.func @dense_matmul_heads_streams(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = #llm.dense_matmul<epilogue = store, hc_mult = 4, head_batched = #llm.head_batched<heads = 2, weight_row_offset = 0, weight_row_stride = 512, weight_transposed = false>>} {
+  return
+}
+
+// -----
+
+// Tests that a head-batched matmul has heads.
+// expected-error@+2 {{head_batched needs heads >= 1 and a non-negative weight_row_offset and weight_row_stride, got 0, 0 and 512}}
+// expected-error@+1 {{failed to parse LLM_DenseMatmulAttr parameter 'head_batched'}}
+func.func @head_batched_no_heads(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<heads = 0, weight_row_offset = 0, weight_row_stride = 512, weight_transposed = false>>} {
+  return
+}
+
+// -----
+
+// Tests that the dense matmul's parameters are typed.
+// expected-error@+1 {{llm.dense_matmul must be a #llm.dense_matmul, got {epilogue = "store"}}}
+func.func @dense_matmul_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = {epilogue = "store"}} {
+  return
+}

@@ -26,7 +26,7 @@
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @swiglu_up_0(%a0: memref<?x256xbf16>, %a1: memref<512x256xbf16>, %a2: memref<512x256xbf16>, %a3: memref<?x512xbf16>)
-    attributes {llm.dense_matmul = {epilogue = "swiglu", min_rows = 64 : i64, swiglu_limit = 1.000000e+01 : f64}, llm.kernel = #llm.kernel<"swiglu_up_0", roles = [x, weight, up_weight, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = swiglu, min_rows = 64, swiglu_limit = 1.000000e+01 : f64>, llm.kernel = #llm.kernel<"swiglu_up_0", roles = [x, weight, up_weight, out]>} {
   return
 }
 
@@ -46,7 +46,7 @@ func.func @swiglu_up_0(%a0: memref<?x256xbf16>, %a1: memref<512x256xbf16>, %a2: 
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @swiglu_down_0(%a0: memref<?x512xbf16>, %a1: memref<256x512xbf16>, %a2: memref<?x4x256xbf16>, %a3: memref<?x4xf32>, %a4: memref<?x4x4xf32>, %a5: memref<?x4x256xbf16>)
-    attributes {llm.dense_matmul = {epilogue = "store", hc_mult = 4 : i64, min_rows = 64 : i64}, llm.kernel = #llm.kernel<"swiglu_down_0", roles = [x, weight, streams, stream_post, stream_comb, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, min_rows = 64, hc_mult = 4>, llm.kernel = #llm.kernel<"swiglu_down_0", roles = [x, weight, streams, stream_post, stream_comb, out]>} {
   return
 }
 
@@ -66,7 +66,7 @@ func.func @swiglu_down_0(%a0: memref<?x512xbf16>, %a1: memref<256x512xbf16>, %a2
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @moe_shared_down_0(%a0: memref<?x128xbf16>, %a1: memref<?x4x256xbf16>, %a2: memref<256x128xbf16>, %a3: memref<?x4x256xbf16>, %a4: memref<?x4xf32>, %a5: memref<?x4x4xf32>, %a6: memref<?x4x256xbf16>)
-    attributes {llm.dense_matmul = {epilogue = "add_slot_sum", hc_mult = 4 : i64, min_rows = 64 : i64, top_k = 4 : i64}, llm.kernel = #llm.kernel<"moe_shared_down_0", roles = [x, slot_sum, weight, streams, stream_post, stream_comb, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = add_slot_sum, min_rows = 64, top_k = 4, hc_mult = 4>, llm.kernel = #llm.kernel<"moe_shared_down_0", roles = [x, slot_sum, weight, streams, stream_post, stream_comb, out]>} {
   return
 }
 
@@ -102,7 +102,7 @@ func.func @moe_shared_down_0(%a0: memref<?x128xbf16>, %a1: memref<?x4x256xbf16>,
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @mla_absorb_0(%a0: memref<?x2x256xbf16>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x512xf32>)
-    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 0 : i64, weight_row_stride = 512 : i64, weight_transposed = true}, llm.kernel = #llm.kernel<"mla_absorb_0", roles = [x, weight, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<heads = 2, weight_row_offset = 0, weight_row_stride = 512, weight_transposed = true>>, llm.kernel = #llm.kernel<"mla_absorb_0", roles = [x, weight, out]>} {
   return
 }
 
@@ -124,6 +124,6 @@ func.func @mla_absorb_0(%a0: memref<?x2x256xbf16>, %a1: memref<1024x512xbf16>, %
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @mla_project_0(%a0: memref<?x2x512xf32>, %a1: memref<1024x512xbf16>, %a2: memref<?x2x256xbf16>)
-    attributes {llm.dense_matmul = {epilogue = "store", heads = 2 : i64, weight_row_offset = 256 : i64, weight_row_stride = 512 : i64, weight_transposed = false}, llm.kernel = #llm.kernel<"mla_project_0", roles = [x, weight, out]>} {
+    attributes {llm.dense_matmul = #llm.dense_matmul<epilogue = store, head_batched = #llm.head_batched<heads = 2, weight_row_offset = 256, weight_row_stride = 512, weight_transposed = false>>, llm.kernel = #llm.kernel<"mla_project_0", roles = [x, weight, out]>} {
   return
 }

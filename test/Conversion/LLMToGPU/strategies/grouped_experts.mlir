@@ -26,7 +26,7 @@
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @moe_up_0(%a0: memref<?x256xbf16>, %a1: memref<?x4xi32>, %a2: memref<?x4xi32>, %a3: memref<17xi32>, %a4: memref<16x128x256xbf16>, %a5: memref<16x128x256xbf16>, %a6: memref<?x4x128xbf16>)
-    attributes {llm.grouped_experts = {experts = 16 : i64, kind = "up", min_slots = 64 : i64, swiglu_limit = 1.000000e+01 : f64, top_k = 4 : i64}, llm.kernel = #llm.kernel<"moe_up_0", roles = [x, chosen, slot_order, expert_starts, weight, up_weight, out]>} {
+    attributes {llm.grouped_experts = #llm.grouped_experts<up, top_k = 4, experts = 16, min_slots = 64, swiglu_limit = 1.000000e+01 : f64>, llm.kernel = #llm.kernel<"moe_up_0", roles = [x, chosen, slot_order, expert_starts, weight, up_weight, out]>} {
   return
 }
 
@@ -46,6 +46,6 @@ func.func @moe_up_0(%a0: memref<?x256xbf16>, %a1: memref<?x4xi32>, %a2: memref<?
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
 func.func @moe_down_0(%a0: memref<?x4x128xbf16>, %a1: memref<?x4xi32>, %a2: memref<?x4xf32>, %a3: memref<?x4xi32>, %a4: memref<17xi32>, %a5: memref<16x256x128xbf16>, %a6: memref<?x4x256xbf16>)
-    attributes {llm.grouped_experts = {experts = 16 : i64, kind = "down", min_slots = 64 : i64, swiglu_limit = 1.000000e+01 : f64, top_k = 4 : i64}, llm.kernel = #llm.kernel<"moe_down_0", roles = [x, chosen, route_weights, slot_order, expert_starts, weight, out]>} {
+    attributes {llm.grouped_experts = #llm.grouped_experts<down, top_k = 4, experts = 16, min_slots = 64, swiglu_limit = 1.000000e+01 : f64>, llm.kernel = #llm.kernel<"moe_down_0", roles = [x, chosen, route_weights, slot_order, expert_starts, weight, out]>} {
   return
 }
