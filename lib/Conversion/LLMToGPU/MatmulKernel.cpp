@@ -1450,7 +1450,7 @@ MatmulKernelBuilder::stageChunks(int64_t weights, int64_t elements,
                                  bool withA) {
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   int64_t threads = t.threads();
-  int64_t perRow = kStageK / elements;
+  int64_t perRow = t.stageK / elements;
   SmallVector<StageChunk> chunks;
   for (int64_t wi = withA ? -1 : 0; wi < weights; ++wi) {
     int64_t rows = wi < 0 ? t.tileM() : t.tileN();
@@ -1553,7 +1553,12 @@ void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
 }
 
 Value MatmulKernelBuilder::stageColumn(Value row, Value chunk) {
-  if (t.ldmatrix || t.wgmma) {
+  // The hardware's swizzles of 64-byte rows (chunk c of row r at c ^ ((r /
+  // 2) mod 4)) and of 128-byte rows (c ^ (r mod 8)).
+  if (t.wgmma && t.stageK == kWideStageK) {
+    chunk = arith::XOrIOp::create(b, loc, chunk,
+                                  arith::AndIOp::create(b, loc, row, idx(7)));
+  } else if (t.ldmatrix || t.wgmma) {
     Value swizzle = arith::AndIOp::create(
         b, loc, arith::ShRUIOp::create(b, loc, row, idx(1)), idx(3));
     chunk = arith::XOrIOp::create(b, loc, chunk, swizzle);
@@ -1575,7 +1580,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStageLdmatrix(
     int64_t weights) {
   // Lane group q = lane / 8 addresses tile q of the four: its lane's row
   // (lane mod 8) of that tile.
-  int64_t steps = kStageK / mi.k;
+  int64_t steps = t.stageK / mi.k;
   Value inGroup = arith::RemUIOp::create(b, loc, lane, idx(8));
   Value q = arith::DivUIOp::create(b, loc, lane, idx(8));
   Value qLow = arith::RemUIOp::create(b, loc, q, idx(2));
@@ -1623,7 +1628,7 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA, Value bufA,
                                                       int64_t weights) {
   if (t.ldmatrix)
     return multiplyStageLdmatrix(stageA, bufA, stageB, bufB, accs, weights);
-  int64_t steps = kStageK / mi.k;
+  int64_t steps = t.stageK / mi.k;
   SmallVector<Value> out(accs.begin(), accs.end());
   SmallVector<SmallVector<Value>> a; // [i][step]
   for (int64_t i = 0; i < t.fragsM; ++i)
@@ -1662,10 +1667,9 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   if (t.ring())
     return accumulateRing(arena, weights);
   Value stageA =
-      viewWorkgroupArena(b, loc, arena, 0, {2, t.tileM(), kStageK}, bf16);
-  Value stageB = viewWorkgroupArena(b, loc, arena,
-                                    2 * t.tileM() * kStageK * 2,
-                                    {2, weights, t.tileN(), kStageK}, bf16);
+      viewWorkgroupArena(b, loc, arena, 0, {2, t.tileM(), t.stageK}, bf16);
+  Value stageB = viewWorkgroupArena(b, loc, arena, 2 * t.tileM() * t.stageK * 2,
+                                    {2, weights, t.tileN(), t.stageK}, bf16);
   SmallVector<StageChunk> chunks =
       stageChunks(t.transposedWeight ? 0 : weights);
   if (t.transposedWeight)
@@ -1701,13 +1705,13 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
-      b, loc, idx(0), idx(p.k), idx(kStageK), inits,
+      b, loc, idx(0), idx(p.k), idx(t.stageK), inits,
       [&](OpBuilder &nb, Location, Value kb, ValueRange iterArgs) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
         Value buf = arith::RemUIOp::create(
-            b, loc, arith::DivUIOp::create(b, loc, kb, idx(kStageK)), idx(2));
-        Value next = minu(add(kb, kStageK), idx(p.k - kStageK));
+            b, loc, arith::DivUIOp::create(b, loc, kb, idx(t.stageK)), idx(2));
+        Value next = minu(add(kb, t.stageK), idx(p.k - t.stageK));
         SmallVector<Value> accs;
         stage(next, arith::SubIOp::create(b, loc, idx(1), buf), [&] {
           accs = multiplyStage(stageA, buf, stageB, buf, iterArgs, weights);
@@ -1760,13 +1764,13 @@ MatmulKernelBuilder::transposedChunks(int64_t weights) {
   int64_t threads = t.threads();
   SmallVector<StageChunk> chunks;
   for (int64_t wi = 0; wi < weights; ++wi)
-    for (int64_t c = 0; c < kStageK * t.tileN() / 8 / threads; ++c) {
+    for (int64_t c = 0; c < t.stageK * t.tileN() / 8 / threads; ++c) {
       StageChunk chunk;
       chunk.weight = wi;
       chunk.transposed = true;
       Value at = add(tid, c * threads);
-      chunk.row = arith::RemUIOp::create(b, loc, at, idx(kStageK));
-      chunk.part = arith::DivUIOp::create(b, loc, at, idx(kStageK));
+      chunk.row = arith::RemUIOp::create(b, loc, at, idx(t.stageK));
+      chunk.part = arith::DivUIOp::create(b, loc, at, idx(t.stageK));
       chunks.push_back(chunk);
     }
   return chunks;
@@ -1827,11 +1831,12 @@ Value MatmulKernelBuilder::warpgroupDescriptor(Value arenaAddress,
       constant(4));
   // Bits 16-29: leading byte offset / 16 (unused by K-major swizzled
   // operands whose K step fits the swizzle row; 1 by convention); 32-45:
-  // stride byte offset / 16 between 8-row groups (8 rows of 64 bytes);
-  // 62-63: layout 2, the 64-byte swizzle.
+  // stride byte offset / 16 between 8-row groups (8 stage rows); 62-63:
+  // the swizzle of the stage rows (stageColumn): layout 2 for 64 bytes,
+  // 1 for 128.
+  uint64_t layout = t.stageK == kWideStageK ? 1 : 2;
   uint64_t fixed = (uint64_t(1) << 16) |
-                   (uint64_t(8 * kStageK * 2 / 16) << 32) |
-                   (uint64_t(2) << 62);
+                   (uint64_t(8 * t.stageK * 2 / 16) << 32) | (layout << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -1851,7 +1856,8 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
   // Warpgroup g's rows start 64 g rows into each fragment's (one
   // warpgroup: g = 0).
   if (t.warpgroups > 1)
-    aOffset = add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * kStageK * 2));
+    aOffset =
+        add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * t.stageK * 2));
   int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
@@ -1879,13 +1885,13 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     d.push_back(packed);
   }
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t step = 0; step < kStageK / 16; ++step) {
+  for (int64_t step = 0; step < t.stageK / 16; ++step) {
     // A K step of 16 bf16 is 32 bytes along the stage rows.
     Value descB = warpgroupDescriptor(arenaAddress, add(bOffset, 32 * step));
     for (int64_t i = 0; i < t.fragsM; ++i) {
       Value descA = warpgroupDescriptor(
           arenaAddress,
-          add(aOffset, i * t.fragmentRowStride() * kStageK * 2 + 32 * step));
+          add(aOffset, i * t.fragmentRowStride() * t.stageK * 2 + 32 * step));
       d[i] = NVVM::WgmmaMmaAsyncOp::create(
           b, loc, structType, d[i], descA, descB, shape,
           NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
@@ -1934,21 +1940,21 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   Type ringElement = fp8Weights ? Type(fp8) : Type(bf16);
   // Bytes of one ring slot of x and of the weights, and of one decoded
   // bf16 block of fp8 weights.
-  int64_t slotBytesA = t.tileM() * kStageK * 2;
-  int64_t slotBytesB = weights * t.tileN() * kStageK * (fp8Weights ? 1 : 2);
-  int64_t decodedBytes = weights * t.tileN() * kStageK * 2;
+  int64_t slotBytesA = t.tileM() * t.stageK * 2;
+  int64_t slotBytesB = weights * t.tileN() * t.stageK * (fp8Weights ? 1 : 2);
+  int64_t decodedBytes = weights * t.tileN() * t.stageK * 2;
   int64_t ringABytes = stages * slotBytesA;
   int64_t ringBBytes = stages * slotBytesB;
   Value stageA =
-      viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), kStageK}, bf16);
-  SmallVector<int64_t> ringShape = {stages, weights, t.tileN(), kStageK};
+      viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), t.stageK}, bf16);
+  SmallVector<int64_t> ringShape = {stages, weights, t.tileN(), t.stageK};
   if (transposed)
-    ringShape = {stages, weights, kStageK, t.tileN()};
+    ringShape = {stages, weights, t.stageK, t.tileN()};
   Value ringB =
       viewWorkgroupArena(b, loc, arena, ringABytes, ringShape, ringElement);
   Value decoded =
       decodes ? viewWorkgroupArena(b, loc, arena, ringABytes + ringBBytes,
-                                   {2, weights, t.tileN(), kStageK}, bf16)
+                                   {2, weights, t.tileN(), t.stageK}, bf16)
               : Value();
   SmallVector<StageChunk> copied = stageChunks(decodes ? 0 : weights);
   SmallVector<StageChunk> raw;
@@ -1956,14 +1962,14 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
     raw = stageChunks(weights, /*elements=*/16, /*withA=*/false);
   if (transposed)
     raw = transposedChunks(weights);
-  int64_t blocks = p.k / kStageK;
+  int64_t blocks = p.k / t.stageK;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
   // Block `block` (index) into slot `slot`: the source clamped to the last
   // block, with no bytes read past it.
   auto copyBlock = [&](Value block, Value slot) {
     Value inside = ult(block, idx(blocks));
-    Value kb = mul(minu(block, idx(blocks - 1)), kStageK);
+    Value kb = mul(minu(block, idx(blocks - 1)), t.stageK);
     SmallVector<Value> tokens;
     auto copy = [&](Value dst, SmallVector<Value> to, Value src,
                     SmallVector<Value> from, int64_t elements) {
@@ -2034,8 +2040,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         Value next = add(k, 1);
         SmallVector<Value> scales;
         if (fp8Weights)
-          scales = rawChunkScales(
-              raw, mul(minu(next, idx(blocks - 1)), kStageK));
+          scales =
+              rawChunkScales(raw, mul(minu(next, idx(blocks - 1)), t.stageK));
         Value half = arith::RemUIOp::create(b, loc, k, idx(2));
         SmallVector<Value> accs;
         if (t.wgmma) {
@@ -2425,13 +2431,25 @@ private:
 };
 } // namespace
 
+bool mlir::strata::isWideColumnProblem(const MatmulProblem &problem) {
+  return problem.n / 128 >= kStagedWideColumnTiles;
+}
+
+int64_t mlir::strata::stagedTileRows(const MatmulTiling &tiling,
+                                     const MatmulProblem &problem) {
+  return tiling.targetHasWarpgroupMma && isWideColumnProblem(problem)
+             ? kStagedWideTileRows
+             : kStagedTileRows;
+}
+
 int64_t mlir::strata::stagedMinRows(const MatmulTiling &staged,
                                     const MatmulProblem &problem,
                                     int64_t batches) {
   int64_t columnTiles =
       std::max<int64_t>(problem.n / staged.tileN(), 1) * batches;
   if (columnTiles >= kStagedWideColumnTiles)
-    return staged.tileM();
+    return staged.tileM() == kStagedWideTileRows ? staged.mma.m + 1
+                                                 : staged.tileM();
   return std::max<int64_t>(
       kStagedMinRows,
       staged.tileM() * llvm::divideCeil(kStagedMinTiles, columnTiles));
@@ -2608,7 +2626,7 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
   // Grid (ceil(M / tileM), N / tileN, 1).
   return buildMatmulFunc(
       builder, loc, module, name, argTypes, tiling, problem, types,
-      /*weights=*/1, kStagedTileRows, /*grouped=*/false,
+      /*weights=*/1, stagedTileRows(tiling, problem), /*grouped=*/false,
       [&](RowTiles &kb, gpu::GPUFuncOp func) {
         int64_t splits = 0;
         std::optional<MatmulTiling> split =

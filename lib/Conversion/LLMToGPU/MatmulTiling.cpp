@@ -390,6 +390,15 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
     t.kRuns = false;
     t.asyncCopy = true;
     t.stages = kAsyncStages;
+    // bf16 weights read as stored: 128-byte stage rows (kWideStageK).
+    if (!problem.fp8Weight && !problem.transposedWeight &&
+        problem.k % kWideStageK == 0 && problem.k >= kWideStageMinK &&
+        (tileN * kWideStageK / 8) % t.threads() == 0 &&
+        (t.tileM() * kWideStageK / 8) % t.threads() == 0) {
+      t.stageK = kWideStageK;
+      t.blockK = kWideStageK;
+      t.stages = kWideStageStages;
+    }
     return t;
   }
   return std::nullopt;
@@ -454,6 +463,7 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
   t.stepwiseA = false;
   t.staged = true;
   t.blockK = kStageK;
+  t.stageK = kStageK;
   // W^T's K rows are transposed on their way into the stage buffers (the
   // ring's decoded buffers, or the two buffers through registers): bf16
   // weights, whole 8-column chunks per thread; with f32 x (allowWarpgroup
@@ -513,16 +523,17 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
 
 int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
                                         int64_t weights) {
+  int64_t stageK = staged.stageK;
   if (!staged.ring()) {
     // Two buffers of the tile's A rows and every weight's B rows, bf16.
-    return 2 * (staged.tileM() + weights * staged.tileN()) * kStageK * 2;
+    return 2 * (staged.tileM() + weights * staged.tileN()) * stageK * 2;
   }
   bool fp8 = staged.fp8Mode == Fp8Mode::DecodeWeights;
   bool decodes = fp8 || staged.transposedWeight;
-  int64_t ringA = staged.stages * staged.tileM() * kStageK * 2;
+  int64_t ringA = staged.stages * staged.tileM() * stageK * 2;
   int64_t ringB =
-      staged.stages * weights * staged.tileN() * kStageK * (fp8 ? 1 : 2);
-  int64_t decoded = decodes ? 2 * weights * staged.tileN() * kStageK * 2 : 0;
+      staged.stages * weights * staged.tileN() * stageK * (fp8 ? 1 : 2);
+  int64_t decoded = decodes ? 2 * weights * staged.tileN() * stageK * 2 : 0;
   return ringA + ringB + decoded;
 }
 

@@ -109,6 +109,12 @@ struct MatmulTiling {
   /// that copied them, one block ahead (stagedBufferBytes; the arena is
   /// dynamic workgroup memory).
   int64_t stages = 2;
+  /// K elements of one staged block (a stage row of stageK bf16): kStageK,
+  /// or kWideStageK for the wgmma ring of bf16 weights read as stored
+  /// (chooseWarpgroupTiling), whose 128-byte rows take the 128-byte
+  /// swizzle and halve the blocks, so the barrier, the copy issue and the
+  /// wait of each block are paid once per 64 K instead of per 32.
+  int64_t stageK = 32;
   /// The staged weight blocks are W^T's K rows of N values
   /// (MatmulProblem::transposedWeight), each thread's 8-column chunks of a
   /// K row stored as column K of 8 stage rows, so the products read K-major
@@ -261,6 +267,17 @@ inline constexpr int64_t kStageK = 32;
 /// tokens: 1.08 TB/s).
 inline constexpr int64_t kAsyncStages = 4;
 
+/// MatmulTiling::stageK of the wgmma ring over bf16 weights read as stored,
+/// with kWideStageStages blocks in the ring: 96 KiB for a 128 x 128 tile,
+/// two blocks of 64 K (32 KiB) in flight while one is multiplied, and two
+/// workgroups per streaming multiprocessor.
+inline constexpr int64_t kWideStageK = 64;
+inline constexpr int64_t kWideStageStages = 3;
+/// The fewest K for 64-wide blocks: long K loops are where a block's fixed
+/// cost counts; a loop of 8 wide blocks (the tiny model's K = 512 MTP
+/// projection) spilled registers in ptxas (28-40 bytes at 255 registers).
+inline constexpr int64_t kWideStageMinK = 1024;
+
 /// The staged row-tile form of `tiling` (MatmulTiling::staged) for tiles of
 /// `tileRows` rows: 2 x 2 subgroups, kStageK-wide K blocks through
 /// workgroup memory, as many columns (128 or 64) as keep `weights` x the
@@ -328,19 +345,28 @@ std::optional<MatmulTiling> widenForWarpgroups(const MatmulTiling &tiling,
 /// least stagedMinRows rows: kStagedMinRows, and enough rows for
 /// kStagedMinTiles tiles (about two per streaming multiprocessor of the
 /// H200: below, the unstaged 64 x 64 tiles keep more of the GPU busy;
-/// measured on the H200, docs/bench/h200-matrix.md); one tile of rows for
-/// problems of kStagedWideColumnTiles column tiles or more.
+/// measured on the H200, docs/bench/h200-matrix.md); for wide problems
+/// (isWideColumnProblem) every step above the decode forms' rows with
+/// kStagedWideTileRows-row tiles, else one tile of rows.
 inline constexpr int64_t kStagedMinRows = 256;
 inline constexpr int64_t kStagedMinTiles = 256;
-/// A problem with at least this many staged column tiles (lm_head's 1210)
-/// takes them from one tile of rows on: its columns alone fill the GPU, and
-/// one 128-row tile reads each weight column once where two 64-row ones
-/// read it twice (H200, lm_head at 128 rows: 906 -> 794 us). Staged tiles of
-/// 64 rows (one wgmma m64) from 17 rows on were slower on an H100 (lm_head
-/// at 32 rows 557 -> 664 us against the unstaged 64 x 64 tiles, at 128 rows
-/// 665 -> 716 us against the 128-row staged tiles; docs/bench/h200-matrix.md
-/// "MLA's head-batched matmuls on the staged tiles").
+/// A problem with at least this many 128-column tiles (lm_head's 1210) is
+/// wide: its columns alone fill the GPU at any step size, so it takes the
+/// staged tiles from one tile of rows on. On sm_90a (wgmma, and lm_head's
+/// bf16 weight on the 64-wide K blocks, kWideStageK) the tiles have
+/// kStagedWideTileRows rows (one wgmma m64) and start above the decode
+/// forms' 16 rows: on an H100, lm_head at 32 rows 556 -> 482 us against the
+/// unstaged 64 x 64 tiles, at 128 rows 511 -> 534 us against one 128-row
+/// tile (two 64-row tiles read each weight column twice, the second time
+/// mostly from L2); with 32-wide K blocks the 64-row tiles had been slower
+/// at both (557 -> 664 us, 665 -> 716 us; docs/bench/h200-matrix.md).
 inline constexpr int64_t kStagedWideColumnTiles = 4 * kStagedMinTiles;
+inline constexpr int64_t kStagedWideTileRows = 64;
+bool isWideColumnProblem(const MatmulProblem &problem);
+/// Rows of the staged tiles of a plain linear: kStagedWideTileRows for wide
+/// problems on targets with the warpgroup instruction, else kStagedTileRows.
+int64_t stagedTileRows(const MatmulTiling &tiling,
+                       const MatmulProblem &problem);
 /// `batches` matmuls of the problem in one grid (MLA's heads: grid z) count
 /// as that many times its column tiles.
 int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem,

@@ -140,3 +140,83 @@ func.func @linear_fp8(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
   return %y : tensor<?x256xbf16>
 }
 }
+
+// -----
+
+// Tests 64-wide K blocks (MatmulTiling::stageK = kWideStageK): bf16 weights
+// read as stored with K >= kWideStageMinK (1024) take 128-byte stage rows, a
+// ring of 3 K blocks of 64 (x: 3 x 128 x 128 bytes = 49152 at 0, W: 3 x 128
+// x 128 = 49152 after it; 98304 in all). Each thread's 16-byte chunk c of
+// stage row r goes to chunk c ^ (r mod 8), the 128-byte swizzle; the copies
+// run 2 blocks ahead (wait for all but 1 group). Per K block (16 of them):
+// the barrier, the copy of block k + 2, four K steps of 16 with one
+// instruction per 64-row half whose descriptors address slot k mod 3 (A at
+// 16384 x slot, + 8192 for rows 64..127; B at 49152 + 16384 x slot; each
+// step 32 bytes further along the 128-byte rows) with the 128-byte swizzle,
+// stride 1024 between 8-row groups (0x4000004000010000 =
+// 4611686293305360384 ORed onto address / 16).
+// CHECK-LABEL: gpu.func @linear_bf16_256x1024_bf16
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 98304 : i64
+// CHECK-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
+// CHECK: %[[ARENA:.*]] = gpu.dynamic_shared_memory
+// CHECK: %[[A:.*]] = memref.view %[[ARENA]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[B:.*]] = memref.view %[[ARENA]][%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x1x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[SWZ:.*]] = arith.andi %[[ROW:.*]], %c7 : index
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.xori %{{.*}}, %[[SWZ]] : index
+// CHECK-NEXT: %[[COLUMN:.*]] = arith.muli %[[CHUNK]], %c8 : index
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0, %[[ROW]], %[[COLUMN]]]
+// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0,
+// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c1,
+// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 1 : i32}
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c3
+// CHECK: nvgpu.device_async_create_group
+// CHECK-NEXT: %[[BSLOT:.*]] = arith.muli %[[SLOT]], %c16384
+// CHECK-NEXT: %[[BOFF:.*]] = arith.addi %[[BSLOT]], %c49152
+// CHECK-NEXT: %[[AOFF:.*]] = arith.muli %[[SLOT]], %c16384
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: %[[DESCB:.*]] = arith.ori %{{.*}}, %c4611686293305360384_i64
+// CHECK: %[[DESCA:.*]] = arith.ori %{{.*}}, %c4611686293305360384_i64
+// CHECK-NEXT: %[[D0:.*]] = nvvm.wgmma.mma_async %[[DESCA]], %[[DESCB]], %{{.*}}, <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[AOFF]], %c8192
+// CHECK: %[[D1:.*]] = nvvm.wgmma.mma_async %{{.*}}, %[[DESCB]], %{{.*}}, <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[BOFF]], %c32
+// CHECK: arith.addi %[[AOFF]], %c32
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D0]], <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[AOFF]], %c8224
+// CHECK: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[D1]], <m = 64, n = 128, k = 16>
+// CHECK-NEXT: arith.addi %[[BOFF]], %c64
+// CHECK-COUNT-4: nvvm.wgmma.mma_async
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 1 : i32}
+// CHECK-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.yield
+module {
+func.func @linear_bf16_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
+  %w = llm.weight "proj.weight" : tensor<256x1024xbf16>
+  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, tensor<256x1024xbf16>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
+
+// -----
+
+// Tests a wide problem (isWideColumnProblem: 1024 column tiles of 128, as
+// lm_head's 1210) on sm_90a: 64-row staged tiles (kStagedWideTileRows, one
+// wgmma m64 per block) from 17 rows on, i.e. every step above the decode
+// forms' 16 rows; the 64-wide K ring of 3 blocks is 3 x (64 + 128) x 128 =
+// 73728 bytes.
+// CHECK-LABEL: gpu.func @linear_bf16_131072x1024_bf16
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 73728 : i64
+// CHECK-SAME: strata.staged_min_rows = 17 : i64
+// CHECK-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 64, 128>, strata.staged_wgmma
+module {
+func.func @linear_bf16(%x: tensor<?x1024xbf16>) -> tensor<?x131072xbf16> {
+  %w = llm.weight "head.weight" : tensor<131072x1024xbf16>
+  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, tensor<131072x1024xbf16>) -> tensor<?x131072xbf16>
+  return %y : tensor<?x131072xbf16>
+}
+}
