@@ -397,7 +397,8 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
         (t.tileM() * kWideStageK / 8) % t.threads() == 0) {
       t.stageK = kWideStageK;
       t.blockK = kWideStageK;
-      t.stages = kWideStageStages;
+      t.stages =
+          t.tileM() == kWarpgroupRows ? kWideStageStagesM64 : kWideStageStages;
     }
     return t;
   }

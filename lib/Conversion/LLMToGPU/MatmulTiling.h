@@ -270,9 +270,13 @@ inline constexpr int64_t kAsyncStages = 4;
 /// MatmulTiling::stageK of the wgmma ring over bf16 weights read as stored,
 /// with kWideStageStages blocks in the ring: 96 KiB for a 128 x 128 tile,
 /// two blocks of 64 K (32 KiB) in flight while one is multiplied, and two
-/// workgroups per streaming multiprocessor.
+/// workgroups per streaming multiprocessor. Tiles of one warpgroup's 64 rows
+/// (lm_head's, kStagedWideTileRows) take kWideStageStagesM64 blocks, also
+/// 96 KiB (on an H100, lm_head at 32 rows 462 -> 452 us against 3 blocks;
+/// even at 64 and 128 rows).
 inline constexpr int64_t kWideStageK = 64;
 inline constexpr int64_t kWideStageStages = 3;
+inline constexpr int64_t kWideStageStagesM64 = 4;
 /// The fewest K for 64-wide blocks: long K loops are where a block's fixed
 /// cost counts; a loop of 8 wide blocks (the tiny model's K = 512 MTP
 /// projection) spilled registers in ptxas (28-40 bytes at 255 registers).

@@ -207,12 +207,12 @@ func.func @linear_bf16_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
 // Tests a wide problem (isWideColumnProblem: 1024 column tiles of 128, as
 // lm_head's 1210) on sm_90a: 64-row staged tiles (kStagedWideTileRows, one
 // wgmma m64 per block) from 17 rows on, i.e. every step above the decode
-// forms' 16 rows; the 64-wide K ring of 3 blocks is 3 x (64 + 128) x 128 =
-// 73728 bytes.
+// forms' 16 rows; its 64-wide K ring has 4 blocks (kWideStageStagesM64), 4 x
+// (64 + 128) x 128 = 98304 bytes.
 // CHECK-LABEL: gpu.func @linear_bf16_131072x1024_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 73728 : i64
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 98304 : i64
 // CHECK-SAME: strata.staged_min_rows = 17 : i64
-// CHECK-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 64, 128>, strata.staged_wgmma
+// CHECK-SAME: strata.staged_stages = 4 : i64, strata.staged_tile = array<i64: 64, 128>, strata.staged_wgmma
 module {
 func.func @linear_bf16(%x: tensor<?x1024xbf16>) -> tensor<?x131072xbf16> {
   %w = llm.weight "head.weight" : tensor<131072x1024xbf16>
