@@ -31,11 +31,25 @@
 // lanes' tree (not the generic kernel's head order: the scores may differ
 // from it in the last bits).
 //
+// fp8 index pages (KpoolScores::fp8: Hadamard-rotated e4m3 keys, one f32
+// power-of-two scale per row) take the same matrix instruction: a key
+// element decoded from e4m3 and multiplied by its row's scale is a bf16
+// value exactly, so the B fragments are the keys as the generic kernel
+// reads them. The generic kernel rotates the queries in f32 instead of
+// quantising them; here the work item rotates its token's queries once, in
+// workgroup memory (a fast Walsh-Hadamard transform, log2(dim) butterfly
+// passes with a barrier each, then the orthonormal factor), and splits each
+// rotated element into bf16 high and low parts (hi = bf16(x), lo = bf16(x -
+// hi): 16 of f32's 24 bits) whose two products are added in the same f32
+// accumulator: the scores match the generic kernel's to ~1e-5 of the
+// terms' magnitudes, not the ~4e-3 of a query rounded to bf16.
+//
 // Only what FragmentLayout describes depends on the target: mma.sync on
 // sm_90, MFMA on gfx942 / gfx950.
 //
 //===----------------------------------------------------------------------===//
 
+#include <cmath>
 #include <map>
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -55,6 +69,8 @@ namespace {
 
 /// Subgroups per block; each takes n pools of a group.
 constexpr int64_t kSubgroups = 4;
+/// fp8 pages: the most workgroup memory the rotated queries take (bytes).
+constexpr int64_t kKpoolScoreMaxRotated = 32 * 1024;
 
 class KpoolScoresBuilder : LaneArith {
 public:
@@ -80,7 +96,24 @@ private:
 
   void buildToken();
   void buildTokenGroups();
+  /// qFrags of bf16 queries read as they are.
+  void loadQueryFragments();
+  /// fp8 pages: qFrags / qLowFrags, the high and low bf16 parts of the
+  /// token's queries rotated in `rotated`.
+  void rotateQueryFragments();
+  /// The fast Walsh-Hadamard transform of each head's row of `rotated`
+  /// (unnormalised), one barrier per butterfly pass.
+  void buildHadamardPasses();
   void buildGroup(Value group);
+  /// The B fragment (bf16) of k step `ks` of pool row (page, row): read as
+  /// it is, or decoded from fp8 times the row's `scale`.
+  Value keyFragment(int64_t ks, std::pair<Value, Value> pageRow, Value scale,
+                    ArrayRef<int64_t> piece);
+  /// fp8 pages: the f32 scale of row (page, row).
+  Value rowScale(std::pair<Value, Value> pageRow);
+  /// Threads [0, n) over the block's threads: body(i) for each of this
+  /// thread's.
+  void forEachBlockIndex(int64_t n, llvm::function_ref<void(Value)> body);
 
   const KpoolScores &s;
   const MatrixInstruction &mi;
@@ -88,13 +121,15 @@ private:
   Type f32, bf16;
   // Arguments.
   Value q, weights, pool, positions, starts, blockTable, scores;
+  // fp8 pages: the token's rotated queries [heads, headDim] f32.
+  Value rotated;
   // Per thread.
   Value tid, warp;
   // Parts per token (per kernel), the work item's token and part.
   Value parts, used, t, part;
   // Per work item.
   Value request, visible, groups;
-  SmallVector<Value> qFrags;
+  SmallVector<Value> qFrags, qLowFrags;
 };
 
 } // namespace
@@ -110,6 +145,8 @@ void KpoolScoresBuilder::build(gpu::GPUFuncOp func,
   starts = at(KernelRole::SeqStarts);
   blockTable = at(KernelRole::BlockTable);
   scores = at(KernelRole::Scores);
+  if (s.fp8())
+    rotated = addWorkgroupBuffer(func, loc, {s.heads, s.headDim}, f32);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -146,8 +183,22 @@ void KpoolScoresBuilder::buildToken() {
 
 void KpoolScoresBuilder::buildTokenGroups() {
   request = requestOfToken(starts, t);
-
   // q[t]'s A fragments, one per (row tile, k step), for the whole token.
+  if (s.fp8())
+    rotateQueryFragments();
+  else
+    loadQueryFragments();
+
+  // Groups of kSubgroups x n pools, this part's from `part` in steps of
+  // U; every thread runs the same trip count (the barriers inside are
+  // uniform).
+  auto loop = scf::ForOp::create(b, loc, part, groups, used);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  buildGroup(loop.getInductionVar());
+}
+
+void KpoolScoresBuilder::loadQueryFragments() {
   Value lastHead = idx(s.heads - 1);
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
   qFrags.clear();
@@ -164,14 +215,116 @@ void KpoolScoresBuilder::buildTokenGroups() {
       qFrags.push_back(concat(parts, mi.a, bf16));
     }
   }
+}
 
-  // Groups of kSubgroups x n pools, this part's from `part` in steps of
-  // U; every thread runs the same trip count (the barriers inside are
-  // uniform).
-  auto loop = scf::ForOp::create(b, loc, part, groups, used);
+void KpoolScoresBuilder::forEachBlockIndex(
+    int64_t n, llvm::function_ref<void(Value)> body) {
+  auto loop =
+      scf::ForOp::create(b, loc, tid, idx(n), idx(kSubgroups * subgroupSize));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
-  buildGroup(loop.getInductionVar());
+  body(loop.getInductionVar());
+}
+
+void KpoolScoresBuilder::buildHadamardPasses() {
+  int64_t half = s.headDim / 2;
+  for (int64_t span = 1; span < s.headDim; span *= 2) {
+    // Pair i of the pass: head i / half, the pair's first element
+    // (j / span) 2 span + j % span with j = i % half, the second span on.
+    forEachBlockIndex(s.heads * half, [&](Value i) {
+      Value h = arith::DivUIOp::create(b, loc, i, idx(half));
+      Value j = arith::RemUIOp::create(b, loc, i, idx(half));
+      Value first =
+          add(mul(arith::DivUIOp::create(b, loc, j, idx(span)), 2 * span),
+              arith::RemUIOp::create(b, loc, j, idx(span)));
+      Value second = add(first, span);
+      Value x = memref::LoadOp::create(b, loc, rotated, ValueRange{h, first});
+      Value y = memref::LoadOp::create(b, loc, rotated, ValueRange{h, second});
+      memref::StoreOp::create(b, loc, arith::AddFOp::create(b, loc, x, y),
+                              rotated, ValueRange{h, first});
+      memref::StoreOp::create(b, loc, arith::SubFOp::create(b, loc, x, y),
+                              rotated, ValueRange{h, second});
+    });
+    barrier();
+  }
+}
+
+void KpoolScoresBuilder::rotateQueryFragments() {
+  // The previous work item's fragments are read: q[t] replaces them.
+  barrier();
+  forEachBlockIndex(s.heads * s.headDim, [&](Value i) {
+    Value h = arith::DivUIOp::create(b, loc, i, idx(s.headDim));
+    Value c = arith::RemUIOp::create(b, loc, i, idx(s.headDim));
+    Value v = memref::LoadOp::create(b, loc, q, ValueRange{t, h, c});
+    memref::StoreOp::create(b, loc, arith::ExtFOp::create(b, loc, f32, v),
+                            rotated, ValueRange{h, c});
+  });
+  barrier();
+  buildHadamardPasses();
+
+  Value lastHead = idx(s.heads - 1);
+  Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
+  auto f32Piece = VectorType::get({mi.a.count}, f32);
+  auto bf16Piece = VectorType::get({mi.a.count}, bf16);
+  Value norm = vector::BroadcastOp::create(
+      b, loc, f32Piece, cf32(1.0 / std::sqrt(double(s.headDim))));
+  qFrags.clear();
+  qLowFrags.clear();
+  for (int64_t mt = 0; mt < rowTiles; ++mt) {
+    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
+      SmallVector<Value> highs, lows;
+      for (auto piece : mi.a.pieces) {
+        Value h = minu(add(aOuter, mt * mi.m + piece[0]), lastHead);
+        Value c = add(aInner, ks * mi.k + piece[1]);
+        Value x = arith::MulFOp::create(
+            b, loc,
+            vector::LoadOp::create(b, loc, f32Piece, rotated, ValueRange{h, c}),
+            norm);
+        Value high = arith::TruncFOp::create(b, loc, bf16Piece, x);
+        Value rest = arith::SubFOp::create(
+            b, loc, x, arith::ExtFOp::create(b, loc, f32Piece, high));
+        highs.push_back(high);
+        lows.push_back(arith::TruncFOp::create(b, loc, bf16Piece, rest));
+      }
+      qFrags.push_back(concat(highs, mi.a, bf16));
+      qLowFrags.push_back(concat(lows, mi.a, bf16));
+    }
+  }
+}
+
+Value KpoolScoresBuilder::rowScale(std::pair<Value, Value> pageRow) {
+  auto i8 = b.getI8Type();
+  auto bytes = vector::LoadOp::create(
+      b, loc, VectorType::get({4}, i8), pool,
+      ValueRange{pageRow.first,
+                 add(mul(pageRow.second, 4), s.fp8ScaleOffset())});
+  bytes.setAlignment(uint64_t(4));
+  return vector::ExtractOp::create(
+      b, loc,
+      vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), bytes),
+      int64_t(0));
+}
+
+Value KpoolScoresBuilder::keyFragment(int64_t ks,
+                                      std::pair<Value, Value> pageRow,
+                                      Value scale, ArrayRef<int64_t> piece) {
+  Value bInner = laneMap(mi.b.inner);
+  Value c = add(bInner, ks * mi.k + piece[1]);
+  if (!s.fp8())
+    return vector::LoadOp::create(b, loc, VectorType::get({mi.b.count}, bf16),
+                                  pool,
+                                  ValueRange{pageRow.first, pageRow.second, c});
+  // e4m3 times a power of two: a bf16 value exactly.
+  auto bytes = vector::LoadOp::create(
+      b, loc, VectorType::get({mi.b.count}, b.getI8Type()), pool,
+      ValueRange{pageRow.first, add(mul(pageRow.second, s.headDim), c)});
+  bytes.setAlignment(uint64_t(mi.b.count));
+  auto f32Piece = VectorType::get({mi.b.count}, f32);
+  Value key = arith::MulFOp::create(
+      b, loc, decodeE4M3ToF32(bytes),
+      vector::BroadcastOp::create(b, loc, f32Piece, scale));
+  return arith::TruncFOp::create(b, loc, VectorType::get({mi.b.count}, bf16),
+                                 key);
 }
 
 void KpoolScoresBuilder::buildGroup(Value group) {
@@ -179,19 +332,19 @@ void KpoolScoresBuilder::buildGroup(Value group) {
   // the last visible pool's row (their scores are never stored).
   Value p0 = mul(add(mul(group, kSubgroups), warp), mi.n);
   Value lastPool = arith::SubIOp::create(b, loc, visible, idx(1));
-  Value bOuter = laneMap(mi.b.outer), bInner = laneMap(mi.b.inner);
+  Value bOuter = laneMap(mi.b.outer);
   Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
   SmallVector<std::pair<Value, Value>> rows;
-  for (auto piece : mi.b.pieces)
+  SmallVector<Value> rowScales;
+  for (auto piece : mi.b.pieces) {
     rows.push_back(poolRow(minu(add(add(p0, bOuter), piece[0]), lastPool)));
+    rowScales.push_back(s.fp8() ? rowScale(rows.back()) : Value());
+  }
   SmallVector<Value> keyFrags;
   for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
     SmallVector<Value> parts;
     for (auto [i, piece] : llvm::enumerate(mi.b.pieces))
-      parts.push_back(vector::LoadOp::create(
-          b, loc, VectorType::get({mi.b.count}, bf16), pool,
-          ValueRange{rows[i].first, rows[i].second,
-                     add(bInner, ks * mi.k + piece[1])}));
+      parts.push_back(keyFragment(ks, rows[i], rowScales[i], piece));
     keyFrags.push_back(concat(parts, mi.b, bf16));
   }
   // w[t, h] relu(q . K) of this lane's elements added per column of the
@@ -200,9 +353,13 @@ void KpoolScoresBuilder::buildGroup(Value group) {
   std::map<int64_t, Value> columnSums;
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
     Value acc = zeros(mi.c.size());
-    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks)
-      acc = emitMatrixInstruction(
-          b, loc, mi, qFrags[mt * (s.headDim / mi.k) + ks], keyFrags[ks], acc);
+    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
+      int64_t a = mt * (s.headDim / mi.k) + ks;
+      acc = emitMatrixInstruction(b, loc, mi, qFrags[a], keyFrags[ks], acc);
+      if (s.fp8())
+        acc =
+            emitMatrixInstruction(b, loc, mi, qLowFrags[a], keyFrags[ks], acc);
+    }
     int64_t e = 0;
     for (auto piece : mi.c.pieces) {
       Value h = add(cOuter, mt * mi.m + piece[0]);
@@ -271,6 +428,14 @@ mlir::strata::chooseKpoolScoresInstruction(const TargetInfo &target,
   }
   if (shape.headDim % best->k || shape.kpool <= 0) {
     why = "the index head dimension does not tile";
+    return failure();
+  }
+  // fp8 pages: the queries' Walsh-Hadamard transform in workgroup memory.
+  if (shape.fp8() &&
+      (!llvm::isPowerOf2_64(shape.headDim) ||
+       shape.heads * shape.headDim * 4 > kKpoolScoreMaxRotated)) {
+    why = "the fp8 index pages' rotated queries take a power-of-two head "
+          "dimension and at most 32 KiB";
     return failure();
   }
   // The sums of a group (kSubgroups x n) take one thread each.

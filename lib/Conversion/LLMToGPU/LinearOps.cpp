@@ -1045,27 +1045,43 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKpoolScoresKernelFunction(
   MemRefType q = identityMemRefInput(type, 0);
   MemRefType pool = identityMemRefInput(type, 2);
   MemRefType scores = identityMemRefInput(type, 6);
+  // A bf16 pool [pages, rows, dim], or fp8 pages [pages, page bytes] i8.
+  bool fp8 = pool && pool.getRank() == 2 && pool.getElementType().isInteger(8);
   bool types = q && pool && scores && q.getRank() == 3 &&
-               pool.getRank() == 3 && isMemRefInput(type, 1, 2, f32) &&
-               isMemRefInput(type, 6, 3, f32) && isMemRefInput(type, 3, 1, i32) &&
+               (pool.getRank() == 3 || fp8) && isMemRefInput(type, 1, 2, f32) &&
+               isMemRefInput(type, 6, 3, f32) &&
+               isMemRefInput(type, 3, 1, i32) &&
                isMemRefInput(type, 4, 1, i32) && isMemRefInput(type, 5, 2, i32);
   if (!types || q.isDynamicDim(1) || q.isDynamicDim(2) ||
-      pool.isDynamicDim(1) || pool.isDynamicDim(2) ||
-      scores.isDynamicDim(2) || scores.getDimSize(2) != pool.getDimSize(1)) {
+      pool.isDynamicDim(1) || (!fp8 && pool.isDynamicDim(2)) ||
+      scores.isDynamicDim(2) ||
+      (!fp8 && scores.getDimSize(2) != pool.getDimSize(1))) {
     why = "unexpected kpool_scores kernel signature";
     return failure();
   }
-  if (!q.getElementType().isBF16() || !pool.getElementType().isBF16() ||
-      pool.getDimSize(2) != q.getDimSize(2)) {
-    why = "the matrix-unit kpool_scores reads bf16 queries and a bf16 pool";
+  if (!q.getElementType().isBF16() ||
+      (!fp8 && (!pool.getElementType().isBF16() ||
+                pool.getDimSize(2) != q.getDimSize(2)))) {
+    why = "the matrix-unit kpool_scores reads bf16 queries and a bf16 or "
+          "fp8 pool";
     return failure();
   }
   KpoolScores shape;
   shape.heads = q.getDimSize(1);
   shape.headDim = q.getDimSize(2);
   shape.kpool = info.getKpool();
-  shape.rowsPerPage = pool.getDimSize(1);
+  shape.rowsPerPage = scores.getDimSize(2);
   shape.scale = info.getScale().getValueAsDouble();
+  if (fp8) {
+    // The index pool's fp8 pages (Fp8PageLayout::valuesThenScales).
+    Fp8PageLayout layout =
+        Fp8PageLayout::valuesThenScales(shape.rowsPerPage, shape.headDim);
+    if (pool.getDimSize(1) != layout.pageBytes) {
+      why = "the fp8 index pages are not the values-then-scales layout";
+      return failure();
+    }
+    shape.fp8PageBytes = layout.pageBytes;
+  }
   FailureOr<const MatrixInstruction *> mi =
       chooseKpoolScoresInstruction(target, shape, why);
   if (failed(mi))

@@ -661,10 +661,16 @@ gpu::GPUFuncOp buildMoeSelectKernel(OpBuilder &builder, Location loc,
 
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
 /// query heads of `headDim`, pools of `kpool` tokens, index pool pages of
-/// `rowsPerPage` rows.
+/// `rowsPerPage` rows: bf16 rows, or with `fp8PageBytes` set fp8 pages of
+/// that many bytes (Fp8PageLayout::valuesThenScales: the rows' e4m3 values,
+/// then one f32 power-of-two scale per row; Hadamard-rotated keys).
 struct KpoolScores {
   int64_t heads = 0, headDim = 0, kpool = 0, rowsPerPage = 0;
   double scale = 1.0;
+  int64_t fp8PageBytes = 0;
+  bool fp8() const { return fp8PageBytes != 0; }
+  /// fp8 pages: bytes from a page's start to row 0's scale.
+  int64_t fp8ScaleOffset() const { return rowsPerPage * headDim; }
 };
 
 /// On a matmul gpu.func whose large steps keep the unstaged row tiles (no
@@ -693,11 +699,12 @@ chooseKpoolScoresInstruction(const TargetInfo &target,
                              const KpoolScores &shape, std::string &why);
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of a kpool_scores
-/// kernel function (q memref<?xHxDxbf16>, weights memref<?xHxf32>, the bf16
-/// index pool memref<?xPxDxbf16>, positions, sequence starts, block table,
-/// scores memref<?x?xPxf32>): grid (tokens + kKpoolScoreItems, 1, 1), a
-/// block taking a part of a token's pools, the heads the instruction's rows,
-/// 4 subgroups (KpoolScoresKernel.cpp).
+/// kernel function (q memref<?xHxDxbf16>, weights memref<?xHxf32>, the
+/// index pool: bf16 memref<?xPxDxbf16> or fp8 pages memref<?xBxi8>,
+/// positions, sequence starts, block table, scores memref<?x?xPxf32>): grid
+/// (tokens + kKpoolScoreItems, 1, 1), a block taking a part of a token's
+/// pools, the heads the instruction's rows, 4 subgroups
+/// (KpoolScoresKernel.cpp).
 gpu::GPUFuncOp buildKpoolScoresKernel(OpBuilder &builder, Location loc,
                                       gpu::GPUModuleOp module, StringRef name,
                                       TypeRange argTypes,

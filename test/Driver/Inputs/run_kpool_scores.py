@@ -8,6 +8,12 @@ the request (through its block table), scale = (dim * heads)^-1/2; within
 1e-5 of the sum of the terms' magnitudes; entries past the visible pools are
 left as they were.
 
+With --fp8 the pool holds fp8 index pages (Fp8PageLayout::valuesThenScales:
+the page's rows' e4m3 values, then one f32 power-of-two scale per row, pages
+aligned to 256 bytes) of Hadamard-rotated keys: K_p is row p's decoded values
+times its scale, and the queries are rotated, q_h -> H q_h / sqrt(dim) (the
+Sylvester Hadamard matrix), in float64, as the generic kernel does in f32.
+
     run_kpool_scores.py CHIP.gpu.mlir --lanes 32 --heads 20 --contexts 1,37,301
 """
 
@@ -22,6 +28,32 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
 from run_linear import bf16  # noqa: E402
+from run_mla_attend import PAGE_ALIGNMENT, decode_e4m3  # noqa: E402
+
+
+def fp8_index_pages(rng, num_pages, rows, dim):
+    """Random fp8 index pages: (the pool's bytes [pages, page bytes] as
+    uint8, each row's key as the kernel decodes it [pages, rows, dim],
+    float64)."""
+    page_bytes = -(-rows * (dim + 4) // PAGE_ALIGNMENT) * PAGE_ALIGNMENT
+    codes = rng.integers(0, 256, (num_pages, rows, dim))
+    codes[(codes & 0x7F) == 0x7F] = 0x3F  # no NaN codes
+    scales = (2.0 ** rng.integers(-12, -3, (num_pages, rows))).astype(
+        np.float32)
+    pages = np.zeros((num_pages, page_bytes), np.uint8)
+    pages[:, :rows * dim] = codes.astype(np.uint8).reshape(num_pages, -1)
+    pages[:, rows * dim:rows * (dim + 4)] = scales.view(np.uint8).reshape(
+        num_pages, -1)
+    keys = decode_e4m3(codes) * scales.astype(np.float64)[..., None]
+    return pages, keys
+
+
+def hadamard(dim):
+    """The orthonormal Sylvester Hadamard matrix of order dim."""
+    h = np.ones((1, 1))
+    while h.shape[0] < dim:
+        h = np.block([[h, h], [h, -h]])
+    return h / np.sqrt(dim)
 
 
 def main():
@@ -37,6 +69,8 @@ def main():
                     help="context length per request; each request's last "
                          "two positions are the step's tokens")
     ap.add_argument("--grid", type=int, default=8)
+    ap.add_argument("--fp8", action="store_true",
+                    help="fp8 index pages (values then scales)")
     args = ap.parse_args()
     rng = np.random.default_rng(11)
     contexts = [int(x) for x in args.contexts.split(",")]
@@ -52,8 +86,14 @@ def main():
     num_pages = pages_per_request * len(contexts) + 3
     table = rng.permutation(num_pages)[:pages_per_request * len(contexts)]
     table = table.reshape(len(contexts), pages_per_request).astype(np.int32)
-    pool_bits, pool = bf16(rng, (num_pages, args.rows, args.dim))
+    if args.fp8:
+        pool_bits, pool = fp8_index_pages(rng, num_pages, args.rows, args.dim)
+    else:
+        pool_bits, pool = bf16(rng, (num_pages, args.rows, args.dim))
     q_bits, q = bf16(rng, (tokens, args.heads, args.dim))
+    # The scores' queries: fp8 pages hold rotated keys.
+    q_dot = (q.astype(np.float64) @ hadamard(args.dim).T if args.fp8
+             else q)
     w = rng.standard_normal((tokens, args.heads)).astype(np.float32)
     sentinel = np.float32(-7.0)
     scores = np.full((tokens, pages_per_request, args.rows), sentinel,
@@ -67,11 +107,11 @@ def main():
     for t in range(tokens):
         visible = (positions[t] + 1) // args.kpool
         keys = pool[table[owner[t]]].reshape(-1, args.dim)[:visible]
-        dots = q[t] @ keys.T                      # [heads, visible]
+        dots = q_dot[t] @ keys.T                  # [heads, visible]
         want = scale * (w[t].astype(np.float64)[:, None] *
                         np.maximum(dots, 0)).sum(0)
         size = scale * (np.abs(w[t]).astype(np.float64)[:, None] *
-                        (np.abs(q[t]) @ np.abs(keys).T)).sum(0)
+                        (np.abs(q_dot[t]) @ np.abs(keys).T)).sum(0)
         got = scores[t].reshape(-1)
         if visible:
             worst = max(worst, float((np.abs(got[:visible] - want) /
