@@ -516,16 +516,63 @@ Status ModelExecutor::checkDraftedStep(StepKind step) const {
   return okStatus();
 }
 
+StatusOr<std::vector<StepResult>>
+ModelExecutor::runChain(StepKind step, const std::vector<StepRequest> &requests,
+                        size_t passes, const StepOutputs &outputs,
+                        const DispatchObserver *observer) {
+  if (passes == 0)
+    return invalidArgument("a draft chain of no passes");
+  std::vector<StepResult> results(1);
+  STRATA_ASSIGN_OR_RETURN(
+      DraftedStepResult first,
+      execute(step, requests, observer, outputs, nullptr, passes, &results));
+  results.front() = std::move(first.target);
+  return results;
+}
+
+Status ModelExecutor::checkChainedStep(StepKind step) const {
+  if (step != StepKind::mtp_chain && step != StepKind::mtp_draft)
+    return invalidArgument("only draft steps chain their passes, not {}",
+                           artifact::EnumNameStepKind(step));
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  for (std::string_view name : {"greedy", "hidden_out"})
+    if (findBuffer(*plan, name) < 0)
+      return failedPrecondition("plan '{}' has no '{}' output for the next "
+                                "pass to start from (an artifact compiled "
+                                "before greedy outputs?)",
+                                artifact::EnumNameStepKind(step), name);
+  for (std::string_view name : {"ids", "hidden", "positions"})
+    if (findBuffer(*plan, name) < 0)
+      return failedPrecondition("plan '{}' has no '{}' input",
+                                artifact::EnumNameStepKind(step), name);
+  return okStatus();
+}
+
 StatusOr<DraftedStepResult>
 ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
                        const DispatchObserver *observer,
                        const StepOutputs &outputs,
-                       const StepOutputs *draft_outputs) {
+                       const StepOutputs *draft_outputs, size_t passes,
+                       std::vector<StepResult> *chained) {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, step));
   const bool drafted = draft_outputs != nullptr;
+  if (passes > 1) {
+    STRATA_RETURN_IF_ERROR(checkChainedStep(step));
+    if (drafted)
+      return invalidArgument("a chained draft step cannot be followed by "
+                             "a draft");
+    for (size_t r = 0; r < requests.size(); ++r)
+      if (requests[r].tokens.size() != 1)
+        return invalidArgument("request {}: {} tokens; a chained draft step "
+                               "takes one per request",
+                               r, requests[r].tokens.size());
+  }
   const artifact::ExecutionPlan *draft_plan = nullptr;
   if (drafted) {
     STRATA_RETURN_IF_ERROR(checkDraftedStep(step));
@@ -651,20 +698,26 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     rank_groups_->setCoordinates(sizes);
   // A captured step of this kind and these sizes, if any (its buffers take
   // the inputs); else fresh buffers, which a capture moves into its graph.
-  StepShape shape{step, sizes, drafted};
+  StepShape shape{step, sizes, drafted, passes};
   StepGraph *captured = graph ? findGraph(shape) : nullptr;
   bool capture = graph && !captured && repeatsRecentShape(shape);
   PlanBuffers fresh, fresh_draft;
+  std::vector<PlanBuffers> fresh_passes(passes - 1);
   if (!captured) {
     STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
     if (drafted) {
       STRATA_ASSIGN_OR_RETURN(fresh_draft, program_->allocateBuffers(
                                                StepKind::mtp_draft, sizes));
     }
+    for (PlanBuffers &pass : fresh_passes) {
+      STRATA_ASSIGN_OR_RETURN(pass, program_->allocateBuffers(step, sizes));
+    }
   }
   PlanBuffers *buffers = captured ? &captured->buffers : &fresh;
   PlanBuffers *draft_buffers =
       !drafted ? nullptr : captured ? &captured->draft_buffers : &fresh_draft;
+  std::vector<PlanBuffers> *pass_buffers =
+      captured ? &captured->pass_buffers : &fresh_passes;
   // The inputs are copied on the stream that runs the step (a replayed
   // graph's, else the default one) without waiting; the host vectors they
   // read live until the stream is synchronized, which every return does.
@@ -698,7 +751,12 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   };
   STRATA_RETURN_IF_ERROR(write("ids", ids.data(), bytesOf(ids)));
   // The draft reads the target's batch (its ids and hidden rows come from
-  // the target's outputs on the device, launchPlans).
+  // the target's outputs on the device, launchPlans); so does each chained
+  // pass, one position further.
+  std::vector<std::vector<int32_t>> pass_positions(passes - 1, positions);
+  for (size_t j = 1; j < passes; ++j)
+    for (int32_t &position : pass_positions[j - 1])
+      position += int32_t(j);
   for (auto [name, values] :
        {std::pair<std::string_view, const std::vector<int32_t> *>{
             "positions", &positions},
@@ -710,6 +768,12 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     if (drafted)
       STRATA_RETURN_IF_ERROR(writeTo(*draft_plan, *draft_buffers, name,
                                      values->data(), bytesOf(*values)));
+    for (size_t j = 1; j < passes; ++j) {
+      const std::vector<int32_t> &pass_values =
+          name == "positions" ? pass_positions[j - 1] : *values;
+      STRATA_RETURN_IF_ERROR(writeTo(*plan, (*pass_buffers)[j - 1], name,
+                                     pass_values.data(), bytesOf(pass_values)));
+    }
   }
   // KDA state slots: inputs of target plans with KDA layers (artifacts
   // compiled before they existed read and write `slots`).
@@ -734,8 +798,10 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
                               artifact::EnumNameStepKind(step));
   }
   if (findBuffer(*plan, "shared_rows") >= 0)
-    STRATA_RETURN_IF_ERROR(
-        write("shared_rows", shared_rows.data(), bytesOf(shared_rows)));
+    for (size_t j = 0; j < passes; ++j)
+      STRATA_RETURN_IF_ERROR(
+          writeTo(*plan, j == 0 ? *buffers : (*pass_buffers)[j - 1],
+                  "shared_rows", shared_rows.data(), bytesOf(shared_rows)));
   if (draft_step && requests.front().target_hidden_row >= 0) {
     int id = findBuffer(*plan, "hidden");
     if (id < 0)
@@ -762,25 +828,29 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     // the inputs copied on the default one); a device that cannot capture
     // the plan runs it dispatch by dispatch below.
     STRATA_RETURN_IF_ERROR(stream->synchronize());
-    captured = captureGraph(shape, fresh, draft_buffers, resources);
+    captured =
+        captureGraph(shape, fresh, draft_buffers, fresh_passes, resources);
     captured_now = captured != nullptr;
     if (captured) {
       buffers = &captured->buffers;
       if (drafted)
         draft_buffers = &captured->draft_buffers;
+      pass_buffers = &captured->pass_buffers;
       stream = captured->stream.get();
     }
   }
   if (captured) {
     STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
     captured->last_use = ++graph_clock_;
-    if (!captured_now)
+    if (!captured_now && passes > 1)
+      ++graph_counts_.chained_replays;
+    else if (!captured_now)
       ++(drafted ? graph_counts_.drafted_replays
                  : graph_counts_.replays)[size_t(step)];
   } else {
     STRATA_RETURN_IF_ERROR(launchPlans(shape, *buffers, draft_buffers,
-                                       resources, /*stream=*/nullptr,
-                                       observer));
+                                       *pass_buffers, resources,
+                                       /*stream=*/nullptr, observer));
     // The plan may have used other streams: the copies below read results.
     STRATA_RETURN_IF_ERROR(device_->synchronize());
   }
@@ -808,6 +878,16 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     STRATA_RETURN_IF_ERROR(readOutputs(*draft_plan, *draft_buffers, *stream,
                                        rows.size(), ids.size(),
                                        *draft_outputs, result.draft));
+  }
+  if (chained) {
+    chained->resize(passes);
+    for (size_t j = 1; j < passes; ++j) {
+      StepResult &pass = (*chained)[j];
+      pass.request_rows = result.target.request_rows;
+      STRATA_RETURN_IF_ERROR(readOutputs(*plan, (*pass_buffers)[j - 1], *stream,
+                                         rows.size(), ids.size(), outputs,
+                                         pass));
+    }
   }
   STRATA_RETURN_IF_ERROR(stream->synchronize());
   return result;
@@ -847,36 +927,58 @@ Status ModelExecutor::copyKeptHidden(const std::vector<StepRequest> &requests,
   return okStatus();
 }
 
+Status ModelExecutor::feedDraft(const artifact::ExecutionPlan &from_plan,
+                                PlanBuffers &from,
+                                const artifact::ExecutionPlan &to_plan,
+                                PlanBuffers &to, Stream &on) {
+  for (auto [out, in] :
+       {std::pair<std::string_view, std::string_view>{"greedy", "ids"},
+        {"hidden_out", "hidden"}}) {
+    Buffer &src = *from.buffers[findBuffer(from_plan, out)];
+    Buffer &dst = *to.buffers[findBuffer(to_plan, in)];
+    if (src.size() != dst.size())
+      return internalError(
+          "the {} plan's '{}' output is {} bytes, the {} "
+          "plan's '{}' input {}",
+          artifact::EnumNameStepKind(from_plan.step()), out, src.size(),
+          artifact::EnumNameStepKind(to_plan.step()), in, dst.size());
+    STRATA_RETURN_IF_ERROR(on.copyBuffer(src, 0, dst, 0, src.size()));
+  }
+  return okStatus();
+}
+
 Status ModelExecutor::launchPlans(const StepShape &shape, PlanBuffers &buffers,
                                   PlanBuffers *draft_buffers,
+                                  std::vector<PlanBuffers> &pass_buffers,
                                   const PlanResources &resources,
                                   Stream *stream,
                                   const DispatchObserver *observer) {
   STRATA_RETURN_IF_ERROR(program_->run(shape.step, shape.sizes, buffers,
                                        resources, stream, observer));
-  if (!shape.drafted)
+  if (!shape.drafted && shape.passes == 1)
     return okStatus();
-  // The draft's ids are the target's greedy tokens of every row, its hidden
-  // rows the target's hidden output (row t of both: token t).
   Stream &on = stream ? *stream : device_->defaultStream();
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, shape.step));
+  // A chain's pass j reads pass j - 1's greedy tokens and hidden rows (row
+  // r of both: request r's draft).
+  for (size_t j = 1; j < shape.passes; ++j) {
+    PlanBuffers &previous = j == 1 ? buffers : pass_buffers[j - 2];
+    STRATA_RETURN_IF_ERROR(
+        feedDraft(*plan, previous, *plan, pass_buffers[j - 1], on));
+    STRATA_RETURN_IF_ERROR(program_->run(shape.step, shape.sizes,
+                                         pass_buffers[j - 1], resources, stream,
+                                         observer));
+  }
+  if (!shape.drafted)
+    return okStatus();
+  // The draft's ids are the target's greedy tokens of every row, its hidden
+  // rows the target's hidden output (row t of both: token t).
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
                           Artifact::plan(*target, StepKind::mtp_draft));
-  for (auto [from, to] : {std::pair<std::string_view, std::string_view>{
-                              "greedy", "ids"},
-                          {"hidden_out", "hidden"}}) {
-    Buffer &src = *buffers.buffers[findBuffer(*plan, from)];
-    Buffer &dst = *draft_buffers->buffers[findBuffer(*draft, to)];
-    if (src.size() != dst.size())
-      return internalError("the {} plan's '{}' output is {} bytes, the "
-                           "draft's '{}' input {}",
-                           artifact::EnumNameStepKind(shape.step), from,
-                           src.size(), to, dst.size());
-    STRATA_RETURN_IF_ERROR(on.copyBuffer(src, 0, dst, 0, src.size()));
-  }
+  STRATA_RETURN_IF_ERROR(feedDraft(*plan, buffers, *draft, *draft_buffers, on));
   return program_->run(StepKind::mtp_draft, shape.sizes, *draft_buffers,
                        resources, stream, observer);
 }
@@ -898,6 +1000,7 @@ bool ModelExecutor::takesGraph(StepKind step,
 
 bool ModelExecutor::StepShape::operator==(const StepShape &other) const {
   return step == other.step && drafted == other.drafted &&
+         passes == other.passes &&
          std::equal(std::begin(sizes.values), std::end(sizes.values),
                     std::begin(other.sizes.values));
 }
@@ -920,10 +1023,9 @@ bool ModelExecutor::repeatsRecentShape(const StepShape &shape) {
   return repeats;
 }
 
-ModelExecutor::StepGraph *
-ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
-                            PlanBuffers *draft_buffers,
-                            const PlanResources &resources) {
+ModelExecutor::StepGraph *ModelExecutor::captureGraph(
+    const StepShape &shape, PlanBuffers &buffers, PlanBuffers *draft_buffers,
+    std::vector<PlanBuffers> &pass_buffers, const PlanResources &resources) {
   StatusOr<std::unique_ptr<Stream>> created = device_->createStream();
   Status recorded = created.status();
   StatusOr<std::unique_ptr<Graph>> made = created.status();
@@ -932,8 +1034,8 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
     stream = std::move(*created);
     recorded = stream->beginCapture();
     if (recorded.ok()) {
-      recorded = launchPlans(shape, buffers, draft_buffers, resources,
-                             stream.get(), /*observer=*/nullptr);
+      recorded = launchPlans(shape, buffers, draft_buffers, pass_buffers,
+                             resources, stream.get(), /*observer=*/nullptr);
       made = stream->endCapture();
     } else {
       made = recorded;
@@ -959,11 +1061,14 @@ ModelExecutor::captureGraph(const StepShape &shape, PlanBuffers &buffers,
   PlanBuffers kept_draft;
   if (draft_buffers)
     kept_draft = std::move(*draft_buffers);
-  step_graphs_.push_back(StepGraph{shape, std::move(buffers),
-                                   std::move(kept_draft), std::move(stream),
-                                   std::move(*made), ++graph_clock_});
-  ++(shape.drafted ? graph_counts_.drafted_captures
-                   : graph_counts_.captures)[size_t(shape.step)];
+  step_graphs_.push_back(StepGraph{
+      shape, std::move(buffers), std::move(kept_draft), std::move(pass_buffers),
+      std::move(stream), std::move(*made), ++graph_clock_});
+  if (shape.passes > 1)
+    ++graph_counts_.chained_captures;
+  else
+    ++(shape.drafted ? graph_counts_.drafted_captures
+                     : graph_counts_.captures)[size_t(shape.step)];
   return &step_graphs_.back();
 }
 

@@ -97,11 +97,13 @@ inline constexpr artifact::StepKind kGraphSteps[] = {
 
 /// Step graphs captured and replayed, by step kind (artifact::StepKind);
 /// drafted_*: target steps followed by their draft in one graph
-/// (ModelExecutor::runWithDraft), by the target step's kind.
+/// (ModelExecutor::runWithDraft), by the target step's kind; chained_*:
+/// draft chains of several passes in one graph (ModelExecutor::runChain).
 struct StepGraphCounts {
   static constexpr size_t kKinds = size_t(artifact::StepKind::MAX) + 1;
   std::array<uint64_t, kKinds> captures{}, replays{};
   std::array<uint64_t, kKinds> drafted_captures{}, drafted_replays{};
+  uint64_t chained_captures = 0, chained_replays = 0;
 };
 
 /// Which state pools a slot copy covers: every one (KDA recurrent and conv
@@ -262,6 +264,24 @@ public:
   /// Why `step` cannot be followed by its draft in one runWithDraft, or OK.
   Status checkDraftedStep(artifact::StepKind step) const;
 
+  /// Runs `passes` (>= 1) passes of the MTP draft chain in the same device
+  /// work: pass 0 is `run(step, requests)`; pass j > 0 runs `step` over the
+  /// same requests with each one's id the greedy token of pass j - 1's row,
+  /// its hidden row that pass's hidden output and its position one further
+  /// (every other input as in pass 0). Captured into one graph like a
+  /// decode step. `step` is mtp_chain (or mtp_draft for a chain without a
+  /// shared selection); every request has one token. Copies back `outputs`
+  /// of every pass, results in pass order. FAILED_PRECONDITION when the
+  /// plan lacks greedy / hidden outputs; INVALID_ARGUMENT for another step
+  /// kind, no passes or a request of several tokens.
+  StatusOr<std::vector<StepResult>>
+  runChain(artifact::StepKind step, const std::vector<StepRequest> &requests,
+           size_t passes, const StepOutputs &outputs,
+           const DispatchObserver *observer = nullptr);
+
+  /// Why `step` cannot chain its passes in one runChain, or OK.
+  Status checkChainedStep(artifact::StepKind step) const;
+
   /// Step graphs captured so far and steps that replayed one, by kind.
   const StepGraphCounts &graphCounts() const { return graph_counts_; }
   /// Why step graphs were turned off (a failed capture), or OK.
@@ -300,13 +320,20 @@ private:
   /// The GPU of this process: its rank (modulo the GPUs), else 0.
   int deviceOrdinal() const;
   Status bindWeights(WeightSource &source);
-  /// `run` and `runWithDraft` (draft_outputs: the draft's, or null for a
-  /// step without it).
-  StatusOr<DraftedStepResult> execute(artifact::StepKind step,
-                                      const std::vector<StepRequest> &requests,
-                                      const DispatchObserver *observer,
-                                      const StepOutputs &outputs,
-                                      const StepOutputs *draft_outputs);
+  /// `run`, `runWithDraft` (draft_outputs: the draft's, or null for a
+  /// step without it) and `runChain` (passes > 1: the results of passes 1..
+  /// into `chained`).
+  StatusOr<DraftedStepResult>
+  execute(artifact::StepKind step, const std::vector<StepRequest> &requests,
+          const DispatchObserver *observer, const StepOutputs &outputs,
+          const StepOutputs *draft_outputs, size_t passes = 1,
+          std::vector<StepResult> *chained = nullptr);
+  /// Enqueues on `on` the copies of `from`'s greedy tokens and hidden output
+  /// (of plan `from_plan`) into `to`'s ids and hidden inputs (of `to_plan`):
+  /// how a draft step follows its target step or the previous chain pass.
+  Status feedDraft(const artifact::ExecutionPlan &from_plan, PlanBuffers &from,
+                   const artifact::ExecutionPlan &to_plan, PlanBuffers &to,
+                   Stream &on);
   /// Enqueues copies of the plan's outputs that `outputs` asks for into
   /// `result` on `stream` (after the step's work on it); the caller
   /// synchronizes the stream before reading them.
@@ -331,19 +358,22 @@ private:
   std::vector<std::unique_ptr<Buffer>> caches_;
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
-  /// A step's kind and the plan's sizes, and whether the draft follows it:
-  /// what a captured graph stands for.
+  /// A step's kind and the plan's sizes, whether the draft follows it and
+  /// its chained passes (runChain): what a captured graph stands for.
   struct StepShape {
     artifact::StepKind step;
     RuntimeSizes sizes;
     bool drafted = false;
+    size_t passes = 1;
     bool operator==(const StepShape &other) const;
   };
   /// A captured step: its shape, the buffers its graph binds (the draft's
-  /// too when it follows), the stream that replays it.
+  /// too when it follows; passes 1.. of a chain), the stream that replays
+  /// it.
   struct StepGraph {
     StepShape shape;
     PlanBuffers buffers, draft_buffers;
+    std::vector<PlanBuffers> pass_buffers;
     std::unique_ptr<Stream> stream;
     std::unique_ptr<Graph> graph;
     uint64_t last_use = 0;
@@ -356,18 +386,21 @@ private:
   StepGraph *findGraph(const StepShape &shape);
   /// Whether `shape` is among the recent ones; remembers it.
   bool repeatsRecentShape(const StepShape &shape);
-  /// Captures `shape`'s step into a new graph over `buffers` and
-  /// `draft_buffers` (moved into it; null for a step without its draft) and
-  /// keeps it; null (and graphs off, graph_error_ set) when the device
-  /// cannot capture it.
+  /// Captures `shape`'s step into a new graph over `buffers`,
+  /// `draft_buffers` (null for a step without its draft) and `pass_buffers`
+  /// (a chain's passes 1..), all moved into it, and keeps it; null (and
+  /// graphs off, graph_error_ set) when the device cannot capture it.
   StepGraph *captureGraph(const StepShape &shape, PlanBuffers &buffers,
                           PlanBuffers *draft_buffers,
+                          std::vector<PlanBuffers> &pass_buffers,
                           const PlanResources &resources);
-  /// Enqueues `shape`'s step on `stream` (null: the default one) and, when
+  /// Enqueues `shape`'s step on `stream` (null: the default one); when
   /// shape.drafted, the copies of its greedy tokens and hidden rows into the
-  /// draft's inputs and the draft step over `draft_buffers`.
+  /// draft's inputs and the draft step over `draft_buffers`; for a chain,
+  /// its passes 1.. over `pass_buffers`, each fed by the one before.
   Status launchPlans(const StepShape &shape, PlanBuffers &buffers,
                      PlanBuffers *draft_buffers,
+                     std::vector<PlanBuffers> &pass_buffers,
                      const PlanResources &resources, Stream *stream,
                      const DispatchObserver *observer);
   std::vector<StepGraph> step_graphs_;

@@ -29,6 +29,7 @@ constexpr const char *kUsage =
     "                    [--step-tokens N] [--chunk N] [--prefix-cache]\n"
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
     "                    [--mtp K] [--mtp-draft-with-target on|off]\n"
+    "                    [--mtp-chain-in-one-step on|off]\n"
     "                    [--passes N] [--cancel I:N] [--queue N]\n"
     "                    [--metrics] [--step-graphs on|off]\n"
     "                    [--rank R --world-size N --store STORE]\n"
@@ -68,6 +69,7 @@ struct BatchFlags {
   RankFlags ranks;
   std::vector<std::string> prompt_ids, prompt_files;
   std::string cancel, step_graphs = "on", draft_with_target = "on";
+  std::string chain_in_one_step = "on";
   std::vector<IntFlag> ints = {
       {"--max-tokens", "tokens to generate per request (default 16)", 1, ""},
       {"--max-requests", "requests running at once (default 4)", 1, ""},
@@ -110,6 +112,10 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
                  "with --mtp: the draft's first pass in the same graph as "
                  "greedy decode / verify steps (default on)")
       ->type_name("on|off");
+  app.add_option("--mtp-chain-in-one-step", f.chain_in_one_step,
+                 "with --mtp 3: the draft chain's passes as one step, each "
+                 "fed by the last on the device (default on)")
+      ->type_name("on|off");
   declareRankFlags(app, o.ranks, f.ranks);
 }
 
@@ -125,6 +131,11 @@ StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
                            "'{}'",
                            f.draft_with_target);
   o.scheduler.draft_with_target = f.draft_with_target == "on";
+  if (f.chain_in_one_step != "on" && f.chain_in_one_step != "off")
+    return invalidArgument("--mtp-chain-in-one-step must be on or off, not "
+                           "'{}'",
+                           f.chain_in_one_step);
+  o.scheduler.chain_in_one_step = f.chain_in_one_step == "on";
   for (const auto &[flag, text] :
        cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
     if (flag == "--prompt-ids") {
@@ -311,6 +322,9 @@ Status run(BatchOptions &o, std::ostream &out) {
                          artifact::EnumNameStepKind(kind),
                          s.graphs.drafted_captures[size_t(kind)],
                          s.graphs.drafted_replays[size_t(kind)]);
+    // Draft chains of several passes in one graph.
+    out << fmt::format(" mtp_chain*passes {} captured {} replays",
+                       s.graphs.chained_captures, s.graphs.chained_replays);
     out << "\n";
   }
   if (o.metrics)

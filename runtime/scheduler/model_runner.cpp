@@ -55,6 +55,12 @@ bool ExecutorRunner::hasDraftChain() const {
   return executor_->hasStep(artifact::StepKind::mtp_chain);
 }
 
+bool ExecutorRunner::runsChainedDrafts() const {
+  artifact::StepKind chain = hasDraftChain() ? artifact::StepKind::mtp_chain
+                                             : artifact::StepKind::mtp_draft;
+  return executor_->checkChainedStep(chain).ok();
+}
+
 bool ExecutorRunner::runsWithDraft() const {
   return executor_->checkDraftedStep(artifact::StepKind::decode).ok() &&
          executor_->checkDraftedStep(artifact::StepKind::mtp_verify).ok();

@@ -73,6 +73,17 @@ public:
                const StepOutputs &outputs, const StepOutputs &draft_outputs) {
     return unimplemented("this model runner cannot run a step with its draft");
   }
+  /// Whether runChain works for the draft chain's step (the mtp_chain
+  /// step, else mtp_draft).
+  virtual bool runsChainedDrafts() const { return false; }
+  /// Runs `passes` passes of the draft chain in one go, each pass's ids and
+  /// hidden rows the previous pass's greedy tokens and hidden output
+  /// (ModelExecutor::runChain); results in pass order.
+  virtual StatusOr<std::vector<StepResult>>
+  runChain(artifact::StepKind step, const std::vector<StepRequest> &requests,
+           size_t passes, const StepOutputs &outputs) {
+    return unimplemented("this model runner cannot chain draft passes");
+  }
   /// How long the engine may stay idle before calling keepAlive (0: never).
   virtual std::chrono::milliseconds keepAliveInterval() const {
     return std::chrono::milliseconds(0);
@@ -147,6 +158,12 @@ public:
                const StepOutputs &outputs,
                const StepOutputs &draft_outputs) override {
     return executor_->runWithDraft(step, requests, outputs, draft_outputs);
+  }
+  bool runsChainedDrafts() const override;
+  StatusOr<std::vector<StepResult>>
+  runChain(artifact::StepKind step, const std::vector<StepRequest> &requests,
+           size_t passes, const StepOutputs &outputs) override {
+    return executor_->runChain(step, requests, passes, outputs);
   }
   StepGraphCounts graphCounts() const override {
     return executor_->graphCounts();

@@ -69,6 +69,7 @@ std::vector<uint8_t> encodeRankCommand(const RankCommand &c) {
     w.put<uint8_t>(c.outputs.hidden);
     w.put<uint8_t>(c.outputs.keep_hidden);
     w.put<uint8_t>(c.with_draft);
+    w.put<uint32_t>(c.chain_passes);
     w.put<uint64_t>(c.requests.size());
     for (const StepRequest &r : c.requests) {
       w.putVector(r.tokens);
@@ -123,6 +124,9 @@ StatusOr<RankCommand> decodeRankCommand(const std::vector<uint8_t> &bytes) {
     c.outputs.hidden = hidden != 0;
     c.outputs.keep_hidden = keep_hidden != 0;
     c.with_draft = with_draft != 0;
+    STRATA_ASSIGN_OR_RETURN(c.chain_passes, r.get<uint32_t>());
+    if (c.chain_passes == 0)
+      return invalidArgument("rank command: a draft chain of no passes");
     STRATA_ASSIGN_OR_RETURN(uint64_t n, r.get<uint64_t>());
     if (n > bytes.size())
       return invalidArgument("rank command: {} requests in {} bytes", n,

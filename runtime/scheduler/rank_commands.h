@@ -26,7 +26,8 @@ namespace strata::runtime {
 
 enum class RankCommandKind : uint8_t {
   kStep = 1,           ///< ModelExecutor::run(step, requests, outputs), or
-                       ///< runWithDraft when `with_draft`
+                       ///< runWithDraft when `with_draft`, runChain when
+                       ///< chain_passes > 1
   kResetSlot = 2,      ///< resetSlot(slot)
   kCopySlot = 3,       ///< copySlots(slot, dst_slot, slot_count, pools)
   kAllocateCaches = 4, ///< allocateCaches(kv_pages, state_slots)
@@ -42,6 +43,8 @@ struct RankCommand {
   StepOutputs outputs;
   /// kStep: the draft's step 0 follows over every row (runWithDraft).
   bool with_draft = false;
+  /// kStep: chained draft passes (runChain when > 1).
+  uint32_t chain_passes = 1;
   /// kResetSlot, kCopySlot (source).
   int32_t slot = 0;
   /// kCopySlot.

@@ -15,6 +15,7 @@ TEST(RankCommands, RoundTrip) {
   step.step = artifact::StepKind::mtp_verify;
   step.outputs.logits = false;
   step.with_draft = true;
+  step.chain_passes = 3;
   step.outputs.keep_hidden = true;
   StepRequest a;
   a.tokens = {5, 17, 300};
@@ -38,6 +39,7 @@ TEST(RankCommands, RoundTrip) {
   EXPECT_FALSE(back->outputs.logits);
   EXPECT_TRUE(back->outputs.hidden);
   EXPECT_TRUE(back->with_draft);
+  EXPECT_EQ(back->chain_passes, 3u);
   EXPECT_TRUE(back->outputs.keep_hidden);
   EXPECT_EQ(back->requests[1].target_hidden_row, 9);
   EXPECT_EQ(back->requests[0].target_hidden_row, -1);
@@ -103,6 +105,9 @@ TEST(RankCommands, MalformedBytesAreRefused) {
             "rank command: unknown kind 9");
   EXPECT_EQ(decodeRankCommand({1, 7}).status().message(),
             "rank command: unknown step kind 7");
+  step.chain_passes = 0;
+  EXPECT_EQ(decodeRankCommand(encodeRankCommand(step)).status().message(),
+            "rank command: a draft chain of no passes");
 }
 
 } // namespace

@@ -126,16 +126,18 @@ Status ReplicatedRunner::copySlots(int32_t src, int32_t dst, int32_t count,
 }
 
 /// The command that makes the other ranks run a step (with the draft's step
-/// 0 over every row when `with_draft`).
+/// 0 over every row when `with_draft`; `passes` chained draft passes).
 static RankCommand stepCommand(artifact::StepKind step,
                                const std::vector<StepRequest> &requests,
-                               const StepOutputs &outputs, bool with_draft) {
+                               const StepOutputs &outputs, bool with_draft,
+                               uint32_t passes = 1) {
   RankCommand command;
   command.kind = RankCommandKind::kStep;
   command.step = step;
   command.requests = requests;
   command.outputs = outputs;
   command.with_draft = with_draft;
+  command.chain_passes = passes;
   return command;
 }
 
@@ -156,6 +158,16 @@ ReplicatedRunner::runWithDraft(artifact::StepKind step,
   STRATA_RETURN_IF_ERROR(
       send(stepCommand(step, requests, outputs, /*with_draft=*/true)));
   return runner_->runWithDraft(step, requests, outputs, draft_outputs);
+}
+
+StatusOr<std::vector<StepResult>>
+ReplicatedRunner::runChain(artifact::StepKind step,
+                           const std::vector<StepRequest> &requests,
+                           size_t passes, const StepOutputs &outputs) {
+  STRATA_RETURN_IF_ERROR(
+      send(stepCommand(step, requests, outputs,
+                       /*with_draft=*/false, uint32_t(passes))));
+  return runner_->runChain(step, requests, passes, outputs);
 }
 
 Status ReplicatedRunner::keepAlive() {
@@ -191,14 +203,18 @@ Status runRankFollower(ModelExecutor &executor, Communicator &control) {
       none.hidden = false;
       // Each rank keeps its own hidden output for its draft steps.
       none.keep_hidden = command->outputs.keep_hidden;
-      status = command->with_draft
-                   ? executor
-                         .runWithDraft(command->step, command->requests, none,
-                                       none)
-                         .status()
-                   : executor.run(command->step, command->requests, nullptr,
-                                  none)
-                         .status();
+      if (command->chain_passes > 1)
+        status = executor
+                     .runChain(command->step, command->requests,
+                               command->chain_passes, none)
+                     .status();
+      else if (command->with_draft)
+        status =
+            executor.runWithDraft(command->step, command->requests, none, none)
+                .status();
+      else
+        status = executor.run(command->step, command->requests, nullptr, none)
+                     .status();
       break;
     }
     case RankCommandKind::kResetSlot:

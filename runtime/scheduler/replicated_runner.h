@@ -78,6 +78,12 @@ public:
     return keep_alive_;
   }
   Status keepAlive() override;
+  bool runsChainedDrafts() const override {
+    return runner_->runsChainedDrafts();
+  }
+  StatusOr<std::vector<StepResult>>
+  runChain(artifact::StepKind step, const std::vector<StepRequest> &requests,
+           size_t passes, const StepOutputs &outputs) override;
   StepGraphCounts graphCounts() const override {
     return runner_->graphCounts();
   }

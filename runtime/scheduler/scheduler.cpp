@@ -203,6 +203,7 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
                           runner.runsWithDraft();
   s->chain_step_ = runner.hasDraftChain() ? StepKind::mtp_chain
                                           : StepKind::mtp_draft;
+  s->chain_in_one_step_ = o.chain_in_one_step && runner.runsChainedDrafts();
   s->keep_target_hidden_ = s->token_states_ && runner.keepsTargetHidden();
   return s;
 }
@@ -563,35 +564,44 @@ void Scheduler::removeFinished() {
 // MTP drafting
 //===----------------------------------------------------------------------===//
 
+StepRequest Scheduler::chainRequest(const Planned &p, size_t j,
+                                    const std::vector<uint8_t> &hidden) {
+  StepRequest r;
+  r.tokens = {p.drafts.back()};
+  r.start_position = int64_t(p.start + j - 1);
+  r.shared_selection_row = p.request->draft_shared_row;
+  r.block_table.assign(p.request->seq->blockTable().begin(),
+                       p.request->seq->blockTable().end());
+  r.slot = int32_t(p.request->seq->stateSlot());
+  r.hidden = hidden;
+  return r;
+}
+
 Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
   // d_1 comes from the previous iteration's step 0; steps 1..k-1 chain one
   // row per request (position start + j - 1, previous draft and hidden).
   std::vector<std::vector<uint8_t>> hidden(plan.size());
   size_t max_k = 0;
+  bool same_k = true;
   for (size_t i = 0; i < plan.size(); ++i) {
     Planned &p = plan[i];
     if (p.k == 0)
       continue;
     p.drafts = {p.request->draft_token};
     hidden[i] = p.request->draft_hidden;
+    same_k &= max_k == 0 || p.k == max_k;
     max_k = std::max(max_k, p.k);
   }
+  if (chain_in_one_step_ && same_k && max_k >= 3)
+    return runDraftChainInOneStep(plan, hidden, max_k - 1);
+  size_t vocab = runner_.vocabSize();
   for (size_t j = 1; j < max_k; ++j) {
     std::vector<StepRequest> step;
     std::vector<size_t> owners;
     for (size_t i = 0; i < plan.size(); ++i) {
-      Planned &p = plan[i];
-      if (p.k <= j)
+      if (plan[i].k <= j)
         continue;
-      StepRequest r;
-      r.tokens = {p.drafts.back()};
-      r.start_position = int64_t(p.start + j - 1);
-      r.shared_selection_row = p.request->draft_shared_row;
-      r.block_table.assign(p.request->seq->blockTable().begin(),
-                           p.request->seq->blockTable().end());
-      r.slot = int32_t(p.request->seq->stateSlot());
-      r.hidden = hidden[i];
-      step.push_back(std::move(r));
+      step.push_back(chainRequest(plan[i], j, hidden[i]));
       owners.push_back(i);
     }
     // Drafts are greedy: the device's tokens and the hidden rows suffice.
@@ -599,7 +609,6 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
         StepResult result,
         runner_.run(chain_step_, step,
                     StepOutputs{/*logits=*/false, /*hidden=*/true}));
-    size_t vocab = runner_.vocabSize();
     for (size_t o = 0; o < owners.size(); ++o) {
       Planned &p = plan[owners[o]];
       auto [row, count] = result.request_rows[o];
@@ -611,6 +620,36 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
           result.hidden.begin() + (o + 1) * result.hidden_row_bytes);
     }
   }
+  return okStatus();
+}
+
+Status Scheduler::runDraftChainInOneStep(
+    std::vector<Planned> &plan, const std::vector<std::vector<uint8_t>> &hidden,
+    size_t passes) {
+  std::vector<StepRequest> step;
+  std::vector<size_t> owners;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (plan[i].k == 0)
+      continue;
+    step.push_back(chainRequest(plan[i], 1, hidden[i]));
+    owners.push_back(i);
+  }
+  // Each pass feeds the next on the device: only the tokens come back.
+  STRATA_ASSIGN_OR_RETURN(
+      std::vector<StepResult> results,
+      runner_.runChain(chain_step_, step, passes,
+                       StepOutputs{/*logits=*/false, /*hidden=*/false}));
+  if (results.size() != passes)
+    return internalError("a draft chain of {} passes returned {} results",
+                         passes, results.size());
+  size_t vocab = runner_.vocabSize();
+  for (const StepResult &result : results)
+    for (size_t o = 0; o < owners.size(); ++o) {
+      auto [row, count] = result.request_rows[o];
+      STRATA_ASSIGN_OR_RETURN(int32_t token,
+                              lastGreedyToken(result, row + count - 1, vocab));
+      plan[owners[o]].drafts.push_back(token);
+    }
   return okStatus();
 }
 
@@ -1196,6 +1235,12 @@ std::string formatSchedulerMetrics(const SchedulerStats &s,
           "Steps run with the MTP draft's first pass by replaying one graph, "
           "by the target step's kind.",
           s.graphs.drafted_replays);
+  metric("strata_engine_chained_graph_captures_total", "counter",
+         "MTP draft chains of several passes captured into one graph.",
+         s.graphs.chained_captures);
+  metric("strata_engine_chained_graph_replays_total", "counter",
+         "MTP draft chains of several passes run by replaying one graph.",
+         s.graphs.chained_replays);
   metric("strata_engine_prefill_tokens_total", "counter",
          "Prompt tokens run through the model.", s.prefill_tokens);
   metric("strata_engine_generated_tokens_total", "counter",

@@ -83,6 +83,12 @@ struct SchedulerOptions {
   /// committed ones, and a real-width lm_head (1.9 GB) stops being bound by
   /// its weight reads at about 200 rows on an H200. Default 128.
   size_t draft_with_target_max_tokens = 128;
+  /// With MTP k >= 3: the draft chain's k - 1 passes run as one step (one
+  /// launch, one copy back: ModelRunner::runChain, each pass's inputs the
+  /// previous pass's outputs on the device) when the runner can and every
+  /// chaining request drafts the same k; off: one step per pass, through
+  /// the host.
+  bool chain_in_one_step = true;
   /// Called on the engine thread after every step with its duration in
   /// seconds and the tokens it ran (prompt chunks, decode and verify
   /// tokens): a server's step-time and iteration-tokens histograms.
@@ -198,6 +204,17 @@ private:
   bool planRequest(Request &request, size_t &budget,
                    std::vector<Planned> &plan);
   Status runDraftChain(std::vector<Planned> &plan);
+  /// Request `p`'s row of draft chain step j >= 1: its last draft at
+  /// position start + j - 1 from `hidden`, attending to its step 0's
+  /// selection.
+  static StepRequest chainRequest(const Planned &p, size_t j,
+                                  const std::vector<uint8_t> &hidden);
+  /// The chain's `passes` steps as one ModelRunner::runChain over the
+  /// requests that draft (every one the same k = passes + 1), `hidden` each
+  /// one's draft hidden row by plan index.
+  Status runDraftChainInOneStep(std::vector<Planned> &plan,
+                                const std::vector<std::vector<uint8_t>> &hidden,
+                                size_t passes);
   /// KDA slot `index` (mod k + 1) of `request`: 0 its state slot, i its
   /// i-th scratch slot (scratch_base_ + (i - 1) * max_requests + slot).
   int32_t kdaSlot(const Request &request, uint32_t index) const;
@@ -274,6 +291,8 @@ private:
   /// The draft chain's step: mtp_chain when the runner has it (reusing step
   /// 0's selection), else mtp_draft.
   artifact::StepKind chain_step_ = artifact::StepKind::mtp_draft;
+  /// SchedulerOptions::chain_in_one_step, and the runner can.
+  bool chain_in_one_step_ = false;
   /// MTP with token states over a runner that keeps a target step's hidden
   /// output on the device: step 0 names rows of it instead of sending the
   /// rows through the host.

@@ -223,6 +223,10 @@ Status sizeFromMemory(const ModelEngineOptions &options,
         uint64_t draft,
         consider(artifact::StepKind::mtp_draft, batch, batch));
     graph_bytes += verify + draft;
+    // A chain of k - 1 passes in one graph keeps a draft step's buffers per
+    // pass (the first counted above).
+    if (scheduler.chain_in_one_step && scheduler.mtp_draft_tokens >= 3)
+      graph_bytes += draft * (scheduler.mtp_draft_tokens - 2);
     if (scheduler.draft_with_target) {
       // Verify and decode steps captured with their draft (of at most
       // draft_with_target_max_tokens tokens) keep the draft's buffers for
@@ -280,6 +284,7 @@ createModelEngine(const ModelEngineOptions &options) {
   scheduler.num_snapshot_slots = options.snapshot_slots;
   scheduler.mtp_draft_tokens = options.mtp_draft_tokens;
   scheduler.draft_with_target = options.mtp_draft_with_target;
+  scheduler.chain_in_one_step = options.mtp_chain_in_one_step;
 
   // Blocks: what the budget leaves after every state slot (running
   // requests, snapshots, MTP scratch), each holding tail rings and KDA state.

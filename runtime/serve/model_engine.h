@@ -85,6 +85,9 @@ struct ModelEngineOptions {
   /// The draft's step 0 in the same graph as greedy decode and verify steps
   /// (--mtp-draft-with-target, SchedulerOptions::draft_with_target).
   bool mtp_draft_with_target = true;
+  /// The draft chain's passes as one step (--mtp-chain-in-one-step,
+  /// SchedulerOptions::chain_in_one_step).
+  bool mtp_chain_in_one_step = true;
   /// Detokenizes for the scheduler's text stream (optional; the server
   /// detokenizes itself).
   const tokenizer::Tokenizer *tokenizer = nullptr;
