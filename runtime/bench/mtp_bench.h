@@ -65,12 +65,16 @@ struct MtpBenchReport {
   int64_t requests = 0, context = 0, draft_tokens = 0, repeat = 0;
   /// The decode step of the same batch at the same context.
   double decode_seconds = 0;
-  /// chain (all k - 1 passes), save, verify, draft 0 (k + 1 rows), restore,
-  /// re-run, draft 0 (1 row), verify with draft 0, in that order.
+  /// chain (all k - 1 passes), chain in one step (k >= 3), save, verify,
+  /// draft 0 (k + 1 rows), restore, re-run, draft 0 (1 row), verify with
+  /// draft 0, verify with draft 0 and chain (k >= 2 with an mtp_chain
+  /// plan), in that order.
   std::vector<MtpPhase> phases;
   /// The speculative step when every draft is accepted, and when the first
-  /// is rejected; with the draft's step 0 in the verify's graph (chain +
-  /// verify with draft 0; 0 when the artifact cannot).
+  /// is rejected; with the draft's step 0 in the verify's graph, as the
+  /// scheduler runs greedy requests (the verify with draft 0 and chain, else
+  /// the chain (in one step) + verify with draft 0; 0 when the artifact
+  /// cannot).
   double accepted_seconds = 0, rejected_seconds = 0, with_draft_seconds = 0;
   /// Whether the target plans keep per-token KDA states (no save,
   /// restore and re-run phases: ModelExecutor::keepsTokenStates).

@@ -516,17 +516,38 @@ Status ModelExecutor::checkDraftedStep(StepKind step) const {
   return okStatus();
 }
 
+StatusOr<DraftedStepResult> ModelExecutor::runWithDraftChain(
+    StepKind step, const std::vector<StepRequest> &requests,
+    const StepOutputs &outputs, const StepOutputs &draft_outputs,
+    const DraftChain &chain, const DispatchObserver *observer) {
+  return execute(step, requests, observer, outputs, &draft_outputs, &chain);
+}
+
 StatusOr<std::vector<StepResult>>
 ModelExecutor::runChain(StepKind step, const std::vector<StepRequest> &requests,
                         size_t passes, const StepOutputs &outputs,
                         const DispatchObserver *observer) {
   if (passes == 0)
     return invalidArgument("a draft chain of no passes");
-  std::vector<StepResult> results(1);
-  STRATA_ASSIGN_OR_RETURN(
-      DraftedStepResult first,
-      execute(step, requests, observer, outputs, nullptr, passes, &results));
-  results.front() = std::move(first.target);
+  STRATA_RETURN_IF_ERROR(checkChainedStep(step));
+  // Passes 1.. are a chain after pass 0, each request one position on.
+  DraftChain chain;
+  chain.step = step;
+  chain.passes = passes - 1;
+  chain.outputs = outputs;
+  chain.requests = requests;
+  for (StepRequest &request : chain.requests) {
+    request.start_position += 1;
+    request.hidden.clear();
+    request.target_hidden_row = -1;
+  }
+  STRATA_ASSIGN_OR_RETURN(DraftedStepResult first,
+                          execute(step, requests, observer, outputs, nullptr,
+                                  passes > 1 ? &chain : nullptr));
+  std::vector<StepResult> results;
+  results.push_back(std::move(first.target));
+  for (StepResult &pass : first.chain)
+    results.push_back(std::move(pass));
   return results;
 }
 
@@ -551,68 +572,29 @@ Status ModelExecutor::checkChainedStep(StepKind step) const {
   return okStatus();
 }
 
-StatusOr<DraftedStepResult>
-ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
-                       const DispatchObserver *observer,
-                       const StepOutputs &outputs,
-                       const StepOutputs *draft_outputs, size_t passes,
-                       std::vector<StepResult> *chained) {
-  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
-                          artifact_->target(target_kind_));
-  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
-                          Artifact::plan(*target, step));
-  const bool drafted = draft_outputs != nullptr;
-  if (passes > 1) {
-    STRATA_RETURN_IF_ERROR(checkChainedStep(step));
-    if (drafted)
-      return invalidArgument("a chained draft step cannot be followed by "
-                             "a draft");
-    for (size_t r = 0; r < requests.size(); ++r)
-      if (requests[r].tokens.size() != 1)
-        return invalidArgument("request {}: {} tokens; a chained draft step "
-                               "takes one per request",
-                               r, requests[r].tokens.size());
-  }
-  const artifact::ExecutionPlan *draft_plan = nullptr;
-  if (drafted) {
-    STRATA_RETURN_IF_ERROR(checkDraftedStep(step));
-    STRATA_ASSIGN_OR_RETURN(draft_plan,
-                            Artifact::plan(*target, StepKind::mtp_draft));
-  }
+StatusOr<ModelExecutor::HostInputs>
+ModelExecutor::gatherInputs(const std::vector<StepRequest> &requests,
+                            const artifact::ExecutionPlan &plan,
+                            bool graph) const {
   if (requests.empty())
     return invalidArgument("step with no requests");
-  const bool draft_step =
-      step == StepKind::mtp_draft || step == StepKind::mtp_chain;
-  if (!draft_step) {
-    // A new target step: the kept hidden output goes (a graph may replay
-    // over it).
-    kept_hidden_owned_.reset();
-    kept_hidden_ = nullptr;
-    kept_hidden_tokens_ = 0;
-  }
-
-  // Host copies of the plan inputs.
+  HostInputs in;
+  const char *kind = artifact::EnumNameStepKind(plan.step());
   uint64_t page = pageSizeTokens();
-  std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows,
-      shared_rows;
-  std::vector<int32_t> state_src_slots, state_dst_slots, state_token_slots;
-  bool separate_state_slots = false, token_states = false;
   size_t max_pages = 1;
   uint64_t max_context = 0;
-  std::vector<std::pair<size_t, size_t>> request_rows;
   for (size_t r = 0; r < requests.size(); ++r) {
     const StepRequest &request = requests[r];
     if (request.tokens.empty())
       return invalidArgument("request {} has no tokens", r);
     // Decode and verify plans leave out the kernels of longer requests
     // (KDA's chunk path).
-    if (plan->max_request_tokens() &&
-        request.tokens.size() > plan->max_request_tokens())
+    if (plan.max_request_tokens() &&
+        request.tokens.size() > plan.max_request_tokens())
       return invalidArgument("request {}: {} tokens; the {} plan takes at "
                              "most {} per request",
-                             r, request.tokens.size(),
-                             artifact::EnumNameStepKind(step),
-                             plan->max_request_tokens());
+                             r, request.tokens.size(), kind,
+                             plan.max_request_tokens());
     if (request.start_position < 0)
       return invalidArgument("request {}: negative start position", r);
     uint64_t end = uint64_t(request.start_position) + request.tokens.size();
@@ -636,19 +618,17 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
       if (state_slot < -1 || state_slot >= int64_t(options_.state_slots))
         return outOfRange("request {}: KDA state slot {} outside [0, {})", r,
                           state_slot, options_.state_slots);
-    state_src_slots.push_back(request.state_src_slot < 0
-                                  ? request.slot
-                                  : request.state_src_slot);
-    state_dst_slots.push_back(request.state_dst_slot < 0
-                                  ? request.slot
-                                  : request.state_dst_slot);
-    separate_state_slots |= state_src_slots.back() != request.slot ||
-                            state_dst_slots.back() != request.slot;
+    in.state_src_slots.push_back(
+        request.state_src_slot < 0 ? request.slot : request.state_src_slot);
+    in.state_dst_slots.push_back(
+        request.state_dst_slot < 0 ? request.slot : request.state_dst_slot);
+    in.separate_state_slots |= in.state_src_slots.back() != request.slot ||
+                               in.state_dst_slots.back() != request.slot;
     STRATA_RETURN_IF_ERROR(
-        appendTokenStateSlots(request, r, state_dst_slots.back(),
-                              options_.state_slots, state_token_slots));
-    token_states |= !request.state_token_slots.empty();
-    size_t first_row = rows.size();
+        appendTokenStateSlots(request, r, in.state_dst_slots.back(),
+                              options_.state_slots, in.state_token_slots));
+    in.token_states |= !request.state_token_slots.empty();
+    size_t first_row = in.rows.size();
     for (size_t t = 0; t < request.tokens.size(); ++t) {
       int32_t token = request.tokens[t];
       if (token < 0 || uint64_t(token) >= model().vocab_size())
@@ -656,61 +636,169 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
                                "vocabulary [0, {})",
                                r, token, model().vocab_size());
       if (request.all_logits || t + 1 == request.tokens.size())
-        rows.push_back(static_cast<int32_t>(ids.size()));
-      ids.push_back(token);
-      positions.push_back(static_cast<int32_t>(request.start_position + t));
+        in.rows.push_back(static_cast<int32_t>(in.ids.size()));
+      in.ids.push_back(token);
+      in.positions.push_back(static_cast<int32_t>(request.start_position + t));
     }
-    request_rows.emplace_back(first_row, rows.size() - first_row);
-    seq_starts.push_back(static_cast<int32_t>(ids.size()));
-    slots.push_back(request.slot);
-    shared_rows.push_back(request.shared_selection_row);
+    in.request_rows.emplace_back(first_row, in.rows.size() - first_row);
+    in.seq_starts.push_back(static_cast<int32_t>(in.ids.size()));
+    in.slots.push_back(request.slot);
+    in.shared_rows.push_back(request.shared_selection_row);
     max_pages = std::max(max_pages, request.block_table.size());
     max_context = std::max(max_context, end);
   }
-  // The draft starts from every row: its ids are the target's greedy tokens
-  // of all of them, in token order.
-  if (drafted && rows.size() != ids.size())
-    return invalidArgument("a step followed by its draft needs logits for "
-                           "every token ({} rows for {} tokens): requests "
-                           "of one token or all_logits",
-                           rows.size(), ids.size());
-  bool graph = takesGraph(step, requests, observer);
   if (graph)
     max_pages = (max_pages + kStepGraphPageBucket - 1) /
                 kStepGraphPageBucket * kStepGraphPageBucket;
-  std::vector<int32_t> block_table(requests.size() * max_pages, -1);
+  in.block_table.assign(requests.size() * max_pages, -1);
   for (size_t r = 0; r < requests.size(); ++r)
     std::copy(requests[r].block_table.begin(), requests[r].block_table.end(),
-              block_table.begin() + r * max_pages);
+              in.block_table.begin() + r * max_pages);
 
-  RuntimeSizes sizes;
-  sizes[SizeSymbol::num_tokens] = ids.size();
+  RuntimeSizes &sizes = in.sizes;
+  sizes[SizeSymbol::num_tokens] = in.ids.size();
   sizes[SizeSymbol::num_requests] = requests.size();
   sizes[SizeSymbol::num_pages] = max_pages;
   // A captured step stands for every step whose contexts fit its block
   // table: max_context is then that bound (an upper bound is what sizes are
   // for; no kernel reads lengths from it).
   sizes[SizeSymbol::max_context] = graph ? max_pages * page : max_context;
-  sizes[SizeSymbol::logit_rows] = rows.size();
+  sizes[SizeSymbol::logit_rows] = in.rows.size();
   sizes[SizeSymbol::kv_pages] = options_.kv_pages;
   sizes[SizeSymbol::state_slots] = options_.state_slots;
   if (rank_groups_)
     rank_groups_->setCoordinates(sizes);
-  // A captured step of this kind and these sizes, if any (its buffers take
-  // the inputs); else fresh buffers, which a capture moves into its graph.
-  StepShape shape{step, sizes, drafted, passes};
+  return in;
+}
+
+Status ModelExecutor::writeInputs(const artifact::ExecutionPlan &plan,
+                                  PlanBuffers &buffers, const HostInputs &in,
+                                  const std::vector<int32_t> &positions,
+                                  bool own_tokens, Stream &stream) const {
+  const char *kind = artifact::EnumNameStepKind(plan.step());
+  auto write = [&](std::string_view name,
+                   const std::vector<int32_t> &values) -> Status {
+    int id = findBuffer(plan, name);
+    if (id < 0)
+      return notFound("plan '{}' has no input buffer '{}'", kind, name);
+    Buffer &buffer = *buffers.buffers[id];
+    size_t bytes = values.size() * sizeof(int32_t);
+    if (buffer.size() != bytes)
+      return internalError("plan '{}' input '{}' is {} bytes, the step has "
+                           "{}",
+                           kind, name, buffer.size(), bytes);
+    return stream.copyToDevice(buffer, 0, values.data(), bytes);
+  };
+  if (own_tokens)
+    STRATA_RETURN_IF_ERROR(write("ids", in.ids));
+  for (auto [name, values] :
+       {std::pair<std::string_view, const std::vector<int32_t> *>{"positions",
+                                                                  &positions},
+        {"seq_starts", &in.seq_starts},
+        {"slots", &in.slots},
+        {"block_table", &in.block_table},
+        {"rows", &in.rows}})
+    STRATA_RETURN_IF_ERROR(write(name, *values));
+  if (findBuffer(plan, "shared_rows") >= 0)
+    STRATA_RETURN_IF_ERROR(write("shared_rows", in.shared_rows));
+  if (!own_tokens)
+    return okStatus();
+  // KDA state slots: inputs of target plans with KDA layers (artifacts
+  // compiled before they existed read and write `slots`).
+  if (findBuffer(plan, "state_src_slots") >= 0) {
+    STRATA_RETURN_IF_ERROR(write("state_src_slots", in.state_src_slots));
+    STRATA_RETURN_IF_ERROR(write("state_dst_slots", in.state_dst_slots));
+  } else if (in.separate_state_slots) {
+    return failedPrecondition("plan '{}' reads and writes the KDA state in "
+                              "`slots`: it cannot take separate state slots "
+                              "(an artifact compiled before them?)",
+                              kind);
+  }
+  if (findBuffer(plan, "state_token_slots") >= 0)
+    return write("state_token_slots", in.state_token_slots);
+  if (in.token_states)
+    return failedPrecondition("plan '{}' keeps no per-token KDA states (an "
+                              "artifact compiled before them?)",
+                              kind);
+  return okStatus();
+}
+
+StatusOr<DraftedStepResult> ModelExecutor::execute(
+    StepKind step, const std::vector<StepRequest> &requests,
+    const DispatchObserver *observer, const StepOutputs &outputs,
+    const StepOutputs *draft_outputs, const DraftChain *chain) {
+  STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
+                          artifact_->target(target_kind_));
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
+                          Artifact::plan(*target, step));
+  const bool drafted = draft_outputs != nullptr;
+  const artifact::ExecutionPlan *draft_plan = nullptr;
+  if (drafted) {
+    STRATA_RETURN_IF_ERROR(checkDraftedStep(step));
+    STRATA_ASSIGN_OR_RETURN(draft_plan,
+                            Artifact::plan(*target, StepKind::mtp_draft));
+  }
+  const artifact::ExecutionPlan *chain_plan = nullptr;
+  if (chain) {
+    if (chain->passes == 0)
+      return invalidArgument("a draft chain of no passes");
+    STRATA_RETURN_IF_ERROR(checkChainedStep(chain->step));
+    STRATA_ASSIGN_OR_RETURN(chain_plan, Artifact::plan(*target, chain->step));
+    for (size_t r = 0; r < chain->requests.size(); ++r)
+      if (chain->requests[r].tokens.size() != 1)
+        return invalidArgument("chain request {}: {} tokens; a draft chain "
+                               "takes one per request",
+                               r, chain->requests[r].tokens.size());
+  }
+  const bool draft_step =
+      step == StepKind::mtp_draft || step == StepKind::mtp_chain;
+  if (!draft_step) {
+    // A new target step: the kept hidden output goes (a graph may replay
+    // over it).
+    kept_hidden_owned_.reset();
+    kept_hidden_ = nullptr;
+    kept_hidden_tokens_ = 0;
+  }
+
+  // Host copies of the plan inputs.
+  bool graph = takesGraph(step, requests, observer);
+  STRATA_ASSIGN_OR_RETURN(HostInputs in, gatherInputs(requests, *plan, graph));
+  // The draft starts from every row: its ids are the target's greedy tokens
+  // of all of them, in token order.
+  if (drafted && in.rows.size() != in.ids.size())
+    return invalidArgument("a step followed by its draft needs logits for "
+                           "every token ({} rows for {} tokens): requests "
+                           "of one token or all_logits",
+                           in.rows.size(), in.ids.size());
+  HostInputs chain_in;
+  if (chain) {
+    STRATA_ASSIGN_OR_RETURN(chain_in,
+                            gatherInputs(chain->requests, *chain_plan, graph));
+    // Chain request t starts from row t of the step before it.
+    if (chain_in.ids.size() != in.rows.size())
+      return invalidArgument("a draft chain of {} requests after a step of "
+                             "{} rows: one per row",
+                             chain_in.ids.size(), in.rows.size());
+  }
+
+  // A captured step of this shape, if any (its buffers take the inputs);
+  // else fresh buffers, which a capture moves into its graph.
+  StepShape shape{step,           in.sizes,
+                  drafted,        chain ? chain->step : StepKind::mtp_chain,
+                  chain_in.sizes, chain ? chain->passes : 0};
   StepGraph *captured = graph ? findGraph(shape) : nullptr;
   bool capture = graph && !captured && repeatsRecentShape(shape);
   PlanBuffers fresh, fresh_draft;
-  std::vector<PlanBuffers> fresh_passes(passes - 1);
+  std::vector<PlanBuffers> fresh_passes(shape.chain_passes);
   if (!captured) {
-    STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, sizes));
+    STRATA_ASSIGN_OR_RETURN(fresh, program_->allocateBuffers(step, in.sizes));
     if (drafted) {
       STRATA_ASSIGN_OR_RETURN(fresh_draft, program_->allocateBuffers(
-                                               StepKind::mtp_draft, sizes));
+                                               StepKind::mtp_draft, in.sizes));
     }
     for (PlanBuffers &pass : fresh_passes) {
-      STRATA_ASSIGN_OR_RETURN(pass, program_->allocateBuffers(step, sizes));
+      STRATA_ASSIGN_OR_RETURN(
+          pass, program_->allocateBuffers(shape.chain_step, chain_in.sizes));
     }
   }
   PlanBuffers *buffers = captured ? &captured->buffers : &fresh;
@@ -727,93 +815,47 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     ~SyncOnReturn() { (void)stream->synchronize(); }
   } sync_on_return{stream};
 
-  auto writeTo = [&](const artifact::ExecutionPlan &into, PlanBuffers &bufs,
-                     std::string_view name, const void *data,
-                     size_t bytes) -> Status {
-    int id = findBuffer(into, name);
-    if (id < 0)
-      return notFound("plan '{}' has no input buffer '{}'",
-                      artifact::EnumNameStepKind(into.step()), name);
-    Buffer &buffer = *bufs.buffers[id];
-    if (buffer.size() != bytes)
-      return internalError("plan '{}' input '{}' is {} bytes, the step has "
-                           "{}",
-                           artifact::EnumNameStepKind(into.step()), name,
-                           buffer.size(), bytes);
-    return stream->copyToDevice(buffer, 0, data, bytes);
-  };
-  auto write = [&](std::string_view name, const void *data,
-                   size_t bytes) -> Status {
-    return writeTo(*plan, *buffers, name, data, bytes);
-  };
-  auto bytesOf = [](const std::vector<int32_t> &v) {
-    return v.size() * sizeof(int32_t);
-  };
-  STRATA_RETURN_IF_ERROR(write("ids", ids.data(), bytesOf(ids)));
+  std::vector<uint8_t> host_hidden;
+  STRATA_RETURN_IF_ERROR(
+      writeInputs(*plan, *buffers, in, in.positions, true, *stream));
   // The draft reads the target's batch (its ids and hidden rows come from
-  // the target's outputs on the device, launchPlans); so does each chained
-  // pass, one position further.
-  std::vector<std::vector<int32_t>> pass_positions(passes - 1, positions);
-  for (size_t j = 1; j < passes; ++j)
-    for (int32_t &position : pass_positions[j - 1])
+  // the target's outputs on the device, launchPlans); chain pass j its
+  // requests' positions + j.
+  if (drafted)
+    STRATA_RETURN_IF_ERROR(writeInputs(*draft_plan, *draft_buffers, in,
+                                       in.positions, false, *stream));
+  std::vector<std::vector<int32_t>> pass_positions(shape.chain_passes,
+                                                   chain_in.positions);
+  for (size_t j = 0; j < shape.chain_passes; ++j) {
+    for (int32_t &position : pass_positions[j])
       position += int32_t(j);
-  for (auto [name, values] :
-       {std::pair<std::string_view, const std::vector<int32_t> *>{
-            "positions", &positions},
-        {"seq_starts", &seq_starts},
-        {"slots", &slots},
-        {"block_table", &block_table},
-        {"rows", &rows}}) {
-    STRATA_RETURN_IF_ERROR(write(name, values->data(), bytesOf(*values)));
-    if (drafted)
-      STRATA_RETURN_IF_ERROR(writeTo(*draft_plan, *draft_buffers, name,
-                                     values->data(), bytesOf(*values)));
-    for (size_t j = 1; j < passes; ++j) {
-      const std::vector<int32_t> &pass_values =
-          name == "positions" ? pass_positions[j - 1] : *values;
-      STRATA_RETURN_IF_ERROR(writeTo(*plan, (*pass_buffers)[j - 1], name,
-                                     pass_values.data(), bytesOf(pass_values)));
-    }
+    STRATA_RETURN_IF_ERROR(writeInputs(*chain_plan, (*pass_buffers)[j],
+                                       chain_in, pass_positions[j], false,
+                                       *stream));
   }
-  // KDA state slots: inputs of target plans with KDA layers (artifacts
-  // compiled before they existed read and write `slots`).
-  if (findBuffer(*plan, "state_src_slots") >= 0) {
-    STRATA_RETURN_IF_ERROR(write("state_src_slots", state_src_slots.data(),
-                                 bytesOf(state_src_slots)));
-    STRATA_RETURN_IF_ERROR(write("state_dst_slots", state_dst_slots.data(),
-                                 bytesOf(state_dst_slots)));
-  } else if (separate_state_slots) {
-    return failedPrecondition("plan '{}' reads and writes the KDA state in "
-                              "`slots`: it cannot take separate state slots "
-                              "(an artifact compiled before them?)",
-                              artifact::EnumNameStepKind(step));
-  }
-  if (findBuffer(*plan, "state_token_slots") >= 0) {
-    STRATA_RETURN_IF_ERROR(write("state_token_slots",
-                                 state_token_slots.data(),
-                                 bytesOf(state_token_slots)));
-  } else if (token_states) {
-    return failedPrecondition("plan '{}' keeps no per-token KDA states (an "
-                              "artifact compiled before them?)",
-                              artifact::EnumNameStepKind(step));
-  }
-  if (findBuffer(*plan, "shared_rows") >= 0)
-    for (size_t j = 0; j < passes; ++j)
-      STRATA_RETURN_IF_ERROR(
-          writeTo(*plan, j == 0 ? *buffers : (*pass_buffers)[j - 1],
-                  "shared_rows", shared_rows.data(), bytesOf(shared_rows)));
   if (draft_step && requests.front().target_hidden_row >= 0) {
     int id = findBuffer(*plan, "hidden");
     if (id < 0)
       return notFound("plan '{}' has no input buffer 'hidden'",
                       artifact::EnumNameStepKind(step));
     STRATA_RETURN_IF_ERROR(copyKeptHidden(requests, *buffers->buffers[id],
-                                          ids.size(), *stream));
+                                          in.ids.size(), *stream));
   } else if (draft_step) {
-    std::vector<uint8_t> hidden;
     for (const StepRequest &request : requests)
-      hidden.insert(hidden.end(), request.hidden.begin(), request.hidden.end());
-    STRATA_RETURN_IF_ERROR(write("hidden", hidden.data(), hidden.size()));
+      host_hidden.insert(host_hidden.end(), request.hidden.begin(),
+                         request.hidden.end());
+    int id = findBuffer(*plan, "hidden");
+    if (id < 0)
+      return notFound("plan '{}' has no input buffer 'hidden'",
+                      artifact::EnumNameStepKind(step));
+    Buffer &buffer = *buffers->buffers[id];
+    if (buffer.size() != host_hidden.size())
+      return internalError("plan '{}' input 'hidden' is {} bytes, the step "
+                           "has {}",
+                           artifact::EnumNameStepKind(step), buffer.size(),
+                           host_hidden.size());
+    STRATA_RETURN_IF_ERROR(stream->copyToDevice(buffer, 0, host_hidden.data(),
+                                                host_hidden.size()));
   }
 
   PlanResources resources;
@@ -842,11 +884,8 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   if (captured) {
     STRATA_RETURN_IF_ERROR(captured->stream->launchGraph(*captured->graph));
     captured->last_use = ++graph_clock_;
-    if (!captured_now && passes > 1)
-      ++graph_counts_.chained_replays;
-    else if (!captured_now)
-      ++(drafted ? graph_counts_.drafted_replays
-                 : graph_counts_.replays)[size_t(step)];
+    if (!captured_now)
+      countGraph(shape, /*capture=*/false);
   } else {
     STRATA_RETURN_IF_ERROR(launchPlans(shape, *buffers, draft_buffers,
                                        *pass_buffers, resources,
@@ -856,9 +895,9 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
   }
 
   DraftedStepResult result;
-  result.target.request_rows = std::move(request_rows);
-  STRATA_RETURN_IF_ERROR(readOutputs(*plan, *buffers, *stream, rows.size(),
-                                     ids.size(), outputs, result.target));
+  result.target.request_rows = in.request_rows;
+  STRATA_RETURN_IF_ERROR(readOutputs(*plan, *buffers, *stream, in.rows.size(),
+                                     in.ids.size(), outputs, result.target));
   if (outputs.keep_hidden && !draft_step) {
     int id = findBuffer(*plan, "hidden_out");
     if (id < 0)
@@ -871,26 +910,35 @@ ModelExecutor::execute(StepKind step, const std::vector<StepRequest> &requests,
     } else {
       kept_hidden_ = buffers->buffers[id].get();
     }
-    kept_hidden_tokens_ = ids.size();
+    kept_hidden_tokens_ = in.ids.size();
   }
   if (drafted) {
-    result.draft.request_rows = result.target.request_rows;
+    result.draft.request_rows = in.request_rows;
     STRATA_RETURN_IF_ERROR(readOutputs(*draft_plan, *draft_buffers, *stream,
-                                       rows.size(), ids.size(),
+                                       in.rows.size(), in.ids.size(),
                                        *draft_outputs, result.draft));
   }
-  if (chained) {
-    chained->resize(passes);
-    for (size_t j = 1; j < passes; ++j) {
-      StepResult &pass = (*chained)[j];
-      pass.request_rows = result.target.request_rows;
-      STRATA_RETURN_IF_ERROR(readOutputs(*plan, (*pass_buffers)[j - 1], *stream,
-                                         rows.size(), ids.size(), outputs,
-                                         pass));
-    }
+  result.chain.resize(shape.chain_passes);
+  for (size_t j = 0; j < shape.chain_passes; ++j) {
+    result.chain[j].request_rows = chain_in.request_rows;
+    STRATA_RETURN_IF_ERROR(readOutputs(
+        *chain_plan, (*pass_buffers)[j], *stream, chain_in.rows.size(),
+        chain_in.ids.size(), chain->outputs, result.chain[j]));
   }
   STRATA_RETURN_IF_ERROR(stream->synchronize());
   return result;
+}
+
+void ModelExecutor::countGraph(const StepShape &shape, bool capture) {
+  if (shape.drafted)
+    ++(capture ? graph_counts_.drafted_captures
+               : graph_counts_.drafted_replays)[size_t(shape.step)];
+  else if (shape.chain_passes > 0)
+    ++(capture ? graph_counts_.chained_captures
+               : graph_counts_.chained_replays);
+  else
+    ++(capture ? graph_counts_.captures
+               : graph_counts_.replays)[size_t(shape.step)];
 }
 
 Status ModelExecutor::copyKeptHidden(const std::vector<StepRequest> &requests,
@@ -955,32 +1003,42 @@ Status ModelExecutor::launchPlans(const StepShape &shape, PlanBuffers &buffers,
                                   const DispatchObserver *observer) {
   STRATA_RETURN_IF_ERROR(program_->run(shape.step, shape.sizes, buffers,
                                        resources, stream, observer));
-  if (!shape.drafted && shape.passes == 1)
+  if (!shape.drafted && shape.chain_passes == 0)
     return okStatus();
   Stream &on = stream ? *stream : device_->defaultStream();
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, shape.step));
-  // A chain's pass j reads pass j - 1's greedy tokens and hidden rows (row
-  // r of both: request r's draft).
-  for (size_t j = 1; j < shape.passes; ++j) {
-    PlanBuffers &previous = j == 1 ? buffers : pass_buffers[j - 2];
-    STRATA_RETURN_IF_ERROR(
-        feedDraft(*plan, previous, *plan, pass_buffers[j - 1], on));
-    STRATA_RETURN_IF_ERROR(program_->run(shape.step, shape.sizes,
-                                         pass_buffers[j - 1], resources, stream,
-                                         observer));
-  }
-  if (!shape.drafted)
-    return okStatus();
   // The draft's ids are the target's greedy tokens of every row, its hidden
   // rows the target's hidden output (row t of both: token t).
-  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
-                          Artifact::plan(*target, StepKind::mtp_draft));
-  STRATA_RETURN_IF_ERROR(feedDraft(*plan, buffers, *draft, *draft_buffers, on));
-  return program_->run(StepKind::mtp_draft, shape.sizes, *draft_buffers,
-                       resources, stream, observer);
+  const artifact::ExecutionPlan *last_plan = plan;
+  PlanBuffers *last = &buffers;
+  if (shape.drafted) {
+    STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
+                            Artifact::plan(*target, StepKind::mtp_draft));
+    STRATA_RETURN_IF_ERROR(
+        feedDraft(*plan, buffers, *draft, *draft_buffers, on));
+    STRATA_RETURN_IF_ERROR(program_->run(StepKind::mtp_draft, shape.sizes,
+                                         *draft_buffers, resources, stream,
+                                         observer));
+    last_plan = draft;
+    last = draft_buffers;
+  }
+  // Chain pass j reads the greedy tokens and hidden rows of the step before
+  // it (row t: chain request t).
+  if (shape.chain_passes == 0)
+    return okStatus();
+  STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *chain,
+                          Artifact::plan(*target, shape.chain_step));
+  for (PlanBuffers &pass : pass_buffers) {
+    STRATA_RETURN_IF_ERROR(feedDraft(*last_plan, *last, *chain, pass, on));
+    STRATA_RETURN_IF_ERROR(program_->run(shape.chain_step, shape.chain_sizes,
+                                         pass, resources, stream, observer));
+    last_plan = chain;
+    last = &pass;
+  }
+  return okStatus();
 }
 
 bool ModelExecutor::takesGraph(StepKind step,
@@ -1000,9 +1058,12 @@ bool ModelExecutor::takesGraph(StepKind step,
 
 bool ModelExecutor::StepShape::operator==(const StepShape &other) const {
   return step == other.step && drafted == other.drafted &&
-         passes == other.passes &&
+         chain_step == other.chain_step && chain_passes == other.chain_passes &&
          std::equal(std::begin(sizes.values), std::end(sizes.values),
-                    std::begin(other.sizes.values));
+                    std::begin(other.sizes.values)) &&
+         std::equal(std::begin(chain_sizes.values),
+                    std::end(chain_sizes.values),
+                    std::begin(other.chain_sizes.values));
 }
 
 ModelExecutor::StepGraph *ModelExecutor::findGraph(const StepShape &shape) {
@@ -1064,11 +1125,7 @@ ModelExecutor::StepGraph *ModelExecutor::captureGraph(
   step_graphs_.push_back(StepGraph{
       shape, std::move(buffers), std::move(kept_draft), std::move(pass_buffers),
       std::move(stream), std::move(*made), ++graph_clock_});
-  if (shape.passes > 1)
-    ++graph_counts_.chained_captures;
-  else
-    ++(shape.drafted ? graph_counts_.drafted_captures
-                     : graph_counts_.captures)[size_t(shape.step)];
+  countGraph(shape, /*capture=*/true);
   return &step_graphs_.back();
 }
 

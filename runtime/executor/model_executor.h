@@ -187,6 +187,23 @@ struct DraftedStepResult {
   /// The draft's outputs, one row per target token (request_rows as the
   /// target's).
   StepResult draft;
+  /// With a DraftChain: each pass's outputs, in pass order (request_rows
+  /// those of the chain's requests).
+  std::vector<StepResult> chain;
+};
+
+/// Draft chain passes that follow a step in the same device work
+/// (ModelExecutor::runWithDraft with a chain): pass 0 runs `step` over
+/// `requests` (one token each, as many as the rows before it), request t
+/// taking the greedy token and hidden row of row t of the draft before it
+/// as its id and hidden row (its own tokens are not read); pass j > 0 does
+/// the same from pass j - 1, one position further.
+struct DraftChain {
+  artifact::StepKind step = artifact::StepKind::mtp_chain;
+  std::vector<StepRequest> requests;
+  size_t passes = 0;
+  /// What each pass copies back.
+  StepOutputs outputs{/*logits=*/false, /*hidden=*/false};
 };
 
 class ModelExecutor {
@@ -260,6 +277,15 @@ public:
       artifact::StepKind step, const std::vector<StepRequest> &requests,
       const StepOutputs &outputs, const StepOutputs &draft_outputs,
       const DispatchObserver *observer = nullptr);
+  /// runWithDraft, then `chain`'s passes after the draft in the same device
+  /// work (one graph): MTP's candidate chains, one per verified row, whose
+  /// row of the accepted position the caller keeps. INVALID_ARGUMENT when
+  /// the chain's requests are not one per row or not one token each, or it
+  /// has no passes; FAILED_PRECONDITION as checkChainedStep.
+  StatusOr<DraftedStepResult> runWithDraftChain(
+      artifact::StepKind step, const std::vector<StepRequest> &requests,
+      const StepOutputs &outputs, const StepOutputs &draft_outputs,
+      const DraftChain &chain, const DispatchObserver *observer = nullptr);
 
   /// Why `step` cannot be followed by its draft in one runWithDraft, or OK.
   Status checkDraftedStep(artifact::StepKind step) const;
@@ -326,8 +352,31 @@ private:
   StatusOr<DraftedStepResult>
   execute(artifact::StepKind step, const std::vector<StepRequest> &requests,
           const DispatchObserver *observer, const StepOutputs &outputs,
-          const StepOutputs *draft_outputs, size_t passes = 1,
-          std::vector<StepResult> *chained = nullptr);
+          const StepOutputs *draft_outputs, const DraftChain *chain = nullptr);
+  /// A step's plan inputs on the host (gatherInputs).
+  struct HostInputs {
+    std::vector<int32_t> ids, positions, seq_starts{0}, slots, rows,
+        shared_rows, block_table;
+    std::vector<int32_t> state_src_slots, state_dst_slots, state_token_slots;
+    bool separate_state_slots = false, token_states = false;
+    std::vector<std::pair<size_t, size_t>> request_rows;
+    RuntimeSizes sizes;
+  };
+  /// Checks `requests` against `plan` and the caches and lays out the
+  /// plan's inputs and sizes (`graph`: the block table's width rounded up to
+  /// kStepGraphPageBucket pages).
+  StatusOr<HostInputs> gatherInputs(const std::vector<StepRequest> &requests,
+                                    const artifact::ExecutionPlan &plan,
+                                    bool graph) const;
+  /// Enqueues on `stream` the copies of `in` into `plan`'s input buffers:
+  /// `positions` for the positions, and with `own_tokens` the ids and the
+  /// KDA state slots too (a step fed by the one before it takes its ids
+  /// from that step's outputs). The host vectors must live until the
+  /// stream is synchronized.
+  Status writeInputs(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
+                     const HostInputs &in,
+                     const std::vector<int32_t> &positions, bool own_tokens,
+                     Stream &stream) const;
   /// Enqueues on `on` the copies of `from`'s greedy tokens and hidden output
   /// (of plan `from_plan`) into `to`'s ids and hidden inputs (of `to_plan`):
   /// how a draft step follows its target step or the previous chain pass.
@@ -359,17 +408,19 @@ private:
   /// Bytes per page or slot of each cache (by cache id).
   std::vector<uint64_t> cache_unit_bytes_;
   /// A step's kind and the plan's sizes, whether the draft follows it and
-  /// its chained passes (runChain): what a captured graph stands for.
+  /// the draft chain passes after them (their kind and sizes): what a
+  /// captured graph stands for.
   struct StepShape {
     artifact::StepKind step;
     RuntimeSizes sizes;
     bool drafted = false;
-    size_t passes = 1;
+    artifact::StepKind chain_step = artifact::StepKind::mtp_chain;
+    RuntimeSizes chain_sizes;
+    size_t chain_passes = 0;
     bool operator==(const StepShape &other) const;
   };
   /// A captured step: its shape, the buffers its graph binds (the draft's
-  /// too when it follows; passes 1.. of a chain), the stream that replays
-  /// it.
+  /// too when it follows; the chain passes'), the stream that replays it.
   struct StepGraph {
     StepShape shape;
     PlanBuffers buffers, draft_buffers;
@@ -378,6 +429,8 @@ private:
     std::unique_ptr<Graph> graph;
     uint64_t last_use = 0;
   };
+  /// Counts a capture or a replay of `shape` in graph_counts_.
+  void countGraph(const StepShape &shape, bool capture);
   /// Whether `step` of `requests` may run from a graph now.
   bool takesGraph(artifact::StepKind step,
                   const std::vector<StepRequest> &requests,
@@ -388,16 +441,16 @@ private:
   bool repeatsRecentShape(const StepShape &shape);
   /// Captures `shape`'s step into a new graph over `buffers`,
   /// `draft_buffers` (null for a step without its draft) and `pass_buffers`
-  /// (a chain's passes 1..), all moved into it, and keeps it; null (and
-  /// graphs off, graph_error_ set) when the device cannot capture it.
+  /// (the chain passes after them), all moved into it, and keeps it; null
+  /// (and graphs off, graph_error_ set) when the device cannot capture it.
   StepGraph *captureGraph(const StepShape &shape, PlanBuffers &buffers,
                           PlanBuffers *draft_buffers,
                           std::vector<PlanBuffers> &pass_buffers,
                           const PlanResources &resources);
   /// Enqueues `shape`'s step on `stream` (null: the default one); when
   /// shape.drafted, the copies of its greedy tokens and hidden rows into the
-  /// draft's inputs and the draft step over `draft_buffers`; for a chain,
-  /// its passes 1.. over `pass_buffers`, each fed by the one before.
+  /// draft's inputs and the draft step over `draft_buffers`; then the chain
+  /// passes over `pass_buffers`, each fed by the step before it.
   Status launchPlans(const StepShape &shape, PlanBuffers &buffers,
                      PlanBuffers *draft_buffers,
                      std::vector<PlanBuffers> &pass_buffers,

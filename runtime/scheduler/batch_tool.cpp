@@ -30,6 +30,7 @@ constexpr const char *kUsage =
     "                    [--checkpoint-interval N] [--snapshot-slots N]\n"
     "                    [--mtp K] [--mtp-draft-with-target on|off]\n"
     "                    [--mtp-chain-in-one-step on|off]\n"
+    "                    [--mtp-chain-with-target on|off]\n"
     "                    [--passes N] [--cancel I:N] [--queue N]\n"
     "                    [--metrics] [--step-graphs on|off]\n"
     "                    [--rank R --world-size N --store STORE]\n"
@@ -69,7 +70,7 @@ struct BatchFlags {
   RankFlags ranks;
   std::vector<std::string> prompt_ids, prompt_files;
   std::string cancel, step_graphs = "on", draft_with_target = "on";
-  std::string chain_in_one_step = "on";
+  std::string chain_in_one_step = "on", chain_with_target = "on";
   std::vector<IntFlag> ints = {
       {"--max-tokens", "tokens to generate per request (default 16)", 1, ""},
       {"--max-requests", "requests running at once (default 4)", 1, ""},
@@ -116,6 +117,11 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
                  "with --mtp 3: the draft chain's passes as one step, each "
                  "fed by the last on the device (default on)")
       ->type_name("on|off");
+  app.add_option("--mtp-chain-with-target", f.chain_with_target,
+                 "with --mtp 2 or 3: the draft chain after the draft's first "
+                 "pass, in the same graph, one candidate per verified row "
+                 "(default on)")
+      ->type_name("on|off");
   declareRankFlags(app, o.ranks, f.ranks);
 }
 
@@ -136,6 +142,11 @@ StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
                            "'{}'",
                            f.chain_in_one_step);
   o.scheduler.chain_in_one_step = f.chain_in_one_step == "on";
+  if (f.chain_with_target != "on" && f.chain_with_target != "off")
+    return invalidArgument("--mtp-chain-with-target must be on or off, not "
+                           "'{}'",
+                           f.chain_with_target);
+  o.scheduler.chain_with_target = f.chain_with_target == "on";
   for (const auto &[flag, text] :
        cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
     if (flag == "--prompt-ids") {

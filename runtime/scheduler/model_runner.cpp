@@ -61,6 +61,11 @@ bool ExecutorRunner::runsChainedDrafts() const {
   return executor_->checkChainedStep(chain).ok();
 }
 
+bool ExecutorRunner::runsDraftChainWithTarget() const {
+  return runsWithDraft() && hasDraftChain() &&
+         executor_->checkChainedStep(artifact::StepKind::mtp_chain).ok();
+}
+
 bool ExecutorRunner::runsWithDraft() const {
   return executor_->checkDraftedStep(artifact::StepKind::decode).ok() &&
          executor_->checkDraftedStep(artifact::StepKind::mtp_verify).ok();

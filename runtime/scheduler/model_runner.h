@@ -73,6 +73,19 @@ public:
                const StepOutputs &outputs, const StepOutputs &draft_outputs) {
     return unimplemented("this model runner cannot run a step with its draft");
   }
+  /// Whether runWithDraftChain works for decode and verify steps (a draft
+  /// chain that reuses step 0's selection: mtp_chain).
+  virtual bool runsDraftChainWithTarget() const { return false; }
+  /// runWithDraft, then `chain`'s passes after the draft in the same device
+  /// work (ModelExecutor::runWithDraftChain).
+  virtual StatusOr<DraftedStepResult>
+  runWithDraftChain(artifact::StepKind step,
+                    const std::vector<StepRequest> &requests,
+                    const StepOutputs &outputs,
+                    const StepOutputs &draft_outputs, const DraftChain &chain) {
+    return unimplemented("this model runner cannot run a draft chain with "
+                         "its step");
+  }
   /// Whether runChain works for the draft chain's step (the mtp_chain
   /// step, else mtp_draft).
   virtual bool runsChainedDrafts() const { return false; }
@@ -160,6 +173,14 @@ public:
     return executor_->runWithDraft(step, requests, outputs, draft_outputs);
   }
   bool runsChainedDrafts() const override;
+  bool runsDraftChainWithTarget() const override;
+  StatusOr<DraftedStepResult> runWithDraftChain(
+      artifact::StepKind step, const std::vector<StepRequest> &requests,
+      const StepOutputs &outputs, const StepOutputs &draft_outputs,
+      const DraftChain &chain) override {
+    return executor_->runWithDraftChain(step, requests, outputs, draft_outputs,
+                                        chain);
+  }
   StatusOr<std::vector<StepResult>>
   runChain(artifact::StepKind step, const std::vector<StepRequest> &requests,
            size_t passes, const StepOutputs &outputs) override {

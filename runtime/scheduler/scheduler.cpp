@@ -99,6 +99,10 @@ struct Scheduler::Request {
   /// for the row draft_token came from (what the chain attends to:
   /// StepRequest::shared_selection_row).
   int32_t draft_shared_row = int32_t(kSharedSelectionRows) - 1;
+  /// MTP drafts 2..k for the next verification, from the candidate chain
+  /// of the row draft_token came from (SchedulerOptions::chain_with_target);
+  /// empty when the chain runs before the verification.
+  std::vector<int32_t> chain_drafts;
   /// Output not yet delivered.
   std::vector<int32_t> out_tokens;
   std::vector<TokenLogprobs> out_logprobs; // with params.logprobs >= 0
@@ -204,6 +208,10 @@ Scheduler::create(ModelRunner &runner, const tokenizer::Tokenizer *tokenizer,
   s->chain_step_ = runner.hasDraftChain() ? StepKind::mtp_chain
                                           : StepKind::mtp_draft;
   s->chain_in_one_step_ = o.chain_in_one_step && runner.runsChainedDrafts();
+  s->chain_with_target_ = s->draft_with_target_ && o.chain_with_target &&
+                          o.mtp_draft_tokens >= 2 &&
+                          s->chain_step_ == StepKind::mtp_chain &&
+                          runner.runsDraftChainWithTarget();
   s->keep_target_hidden_ = s->token_states_ && runner.keepsTargetHidden();
   return s;
 }
@@ -581,6 +589,7 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
   // d_1 comes from the previous iteration's step 0; steps 1..k-1 chain one
   // row per request (position start + j - 1, previous draft and hidden).
   std::vector<std::vector<uint8_t>> hidden(plan.size());
+  std::vector<size_t> pending;
   size_t max_k = 0;
   bool same_k = true;
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -588,17 +597,26 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
     if (p.k == 0)
       continue;
     p.drafts = {p.request->draft_token};
+    const std::vector<int32_t> &ready = p.request->chain_drafts;
+    if (p.k > 1 && ready.size() >= p.k - 1) {
+      // The chain ran with the last step (candidateChains).
+      p.drafts.insert(p.drafts.end(), ready.begin(), ready.begin() + (p.k - 1));
+      continue;
+    }
+    if (p.k == 1)
+      continue;
     hidden[i] = p.request->draft_hidden;
     same_k &= max_k == 0 || p.k == max_k;
     max_k = std::max(max_k, p.k);
+    pending.push_back(i);
   }
   if (chain_in_one_step_ && same_k && max_k >= 3)
-    return runDraftChainInOneStep(plan, hidden, max_k - 1);
+    return runDraftChainInOneStep(plan, pending, hidden, max_k - 1);
   size_t vocab = runner_.vocabSize();
   for (size_t j = 1; j < max_k; ++j) {
     std::vector<StepRequest> step;
     std::vector<size_t> owners;
-    for (size_t i = 0; i < plan.size(); ++i) {
+    for (size_t i : pending) {
       if (plan[i].k <= j)
         continue;
       step.push_back(chainRequest(plan[i], j, hidden[i]));
@@ -624,16 +642,11 @@ Status Scheduler::runDraftChain(std::vector<Planned> &plan) {
 }
 
 Status Scheduler::runDraftChainInOneStep(
-    std::vector<Planned> &plan, const std::vector<std::vector<uint8_t>> &hidden,
-    size_t passes) {
+    std::vector<Planned> &plan, const std::vector<size_t> &pending,
+    const std::vector<std::vector<uint8_t>> &hidden, size_t passes) {
   std::vector<StepRequest> step;
-  std::vector<size_t> owners;
-  for (size_t i = 0; i < plan.size(); ++i) {
-    if (plan[i].k == 0)
-      continue;
+  for (size_t i : pending)
     step.push_back(chainRequest(plan[i], 1, hidden[i]));
-    owners.push_back(i);
-  }
   // Each pass feeds the next on the device: only the tokens come back.
   STRATA_ASSIGN_OR_RETURN(
       std::vector<StepResult> results,
@@ -644,11 +657,11 @@ Status Scheduler::runDraftChainInOneStep(
                          passes, results.size());
   size_t vocab = runner_.vocabSize();
   for (const StepResult &result : results)
-    for (size_t o = 0; o < owners.size(); ++o) {
+    for (size_t o = 0; o < pending.size(); ++o) {
       auto [row, count] = result.request_rows[o];
       STRATA_ASSIGN_OR_RETURN(int32_t token,
                               lastGreedyToken(result, row + count - 1, vocab));
-      plan[owners[o]].drafts.push_back(token);
+      plan[pending[o]].drafts.push_back(token);
     }
   return okStatus();
 }
@@ -702,6 +715,7 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
     auto [row, count] = result.request_rows[o];
     STRATA_ASSIGN_OR_RETURN(r.draft_token,
                             lastGreedyToken(result, row + count - 1, vocab));
+    r.chain_drafts.clear();
     r.draft_shared_row = int32_t(kSharedSelectionRows) - 1;
     auto last = result.hidden.begin() +
                 (token_offset - 1) * result.hidden_row_bytes;
@@ -726,8 +740,49 @@ bool Scheduler::runsDraftWithTarget(const std::vector<Planned> &plan,
          tokens <= options_.draft_with_target_max_tokens;
 }
 
+DraftChain
+Scheduler::candidateChains(const std::vector<Planned> &plan,
+                           const std::vector<StepRequest> &target) const {
+  DraftChain chain;
+  chain.step = StepKind::mtp_chain;
+  chain.passes = options_.mtp_draft_tokens - 1;
+  size_t rows = 0;
+  for (const StepRequest &s : target)
+    rows += s.tokens.size();
+  if (!chain_with_target_ || (options_.chain_with_target_max_rows &&
+                              rows > options_.chain_with_target_max_rows))
+    return chain;
+  const uint64_t page =
+      std::max<uint64_t>(runner_.geometry().page_size_tokens, 1);
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const StepRequest &s = target[i];
+    size_t count = s.tokens.size();
+    for (size_t j = 0; j < count; ++j) {
+      // Accepting j drafts commits rows 0..j: the next verification starts
+      // at start + j + 1, where the chain's first pass runs (chainRequest),
+      // attending to step 0's selection of row j (its shared row, as
+      // takeDrafts computes it).
+      StepRequest c;
+      c.tokens = {0}; // the draft's greedy token of row j, on the device
+      c.start_position = s.start_position + int64_t(j) + 1;
+      c.shared_selection_row =
+          int32_t(kSharedSelectionRows) - 1 - int32_t(count - 1 - j);
+      c.slot = s.slot;
+      c.block_table = s.block_table;
+      // The chain reads only the selected positions (at most the row's
+      // own): pages past the reserved ones repeat the last (never read).
+      uint64_t end = uint64_t(c.start_position) + chain.passes;
+      while (!c.block_table.empty() && c.block_table.size() * page < end)
+        c.block_table.push_back(c.block_table.back());
+      chain.requests.push_back(std::move(c));
+    }
+  }
+  return chain;
+}
+
 Status Scheduler::takeDrafts(std::vector<Planned> &plan,
-                             const StepResult &draft) {
+                             const StepResult &draft,
+                             const std::vector<StepResult> &chain) {
   // Row j of a request ran the draft on the target's greedy token of row j,
   // its committed next token for j <= accepted: the draft row of the last
   // committed position is step 0's last row.
@@ -746,11 +801,17 @@ Status Scheduler::takeDrafts(std::vector<Planned> &plan,
                            r.id, committed, count);
     size_t last = row + committed - 1;
     STRATA_ASSIGN_OR_RETURN(r.draft_token, deviceGreedyToken(draft, last));
+    // The candidate chain of row `last` (chain request `last`): drafts 2..k.
+    r.chain_drafts.clear();
+    for (const StepResult &pass : chain) {
+      STRATA_ASSIGN_OR_RETURN(int32_t token, deviceGreedyToken(pass, last));
+      r.chain_drafts.push_back(token);
+    }
     // Step 0 kept the selections of each request's last rows, its last
     // token in the last row.
     r.draft_shared_row =
         int32_t(kSharedSelectionRows) - 1 - int32_t(count - committed);
-    if (options_.mtp_draft_tokens > 1) {
+    if (options_.mtp_draft_tokens > 1 && chain.empty()) {
       // Every token is a row: row `last` is hidden row `last`.
       if (draft.hidden.size() < (last + 1) * draft.hidden_row_bytes ||
           draft.hidden_row_bytes == 0)
@@ -900,7 +961,8 @@ Status Scheduler::step() {
     }
   }
   removeFinished();
-  const uint64_t page = runner_.geometry().page_size_tokens;
+  const uint64_t page =
+      std::max<uint64_t>(runner_.geometry().page_size_tokens, 1);
   while (budget > 0 && !waiting_.empty() &&
          running_.size() < options_.max_requests) {
     Request &next = *waiting_.front();
@@ -1008,18 +1070,26 @@ Status Scheduler::step() {
     outputs.logits |= needsLogits(p);
   const bool with_draft = runsDraftWithTarget(plan, outputs);
   StepResult draft_result;
+  std::vector<StepResult> chain_results;
   StatusOr<StepResult> result = [&]() -> StatusOr<StepResult> {
     if (!with_draft)
       return runner_.run(kind, target, outputs);
-    // The draft's hidden rows feed the chain (k >= 2) only.
+    // The candidate chains after the draft, when the step takes them.
+    DraftChain chain = candidateChains(plan, target);
+    // The draft's hidden rows feed a chain run later (k >= 2) only.
     StepOutputs draft_outputs{/*logits=*/false,
-                              /*hidden=*/options_.mtp_draft_tokens > 1};
+                              /*hidden=*/options_.mtp_draft_tokens > 1 &&
+                                  chain.requests.empty()};
     StepOutputs target_outputs{outputs.logits, /*hidden=*/false};
     target_outputs.keep_hidden = false;
     STRATA_ASSIGN_OR_RETURN(
         DraftedStepResult both,
-        runner_.runWithDraft(kind, target, target_outputs, draft_outputs));
+        chain.requests.empty()
+            ? runner_.runWithDraft(kind, target, target_outputs, draft_outputs)
+            : runner_.runWithDraftChain(kind, target, target_outputs,
+                                        draft_outputs, chain));
     draft_result = std::move(both.draft);
+    chain_results = std::move(both.chain);
     return std::move(both.target);
   }();
   if (!result.ok()) {
@@ -1147,7 +1217,7 @@ Status Scheduler::step() {
     }
   }
   if (options_.mtp_draft_tokens > 0) {
-    Status status = with_draft ? takeDrafts(plan, draft_result)
+    Status status = with_draft ? takeDrafts(plan, draft_result, chain_results)
                                : runDraftStepZero(plan);
     if (!status.ok()) {
       failStep(plan, status);

@@ -89,6 +89,17 @@ struct SchedulerOptions {
   /// chaining request drafts the same k; off: one step per pass, through
   /// the host.
   bool chain_in_one_step = true;
+  /// With MTP k >= 2 and a draft chain that reuses step 0's selection
+  /// (mtp_chain): a greedy step with its draft's step 0
+  /// (draft_with_target) also runs the chain's k - 1 passes after it, one
+  /// candidate chain per row (the row of the accepted position is kept), so
+  /// that a speculative iteration is one launch and one copy back
+  /// (ModelRunner::runWithDraftChain) ...
+  bool chain_with_target = true;
+  /// ... for steps of at most this many rows (0: any): every row is a
+  /// candidate, so the chain runs k + 1 rows a request where one is kept.
+  /// Default 32.
+  size_t chain_with_target_max_rows = 32;
   /// Called on the engine thread after every step with its duration in
   /// seconds and the tokens it ran (prompt chunks, decode and verify
   /// tokens): a server's step-time and iteration-tokens histograms.
@@ -210,9 +221,10 @@ private:
   static StepRequest chainRequest(const Planned &p, size_t j,
                                   const std::vector<uint8_t> &hidden);
   /// The chain's `passes` steps as one ModelRunner::runChain over the
-  /// requests that draft (every one the same k = passes + 1), `hidden` each
-  /// one's draft hidden row by plan index.
+  /// requests of plan indices `pending` (every one the same k = passes +
+  /// 1), `hidden` each one's draft hidden row by plan index.
   Status runDraftChainInOneStep(std::vector<Planned> &plan,
+                                const std::vector<size_t> &pending,
                                 const std::vector<std::vector<uint8_t>> &hidden,
                                 size_t passes);
   /// KDA slot `index` (mod k + 1) of `request`: 0 its state slot, i its
@@ -245,8 +257,15 @@ private:
                            const StepOutputs &outputs) const;
   /// Step 0's results from a draft run over every row of the target step:
   /// each request's draft token and hidden row are those of its last
-  /// committed position.
-  Status takeDrafts(std::vector<Planned> &plan, const StepResult &draft);
+  /// committed position, and with `chain` (the candidate chains run after
+  /// it, one per row) the chain's drafts of that row.
+  Status takeDrafts(std::vector<Planned> &plan, const StepResult &draft,
+                    const std::vector<StepResult> &chain);
+  /// The candidate chains for a step with its draft (chain_with_target):
+  /// one request per row of `target` (the step's requests), the chain after
+  /// that row's draft; empty when the step does not take them.
+  DraftChain candidateChains(const std::vector<Planned> &plan,
+                             const std::vector<StepRequest> &target) const;
   /// Whether `p` needs its logits rows on the host this step: it samples a
   /// token by a rule other than plain greedy (a temperature, a logits
   /// processor: penalties, logit_bias, min_tokens' stop masks) or returns
@@ -293,6 +312,8 @@ private:
   artifact::StepKind chain_step_ = artifact::StepKind::mtp_draft;
   /// SchedulerOptions::chain_in_one_step, and the runner can.
   bool chain_in_one_step_ = false;
+  /// SchedulerOptions::chain_with_target, and the runner can.
+  bool chain_with_target_ = false;
   /// MTP with token states over a runner that keeps a target step's hidden
   /// output on the device: step 0 names rows of it instead of sending the
   /// rows through the host.

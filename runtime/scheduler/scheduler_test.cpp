@@ -194,6 +194,60 @@ public:
       target.hidden.clear();
     return DraftedStepResult{std::move(target), std::move(drafted)};
   }
+  bool runsDraftChainWithTarget() const override {
+    return draft_chain_ && chain_with_target_;
+  }
+  /// Whether runWithDraftChain works (with draft_chain_).
+  bool chain_with_target_ = false;
+  /// Like ModelExecutor::runWithDraftChain: runWithDraft, then each chain
+  /// pass over the chain's requests, request t taking row t of the step
+  /// before it (its greedy token and hidden row), one position further each
+  /// pass; each request must name the shared row of the position before
+  /// its first pass's (the row its first draft came from).
+  StatusOr<DraftedStepResult>
+  runWithDraftChain(StepKind step, const std::vector<StepRequest> &requests,
+                    const StepOutputs &outputs,
+                    const StepOutputs &draft_outputs,
+                    const DraftChain &chain) override {
+    ++chained_with_target_steps_;
+    StepOutputs with_hidden = draft_outputs;
+    with_hidden.hidden = true;
+    STRATA_ASSIGN_OR_RETURN(DraftedStepResult result,
+                            runWithDraft(step, requests, outputs, with_hidden));
+    if (chain.requests.size() != result.draft.greedy.size())
+      return invalidArgument("{} chain requests for {} rows",
+                             chain.requests.size(), result.draft.greedy.size());
+    const std::map<int32_t, std::vector<int64_t>> kept = kept_positions_;
+    StepResult before = result.draft;
+    for (size_t j = 0; j < chain.passes; ++j) {
+      std::vector<StepRequest> pass = chain.requests;
+      for (size_t t = 0; t < pass.size(); ++t) {
+        StepRequest &c = pass[t];
+        c.start_position += int64_t(j);
+        c.tokens = {before.greedy.at(t)};
+        c.hidden.assign(before.hidden.begin() + 16 * t,
+                        before.hidden.begin() + 16 * (t + 1));
+        int64_t row = c.shared_selection_row;
+        int64_t first = c.start_position - int64_t(j);
+        if (row < 0 || row >= int64_t(kSharedSelectionRows) ||
+            kept.at(c.slot).at(row) != first - 1)
+          return failedPrecondition("candidate chain at position {} reads "
+                                    "shared row {}",
+                                    first, row);
+      }
+      STRATA_ASSIGN_OR_RETURN(
+          before, run(StepKind::mtp_draft, pass,
+                      StepOutputs{/*logits=*/false, /*hidden=*/true}));
+      kept_positions_ = kept; // chain steps keep no selection
+      result.chain.push_back(before);
+      if (!chain.outputs.hidden)
+        result.chain.back().hidden.clear();
+    }
+    if (!draft_outputs.hidden)
+      result.draft.hidden.clear();
+    return result;
+  }
+  int chained_with_target_steps_ = 0;
   /// Like llm.shared_selection_write / read: a draft step 0 keeps the
   /// positions of each request's last kSharedSelectionRows rows per slot;
   /// the j-th chain step of an iteration at position P must name the row
@@ -535,17 +589,19 @@ TEST(Scheduler, PrefixReuseKeepsOutputs) {
 TEST(Scheduler, MtpKeepsGreedyOutputs) {
   for (uint32_t k : {1u, 2u, 3u}) {
     int copies[2] = {0, 0};
-    MtpAcceptanceCounters::Snapshot acceptance[4];
-    for (int mode = 0; mode < 4; ++mode) {
+    MtpAcceptanceCounters::Snapshot acceptance[5];
+    for (int mode = 0; mode < 5; ++mode) {
       const bool token_states = mode > 0, with_target = mode >= 2;
       SchedulerOptions o = baseOptions();
       o.mtp_draft_tokens = k;
       o.enable_prefix_cache = true;
       o.draft_with_target = with_target;
       Harness h(o, token_states);
-      // Mode 3: chain steps reuse step 0's selection (mtp_chain).
-      h.model.draft_chain_ = mode == 3;
-      if (mode == 3) {
+      // Mode 3: chain steps reuse step 0's selection (mtp_chain); mode 4:
+      // and run after the draft in the verify's step (candidate chains).
+      h.model.draft_chain_ = mode >= 3;
+      h.model.chain_with_target_ = mode == 4;
+      if (mode >= 3) {
         auto created = Scheduler::create(h.model, nullptr, o);
         ASSERT_TRUE(created.ok());
         h.scheduler = std::move(*created);
@@ -576,6 +632,9 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
       } else {
         EXPECT_TRUE(h.model.drafted_steps_.empty()) << "k " << k;
       }
+      // k >= 2: most verifications carry their candidate chains.
+      if (mode == 4)
+        EXPECT_EQ(h.model.chained_with_target_steps_ > 0, k >= 2) << "k " << k;
       if (mode < 2)
         copies[token_states] = h.model.copy_calls_;
       acceptance[mode] = s.mtp;
@@ -588,6 +647,9 @@ TEST(Scheduler, MtpKeepsGreedyOutputs) {
               acceptance[0].accepted_by_position);
     EXPECT_EQ(acceptance[3].accepted_by_position,
               acceptance[1].accepted_by_position);
+    EXPECT_EQ(acceptance[4].accepted_by_position,
+              acceptance[1].accepted_by_position);
+    EXPECT_EQ(acceptance[4].draft_by_position, acceptance[1].draft_by_position);
     EXPECT_EQ(acceptance[2].accepted_tokens, acceptance[1].accepted_tokens);
     EXPECT_EQ(acceptance[2].draft_tokens, acceptance[1].draft_tokens);
     EXPECT_EQ(acceptance[2].accepted_by_position,

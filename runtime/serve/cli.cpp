@@ -100,7 +100,7 @@ int runServeCli(int argc, char **argv) {
   uint64_t max_model_len = 0;
   std::string prefix_cache = "on", step_graphs = "on", speculative_config;
   std::string dependent_launches = "off", mtp_draft_with_target = "on";
-  std::string mtp_chain_in_one_step = "on";
+  std::string mtp_chain_in_one_step = "on", mtp_chain_with_target = "on";
   uint32_t mtp = 0;
   bool quiet = false;
   CompiledSettingFlags compiled;
@@ -218,6 +218,11 @@ int runServeCli(int argc, char **argv) {
                  "each fed by the last on the device, on|off (default on; "
                  "off: a step per pass, docs/Scheduler.md)")
       ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("--mtp-chain-with-target", mtp_chain_with_target,
+                 "with --mtp 2 or 3: run the draft chain after the draft's "
+                 "first pass in the verify's graph, one candidate chain per "
+                 "verified row, on|off (default on; docs/Scheduler.md)")
+      ->check(CLI::IsMember({"on", "off"}));
   app.add_option("--speculative-config", speculative_config,
                  "vLLM's spelling of --mtp: "
                  "'{\"method\":\"mtp\",\"num_speculative_tokens\":K}'")
@@ -327,6 +332,7 @@ int runServeCli(int argc, char **argv) {
   engine_options.dependent_launches = dependent_launches == "on";
   engine_options.mtp_draft_with_target = mtp_draft_with_target == "on";
   engine_options.mtp_chain_in_one_step = mtp_chain_in_one_step == "on";
+  engine_options.mtp_chain_with_target = mtp_chain_with_target == "on";
   engine_options.prefix_cache =
       enable_prefix->count() ? enable_prefix_caching : prefix_cache == "on";
   // GPU targets: serving-sized defaults (vLLM's are 0.9 and 256 sequences).

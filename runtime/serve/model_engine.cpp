@@ -145,6 +145,9 @@ public:
       e.graph_captures[name] = s.graphs.drafted_captures[size_t(kind)];
       e.graph_replays[name] = s.graphs.drafted_replays[size_t(kind)];
     }
+    // Draft chains of several passes in one graph (runChain).
+    e.graph_captures["mtp_chain*passes"] = s.graphs.chained_captures;
+    e.graph_replays["mtp_chain*passes"] = s.graphs.chained_replays;
     e.step_time = step_time_->snapshot();
     e.iteration_tokens = iteration_tokens_->snapshot();
     return e;
@@ -240,6 +243,17 @@ Status sizeFromMemory(const ModelEngineOptions &options,
           consider(artifact::StepKind::mtp_draft, fused,
                    std::max<uint64_t>(1, fused / rows)));
       graph_bytes += verify + verify_draft + decode + draft;
+      if (scheduler.chain_with_target && scheduler.mtp_draft_tokens >= 2) {
+        // ... and the candidate chains' passes after it (one row each).
+        uint64_t chain_rows = fused;
+        if (scheduler.chain_with_target_max_rows)
+          chain_rows = std::min<uint64_t>(chain_rows,
+                                          scheduler.chain_with_target_max_rows);
+        STRATA_ASSIGN_OR_RETURN(
+            uint64_t chain_pass,
+            consider(artifact::StepKind::mtp_draft, chain_rows, chain_rows));
+        graph_bytes += chain_pass * (scheduler.mtp_draft_tokens - 1);
+      }
     }
   }
   const uint64_t graphs = options.step_graphs ? kStepGraphsPerKind : 0;
@@ -285,6 +299,7 @@ createModelEngine(const ModelEngineOptions &options) {
   scheduler.mtp_draft_tokens = options.mtp_draft_tokens;
   scheduler.draft_with_target = options.mtp_draft_with_target;
   scheduler.chain_in_one_step = options.mtp_chain_in_one_step;
+  scheduler.chain_with_target = options.mtp_chain_with_target;
 
   // Blocks: what the budget leaves after every state slot (running
   // requests, snapshots, MTP scratch), each holding tail rings and KDA state.

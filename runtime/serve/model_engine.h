@@ -88,6 +88,9 @@ struct ModelEngineOptions {
   /// The draft chain's passes as one step (--mtp-chain-in-one-step,
   /// SchedulerOptions::chain_in_one_step).
   bool mtp_chain_in_one_step = true;
+  /// The draft chain after the draft's first pass in the verify's graph
+  /// (--mtp-chain-with-target, SchedulerOptions::chain_with_target).
+  bool mtp_chain_with_target = true;
   /// Detokenizes for the scheduler's text stream (optional; the server
   /// detokenizes itself).
   const tokenizer::Tokenizer *tokenizer = nullptr;
