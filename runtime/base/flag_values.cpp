@@ -20,6 +20,12 @@ StatusOr<int64_t> parseIntFlag(std::string_view flag, std::string_view text) {
   return value;
 }
 
+StatusOr<bool> parseOnOffFlag(std::string_view flag, std::string_view text) {
+  if (text != "on" && text != "off")
+    return invalidArgument("{} must be on or off, not '{}'", flag, text);
+  return text == "on";
+}
+
 StatusOr<std::vector<int32_t>> parseTokenIdsFlag(std::string_view flag,
                                                  std::string_view text,
                                                  bool trim_spaces) {

@@ -22,6 +22,10 @@ namespace strata::runtime {
 /// surrounding spaces).
 StatusOr<int64_t> parseIntFlag(std::string_view flag, std::string_view text);
 
+/// "on" as true, "off" as false; anything else: "--flag must be on or off,
+/// not 'text'".
+StatusOr<bool> parseOnOffFlag(std::string_view flag, std::string_view text);
+
 /// Comma-separated token ids ("1,2,3"), each in [0, INT32_MAX]. With
 /// `trim_spaces`, spaces around each id and a trailing '\r' are ignored
 /// (for ids read from files).

@@ -18,6 +18,17 @@ TEST(FlagValuesTest, ParsesWholeIntegersOnly) {
   }
 }
 
+TEST(FlagValuesTest, ParsesOnOrOff) {
+  EXPECT_TRUE(*parseOnOffFlag("--g", "on"));
+  EXPECT_FALSE(*parseOnOffFlag("--g", "off"));
+  for (const char *bad : {"", "On", "yes", "on "}) {
+    StatusOr<bool> r = parseOnOffFlag("--g", bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().message(),
+              std::string("--g must be on or off, not '") + bad + "'");
+  }
+}
+
 TEST(FlagValuesTest, ParsesTokenIds) {
   EXPECT_EQ(*parseTokenIdsFlag("--ids", "1,2,3"),
             (std::vector<int32_t>{1, 2, 3}));

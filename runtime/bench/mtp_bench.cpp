@@ -184,22 +184,8 @@ StatusOr<MtpBenchReport> runMtpBenchOn(ModelExecutor *executor,
       with_draft && k >= 2 && executor->hasStep(StepKind::mtp_chain) &&
       executor->checkChainedStep(StepKind::mtp_chain).ok();
   DraftChain candidates;
-  candidates.passes = size_t(k - 1);
   if (chain_with_verify)
-    for (const StepRequest &request : verify)
-      for (int64_t j = 0; j <= k; ++j) {
-        StepRequest c;
-        c.tokens = {0};
-        c.start_position = request.start_position + j + 1;
-        c.shared_selection_row =
-            int32_t(kSharedSelectionRows) - 1 - int32_t(k - j);
-        c.slot = request.slot;
-        c.block_table = request.block_table;
-        while (uint64_t(c.block_table.size()) * page <
-               uint64_t(c.start_position) + candidates.passes)
-          c.block_table.push_back(c.block_table.back());
-        candidates.requests.push_back(std::move(c));
-      }
+    candidates = candidateDraftChains(verify, size_t(k - 1), page);
   auto verifyWithChain = [&] {
     return executor
         ->runWithDraftChain(StepKind::mtp_verify, verify,

@@ -516,6 +516,31 @@ Status ModelExecutor::checkDraftedStep(StepKind step) const {
   return okStatus();
 }
 
+DraftChain candidateDraftChains(const std::vector<StepRequest> &step,
+                                size_t passes, uint64_t page_tokens) {
+  const uint64_t page = std::max<uint64_t>(page_tokens, 1);
+  DraftChain chain;
+  chain.step = StepKind::mtp_chain;
+  chain.passes = passes;
+  for (const StepRequest &s : step) {
+    size_t count = s.tokens.size();
+    for (size_t j = 0; j < count; ++j) {
+      StepRequest c;
+      c.tokens = {0}; // the draft's greedy token of row j, on the device
+      c.start_position = s.start_position + int64_t(j) + 1;
+      c.shared_selection_row =
+          int32_t(kSharedSelectionRows) - 1 - int32_t(count - 1 - j);
+      c.slot = s.slot;
+      c.block_table = s.block_table;
+      uint64_t end = uint64_t(c.start_position) + passes;
+      while (!c.block_table.empty() && c.block_table.size() * page < end)
+        c.block_table.push_back(c.block_table.back());
+      chain.requests.push_back(std::move(c));
+    }
+  }
+  return chain;
+}
+
 StatusOr<DraftedStepResult> ModelExecutor::runWithDraftChain(
     StepKind step, const std::vector<StepRequest> &requests,
     const StepOutputs &outputs, const StepOutputs &draft_outputs,

@@ -206,6 +206,17 @@ struct DraftChain {
   StepOutputs outputs{/*logits=*/false, /*hidden=*/false};
 };
 
+/// The mtp_chain chain of `passes` passes that follows a step of `step`'s
+/// requests (each token a row) and its draft's step 0: one candidate per
+/// row. Candidate j of a request (accepting j drafts commits rows 0..j)
+/// runs at the position after row j and attends to step 0's selection of
+/// row j (its shared selection row); its block table is the request's,
+/// padded with repeats of the last page up to the last pass's position
+/// (`page_tokens` per page; never read: mtp_chain reads only selected
+/// positions and writes nothing).
+DraftChain candidateDraftChains(const std::vector<StepRequest> &step,
+                                size_t passes, uint64_t page_tokens);
+
 class ModelExecutor {
 public:
   /// Opens and validates the artifact, opens the checkpoint (a folder or

@@ -170,10 +170,8 @@ StatusOr<RunOptions> finishOptions(const CommandLine &cl, RunOptions options,
       return invalidArgument("{} must be >= 0", flag);
     *field = static_cast<uint64_t>(n);
   }
-  if (f.decode_graphs != "on" && f.decode_graphs != "off")
-    return invalidArgument("--decode-graphs must be on or off, not '{}'",
-                           f.decode_graphs);
-  options.decode_graphs = f.decode_graphs == "on";
+  STRATA_ASSIGN_OR_RETURN(options.decode_graphs,
+                          parseOnOffFlag("--decode-graphs", f.decode_graphs));
   STRATA_RETURN_IF_ERROR(finishRankFlags(options.ranks, f.ranks));
   if (options.artifact.empty() || options.checkpoint.empty())
     return invalidArgument("--artifact and --checkpoint are required");

@@ -128,25 +128,17 @@ void declareFlags(CommandLine &cl, BatchOptions &o, BatchFlags &f) {
 StatusOr<BatchOptions> finishOptions(const CommandLine &cl, BatchOptions o,
                                      const BatchFlags &f) {
   o.scheduler.max_requests = 4;
-  if (f.step_graphs != "on" && f.step_graphs != "off")
-    return invalidArgument("--step-graphs must be on or off, not '{}'",
-                           f.step_graphs);
-  o.step_graphs = f.step_graphs == "on";
-  if (f.draft_with_target != "on" && f.draft_with_target != "off")
-    return invalidArgument("--mtp-draft-with-target must be on or off, not "
-                           "'{}'",
-                           f.draft_with_target);
-  o.scheduler.draft_with_target = f.draft_with_target == "on";
-  if (f.chain_in_one_step != "on" && f.chain_in_one_step != "off")
-    return invalidArgument("--mtp-chain-in-one-step must be on or off, not "
-                           "'{}'",
-                           f.chain_in_one_step);
-  o.scheduler.chain_in_one_step = f.chain_in_one_step == "on";
-  if (f.chain_with_target != "on" && f.chain_with_target != "off")
-    return invalidArgument("--mtp-chain-with-target must be on or off, not "
-                           "'{}'",
-                           f.chain_with_target);
-  o.scheduler.chain_with_target = f.chain_with_target == "on";
+  STRATA_ASSIGN_OR_RETURN(o.step_graphs,
+                          parseOnOffFlag("--step-graphs", f.step_graphs));
+  STRATA_ASSIGN_OR_RETURN(
+      o.scheduler.draft_with_target,
+      parseOnOffFlag("--mtp-draft-with-target", f.draft_with_target));
+  STRATA_ASSIGN_OR_RETURN(
+      o.scheduler.chain_in_one_step,
+      parseOnOffFlag("--mtp-chain-in-one-step", f.chain_in_one_step));
+  STRATA_ASSIGN_OR_RETURN(
+      o.scheduler.chain_with_target,
+      parseOnOffFlag("--mtp-chain-with-target", f.chain_with_target));
   for (const auto &[flag, text] :
        cl.valuesInOrder({"--prompt-ids", "--prompts"})) {
     if (flag == "--prompt-ids") {

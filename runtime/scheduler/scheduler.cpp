@@ -741,43 +741,15 @@ bool Scheduler::runsDraftWithTarget(const std::vector<Planned> &plan,
 }
 
 DraftChain
-Scheduler::candidateChains(const std::vector<Planned> &plan,
-                           const std::vector<StepRequest> &target) const {
-  DraftChain chain;
-  chain.step = StepKind::mtp_chain;
-  chain.passes = options_.mtp_draft_tokens - 1;
+Scheduler::candidateChains(const std::vector<StepRequest> &target) const {
   size_t rows = 0;
   for (const StepRequest &s : target)
     rows += s.tokens.size();
   if (!chain_with_target_ || (options_.chain_with_target_max_rows &&
                               rows > options_.chain_with_target_max_rows))
-    return chain;
-  const uint64_t page =
-      std::max<uint64_t>(runner_.geometry().page_size_tokens, 1);
-  for (size_t i = 0; i < plan.size(); ++i) {
-    const StepRequest &s = target[i];
-    size_t count = s.tokens.size();
-    for (size_t j = 0; j < count; ++j) {
-      // Accepting j drafts commits rows 0..j: the next verification starts
-      // at start + j + 1, where the chain's first pass runs (chainRequest),
-      // attending to step 0's selection of row j (its shared row, as
-      // takeDrafts computes it).
-      StepRequest c;
-      c.tokens = {0}; // the draft's greedy token of row j, on the device
-      c.start_position = s.start_position + int64_t(j) + 1;
-      c.shared_selection_row =
-          int32_t(kSharedSelectionRows) - 1 - int32_t(count - 1 - j);
-      c.slot = s.slot;
-      c.block_table = s.block_table;
-      // The chain reads only the selected positions (at most the row's
-      // own): pages past the reserved ones repeat the last (never read).
-      uint64_t end = uint64_t(c.start_position) + chain.passes;
-      while (!c.block_table.empty() && c.block_table.size() * page < end)
-        c.block_table.push_back(c.block_table.back());
-      chain.requests.push_back(std::move(c));
-    }
-  }
-  return chain;
+    return DraftChain{};
+  return candidateDraftChains(target, options_.mtp_draft_tokens - 1,
+                              runner_.geometry().page_size_tokens);
 }
 
 Status Scheduler::takeDrafts(std::vector<Planned> &plan,
@@ -1075,7 +1047,7 @@ Status Scheduler::step() {
     if (!with_draft)
       return runner_.run(kind, target, outputs);
     // The candidate chains after the draft, when the step takes them.
-    DraftChain chain = candidateChains(plan, target);
+    DraftChain chain = candidateChains(target);
     // The draft's hidden rows feed a chain run later (k >= 2) only.
     StepOutputs draft_outputs{/*logits=*/false,
                               /*hidden=*/options_.mtp_draft_tokens > 1 &&

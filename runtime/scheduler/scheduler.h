@@ -261,11 +261,10 @@ private:
   /// it, one per row) the chain's drafts of that row.
   Status takeDrafts(std::vector<Planned> &plan, const StepResult &draft,
                     const std::vector<StepResult> &chain);
-  /// The candidate chains for a step with its draft (chain_with_target):
-  /// one request per row of `target` (the step's requests), the chain after
-  /// that row's draft; empty when the step does not take them.
-  DraftChain candidateChains(const std::vector<Planned> &plan,
-                             const std::vector<StepRequest> &target) const;
+  /// The candidate chains for a step with its draft (chain_with_target,
+  /// candidateDraftChains over the step's requests `target`); no requests
+  /// when the step does not take them.
+  DraftChain candidateChains(const std::vector<StepRequest> &target) const;
   /// Whether `p` needs its logits rows on the host this step: it samples a
   /// token by a rule other than plain greedy (a temperature, a logits
   /// processor: penalties, logit_bias, min_tokens' stop masks) or returns
