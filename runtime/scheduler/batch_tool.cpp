@@ -254,37 +254,44 @@ Status run(BatchOptions &o, std::ostream &out) {
     std::vector<Result> results(o.prompts.size());
     SamplingParams params;
     params.max_tokens = o.max_tokens;
+    // All prompts of a pass arrive together (submitAll), so the steps the
+    // engine takes do not depend on how fast this thread submits.
+    std::vector<Engine::Request> requests;
     for (size_t i = 0; i < o.prompts.size(); ++i) {
       Engine *e = engine.get();
       bool cancel_me = int64_t(i) == o.cancel_index;
       int64_t cancel_after = o.cancel_after;
-      StatusOr<uint64_t> id = engine->submit(
-          o.prompts[i], params,
-          [&, i, e, cancel_me, cancel_after](const RequestOutput &output) {
-            bool cancel_now = false;
-            {
-              std::lock_guard<std::mutex> lock(mutex);
-              Result &r = results[i];
-              size_t before = r.tokens.size();
-              r.tokens.insert(r.tokens.end(), output.tokens.begin(),
-                              output.tokens.end());
-              r.cached = output.cached_tokens;
-              if (output.finished) {
-                r.done = true;
-                r.reason = output.finish_reason;
-                r.status = output.status;
-              }
-              cancel_now = cancel_me && !output.finished &&
-                           int64_t(before) < cancel_after &&
-                           int64_t(r.tokens.size()) >= cancel_after;
-            }
-            if (cancel_now)
-              (void)e->cancel(output.id);
-          });
-      if (!id.ok())
-        return id.status().withContext(fmt::format("prompt {}", i));
+      requests.push_back(
+          {o.prompts[i], params,
+           [&, i, e, cancel_me, cancel_after](const RequestOutput &output) {
+             bool cancel_now = false;
+             {
+               std::lock_guard<std::mutex> lock(mutex);
+               Result &r = results[i];
+               size_t before = r.tokens.size();
+               r.tokens.insert(r.tokens.end(), output.tokens.begin(),
+                               output.tokens.end());
+               r.cached = output.cached_tokens;
+               if (output.finished) {
+                 r.done = true;
+                 r.reason = output.finish_reason;
+                 r.status = output.status;
+               }
+               cancel_now = cancel_me && !output.finished &&
+                            int64_t(before) < cancel_after &&
+                            int64_t(r.tokens.size()) >= cancel_after;
+             }
+             if (cancel_now)
+               (void)e->cancel(output.id);
+           }});
+    }
+    {
+      // Held while submitting: a callback finding its id unset cannot race.
       std::lock_guard<std::mutex> lock(mutex);
-      results[i].id = *id;
+      STRATA_ASSIGN_OR_RETURN(std::vector<uint64_t> ids,
+                              engine->submitAll(std::move(requests)));
+      for (size_t i = 0; i < ids.size(); ++i)
+        results[i].id = ids[i];
     }
     engine->waitIdle();
     STRATA_RETURN_IF_ERROR(engine->lastError());

@@ -139,6 +139,31 @@ StatusOr<uint64_t> Engine::submit(std::vector<int32_t> prompt,
   return id;
 }
 
+StatusOr<std::vector<uint64_t>>
+Engine::submitAll(std::vector<Request> requests) {
+  for (size_t i = 0; i < requests.size(); ++i)
+    STRATA_RETURN_IF_ERROR(
+        scheduler_->validate(requests[i].prompt, requests[i].params)
+            .withContext(fmt::format("prompt {}", i)));
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stop_)
+      return unavailable("engine is shutting down");
+    size_t queued = stats_.queued + inbox_.size();
+    if (queued + requests.size() > scheduler_->maxQueued())
+      return unavailable("request queue full: {} waiting, {} more of {}",
+                         queued, requests.size(), scheduler_->maxQueued());
+    for (Request &r : requests) {
+      ids.push_back(next_id_++);
+      inbox_.push_back(
+          {ids.back(), std::move(r.prompt), r.params, std::move(r.callback)});
+    }
+  }
+  wake_.notify_all();
+  return ids;
+}
+
 Status Engine::cancel(uint64_t id) {
   {
     std::lock_guard<std::mutex> lock(mutex_);

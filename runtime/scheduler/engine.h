@@ -94,6 +94,18 @@ public:
   StatusOr<uint64_t> submit(std::vector<int32_t> prompt,
                             const SamplingParams &params,
                             OutputCallback callback);
+  /// One request of submitAll.
+  struct Request {
+    std::vector<int32_t> prompt;
+    SamplingParams params;
+    OutputCallback callback;
+  };
+  /// Queues every request at once: the engine thread sees all of them
+  /// before its next step (a batch job's arrival does not depend on thread
+  /// timing). All or none: INVALID_ARGUMENT naming the first bad prompt by
+  /// its index ("prompt I: ..."),
+  /// UNAVAILABLE when they do not all fit the queue. Ids in `requests`' order.
+  StatusOr<std::vector<uint64_t>> submitAll(std::vector<Request> requests);
   /// Cancels request `id` (its callback gets a final output with status
   /// CANCELLED). NOT_FOUND for an id never returned by submit; cancelling
   /// a finished request is a no-op.

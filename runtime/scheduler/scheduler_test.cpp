@@ -192,7 +192,7 @@ public:
                             run(StepKind::mtp_draft, draft, draft_outputs));
     if (!outputs.hidden)
       target.hidden.clear();
-    return DraftedStepResult{std::move(target), std::move(drafted)};
+    return DraftedStepResult{std::move(target), std::move(drafted), {}};
   }
   bool runsDraftChainWithTarget() const override {
     return draft_chain_ && chain_with_target_;
@@ -903,6 +903,61 @@ TEST(Engine, ThreadedSubmitMatchesReference) {
   EXPECT_THAT(metrics, ::testing::HasSubstr("strata_mtp_draft_tokens_total"));
   EXPECT_THAT(metrics, ::testing::HasSubstr("strata_kv_cache_used_blocks 0"));
   EXPECT_EQ((*engine)->cancel(999).code(), StatusCode::kNotFound);
+}
+
+TEST(Engine, SubmitAllArrivesBeforeTheFirstStep) {
+  // The prompts of one submitAll reach the scheduler together: the steps
+  // taken equal those of a scheduler given every prompt before stepping,
+  // however the engine thread is scheduled.
+  SchedulerOptions o = baseOptions();
+  o.mtp_draft_tokens = 2;
+  Harness reference(o);
+  expectReference(reference.run(testPrompts(), 9), 9);
+  uint64_t reference_steps = reference.scheduler->stats().steps;
+  SamplingParams params;
+  params.max_tokens = 9;
+  for (int round = 0; round < 20; ++round) {
+    auto engine = Engine::create(
+        std::make_unique<FakeModel>(
+            o.num_blocks, schedulerStateSlots(o, FakeModel(1, 1).geometry())),
+        nullptr, o);
+    ASSERT_TRUE(engine.ok()) << engine.status().message();
+    std::vector<Engine::Request> requests;
+    for (const std::vector<int32_t> &prompt : testPrompts())
+      requests.push_back({prompt, params, nullptr});
+    auto ids = (*engine)->submitAll(std::move(requests));
+    ASSERT_TRUE(ids.ok()) << ids.status().message();
+    EXPECT_EQ(ids->size(), testPrompts().size());
+    (*engine)->waitIdle();
+    ASSERT_EQ((*engine)->stats().steps, reference_steps) << "round " << round;
+  }
+}
+
+TEST(Engine, SubmitAllQueuesAllOrNone) {
+  SchedulerOptions o = baseOptions();
+  auto engine = Engine::create(
+      std::make_unique<FakeModel>(
+          o.num_blocks, schedulerStateSlots(o, FakeModel(1, 1).geometry())),
+      nullptr, o);
+  ASSERT_TRUE(engine.ok()) << engine.status().message();
+  int callbacks = 0;
+  auto count = [&](const RequestOutput &) { ++callbacks; };
+  SamplingParams params;
+  params.max_tokens = 4;
+  SamplingParams bad = params;
+  bad.top_p = 1.5;
+  auto ids = (*engine)->submitAll(
+      {{{1, 2}, params, count}, {{3}, bad, count}, {{4}, params, count}});
+  EXPECT_EQ(ids.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ids.status().message(),
+            "prompt 1: top_p must be in (0, 1], got 1.5");
+  std::vector<Engine::Request> too_many(257, // max_queued 0 is 256
+                                        Engine::Request{{1}, params, count});
+  ids = (*engine)->submitAll(std::move(too_many));
+  EXPECT_EQ(ids.status().code(), StatusCode::kUnavailable);
+  (*engine)->waitIdle();
+  EXPECT_EQ(callbacks, 0);
+  EXPECT_EQ((*engine)->stats().steps, 0u);
 }
 
 } // namespace
