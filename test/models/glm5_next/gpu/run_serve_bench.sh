@@ -24,7 +24,9 @@
 #   tokenizer's size, default 154880), BENCH_BATCHES (default "1 64"),
 #   MTP_OUT (GSM8K max_tokens, default 160), MTP_KS (default "0 1 2 3"; an
 #   entry K/eager adds --step-graphs off, K/separate
-#   --mtp-draft-with-target off), MTP_SWEEP (default 1,32).
+#   --mtp-draft-with-target off, K/nochain --mtp-chain-with-target off,
+#   K/passes --mtp-chain-with-target off --mtp-chain-in-one-step off),
+#   MTP_SWEEP (default 1,32).
 # Prints "SKIP: ..." and exits 0 without an NVIDIA GPU; exits 1 when a step
 # failed. OUT gets summary.txt, log.txt, the sweeps' .md/.svg/.json.
 set -u
@@ -120,6 +122,8 @@ if has mtp; then
     case "$entry" in
       */eager) n=mtp$k-eager; eager="--step-graphs off" ;;
       */separate) n=mtp$k-separate; eager="--mtp-draft-with-target off" ;;
+      */nochain) n=mtp$k-nochain; eager="--mtp-chain-with-target off" ;;
+      */passes) n=mtp$k-passes; eager="--mtp-chain-with-target off --mtp-chain-in-one-step off" ;;
     esac
     step "$n" "$(left)" $PY "$REPO/test/runtime/serve/Inputs/with_server.py" "$W/strata-serve" --target "$TARGET" \
       --artifact "$CARRY/art/micro.strata" --checkpoint "$M" --tokenizer "$M/tokenizer.json" --port 0 \
