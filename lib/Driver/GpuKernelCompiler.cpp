@@ -13,6 +13,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
@@ -92,6 +93,14 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       return module.emitError(
           "building the kernels by their strategies failed");
   }
+  // `_rows` twins built empty launch no block: the runtime skips their
+  // dispatches (a step pays no launch for them).
+  llvm::StringSet<> emptyTwins;
+  for (auto func : lowered->getOps<func::FuncOp>())
+    if (auto strategy =
+            func->getAttrOfType<llm::GpuStrategyAttr>(kGpuStrategyAttrName);
+        strategy && strategy.getValue() == llm::GpuStrategy::EmptyTwin)
+      emptyTwins.insert(func.getSymName());
 
   PassManager pm(module.getContext());
   ConvertKernelsToGPUPassOptions gpuOptions;
@@ -153,6 +162,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
         dims[d].floor = entry[5];
       }
     }
+    if (emptyTwins.contains(kernel.name))
+      dims[0] = GpuGridDim{/*argument=*/-1, /*dim=*/0, /*blocks=*/0};
     library.grids.push_back(dims);
     // Global scratch: the trailing `memref<?xi8>` argument the pass added.
     std::vector<GpuScratchOp> scratch;

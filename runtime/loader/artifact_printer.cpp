@@ -379,7 +379,7 @@ StatusOr<std::string> printLaunchesAt(const Artifact &artifact,
         StatusOr<uint64_t> blocks = evaluateSizeExpr(dim, sizes);
         if (!blocks.ok())
           return blocks.status();
-        grid.push_back(std::max<uint64_t>(*blocks, 1));
+        grid.push_back(*blocks);
       }
       uint64_t shared = launch->shared_memory_bytes();
       if (launch->shared_memory()) {
@@ -389,9 +389,12 @@ StatusOr<std::string> printLaunchesAt(const Artifact &artifact,
           return bytes.status();
         shared = *bytes;
       }
-      fmt::format_to(it, "target {} kernel '{}' grid [{}] shared {}\n",
-                     EnumNameTargetKind(target->target()),
-                     str(kernel->name()), fmt::join(grid, ", "), shared);
+      // No block: Program::run skips the dispatch.
+      bool skipped = grid[0] == 0 || grid[1] == 0 || grid[2] == 0;
+      fmt::format_to(it, "target {} kernel '{}' grid [{}] shared {}{}\n",
+                     EnumNameTargetKind(target->target()), str(kernel->name()),
+                     fmt::join(grid, ", "), shared,
+                     skipped ? " (no block: skipped)" : "");
     }
   }
   return out;

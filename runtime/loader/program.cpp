@@ -225,6 +225,10 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
     StatusOr<uint64_t> blocks = gridBlocks(*kernel, sizes, grid);
     if (!blocks.ok())
       return blocks.status().withContext(where);
+    // A grid of no block has no work (a GPU target's empty `_rows` twin):
+    // nothing to launch, time or capture.
+    if (*blocks == 0)
+      continue;
     std::vector<DispatchArg> args(dispatch->bindings()->size());
     for (size_t a = 0; a < args.size(); ++a) {
       const Binding *binding = dispatch->bindings()->Get(a);

@@ -80,6 +80,7 @@ public:
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
     rowTiles = (s.heads + mi.m - 1) / mi.m;
+    runSteps = chooseRunSteps();
   }
 
   void build(gpu::GPUFuncOp func, const KernelArguments &roles);
@@ -104,7 +105,9 @@ private:
   /// The fast Walsh-Hadamard transform of each head's row of `rotated`
   /// (unnormalised), one barrier per butterfly pass.
   void buildHadamardPasses();
-  void buildGroup(Value group);
+  /// The scores of this subgroup's pools in `group`: from the B fragments
+  /// `keyFrags` (K runs), else read here in the instruction's order.
+  void buildGroup(Value group, ArrayRef<Value> runFrags = {});
   /// The B fragment (bf16) of k step `ks` of pool row (page, row): read as
   /// it is, or decoded from fp8 times the row's `scale`.
   Value keyFragment(int64_t ks, std::pair<Value, Value> pageRow, Value scale,
@@ -115,9 +118,41 @@ private:
   /// thread's.
   void forEachBlockIndex(int64_t n, llvm::function_ref<void(Value)> body);
 
+  /// K runs (supportsKRuns): the instruction steps whose K positions a
+  /// lane reads as one contiguous run of each of its rows (16 bytes of
+  /// keys), A and B permuted alike; 0 reads the instruction's own order.
+  int64_t chooseRunSteps() const;
+  /// Elements of a lane's run of one row of layout `l`.
+  int64_t runLength(const FragmentLayout &l) const {
+    return getKRunGroups(l).perStep * runSteps;
+  }
+  /// The first K position of this lane's run in K block `kb` (blocks of
+  /// runSteps instruction steps).
+  Value runColumn(const FragmentLayout &l, int64_t kb) {
+    Value group = laneMap({l.inner.div, l.inner.mod, 1});
+    return add(idx(kb * runSteps * mi.k), mul(group, runLength(l)));
+  }
+  /// The fragments of the block's runSteps instruction steps from this
+  /// lane's runs (one per row group of `l`, in getKRunGroups order).
+  SmallVector<Value> runFragments(const FragmentLayout &l,
+                                  ArrayRef<Value> runs);
+  /// The bytes every key run's address is a multiple of.
+  int64_t keyRunAlignment() const;
+  /// K runs: the raw key runs of this subgroup's pools in `group` (per K
+  /// block, one per row group of B: bf16 values or fp8 bytes), then, for
+  /// fp8 pages, each row's scale. The loop over groups carries the next
+  /// group's, loaded before this group's products.
+  SmallVector<Value> loadGroupKeys(Value group);
+  /// K runs: the B fragments (bf16) of loadGroupKeys' values.
+  SmallVector<Value> keyRunFragments(ArrayRef<Value> loaded);
+  /// The first pool of this subgroup's n in `group`.
+  Value groupPool(Value group) {
+    return mul(add(mul(group, kSubgroups), warp), mi.n);
+  }
+
   const KpoolScores &s;
   const MatrixInstruction &mi;
-  int64_t subgroupSize, rowTiles;
+  int64_t subgroupSize, rowTiles, runSteps = 0;
   Type f32, bf16;
   // Arguments.
   Value q, weights, pool, positions, starts, blockTable, scores;
@@ -192,14 +227,48 @@ void KpoolScoresBuilder::buildTokenGroups() {
   // Groups of kSubgroups x n pools, this part's from `part` in steps of
   // U; every thread runs the same trip count (the barriers inside are
   // uniform).
-  auto loop = scf::ForOp::create(b, loc, part, groups, used);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  buildGroup(loop.getInductionVar());
+  if (!runSteps) {
+    auto loop = scf::ForOp::create(b, loc, part, groups, used);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+    buildGroup(loop.getInductionVar());
+    return;
+  }
+  // K runs: the next group's keys are loaded before this group's products
+  // (the last group loads itself again).
+  Value lastGroup = arith::SubIOp::create(b, loc, groups, idx(1));
+  scf::ForOp::create(b, loc, part, groups, used, loadGroupKeys(part),
+                     [&](OpBuilder &, Location, Value group, ValueRange keys) {
+                       SmallVector<Value> next =
+                           loadGroupKeys(minu(add(group, used), lastGroup));
+                       buildGroup(group,
+                                  keyRunFragments(SmallVector<Value>(keys)));
+                       scf::YieldOp::create(b, loc, next);
+                     });
 }
 
 void KpoolScoresBuilder::loadQueryFragments() {
   Value lastHead = idx(s.heads - 1);
+  qFrags.clear();
+  if (runSteps) {
+    KRunGroups g = getKRunGroups(mi.a);
+    int64_t run = runLength(mi.a);
+    Value aOuter = laneMap(mi.a.outer);
+    for (int64_t mt = 0; mt < rowTiles; ++mt)
+      for (int64_t kb = 0; kb < s.headDim / (runSteps * mi.k); ++kb) {
+        Value c = runColumn(mi.a, kb);
+        SmallVector<Value> runs;
+        for (int64_t outer : g.outer) {
+          Value h = minu(add(aOuter, mt * mi.m + outer), lastHead);
+          auto load = vector::LoadOp::create(
+              b, loc, VectorType::get({run}, bf16), q, ValueRange{t, h, c});
+          load.setAlignment(uint64_t(std::min<int64_t>(run * 2, 16)));
+          runs.push_back(load);
+        }
+        llvm::append_range(qFrags, runFragments(mi.a, runs));
+      }
+    return;
+  }
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
   qFrags.clear();
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
@@ -224,6 +293,100 @@ void KpoolScoresBuilder::forEachBlockIndex(
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   body(loop.getInductionVar());
+}
+
+int64_t KpoolScoresBuilder::chooseRunSteps() const {
+  if (!supportsKRuns(mi))
+    return 0;
+  int64_t keyBytes = s.fp8() ? 1 : 2;
+  int64_t steps =
+      std::max<int64_t>(16 / (getKRunGroups(mi.b).perStep * keyBytes), 1);
+  while (steps > 1 && (s.headDim / mi.k) % steps)
+    steps /= 2;
+  return steps;
+}
+
+SmallVector<Value> KpoolScoresBuilder::runFragments(const FragmentLayout &l,
+                                                    ArrayRef<Value> runs) {
+  KRunGroups g = getKRunGroups(l);
+  int64_t run = runLength(l);
+  Value second = runs.size() > 1 ? runs[1] : runs[0];
+  SmallVector<Value> frags;
+  for (int64_t step = 0; step < runSteps; ++step) {
+    SmallVector<int64_t> mask;
+    for (auto [pi, piece] : llvm::enumerate(l.pieces))
+      for (int64_t e = 0; e < l.count; ++e)
+        mask.push_back(g.group[pi] * run + step * g.perStep +
+                       g.rank[pi] * l.count + e);
+    frags.push_back(vector::ShuffleOp::create(b, loc, runs[0], second, mask));
+  }
+  return frags;
+}
+
+int64_t KpoolScoresBuilder::keyRunAlignment() const {
+  int64_t keyBytes = s.fp8() ? 1 : 2;
+  int64_t align = std::min<int64_t>(runLength(mi.b) * keyBytes, 16);
+  // fp8 pages are byte rows of one [pages, page bytes] buffer: a run is at
+  // page * pageBytes + row * headDim + column.
+  while (s.fp8() && align > 1 && (s.fp8PageBytes % align || s.headDim % align))
+    align /= 2;
+  return align;
+}
+
+SmallVector<Value> KpoolScoresBuilder::loadGroupKeys(Value group) {
+  // Pools past the visible ones read the last visible pool's row (their
+  // scores are never stored).
+  Value p0 = groupPool(group);
+  Value lastPool = arith::SubIOp::create(b, loc, visible, idx(1));
+  Value bOuter = laneMap(mi.b.outer);
+  SmallVector<std::pair<Value, Value>> rows;
+  for (int64_t outer : getKRunGroups(mi.b).outer)
+    rows.push_back(poolRow(minu(add(add(p0, bOuter), outer), lastPool)));
+  int64_t run = runLength(mi.b);
+  Type element = s.fp8() ? Type(b.getI8Type()) : bf16;
+  SmallVector<Value> loaded;
+  for (int64_t kb = 0; kb < s.headDim / (runSteps * mi.k); ++kb) {
+    Value c = runColumn(mi.b, kb);
+    for (auto [page, row] : rows) {
+      auto load = vector::LoadOp::create(
+          b, loc, VectorType::get({run}, element), pool,
+          s.fp8() ? ValueRange{page, add(mul(row, s.headDim), c)}
+                  : ValueRange{page, row, c});
+      load.setAlignment(uint64_t(keyRunAlignment()));
+      loaded.push_back(load);
+    }
+  }
+  if (s.fp8())
+    for (auto pageRow : rows)
+      loaded.push_back(rowScale(pageRow));
+  return loaded;
+}
+
+SmallVector<Value> KpoolScoresBuilder::keyRunFragments(ArrayRef<Value> loaded) {
+  size_t rowGroups = getKRunGroups(mi.b).outer.size();
+  int64_t blocks = s.headDim / (runSteps * mi.k);
+  int64_t run = runLength(mi.b);
+  SmallVector<Value> keyFrags;
+  for (int64_t kb = 0; kb < blocks; ++kb) {
+    SmallVector<Value> runs;
+    for (size_t i = 0; i < rowGroups; ++i) {
+      Value raw = loaded[kb * rowGroups + i];
+      if (!s.fp8()) {
+        runs.push_back(raw);
+        continue;
+      }
+      // e4m3 times a power of two: a bf16 value exactly.
+      auto f32Run = VectorType::get({run}, f32);
+      Value scale = loaded[blocks * rowGroups + i];
+      Value key = arith::MulFOp::create(
+          b, loc, decodeE4M3ToF32(raw),
+          vector::BroadcastOp::create(b, loc, f32Run, scale));
+      runs.push_back(
+          arith::TruncFOp::create(b, loc, VectorType::get({run}, bf16), key));
+    }
+    llvm::append_range(keyFrags, runFragments(mi.b, runs));
+  }
+  return keyFrags;
 }
 
 void KpoolScoresBuilder::buildHadamardPasses() {
@@ -264,27 +427,50 @@ void KpoolScoresBuilder::rotateQueryFragments() {
 
   Value lastHead = idx(s.heads - 1);
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
-  auto f32Piece = VectorType::get({mi.a.count}, f32);
-  auto bf16Piece = VectorType::get({mi.a.count}, bf16);
-  Value norm = vector::BroadcastOp::create(
-      b, loc, f32Piece, cf32(1.0 / std::sqrt(double(s.headDim))));
+  double norm = 1.0 / std::sqrt(double(s.headDim));
+  // n rotated elements of head h from column c, times the orthonormal
+  // factor, as bf16 high and low parts (hi = bf16(x), lo = bf16(x - hi)).
+  auto rotatedParts = [&](Value h, Value c, int64_t n) {
+    auto f32s = VectorType::get({n}, f32);
+    auto bf16s = VectorType::get({n}, bf16);
+    Value x = arith::MulFOp::create(
+        b, loc, vector::LoadOp::create(b, loc, f32s, rotated, ValueRange{h, c}),
+        vector::BroadcastOp::create(b, loc, f32s, cf32(norm)));
+    Value high = arith::TruncFOp::create(b, loc, bf16s, x);
+    Value rest = arith::SubFOp::create(
+        b, loc, x, arith::ExtFOp::create(b, loc, f32s, high));
+    return std::make_pair(high,
+                          Value(arith::TruncFOp::create(b, loc, bf16s, rest)));
+  };
   qFrags.clear();
   qLowFrags.clear();
+  if (runSteps) {
+    KRunGroups g = getKRunGroups(mi.a);
+    for (int64_t mt = 0; mt < rowTiles; ++mt)
+      for (int64_t kb = 0; kb < s.headDim / (runSteps * mi.k); ++kb) {
+        Value c = runColumn(mi.a, kb);
+        SmallVector<Value> highs, lows;
+        for (int64_t outer : g.outer) {
+          auto [high, low] =
+              rotatedParts(minu(add(aOuter, mt * mi.m + outer), lastHead), c,
+                           runLength(mi.a));
+          highs.push_back(high);
+          lows.push_back(low);
+        }
+        llvm::append_range(qFrags, runFragments(mi.a, highs));
+        llvm::append_range(qLowFrags, runFragments(mi.a, lows));
+      }
+    return;
+  }
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
     for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
       SmallVector<Value> highs, lows;
       for (auto piece : mi.a.pieces) {
-        Value h = minu(add(aOuter, mt * mi.m + piece[0]), lastHead);
-        Value c = add(aInner, ks * mi.k + piece[1]);
-        Value x = arith::MulFOp::create(
-            b, loc,
-            vector::LoadOp::create(b, loc, f32Piece, rotated, ValueRange{h, c}),
-            norm);
-        Value high = arith::TruncFOp::create(b, loc, bf16Piece, x);
-        Value rest = arith::SubFOp::create(
-            b, loc, x, arith::ExtFOp::create(b, loc, f32Piece, high));
+        auto [high, low] =
+            rotatedParts(minu(add(aOuter, mt * mi.m + piece[0]), lastHead),
+                         add(aInner, ks * mi.k + piece[1]), mi.a.count);
         highs.push_back(high);
-        lows.push_back(arith::TruncFOp::create(b, loc, bf16Piece, rest));
+        lows.push_back(low);
       }
       qFrags.push_back(concat(highs, mi.a, bf16));
       qLowFrags.push_back(concat(lows, mi.a, bf16));
@@ -327,25 +513,27 @@ Value KpoolScoresBuilder::keyFragment(int64_t ks,
                                  key);
 }
 
-void KpoolScoresBuilder::buildGroup(Value group) {
+void KpoolScoresBuilder::buildGroup(Value group, ArrayRef<Value> runFrags) {
   // This subgroup's n pools start at p0; pools past the visible ones read
   // the last visible pool's row (their scores are never stored).
-  Value p0 = mul(add(mul(group, kSubgroups), warp), mi.n);
-  Value lastPool = arith::SubIOp::create(b, loc, visible, idx(1));
-  Value bOuter = laneMap(mi.b.outer);
+  Value p0 = groupPool(group);
   Value cOuter = laneMap(mi.c.outer), cInner = laneMap(mi.c.inner);
-  SmallVector<std::pair<Value, Value>> rows;
-  SmallVector<Value> rowScales;
-  for (auto piece : mi.b.pieces) {
-    rows.push_back(poolRow(minu(add(add(p0, bOuter), piece[0]), lastPool)));
-    rowScales.push_back(s.fp8() ? rowScale(rows.back()) : Value());
-  }
-  SmallVector<Value> keyFrags;
-  for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
-    SmallVector<Value> parts;
-    for (auto [i, piece] : llvm::enumerate(mi.b.pieces))
-      parts.push_back(keyFragment(ks, rows[i], rowScales[i], piece));
-    keyFrags.push_back(concat(parts, mi.b, bf16));
+  SmallVector<Value> keyFrags(runFrags);
+  if (!runSteps) {
+    Value lastPool = arith::SubIOp::create(b, loc, visible, idx(1));
+    Value bOuter = laneMap(mi.b.outer);
+    SmallVector<std::pair<Value, Value>> rows;
+    SmallVector<Value> rowScales;
+    for (auto piece : mi.b.pieces) {
+      rows.push_back(poolRow(minu(add(add(p0, bOuter), piece[0]), lastPool)));
+      rowScales.push_back(s.fp8() ? rowScale(rows.back()) : Value());
+    }
+    for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
+      SmallVector<Value> parts;
+      for (auto [i, piece] : llvm::enumerate(mi.b.pieces))
+        parts.push_back(keyFragment(ks, rows[i], rowScales[i], piece));
+      keyFrags.push_back(concat(parts, mi.b, bf16));
+    }
   }
   // w[t, h] relu(q . K) of this lane's elements added per column of the
   // tile (its pool), over the row tiles and pieces in order (head rows
