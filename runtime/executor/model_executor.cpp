@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <future>
+#include <initializer_list>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -491,6 +492,30 @@ ModelExecutor::runWithDraft(StepKind step,
   return execute(step, requests, observer, outputs, &draft_outputs);
 }
 
+namespace {
+
+/// Why `next` cannot start from `source`'s greedy tokens and hidden rows
+/// (`next_what`, for the message) reading its `inputs`, or OK.
+Status checkFeeds(const artifact::ExecutionPlan &source,
+                  const artifact::ExecutionPlan &next,
+                  std::string_view next_what,
+                  std::initializer_list<std::string_view> inputs) {
+  for (std::string_view name : {"greedy", "hidden_out"})
+    if (findBuffer(source, name) < 0)
+      return failedPrecondition("plan '{}' has no '{}' output for {} to start "
+                                "from (an artifact compiled before greedy "
+                                "outputs?)",
+                                artifact::EnumNameStepKind(source.step()), name,
+                                next_what);
+  for (std::string_view name : inputs)
+    if (findBuffer(next, name) < 0)
+      return failedPrecondition("plan '{}' has no '{}' input",
+                                artifact::EnumNameStepKind(next.step()), name);
+  return okStatus();
+}
+
+} // namespace
+
 Status ModelExecutor::checkDraftedStep(StepKind step) const {
   STRATA_ASSIGN_OR_RETURN(const artifact::TargetDef *target,
                           artifact_->target(target_kind_));
@@ -504,16 +529,7 @@ Status ModelExecutor::checkDraftedStep(StepKind step) const {
                               artifact::EnumNameStepKind(step));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *draft,
                           Artifact::plan(*target, StepKind::mtp_draft));
-  for (std::string_view name : {"greedy", "hidden_out"})
-    if (findBuffer(*plan, name) < 0)
-      return failedPrecondition("plan '{}' has no '{}' output for the draft "
-                                "step to start from (an artifact compiled "
-                                "before greedy outputs?)",
-                                artifact::EnumNameStepKind(step), name);
-  for (std::string_view name : {"ids", "hidden"})
-    if (findBuffer(*draft, name) < 0)
-      return failedPrecondition("the mtp_draft plan has no '{}' input", name);
-  return okStatus();
+  return checkFeeds(*plan, *draft, "the draft step", {"ids", "hidden"});
 }
 
 DraftChain candidateDraftChains(const std::vector<StepRequest> &step,
@@ -584,17 +600,8 @@ Status ModelExecutor::checkChainedStep(StepKind step) const {
                           artifact_->target(target_kind_));
   STRATA_ASSIGN_OR_RETURN(const artifact::ExecutionPlan *plan,
                           Artifact::plan(*target, step));
-  for (std::string_view name : {"greedy", "hidden_out"})
-    if (findBuffer(*plan, name) < 0)
-      return failedPrecondition("plan '{}' has no '{}' output for the next "
-                                "pass to start from (an artifact compiled "
-                                "before greedy outputs?)",
-                                artifact::EnumNameStepKind(step), name);
-  for (std::string_view name : {"ids", "hidden", "positions"})
-    if (findBuffer(*plan, name) < 0)
-      return failedPrecondition("plan '{}' has no '{}' input",
-                                artifact::EnumNameStepKind(step), name);
-  return okStatus();
+  return checkFeeds(*plan, *plan, "the next pass",
+                    {"ids", "hidden", "positions"});
 }
 
 StatusOr<ModelExecutor::HostInputs>
