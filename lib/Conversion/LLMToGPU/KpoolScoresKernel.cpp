@@ -22,7 +22,10 @@
 // products q . K_p over the head dimension (B fragments read straight from
 // the paged index pool, the pool's row found through the block table,
 // contiguous along the head dimension; pools past the visible ones clamped
-// to the last), then w[t, h] relu(.) added per column (pool) in the lane's
+// to the last; where the instruction allows K runs, each lane reads its row
+// in 16-byte runs, the queries' fragments permuted alike, and the loop over
+// groups carries the next group's keys, loaded before this group's
+// products), then w[t, h] relu(.) added per column (pool) in the lane's
 // registers over the row tiles and fragment pieces, and across the lanes
 // holding the column's other rows by XOR shuffles over the row bits of the
 // C layout; the lanes of row 0 store the score times scale. No workgroup
