@@ -494,6 +494,23 @@ ModelExecutor::runWithDraft(StepKind step,
 
 namespace {
 
+/// Copies `bytes` from `data` (which must stay valid until the stream has
+/// run the copy) into plan input `name` of `buffers`, whose size must be
+/// `bytes`.
+Status writeInput(const artifact::ExecutionPlan &plan, PlanBuffers &buffers,
+                  std::string_view name, const void *data, size_t bytes,
+                  Stream &stream) {
+  const char *kind = artifact::EnumNameStepKind(plan.step());
+  int id = findBuffer(plan, name);
+  if (id < 0)
+    return notFound("plan '{}' has no input buffer '{}'", kind, name);
+  Buffer &buffer = *buffers.buffers[id];
+  if (buffer.size() != bytes)
+    return internalError("plan '{}' input '{}' is {} bytes, the step has {}",
+                         kind, name, buffer.size(), bytes);
+  return stream.copyToDevice(buffer, 0, data, bytes);
+}
+
 /// Why `next` cannot start from `source`'s greedy tokens and hidden rows
 /// (`next_what`, for the message) reading its `inputs`, or OK.
 Status checkFeeds(const artifact::ExecutionPlan &source,
@@ -710,16 +727,8 @@ Status ModelExecutor::writeInputs(const artifact::ExecutionPlan &plan,
   const char *kind = artifact::EnumNameStepKind(plan.step());
   auto write = [&](std::string_view name,
                    const std::vector<int32_t> &values) -> Status {
-    int id = findBuffer(plan, name);
-    if (id < 0)
-      return notFound("plan '{}' has no input buffer '{}'", kind, name);
-    Buffer &buffer = *buffers.buffers[id];
-    size_t bytes = values.size() * sizeof(int32_t);
-    if (buffer.size() != bytes)
-      return internalError("plan '{}' input '{}' is {} bytes, the step has "
-                           "{}",
-                           kind, name, buffer.size(), bytes);
-    return stream.copyToDevice(buffer, 0, values.data(), bytes);
+    return writeInput(plan, buffers, name, values.data(),
+                      values.size() * sizeof(int32_t), stream);
   };
   if (own_tokens)
     STRATA_RETURN_IF_ERROR(write("ids", in.ids));
@@ -876,18 +885,9 @@ StatusOr<DraftedStepResult> ModelExecutor::execute(
     for (const StepRequest &request : requests)
       host_hidden.insert(host_hidden.end(), request.hidden.begin(),
                          request.hidden.end());
-    int id = findBuffer(*plan, "hidden");
-    if (id < 0)
-      return notFound("plan '{}' has no input buffer 'hidden'",
-                      artifact::EnumNameStepKind(step));
-    Buffer &buffer = *buffers->buffers[id];
-    if (buffer.size() != host_hidden.size())
-      return internalError("plan '{}' input 'hidden' is {} bytes, the step "
-                           "has {}",
-                           artifact::EnumNameStepKind(step), buffer.size(),
-                           host_hidden.size());
-    STRATA_RETURN_IF_ERROR(stream->copyToDevice(buffer, 0, host_hidden.data(),
-                                                host_hidden.size()));
+    STRATA_RETURN_IF_ERROR(writeInput(*plan, *buffers, "hidden",
+                                      host_hidden.data(), host_hidden.size(),
+                                      *stream));
   }
 
   PlanResources resources;

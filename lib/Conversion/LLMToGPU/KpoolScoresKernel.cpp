@@ -273,7 +273,6 @@ void KpoolScoresBuilder::loadQueryFragments() {
     return;
   }
   Value aOuter = laneMap(mi.a.outer), aInner = laneMap(mi.a.inner);
-  qFrags.clear();
   for (int64_t mt = 0; mt < rowTiles; ++mt) {
     for (int64_t ks = 0; ks < s.headDim / mi.k; ++ks) {
       SmallVector<Value> parts;
@@ -311,18 +310,11 @@ int64_t KpoolScoresBuilder::chooseRunSteps() const {
 
 SmallVector<Value> KpoolScoresBuilder::runFragments(const FragmentLayout &l,
                                                     ArrayRef<Value> runs) {
-  KRunGroups g = getKRunGroups(l);
-  int64_t run = runLength(l);
   Value second = runs.size() > 1 ? runs[1] : runs[0];
   SmallVector<Value> frags;
-  for (int64_t step = 0; step < runSteps; ++step) {
-    SmallVector<int64_t> mask;
-    for (auto [pi, piece] : llvm::enumerate(l.pieces))
-      for (int64_t e = 0; e < l.count; ++e)
-        mask.push_back(g.group[pi] * run + step * g.perStep +
-                       g.rank[pi] * l.count + e);
-    frags.push_back(vector::ShuffleOp::create(b, loc, runs[0], second, mask));
-  }
+  for (int64_t step = 0; step < runSteps; ++step)
+    frags.push_back(vector::ShuffleOp::create(
+        b, loc, runs[0], second, kRunStepMask(l, runLength(l), step)));
   return frags;
 }
 

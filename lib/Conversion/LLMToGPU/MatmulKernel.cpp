@@ -250,15 +250,9 @@ private:
                                 : elementIndices(row, col, clamp)));
     }
     Value second = runs.size() > 1 ? runs[1] : runs[0];
-    for (int64_t s = 0; s < steps; ++s) {
-      SmallVector<int64_t> mask;
-      for (auto [pi, piece] : llvm::enumerate(l.pieces))
-        for (int64_t e = 0; e < l.count; ++e)
-          mask.push_back(g.group[pi] * run + s * g.perStep +
-                         g.rank[pi] * l.count + e);
-      frags.push_back(
-          vector::ShuffleOp::create(b, loc, runs[0], second, mask));
-    }
+    for (int64_t s = 0; s < steps; ++s)
+      frags.push_back(vector::ShuffleOp::create(b, loc, runs[0], second,
+                                                kRunStepMask(l, run, s)));
     return frags;
   }
 
@@ -281,11 +275,8 @@ private:
           mem, elem, g.perStep,
           elementIndices(add(add(outerBase, c.outer), outer), col, clamp)));
     Value second = parts.size() > 1 ? parts[1] : parts[0];
-    SmallVector<int64_t> mask;
-    for (auto [pi, piece] : llvm::enumerate(l.pieces))
-      for (int64_t e = 0; e < l.count; ++e)
-        mask.push_back(g.group[pi] * g.perStep + g.rank[pi] * l.count + e);
-    return vector::ShuffleOp::create(b, loc, parts[0], second, mask);
+    return vector::ShuffleOp::create(b, loc, parts[0], second,
+                                     kRunStepMask(l, g.perStep, 0));
   }
 
   /// The weights multiplied by the same A fragments, each with its block

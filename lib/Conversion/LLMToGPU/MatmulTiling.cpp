@@ -49,6 +49,17 @@ KRunGroups mlir::strata::getKRunGroups(const FragmentLayout &l) {
   return g;
 }
 
+SmallVector<int64_t> mlir::strata::kRunStepMask(const FragmentLayout &l,
+                                                int64_t run, int64_t step) {
+  KRunGroups g = getKRunGroups(l);
+  SmallVector<int64_t> mask;
+  for (size_t pi = 0; pi < l.pieces.size(); ++pi)
+    for (int64_t e = 0; e < l.count; ++e)
+      mask.push_back(g.group[pi] * run + step * g.perStep +
+                     g.rank[pi] * l.count + e);
+  return mask;
+}
+
 /// For k in [0, mi.k): (inner lane group, place in the lane's row) of
 /// layout `l`'s first row group; empty when some k is held twice or never.
 static SmallVector<std::pair<int64_t, int64_t>>

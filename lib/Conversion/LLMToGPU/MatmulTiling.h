@@ -189,6 +189,12 @@ struct KRunGroups {
 };
 KRunGroups getKRunGroups(const FragmentLayout &l);
 
+/// The vector.shuffle mask that takes instruction step `step`'s fragment of
+/// layout `l` from a lane's runs of `run` elements per row group (the first
+/// group's run, then the second's, as the shuffle's two operands).
+llvm::SmallVector<int64_t> kRunStepMask(const FragmentLayout &l, int64_t run,
+                                        int64_t step);
+
 /// True when A and B of `mi` can be read in K runs: at most two row groups
 /// of equal size per lane, the lanes of a row together hold the
 /// instruction's k positions once, and A and B assign every k position to
