@@ -159,7 +159,8 @@ FailureOr<SizeExpression> scratchBytes(ArrayRef<GpuScratchOp> program,
     }
     case ScratchOp::Add:
     case ScratchOp::Mul:
-    case ScratchOp::Max: {
+    case ScratchOp::Max:
+    case ScratchOp::Less: {
       if (stack.size() < 2)
         return failure();
       Entry b = std::move(stack.back());
@@ -169,13 +170,15 @@ FailureOr<SizeExpression> scratchBytes(ArrayRef<GpuScratchOp> program,
         int64_t x = *a.constant, y = *b.constant;
         a = constant(op.op == ScratchOp::Add   ? x + y
                      : op.op == ScratchOp::Mul ? x * y
-                                               : std::max(x, y));
+                     : op.op == ScratchOp::Max ? std::max(x, y)
+                                               : int64_t(x < y));
       } else {
         a.constant.reset();
         a.expr = op.op == ScratchOp::Add   ? a.expr + b.expr
                  : op.op == ScratchOp::Mul ? a.expr * b.expr
-                                           : SizeExpression::max(a.expr,
-                                                                 b.expr);
+                 : op.op == ScratchOp::Max
+                     ? SizeExpression::max(a.expr, b.expr)
+                     : SizeExpression::less(a.expr, b.expr);
       }
       continue;
     }
@@ -815,6 +818,29 @@ FailureOr<TargetDesc> Emitter::buildGpuTarget(ModuleOp kernels,
               SizeExpression::less(SizeExpression::constant(small[1]),
                                    size);
     }
+  }
+  // Arrival counters (K split over the grid): one plan buffer of kind
+  // `counters` per plan that has such kernels, as large as the largest
+  // count; every dispatch binds its start (the dispatches run one after
+  // another and each leaves its counters at zero).
+  for (PlanDesc &plan : gpu.plans) {
+    int64_t most = 0;
+    for (const DispatchDesc &dispatch : plan.dispatches)
+      if (!dispatch.collective)
+        most = std::max(most, library->counters[dispatch.kernelIndex]);
+    if (most == 0)
+      continue;
+    auto id = static_cast<uint32_t>(plan.buffers.size());
+    BufferDesc counters;
+    counters.name = "tile_counters";
+    counters.kind = fb::BufferKind::counters;
+    counters.sizeBytes = SizeExpression::constant(most * 4);
+    plan.buffers.push_back(std::move(counters));
+    for (DispatchDesc &dispatch : plan.dispatches)
+      if (!dispatch.collective)
+        if (int64_t count = library->counters[dispatch.kernelIndex])
+          dispatch.bindings.push_back(
+              BindingDesc::buffer(id, {SizeExpression::constant(count)}));
   }
   // Global scratch: each dispatch of a kernel with a scratch argument binds
   // grid blocks x its bytes per block (for that dispatch's extents) of the

@@ -31,6 +31,32 @@
 using namespace mlir;
 using namespace mlir::strata;
 
+/// `func`'s global scratch program (kGpuScratchAttrName), with the
+/// trailing `scratch` argument it takes appended to `kernel.args`; empty
+/// without one.
+static FailureOr<std::vector<GpuScratchOp>>
+scratchProgram(ModuleOp module, gpu::GPUFuncOp func, KernelDesc &kernel) {
+  std::vector<GpuScratchOp> scratch;
+  auto program = func->getAttrOfType<ArrayAttr>(kGpuScratchAttrName);
+  if (!program)
+    return scratch;
+  if (func.getNumArguments() != kernel.args.size() + 1)
+    return module.emitError("GPU kernel '")
+           << kernel.name << "' has scratch but no scratch argument";
+  for (Attribute entry : program) {
+    ArrayRef<int64_t> v = cast<DenseI64ArrayAttr>(entry).asArrayRef();
+    scratch.push_back({static_cast<ScratchOp>(v[0]), v.size() > 1 ? v[1] : 0,
+                       v.size() > 2 ? v[2] : 0});
+  }
+  KernelArgDesc arg;
+  arg.name = "scratch";
+  arg.kind = fb::ArgKind::buffer;
+  arg.dtype = fb::DType::u8;
+  arg.staticShape = {-1};
+  kernel.args.push_back(std::move(arg));
+  return scratch;
+}
+
 FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
                                                             StringRef chip,
                                                             StringRef toolkit,
@@ -141,7 +167,27 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
       if (auto mma = func->getAttrOfType<StringAttr>("strata.mma"))
         kernel.launch->matrixInstruction = mma.getValue().str();
       library.grids.push_back(*grid);
-      library.scratch.emplace_back();
+      // K split over the grid: the arrival counters' and the scratch's
+      // arguments after the kernel function's own.
+      library.counters.push_back(0);
+      if (auto counters =
+              func->getAttrOfType<IntegerAttr>(kGpuCountersAttrName)) {
+        if (func.getNumArguments() != kernel.args.size() + 2)
+          return module.emitError("GPU kernel '")
+                 << kernel.name << "' has counters but no counters argument";
+        library.counters.back() = counters.getInt();
+        KernelArgDesc arg;
+        arg.name = "counters";
+        arg.kind = fb::ArgKind::buffer;
+        arg.dtype = fb::DType::i32;
+        arg.staticShape = {-1};
+        kernel.args.push_back(std::move(arg));
+      }
+      FailureOr<std::vector<GpuScratchOp>> scratch =
+          scratchProgram(module, func, kernel);
+      if (failed(scratch))
+        return failure();
+      library.scratch.push_back(std::move(*scratch));
       continue;
     }
     auto grid =
@@ -165,25 +211,12 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     if (emptyTwins.contains(kernel.name))
       dims[0] = GpuGridDim{/*argument=*/-1, /*dim=*/0, /*blocks=*/0};
     library.grids.push_back(dims);
-    // Global scratch: the trailing `memref<?xi8>` argument the pass added.
-    std::vector<GpuScratchOp> scratch;
-    if (auto program = func->getAttrOfType<ArrayAttr>(kGpuScratchAttrName)) {
-      if (func.getNumArguments() != kernel.args.size() + 1)
-        return module.emitError("GPU kernel '")
-               << kernel.name << "' has scratch but no scratch argument";
-      for (Attribute entry : program) {
-        ArrayRef<int64_t> v = cast<DenseI64ArrayAttr>(entry).asArrayRef();
-        scratch.push_back({static_cast<ScratchOp>(v[0]),
-                           v.size() > 1 ? v[1] : 0, v.size() > 2 ? v[2] : 0});
-      }
-      KernelArgDesc arg;
-      arg.name = "scratch";
-      arg.kind = fb::ArgKind::buffer;
-      arg.dtype = fb::DType::u8;
-      arg.staticShape = {-1};
-      kernel.args.push_back(std::move(arg));
-    }
-    library.scratch.push_back(std::move(scratch));
+    library.counters.push_back(0);
+    FailureOr<std::vector<GpuScratchOp>> scratch =
+        scratchProgram(module, func, kernel);
+    if (failed(scratch))
+      return failure();
+    library.scratch.push_back(std::move(*scratch));
   }
 
   // The kernels in the order of the kernel functions (the matrix-unit

@@ -57,6 +57,10 @@ struct GpuKernelLibrary {
   /// over its arguments' extents; empty when it has no scratch argument
   /// (then kernels[k].args has no trailing `scratch` argument).
   std::vector<std::vector<GpuScratchOp>> scratch;
+  /// Per kernel: the i32 arrival counters it takes (kGpuCountersAttrName:
+  /// kernels[k].args has a `counters` argument before `scratch`), 0 for
+  /// none.
+  std::vector<int64_t> counters;
 };
 
 /// Code generation choices of the GPU targets. Both default to the fast

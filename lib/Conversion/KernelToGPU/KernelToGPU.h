@@ -46,7 +46,15 @@ enum class ScratchOp : int64_t {
   Max = 4,
   /// [5, c]: pop a, push a rounded up to a multiple of c > 0.
   AlignUp = 5,
+  /// [6]: pop b, pop a, push 1 if a < b, else 0.
+  Less = 6,
 };
+
+/// On a gpu.func with K split over the grid (LLMToGPU's GridSplitK): the
+/// i32 arrival counters it takes in its argument before the scratch one,
+/// which the artifact binds to a plan buffer of kind `counters` (zero when
+/// allocated; each dispatch leaves it zero).
+inline constexpr llvm::StringLiteral kGpuCountersAttrName = "strata.counters";
 
 /// Alignment in bytes of each scratch allocation inside a block's slice
 /// (and so of the slice size).

@@ -194,6 +194,8 @@ struct TileForm {
   int64_t maxSize = -1;
   int64_t rows = 1;
   int64_t columns = 1;
+  /// Blocks along grid z per tile (K split over the grid, GridSplitK).
+  int64_t splits = 1;
 };
 } // namespace
 
@@ -223,10 +225,11 @@ static GpuGrid rowTileGrid(ArrayRef<TileForm> forms,
                            const MatmulProblem &problem,
                            int64_t stepMultiplier = 1) {
   GpuGrid grid;
-  GpuGridDim &x = grid[0], &y = grid[1];
+  GpuGridDim &x = grid[0], &y = grid[1], &z = grid[2];
   x = {0, 0, 1, forms.back().rows};
   x.multiplier = stepMultiplier;
   y.blocks = problem.n / forms.back().columns;
+  z.blocks = forms.back().splits;
   if (forms.size() < 2)
     return grid;
   // Neighbouring forms of equal blocks in a dimension are one range there.
@@ -240,12 +243,15 @@ static GpuGrid rowTileGrid(ArrayRef<TileForm> forms,
   for (const TileForm &form : forms) {
     add(x.forms, {form.maxSize, form.rows, 1});
     add(y.forms, {form.maxSize, 1, problem.n / form.columns});
+    add(z.forms, {form.maxSize, 1, form.splits});
   }
-  // A dimension equal in every form needs none.
-  for (GpuGridDim *dim : {&x, &y}) {
+  // A dimension equal in every form needs none (z, the K splits, has
+  // forms only where some form splits).
+  for (GpuGridDim *dim : {&x, &y, &z}) {
     if (dim->forms.size() == 1)
       dim->forms.clear();
-    dim->stepMultiplier = stepMultiplier;
+    if (dim != &z || !dim->forms.empty())
+      dim->stepMultiplier = stepMultiplier;
   }
   return grid;
 }
@@ -269,11 +275,21 @@ static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
                      takesWeightGemv(tiling, problem, splits, dense)
                          ? kWeightGemvColumns
                          : split->tileN()});
-    int64_t multiSplits = 0, maxRows = 0;
-    if (chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows)) {
-      decodeMax = maxRows;
+    if (decodeFormsMaxRows(tiling, problem, true) > decodeMax) {
+      decodeMax = decodeFormsMaxRows(tiling, problem, true);
       forms.push_back({decodeMax, tiling.tileM(), split->tileN()});
     }
+  }
+  // The decode forms' K splits over the grid (buildSplitK).
+  if (auto decodeSplits =
+          func->getAttrOfType<DenseI64ArrayAttr>("strata.decode_grid_splits"))
+    for (auto [form, z] : llvm::zip(forms, decodeSplits.asArrayRef()))
+      form.splits = z;
+  // The plain row tiles with K split over the grid (buildGridSplit).
+  if (auto gridSplit =
+          func->getAttrOfType<DenseI64ArrayAttr>("strata.grid_split_k")) {
+    decodeMax = gridSplit[2];
+    forms.push_back({decodeMax, tiling.tileM(), tiling.tileN(), gridSplit[0]});
   }
   appendRowTileForms(func, tiling, decodeMax, forms);
   return forms;
@@ -435,7 +451,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildLinearMatmulKernel(
     return failure();
   gpu::GPUFuncOp func = buildLinearMatmulKernelFunc(
       builder, kernel.getLoc(), module, kernel.getSymName(), type.getInputs(),
-      roles->all(), *tiling, problem, types, hcMult);
+      roles->all(), *tiling, problem, types, hcMult, /*gridSplit=*/true);
   MatmulKernelFunction result;
   result.func = func;
   result.tiling = *tiling;

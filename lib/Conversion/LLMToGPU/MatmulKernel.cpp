@@ -54,6 +54,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "lib/Conversion/KernelToGPU/KernelToGPU.h"
 #include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
@@ -69,11 +70,21 @@ struct LaneCoords {
   Value outer, inner;
 };
 
+/// A form's K split over the grid (GridSplitK): `splits` blocks along grid
+/// z per tile, the tiles' arrival counters, the dispatch's global scratch
+/// (i8) and the i32 workgroup word that tells a block's threads whether it
+/// arrived last.
+struct GridSplitArgs {
+  int64_t splits = 1;
+  Value counters, scratch, lastFlag;
+};
+
 class MatmulKernelBuilder : LaneArith {
 public:
   MatmulKernelBuilder(OpBuilder &b, Location loc, const MatmulTiling &t,
                       const MatmulProblem &p, const MatmulTypes &types)
       : LaneArith(b, loc), t(t), p(p), types(types), mi(t.mma) {
+    kWindow = p.k;
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
     fp8 = b.getType<Float8E4M3FNType>();
@@ -96,7 +107,8 @@ public:
   /// columns] f32) and are added in subgroup order, then rounded once into
   /// y.
   void buildSplitK(ValueRange args, Value partial, int64_t splits,
-                   const DenseMatmul &dense);
+                   const DenseMatmul &dense,
+                   const GridSplitArgs *grid = nullptr);
   /// A plain linear's body for steps of at most mma.m rows with an fp32
   /// weight (takesWeightGemv: the MoE router): block y takes
   /// kWeightGemvColumns columns, whose weight rows every thread holds in
@@ -108,12 +120,58 @@ public:
   /// subgroup order into y.
   void buildWeightGemv(ValueRange args, Value partial, int64_t splits,
                        const DenseMatmul &dense);
+  /// A plain linear's row tiles with K split over the grid (GridSplitK):
+  /// block (x, y, z) accumulates tile (x, y) over K range z of `splits`,
+  /// stores its fp32 accumulators into its slice of `scratch` (the
+  /// dispatch's global scratch, block x + gx (y + gy z) at its own slice),
+  /// and adds one to the tile's arrival counter in `counters` (i32, zero
+  /// between dispatches); the block that arrives last (`lastFlag`, an i32
+  /// workgroup word, tells its threads) sets the counter back to zero, adds
+  /// the tile's slices in split order (its own included) and runs the
+  /// epilogue. One tile per block: grid x is the step's row tiles.
+  void buildGridSplit(ValueRange args, const DenseMatmul &dense,
+                      const GridSplitArgs &grid);
 
 private:
   /// Binds x, [slotSum,] w[, scales][, w2[, scales2]][, streams, streamPost,
   /// streamComb], y from a plain or dense kernel's arguments (`d`'s
   /// epilogue and hcMult say which are there).
   void bindArgs(ValueRange args, const DenseMatmul &d);
+
+  /// The grid split's global scratch as f32, and the first float of block
+  /// (bx, by, z)'s slice of `sliceFloats` in it: the runtime's scratch
+  /// layout, block x + gx (y + gy z).
+  Value scratchFloats(const GridSplitArgs &grid) {
+    Value floats = arith::DivUIOp::create(
+        b, loc, memref::DimOp::create(b, loc, grid.scratch, 0), idx(4));
+    return memref::ViewOp::create(b, loc,
+                                  MemRefType::get({ShapedType::kDynamic}, f32),
+                                  grid.scratch, idx(0), ValueRange{floats});
+  }
+  Value sliceStart(Value bx, Value by, Value z, int64_t sliceFloats) {
+    Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+    Value gy = gpu::GridDimOp::create(b, loc, gpu::Dimension::y);
+    return mul(
+        add(bx, arith::MulIOp::create(
+                    b, loc, gx, add(by, arith::MulIOp::create(b, loc, gy, z)))),
+        sliceFloats);
+  }
+  /// After this block stored its partial results into its scratch slice:
+  /// releases them (fence), counts the block's arrival at tile (bx, by)
+  /// (thread 0, one atomic add on counter bx + gx by), and in the block that
+  /// finds grid.splits - 1 arrivals before its own (block-uniform through
+  /// grid.lastFlag) sets the counter back to zero, acquires the other
+  /// blocks' results (fence) and runs `finish`.
+  void finishInLastBlock(const GridSplitArgs &grid, Value bx, Value by,
+                         llvm::function_ref<void()> finish);
+  /// buildSplitK's second half under a grid split: block z's subgroups
+  /// have split its share of K (storePartials); their sums go to its scratch
+  /// slice, and the tile's last block adds the slices in split order and
+  /// runs the epilogue for the rows below M.
+  void buildSplitKPartOfGrid(Value partial, int64_t splits,
+                             const GridSplitArgs &grid, Value tid, Value bx,
+                             Value sg, Value colBase, Value rowBase,
+                             int64_t numWeights);
 
   Value zeros(VectorType type) {
     return arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
@@ -760,13 +818,16 @@ private:
   /// with the same tile.
   std::pair<Value, Value> findTileExpert(const ExpertTiles &table, Value tile);
   /// The split forms' first half: subgroup `sg` accumulates its K range
-  /// (K / splits) for every weight and stores its partial tiles into
-  /// `partial` [splits, weights, rows, columns] (rows at least tileM);
+  /// (kWindow / splits from `kBase`, the block's K window: all of K, or its
+  /// share under a grid split) for every weight and stores its partial tiles
+  /// into `partial` [splits, weights, rows, columns] (rows at least tileM);
   /// then a barrier.
   void storePartials(Value partial, Value sg, int64_t splits,
-                     int64_t numWeights) {
-    int64_t range = p.k / splits;
+                     int64_t numWeights, Value kBase = {}) {
+    int64_t range = kWindow / splits;
     Value kBegin = mul(sg, range);
+    if (kBase)
+      kBegin = add(kBase, kBegin);
     Value kEnd = add(kBegin, range);
     // Another rank's expert: an empty K range, zero partial sums.
     if (tileOwned)
@@ -872,6 +933,9 @@ private:
 
   std::optional<Grouped> grouped;
   Value expert, tileOwned, rowStart, rowEnd;
+  /// The K elements a block of the split forms walks (storePartials): all
+  /// of K, or a grid split's share.
+  int64_t kWindow = 0;
   /// The split forms' first column of this subgroup's column group
   /// (placeSplitSubgroup; 0 with one group).
   Value splitColumn;
@@ -2165,8 +2229,65 @@ void MatmulKernelBuilder::build(ValueRange args, const DenseMatmul &d) {
   b.setInsertionPointAfter(tileLoop);
 }
 
+void MatmulKernelBuilder::buildSplitKPartOfGrid(Value partial, int64_t splits,
+                                                const GridSplitArgs &grid,
+                                                Value tid, Value bx, Value sg,
+                                                Value colBase, Value rowBase,
+                                                int64_t numWeights) {
+  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
+  int64_t perThread = t.tileM() * t.tileN() / threads;
+  // K split over the grid too: block z's subgroups split its share of K,
+  // their sums go to its scratch slice, the tile's last block adds the
+  // slices in split order and runs the epilogue.
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  kWindow = p.k / grid.splits;
+  storePartials(partial, sg, splits, numWeights, mul(bz, kWindow));
+  int64_t sliceFloats = numWeights * t.tileM() * t.tileN();
+  Value partials = scratchFloats(grid);
+  auto element = [&](Value slice, int64_t wi, Value at) {
+    return add(add(slice, at), wi * t.tileM() * t.tileN());
+  };
+  Value mine = sliceStart(bx, by, bz, sliceFloats);
+  for (int64_t i = 0; i < perThread; ++i) {
+    Value at = add(tid, i * threads);
+    Value local = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+    Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+    SmallVector<Value> sums =
+        sumPartials(partial, splits, numWeights, local, col);
+    for (auto [wi, sum] : llvm::enumerate(sums))
+      memref::StoreOp::create(b, loc, sum, partials,
+                              ValueRange{element(mine, wi, at)});
+  }
+  finishInLastBlock(grid, bx, by, [&] {
+    for (int64_t i = 0; i < perThread; ++i) {
+      Value at = add(tid, i * threads);
+      Value local = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
+      Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
+      Value row = add(rowBase, local);
+      ifThen(ult(row, numRows), [&] {
+        SmallVector<Value> totals(numWeights, cf32(0.0));
+        for (int64_t z = 0; z < grid.splits; ++z) {
+          Value slice = sliceStart(bx, by, idx(z), sliceFloats);
+          for (int64_t wi = 0; wi < numWeights; ++wi)
+            totals[wi] = arith::AddFOp::create(
+                b, loc, totals[wi],
+                memref::LoadOp::create(b, loc, partials,
+                                       ValueRange{element(slice, wi, at)}));
+        }
+        SmallVector<Value> streamWeights;
+        if (dense.hcMult)
+          streamWeights = loadStreamWeights(row);
+        storeDenseElement(row, add(colBase, col), totals[0],
+                          numWeights > 1 ? totals[1] : Value(), streamWeights);
+      });
+    }
+  });
+}
+
 void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
-                                      int64_t splits, const DenseMatmul &d) {
+                                      int64_t splits, const DenseMatmul &d,
+                                      const GridSplitArgs *grid) {
   bindArgs(args, d);
   auto [tid, bx, sg, colBase] = placeSplitSubgroup(splits);
   numRows = memref::DimOp::create(b, loc, x, 0);
@@ -2186,10 +2307,16 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
   b.setInsertionPoint(has.thenBlock()->getTerminator());
   for (int64_t i = 0; i < t.fragsM; ++i)
     rowBases.push_back(add(rowBase, i * mi.m));
+  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
+  int64_t perThread = t.tileM() * t.tileN() / threads;
+  if (grid && grid->splits > 1) {
+    buildSplitKPartOfGrid(partial, splits, *grid, tid, bx, sg, colBase, rowBase,
+                          numWeights);
+    return;
+  }
   storePartials(partial, sg, splits, numWeights);
   // Each thread adds up some of the tile's elements, subgroup by subgroup.
-  int64_t threads = splits * t.subgroupsN * t.subgroupSize;
-  for (int64_t i = 0; i < t.tileM() * t.tileN() / threads; ++i) {
+  for (int64_t i = 0; i < perThread; ++i) {
     Value at = add(tid, i * threads);
     Value local = arith::DivUIOp::create(b, loc, at, idx(t.tileN()));
     Value col = arith::RemUIOp::create(b, loc, at, idx(t.tileN()));
@@ -2208,6 +2335,89 @@ void MatmulKernelBuilder::buildSplitK(ValueRange args, Value partial,
     storeDenseElement(row, add(colBase, col), sums[0],
                       numWeights > 1 ? sums[1] : Value(), streamWeights);
   }
+}
+
+void MatmulKernelBuilder::finishInLastBlock(const GridSplitArgs &grid, Value bx,
+                                            Value by,
+                                            llvm::function_ref<void()> finish) {
+  StringRef scope = mi.family == MatrixFamily::Mfma ? "agent" : "device";
+  LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::release, scope);
+  barrier();
+  Value gx = gpu::GridDimOp::create(b, loc, gpu::Dimension::x);
+  Value tileIndex = add(bx, arith::MulIOp::create(b, loc, gx, by));
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  ifThen(ieq(tid, idx(0)), [&] {
+    Value before =
+        memref::AtomicRMWOp::create(b, loc, arith::AtomicRMWKind::addi, ci32(1),
+                                    grid.counters, ValueRange{tileIndex});
+    Value last = ieq(before, ci32(grid.splits - 1));
+    memref::StoreOp::create(
+        b, loc, arith::ExtUIOp::create(b, loc, b.getI32Type(), last),
+        grid.lastFlag, ValueRange{idx(0)});
+    // The next dispatch finds the counter at zero.
+    ifThen(last, [&] {
+      memref::StoreOp::create(b, loc, ci32(0), grid.counters,
+                              ValueRange{tileIndex});
+    });
+  });
+  barrier();
+  Value isLast =
+      ieq(memref::LoadOp::create(b, loc, grid.lastFlag, ValueRange{idx(0)}),
+          ci32(1));
+  ifThen(isLast, [&] {
+    LLVM::FenceOp::create(b, loc, LLVM::AtomicOrdering::acquire, scope);
+    finish();
+  });
+}
+
+void MatmulKernelBuilder::buildGridSplit(ValueRange args, const DenseMatmul &d,
+                                         const GridSplitArgs &grid) {
+  bindArgs(args, d);
+  auto [blockX, subgroupRow] = placeSubgroup();
+  Value bx = blockX;
+  OpBuilder::InsertionGuard columnGuard(b);
+  guardColumnBlock();
+  numRows = memref::DimOp::create(b, loc, x, 0);
+  lastRow = arith::SubIOp::create(b, loc, numRows, idx(1));
+  Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+  tileRow = mul(bx, t.tileM());
+  Value rowBase = add(tileRow, subgroupRow);
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowBases.push_back(add(rowBase, i * t.fragmentRowStride()));
+  int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
+  int64_t range = p.k / grid.splits;
+  Value kBegin = mul(bz, range);
+  SmallVector<Value> accs = accumulate(weights, kBegin, add(kBegin, range));
+
+  // This block's accumulators into its scratch slice: accumulator a of
+  // thread `tid` at floats (a x threads + tid) x c of the slice (each
+  // thread's c floats contiguous, a subgroup's stores one run).
+  int64_t c = mi.c.size();
+  int64_t threads = t.threads();
+  int64_t sliceFloats = int64_t(accs.size()) * threads * c;
+  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value partials = scratchFloats(grid);
+  auto at = [&](Value slice, int64_t a) {
+    return add(slice, mul(add(tid, a * threads), c));
+  };
+  VectorType accType = VectorType::get({c}, f32);
+  Value mine = sliceStart(bx, by, bz, sliceFloats);
+  for (auto [a, acc] : llvm::enumerate(accs))
+    vector::StoreOp::create(b, loc, acc, partials,
+                            ValueRange{at(mine, int64_t(a))});
+  finishInLastBlock(grid, bx, by, [&] {
+    SmallVector<Value> sums(accs.size(), zeros(accType));
+    for (int64_t z = 0; z < grid.splits; ++z) {
+      Value slice = sliceStart(bx, by, idx(z), sliceFloats);
+      for (size_t a = 0; a < accs.size(); ++a)
+        sums[a] = arith::AddFOp::create(
+            b, loc, sums[a],
+            vector::LoadOp::create(b, loc, accType, partials,
+                                   ValueRange{at(slice, int64_t(a))}));
+    }
+    storeResults(sums);
+  });
 }
 
 void MatmulKernelBuilder::buildWeightGemv(ValueRange args, Value partial,
@@ -2522,18 +2732,134 @@ buildMatmulFunc(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
       });
 }
 
+int64_t mlir::strata::decodeFormsMaxRows(const MatmulTiling &tiling,
+                                         const MatmulProblem &problem,
+                                         bool decodeForms) {
+  if (!decodeForms)
+    return 0;
+  int64_t multiSplits = 0, maxRows = 0;
+  if (chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, maxRows))
+    return maxRows;
+  return tiling.mma.m;
+}
+
+namespace {
+/// The K splits over the grid of a linear kernel's forms (1: none) and what
+/// they share: the arrival counters' and the scratch's arguments, and the
+/// workgroup word telling a block it arrived last.
+struct KernelGridSplits {
+  int64_t oneRow = 1, multiRow = 1;
+  std::optional<GridSplitK> tiles;
+  Value counters, scratch, lastFlag;
+  GridSplitArgs args(int64_t splits) const {
+    return {splits, counters, scratch, lastFlag};
+  }
+};
+} // namespace
+
+/// The grid splits of `func`'s forms: the one-row and multi-row decode forms
+/// (chooseDecodeGridSplits; `split` and `splits` as chooseDecodeSplitK gave
+/// them, null without decode forms) and the plain row tiles
+/// (chooseGridSplitK, above the decode forms' steps and below the staged
+/// tiles' strata.staged_min_rows); where any splits, the arrival counters'
+/// and the scratch's arguments appended to `func` (kGpuCountersAttrName: the
+/// most counters a form's largest step needs, one per tile;
+/// kGpuScratchAttrName: per block, the splitting form's tile of fp32 for
+/// steps in its range, none for the others), recorded as
+/// `strata.decode_grid_splits` = [oneRow, multiRow] and
+/// `strata.grid_split_k` = [splits, minRows, maxRows] (row tiles).
+static KernelGridSplits
+addGridSplits(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
+              const MatmulTiling &tiling, const MatmulProblem &problem,
+              const MatmulTiling *split, int64_t splits) {
+  KernelGridSplits gs;
+  int64_t multiSplits = 0, multiMax = 0;
+  std::optional<MatmulTiling> multi =
+      split ? chooseMultiRowDecodeSplitK(tiling, problem, multiSplits, multiMax)
+            : std::nullopt;
+  if (split)
+    gs.oneRow = chooseDecodeGridSplits(*split, problem, splits);
+  if (multi)
+    gs.multiRow = chooseDecodeGridSplits(*multi, problem, splits);
+  auto minRows = func->getAttrOfType<IntegerAttr>("strata.staged_min_rows");
+  gs.tiles = chooseGridSplitK(tiling, problem,
+                              decodeFormsMaxRows(tiling, problem, split),
+                              minRows ? minRows.getInt() : 0);
+  // Steps [first, last] of each splitting form, its scratch bytes per
+  // block, and the counters of its largest step.
+  struct Range {
+    int64_t first, last, bytes;
+  };
+  SmallVector<Range> ranges;
+  int64_t counters = 0;
+  auto add = [&](int64_t first, int64_t last, const MatmulTiling &form) {
+    ranges.push_back({first, last, form.tileM() * form.tileN() * 4});
+    counters =
+        std::max(counters, int64_t(llvm::divideCeil(last, form.tileM())) *
+                               (problem.n / form.tileN()));
+  };
+  if (gs.oneRow > 1)
+    add(1, tiling.mma.m, *split);
+  if (gs.multiRow > 1)
+    add(tiling.mma.m + 1, multiMax, *multi);
+  if (gs.tiles)
+    add(gs.tiles->minRows, gs.tiles->maxRows, tiling);
+  if (ranges.empty())
+    return gs;
+  unsigned numArgs = func.getNumArguments();
+  auto dynamic = [&](Type elem) {
+    return MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  if (failed(func.insertArgument(numArgs, dynamic(builder.getI32Type()), {},
+                                 loc)) ||
+      failed(func.insertArgument(numArgs + 1, dynamic(builder.getI8Type()), {},
+                                 loc)))
+    return KernelGridSplits();
+  gs.counters = func.getArgument(numArgs);
+  gs.scratch = func.getArgument(numArgs + 1);
+  gs.lastFlag = addWorkgroupBuffer(func, loc, {1}, builder.getI32Type());
+  auto op = [&](ScratchOp code, ArrayRef<int64_t> operands = {}) {
+    SmallVector<int64_t> entry = {static_cast<int64_t>(code)};
+    llvm::append_range(entry, operands);
+    return builder.getDenseI64ArrayAttr(entry);
+  };
+  // Sum over the ranges of bytes x (first - 1 < M) x (M < last + 1).
+  SmallVector<Attribute> program;
+  for (auto [i, r] : llvm::enumerate(ranges)) {
+    program.append({op(ScratchOp::Constant, {r.bytes}),
+                    op(ScratchOp::Constant, {r.first - 1}),
+                    op(ScratchOp::Extent, {0, 0}), op(ScratchOp::Less),
+                    op(ScratchOp::Mul), op(ScratchOp::Extent, {0, 0}),
+                    op(ScratchOp::Constant, {r.last + 1}), op(ScratchOp::Less),
+                    op(ScratchOp::Mul)});
+    if (i > 0)
+      program.push_back(op(ScratchOp::Add));
+  }
+  func->setAttr(kGpuScratchAttrName, builder.getArrayAttr(program));
+  func->setAttr(kGpuCountersAttrName, builder.getI64IntegerAttr(counters));
+  func->setAttr("strata.decode_grid_splits",
+                builder.getDenseI64ArrayAttr({gs.oneRow, gs.multiRow}));
+  if (gs.tiles)
+    func->setAttr(
+        "strata.grid_split_k",
+        builder.getDenseI64ArrayAttr(
+            {gs.tiles->splits, gs.tiles->minRows, gs.tiles->maxRows}));
+  return gs;
+}
+
 /// The body of a plain linear or dense projection with decode forms:
 /// steps of at most mma.m rows take `split` (one row fragment), steps of at
 /// most the multi-row form's rows that form where the problem has one
 /// (chooseMultiRowDecodeSplitK), the others the row tiles of `kb`. Both decode
 /// forms share one workgroup buffer of partial sums.
-static void buildWithDecodeForms(OpBuilder &builder, Location loc,
-                                 gpu::GPUFuncOp func, RowTiles &kb,
-                                 const MatmulTiling &tiling,
-                                 const MatmulTiling &split, int64_t splits,
-                                 const MatmulProblem &problem,
-                                 const MatmulTypes &types,
-                                 const DenseMatmul &dense) {
+static void
+buildWithDecodeForms(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
+                     RowTiles &kb, const MatmulTiling &tiling,
+                     const MatmulTiling &split, int64_t splits,
+                     const MatmulProblem &problem, const MatmulTypes &types,
+                     const DenseMatmul &dense,
+                     llvm::function_ref<void(RowTiles &)> rowTiles = nullptr,
+                     const KernelGridSplits *gridSplits = nullptr) {
   // Both decode forms split K over the same subgroups (`splits`).
   int64_t multiSplits = 0, maxRows = 0;
   std::optional<MatmulTiling> multi =
@@ -2548,10 +2874,18 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
   auto oneRow = [&] {
     if (takesWeightGemv(tiling, problem, splits, dense))
       decode.buildWeightGemv(func.getArguments(), partial, splits, dense);
-    else
+    else if (gridSplits && gridSplits->oneRow > 1) {
+      GridSplitArgs grid = gridSplits->args(gridSplits->oneRow);
+      decode.buildSplitK(func.getArguments(), partial, splits, dense, &grid);
+    } else
       decode.buildSplitK(func.getArguments(), partial, splits, dense);
   };
-  auto tiles = [&] { kb.build(func.getArguments(), dense); };
+  auto tiles = [&] {
+    if (rowTiles)
+      rowTiles(kb);
+    else
+      kb.build(func.getArguments(), dense);
+  };
   if (!multi) {
     branchOnStepSize(builder, loc, func, 1, tiling.mma.m, oneRow, tiles);
     return;
@@ -2561,7 +2895,11 @@ static void buildWithDecodeForms(OpBuilder &builder, Location loc,
     branchOnStepSize(
         builder, loc, func, 1, maxRows,
         [&] {
-          multiRow.buildSplitK(func.getArguments(), partial, splits, dense);
+          GridSplitArgs grid;
+          if (gridSplits && gridSplits->multiRow > 1)
+            grid = gridSplits->args(gridSplits->multiRow);
+          multiRow.buildSplitK(func.getArguments(), partial, splits, dense,
+                               &grid);
         },
         tiles);
   });
@@ -2610,7 +2948,8 @@ gpu::GPUFuncOp mlir::strata::buildMatmulKernel(
 gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, ArrayRef<KernelRole> roles, const MatmulTiling &tiling,
-    const MatmulProblem &problem, const MatmulTypes &types, int64_t hcMult) {
+    const MatmulProblem &problem, const MatmulTypes &types, int64_t hcMult,
+    bool gridSplit) {
   DenseMatmul epilogue;
   epilogue.hcMult = hcMult;
   epilogue.roles.assign(roles.begin(), roles.end());
@@ -2622,15 +2961,37 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
         int64_t splits = 0;
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
+        KernelGridSplits gridSplits;
+        if (gridSplit)
+          gridSplits = addGridSplits(builder, loc, func, tiling, problem,
+                                     split ? &*split : nullptr, splits);
+        // Steps of a few row tiles split K over the grid
+        // (gridSplits.tiles), the others take the row tiles as they are.
+        auto rowTiles = [&](RowTiles &tiles) {
+          if (!gridSplits.tiles) {
+            tiles.build(func.getArguments(), epilogue);
+            return;
+          }
+          branchOnStepSize(
+              builder, loc, func, 1, gridSplits.tiles->maxRows,
+              [&] {
+                MatmulKernelBuilder splitTiles(builder, loc, tiling, problem,
+                                               types);
+                splitTiles.buildGridSplit(
+                    func.getArguments(), epilogue,
+                    gridSplits.args(gridSplits.tiles->splits));
+              },
+              [&] { tiles.build(func.getArguments(), epilogue); });
+        };
         if (!split) {
-          kb.build(func.getArguments(), epilogue);
+          rowTiles(kb);
           return;
         }
         // Decode steps split K over the block's subgroups (one row
         // fragment, or tileM rows: the multi-row form); larger
         // ones take the row tiles.
         buildWithDecodeForms(builder, loc, func, kb, tiling, *split, splits,
-                             problem, types, epilogue);
+                             problem, types, epilogue, rowTiles, &gridSplits);
       });
 }
 

@@ -267,6 +267,57 @@ mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                             rowFrags);
 }
 
+int64_t mlir::strata::chooseDecodeGridSplits(const MatmulTiling &split,
+                                             const MatmulProblem &problem,
+                                             int64_t splits) {
+  if (problem.f32Weight || problem.n % split.tileN() != 0)
+    return 1;
+  int64_t unit = splits * std::max(split.blockK, split.scaleBlockK);
+  int64_t columnBlocks = problem.n / split.tileN();
+  if (columnBlocks > kDecodeGridSplitKMaxColumnBlocks)
+    return 1;
+  int64_t z = 1;
+  while (z * 2 <= kDecodeGridSplitKMaxSplits &&
+         columnBlocks * z * 2 <= kDecodeGridSplitKTargetBlocks &&
+         problem.k % (z * 2 * unit) == 0 &&
+         problem.k / (z * 2) >= kDecodeGridSplitKMinK)
+    z *= 2;
+  return z;
+}
+
+std::optional<GridSplitK>
+mlir::strata::chooseGridSplitK(const MatmulTiling &tiling,
+                               const MatmulProblem &problem,
+                               int64_t decodeMaxRows, int64_t stagedMinRows) {
+  if (problem.f32Weight || tiling.staged || problem.n % tiling.tileN() != 0)
+    return std::nullopt;
+  GridSplitK split;
+  split.minRows = decodeMaxRows + 1;
+  split.maxRows = kGridSplitKMaxRows;
+  if (stagedMinRows > 0)
+    split.maxRows = std::min(split.maxRows, stagedMinRows - 1);
+  if (split.maxRows < split.minRows)
+    return std::nullopt;
+  // A split's K range starts at a whole K block and fp8 scale block.
+  int64_t unit = std::max(tiling.blockK, tiling.scaleBlockK);
+  int64_t columnTiles = problem.n / tiling.tileN();
+  int64_t tiles = columnTiles * llvm::divideCeil(split.maxRows, tiling.tileM());
+  if (tiles > kGridSplitKIdleBlocks)
+    return std::nullopt;
+  int64_t splits = 1;
+  while (splits * 2 <= kGridSplitKMaxSplits &&
+         tiles * splits * 2 <= kGridSplitKTargetBlocks &&
+         problem.k % (splits * 2 * unit) == 0 &&
+         problem.k / (splits * 2) >= kGridSplitKMinK)
+    splits *= 2;
+  if (splits < 2)
+    return std::nullopt;
+  split.splits = splits;
+  split.counters =
+      llvm::divideCeil(split.maxRows, tiling.tileM()) * columnTiles;
+  return split;
+}
+
 std::optional<MatmulTiling> mlir::strata::chooseGroupedDecodeSplitK(
     const MatmulTiling &tiling, const MatmulProblem &problem, int64_t &splits) {
   return chooseDecodeSplitK(tiling, problem, splits,

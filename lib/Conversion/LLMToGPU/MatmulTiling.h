@@ -260,6 +260,72 @@ chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                            const MatmulProblem &problem, int64_t &splits,
                            int64_t &maxRows);
 
+/// The largest step (rows) a linear's decode forms take: the multi-row
+/// form's maxRows where the problem has one, else one instruction's rows;
+/// 0 without decode forms.
+int64_t decodeFormsMaxRows(const MatmulTiling &tiling,
+                           const MatmulProblem &problem, bool decodeForms);
+
+/// K split over the grid (MatmulKernelBuilder::buildGridSplit): the plain
+/// row tiles of a linear whose steps of a few row tiles leave most of the
+/// GPU idle (an o_proj of N = 4096 at 128 rows: 2 x 64 tiles of 64 x 64,
+/// each walking K = 16384) take `splits` blocks along grid z per tile, each
+/// over a 1/splits share of K; the blocks store their fp32 tiles into the
+/// dispatch's global scratch, and the last of a tile's blocks to arrive (a
+/// per-tile counter, left at zero for the next dispatch) adds them in split
+/// order and runs the epilogue.
+struct GridSplitK {
+  int64_t splits = 0;
+  /// The steps (rows) the split tiles take: (minRows - 1 .. maxRows].
+  int64_t minRows = 0, maxRows = 0;
+  /// Per-tile arrival counters of the largest step: ceil(maxRows / tileM)
+  /// row tiles x N / tileN column tiles.
+  int64_t counters = 0;
+};
+/// Measured on an H100 (the slice's linears, docs/bench/h200-matrix.md "K
+/// split over the grid"): the split pays where the unsplit tiles of the
+/// largest step are at most kGridSplitKIdleBlocks (fewer than the SMs: the
+/// o_projs' 2 x 64 tiles at 128 rows, 241 -> 172 us and 118 -> 91 us) and
+/// costs where they already fill the GPU (kda.qkv_proj's 2 x 128 tiles, 60
+/// -> 67 us; 256-row steps, 4 x 64 tiles, no gain). Only steps of at most
+/// kGridSplitKMaxRows rows split.
+inline constexpr int64_t kGridSplitKMaxRows = 128;
+inline constexpr int64_t kGridSplitKIdleBlocks = 128;
+/// Splits double while the tiles x splits stay within this many blocks...
+inline constexpr int64_t kGridSplitKTargetBlocks = 512;
+inline constexpr int64_t kGridSplitKMaxSplits = 4;
+/// ... and a split's share of K stays at least this: each block writes and
+/// the last one reads tileM x tileN fp32 partial sums, which must stay
+/// small against the block's weight bytes (tileN x K / splits).
+inline constexpr int64_t kGridSplitKMinK = 2048;
+
+/// The decode forms' K split over the grid (buildSplitK with a
+/// GridSplitArgs): a block of `split` (the one-row or multi-row decode
+/// tiling, N / split.tileN() column blocks) walks a 1/z share of K with its
+/// `splits` subgroups. Only for at most kDecodeGridSplitKMaxColumnBlocks
+/// column blocks (N <= 512: the narrow projections, on an H100 at 32 rows
+/// 23-26 -> 14-17 us; wider ones, N = 1536 or 4096 with 96-256 blocks, got
+/// slower); z doubles while the column blocks x z stay within
+/// kDecodeGridSplitKTargetBlocks, the share splits into whole K blocks (and
+/// fp8 scale blocks) per subgroup and stays at least kDecodeGridSplitKMinK.
+/// 1: no split.
+inline constexpr int64_t kDecodeGridSplitKMaxColumnBlocks = 32;
+inline constexpr int64_t kDecodeGridSplitKTargetBlocks = 256;
+inline constexpr int64_t kDecodeGridSplitKMaxSplits = 8;
+inline constexpr int64_t kDecodeGridSplitKMinK = 512;
+int64_t chooseDecodeGridSplits(const MatmulTiling &split,
+                               const MatmulProblem &problem, int64_t splits);
+
+/// The grid split of the plain row tiles of `problem` for steps above
+/// `decodeMaxRows` (the decode forms' largest step, 0 without them) that
+/// still take the plain tiles (below `stagedMinRows`, 0: no staged tiles),
+/// or none: f32 weights, a K that does not split into whole K blocks (and
+/// fp8 scale blocks), or tiles enough without.
+std::optional<GridSplitK> chooseGridSplitK(const MatmulTiling &tiling,
+                                           const MatmulProblem &problem,
+                                           int64_t decodeMaxRows,
+                                           int64_t stagedMinRows);
+
 /// K elements per stage of the staged row tiles (chooseStagedTiling): rows
 /// of 64 bytes in workgroup memory, which the lanes' 16-byte K runs read
 /// without bank conflicts.
@@ -499,12 +565,16 @@ gpu::GPUFuncOp buildMatmulKernel(OpBuilder &builder, Location loc,
 SmallVector<llm::KernelRole> linearMatmulRoles(bool fp8Weight, int64_t hcMult);
 
 /// buildMatmulKernel over the arguments `argTypes` of a kernel function,
-/// read by their `roles` (linearMatmulRoles in any order).
+/// read by their `roles` (linearMatmulRoles in any order). With
+/// `gridSplit`, steps of a few row tiles split K over the grid where the
+/// problem has such a split (chooseGridSplitK): the function then takes
+/// two more arguments, the arrival counters and the scratch (addGridSplitK),
+/// which the artifact binds; buildMatmulKernel's direct launches have none.
 gpu::GPUFuncOp buildLinearMatmulKernelFunc(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
     const MatmulTiling &tiling, const MatmulProblem &problem,
-    const MatmulTypes &types, int64_t hcMult);
+    const MatmulTypes &types, int64_t hcMult, bool gridSplit = false);
 
 /// What a dense projection kernel (FfnOps.cpp, kDenseMatmulAttrName) does
 /// with the matmul's rows.

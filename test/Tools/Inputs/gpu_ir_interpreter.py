@@ -521,6 +521,10 @@ class Kernel:
         self.num_args = len(body.args) - len(
             [t for t in body.arg_types if "#gpu.address_space<workgroup>" in t])
         self.workgroup = body.arg_types[self.num_args:]
+        # gpu.dynamic_shared_memory: the bytes the kernel launches with.
+        m = re.search(r"strata.dynamic_shared_memory_bytes = (\d+)",
+                      func.props)
+        self.dynamic_shared = int(m.group(1)) if m else 0
         self._yields = {}
         self._compiled = {}
 
@@ -560,7 +564,9 @@ class Kernel:
             dtype = _MEMREF_DTYPES[m.group(2)]
             shared.append(MemRef(np.zeros(shape, dtype)))
         threads = self.block[0] * self.block[1] * self.block[2]
-        ctx = {"block_id": block_id, "grid": grid}
+        ctx = {"block_id": block_id, "grid": grid,
+               "dynamic_shared": MemRef(np.zeros(self.dynamic_shared,
+                                                 np.uint8))}
         gens, waits = [], []
         for t in range(threads):
             env = dict(zip(body.args, memrefs + shared))
@@ -955,22 +961,31 @@ class Kernel:
             at, n = int(m.group(1)), int(m.group(2))
             return pure(lambda a: np.array(a[at:at + n]))
         if name == "memref.view":
-            m = re.fullmatch(r"memref<([\dx]+)x(\w+)(, .*)?>", ty)
+            m = re.fullmatch(r"memref<([\d?x]+)x(\w+)(, .*)?>", ty)
             if not m:
                 raise InterpreterError("memref.view to " + ty)
-            shape = [int(d) for d in m.group(1).split("x")]
+            dims = m.group(1).split("x")
             dtype = _MEMREF_DTYPES[m.group(2)]
-            nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
 
             def view(buffer, offset, *sizes):
                 raw = buffer.array
                 if raw.dtype != np.uint8 or raw.ndim != 1:
                     raise InterpreterError("memref.view of a non-i8 buffer")
+                dynamic = iter(sizes)
+                shape = [next(dynamic) if d == "?" else int(d) for d in dims]
+                nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
                 if offset + nbytes > raw.size:
                     raise InterpreterError("memref.view past its buffer")
                 return MemRef(raw[offset:offset + nbytes].view(dtype)
                               .reshape(shape))
             return pure(view)
+        if name == "gpu.dynamic_shared_memory":
+            def dynamic_shared(env, ctx):
+                env[res] = ctx["dynamic_shared"]
+            return dynamic_shared
+        if name == "llvm.fence":
+            # Blocks run one after another: every store is already visible.
+            return lambda env, ctx: None
         if name == "llvm.extractvalue":
             at = int(re.search(r"position = array<i64: (\d+)>",
                                op.props).group(1))
