@@ -31,6 +31,19 @@
 using namespace mlir;
 using namespace mlir::strata;
 
+/// A rank-1 buffer argument of dynamic extent named `name` appended to
+/// `kernel.args` (the arguments a GPU kernel takes beyond its kernel
+/// function's: counters, scratch).
+static void appendBufferArg(KernelDesc &kernel, StringRef name,
+                            fb::DType dtype) {
+  KernelArgDesc arg;
+  arg.name = name.str();
+  arg.kind = fb::ArgKind::buffer;
+  arg.dtype = dtype;
+  arg.staticShape = {-1};
+  kernel.args.push_back(std::move(arg));
+}
+
 /// `func`'s global scratch program (kGpuScratchAttrName), with the
 /// trailing `scratch` argument it takes appended to `kernel.args`; empty
 /// without one.
@@ -48,12 +61,7 @@ scratchProgram(ModuleOp module, gpu::GPUFuncOp func, KernelDesc &kernel) {
     scratch.push_back({static_cast<ScratchOp>(v[0]), v.size() > 1 ? v[1] : 0,
                        v.size() > 2 ? v[2] : 0});
   }
-  KernelArgDesc arg;
-  arg.name = "scratch";
-  arg.kind = fb::ArgKind::buffer;
-  arg.dtype = fb::DType::u8;
-  arg.staticShape = {-1};
-  kernel.args.push_back(std::move(arg));
+  appendBufferArg(kernel, "scratch", fb::DType::u8);
   return scratch;
 }
 
@@ -176,12 +184,7 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
           return module.emitError("GPU kernel '")
                  << kernel.name << "' has counters but no counters argument";
         library.counters.back() = counters.getInt();
-        KernelArgDesc arg;
-        arg.name = "counters";
-        arg.kind = fb::ArgKind::buffer;
-        arg.dtype = fb::DType::i32;
-        arg.staticShape = {-1};
-        kernel.args.push_back(std::move(arg));
+        appendBufferArg(kernel, "counters", fb::DType::i32);
       }
       FailureOr<std::vector<GpuScratchOp>> scratch =
           scratchProgram(module, func, kernel);

@@ -26,17 +26,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
-                                "Tools", "Inputs"))
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Tools", "Inputs"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Driver", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
-
-
-def bf16(rng, shape):
-    """Random bf16 values: (bits as uint16, values as float64)."""
-    x = rng.standard_normal(shape).astype(np.float32)
-    bits = (x.view(np.uint32) >> 16).astype(np.uint16)
-    return bits, (bits.astype(np.uint32) << 16).view(np.float32).astype(
-        np.float64)
+from run_linear import bf16  # noqa: E402
 
 
 def func_attr(text, kernel, name):
