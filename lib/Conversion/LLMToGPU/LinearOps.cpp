@@ -275,8 +275,9 @@ static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
                      takesWeightGemv(tiling, problem, splits, dense)
                          ? kWeightGemvColumns
                          : split->tileN()});
-    if (decodeFormsMaxRows(tiling, problem, true) > decodeMax) {
-      decodeMax = decodeFormsMaxRows(tiling, problem, true);
+    int64_t multiMax = decodeFormsMaxRows(tiling, problem, true);
+    if (multiMax > decodeMax) {
+      decodeMax = multiMax;
       forms.push_back({decodeMax, tiling.tileM(), split->tileN()});
     }
   }

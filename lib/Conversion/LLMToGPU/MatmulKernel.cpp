@@ -84,7 +84,6 @@ public:
   MatmulKernelBuilder(OpBuilder &b, Location loc, const MatmulTiling &t,
                       const MatmulProblem &p, const MatmulTypes &types)
       : LaneArith(b, loc), t(t), p(p), types(types), mi(t.mma) {
-    kWindow = p.k;
     f32 = b.getF32Type();
     bf16 = b.getBF16Type();
     fp8 = b.getType<Float8E4M3FNType>();
@@ -818,13 +817,13 @@ private:
   /// with the same tile.
   std::pair<Value, Value> findTileExpert(const ExpertTiles &table, Value tile);
   /// The split forms' first half: subgroup `sg` accumulates its K range
-  /// (kWindow / splits from `kBase`, the block's K window: all of K, or its
+  /// (window / splits from `kBase`, the block's K window: all of K, or its
   /// share under a grid split) for every weight and stores its partial tiles
   /// into `partial` [splits, weights, rows, columns] (rows at least tileM);
   /// then a barrier.
   void storePartials(Value partial, Value sg, int64_t splits,
-                     int64_t numWeights, Value kBase = {}) {
-    int64_t range = kWindow / splits;
+                     int64_t numWeights, Value kBase = {}, int64_t window = 0) {
+    int64_t range = (window ? window : p.k) / splits;
     Value kBegin = mul(sg, range);
     if (kBase)
       kBegin = add(kBase, kBegin);
@@ -933,9 +932,6 @@ private:
 
   std::optional<Grouped> grouped;
   Value expert, tileOwned, rowStart, rowEnd;
-  /// The K elements a block of the split forms walks (storePartials): all
-  /// of K, or a grid split's share.
-  int64_t kWindow = 0;
   /// The split forms' first column of this subgroup's column group
   /// (placeSplitSubgroup; 0 with one group).
   Value splitColumn;
@@ -2241,8 +2237,8 @@ void MatmulKernelBuilder::buildSplitKPartOfGrid(Value partial, int64_t splits,
   // slices in split order and runs the epilogue.
   Value by = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value bz = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
-  kWindow = p.k / grid.splits;
-  storePartials(partial, sg, splits, numWeights, mul(bz, kWindow));
+  int64_t window = p.k / grid.splits;
+  storePartials(partial, sg, splits, numWeights, mul(bz, window), window);
   int64_t sliceFloats = numWeights * t.tileM() * t.tileN();
   Value partials = scratchFloats(grid);
   auto element = [&](Value slice, int64_t wi, Value at) {
@@ -2871,14 +2867,18 @@ buildWithDecodeForms(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   Value partial = viewWorkgroupArena(builder, loc, arena, 0, partialShape,
                                      builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
+  // The decode forms' grid splits (splits 1: none, buildSplitK's own path).
+  GridSplitArgs oneRowGrid, multiRowGrid;
+  if (gridSplits) {
+    oneRowGrid = gridSplits->args(gridSplits->oneRow);
+    multiRowGrid = gridSplits->args(gridSplits->multiRow);
+  }
   auto oneRow = [&] {
     if (takesWeightGemv(tiling, problem, splits, dense))
       decode.buildWeightGemv(func.getArguments(), partial, splits, dense);
-    else if (gridSplits && gridSplits->oneRow > 1) {
-      GridSplitArgs grid = gridSplits->args(gridSplits->oneRow);
-      decode.buildSplitK(func.getArguments(), partial, splits, dense, &grid);
-    } else
-      decode.buildSplitK(func.getArguments(), partial, splits, dense);
+    else
+      decode.buildSplitK(func.getArguments(), partial, splits, dense,
+                         gridSplits ? &oneRowGrid : nullptr);
   };
   auto tiles = [&] {
     if (rowTiles)
@@ -2895,11 +2895,8 @@ buildWithDecodeForms(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
     branchOnStepSize(
         builder, loc, func, 1, maxRows,
         [&] {
-          GridSplitArgs grid;
-          if (gridSplits && gridSplits->multiRow > 1)
-            grid = gridSplits->args(gridSplits->multiRow);
           multiRow.buildSplitK(func.getArguments(), partial, splits, dense,
-                               &grid);
+                               gridSplits ? &multiRowGrid : nullptr);
         },
         tiles);
   });
