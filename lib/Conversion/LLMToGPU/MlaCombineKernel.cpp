@@ -109,8 +109,8 @@ Value MlaCombineBuilder::subgroupMax(Value v) {
 
 void MlaCombineBuilder::storeWeights(Value tid) {
   // Subgroup 0: lane l takes ranges l, l + lanes, ... (at most
-  // kMlaSplitSlots); the top and the total over its subgroup's shuffles.
-  int64_t perLane = (kMlaSplitSlots + lanes - 1) / lanes;
+  // kMlaSplitMaxRanges); the top and the total over its subgroup's shuffles.
+  int64_t perLane = (kMlaSplitMaxRanges + lanes - 1) / lanes;
   ifThen(ult(tid, idx(lanes)), [&] {
     SmallVector<Value> maxima, sums;
     Value laneTop = cf32(-INFINITY);
@@ -137,7 +137,7 @@ void MlaCombineBuilder::storeWeights(Value tid) {
     Value total = subgroupSum(laneTotal, lanes);
     for (int64_t k = 0; k < perLane; ++k) {
       Value r = add(tid, k * lanes);
-      ifThen(ult(r, idx(kMlaSplitSlots)), [&] {
+      ifThen(ult(r, idx(kMlaSplitMaxRanges)), [&] {
         memref::StoreOp::create(
             b, loc, arith::DivFOp::create(b, loc, weights[k], total), shared,
             ValueRange{r});
@@ -153,7 +153,7 @@ void MlaCombineBuilder::build(gpu::GPUFuncOp func,
   auto at = [&](KernelRole role) { return roles.value(args, role); };
   oh = at(KernelRole::Out);
   parts = at(KernelRole::SplitParts);
-  shared = addWorkgroupBuffer(func, loc, {kMlaSplitSlots}, f32);
+  shared = addWorkgroupBuffer(func, loc, {kMlaSplitMaxRanges}, f32);
   Value tokens = memref::DimOp::create(b, loc, oh, 0);
   splits = buildMlaSplitsPerToken(b, loc, tokens);
   Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
@@ -172,7 +172,7 @@ void MlaCombineBuilder::build(gpu::GPUFuncOp func,
     Value sum = overRanges(zeros(width), [&](Value r, Value acc) {
       Value in = ult(r, splits);
       Value w = memref::LoadOp::create(
-          b, loc, shared, ValueRange{minu(r, idx(kMlaSplitSlots - 1))});
+          b, loc, shared, ValueRange{minu(r, idx(kMlaSplitMaxRanges - 1))});
       Value take = arith::AndIOp::create(
           b, loc, in,
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, w,

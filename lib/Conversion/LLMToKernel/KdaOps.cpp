@@ -96,6 +96,11 @@ struct PreConvInputs {
 /// then costs less than the chunk kernels' three dispatches.
 constexpr int64_t kKdaDecodeMaxTokens = 4;
 
+/// kda_decode keeps a state column of at most this many rows while it
+/// updates it (a GPU thread's registers: 128 of them at head_dim 128), so
+/// that each state element is read once per token instead of twice.
+constexpr int64_t kKdaHeldColumnRows = 128;
+
 /// log-decay g = lower * sigmoid(rate * (f[t, ch] + dt_bias[ch])) of
 /// channel ch of token t, rate = exp(A_log[head]).
 Value logDecay(KernelBuilder &kb, double lower, Value rate, Value f,
@@ -220,6 +225,13 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           Value qs = kb.scratch({d}), ks = kb.scratch({d}),
                 vs = kb.scratch({d});
           Value alphas = kb.scratch({d}), ov = kb.scratch({d});
+          // A column of at most kKdaHeldColumnRows rows is loaded once and
+          // kept for its update (below). The update reads k from a copy of
+          // its row: with one row, a compiler keeps the first pass's loads
+          // of k for the update too (nothing stores to the row in between),
+          // a second column's worth of registers (on sm_90: 255 and spills).
+          const bool held = d <= kKdaHeldColumnRows;
+          Value kUpdate = held ? kb.scratch({d}) : ks;
           Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
           kb.parallelRows(
               {kb.idx(0), kb.idx(0)}, {numRequests, kb.idx(heads)},
@@ -259,6 +271,10 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     };
                     l2(qs, qScale);
                     l2(ks, 1.0);
+                    if (held)
+                      kb.loop(0, d, [&](Value c) {
+                        kb.store(kb.load(ks, c), kUpdate, c);
+                      });
                     Value beta = kb.sigmoid(kb.load(b, {t, h}));
                     // The state before this token: slot src (zero at position
                     // 0) for the request's first token, then the slot the
@@ -271,11 +287,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                     Value fromZero = kb.andi(first, fresh);
                     // Per value column j: S' = diag(alpha) S, delta = beta (v -
                     // S'^T k), S = S' + k delta^T into slot dst, o = S^T q.
-                    // The column is walked `unroll` rows at a time, their
-                    // loads first (unconditional: a zero state selects 0),
-                    // so that a GPU thread has them in flight together; the
-                    // sums stay in row order.
-                    int64_t unroll = d % 32 == 0 ? 32 : d % 8 == 0 ? 8 : 1;
+                    // A held column is loaded once, all of its loads first
+                    // (unconditional: a zero state selects 0), and kept for
+                    // the update (a GPU thread's registers): the state is read
+                    // once. A longer one is walked `unroll` rows at a time,
+                    // twice. The sums stay in row order either way.
+                    int64_t unroll = held          ? d
+                                     : d % 32 == 0 ? 32
+                                     : d % 8 == 0  ? 8
+                                                   : 1;
                     kb.loop(0, d, [&](Value j) {
                       auto decayedRows = [&](Value i0) {
                         SmallVector<Value> rows;
@@ -289,10 +309,16 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                               kb.select(fromZero, zero, rows[u]));
                         return rows;
                       };
+                      SmallVector<Value> column;
+                      if (held)
+                        column = decayedRows(kb.idx(0));
+                      auto rowsFrom = [&](Value i0) {
+                        return held ? column : decayedRows(i0);
+                      };
                       Value pred = kb.reduce(
                           0, d / unroll, zero, [&](Value block, Value acc) {
                             Value i0 = kb.imul(block, kb.idx(unroll));
-                            SmallVector<Value> rows = decayedRows(i0);
+                            SmallVector<Value> rows = rowsFrom(i0);
                             for (int64_t u = 0; u < unroll; ++u)
                               acc = kb.add(
                                   acc,
@@ -304,11 +330,11 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                       Value read = kb.reduce(
                           0, d / unroll, zero, [&](Value block, Value acc) {
                             Value i0 = kb.imul(block, kb.idx(unroll));
-                            SmallVector<Value> rows = decayedRows(i0);
+                            SmallVector<Value> rows = rowsFrom(i0);
                             for (int64_t u = 0; u < unroll; ++u) {
                               Value ii = kb.iadd(i0, kb.idx(u));
                               Value updated = kb.add(
-                                  rows[u], kb.mul(kb.load(ks, ii), delta));
+                                  rows[u], kb.mul(kb.load(kUpdate, ii), delta));
                               kb.store(updated, state,
                                        {writeSlot, h, ii, j});
                               acc = kb.add(acc,
@@ -355,6 +381,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
               });
           for (Value m : {qs, ks, vs, alphas, ov})
             kb.dealloc(m);
+          if (held)
+            kb.dealloc(kUpdate);
         });
     Value result = decoded[0];
     if (!chunkedMode) {

@@ -18,8 +18,9 @@ Value mlir::strata::buildMlaSplitsPerToken(OpBuilder &b, Location loc,
   };
   Value small = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule,
                                       tokens, idx(kMlaSplitMaxTokens));
-  Value perToken = arith::DivUIOp::create(
-      b, loc, idx(kMlaSplitSlots),
-      arith::MaxUIOp::create(b, loc, tokens, idx(1)));
+  Value perToken = arith::MinUIOp::create(
+      b, loc, idx(kMlaSplitMaxRanges),
+      arith::DivUIOp::create(b, loc, idx(kMlaSplitSlots),
+                             arith::MaxUIOp::create(b, loc, tokens, idx(1))));
   return arith::SelectOp::create(b, loc, small, perToken, idx(1));
 }

@@ -4,7 +4,8 @@
 //
 // The contract of mla_attend and mla_combine for small steps
 // (flash-decoding): a step of T tokens gives each token S(T) position
-// ranges, S(T) = kMlaSplitSlots / T for T <= kMlaSplitMaxTokens and 1 above.
+// ranges, S(T) = min(kMlaSplitMaxRanges, kMlaSplitSlots / T) for
+// T <= kMlaSplitMaxTokens and 1 above.
 // With S = 1 mla_attend stores each (token, head)'s attention output oh
 // directly. With S > 1 it stores, for range s of token t, into row t * S + s
 // of a [kMlaSplitSlots, heads, R + 2] f32 parts buffer: the range's
@@ -32,17 +33,26 @@
 
 namespace mlir::strata {
 
-/// Rows of the parts buffer: the (token, range) pairs of a split step.
-inline constexpr int64_t kMlaSplitSlots = 64;
+/// Rows of the parts buffer: the (token, range) pairs of a split step. The
+/// GPU kernel takes one block per pair, so a split step of T tokens keeps
+/// T * S(T) = 128 blocks busy (one per SM of an H100 / H200 at 64 heads; an
+/// MI300X has 304 CUs) where a step of T tokens alone would leave most of
+/// them idle.
+inline constexpr int64_t kMlaSplitSlots = 128;
+/// The most ranges of one token: a range shorter than this many positions'
+/// share of a decode token's top-k selection (2048 / 64 = 32, one chunk of
+/// the GPU kernel) would spend more on loading the block's queries and on
+/// the merge than on its rows.
+inline constexpr int64_t kMlaSplitMaxRanges = 64;
 /// The largest step that splits (at least 2 ranges per token).
 inline constexpr int64_t kMlaSplitMaxTokens = kMlaSplitSlots / 2;
 /// Ranges start at multiples of this many positions (the GPU kernel's
 /// chunk).
 inline constexpr int64_t kMlaSplitAlign = 32;
 
-/// S(T) as an index value for a step of `tokens` tokens: kMlaSplitSlots / T
-/// for T <= kMlaSplitMaxTokens, else 1. Every producer and mla_combine use
-/// this one definition.
+/// S(T) as an index value for a step of `tokens` tokens:
+/// min(kMlaSplitMaxRanges, kMlaSplitSlots / T) for T <= kMlaSplitMaxTokens,
+/// else 1. Every producer and mla_combine use this one definition.
 Value buildMlaSplitsPerToken(OpBuilder &b, Location loc, Value tokens);
 
 } // namespace mlir::strata

@@ -31,12 +31,12 @@ func.func @linear_out_first(%x: memref<?x256xbf16>, %y: memref<?x128xbf16>, %w: 
 // mla_combine with its partial results first: the grid follows the tokens
 // of argument 1 (the output), at most 32 blocks; the kernel reads the parts
 // from argument 0 and writes argument 1.
-// CHECK: gpu.func @combine_swapped(%[[PARTS:.*]]: memref<64x4x514xf32>, %[[OH:.*]]: memref<?x4x512xf32>)
-// CHECK-SAME: strata.matrix_grid = [array<i64: 1, 0, 1, 1, 1, 0, 32, 0, -1, 0, 0, 1>, array<i64: -1, 0, 4,
+// CHECK: gpu.func @combine_swapped(%[[PARTS:.*]]: memref<128x4x514xf32>, %[[OH:.*]]: memref<?x4x512xf32>)
+// CHECK-SAME: strata.matrix_grid = [array<i64: 1, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 4,
 // CHECK: memref.dim %[[OH]], %c0
 // CHECK: memref.load %[[PARTS]]
 // CHECK: vector.store %{{.*}}, %[[OH]]
-func.func @combine_swapped(%parts: memref<64x4x514xf32>, %oh: memref<?x4x512xf32>)
+func.func @combine_swapped(%parts: memref<128x4x514xf32>, %oh: memref<?x4x512xf32>)
     attributes {llm.kernel = #llm.kernel<"combine swapped", roles = [split_parts, out]>, llm.mla_combine} {
   return
 }

@@ -61,7 +61,7 @@ func.func @linear_extra_role(%x: memref<?x256xbf16>, %w: memref<128x256xbf16>, %
 // mla_combine's arguments in the other order: found by role too.
 // CHECK-LABEL: func.func @combine_swapped
 // CHECK-SAME: llm.gpu_strategy = #llm.gpu_strategy<mla_combine>
-func.func @combine_swapped(%parts: memref<64x4x514xf32>, %oh: memref<?x4x512xf32>)
+func.func @combine_swapped(%parts: memref<128x4x514xf32>, %oh: memref<?x4x512xf32>)
     attributes {llm.kernel = #llm.kernel<"combine swapped", roles = [split_parts, out]>, llm.mla_combine} {
   return
 }
@@ -71,7 +71,7 @@ func.func @combine_swapped(%parts: memref<64x4x514xf32>, %oh: memref<?x4x512xf32
 // CHECK-LABEL: func.func @combine_wrong_role
 // CHECK-SAME: llm.gpu_strategy = #llm.gpu_strategy<generic>
 // expected-remark@+1 {{sm_90: kernel 'combine_wrong_role' keeps the generic kernel: argument roles [out, latent_pool], the builder takes [out, split_parts]}}
-func.func @combine_wrong_role(%oh: memref<?x4x512xf32>, %parts: memref<64x4x514xf32>)
+func.func @combine_wrong_role(%oh: memref<?x4x512xf32>, %parts: memref<128x4x514xf32>)
     attributes {llm.kernel = #llm.kernel<"combine wrong role", roles = [out, latent_pool]>, llm.mla_combine} {
   return
 }

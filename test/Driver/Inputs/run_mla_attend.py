@@ -35,8 +35,8 @@ from gpu_ir_interpreter import load_kernel  # noqa: E402
 from run_grouped_experts import round_bf16  # noqa: E402
 from run_linear import bf16, launch_grid  # noqa: E402
 
-SPLIT_SLOTS = 64        # MlaSplit.h kMlaSplitSlots
-SPLIT_MAX_TOKENS = 32   # kMlaSplitMaxTokens
+SPLIT_SLOTS = 128       # MlaSplit.h kMlaSplitSlots
+SPLIT_MAX_TOKENS = 64   # kMlaSplitMaxTokens
 
 
 FP8_GROUP = 128          # Fp8PageLayout::rowInterleaved: lanes per scale

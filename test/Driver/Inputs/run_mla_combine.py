@@ -1,7 +1,7 @@
 """Runs the mla_combine kernel (MlaCombineKernel.cpp) from its GPU-dialect IR on
 the CPU (test/Tools/Inputs/gpu_ir_interpreter.py) and compares it with
-MlaSplit.h's contract: a step of T <= 32 tokens has S = 64 / T ranges per
-token, range s of token t in row t S + s of parts [64, H, R + 2] (its
+MlaSplit.h's contract: a step of T <= 64 tokens has S = min(64, 128 / T)
+ranges per token, range s of token t in row t S + s of parts [128, H, R + 2] (its
 normalised latent sum, maximum m_s, sum l_s; empty ranges m = -inf, l = 0), and
 oh[t, h] = sum_s (w_s / sum w) o_s with w_s = exp(m_s - max m) l_s. The kernel
 sums the weights in a tree, so the comparison is relative (1e-6).
@@ -19,9 +19,17 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
 
+SLOTS = 128       # MlaSplit.h kMlaSplitSlots
+MAX_RANGES = 64   # kMlaSplitMaxRanges
+MAX_TOKENS = 64   # kMlaSplitMaxTokens
+
+
+def ranges_per_token(tokens):
+    return min(MAX_RANGES, SLOTS // tokens)
+
 
 def reference(parts, tokens, heads, width):
-    splits = 64 // tokens
+    splits = ranges_per_token(tokens)
     oh = np.zeros((tokens, heads, width))
     for t in range(tokens):
         for h in range(heads):
@@ -44,25 +52,26 @@ def main():
     rng = np.random.default_rng(3)
     ok = True
     for tokens in [int(x) for x in args.tokens.split(",")]:
-        parts = rng.standard_normal((64, args.heads, args.width + 2)).astype(
+        splits = ranges_per_token(tokens)
+        parts = rng.standard_normal((SLOTS, args.heads, args.width + 2)).astype(
             np.float32)
-        parts[:, :, args.width + 1] = rng.uniform(0.5, 40, (64, args.heads))
+        parts[:, :, args.width + 1] = rng.uniform(0.5, 40, (SLOTS, args.heads))
         # A third of the ranges empty (the first of each token among them):
         # nothing to read (NaN here), -inf maximum, zero sum.
-        empty = rng.random(64) < 0.35
-        empty[::64 // tokens] = True
-        empty[1::64 // tokens] = False
+        empty = rng.random(SLOTS) < 0.35
+        empty[::splits] = True
+        empty[1::splits] = False
         parts[empty, :, :args.width] = np.nan
         parts[empty, :, args.width] = -np.inf
         parts[empty, :, args.width + 1] = 0
         oh = np.full((tokens, args.heads, args.width), -7, np.float32)
         load_kernel(args.ir, args.kernel).run(
-            [oh, parts], grid=(min(tokens, 32), args.heads, 1),
+            [oh, parts], grid=(min(tokens, MAX_TOKENS), args.heads, 1),
             subgroup_size=args.lanes)
         want = reference(parts, tokens, args.heads, args.width)
         err = np.abs(oh - want).max() / np.abs(want).max()
         ok &= bool(err < 1e-6)
-        print(f"T = {tokens}: {64 // tokens} ranges per token, largest "
+        print(f"T = {tokens}: {splits} ranges per token, largest "
               f"relative difference {'below 1e-6' if err < 1e-6 else err}")
     print("mla_combine:", "PASS" if ok else "FAIL")
     return 0 if ok else 1

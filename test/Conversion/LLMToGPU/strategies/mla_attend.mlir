@@ -13,7 +13,7 @@
 // addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
 
 // SM90-LABEL: gpu.func @mla_attend_0(
-// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 64, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 128, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 // SM90: nvvm.mma.sync
 // SM90A-LABEL: gpu.func @mla_attend_0(
@@ -25,7 +25,7 @@
 // GFX950-LABEL: gpu.func @mla_attend_0(
 // GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_bf16"
 // GFX950: amdgpu.mfma
-func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<128x2x514xf32>)
     attributes {llm.kernel = #llm.kernel<"mla_attend_0", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>} {
   return
 }
@@ -49,7 +49,7 @@ func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a
 // GFX942: amdgpu.mfma
 // GFX950-LABEL: gpu.func @mla_attend_fp8(
 // GFX950: amdgpu.mfma
-func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<128x2x514xf32>)
     attributes {llm.kernel = #llm.kernel<"mla_attend_fp8", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32, fp8_page = #llm.fp8_page<rows_per_page = 64, row_lanes = 512, row_bytes = 528, scale_offset = 512, group_lanes = 128>>} {
   return
 }
@@ -59,7 +59,7 @@ func.func @mla_attend_fp8(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2
 // An fp8 pool without its layout keeps the generic kernel.
 // SM90-LABEL: func.func @mla_attend_fp8_no_layout(
 // SM90-NOT: gpu.func
-func.func @mla_attend_fp8_no_layout(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<64x2x514xf32>)
+func.func @mla_attend_fp8_no_layout(%a0: memref<?x2x512xf32>, %a1: memref<?x33792xi8>, %a2: memref<?x128xi32>, %a3: memref<?xi32>, %a4: memref<?xi32>, %a5: memref<?x?xi32>, %a6: memref<?x2x512xf32>, %a7: memref<128x2x514xf32>)
     attributes {llm.kernel = #llm.kernel<"mla_attend_fp8_no_layout", roles = [x, latent_pool, selection, selection_counts, seq_starts, block_table, out, split_parts]>, llm.mla_attend = #llm.mla_attend<softmax_scale = 6.250000e-02 : f32>} {
   return
 }

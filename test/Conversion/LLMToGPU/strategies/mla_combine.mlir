@@ -12,7 +12,7 @@
 // addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
 
 // SM90-LABEL: gpu.func @mla_combine_0(
-// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 32, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = ""
 // SM90: gpu.shuffle
 // SM90A-LABEL: gpu.func @mla_combine_0(
@@ -24,7 +24,7 @@
 // GFX950-LABEL: gpu.func @mla_combine_0(
 // GFX950-SAME: strata.mma = ""
 // GFX950: gpu.shuffle
-func.func @mla_combine_0(%a0: memref<?x2x512xf32>, %a1: memref<64x2x514xf32>)
+func.func @mla_combine_0(%a0: memref<?x2x512xf32>, %a1: memref<128x2x514xf32>)
     attributes {llm.kernel = #llm.kernel<"mla_combine_0", roles = [out, split_parts]>, llm.mla_combine} {
   return
 }
