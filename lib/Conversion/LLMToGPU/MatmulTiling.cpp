@@ -263,6 +263,13 @@ mlir::strata::chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
   maxRows = problem.n <= kMultiRowDecodeTwoBlockMaxColumns
                 ? std::max(kMultiRowDecodeMaxRows, tiling.tileM())
                 : tiling.tileM();
+  // Row tiles that fill the GPU in one row block, or whose K is long enough
+  // to split over the grid, take the steps above kMultiRowDecodeWideMaxRows.
+  bool tilesFill =
+      tiling.tileN() > 0 && problem.n / tiling.tileN() >= kGridSplitKIdleBlocks;
+  if (problem.n > kMultiRowDecodeTwoBlockMaxColumns &&
+      (tilesFill || problem.k >= 2 * kGridSplitKMinK))
+    maxRows = std::min(maxRows, kMultiRowDecodeWideMaxRows);
   return chooseDecodeSplitK(tiling, problem, splits, kDecodeTileColumns,
                             rowFrags);
 }

@@ -234,6 +234,15 @@ inline constexpr int64_t kWeightGemvRun = 4;
 inline constexpr int64_t kMultiRowDecodeMaxColumns = 16384;
 inline constexpr int64_t kMultiRowDecodeMaxRows = 128;
 inline constexpr int64_t kMultiRowDecodeTwoBlockMaxColumns = 2048;
+/// Wider linears whose row tiles fill the GPU with one row block (N /
+/// tileN >= kGridSplitKIdleBlocks) or split K over the grid (K >= 2 x
+/// kGridSplitKMinK) take the multi-row form up to this many rows and the
+/// row tiles above. On an H100 (slice, docs/bench/h200-matrix.md) at 40 /
+/// 48 / 64 rows: kda.qkv_proj x 3 196 / 207 / 246 -> 160 / 166 / 173 us,
+/// the o_projs 88 / 89 / 112 -> 62 / 66 / 72 and 118 / 131 / 168 -> 91 / 95
+/// / 103, q_b_proj 55 / 59 / 74 -> 35 / 38 / 43; but moe_shared_down (N =
+/// 4096, K = 2048: 64 unsplit tiles) 60 / 65 / 77 -> 98 / 103 / 119.
+inline constexpr int64_t kMultiRowDecodeWideMaxRows = 32;
 
 /// The tiling of the decode forms (MatmulKernelBuilder::buildSplitK,
 /// buildGroupedSplitKKernel): `rowFrags` rows of instruction tiles
@@ -252,9 +261,10 @@ chooseDecodeSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
 /// decode split with tiling.tileM() rows per block (rowFrags = tileM /
 /// mma.m), so that it covers the row tiles' grid x (ceil(M / tileM)); each
 /// block streams its 16 columns of the weight once for tileM rows. Taken
-/// by steps of more than mma.m and at most `maxRows` rows: tileM, or
-/// kMultiRowDecodeMaxRows for N <= kMultiRowDecodeTwoBlockMaxColumns; none
-/// for N > kMultiRowDecodeMaxColumns.
+/// by steps of more than mma.m and at most `maxRows` rows: tileM,
+/// kMultiRowDecodeMaxRows for N <= kMultiRowDecodeTwoBlockMaxColumns, or
+/// kMultiRowDecodeWideMaxRows for the wide linears whose row tiles do
+/// better above it; none for N > kMultiRowDecodeMaxColumns.
 std::optional<MatmulTiling>
 chooseMultiRowDecodeSplitK(const MatmulTiling &tiling,
                            const MatmulProblem &problem, int64_t &splits,

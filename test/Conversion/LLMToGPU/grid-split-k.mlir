@@ -1,7 +1,7 @@
 // RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 | FileCheck %s --check-prefixes=CHECK,SM90
 // RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 | FileCheck %s --check-prefixes=CHECK,GFX942
 // RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 --mlir-print-op-generic -o %t.sm_90.mlir
-// RUN: %python %S/Inputs/run_grid_split.py %t.sm_90.mlir --kernel tiles_split --lanes 32 --k 4096 --n 2560 --rows 65 --tiles 1:39 | FileCheck %s --check-prefix=TILES
+// RUN: %python %S/Inputs/run_grid_split.py %t.sm_90.mlir --kernel tiles_split --lanes 32 --k 4096 --n 2560 --rows 40 --tiles 0:39 | FileCheck %s --check-prefix=TILES
 // RUN: %python %S/Inputs/run_grid_split.py %t.sm_90.mlir --kernel linear_split --lanes 32 --k 4096 --n 128 --rows 1,5 --form one-row --tiles 0:3 | FileCheck %s --check-prefix=ONEROW
 // RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 --mlir-print-op-generic -o %t.gfx942.mlir
 // RUN: %python %S/Inputs/run_grid_split.py %t.gfx942.mlir --kernel tiles_split --lanes 64 --k 4096 --n 2560 --rows 128 --tiles 0:0 | FileCheck %s --check-prefix=TILES
@@ -25,16 +25,16 @@
 // K / splits >= 512, at most 8.
 
 // A bf16 linear of N = 2560 (40 column tiles), K = 4096: the row tiles split
-// 2 ways for 65..128 rows (80 tiles at 128 rows), grid z = 1 elsewhere; its
+// 2 ways for 33..128 rows (80 tiles at 128 rows), grid z = 1 elsewhere; its
 // decode forms (160 column blocks) do not split.
 // CHECK-LABEL: gpu.func @tiles_split(
 // CHECK-SAME: %[[X:[a-z0-9]+]]: memref<?x4096xbf16>, %{{.*}}: memref<2560x4096xbf16>, %{{.*}}: memref<?x2560xbf16>, %[[COUNTERS:[a-z0-9]+]]: memref<?xi32>, %[[SCRATCH:[a-z0-9]+]]: memref<?xi8>)
 // CHECK-SAME: workgroup({{.*}}%[[FLAG:[a-z0-9]+]] : memref<1xi32, #gpu.address_space<workgroup>>
 // CHECK-SAME: strata.counters = 80
 // CHECK-SAME: strata.decode_grid_splits = array<i64: 1, 1>
-// CHECK-SAME: strata.grid_split_k = array<i64: 2, 65, 128>
-// CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 64, 1, 1, 128, 1, 2, -1, 1, 1>]
-// CHECK-SAME: strata.scratch = [array<i64: 0, 16384>, array<i64: 0, 64>, array<i64: 1, 0, 0>, array<i64: 6>, array<i64: 3>, array<i64: 1, 0, 0>, array<i64: 0, 129>, array<i64: 6>, array<i64: 3>]
+// CHECK-SAME: strata.grid_split_k = array<i64: 2, 33, 128>
+// CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 2, -1, 1, 1>]
+// CHECK-SAME: strata.scratch = [array<i64: 0, 16384>, array<i64: 0, 32>, array<i64: 1, 0, 0>, array<i64: 6>, array<i64: 3>, array<i64: 1, 0, 0>, array<i64: 0, 129>, array<i64: 6>, array<i64: 3>]
 // The row tiles: block z walks K range [2048 z, 2048 (z + 1)).
 // CHECK: arith.cmpi ule, %{{.*}}, %c128
 // CHECK: %[[BZ:.*]] = gpu.block_id  z
@@ -72,13 +72,13 @@
 // CHECK: memref.atomic_rmw addi
 
 // The slice's MLA o_proj: fp8, N = 4096, K = 16384, mHC's residual write:
-// the row tiles split 4 ways for 65..128 rows (2 x 64 tiles); the decode
+// the row tiles split 4 ways for 33..128 rows (2 x 64 tiles); the decode
 // forms (256 column blocks) do not.
 // CHECK-LABEL: gpu.func @o_proj_fp8(
 // CHECK-SAME: memref<?xi32>, %{{.*}}: memref<?xi8>)
 // CHECK-SAME: strata.counters = 128
-// CHECK-SAME: strata.grid_split_k = array<i64: 4, 65, 128>
-// CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 64, 1, 1, 128, 1, 4, -1, 1, 1>]
+// CHECK-SAME: strata.grid_split_k = array<i64: 4, 33, 128>
+// CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 4, -1, 1, 1>]
 
 // K = 2048 splits its decode forms 4 ways (its row tiles start at 129 rows);
 // N = 16384 has 1024 column blocks and 2 x 256 tiles at 128 rows: nothing
@@ -94,7 +94,7 @@
 // The interpreter (test/Tools/Inputs/gpu_ir_interpreter.py) runs one tile's
 // blocks of a split form against x W^T in float64; the counters are back at
 // zero; without the last split's block no block finishes the tile.
-// TILES: tiles: blocks of 64x64, 2 splits for 65..128 rows
+// TILES: tiles: blocks of 64x64, 2 splits for 33..128 rows
 // TILES: largest difference within the bound, counters zero
 // TILES: y untouched, the tiles' counters at [1]
 // TILES: tiles_split: PASS

@@ -59,8 +59,8 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 
 // -----
 
-// N = 4096 (above 2048): the multi-row form takes steps of up to 64 rows
-// (one row block); 65..128 rows take the row tiles (MatmulTiling.h,
+// N = 4096 (above 2048) with K = 256: the multi-row form takes steps of up
+// to 64 rows (one row block); 65..128 rows take the row tiles (MatmulTiling.h,
 // measured on the H200).
 // CHECK-LABEL: gpu.func @linear_bf16_4096x256_bf16
 // CHECK: arith.cmpi ule, %{{.*}}, %c16
@@ -70,6 +70,37 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x128xbf16> {
 func.func @linear_n4096(%x: tensor<?x256xbf16>) -> tensor<?x4096xbf16> {
   %w = llm.weight "proj.weight" : tensor<4096x256xbf16>
   %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<4096x256xbf16>) -> tensor<?x4096xbf16>
+  return %y : tensor<?x4096xbf16>
+}
+
+// -----
+
+// N = 8192, whose 128 column tiles fill the GPU in one row block: the
+// multi-row form only up to 32 rows, the row tiles above
+// (kMultiRowDecodeWideMaxRows, measured on an H100).
+// CHECK-LABEL: gpu.func @linear_bf16_8192x256_bf16
+// CHECK: arith.cmpi ule, %{{.*}}, %c16
+// CHECK: } else {
+// CHECK: %[[MULTI:.*]] = arith.cmpi ule, %{{.*}}, %c32
+// CHECK: scf.if %[[MULTI]] {
+func.func @linear_n8192(%x: tensor<?x256xbf16>) -> tensor<?x8192xbf16> {
+  %w = llm.weight "proj.weight" : tensor<8192x256xbf16>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, tensor<8192x256xbf16>) -> tensor<?x8192xbf16>
+  return %y : tensor<?x8192xbf16>
+}
+
+// -----
+
+// N = 4096 with K = 4096, long enough for the row tiles to split over the
+// grid: likewise up to 32 rows.
+// CHECK-LABEL: gpu.func @linear_bf16_4096x4096_bf16
+// CHECK: arith.cmpi ule, %{{.*}}, %c16
+// CHECK: } else {
+// CHECK: %[[MULTI:.*]] = arith.cmpi ule, %{{.*}}, %c32
+// CHECK: scf.if %[[MULTI]] {
+func.func @linear_long_k(%x: tensor<?x4096xbf16>) -> tensor<?x4096xbf16> {
+  %w = llm.weight "proj.weight" : tensor<4096x4096xbf16>
+  %y = llm.linear %x, %w : (tensor<?x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<?x4096xbf16>
   return %y : tensor<?x4096xbf16>
 }
 
