@@ -866,7 +866,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaAttendKernelFunction(
   result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
   result.grid[0].addend = kMlaSplitSlots;
   result.grid[1].blocks = llvm::divideCeilSigned(
-      shape.heads, mlaAttendHeadsPerBlock(shape, **mi));
+      shape.heads, mlaAttendHeadsPerBlock(shape, **mi, target));
   return result;
 }
 

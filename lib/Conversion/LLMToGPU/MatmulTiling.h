@@ -684,7 +684,8 @@ chooseMlaAttendInstruction(const TargetInfo &target, const MlaAttend &shape,
 
 /// Heads one block of buildMlaAttendKernel takes (grid y: ceil(H / this)).
 int64_t mlaAttendHeadsPerBlock(const MlaAttend &shape,
-                               const MatrixInstruction &mi);
+                               const MatrixInstruction &mi,
+                               const TargetInfo &target);
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of an mla_attend
 /// kernel function (qa memref<?xHxRxf32>, the bf16 latent pool

@@ -42,21 +42,28 @@
 //      workgroup rows (and a barrier).
 // On mma.sync the latent fragments are read with ldmatrix (the scores' B
 // operand as stored, the output's B operand transposed: positions run
-// along K); elsewhere element by element. At the end acc / sum, stored f32
-// into oh or, split, into the parts buffer with the range's maximum and sum
-// (0 for an empty range). Rounding points beyond the generic kernel's fp32:
-// qa and p enter the matrix unit as bf16 (as in a bf16 flash attention); the
-// max, sums and accumulators are fp32.
+// along K); elsewhere element by element. On sm_90a the warpgroup form
+// (MlaAttendLayout::wgmma) multiplies on wgmma instead: two warpgroups of 64
+// heads, one per half of R, reading qa's rows, the tile and P from 128-byte
+// swizzled rows of workgroup memory; its accumulators are, per warp, the
+// mma.sync m16n8 fragments, so steps 1-3 and the stores are shared. At the end
+// acc / sum, stored f32 into oh or, split, into the parts buffer with the
+// range's maximum and sum (0 for an empty range). Rounding points beyond the
+// generic kernel's fp32: qa and p enter the matrix unit as bf16 (as in a bf16
+// flash attention); the max, sums and accumulators are fp32.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/ADT/ScopeExit.h"
 
 #include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
@@ -85,6 +92,13 @@ constexpr int64_t kMinLanesPerRow = 8;
 constexpr int64_t kColumnSplits = 2;
 /// Head tiles per block at most (64 heads with m = 16).
 constexpr int64_t kMaxHeadTiles = 4;
+/// The warpgroup form (MlaAttendLayout::wgmma): threads of a warpgroup, its
+/// instruction's rows (the block's 64 heads), bf16 elements of a 128-byte
+/// swizzled row (the operands' K blocks), the swizzle atom's bytes.
+constexpr int64_t kWarpgroupThreads = 128;
+constexpr int64_t kWarpgroupHeads = 64;
+constexpr int64_t kSwizzleElements = 64;
+constexpr int64_t kSwizzleAtomBytes = 1024;
 
 bool sameLaneMap(const LaneMap &x, const LaneMap &y) {
   return x.div == y.div && x.mod == y.mod && x.mul == y.mul;
@@ -114,12 +128,36 @@ bool readsWithLdmatrix(const MatrixInstruction &mi) {
          mi.k == 16;
 }
 
+/// True when `target` has the bf16 warpgroup instruction (wgmma, sm_90a).
+bool hasWarpgroupMma(const TargetInfo &target) {
+  return llvm::any_of(target.getMatrixInstructions(),
+                      [](const MatrixInstruction &w) {
+                        return w.family == MatrixFamily::Wgmma &&
+                               w.operands == MatrixElement::BF16;
+                      });
+}
+
 /// How one target's kernel is laid out.
 struct MlaAttendLayout {
   int64_t headTiles = 0, subgroups = 0, threads = 0;
   /// Latent tiles in workgroup memory (2 with asynchronous copies).
   int64_t stages = 1;
   bool asyncCopy = false, ldmatrix = false, registerProbs = false;
+  /// The warpgroup form (sm_90a): two warpgroups of 64 heads each, one per
+  /// half of the latent width; the scores and P x V on wgmma, whose
+  /// operands are read from workgroup memory by the instruction itself (the
+  /// block's qa rows, the latent tile and P in 128-byte swizzled rows, K
+  /// blocks of 64 elements: kSwizzleElements); warp w holds heads 16 (w mod
+  /// 4).. of the accumulators in mma.sync m16n8's fragment order, so the
+  /// softmax, the partner's partial scores (warp w ^ 4) and the stores are
+  /// the mma.sync form's.
+  bool wgmma = false;
+  /// fp8 rows of the warpgroup form: raw records ([rawStages, chunk, row
+  /// bytes] i8) copied asynchronously rawStages - 1 chunks ahead, each
+  /// chunk's decoded into the (single) bf16 tile after the previous chunk's
+  /// products; 0 otherwise.
+  int64_t rawStages = 0;
+  int64_t rawOffset = 0;
   /// qa's rows of the block as bf16 in workgroup memory, read with ldmatrix
   /// per chunk (with ldmatrix: 64 registers a lane does not hold beside the
   /// 128 of its output accumulators); else A fragments in registers.
@@ -131,31 +169,59 @@ struct MlaAttendLayout {
           bytes = 0;
 };
 
+/// The warpgroup form applies: sm_90a's wgmma, mma.sync m16n8k16 fragments
+/// (the accumulators' order), each half of the latent width whole K blocks
+/// of kSwizzleElements and at most one instruction's 256 columns.
+bool takesWarpgroupForm(const MlaAttend &s, const MatrixInstruction &mi,
+                        bool warpgroupMma) {
+  int64_t half = s.rank / kColumnSplits;
+  return warpgroupMma && readsWithLdmatrix(mi) &&
+         s.rank % (kColumnSplits * kSwizzleElements) == 0 && half <= 256 &&
+         kMaxHeadTiles * mi.m == kWarpgroupHeads;
+}
+
 MlaAttendLayout layoutFor(const MlaAttend &s, const MatrixInstruction &mi,
-                          int64_t subgroupSize) {
+                          int64_t subgroupSize, bool warpgroupMma) {
   MlaAttendLayout l;
+  l.wgmma = takesWarpgroupForm(s, mi, warpgroupMma);
+  // The warpgroup form always multiplies 64 head rows (heads past H
+  // clamped on load, not stored).
   l.headTiles =
-      std::min(kMaxHeadTiles, llvm::divideCeilSigned(s.heads, mi.m));
+      l.wgmma ? kMaxHeadTiles
+              : std::min(kMaxHeadTiles, llvm::divideCeilSigned(s.heads, mi.m));
   l.subgroups = l.headTiles * kColumnSplits;
   l.threads = l.subgroups * subgroupSize;
-  // fp8 rows are decoded on their way into the tile: through registers.
-  l.asyncCopy = mi.family == MatrixFamily::MmaSync && !s.fp8();
-  l.stages = l.asyncCopy ? 2 : 1;
+  // fp8 rows are decoded on their way into the tile: through registers, or
+  // in the warpgroup form from raw records copied asynchronously.
+  l.asyncCopy = mi.family == MatrixFamily::MmaSync && (!s.fp8() || l.wgmma);
+  l.rawStages = l.wgmma && s.fp8() ? 2 : 0;
+  // The warpgroup form's chunks take about the latency of a gather: its
+  // bf16 copies run two chunks ahead (three tiles); the mma.sync form's
+  // one.
+  l.stages = l.rawStages ? 1 : l.asyncCopy ? (l.wgmma ? 3 : 2) : 1;
   l.lanesPerRow = std::max(kMinLanesPerRow, l.threads / kChunk);
-  l.ldmatrix = readsWithLdmatrix(mi);
-  l.registerProbs = accumulatorsFormOperandA(mi);
-  l.queryInWorkgroup = l.ldmatrix;
-  int64_t tileBytes = l.stages * kChunk * (s.rank + kTilePad) * 2;
+  l.ldmatrix = !l.wgmma && readsWithLdmatrix(mi);
+  l.registerProbs = !l.wgmma && accumulatorsFormOperandA(mi);
+  l.queryInWorkgroup = l.ldmatrix || l.wgmma;
+  // Swizzled rows are unpadded; their buffers start on a swizzle atom.
+  int64_t pad = l.wgmma ? 0 : kTilePad;
+  int64_t align = l.wgmma ? kSwizzleAtomBytes : 1;
+  int64_t tileBytes = l.stages * kChunk * (s.rank + pad) * 2;
   int64_t partialBytes = l.subgroups * mi.m * (kChunk + kScorePad) * 4;
+  // The warpgroup form's P: one [64 heads, kSwizzleElements] bf16 buffer per
+  // warpgroup (K = the chunk's positions in the first kChunk columns).
   int64_t probsBytes =
-      l.registerProbs ? 0 : l.subgroups * mi.m * (kChunk + kScorePad) * 2;
-  l.tileOffset = 0;
-  l.partialOffset = tileBytes;
-  l.probsOffset = tileBytes + partialBytes;
-  l.queryOffset = l.probsOffset + probsBytes;
+      l.wgmma           ? kColumnSplits * kWarpgroupHeads * kSwizzleElements * 2
+      : l.registerProbs ? 0
+                        : l.subgroups * mi.m * (kChunk + kScorePad) * 2;
   int64_t queryBytes =
-      l.queryInWorkgroup ? l.headTiles * mi.m * (s.rank + kTilePad) * 2 : 0;
-  l.bytes = l.queryOffset + queryBytes;
+      l.queryInWorkgroup ? l.headTiles * mi.m * (s.rank + pad) * 2 : 0;
+  l.tileOffset = 0;
+  l.partialOffset = llvm::alignTo(tileBytes, align);
+  l.probsOffset = llvm::alignTo(l.partialOffset + partialBytes, align);
+  l.queryOffset = llvm::alignTo(l.probsOffset + probsBytes, align);
+  l.rawOffset = llvm::alignTo(l.queryOffset + queryBytes, align);
+  l.bytes = l.rawOffset + l.rawStages * kChunk * s.fp8RowBytes;
   return l;
 }
 
@@ -232,7 +298,55 @@ private:
                      add(add(cInner, j * mi.n), piece[1])});
     }
   }
+  /// Column `col` (< kSwizzleElements) of swizzled row `row`: the hardware's
+  /// 128-byte swizzle, 16-byte chunk c of row r at c ^ (r mod 8).
+  Value swizzled(Value row, Value col) {
+    Value chunk = arith::XOrIOp::create(
+        b, loc, arith::DivUIOp::create(b, loc, col, idx(8)),
+        arith::AndIOp::create(b, loc, row, idx(7)));
+    return add(mul(chunk, 8), arith::RemUIOp::create(b, loc, col, idx(8)));
+  }
+  /// Indices of latent element (row, col) of tile `buf`: [stage, row, col],
+  /// or in the warpgroup form [stage, K block, row, swizzled column].
+  SmallVector<Value> tileIndices(Value buf, Value row, Value col) {
+    if (!l.wgmma)
+      return {buf, row, col};
+    Value inBlock = arith::RemUIOp::create(b, loc, col, idx(kSwizzleElements));
+    return {buf, arith::DivUIOp::create(b, loc, col, idx(kSwizzleElements)),
+            row, swizzled(row, inBlock)};
+  }
+  /// Indices of qa element (head row, col) in `query`: [row, col], or in the
+  /// warpgroup form [K block, row, swizzled column].
+  SmallVector<Value> queryIndices(Value row, Value col) {
+    if (!l.wgmma)
+      return {row, col};
+    Value inBlock = arith::RemUIOp::create(b, loc, col, idx(kSwizzleElements));
+    return {arith::DivUIOp::create(b, loc, col, idx(kSwizzleElements)), row,
+            swizzled(row, inBlock)};
+  }
+  /// The wgmma descriptor of swizzled 128-byte rows at byte `offset` of the
+  /// arena: 8-row groups 1024 bytes apart (stride byte offset), K blocks
+  /// (K-major operands: unused, 16 by convention) or, for an MN-major
+  /// operand, the next 64 columns `leadingBytes` apart.
+  Value descriptor(Value offset, int64_t leadingBytes);
+  /// Orders this thread's generic-proxy writes of workgroup memory (copies,
+  /// qa rows, P) before the wgmma reads of the async proxy.
+  void fenceForWarpgroup();
+  /// partialScores of the warpgroup form: this warpgroup's 64 heads x kChunk
+  /// positions over its half of R, kChunk / 8 vectors in mma.sync m16n8's
+  /// fragment order (this warp's 16 heads).
+  SmallVector<Value> warpgroupScores(Value buf);
+  /// The warpgroup form's P x V: `probsAcc` (this warp's rows of P, f32)
+  /// through this warpgroup's P buffer as bf16, added to `accs`.
+  SmallVector<Value> warpgroupProducts(SmallVector<Value> accs,
+                                       ArrayRef<Value> probsAcc, Value buf);
   void addBuffers(gpu::GPUFuncOp func, int64_t staticBytes);
+  /// Sets the thread's values (lane, subgroup, partner, columns, heads,
+  /// accumulator lane coordinates) from thread id `threadId`.
+  void deriveThreadValues(Value threadId);
+  /// `v` (i64 or index) through a PTX move: the same value, which the
+  /// compiler cannot hoist or fold.
+  Value opaque(Value v);
   void buildItem();
   void loadQueryFragments();
   /// (page, row in page) of this thread's rows of the chunk at j0.
@@ -253,7 +367,24 @@ private:
   copyRowsIf(Value cond,
              function_ref<SmallVector<std::pair<Value, Value>>()> rows,
              Value buf);
-  void waitForCopies(Value group);
+  /// Waits until at most `pending` of this thread's copy groups are in
+  /// flight (the latest ones), then makes the block's copies visible.
+  void waitForCopies(Value group, int64_t pending = 0);
+  /// Calls `run(row group, tile row, column)` for each of this thread's
+  /// 16-byte runs of a chunk (the row groups of locateRows).
+  void forEachRun(function_ref<void(int64_t, Value, Value)> run);
+  /// One run of the pool (raw fp8 bytes with its scale, or bf16).
+  Value loadRun(Value page, Value pageRow, Value col);
+  /// A run of loadRun (fp8 decoded) into tile `buf` at (row, col).
+  void storeRun(Value value, Value buf, Value row, Value col);
+  /// copyRows of the raw fp8 records into stage `raw` of rawRecords: each
+  /// run of lanesPerRow lanes copies one record in 16-byte pieces.
+  Value copyRawRecords(ArrayRef<std::pair<Value, Value>> rows, Value raw);
+  /// Stages of the asynchronous copies: the tiles', or the raw records'.
+  int64_t copyStages() const { return l.rawStages ? l.rawStages : l.stages; }
+  /// The raw fp8 records of stage `raw` decoded into the tile (each thread
+  /// its runs, as the synchronous copy's).
+  void decodeRawRows(Value raw);
   SmallVector<Value> buildChunk(Value j0, ValueRange carried);
   SmallVector<Value> partialScores(Value buf);
   SmallVector<Value> probabilityOperands(ArrayRef<Value> probs);
@@ -273,6 +404,14 @@ private:
   // registers) [subgroups, m, chunk + pad] bf16, the block's qa rows
   // (queryInWorkgroup) [heads, R + pad] bf16.
   Value tile, partial, probs, query;
+  // The warpgroup form's raw fp8 records [rawStages, chunk, row bytes] i8.
+  Value rawRecords;
+  // The warpgroup form: the arena's shared address (i64), this thread's
+  // warpgroup and its warp's first head row in it.
+  Value arenaAddress, warpgroup, headRow;
+  // arenaAddress as this chunk sees it (descriptors made from it stay in
+  // the chunk: hoisted, qa's 16 would hold 32 registers for the whole item).
+  Value chunkArena;
   // Per thread: subgroup, its head tile's partner, its latent columns, the
   // block's and its tile's first head, lane coordinates of the accumulator
   // layout.
@@ -292,6 +431,29 @@ void MlaAttendBuilder::addBuffers(gpu::GPUFuncOp func, int64_t staticBytes) {
   SmallVector<int64_t> tileShape = {l.stages, kChunk, s.rank + kTilePad};
   SmallVector<int64_t> scoreShape = {l.subgroups, mi.m, kChunk + kScorePad};
   SmallVector<int64_t> queryShape = {l.headTiles * mi.m, s.rank + kTilePad};
+  if (l.wgmma) {
+    // Swizzled K blocks of 64 columns; every buffer in the arena, whose
+    // shared address the descriptors take.
+    int64_t blocks = s.rank / kSwizzleElements;
+    tileShape = {l.stages, blocks, kChunk, kSwizzleElements};
+    queryShape = {blocks, kWarpgroupHeads, kSwizzleElements};
+    Value arena = addDynamicWorkgroupArena(func, loc, l.bytes);
+    tile = viewWorkgroupArena(b, loc, arena, l.tileOffset, tileShape, bf16);
+    partial =
+        viewWorkgroupArena(b, loc, arena, l.partialOffset, scoreShape, f32);
+    probs = viewWorkgroupArena(
+        b, loc, arena, l.probsOffset,
+        {kColumnSplits, kWarpgroupHeads, kSwizzleElements}, bf16);
+    query = viewWorkgroupArena(b, loc, arena, l.queryOffset, queryShape, bf16);
+    if (l.rawStages)
+      rawRecords = viewWorkgroupArena(b, loc, arena, l.rawOffset,
+                                      {l.rawStages, kChunk, s.fp8RowBytes},
+                                      b.getI8Type());
+    arenaAddress = arith::IndexCastUIOp::create(
+        b, loc, b.getI64Type(),
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
+    return;
+  }
   if (l.bytes <= staticBytes) {
     tile = addWorkgroupBuffer(func, loc, tileShape, bf16);
     partial = addWorkgroupBuffer(func, loc, scoreShape, f32);
@@ -327,19 +489,9 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   parts = at(KernelRole::SplitParts);
   addBuffers(func, staticBytes);
 
-  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
-  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
-  // Subgroups 2i and 2i + 1 share head tile i.
-  partner = arith::XOrIOp::create(b, loc, warp, idx(1));
-  sliceBase = mul(arith::RemUIOp::create(b, loc, warp, idx(kColumnSplits)),
-                  slice);
-  Value headTile = arith::DivUIOp::create(b, loc, warp, idx(kColumnSplits));
   blockHead = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::y),
                   l.headTiles * mi.m);
-  headBase = add(blockHead, mul(headTile, mi.m));
-  cOuter = laneMap(mi.c.outer);
-  cInner = laneMap(mi.c.inner);
+  deriveThreadValues(gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x));
 
   // S(T) ranges per token (MlaSplit.h), T * S work items over the grid.
   Value tokens = memref::DimOp::create(b, loc, qa, 0);
@@ -365,6 +517,46 @@ void MlaAttendBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   gpu::ReturnOp::create(b, loc);
 }
 
+void MlaAttendBuilder::deriveThreadValues(Value threadId) {
+  tid = threadId;
+  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
+  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
+  Value headTile;
+  if (l.wgmma) {
+    // Warpgroup g owns half g of R; warp w holds heads 16 (w mod 4)..,
+    // sharing them with warp w ^ 4 of the other warpgroup.
+    int64_t warps = kWarpgroupThreads / subgroupSize;
+    warpgroup = arith::DivUIOp::create(b, loc, warp, idx(warps));
+    partner = arith::XOrIOp::create(b, loc, warp, idx(warps));
+    sliceBase = mul(warpgroup, slice);
+    headTile = arith::RemUIOp::create(b, loc, warp, idx(warps));
+    headRow = mul(headTile, mi.m);
+  } else {
+    // Subgroups 2i and 2i + 1 share head tile i.
+    partner = arith::XOrIOp::create(b, loc, warp, idx(1));
+    sliceBase =
+        mul(arith::RemUIOp::create(b, loc, warp, idx(kColumnSplits)), slice);
+    headTile = arith::DivUIOp::create(b, loc, warp, idx(kColumnSplits));
+  }
+  headBase = add(blockHead, mul(headTile, mi.m));
+  cOuter = laneMap(mi.c.outer);
+  cInner = laneMap(mi.c.inner);
+}
+
+Value MlaAttendBuilder::opaque(Value v) {
+  Type i64 = b.getI64Type();
+  bool isIndex = v.getType().isIndex();
+  Value x = isIndex ? arith::IndexCastUIOp::create(b, loc, i64, v) : v;
+  x = LLVM::InlineAsmOp::create(b, loc, i64, ValueRange{x}, "mov.b64 $0, $1;",
+                                "=l,l", /*has_side_effects=*/true,
+                                /*is_align_stack=*/false,
+                                LLVM::tailcallkind::TailCallKind::None,
+                                LLVM::AsmDialectAttr(), ArrayAttr())
+          .getRes();
+  return isIndex ? arith::IndexCastUIOp::create(b, loc, b.getIndexType(), x)
+                 : x;
+}
+
 void MlaAttendBuilder::loadQueryFragments() {
   Value lastHead = idx(s.heads - 1);
   qaFrags.clear();
@@ -384,9 +576,11 @@ void MlaAttendBuilder::loadQueryFragments() {
       auto store = vector::StoreOp::create(
           b, loc,
           arith::TruncFOp::create(b, loc, VectorType::get({4}, bf16), load),
-          query, ValueRange{row, col});
+          query, queryIndices(row, col));
       store.setAlignment(uint64_t(8));
     }
+    if (l.wgmma)
+      fenceForWarpgroup();
     return;
   }
   // qa's A fragments for this subgroup's columns, bf16, for every chunk.
@@ -422,12 +616,25 @@ void MlaAttendBuilder::buildItem() {
       ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
   loadQueryFragments();
 
-  // The first chunk's rows (asynchronous copies: later chunks are copied
-  // one chunk ahead).
-  if (l.asyncCopy)
-    waitForCopies(copyRowsIf(
-        ult(idx(0), rangeLength), [&] { return locateRows(idx(0)); },
-        idx(0)));
+  // The first chunks' rows (asynchronous copies: copyStages - 1 chunks
+  // ahead, each its own group; wait for the first; raw fp8 records then
+  // decoded into the tile).
+  if (l.asyncCopy) {
+    Value first;
+    for (int64_t c = 0; c + 1 < copyStages(); ++c) {
+      Value j = idx(c * kChunk);
+      Value group = copyRowsIf(
+          ult(j, rangeLength), [&] { return locateRows(j); }, idx(c));
+      if (!first)
+        first = group;
+    }
+    waitForCopies(first, copyStages() - 2);
+  }
+  if (l.rawStages) {
+    decodeRawRows(idx(0));
+    fenceForWarpgroup();
+    barrier();
+  }
 
   // Chunks: carried running max and sum per accumulator row piece, the
   // output accumulators.
@@ -462,24 +669,19 @@ MlaAttendBuilder::locateRows(Value j0) {
 
 Value MlaAttendBuilder::copyRows(ArrayRef<std::pair<Value, Value>> rows,
                                  Value buf) {
-  int64_t rowsAtOnce = l.threads / l.lanesPerRow;
-  int64_t passes = s.rank / (kCopyElements * l.lanesPerRow);
-  Value row = arith::DivUIOp::create(b, loc, tid, idx(l.lanesPerRow));
-  Value part = mul(arith::RemUIOp::create(b, loc, tid, idx(l.lanesPerRow)),
-                   kCopyElements);
   auto copies = [&](auto &&copy) {
-    for (auto [g, at] : llvm::enumerate(rows))
-      for (int64_t p = 0; p < passes; ++p)
-        copy(add(row, int64_t(g) * rowsAtOnce),
-             add(part, p * kCopyElements * l.lanesPerRow), at.first,
-             at.second);
+    forEachRun([&](int64_t g, Value r, Value col) {
+      copy(r, col, rows[g].first, rows[g].second);
+    });
   };
+  if (l.rawStages)
+    return copyRawRecords(rows, buf);
   if (l.asyncCopy) {
     auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
     SmallVector<Value> tokens;
     copies([&](Value r, Value col, Value page, Value pageRow) {
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-          b, loc, token, tile, ValueRange{buf, r, col}, cache,
+          b, loc, token, tile, tileIndices(buf, r, col), cache,
           ValueRange{page, pageRow, col}, b.getIndexAttr(kCopyElements),
           Value(), b.getUnitAttr()));
     });
@@ -490,24 +692,95 @@ Value MlaAttendBuilder::copyRows(ArrayRef<std::pair<Value, Value>> rows,
   SmallVector<std::pair<Value, Value>> targets;
   SmallVector<Value> values;
   auto flush = [&] {
-    for (auto [value, target] : llvm::zip_equal(values, targets)) {
-      auto store = vector::StoreOp::create(
-          b, loc, s.fp8() ? decodeFp8Run(value) : value, tile,
-          ValueRange{buf, target.first, target.second});
-      store.setAlignment(uint64_t(16));
-    }
+    for (auto [value, target] : llvm::zip_equal(values, targets))
+      storeRun(value, buf, target.first, target.second);
     values.clear();
     targets.clear();
   };
   copies([&](Value r, Value col, Value page, Value pageRow) {
-    values.push_back(s.fp8() ? loadFp8Run(page, pageRow, col)
-                             : loadBf16Run(page, pageRow, col));
+    values.push_back(loadRun(page, pageRow, col));
     targets.push_back({r, col});
     if (int64_t(values.size()) == kInFlight)
       flush();
   });
   flush();
   return {};
+}
+
+void MlaAttendBuilder::forEachRun(
+    function_ref<void(int64_t, Value, Value)> run) {
+  int64_t rowsAtOnce = l.threads / l.lanesPerRow;
+  int64_t passes = s.rank / (kCopyElements * l.lanesPerRow);
+  Value row = arith::DivUIOp::create(b, loc, tid, idx(l.lanesPerRow));
+  Value part = mul(arith::RemUIOp::create(b, loc, tid, idx(l.lanesPerRow)),
+                   kCopyElements);
+  for (int64_t g = 0; g < kChunk / rowsAtOnce; ++g)
+    for (int64_t p = 0; p < passes; ++p)
+      run(g, add(row, g * rowsAtOnce),
+          add(part, p * kCopyElements * l.lanesPerRow));
+}
+
+Value MlaAttendBuilder::loadRun(Value page, Value pageRow, Value col) {
+  return s.fp8() ? loadFp8Run(page, pageRow, col)
+                 : loadBf16Run(page, pageRow, col);
+}
+
+void MlaAttendBuilder::storeRun(Value value, Value buf, Value row, Value col) {
+  auto store =
+      vector::StoreOp::create(b, loc, s.fp8() ? decodeFp8Run(value) : value,
+                              tile, tileIndices(buf, row, col));
+  store.setAlignment(uint64_t(16));
+}
+
+Value MlaAttendBuilder::copyRawRecords(ArrayRef<std::pair<Value, Value>> rows,
+                                       Value raw) {
+  constexpr int64_t kPieceBytes = 16;
+  int64_t pieces = s.fp8RowBytes / kPieceBytes;
+  int64_t rowsAtOnce = l.threads / l.lanesPerRow;
+  Value row = arith::DivUIOp::create(b, loc, tid, idx(l.lanesPerRow));
+  Value laneInRow = arith::RemUIOp::create(b, loc, tid, idx(l.lanesPerRow));
+  auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  SmallVector<Value> tokens;
+  for (int64_t g = 0; g < int64_t(rows.size()); ++g) {
+    Value r = add(row, g * rowsAtOnce);
+    Value page = rows[g].first, record = mul(rows[g].second, s.fp8RowBytes);
+    for (int64_t q = 0; q * l.lanesPerRow < pieces; ++q) {
+      Value byte = mul(add(laneInRow, q * l.lanesPerRow), kPieceBytes);
+      auto copy = [&] {
+        return nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, token, rawRecords, ValueRange{raw, r, byte}, cache,
+            ValueRange{page, add(record, byte)}, b.getIndexAttr(kPieceBytes),
+            Value(), b.getUnitAttr());
+      };
+      if ((q + 1) * l.lanesPerRow <= pieces) {
+        tokens.push_back(copy());
+        continue;
+      }
+      // The record's last pieces (its scales): the group's commit takes
+      // this thread's copy too.
+      ifThen(ult(byte, idx(s.fp8RowBytes)), [&] { copy(); });
+    }
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
+}
+
+void MlaAttendBuilder::decodeRawRows(Value raw) {
+  Type i8 = b.getI8Type();
+  forEachRun([&](int64_t, Value row, Value col) {
+    auto values =
+        vector::LoadOp::create(b, loc, VectorType::get({kCopyElements}, i8),
+                               rawRecords, ValueRange{raw, row, col});
+    values.setAlignment(uint64_t(kCopyElements));
+    Value group = arith::DivUIOp::create(b, loc, col, idx(s.fp8GroupLanes));
+    auto scale = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, i8), rawRecords,
+        ValueRange{raw, row, add(mul(group, 4), s.fp8ScaleOffset)});
+    scale.setAlignment(uint64_t(4));
+    storeRun(vector::ShuffleOp::create(
+                 b, loc, values, scale,
+                 llvm::to_vector(llvm::seq<int64_t>(0, kCopyElements + 4))),
+             idx(0), row, col);
+  });
 }
 
 Value MlaAttendBuilder::loadBf16Run(Value page, Value pageRow, Value col) {
@@ -575,12 +848,16 @@ Value MlaAttendBuilder::copyRowsIf(Value cond,
   return op.getResult(0);
 }
 
-void MlaAttendBuilder::waitForCopies(Value group) {
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+void MlaAttendBuilder::waitForCopies(Value group, int64_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(pending));
+  if (l.wgmma)
+    fenceForWarpgroup();
   barrier();
 }
 
 SmallVector<Value> MlaAttendBuilder::partialScores(Value buf) {
+  if (l.wgmma)
+    return warpgroupScores(buf);
   // kChunk / n accumulators: this subgroup's heads x positions over its half
   // of the latent width.
   int64_t tiles = kChunk / mi.n;
@@ -727,30 +1004,53 @@ SmallVector<Value> MlaAttendBuilder::addProducts(SmallVector<Value> accs,
 }
 
 SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
+  // The warpgroup form derives the chunk's descriptors and its threads'
+  // addresses from opaque copies of the arena address and the thread id:
+  // hoisted out of the chunk loop, qa's 16 descriptors and the swizzled
+  // addresses would hold their registers for the whole work item (the
+  // 128 output accumulators leave none: spills).
+  std::array<Value, 10> outer = {tid,     lane,      warp,    warpgroup,
+                                 partner, sliceBase, headRow, headBase,
+                                 cOuter,  cInner};
+  if (l.wgmma) {
+    chunkArena = opaque(arenaAddress);
+    deriveThreadValues(opaque(tid));
+  }
+  llvm::scope_exit restore([&] {
+    std::tie(tid, lane, warp, warpgroup, partner, sliceBase, headRow, headBase,
+             cOuter, cInner) =
+        std::make_tuple(outer[0], outer[1], outer[2], outer[3], outer[4],
+                        outer[5], outer[6], outer[7], outer[8], outer[9]);
+  });
   Value chunk = arith::DivUIOp::create(b, loc, j0, idx(kChunk));
   Value buf = arith::RemUIOp::create(b, loc, chunk, idx(l.stages));
   Value next = add(j0, kChunk);
+  // The chunk copyStages - 1 ahead (the next one with two stages).
+  Value ahead = add(j0, (copyStages() - 1) * kChunk);
   SmallVector<std::pair<Value, Value>> nextRows;
   if (l.asyncCopy) {
-    // The next chunk's rows looked up now (positions past the range clamp
-    // to its last one), copied after this chunk's scores are issued.
-    nextRows = locateRows(next);
+    // Its rows looked up now (positions past the range clamp to its last
+    // one), copied after this chunk's scores are issued.
+    nextRows = locateRows(ahead);
   } else {
     // The previous chunk's reads of the tile are done.
     barrier();
     copyRows(locateRows(j0), buf);
+    if (l.wgmma)
+      fenceForWarpgroup();
     barrier();
   }
 
   // 1. This subgroup's partial scores, to its rows of `partial`.
   SmallVector<Value> own = partialScores(buf);
-  // The next chunk into the other tile (last read in the previous chunk,
-  // which every subgroup finished before the barrier that ended it).
+  // The chunk ahead into its tile (last read in the previous chunk, which
+  // every subgroup finished before the barrier that ended it).
   Value nextGroup;
   if (l.asyncCopy)
-    nextGroup =
-        copyRowsIf(ult(next, rangeLength), [&] { return nextRows; },
-                   arith::XOrIOp::create(b, loc, buf, idx(1)));
+    nextGroup = copyRowsIf(
+        ult(ahead, rangeLength), [&] { return nextRows; },
+        arith::RemUIOp::create(b, loc, add(chunk, copyStages() - 1),
+                               idx(copyStages())));
   for (auto [j, acc] : llvm::enumerate(own))
     storeAccumulatorTile(acc, partial, int64_t(j));
   barrier();
@@ -822,15 +1122,177 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
   for (int64_t nf = 0; nf < slice / mi.n; ++nf)
     accs.push_back(
         arith::MulFOp::create(b, loc, carried[2 * pieces + nf], factorVec));
-  accs = addProducts(accs, probabilityOperands(probsAcc), buf);
+  accs = l.wgmma ? warpgroupProducts(accs, probsAcc, buf)
+                 : addProducts(accs, probabilityOperands(probsAcc), buf);
 
   if (l.asyncCopy)
-    waitForCopies(nextGroup);
+    waitForCopies(nextGroup, copyStages() - 2);
+  if (l.rawStages) {
+    // The next chunk's records (their copies waited for by every thread,
+    // the tile's reads done: the barrier above) decoded into the tile.
+    ifThen(ult(next, rangeLength), [&] {
+      decodeRawRows(arith::RemUIOp::create(
+          b, loc, arith::DivUIOp::create(b, loc, next, idx(kChunk)),
+          idx(l.rawStages)));
+    });
+    fenceForWarpgroup();
+    barrier();
+  }
 
   SmallVector<Value> results = newMax;
   results.append(newSum);
   results.append(accs);
   return results;
+}
+
+Value MlaAttendBuilder::descriptor(Value offset, int64_t leadingBytes) {
+  auto i64 = b.getI64Type();
+  auto constant = [&](uint64_t v) -> Value {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getIntegerAttr(i64, APInt(64, v)));
+  };
+  Value address = arith::AddIOp::create(
+      b, loc, chunkArena, arith::IndexCastUIOp::create(b, loc, i64, offset));
+  // Bits 0-13: the address / 16 (18 bits of shared address); 16-29: the
+  // leading byte offset / 16; 32-45: the stride byte offset / 16 (8 rows of
+  // 128 bytes); 62-63: layout 1, the 128-byte swizzle.
+  Value start = arith::ShRUIOp::create(
+      b, loc, arith::AndIOp::create(b, loc, address, constant(0x3ffff)),
+      constant(4));
+  uint64_t fixed = (uint64_t(leadingBytes / 16) << 16) |
+                   (uint64_t(8 * kSwizzleElements * 2 / 16) << 32) |
+                   (uint64_t(1) << 62);
+  return arith::OrIOp::create(b, loc, start, constant(fixed));
+}
+
+void MlaAttendBuilder::fenceForWarpgroup() {
+  NVVM::FenceProxyOp::create(
+      b, loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
+}
+
+/// `accs` (vectors of `perTile` f32, instruction tile j's at j) as the
+/// warpgroup instruction's accumulator struct: register 4 j + e is element e
+/// of tile j (mma.sync m16n8's fragment order per 8 columns).
+static Value packAccumulators(OpBuilder &b, Location loc,
+                              LLVM::LLVMStructType type, ArrayRef<Value> accs,
+                              int64_t perTile) {
+  Value packed = LLVM::PoisonOp::create(b, loc, type);
+  for (auto [j, acc] : llvm::enumerate(accs))
+    for (int64_t e = 0; e < perTile; ++e)
+      packed = LLVM::InsertValueOp::create(
+          b, loc, packed, vector::ExtractOp::create(b, loc, acc, e),
+          int64_t(j) * perTile + e);
+  return packed;
+}
+
+/// The inverse of packAccumulators for `tiles` tiles.
+static SmallVector<Value> unpackAccumulators(OpBuilder &b, Location loc,
+                                             Value packed, int64_t tiles,
+                                             int64_t perTile) {
+  SmallVector<Value> accs;
+  for (int64_t j = 0; j < tiles; ++j) {
+    SmallVector<Value> elems;
+    for (int64_t e = 0; e < perTile; ++e)
+      elems.push_back(
+          LLVM::ExtractValueOp::create(b, loc, packed, j * perTile + e));
+    accs.push_back(vector::FromElementsOp::create(
+        b, loc, VectorType::get({perTile}, b.getF32Type()), elems));
+  }
+  return accs;
+}
+
+/// `count` chained wgmma m64 n k16 bf16 steps on `d`, the i-th reading A
+/// and B through `descriptors(i)`, as one committed group, waited for.
+static Value multiplyOnWarpgroup(
+    OpBuilder &b, Location loc, Value d, int64_t n, int64_t count,
+    NVVM::MMALayout layoutB,
+    function_ref<std::pair<Value, Value>(int64_t)> descriptors) {
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupHeads, n, 16);
+  NVVM::WgmmaFenceAlignedOp::create(b, loc);
+  for (int64_t i = 0; i < count; ++i) {
+    auto [descA, descB] = descriptors(i);
+    d = NVVM::WgmmaMmaAsyncOp::create(
+        b, loc, d.getType(), d, descA, descB, shape, NVVM::WGMMATypes::bf16,
+        NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        layoutB, NVVM::MMAIntOverflowAttr());
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+  return d;
+}
+
+SmallVector<Value> MlaAttendBuilder::warpgroupScores(Value buf) {
+  // A: the block's qa rows (K block kb of this half at queryOffset + kb
+  // 64 x 128 bytes); B: the tile's rows as stored (K-major); a K step of 16
+  // bf16 is 32 bytes along the swizzled rows.
+  int64_t blocks = slice / kSwizzleElements;
+  int64_t perTile = mi.c.size(), tiles = kChunk / mi.n;
+  auto type = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(tiles * perTile, f32));
+  SmallVector<Value> zero(tiles, zeros(perTile));
+  Value firstBlock = mul(warpgroup, blocks);
+  Value stage = mul(buf, kChunk * s.rank * 2);
+  int64_t steps = kSwizzleElements / 16;
+  Value d = multiplyOnWarpgroup(
+      b, loc, packAccumulators(b, loc, type, zero, perTile), kChunk,
+      blocks * steps, NVVM::MMALayout::col, [&](int64_t i) {
+        Value kb = add(firstBlock, i / steps);
+        int64_t step = (i % steps) * 32;
+        Value a = add(mul(kb, kWarpgroupHeads * kSwizzleElements * 2),
+                      l.queryOffset + step);
+        Value bOffset = add(add(stage, mul(kb, kChunk * kSwizzleElements * 2)),
+                            l.tileOffset + step);
+        return std::make_pair(descriptor(a, 16), descriptor(bOffset, 16));
+      });
+  return unpackAccumulators(b, loc, d, tiles, perTile);
+}
+
+SmallVector<Value> MlaAttendBuilder::warpgroupProducts(SmallVector<Value> accs,
+                                                       ArrayRef<Value> probsAcc,
+                                                       Value buf) {
+  // P into this warpgroup's buffer in the A layout of the instruction (K =
+  // positions, swizzled 128-byte rows of which the first kChunk columns are
+  // used): each lane's accumulator pieces as bf16 pairs.
+  for (auto [j, acc] : llvm::enumerate(probsAcc))
+    for (auto [pi, piece] : llvm::enumerate(mi.c.pieces)) {
+      Value v = vector::ExtractStridedSliceOp::create(
+          b, loc, acc, ArrayRef<int64_t>{int64_t(pi) * mi.c.count},
+          ArrayRef<int64_t>{mi.c.count}, ArrayRef<int64_t>{1});
+      Value row = add(add(headRow, cOuter), piece[0]);
+      Value col = add(add(cInner, int64_t(j) * mi.n), piece[1]);
+      auto store = vector::StoreOp::create(
+          b, loc,
+          arith::TruncFOp::create(b, loc, VectorType::get({mi.c.count}, bf16),
+                                  v),
+          probs, ValueRange{warpgroup, row, swizzled(row, col)});
+      store.setAlignment(uint64_t(2 * mi.c.count));
+    }
+  fenceForWarpgroup();
+  barrier();
+  // B: the tile's rows read MN-major (positions along K, 16 rows a step;
+  // this half's K blocks of 64 columns a tile of kChunk rows apart).
+  int64_t perTile = mi.c.size(), tiles = slice / mi.n;
+  auto type = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(tiles * perTile, f32));
+  int64_t blockBytes = kChunk * kSwizzleElements * 2;
+  Value half = add(add(mul(buf, kChunk * s.rank * 2),
+                       mul(warpgroup, (slice / kSwizzleElements) * blockBytes)),
+                   l.tileOffset);
+  Value pBuffer = add(mul(warpgroup, kWarpgroupHeads * kSwizzleElements * 2),
+                      l.probsOffset);
+  Value d = multiplyOnWarpgroup(
+      b, loc, packAccumulators(b, loc, type, accs, perTile), slice, kChunk / 16,
+      NVVM::MMALayout::row, [&](int64_t i) {
+        Value a = add(pBuffer, i * 32);
+        Value bOffset = add(half, i * 16 * kSwizzleElements * 2);
+        return std::make_pair(descriptor(a, 16),
+                              descriptor(bOffset, blockBytes));
+      });
+  return unpackAccumulators(b, loc, d, tiles, perTile);
 }
 
 void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
@@ -881,8 +1343,10 @@ void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
 }
 
 int64_t mlir::strata::mlaAttendHeadsPerBlock(const MlaAttend &shape,
-                                             const MatrixInstruction &mi) {
-  return std::min(kMaxHeadTiles, llvm::divideCeilSigned(shape.heads, mi.m)) *
+                                             const MatrixInstruction &mi,
+                                             const TargetInfo &target) {
+  return layoutFor(shape, mi, target.getSubgroupSize(), hasWarpgroupMma(target))
+             .headTiles *
          mi.m;
 }
 
@@ -891,9 +1355,17 @@ gpu::GPUFuncOp mlir::strata::buildMlaAttendKernel(
     TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MlaAttend &shape,
     const MatrixInstruction &mi, const TargetInfo &target) {
   int64_t subgroupSize = target.getSubgroupSize();
-  MlaAttendLayout layout = layoutFor(shape, mi, subgroupSize);
+  MlaAttendLayout layout =
+      layoutFor(shape, mi, subgroupSize, hasWarpgroupMma(target));
+  // The warpgroup form names its instruction (the scores' and P x V's
+  // wgmma; the mma.sync fragment order is only its accumulators' layout).
+  std::string mnemonic = mi.mnemonic;
+  for (const MatrixInstruction &w : target.getMatrixInstructions())
+    if (layout.wgmma && w.family == MatrixFamily::Wgmma &&
+        w.operands == MatrixElement::BF16)
+      mnemonic = w.mnemonic;
   return getOrCreateMatrixKernel(
-      builder, loc, module, name, argTypes, layout.threads, mi.mnemonic,
+      builder, loc, module, name, argTypes, layout.threads, mnemonic,
       [&](gpu::GPUFuncOp func) {
         MlaAttendBuilder(builder, loc, shape, mi, subgroupSize, layout)
             .build(func, KernelArguments(roles),
@@ -921,7 +1393,8 @@ mlir::strata::chooseMlaAttendInstruction(const TargetInfo &target,
     why = "the latent width does not tile";
     return failure();
   }
-  MlaAttendLayout layout = layoutFor(shape, *best, subgroupSize);
+  MlaAttendLayout layout =
+      layoutFor(shape, *best, subgroupSize, hasWarpgroupMma(target));
   if (layout.threads > target.getMaxWorkgroupSize() ||
       layout.bytes > target.getSharedMemoryBytes()) {
     why = "the block's subgroups or workgroup memory do not fit the target";

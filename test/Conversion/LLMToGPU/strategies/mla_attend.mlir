@@ -16,9 +16,23 @@
 // SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 128, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
 // SM90: nvvm.mma.sync
+// sm_90a takes the warpgroup form: 64 head rows (2 heads here, the rest
+// clamped), qa's rows, the latent tile and P in 128-byte swizzled rows of
+// the dynamic arena; the scores as 16 wgmma m64n32k16 steps (both operands
+// K-major), P x V as 2 m64n256k16 steps with B read MN-major (layout row);
+// the generic-proxy writes fenced for the async proxy.
 // SM90A-LABEL: gpu.func @mla_attend_0(
-// SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
-// SM90A: nvvm.mma.sync
+// SM90A-SAME: strata.mma = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"
+// SM90A-NOT: nvvm.mma.sync
+// SM90A: nvgpu.device_async_copy
+// SM90A: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// SM90A-COUNT-16: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// SM90A: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// SM90A-COUNT-2: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
 // GFX942-LABEL: gpu.func @mla_attend_0(
 // GFX942-SAME: strata.mma = "v_mfma_f32_16x16x16_bf16"
 // GFX942: amdgpu.mfma
@@ -42,8 +56,16 @@ func.func @mla_attend_0(%a0: memref<?x2x512xf32>, %a1: memref<?x64x512xbf16>, %a
 // SM90: vector.load %{{.*}} : memref<?x33792xi8>, vector<8xi8>
 // SM90: vector.load %{{.*}} : memref<?x33792xi8>, vector<4xi8>
 // SM90: nvvm.mma.sync
+// sm_90a's warpgroup form copies the raw records asynchronously (16-byte
+// pieces of 528-byte records into two raw stages, one chunk ahead) and
+// decodes each chunk's from workgroup memory into the single bf16 tile
+// after the previous chunk's products.
 // SM90A-LABEL: gpu.func @mla_attend_fp8(
-// SM90A: nvvm.mma.sync
+// SM90A: nvgpu.device_async_copy %{{.*}} : memref<?x33792xi8> to memref<2x32x528xi8, #gpu.address_space<workgroup>>
+// SM90A: vector.load %{{.*}} : memref<2x32x528xi8, #gpu.address_space<workgroup>>, vector<8xi8>
+// SM90A: vector.load %{{.*}} : memref<2x32x528xi8, #gpu.address_space<workgroup>>, vector<4xi8>
+// SM90A: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// SM90A: nvvm.wgmma.mma_async
 // GFX942-LABEL: gpu.func @mla_attend_fp8(
 // GFX942: vector.load %{{.*}} : memref<?x33792xi8>, vector<8xi8>
 // GFX942: amdgpu.mfma
