@@ -362,6 +362,9 @@ private:
   /// loads in flight.
   Value loadFp8Run(Value page, Value pageRow, Value col);
   Value decodeFp8Run(Value raw);
+  /// `bytes` (vector<n x i8> of e4m3 codes) as f32 through NVIDIA's pair
+  /// conversion.
+  Value decodeE4M3Pairs(Value bytes);
   /// copyRows when `cond`, an empty group otherwise (asynchronous only).
   Value
   copyRowsIf(Value cond,
@@ -810,6 +813,30 @@ Value MlaAttendBuilder::loadFp8Run(Value page, Value pageRow, Value col) {
       llvm::to_vector(llvm::seq<int64_t>(0, kCopyElements + 4)));
 }
 
+Value MlaAttendBuilder::decodeE4M3Pairs(Value bytes) {
+  // cvt.rn.f16x2.e4m3x2 (sm_89 on): every e4m3 value is an f16 value, so the
+  // f32 it widens to equals decodeE4M3ToF32's (the pages hold no NaN code).
+  int64_t n = cast<VectorType>(bytes.getType()).getNumElements();
+  SmallVector<Value> halves;
+  for (int64_t i = 0; i < n; i += 2) {
+    Value pair = vector::ExtractStridedSliceOp::create(
+        b, loc, bytes, ArrayRef<int64_t>{i}, ArrayRef<int64_t>{2},
+        ArrayRef<int64_t>{1});
+    Value f16s = NVVM::ConvertF8x2ToF16x2Op::create(
+        b, loc, VectorType::get({2}, b.getF16Type()), pair,
+        b.getBoolAttr(false), TypeAttr::get(b.getType<Float8E4M3FNType>()));
+    halves.push_back(
+        arith::ExtFOp::create(b, loc, VectorType::get({2}, f32), f16s));
+  }
+  Value all = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(VectorType::get({n}, f32)));
+  for (auto [i, h] : llvm::enumerate(halves))
+    all = vector::InsertStridedSliceOp::create(
+        b, loc, h, all, ArrayRef<int64_t>{2 * int64_t(i)},
+        ArrayRef<int64_t>{1});
+  return all;
+}
+
 Value MlaAttendBuilder::decodeFp8Run(Value raw) {
   // round(value * scale) to bf16: the bf16 pool's rounding of a latent
   // element (the generic kernel multiplies in f32).
@@ -824,7 +851,7 @@ Value MlaAttendBuilder::decodeFp8Run(Value raw) {
       vector::BitCastOp::create(b, loc, VectorType::get({1}, f32), scaleBytes),
       int64_t(0));
   Value scaled = arith::MulFOp::create(
-      b, loc, decodeE4M3ToF32(bytes),
+      b, loc, l.wgmma ? decodeE4M3Pairs(bytes) : decodeE4M3ToF32(bytes),
       vector::BroadcastOp::create(b, loc, VectorType::get({kCopyElements}, f32),
                                   scale));
   return arith::TruncFOp::create(b, loc, VectorType::get({kCopyElements}, bf16),
