@@ -699,10 +699,13 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
   }
   if (step.empty())
     return okStatus();
+  // The chain's later steps start from step 0's last hidden row: with one
+  // draft token nothing reads it, so no hidden rows come back.
+  bool chain = options_.mtp_draft_tokens > 1;
   STRATA_ASSIGN_OR_RETURN(
       StepResult result,
       runner_.run(StepKind::mtp_draft, step,
-                  StepOutputs{/*logits=*/false, /*hidden=*/true}));
+                  StepOutputs{/*logits=*/false, /*hidden=*/chain}));
   size_t vocab = runner_.vocabSize();
   size_t token_offset = 0;
   for (size_t o = 0; o < owners.size(); ++o) {
@@ -717,6 +720,8 @@ Status Scheduler::runDraftStepZero(std::vector<Planned> &plan) {
                             lastGreedyToken(result, row + count - 1, vocab));
     r.chain_drafts.clear();
     r.draft_shared_row = int32_t(kSharedSelectionRows) - 1;
+    if (!chain)
+      continue;
     auto last = result.hidden.begin() +
                 (token_offset - 1) * result.hidden_row_bytes;
     r.draft_hidden.assign(last, last + result.hidden_row_bytes);
