@@ -597,7 +597,7 @@ private:
   }
   /// Orders this thread's generic-proxy writes of workgroup memory (copies,
   /// decoded rows) before the wgmma reads of the async proxy.
-  void fenceForWarpgroup();
+  void fenceForWarpgroup() { fenceSharedWritesForAsyncProxy(b, loc); }
   /// The block scale of each raw chunk's rows at the K block `kb`.
   SmallVector<Value> rawChunkScales(ArrayRef<StageChunk> chunks, Value kb);
   /// The raw chunks of ring slot `slot` decoded, multiplied by their block
@@ -1889,14 +1889,6 @@ Value MatmulKernelBuilder::warpgroupDescriptor(Value arenaAddress,
   uint64_t fixed = (uint64_t(1) << 16) |
                    (uint64_t(8 * t.stageK * 2 / 16) << 32) | (layout << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
-}
-
-void MatmulKernelBuilder::fenceForWarpgroup() {
-  NVVM::FenceProxyOp::create(
-      b, loc,
-      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
 }
 
 SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(

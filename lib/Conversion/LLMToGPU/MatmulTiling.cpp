@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -612,6 +613,14 @@ void mlir::strata::recordSmallStepBytes(gpu::GPUFuncOp func, int64_t perRow,
   func->setAttr(kSmallStepSharedMemoryAttrName,
                 DenseI64ArrayAttr::get(func.getContext(),
                                        {perRow, smallSteps, bytes}));
+}
+
+void mlir::strata::fenceSharedWritesForAsyncProxy(OpBuilder &b, Location loc) {
+  NVVM::FenceProxyOp::create(
+      b, loc,
+      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
+      NVVM::SharedSpaceAttr::get(b.getContext(),
+                                 NVVM::SharedSpace::shared_cta));
 }
 
 Value mlir::strata::addDynamicWorkgroupArena(gpu::GPUFuncOp func,

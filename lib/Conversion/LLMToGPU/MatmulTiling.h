@@ -463,6 +463,10 @@ int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem,
 /// or transposed weights, two decoded bf16 blocks.
 int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
 
+/// fence.proxy.async.shared::cta: orders this thread's generic-proxy writes of
+/// workgroup memory before the async proxy's reads (wgmma operands).
+void fenceSharedWritesForAsyncProxy(OpBuilder &b, Location loc);
+
 /// An i8 arena of `bytes` in the dynamic workgroup memory of `func`
 /// (gpu.dynamic_shared_memory at the body's start), recorded as
 /// kDynamicSharedMemoryAttrName for the launch: a ring's buffers pass the

@@ -92,11 +92,10 @@ constexpr int64_t kMinLanesPerRow = 8;
 constexpr int64_t kColumnSplits = 2;
 /// Head tiles per block at most (64 heads with m = 16).
 constexpr int64_t kMaxHeadTiles = 4;
-/// The warpgroup form (MlaAttendLayout::wgmma): threads of a warpgroup, its
-/// instruction's rows (the block's 64 heads), bf16 elements of a 128-byte
-/// swizzled row (the operands' K blocks), the swizzle atom's bytes.
-constexpr int64_t kWarpgroupThreads = 128;
-constexpr int64_t kWarpgroupHeads = 64;
+/// The warpgroup form (MlaAttendLayout::wgmma): its instruction's rows (the
+/// block's 64 heads), bf16 elements of a 128-byte swizzled row (the
+/// operands' K blocks), the swizzle atom's bytes.
+constexpr int64_t kWarpgroupHeads = kWarpgroupRows;
 constexpr int64_t kSwizzleElements = 64;
 constexpr int64_t kSwizzleAtomBytes = 1024;
 
@@ -331,7 +330,7 @@ private:
   Value descriptor(Value offset, int64_t leadingBytes);
   /// Orders this thread's generic-proxy writes of workgroup memory (copies,
   /// qa rows, P) before the wgmma reads of the async proxy.
-  void fenceForWarpgroup();
+  void fenceForWarpgroup() { fenceSharedWritesForAsyncProxy(b, loc); }
   /// partialScores of the warpgroup form: this warpgroup's 64 heads x kChunk
   /// positions over its half of R, kChunk / 8 vectors in mma.sync m16n8's
   /// fragment order (this warp's 16 heads).
@@ -1190,14 +1189,6 @@ Value MlaAttendBuilder::descriptor(Value offset, int64_t leadingBytes) {
                    (uint64_t(8 * kSwizzleElements * 2 / 16) << 32) |
                    (uint64_t(1) << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
-}
-
-void MlaAttendBuilder::fenceForWarpgroup() {
-  NVVM::FenceProxyOp::create(
-      b, loc,
-      NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),
-      NVVM::SharedSpaceAttr::get(b.getContext(),
-                                 NVVM::SharedSpace::shared_cta));
 }
 
 /// `accs` (vectors of `perTile` f32, instruction tile j's at j) as the
