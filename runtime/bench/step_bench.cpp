@@ -304,9 +304,12 @@ StatusOr<StepBenchReport> runStepBenchOn(ModelExecutor &executor,
   report.context = options.context;
   report.repeat = options.repeat;
   report.dispatches = timings.size() / static_cast<uint64_t>(options.repeat);
-  for (const DispatchTiming &t : timings)
+  for (const DispatchTiming &t : timings) {
     report.dispatch_seconds += t.seconds;
+    report.held_dispatches += t.held ? 1 : 0;
+  }
   report.dispatch_seconds /= static_cast<double>(options.repeat);
+  report.held_dispatches /= static_cast<uint64_t>(options.repeat);
   report.step_wall_seconds = wall / static_cast<double>(options.repeat);
   report.copy_logits = options.copy_logits;
   STRATA_ASSIGN_OR_RETURN(report.kernels,
@@ -418,6 +421,14 @@ std::string formatMarkdown(const StepBenchReport &report) {
   if (ceiling)
     out += fmt::format("ceiling: {:.2f} TB/s (shared/docs/performance.md).\n",
                        report.ceiling_bytes_per_second * 1e-12);
+  if (report.held_dispatches == report.dispatches)
+    out += "dispatch times: the device's, the stream held until each launch "
+           "was queued.\n";
+  else
+    out += fmt::format("dispatch times: {} of {} timed without a stream "
+                       "hold (each includes its launch).\n",
+                       report.dispatches - report.held_dispatches,
+                       report.dispatches);
   out += fmt::format(
       "step: {:.1f} us summed over dispatches timed alone; {:.1f} us wall "
       "per unobserved step (with plan buffer allocation, the input copies "
@@ -468,6 +479,7 @@ std::string formatJson(const StepBenchReport &report) {
       {"repeat", report.repeat},
       {"dispatches", report.dispatches},
       {"dispatch_seconds", report.dispatch_seconds},
+      {"held_dispatches", report.held_dispatches},
       {"step_wall_seconds", report.step_wall_seconds},
       {"copy_logits", report.copy_logits},
       {"copy_bytes", report.copy_bytes},

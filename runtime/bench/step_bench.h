@@ -96,6 +96,9 @@ struct StepBenchReport {
   uint64_t dispatches = 0;
   /// Sum of every dispatch's time, per step (mean over the repeats).
   double dispatch_seconds = 0;
+  /// Dispatches per step timed on a held stream (DispatchTiming::held): the
+  /// kernel's device time alone; the others' times include their launch.
+  uint64_t held_dispatches = 0;
   /// Wall time of an unobserved ModelExecutor::run (mean over the repeats):
   /// the dispatches back to back plus plan buffer allocation and the input
   /// and output copies.

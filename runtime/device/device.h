@@ -179,6 +179,17 @@ public:
   virtual Status synchronize() = 0;
 };
 
+/// A hold on a stream (Stream::hold): the work enqueued after it waits until
+/// release() or the destructor, which every path reaches. Timing one
+/// dispatch between two events on a held stream measures the device's time
+/// for it alone: the launch is already queued when the first event runs.
+class StreamHold {
+public:
+  virtual ~StreamHold() = default;
+  /// Lets the held work start (again: nothing).
+  virtual void release() = 0;
+};
+
 /// A captured sequence of stream work (Stream::beginCapture/endCapture),
 /// ready to replay with Stream::launchGraph. Buffers, offsets, shapes,
 /// scalars and grids are fixed at capture time; buffer contents are read
@@ -270,6 +281,15 @@ public:
 
   /// Enqueues one replay of `graph` (made by a stream of this device).
   virtual Status launchGraph(Graph &graph) = 0;
+
+  /// Holds the work enqueued from now on until the returned hold is
+  /// released. UNIMPLEMENTED where the backend cannot (the CPU stream runs
+  /// each operation as it is enqueued; a driver without stream memory
+  /// operations); FAILED_PRECONDITION while capturing. Release a hold
+  /// before synchronizing on the work it holds.
+  virtual StatusOr<std::unique_ptr<StreamHold>> hold() {
+    return unimplemented("this stream cannot be held");
+  }
 
   /// The vendor stream (CUstream, hipStream_t) of the GPU backends, for
   /// libraries that enqueue their own work on it (NCCL/RCCL,

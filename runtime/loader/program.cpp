@@ -314,7 +314,13 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
       }
     }
     auto [executable, index] = kernel_slots_[dispatch->kernel_index()];
+    // Observed: the stream held until the launch is queued (where it can
+    // be), so the events time the kernel, not the launch.
+    std::unique_ptr<StreamHold> hold;
     if (observer) {
+      StatusOr<std::unique_ptr<StreamHold>> held = target_stream.hold();
+      if (held.ok())
+        hold = std::move(*held);
       Status status = target_stream.recordEvent(*before);
       if (!status.ok())
         return status.withContext(where);
@@ -338,6 +344,8 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
       return status.withContext(where);
     if (observer) {
       STRATA_RETURN_IF_ERROR(target_stream.recordEvent(*after));
+      bool was_held = hold != nullptr;
+      hold.reset();
       StatusOr<float> millis = device_.elapsedMillis(*before, *after);
       if (!millis.ok())
         return millis.status().withContext(where);
@@ -345,6 +353,7 @@ Status Program::run(StepKind step, const RuntimeSizes &sizes,
       timing.dispatch_index = d;
       timing.kernel_index = dispatch->kernel_index();
       timing.seconds = static_cast<double>(*millis) * 1e-3;
+      timing.held = was_held;
       for (size_t a = 0; a < args.size(); ++a) {
         if (!args[a].buffer)
           continue;

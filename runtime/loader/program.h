@@ -89,6 +89,12 @@ struct DispatchTiming {
   /// after it (GPU: device time of the kernel; CPU: steady_clock around the
   /// synchronous call).
   double seconds = 0;
+  /// Whether the stream was held (Stream::hold) from before the first event
+  /// until the launch and the second event were queued: the kernel's device
+  /// time alone. Otherwise (the CPU, a driver without stream holds, a
+  /// collective) a GPU's seconds include the launch's own latency, several
+  /// microseconds.
+  bool held = false;
   /// Sum of the byte sizes of the dispatch's bound buffer regions (extents
   /// after size evaluation × element bytes): an upper bound of the bytes the
   /// kernel reads and writes.

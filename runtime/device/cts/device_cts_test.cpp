@@ -12,9 +12,11 @@
 //===----------------------------------------------------------------------===//
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -552,6 +554,41 @@ TEST_P(DeviceCts, UnknownFunctionIsNotFound) {
     return;
   }
   FAIL() << "no binary reached symbol resolution";
+}
+
+// Tests Stream::hold: work enqueued after a hold waits for its release
+// (a copy into page-locked host memory has not landed 20 ms later, it has
+// after the release); the CPU stream, which runs each operation as it is
+// enqueued, cannot be held.
+TEST_P(DeviceCts, HeldStreamWaitsForRelease) {
+  auto src = allocate(64);
+  auto dst = device_->allocateHost(64);
+  ASSERT_TRUE(src && dst.ok());
+  std::vector<uint8_t> ones(64, 1);
+  ASSERT_TRUE(device_->copyToDevice(*src, 0, ones.data(), 64).ok());
+  auto stream = device_->createStream();
+  ASSERT_TRUE(stream.ok());
+  auto hold = (*stream)->hold();
+  if (std::string(device_->name()) == "cpu") {
+    EXPECT_EQ(hold.status().code(), StatusCode::kUnimplemented);
+    return;
+  }
+  if (hold.status().code() == StatusCode::kUnimplemented)
+    GTEST_SKIP() << hold.status().toString();
+  ASSERT_TRUE(hold.ok()) << hold.status().toString();
+  ASSERT_TRUE((*stream)->copyBuffer(*src, 0, **dst, 0, 64).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  auto *landed = static_cast<volatile uint8_t *>((*dst)->hostPointer());
+  EXPECT_EQ(landed[0], 0) << "the held copy ran before the release";
+  (*hold)->release();
+  ASSERT_TRUE((*stream)->synchronize().ok());
+  EXPECT_EQ(landed[0], 1);
+  EXPECT_EQ(landed[63], 1);
+  // A second hold waits on the same word for a larger value.
+  auto again = (*stream)->hold();
+  ASSERT_TRUE(again.ok()) << again.status().toString();
+  again->reset();
+  EXPECT_TRUE((*stream)->synchronize().ok());
 }
 
 // Tests events: elapsed time between records around real work, waiting on

@@ -39,6 +39,8 @@ constexpr int kCuDeviceAttributeComputeCapabilityMajor = 75;
 constexpr int kCuDeviceAttributeComputeCapabilityMinor = 76;
 constexpr int kCuFuncAttributeMaxDynamicSharedSizeBytes = 8;
 constexpr unsigned kCuStreamNonBlocking = 1;
+/// CU_STREAM_WAIT_VALUE_GEQ.
+constexpr unsigned kCuStreamWaitValueGeq = 0;
 constexpr int kCuStreamCaptureModeThreadLocal = 1;
 /// CUmemorytype: the address's space is inferred (unified addressing).
 constexpr int kCuMemorytypeUnified = 4;
@@ -110,6 +112,8 @@ struct CudaApi {
   /// CUDA 11.8+; null when the driver lacks it (no dependent launches).
   CUresult (*cuLaunchKernelEx)(const struct CuLaunchConfig *, CUhandle,
                                void **, void **);
+  /// Null when the driver lacks it (no stream holds).
+  CUresult (*cuStreamWaitValue32)(CUhandle, CUdeviceptr, uint32_t, unsigned);
 };
 
 /// cuda.h's CUlaunchAttribute with the one value strata sets (the union
@@ -186,6 +190,10 @@ Status resolveApi(const DynamicLibrary &lib, CudaApi &api) {
   // Optional: older drivers launch every kernel plainly.
   if (!lib.resolve(api.cuLaunchKernelEx, {"cuLaunchKernelEx"}).ok())
     api.cuLaunchKernelEx = nullptr;
+  if (!lib.resolve(api.cuStreamWaitValue32,
+                   {"cuStreamWaitValue32_v2", "cuStreamWaitValue32"})
+           .ok())
+    api.cuStreamWaitValue32 = nullptr;
   return okStatus();
 }
 
@@ -295,6 +303,16 @@ public:
     copy.WidthInBytes = row_bytes;
     copy.Height = rows;
     return STRATA_CU_CHECK(cuMemcpy2DAsync(&copy, stream));
+  }
+  Status streamWaitValue(void *stream, const void *word,
+                         uint32_t value) override {
+    if (!api_.cuStreamWaitValue32)
+      return unimplemented("the CUDA driver has no cuStreamWaitValue32");
+    // Unified addressing: page-locked host memory's pointer is its device
+    // address.
+    return STRATA_CU_CHECK(
+        cuStreamWaitValue32(stream, reinterpret_cast<CUdeviceptr>(word), value,
+                            kCuStreamWaitValueGeq));
   }
   Status streamCreate(void *&out_stream) override {
     return STRATA_CU_CHECK(cuStreamCreate(&out_stream, kCuStreamNonBlocking));

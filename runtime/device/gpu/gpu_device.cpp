@@ -8,6 +8,7 @@
 #include "runtime/device/gpu/memory_cache.h"
 
 #include <cstring>
+#include <memory>
 #include <optional>
 
 namespace strata::runtime {
@@ -198,6 +199,8 @@ public:
     return okStatus();
   }
 
+  StatusOr<std::unique_ptr<StreamHold>> hold() override;
+
   Status recordEvent(Event &event) override {
     STRATA_RETURN_IF_ERROR(checkNotCapturing("record an event"));
     auto &gpu = static_cast<GpuEvent &>(event);
@@ -295,6 +298,10 @@ private:
   GpuDriver &driver_;
   void *stream_;
   bool capturing_ = false;
+  /// The word this stream's holds wait on (page-locked host memory, made by
+  /// the first hold; shared with the holds) and the latest hold's value.
+  std::shared_ptr<uint32_t> hold_word_;
+  uint32_t hold_value_ = 0;
   size_t captured_operations_ = 0;
 };
 
@@ -481,7 +488,56 @@ private:
   std::unique_ptr<GpuStream> default_stream_;
 };
 
+/// A hold on a GpuStream: the stream waits until the word is at least
+/// `value`; release() stores it.
+class GpuStreamHold final : public StreamHold {
+public:
+  GpuStreamHold(std::shared_ptr<uint32_t> word, uint32_t value)
+      : word_(std::move(word)), value_(value) {}
+  ~GpuStreamHold() override { release(); }
+  void release() override { releaseWord(*word_, value_); }
+
+  /// Lets every hold up to `value` go (the word only grows).
+  static void releaseWord(uint32_t &word, uint32_t value) {
+    uint32_t now = __atomic_load_n(&word, __ATOMIC_ACQUIRE);
+    while (now < value &&
+           !__atomic_compare_exchange_n(&word, &now, value,
+                                        /*weak=*/true, __ATOMIC_RELEASE,
+                                        __ATOMIC_ACQUIRE)) {
+    }
+  }
+
+private:
+  std::shared_ptr<uint32_t> word_;
+  uint32_t value_;
+};
+
+StatusOr<std::unique_ptr<StreamHold>> GpuStream::hold() {
+  STRATA_RETURN_IF_ERROR(checkNotCapturing("hold the stream"));
+  STRATA_RETURN_IF_ERROR(driver_.makeCurrent());
+  if (!hold_word_) {
+    void *word = nullptr;
+    STRATA_RETURN_IF_ERROR(driver_.hostAlloc(sizeof(uint32_t), word));
+    std::memset(word, 0, sizeof(uint32_t));
+    GpuDriver *driver = &driver_;
+    hold_word_ = std::shared_ptr<uint32_t>(static_cast<uint32_t *>(word),
+                                           [driver](uint32_t *p) {
+                                             (void)driver->makeCurrent();
+                                             (void)driver->hostFree(p);
+                                           });
+  }
+  if (hold_value_ == UINT32_MAX)
+    return resourceExhausted("the stream was held {} times", UINT32_MAX);
+  STRATA_RETURN_IF_ERROR(
+      driver_.streamWaitValue(stream_, hold_word_.get(), hold_value_ + 1));
+  ++hold_value_;
+  return std::unique_ptr<StreamHold>(
+      new GpuStreamHold(hold_word_, hold_value_));
+}
+
 GpuStream::~GpuStream() {
+  if (hold_word_)
+    GpuStreamHold::releaseWord(*hold_word_, hold_value_);
   (void)driver_.makeCurrent();
   if (capturing_) {
     void *graph = nullptr;

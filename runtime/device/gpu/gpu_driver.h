@@ -71,6 +71,11 @@ public:
   virtual Status streamDestroy(void *stream) = 0;
   virtual Status streamSynchronize(void *stream) = 0;
   virtual Status streamWaitEvent(void *stream, void *event) = 0;
+  /// Makes the stream's later work wait until the 32-bit word at `word`
+  /// (hostAlloc memory) is at least `value`; UNIMPLEMENTED when the driver
+  /// has no stream memory operations.
+  virtual Status streamWaitValue(void *stream, const void *word,
+                                 uint32_t value) = 0;
 
   /// Timing events.
   virtual Status eventCreate(void *&out_event) = 0;

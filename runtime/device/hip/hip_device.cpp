@@ -32,6 +32,8 @@ constexpr hipError kHipErrorInvalidKernelFile = 218;
 constexpr hipError kHipErrorNotFound = 500;
 constexpr int kHipMemcpyDefault = 4;
 constexpr unsigned kHipStreamNonBlocking = 1;
+/// hipStreamWaitValueGte.
+constexpr unsigned kHipStreamWaitValueGte = 0;
 constexpr unsigned kHipHostMallocDefault = 0;
 constexpr int kHipStreamCaptureModeThreadLocal = 1;
 
@@ -76,6 +78,9 @@ struct HipApi {
   hipError (*hipModuleLaunchKernel)(HipHandle, unsigned, unsigned, unsigned,
                                     unsigned, unsigned, unsigned, unsigned,
                                     HipHandle, void **, void **);
+  /// Null when the runtime lacks it (no stream holds).
+  hipError (*hipStreamWaitValue32)(HipHandle, void *, uint32_t, unsigned,
+                                   uint32_t);
 };
 
 Status resolveApi(const DynamicLibrary &lib, HipApi &api) {
@@ -118,6 +123,8 @@ Status resolveApi(const DynamicLibrary &lib, HipApi &api) {
   STRATA_HIP(hipModuleGetFunction);
   STRATA_HIP(hipModuleLaunchKernel);
 #undef STRATA_HIP
+  if (!lib.resolve(api.hipStreamWaitValue32, {"hipStreamWaitValue32"}).ok())
+    api.hipStreamWaitValue32 = nullptr;
   return okStatus();
 }
 
@@ -221,6 +228,15 @@ public:
   }
   Status streamWaitEvent(void *stream, void *event) override {
     return STRATA_HIP_CHECK(hipStreamWaitEvent(stream, event, 0));
+  }
+  Status streamWaitValue(void *stream, const void *word,
+                         uint32_t value) override {
+    if (!api_.hipStreamWaitValue32)
+      return unimplemented("the HIP runtime has no hipStreamWaitValue32");
+    // hipHostMalloc memory is mapped: its pointer is its device address.
+    return STRATA_HIP_CHECK(
+        hipStreamWaitValue32(stream, const_cast<void *>(word), value,
+                             kHipStreamWaitValueGte, 0xffffffffu));
   }
   Status eventCreate(void *&out_event) override {
     return STRATA_HIP_CHECK(hipEventCreate(&out_event));
