@@ -34,7 +34,9 @@
 //      same sums: a + b = b + a), masks positions past the range's end and
 //      runs the online softmax on its registers: a lane's rows are those of
 //      its accumulator pieces, reduced over the lanes sharing a row by
-//      shuffles; the running maxima and sums stay in registers;
+//      shuffles; the running maxima and sums stay in registers. Base 2
+//      (scores times scale log2(e), exp2); a row's maximum moves only past
+//      a slack (kMaxSlack), so most chunks rescale nothing;
 //   3. it rescales its output accumulators and adds P times its latent
 //      columns. Where the accumulators of two instruction tiles are the A
 //      operand of one k step (mma.sync m16n8k16), P goes from registers
@@ -65,6 +67,8 @@
 
 #include "llvm/ADT/ScopeExit.h"
 
+#include <cmath>
+
 #include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
@@ -78,6 +82,12 @@ namespace {
 
 /// Positions per chunk of the online softmax.
 constexpr int64_t kChunk = 32;
+/// How far (in base-2 exponent units: scores are scaled by log2(e)) a
+/// chunk's row maximum may exceed the running one before the running
+/// maximum moves and the accumulators are rescaled: probabilities stay
+/// below 2^11 (bf16 and f32 hold them; FlashAttention 4 keeps a stale
+/// maximum the same way).
+constexpr float kMaxSlack = 11.0f;
 /// bf16 elements per copy of a latent row into the tile (16 bytes).
 constexpr int64_t kCopyElements = 8;
 /// Padding of a tile row in bf16 elements (16 bytes: consecutive rows start
@@ -235,12 +245,20 @@ public:
     bf16 = b.getBF16Type();
     slice = s.rank / kColumnSplits;
     pieces = mi.c.pieces.size();
+    scoreScale = s.scale * M_LOG2E;
   }
 
   void build(gpu::GPUFuncOp func, const KernelArguments &roles,
              int64_t staticBytes);
 
 private:
+  /// Whether `cond` (i1) holds in any lane of the subgroup (every lane
+  /// gets the answer).
+  Value subgroupAny(Value cond);
+  /// `accs` times `factorVec` where `cond` (uniform over the subgroup)
+  /// holds, else `accs` as they are.
+  SmallVector<Value> rescaledWhere(Value cond, ValueRange accs,
+                                   Value factorVec);
   /// `v` combined over the lanes that hold the same accumulator rows.
   Value rowReduce(Value v, bool max) {
     const LaneMap &inner = mi.c.inner;
@@ -249,7 +267,7 @@ private:
                                             ci32(subgroupSize),
                                             gpu::ShuffleMode::XOR);
       Value o = shuffle.getShuffleResult();
-      v = max ? arith::MaximumFOp::create(b, loc, v, o).getResult()
+      v = max ? LLVM::MaxNumOp::create(b, loc, v, o).getResult()
               : arith::AddFOp::create(b, loc, v, o).getResult();
     }
     return v;
@@ -328,6 +346,16 @@ private:
   /// (K-major operands: unused, 16 by convention) or, for an MN-major
   /// operand, the next 64 columns `leadingBytes` apart.
   Value descriptor(Value offset, int64_t leadingBytes);
+  /// `desc` for the operand `bytes` (a multiple of 16) further on: its
+  /// start field plus bytes / 16 (no carry: the arena lies below 2^18
+  /// bytes, the field's reach).
+  Value advance(Value desc, int64_t bytes) {
+    if (bytes == 0)
+      return desc;
+    return arith::AddIOp::create(
+        b, loc, desc,
+        arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(bytes / 16)));
+  }
   /// Orders this thread's generic-proxy writes of workgroup memory (copies,
   /// qa rows, P) before the wgmma reads of the async proxy.
   void fenceForWarpgroup() { fenceSharedWritesForAsyncProxy(b, loc); }
@@ -399,6 +427,8 @@ private:
   int64_t subgroupSize, slice, pieces;
   const MlaAttendLayout &l;
   Type f32, bf16;
+  /// The attention scale times log2(e): scores in base-2 exponent units.
+  double scoreScale;
   // Arguments.
   Value qa, cache, sel, counts, starts, blockTable, oh, parts;
   // Workgroup buffers: latent tiles [stages, chunk, R + pad] bf16, partial
@@ -1082,7 +1112,12 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
   barrier();
 
   // 2. Scores = own + partner's, masked past the range; online softmax per
-  // row piece on registers.
+  // row piece on registers, in base 2: scores times scale log2(e), then
+  // exp2 (one ex2 instruction; exp's range reduction took ten more), the
+  // maxima in the same units. Positions from the chunk's start as i32.
+  Value remaining = arith::IndexCastOp::create(
+      b, loc, b.getI32Type(), arith::SubIOp::create(b, loc, rangeLength, j0));
+  Value colBase = arith::IndexCastOp::create(b, loc, b.getI32Type(), cInner);
   SmallVector<Value> scores; // [j][piece * count + e]
   SmallVector<Value> chunkMax(pieces, cf32(-INFINITY));
   for (auto [j, acc] : llvm::enumerate(own)) {
@@ -1098,24 +1133,41 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
             vector::ExtractOp::create(b, loc, acc,
                                       int64_t(pi) * mi.c.count + e),
             vector::ExtractOp::create(b, loc, other, e));
-        Value score = arith::MulFOp::create(b, loc, sum, cf32(s.scale));
-        Value col = add(add(cInner, int64_t(j) * mi.n), piece[1] + e);
-        score = arith::SelectOp::create(b, loc, ult(add(j0, col), rangeLength),
-                                        score, cf32(-INFINITY));
-        chunkMax[pi] = arith::MaximumFOp::create(b, loc, chunkMax[pi], score);
+        Value score = arith::MulFOp::create(b, loc, sum, cf32(scoreScale));
+        Value col = arith::AddIOp::create(
+            b, loc, colBase, ci32(int64_t(j) * mi.n + piece[1] + e));
+        score = arith::SelectOp::create(
+            b, loc,
+            arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, col,
+                                  remaining),
+            score, cf32(-INFINITY));
+        chunkMax[pi] = LLVM::MaxNumOp::create(b, loc, chunkMax[pi], score);
         elems.push_back(score);
       }
     }
     scores.push_back(vector::FromElementsOp::create(
         b, loc, VectorType::get({mi.c.size()}, f32), elems));
   }
+  // A row's running maximum moves only when the chunk's exceeds it by more
+  // than kMaxSlack (always in the first chunk: from -inf); otherwise its
+  // probabilities are exp2(s - m) <= 2^kMaxSlack against the kept m, the
+  // same quotient acc / sum, and its factor is exactly 1.
   SmallVector<Value> newMax, factor, newSum;
+  Value grows = arith::ConstantOp::create(b, loc, b.getBoolAttr(false));
   for (int64_t pi = 0; pi < pieces; ++pi) {
     Value runMax = carried[pi];
-    newMax.push_back(arith::MaximumFOp::create(
-        b, loc, runMax, rowReduce(chunkMax[pi], /*max=*/true)));
-    factor.push_back(math::ExpOp::create(
-        b, loc, arith::SubFOp::create(b, loc, runMax, newMax[pi])));
+    Value top = LLVM::MaxNumOp::create(b, loc, runMax,
+                                       rowReduce(chunkMax[pi], /*max=*/true));
+    Value grow = arith::CmpFOp::create(
+        b, loc, arith::CmpFPredicate::OGT, top,
+        arith::AddFOp::create(b, loc, runMax, cf32(kMaxSlack)));
+    grows = arith::OrIOp::create(b, loc, grows, grow);
+    newMax.push_back(arith::SelectOp::create(b, loc, grow, top, runMax));
+    factor.push_back(arith::SelectOp::create(
+        b, loc, grow,
+        math::Exp2Op::create(b, loc,
+                             arith::SubFOp::create(b, loc, runMax, top)),
+        cf32(1.0)));
   }
   // Per-element row maxima and factors, in the accumulator layout.
   auto perElement = [&](ArrayRef<Value> perPiece) {
@@ -1129,7 +1181,7 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
   SmallVector<Value> probsAcc;
   SmallVector<Value> chunkSum(pieces, cf32(0.0));
   for (Value score : scores) {
-    Value p = math::ExpOp::create(
+    Value p = math::Exp2Op::create(
         b, loc, arith::SubFOp::create(b, loc, score, maxVec));
     probsAcc.push_back(p);
     for (int64_t pi = 0; pi < pieces; ++pi)
@@ -1143,11 +1195,10 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
         b, loc, arith::MulFOp::create(b, loc, carried[pieces + pi], factor[pi]),
         rowReduce(chunkSum[pi], /*max=*/false)));
 
-  // 3. Rescale the accumulators, add P x this subgroup's latent columns.
-  SmallVector<Value> accs;
-  for (int64_t nf = 0; nf < slice / mi.n; ++nf)
-    accs.push_back(
-        arith::MulFOp::create(b, loc, carried[2 * pieces + nf], factorVec));
+  // 3. Rescale the accumulators (only in a subgroup where some row's
+  // maximum moved), add P x this subgroup's latent columns.
+  SmallVector<Value> accs = rescaledWhere(
+      subgroupAny(grows), carried.drop_front(2 * pieces), factorVec);
   accs = l.wgmma ? warpgroupProducts(accs, probsAcc, buf)
                  : addProducts(accs, probabilityOperands(probsAcc), buf);
 
@@ -1169,6 +1220,32 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
   results.append(newSum);
   results.append(accs);
   return results;
+}
+
+Value MlaAttendBuilder::subgroupAny(Value cond) {
+  Value v = arith::ExtUIOp::create(b, loc, b.getI32Type(), cond);
+  for (int64_t offset = subgroupSize / 2; offset > 0; offset /= 2)
+    v = arith::OrIOp::create(b, loc, v,
+                             gpu::ShuffleOp::create(b, loc, v, ci32(offset),
+                                                    ci32(subgroupSize),
+                                                    gpu::ShuffleMode::XOR)
+                                 .getShuffleResult());
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, ci32(0));
+}
+
+SmallVector<Value> MlaAttendBuilder::rescaledWhere(Value cond, ValueRange accs,
+                                                   Value factorVec) {
+  auto rescale = scf::IfOp::create(b, loc, accs.getTypes(), cond,
+                                   /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(rescale.thenBlock());
+  SmallVector<Value> scaled;
+  for (Value acc : accs)
+    scaled.push_back(arith::MulFOp::create(b, loc, acc, factorVec));
+  scf::YieldOp::create(b, loc, scaled);
+  b.setInsertionPointToStart(rescale.elseBlock());
+  scf::YieldOp::create(b, loc, accs);
+  return SmallVector<Value>(rescale.getResults());
 }
 
 Value MlaAttendBuilder::descriptor(Value offset, int64_t leadingBytes) {
@@ -1255,16 +1332,19 @@ SmallVector<Value> MlaAttendBuilder::warpgroupScores(Value buf) {
   Value firstBlock = mul(warpgroup, blocks);
   Value stage = mul(buf, kChunk * s.rank * 2);
   int64_t steps = kSwizzleElements / 16;
+  int64_t aBlockBytes = kWarpgroupHeads * kSwizzleElements * 2;
+  int64_t bBlockBytes = kChunk * kSwizzleElements * 2;
+  // The first step's descriptors; step i's lie a constant number of bytes
+  // further (K block i / steps, 32 bytes a step within it).
+  Value a0 = descriptor(add(mul(firstBlock, aBlockBytes), l.queryOffset), 16);
+  Value b0 = descriptor(
+      add(add(stage, mul(firstBlock, bBlockBytes)), l.tileOffset), 16);
   Value d = multiplyOnWarpgroup(
       b, loc, packAccumulators(b, loc, type, zero, perTile), kChunk,
       blocks * steps, NVVM::MMALayout::col, [&](int64_t i) {
-        Value kb = add(firstBlock, i / steps);
         int64_t step = (i % steps) * 32;
-        Value a = add(mul(kb, kWarpgroupHeads * kSwizzleElements * 2),
-                      l.queryOffset + step);
-        Value bOffset = add(add(stage, mul(kb, kChunk * kSwizzleElements * 2)),
-                            l.tileOffset + step);
-        return std::make_pair(descriptor(a, 16), descriptor(bOffset, 16));
+        return std::make_pair(advance(a0, (i / steps) * aBlockBytes + step),
+                              advance(b0, (i / steps) * bBlockBytes + step));
       });
   return unpackAccumulators(b, loc, d, tiles, perTile);
 }
@@ -1302,13 +1382,12 @@ SmallVector<Value> MlaAttendBuilder::warpgroupProducts(SmallVector<Value> accs,
                    l.tileOffset);
   Value pBuffer = add(mul(warpgroup, kWarpgroupHeads * kSwizzleElements * 2),
                       l.probsOffset);
+  Value a0 = descriptor(pBuffer, 16), b0 = descriptor(half, blockBytes);
   Value d = multiplyOnWarpgroup(
       b, loc, packAccumulators(b, loc, type, accs, perTile), slice, kChunk / 16,
       NVVM::MMALayout::row, [&](int64_t i) {
-        Value a = add(pBuffer, i * 32);
-        Value bOffset = add(half, i * 16 * kSwizzleElements * 2);
-        return std::make_pair(descriptor(a, 16),
-                              descriptor(bOffset, blockBytes));
+        return std::make_pair(advance(a0, i * 32),
+                              advance(b0, i * 16 * kSwizzleElements * 2));
       });
   return unpackAccumulators(b, loc, d, tiles, perTile);
 }
@@ -1329,16 +1408,19 @@ void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
     Value h = add(add(headBase, cOuter), piece[0]);
     Value nonEmpty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                            sum, cf32(0.0));
-    Value divisor = vector::BroadcastOp::create(
+    // One division a row, then products (within an ulp of dividing each).
+    Value inverse = vector::BroadcastOp::create(
         b, loc, pieceType,
-        arith::SelectOp::create(b, loc, nonEmpty, sum, cf32(1.0)));
+        arith::DivFOp::create(
+            b, loc, cf32(1.0),
+            arith::SelectOp::create(b, loc, nonEmpty, sum, cf32(1.0))));
     ifThen(ult(h, idx(s.heads)), [&] {
       for (int64_t nf = 0; nf < slice / mi.n; ++nf) {
         Value v = vector::ExtractStridedSliceOp::create(
             b, loc, chunkResults[2 * pieces + nf],
             ArrayRef<int64_t>{pi * mi.c.count}, ArrayRef<int64_t>{mi.c.count},
             ArrayRef<int64_t>{1});
-        v = arith::DivFOp::create(b, loc, v, divisor);
+        v = arith::MulFOp::create(b, loc, v, inverse);
         Value col = add(add(add(sliceBase, nf * mi.n), cInner), piece[1]);
         auto store = vector::StoreOp::create(b, loc, v, target,
                                              ValueRange{targetRow, h, col});
@@ -1352,8 +1434,10 @@ void MlaAttendBuilder::storeOutputs(ValueRange chunkResults) {
                                       ieq(sliceBase, idx(0))),
         arith::AndIOp::create(b, loc, isSplit, ult(h, idx(s.heads))));
     ifThen(owner, [&] {
-      memref::StoreOp::create(b, loc, chunkResults[pi], parts,
-                              ValueRange{slot, h, idx(s.rank)});
+      // The maximum back in natural-log units (mla_combine's contract).
+      memref::StoreOp::create(
+          b, loc, arith::MulFOp::create(b, loc, chunkResults[pi], cf32(M_LN2)),
+          parts, ValueRange{slot, h, idx(s.rank)});
       memref::StoreOp::create(b, loc, sum, parts,
                               ValueRange{slot, h, idx(s.rank + 1)});
     });

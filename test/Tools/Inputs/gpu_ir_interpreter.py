@@ -833,7 +833,8 @@ class Kernel:
                         _bitcast_i32_to_f32)
         floats = {"arith.addf": np.add, "arith.subf": np.subtract,
                   "arith.mulf": np.multiply, "arith.divf": np.divide,
-                  "arith.maximumf": np.maximum, "arith.minimumf": np.minimum}
+                  "arith.maximumf": np.maximum, "arith.minimumf": np.minimum,
+                  "llvm.intr.maxnum": np.fmax}
         if name in floats:
             fn = floats[name]
 
@@ -843,10 +844,12 @@ class Kernel:
             return pure(binary)
         if name == "arith.negf":
             return pure(lambda a: _scalar(np.negative(_floats(a))))
-        if name == "math.exp":
+        if name in ("math.exp", "math.exp2"):
+            fn_exp = np.exp if name == "math.exp" else np.exp2
+
             def exp(a):
                 with np.errstate(all="ignore"):
-                    return _scalar(np.exp(_floats(a)))
+                    return _scalar(fn_exp(_floats(a)))
             return pure(exp)
         if name == "math.absf":
             return pure(lambda a: _scalar(np.abs(_floats(a))))

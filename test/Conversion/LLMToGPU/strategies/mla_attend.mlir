@@ -29,6 +29,21 @@
 // SM90A-COUNT-16: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 32, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
 // SM90A-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// The softmax in base 2 (scores times 0.0625 log2(e)), maxima with maxnum;
+// a row's running maximum moves only past a slack of 11, its factor 1
+// otherwise; the accumulators rescaled only where some lane's row moved.
+// SM90A: arith.constant 0.090168{{[0-9]*}} : f32
+// SM90A: llvm.intr.maxnum
+// SM90A: arith.constant 1.100000e+01 : f32
+// SM90A: %[[GROW:.*]] = arith.cmpf ogt
+// SM90A: %[[FACTOR:.*]] = math.exp2
+// SM90A: arith.select %[[GROW]], %[[FACTOR]], %{{.*}} : f32
+// SM90A: math.exp2 %{{.*}} : vector<4xf32>
+// SM90A: gpu.shuffle xor %{{.*}}, %c16_i32{{.*}} : i32
+// SM90A: scf.if %{{.*}} -> (vector<4xf32>,
+// SM90A-COUNT-32: arith.mulf %{{.*}} : vector<4xf32>
+// SM90A-NEXT: scf.yield
+// SM90A-NEXT: } else {
 // SM90A: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // SM90A-COUNT-2: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
 // SM90A-NEXT: nvvm.wgmma.commit.group.sync.aligned
