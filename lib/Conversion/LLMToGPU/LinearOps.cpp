@@ -904,11 +904,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
   result.func = buildMlaCombineKernel(
       builder, kernel.getLoc(), module, kernel.getSymName(),
       kernel.getFunctionType().getInputs(), roles.all(), shape, target);
-  // (min(tokens, kMlaSplitMaxTokens), heads, 1), one block in larger steps
-  // (nothing to merge there).
+  // (min(tokens, kMlaSplitMaxTokens), heads, column blocks), one block in
+  // larger steps (nothing to merge there).
   result.grid[0] = {gridArgument(roles, KernelRole::Out), 0, 1};
   result.grid[0].cap = kMlaSplitMaxTokens;
   result.grid[1].blocks = shape.heads;
+  result.grid[2].blocks = shape.rank / mlaCombineThreads(target);
   return result;
 }
 

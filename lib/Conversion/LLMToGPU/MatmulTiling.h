@@ -714,15 +714,16 @@ struct MlaCombine {
 int64_t mlaCombineThreads(const TargetInfo &target);
 
 /// Fails with `why` where buildMlaCombineKernel cannot take `shape` on
-/// `target`: each thread owns 1, 2 or 4 of the R columns.
+/// `target`: each thread owns one of the R columns, R a multiple of the
+/// block's threads.
 LogicalResult checkMlaCombine(const MlaCombine &shape,
                               const TargetInfo &target, std::string &why);
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of an mla_combine
-/// kernel function (oh memref<?xHxRxf32>, parts memref<64xHx(R+2)xf32>): one
-/// (token, head) per block in steps of at most kMlaSplitMaxTokens tokens
-/// (grid (min(T, kMlaSplitMaxTokens), H, 1)), every thread its columns
-/// (MlaCombineKernel.cpp).
+/// kernel function (oh memref<?xHxRxf32>, parts memref<128xHx(R+2)xf32>):
+/// one (token, head, column block) per block in steps of at most
+/// kMlaSplitMaxTokens tokens (grid (min(T, kMlaSplitMaxTokens), H, R /
+/// threads)), every thread one column (MlaCombineKernel.cpp).
 gpu::GPUFuncOp buildMlaCombineKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      TypeRange argTypes,

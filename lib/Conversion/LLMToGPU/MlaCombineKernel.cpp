@@ -9,16 +9,19 @@
 // is row t S + s of the parts buffer (its normalised latent sum o_s, its
 // maximum m_s and its sum l_s). Larger steps have nothing to merge.
 //
-// A block takes one (token, head) (grid (min(T, kMlaSplitMaxTokens), H, 1),
-// one block in larger steps, which returns at once). Its first subgroup
-// reads the S maxima and sums, one load of each per lane, forms the top and
-// the total with shuffles and leaves the S weights w_s / sum w in workgroup
-// memory; then every thread owns R / threads consecutive latent columns:
-// one vector load per range (8-byte aligned: a parts row holds R + 2
-// floats), sixteen ranges' loads issued together. (Three passes over the
-// ranges, eight loads at a time, took 32 us at T = 1 on the H200: each pass
-// a chain of DRAM latencies.) The generic kernel's skip of ranges with
-// w_s = 0 is kept; the total is summed in a tree, not in range order.
+// A block takes one (token, head, column block) (grid (min(T,
+// kMlaSplitMaxTokens), H, R / threads), one block in larger steps, which
+// returns at once). Its first subgroup reads the S maxima and sums, one
+// load of each per lane, forms the top and the total with shuffles and
+// leaves the S weights w_s / sum w in workgroup memory; then every thread
+// owns one latent column: one load per range, coalesced over the block's
+// threads, kBatch ranges' loads issued together before any is used (full
+// batches in a loop, then the remainder's 16, 8, 4, 2 and 1 under
+// conditions uniform over the block: never a range past S). With 64 ranges
+// at T = 1 that is 2 rounds of DRAM latency, where 4 columns a thread and 16
+// ranges a round took 4 (and 64 blocks left half the SMs idle). The generic
+// kernel's skip of ranges with w_s = 0 is kept; the total is summed in a
+// tree, not in range order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,15 +44,14 @@ namespace {
 
 /// Subgroups per block.
 constexpr int64_t kSubgroups = 4;
-/// Ranges whose loads are issued together.
-constexpr int64_t kUnroll = 16;
+/// Ranges whose loads are issued together (a power of two).
+constexpr int64_t kBatch = 32;
 
 class MlaCombineBuilder : LaneArith {
 public:
   MlaCombineBuilder(OpBuilder &b, Location loc, const MlaCombine &shape,
                     int64_t threads, int64_t lanes)
-      : LaneArith(b, loc), s(shape), width(shape.rank / threads),
-        lanes(lanes) {
+      : LaneArith(b, loc), s(shape), threads(threads), lanes(lanes) {
     f32 = b.getF32Type();
   }
 
@@ -72,29 +74,67 @@ private:
     Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
     return memref::LoadOp::create(b, loc, parts, ValueRange{row, h, c});
   }
-  /// `body(r, acc)` for the ranges r in [0, S), kUnroll per loop step (the
-  /// bodies mask r >= S themselves).
-  Value overRanges(Value init, llvm::function_ref<Value(Value, Value)> body);
+  /// `acc` plus w_r o_r[c] over the `n` ranges from `base` (all below S):
+  /// their loads first, then the sums (ranges of weight 0 skipped).
+  Value addRanges(Value base, int64_t n, Value c, Value acc);
+  /// `acc` plus every range's w_r o_r[c]: full batches of kBatch in a loop,
+  /// then the rest in pieces of kBatch / 2, ..., 1 where S has that bit.
+  Value sumRanges(Value c);
   const MlaCombine &s;
-  int64_t width, lanes;
+  int64_t threads, lanes;
   Type f32;
   Value oh, parts, shared, splits, first, h;
 };
 
 } // namespace
 
-Value MlaCombineBuilder::overRanges(
-    Value init, llvm::function_ref<Value(Value, Value)> body) {
-  Value steps = arith::CeilDivUIOp::create(b, loc, splits, idx(kUnroll));
-  auto loop = scf::ForOp::create(b, loc, idx(0), steps, idx(1), init);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  Value acc = loop.getRegionIterArgs()[0];
-  Value base = mul(loop.getInductionVar(), kUnroll);
-  for (int64_t i = 0; i < kUnroll; ++i)
-    acc = body(add(base, i), acc);
-  scf::YieldOp::create(b, loc, acc);
-  return loop.getResult(0);
+Value MlaCombineBuilder::addRanges(Value base, int64_t n, Value c, Value acc) {
+  SmallVector<Value> values, weights;
+  for (int64_t i = 0; i < n; ++i)
+    values.push_back(part(add(base, i), c));
+  for (int64_t i = 0; i < n; ++i)
+    weights.push_back(memref::LoadOp::create(
+        b, loc, shared,
+        ValueRange{minu(add(base, i), idx(kMlaSplitMaxRanges - 1))}));
+  for (int64_t i = 0; i < n; ++i) {
+    Value take = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
+                                       weights[i], cf32(0.0));
+    acc = arith::SelectOp::create(b, loc, take,
+                                  fadd(acc, fmul(weights[i], values[i])), acc);
+  }
+  return acc;
+}
+
+Value MlaCombineBuilder::sumRanges(Value c) {
+  Value batches = arith::DivUIOp::create(b, loc, splits, idx(kBatch));
+  auto loop = scf::ForOp::create(b, loc, idx(0), batches, idx(1),
+                                 ValueRange{cf32(0.0)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    scf::YieldOp::create(b, loc,
+                         addRanges(mul(loop.getInductionVar(), kBatch), kBatch,
+                                   c, loop.getRegionIterArgs()[0]));
+  }
+  Value acc = loop.getResult(0);
+  Value done = mul(batches, kBatch);
+  for (int64_t n = kBatch / 2; n > 0; n /= 2) {
+    Value has = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::ne,
+        arith::AndIOp::create(b, loc, splits, idx(n)), idx(0));
+    auto piece = scf::IfOp::create(b, loc, TypeRange{f32}, has,
+                                   /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(piece.thenBlock());
+      scf::YieldOp::create(b, loc, addRanges(done, n, c, acc));
+      b.setInsertionPointToStart(piece.elseBlock());
+      scf::YieldOp::create(b, loc, acc);
+    }
+    acc = piece.getResult(0);
+    done = add(done, arith::SelectOp::create(b, loc, has, idx(n), idx(0)));
+  }
+  return acc;
 }
 
 Value MlaCombineBuilder::subgroupMax(Value v) {
@@ -159,35 +199,18 @@ void MlaCombineBuilder::build(gpu::GPUFuncOp func,
   Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  Value column =
+      add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), threads), tid);
   // Steps of more than kMlaSplitMaxTokens tokens (S = 1) wrote oh directly.
   // The condition is the same for the whole block (the barrier inside).
   ifThen(arith::AndIOp::create(b, loc, ult(idx(1), splits), ult(t, tokens)),
          [&] {
     first = arith::MulIOp::create(b, loc, t, splits);
     storeWeights(tid);
-    // This thread's columns: sum_r w_r o_r over the ranges of weight > 0
+    // This thread's column: sum_r w_r o_r over the ranges of weight > 0
     // (an empty range's o_r need not be written).
-    auto type = VectorType::get({width}, f32);
-    Value c0 = mul(tid, width);
-    Value sum = overRanges(zeros(width), [&](Value r, Value acc) {
-      Value in = ult(r, splits);
-      Value w = memref::LoadOp::create(
-          b, loc, shared, ValueRange{minu(r, idx(kMlaSplitMaxRanges - 1))});
-      Value take = arith::AndIOp::create(
-          b, loc, in,
-          arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, w,
-                                cf32(0.0)));
-      Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
-      // A parts row is R + 2 floats: its columns are 8-byte aligned only.
-      auto load = vector::LoadOp::create(b, loc, type, parts,
-                                         ValueRange{row, h, c0});
-      load.setAlignment(uint64_t(std::min<int64_t>(4 * width, 8)));
-      Value scaled = fmul(vector::BroadcastOp::create(b, loc, type, w), load);
-      return arith::SelectOp::create(b, loc, take, fadd(acc, scaled), acc);
-    });
-    auto store =
-        vector::StoreOp::create(b, loc, sum, oh, ValueRange{t, h, c0});
-    store.setAlignment(uint64_t(4 * width));
+    memref::StoreOp::create(b, loc, sumRanges(column), oh,
+                            ValueRange{t, h, column});
   });
   gpu::ReturnOp::create(b, loc);
 }
@@ -200,9 +223,8 @@ LogicalResult mlir::strata::checkMlaCombine(const MlaCombine &shape,
                                             const TargetInfo &target,
                                             std::string &why) {
   int64_t threads = mlaCombineThreads(target);
-  int64_t width = threads ? shape.rank / threads : 0;
-  if (shape.rank % threads || (width != 1 && width != 2 && width != 4)) {
-    why = "the latent width is not 1, 2 or 4 columns per thread";
+  if (!threads || shape.rank % threads) {
+    why = "the latent width is not a multiple of the block's threads";
     return failure();
   }
   return success();

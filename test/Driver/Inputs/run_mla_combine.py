@@ -65,9 +65,12 @@ def main():
         parts[empty, :, args.width] = -np.inf
         parts[empty, :, args.width + 1] = 0
         oh = np.full((tokens, args.heads, args.width), -7, np.float32)
-        load_kernel(args.ir, args.kernel).run(
-            [oh, parts], grid=(min(tokens, MAX_TOKENS), args.heads, 1),
-            subgroup_size=args.lanes)
+        kernel = load_kernel(args.ir, args.kernel)
+        # One block per (token, head, column block of the block's threads).
+        kernel.run([oh, parts],
+                   grid=(min(tokens, MAX_TOKENS), args.heads,
+                         args.width // kernel.block[0]),
+                   subgroup_size=args.lanes)
         want = reference(parts, tokens, args.heads, args.width)
         err = np.abs(oh - want).max() / np.abs(want).max()
         ok &= bool(err < 1e-6)
