@@ -251,7 +251,10 @@ def ConvertKernelsToGPUPass : Pass<"convert-kernels-to-gpu", "ModuleOp"> {
   let options = [
     Option<"chip", "chip", "std::string", "\"\"",
            "GPU chip (gfx942, gfx950, sm_90, sm_90a) whose subgroup size and "
-           "shared memory set the block; empty: one thread per block">
+           "shared memory set the block; empty: one thread per block">,
+    Option<"unroll", "unroll", "bool", "true",
+           "unroll each thread's strided loops with their loads first "
+           "(ThreadMapping.h); off: the mapping alone, as its tests check it">
   ];
 }
 

@@ -936,7 +936,7 @@ struct ConvertKernelsToGPUPass
     b.setInsertionPointAfter(kernel);
     auto copy = cast<gpu::GPUFuncOp>(b.clone(*kernel));
     Operation *loop = findRowLoop(copy.getBody().front());
-    BlockThreads mapping(copy, loop, threads, workgroupBytes);
+    BlockThreads mapping(copy, loop, threads, workgroupBytes, unroll);
     SmallVector<Attribute> grid;
     if (loop)
       grid = mapRowLoop(b, loop, mapping.rowLoopThreadDim(), threads,

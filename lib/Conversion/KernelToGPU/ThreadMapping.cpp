@@ -12,11 +12,12 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/SmallBitVector.h"
 
 using namespace mlir;
@@ -25,6 +26,13 @@ using namespace mlir::strata;
 /// Alignment in bytes of every workgroup buffer (llvm.align of the
 /// attribution): the widest vector access LLVM forms (16 bytes).
 static constexpr int64_t kWorkgroupBufferAlignment = 16;
+/// A strided loop body of at most kShortBodyOps operations is unrolled
+/// kShortBodyUnroll times, one of at most kLongBodyOps kLongBodyUnroll
+/// times; longer ones stay as they are.
+static constexpr int64_t kShortBodyOps = 24;
+static constexpr uint64_t kShortBodyUnroll = 8;
+static constexpr int64_t kLongBodyOps = 64;
+static constexpr uint64_t kLongBodyUnroll = 4;
 
 /// The buffer `value` is a view (subview, cast, memory space cast) of.
 Value mlir::strata::bufferOf(Value value) {
@@ -328,9 +336,9 @@ std::optional<int64_t> constantTrips(const LoopDims &dims) {
 } // namespace
 
 BlockThreads::BlockThreads(gpu::GPUFuncOp kernel, Operation *rowLoop,
-                           int64_t threads, int64_t workgroupBytes)
+                           int64_t threads, int64_t workgroupBytes, bool unroll)
     : kernel(kernel), rowLoop(rowLoop), threads(threads),
-      workgroupBytes(workgroupBytes) {
+      workgroupBytes(workgroupBytes), unroll(unroll) {
   Block &entry = kernel.getBody().front();
   OpBuilder b(&entry, entry.begin());
   Location loc = kernel.getLoc();
@@ -510,6 +518,7 @@ Operation *BlockThreads::distribute(Operation *op) {
     if (auto forOp = dyn_cast<scf::ForOp>(op)) {
       forOp.setLowerBound(lb);
       forOp.setStep(step);
+      strided.push_back(forOp);
     } else {
       auto par = cast<scf::ParallelOp>(op);
       par.getLowerBoundMutable().assign(lb);
@@ -550,6 +559,7 @@ Operation *BlockThreads::distribute(Operation *op) {
     roles.erase(loop);
   op->erase();
   distributed.insert(flat);
+  strided.push_back(flat);
   return flat;
 }
 
@@ -561,6 +571,7 @@ void BlockThreads::blockReduce(scf::ForOp loop) {
       b, loc, loop.getLowerBound(),
       arith::MulIOp::create(b, loc, tid, loop.getStep())));
   loop.setStep(arith::MulIOp::create(b, loc, loop.getStep(), count));
+  strided.push_back(loop);
   auto yield = cast<scf::YieldOp>(loop.getBody()->getTerminator());
   SmallVector<Value> inits(loop.getInitArgs());
   b.setInsertionPointAfter(loop);
@@ -763,6 +774,73 @@ LogicalResult BlockThreads::fail(const llvm::Twine &message) {
   return failure();
 }
 
+/// Moves the loads of `body` of buffers not in `written`, each with the
+/// pure ops its address needs, ahead of everything else, keeping their
+/// order: the loads of an unrolled body's copies are issued together.
+static void loadsFirst(Block *body,
+                       const llvm::SmallPtrSetImpl<Value> &written) {
+  SmallVector<Operation *> front;
+  llvm::SmallPtrSet<Operation *, 32> early;
+  auto movableLoad = [&](Operation *op) {
+    auto load = dyn_cast<memref::LoadOp>(op);
+    return load && !written.contains(bufferOf(load.getMemRef()));
+  };
+  for (Operation &op : body->without_terminator()) {
+    if (!movableLoad(&op))
+      continue;
+    SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.inclusive = true;
+    options.filter = [&](Operation *o) { return o->getBlock() == body; };
+    if (failed(getBackwardSlice(&op, &slice, options)) ||
+        llvm::any_of(
+            slice, [&](Operation *o) { return !movableLoad(o) && !isPure(o); }))
+      continue;
+    for (Operation *o : slice)
+      if (early.insert(o).second)
+        front.push_back(o);
+  }
+  Operation *anchor = nullptr;
+  for (Operation &op : body->without_terminator())
+    if (!early.contains(&op)) {
+      anchor = &op;
+      break;
+    }
+  if (!anchor)
+    return;
+  for (Operation *op : front)
+    if (anchor->isBeforeInBlock(op))
+      op->moveBefore(anchor);
+}
+
+void BlockThreads::unrollStridedLoops() {
+  for (scf::ForOp loop : strided) {
+    Block *body = loop.getBody();
+    int64_t ops = 0;
+    bool straight = true;
+    llvm::SmallPtrSet<Value, 8> written;
+    for (Operation &op : body->without_terminator()) {
+      ++ops;
+      straight &= op.getNumRegions() == 0 && !isa<gpu::BarrierOp>(op);
+      if (!mayWrite(&op))
+        continue;
+      auto store = dyn_cast<memref::StoreOp>(op);
+      if (!store) {
+        straight = false;
+        break;
+      }
+      written.insert(bufferOf(store.getMemRef()));
+    }
+    if (!straight || ops > kLongBodyOps)
+      continue;
+    uint64_t factor = ops <= kShortBodyOps ? kShortBodyUnroll : kLongBodyUnroll;
+    FailureOr<UnrolledLoopInfo> unrolled = loopUnrollByFactor(loop, factor);
+    if (failed(unrolled) || !unrolled->mainLoopOp)
+      continue;
+    loadsFirst(unrolled->mainLoopOp->getBody(), written);
+  }
+}
+
 LogicalResult BlockThreads::apply(std::string &why) {
   (void)rowLoopThreadDim();
   // Scratch allocated below the top would be private to each thread.
@@ -776,6 +854,8 @@ LogicalResult BlockThreads::apply(std::string &why) {
              : processBlock(kernel.getBody().front());
   if (succeeded(result))
     result = placeSharedScratch();
+  if (succeeded(result) && unroll)
+    unrollStridedLoops();
   if (succeeded(result) && usedWorkgroupBytes > workgroupBytes)
     result = fail(llvm::Twine(usedWorkgroupBytes) +
                   " bytes of workgroup memory, more than the " +

@@ -50,6 +50,13 @@ Value bufferOf(Value value);
 /// * Kernel scratch (memref.alloca of step 4) that more than one thread
 ///   touches becomes workgroup memory; scratch touched only inside one
 ///   distributed loop (a per-iteration temporary) stays private.
+/// * A thread's strided loop (a distributed scf.for, a block reduction's
+///   part) whose body is straight-line code is unrolled (8 copies for short
+///   bodies, 4 for longer ones) with the copies' loads of buffers the loop
+///   does not write moved first: a thread's iterations wait for memory once
+///   per unrolled step instead of once per iteration (an RMS norm of 4096
+///   columns on 128 threads: 32 waits, now 4). Each thread's sums keep their
+///   order.
 ///
 /// A row loop marked kThreadsWithinRowAttrName always keeps the threads
 /// within the row (its reductions become block reductions). Otherwise, when
@@ -59,8 +66,9 @@ Value bufferOf(Value value);
 /// private to an iteration.
 class BlockThreads {
 public:
+  /// `unroll`: unroll the strided loops (last bullet above).
   BlockThreads(gpu::GPUFuncOp kernel, Operation *rowLoop, int64_t threads,
-               int64_t workgroupBytes);
+               int64_t workgroupBytes, bool unroll = true);
 
   /// The dimension of the row loop the threads share with the grid, or -1
   /// when they go into the row loop's body.
@@ -85,6 +93,7 @@ private:
   void barrierBefore(Operation *op);
   void barrierAfter(Operation *op);
   LogicalResult placeSharedScratch();
+  void unrollStridedLoops();
   LogicalResult fail(const llvm::Twine &message);
   Value workgroupBuffer(MemRefType type);
 
@@ -93,12 +102,16 @@ private:
   int64_t threads;
   int64_t workgroupBytes;
   int64_t usedWorkgroupBytes = 0;
+  bool unroll;
   int threadDim = -2; // not chosen yet
   Value tid, isFirst, zero;
   std::string reason;
   llvm::DenseMap<Operation *, Role> roles;
   /// Loops whose iterations run on different threads.
   llvm::SmallPtrSet<Operation *, 16> distributed;
+  /// The scf.for loops each thread runs with a stride of `threads`
+  /// iterations (distributed loops, block reductions): unrolled last.
+  SmallVector<scf::ForOp> strided;
 };
 
 } // namespace mlir::strata

@@ -8,8 +8,9 @@
 // over the threads when the row has nothing to distribute, a loop that
 // writes one element of shared scratch (not independent: thread 0), and a
 // (token, head) row loop whose threads stay within the row.
-// RUN: strata-opt %s --convert-kernels-to-gpu='chip=sm_90' | FileCheck %s
-// RUN: strata-opt %s --convert-kernels-to-gpu='chip=gfx942' | FileCheck %s --check-prefix=AMD
+// unroll=false: the mapping alone (the strided loops' unroll: unroll-strided.test).
+// RUN: strata-opt %s --convert-kernels-to-gpu='chip=sm_90 unroll=false' | FileCheck %s
+// RUN: strata-opt %s --convert-kernels-to-gpu='chip=gfx942 unroll=false' | FileCheck %s --check-prefix=AMD
 // RUN: strata-opt %s --convert-kernels-to-gpu | FileCheck %s --check-prefix=ONE
 
 // AMD: gpu.func @recurrence(
