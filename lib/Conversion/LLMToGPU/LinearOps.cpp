@@ -905,11 +905,17 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMlaCombineKernelFunction(
       builder, kernel.getLoc(), module, kernel.getSymName(),
       kernel.getFunctionType().getInputs(), roles.all(), shape, target);
   // (min(tokens, kMlaSplitMaxTokens), heads, column blocks), one block in
-  // larger steps (nothing to merge there).
+  // larger steps (nothing to merge there). Column blocks: R / threads (a
+  // column per thread) in steps of at most kMlaCombineNarrowMaxTokens
+  // tokens, whose few (token, head) blocks would leave SMs idle; else one
+  // (R / threads columns per thread: four times the blocks, each with two
+  // DRAM round trips before its sums, took longer from 8 tokens on).
   result.grid[0] = {gridArgument(roles, KernelRole::Out), 0, 1};
   result.grid[0].cap = kMlaSplitMaxTokens;
   result.grid[1].blocks = shape.heads;
-  result.grid[2].blocks = shape.rank / mlaCombineThreads(target);
+  result.grid[2].forms = {
+      {kMlaCombineNarrowMaxTokens, 1, shape.rank / mlaCombineThreads(target)},
+      {-1, 1, 1}};
   return result;
 }
 

@@ -713,9 +713,13 @@ struct MlaCombine {
 /// Threads of a buildMlaCombineKernel block on `target` (4 subgroups).
 int64_t mlaCombineThreads(const TargetInfo &target);
 
+/// Steps of at most this many tokens give mla_combine R / threads column
+/// blocks, a column per thread (MlaCombineKernel.cpp).
+constexpr int64_t kMlaCombineNarrowMaxTokens = 2;
+
 /// Fails with `why` where buildMlaCombineKernel cannot take `shape` on
-/// `target`: each thread owns one of the R columns, R a multiple of the
-/// block's threads.
+/// `target`: each thread owns 1, 2 or 4 of the R columns in one column
+/// block (and one in R / threads blocks).
 LogicalResult checkMlaCombine(const MlaCombine &shape,
                               const TargetInfo &target, std::string &why);
 
@@ -723,7 +727,8 @@ LogicalResult checkMlaCombine(const MlaCombine &shape,
 /// kernel function (oh memref<?xHxRxf32>, parts memref<128xHx(R+2)xf32>):
 /// one (token, head, column block) per block in steps of at most
 /// kMlaSplitMaxTokens tokens (grid (min(T, kMlaSplitMaxTokens), H, R /
-/// threads)), every thread one column (MlaCombineKernel.cpp).
+/// threads or 1: its grid forms), every thread one column or R / threads
+/// (MlaCombineKernel.cpp).
 gpu::GPUFuncOp buildMlaCombineKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      TypeRange argTypes,

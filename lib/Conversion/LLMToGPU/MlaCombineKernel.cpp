@@ -74,12 +74,25 @@ private:
     Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
     return memref::LoadOp::create(b, loc, parts, ValueRange{row, h, c});
   }
-  /// `acc` plus w_r o_r[c] over the `n` ranges from `base` (all below S):
-  /// their loads first, then the sums (ranges of weight 0 skipped).
-  Value addRanges(Value base, int64_t n, Value c, Value acc);
-  /// `acc` plus every range's w_r o_r[c]: full batches of kBatch in a loop,
-  /// then the rest in pieces of kBatch / 2, ..., 1 where S has that bit.
-  Value sumRanges(Value c);
+  /// Columns [c, c + width) of range `r` of this token (a parts row is R + 2
+  /// floats: 8-byte aligned at most).
+  Value columns(Value r, Value c, int64_t width) {
+    Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
+    auto load = vector::LoadOp::create(b, loc, VectorType::get({width}, f32),
+                                       parts, ValueRange{row, h, c});
+    load.setAlignment(uint64_t(std::min<int64_t>(4 * width, 8)));
+    return load;
+  }
+  /// `acc` plus w_r o_r[c, c + width) over the `n` ranges from `base` (all
+  /// below S): their loads first, then the sums (ranges of weight 0
+  /// skipped).
+  Value addRanges(Value base, int64_t n, Value c, int64_t width, Value acc);
+  /// Every range's w_r o_r[c, c + width) summed: full batches of kBatch in a
+  /// loop, then the rest in pieces of kBatch / 2, ..., 1 where S has that
+  /// bit.
+  Value sumRanges(Value c, int64_t width);
+  /// sumRanges into oh[t, h, c, c + width).
+  void storeSum(Value t, Value c, int64_t width);
   const MlaCombine &s;
   int64_t threads, lanes;
   Type f32;
@@ -88,10 +101,12 @@ private:
 
 } // namespace
 
-Value MlaCombineBuilder::addRanges(Value base, int64_t n, Value c, Value acc) {
+Value MlaCombineBuilder::addRanges(Value base, int64_t n, Value c,
+                                   int64_t width, Value acc) {
+  auto type = VectorType::get({width}, f32);
   SmallVector<Value> values, weights;
   for (int64_t i = 0; i < n; ++i)
-    values.push_back(part(add(base, i), c));
+    values.push_back(columns(add(base, i), c, width));
   for (int64_t i = 0; i < n; ++i)
     weights.push_back(memref::LoadOp::create(
         b, loc, shared,
@@ -99,22 +114,24 @@ Value MlaCombineBuilder::addRanges(Value base, int64_t n, Value c, Value acc) {
   for (int64_t i = 0; i < n; ++i) {
     Value take = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT,
                                        weights[i], cf32(0.0));
-    acc = arith::SelectOp::create(b, loc, take,
-                                  fadd(acc, fmul(weights[i], values[i])), acc);
+    Value w = vector::BroadcastOp::create(b, loc, type, weights[i]);
+    acc = arith::SelectOp::create(b, loc, take, fadd(acc, fmul(w, values[i])),
+                                  acc);
   }
   return acc;
 }
 
-Value MlaCombineBuilder::sumRanges(Value c) {
+Value MlaCombineBuilder::sumRanges(Value c, int64_t width) {
+  auto type = VectorType::get({width}, f32);
   Value batches = arith::DivUIOp::create(b, loc, splits, idx(kBatch));
   auto loop = scf::ForOp::create(b, loc, idx(0), batches, idx(1),
-                                 ValueRange{cf32(0.0)});
+                                 ValueRange{zeros(width)});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
     scf::YieldOp::create(b, loc,
                          addRanges(mul(loop.getInductionVar(), kBatch), kBatch,
-                                   c, loop.getRegionIterArgs()[0]));
+                                   c, width, loop.getRegionIterArgs()[0]));
   }
   Value acc = loop.getResult(0);
   Value done = mul(batches, kBatch);
@@ -122,12 +139,12 @@ Value MlaCombineBuilder::sumRanges(Value c) {
     Value has = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne,
         arith::AndIOp::create(b, loc, splits, idx(n)), idx(0));
-    auto piece = scf::IfOp::create(b, loc, TypeRange{f32}, has,
+    auto piece = scf::IfOp::create(b, loc, TypeRange{type}, has,
                                    /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(piece.thenBlock());
-      scf::YieldOp::create(b, loc, addRanges(done, n, c, acc));
+      scf::YieldOp::create(b, loc, addRanges(done, n, c, width, acc));
       b.setInsertionPointToStart(piece.elseBlock());
       scf::YieldOp::create(b, loc, acc);
     }
@@ -135,6 +152,12 @@ Value MlaCombineBuilder::sumRanges(Value c) {
     done = add(done, arith::SelectOp::create(b, loc, has, idx(n), idx(0)));
   }
   return acc;
+}
+
+void MlaCombineBuilder::storeSum(Value t, Value c, int64_t width) {
+  auto store = vector::StoreOp::create(b, loc, sumRanges(c, width), oh,
+                                       ValueRange{t, h, c});
+  store.setAlignment(uint64_t(4 * width));
 }
 
 Value MlaCombineBuilder::subgroupMax(Value v) {
@@ -199,18 +222,26 @@ void MlaCombineBuilder::build(gpu::GPUFuncOp func,
   Value t = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value column =
-      add(mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), threads), tid);
+  // Grid z: R / threads column blocks, a column per thread (steps of at
+  // most kNarrowMaxTokens tokens), or one, R / threads consecutive columns
+  // per thread (LinearOps.cpp's grid forms).
+  Value columnBlocks = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
   // Steps of more than kMlaSplitMaxTokens tokens (S = 1) wrote oh directly.
   // The condition is the same for the whole block (the barrier inside).
   ifThen(arith::AndIOp::create(b, loc, ult(idx(1), splits), ult(t, tokens)),
          [&] {
     first = arith::MulIOp::create(b, loc, t, splits);
     storeWeights(tid);
-    // This thread's column: sum_r w_r o_r over the ranges of weight > 0
+    // This thread's columns: sum_r w_r o_r over the ranges of weight > 0
     // (an empty range's o_r need not be written).
-    memref::StoreOp::create(b, loc, sumRanges(column), oh,
-                            ValueRange{t, h, column});
+    auto narrow = scf::IfOp::create(b, loc, ult(idx(1), columnBlocks),
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(narrow.thenBlock());
+    Value block = gpu::BlockIdOp::create(b, loc, gpu::Dimension::z);
+    storeSum(t, add(mul(block, threads), tid), 1);
+    b.setInsertionPointToStart(narrow.elseBlock());
+    storeSum(t, mul(tid, s.rank / threads), s.rank / threads);
   });
   gpu::ReturnOp::create(b, loc);
 }
@@ -223,8 +254,9 @@ LogicalResult mlir::strata::checkMlaCombine(const MlaCombine &shape,
                                             const TargetInfo &target,
                                             std::string &why) {
   int64_t threads = mlaCombineThreads(target);
-  if (!threads || shape.rank % threads) {
-    why = "the latent width is not a multiple of the block's threads";
+  int64_t width = threads ? shape.rank / threads : 0;
+  if (shape.rank % threads || (width != 1 && width != 2 && width != 4)) {
+    why = "the latent width is not 1, 2 or 4 columns per thread";
     return failure();
   }
   return success();

@@ -35,7 +35,7 @@ func.func @linear_out_first(%x: memref<?x256xbf16>, %y: memref<?x128xbf16>, %w: 
 // CHECK-SAME: strata.matrix_grid = [array<i64: 1, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 4,
 // CHECK: memref.dim %[[OH]], %c0
 // CHECK: memref.load %[[PARTS]]
-// CHECK: memref.store %{{.*}}, %[[OH]]
+// CHECK: vector.store %{{.*}}, %[[OH]]
 func.func @combine_swapped(%parts: memref<128x4x514xf32>, %oh: memref<?x4x512xf32>)
     attributes {llm.kernel = #llm.kernel<"combine swapped", roles = [split_parts, out]>, llm.mla_combine} {
   return

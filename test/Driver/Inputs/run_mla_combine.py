@@ -22,6 +22,7 @@ from gpu_ir_interpreter import load_kernel  # noqa: E402
 SLOTS = 128       # MlaSplit.h kMlaSplitSlots
 MAX_RANGES = 64   # kMlaSplitMaxRanges
 MAX_TOKENS = 64   # kMlaSplitMaxTokens
+NARROW_MAX_TOKENS = 2  # kMlaCombineNarrowMaxTokens
 
 
 def ranges_per_token(tokens):
@@ -66,10 +67,11 @@ def main():
         parts[empty, :, args.width + 1] = 0
         oh = np.full((tokens, args.heads, args.width), -7, np.float32)
         kernel = load_kernel(args.ir, args.kernel)
-        # One block per (token, head, column block of the block's threads).
+        # One block per (token, head, column block): a column per thread in
+        # steps of at most NARROW_MAX_TOKENS tokens, else one block.
+        blocks = args.width // kernel.block[0] if tokens <= NARROW_MAX_TOKENS else 1
         kernel.run([oh, parts],
-                   grid=(min(tokens, MAX_TOKENS), args.heads,
-                         args.width // kernel.block[0]),
+                   grid=(min(tokens, MAX_TOKENS), args.heads, blocks),
                    subgroup_size=args.lanes)
         want = reference(parts, tokens, args.heads, args.width)
         err = np.abs(oh - want).max() / np.abs(want).max()

@@ -12,21 +12,28 @@
 // addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
 
 // SM90-LABEL: gpu.func @mla_combine_0(
-// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 4, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 2, 1, 4, -1, 1, 1>]
 // SM90-SAME: strata.mma = ""
-// Each thread one column (grid z: the 512 columns in blocks of 128); the
-// weights by subgroup 0's shuffles; full batches of 32 ranges' loads in a
-// loop, then 16, 8, 4, 2 and 1 where S has that bit.
-// SM90: gpu.block_id z
+// Grid z by step size: in steps of at most 2 tokens the 512 columns in 4
+// blocks of 128, a column per thread; else one block, 4 columns per thread.
+// The weights by subgroup 0's shuffles; then full batches of 32 ranges'
+// loads in a loop and the rest in pieces of 16, 8, 4, 2 and 1 where S has
+// that bit, each piece's loads before its sums.
+// SM90: gpu.grid_dim z
 // SM90: gpu.shuffle
+// SM90: gpu.block_id z
 // SM90: scf.for
-// SM90-COUNT-32: memref.load %{{.*}} : memref<128x2x514xf32>
-// SM90-COUNT-5: scf.if %{{.*}} -> (f32)
+// SM90-COUNT-32: vector.load %{{.*}} : memref<128x2x514xf32>, vector<1xf32>
+// SM90-COUNT-5: scf.if %{{.*}} -> (vector<1xf32>)
+// SM90: } else {
+// SM90: scf.for
+// SM90-COUNT-32: vector.load %{{.*}} : memref<128x2x514xf32>, vector<4xf32>
+// SM90-COUNT-5: scf.if %{{.*}} -> (vector<4xf32>)
 // SM90A-LABEL: gpu.func @mla_combine_0(
 // SM90A-SAME: strata.mma = ""
 // SM90A: gpu.shuffle
 // GFX942-LABEL: gpu.func @mla_combine_0(
-// GFX942-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
+// GFX942-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 1, 1, 0, 64, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 2, 1, 2, -1, 1, 1>]
 // GFX942-SAME: strata.mma = ""
 // GFX942: gpu.shuffle
 // GFX950-LABEL: gpu.func @mla_combine_0(
