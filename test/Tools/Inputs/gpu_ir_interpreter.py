@@ -785,6 +785,14 @@ class Kernel:
                              a % b if name == "arith.remui" else -(-a // b),
                              bits)
             return pure(divide)
+        if name in ("arith.divsi", "arith.remsi"):
+            def divide_signed(a, b):
+                a, b = _wrap(a, bits), _wrap(b, bits)
+                if b == 0:
+                    raise InterpreterError(f"{name}: division by zero")
+                q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)
+                return _wrap(q if name == "arith.divsi" else a - b * q, bits)
+            return pure(divide_signed)
         if name == "arith.andi":
             return pure(lambda a, b: _wrap((a & mask) & (b & mask), bits))
         if name == "arith.ori":
