@@ -10,18 +10,18 @@
 // maximum m_s and its sum l_s). Larger steps have nothing to merge.
 //
 // A block takes one (token, head, column block) (grid (min(T,
-// kMlaSplitMaxTokens), H, R / threads), one block in larger steps, which
-// returns at once). Its first subgroup reads the S maxima and sums, one
-// load of each per lane, forms the top and the total with shuffles and
-// leaves the S weights w_s / sum w in workgroup memory; then every thread
-// owns one latent column: one load per range, coalesced over the block's
-// threads, kBatch ranges' loads issued together before any is used (full
-// batches in a loop, then the remainder's 16, 8, 4, 2 and 1 under
-// conditions uniform over the block: never a range past S). With 64 ranges
-// at T = 1 that is 2 rounds of DRAM latency, where 4 columns a thread and 16
-// ranges a round took 4 (and 64 blocks left half the SMs idle). The generic
-// kernel's skip of ranges with w_s = 0 is kept; the total is summed in a
-// tree, not in range order.
+// kMlaSplitMaxTokens), H, Z), one block in larger steps, which returns at
+// once). Its first subgroup reads the S maxima and sums, one load of each
+// per lane, forms the top and the total with shuffles and leaves the S
+// weights w_s / sum w in workgroup memory. Z (a grid form on the step
+// size, LinearOps.cpp) is R / threads in steps of at most
+// kMlaCombineNarrowMaxTokens tokens, every thread one latent column, and 1
+// above, every thread R / threads consecutive columns (8-byte-aligned
+// vector loads: a parts row holds R + 2 floats). Either way kBatch ranges'
+// loads are issued together before any is used (full batches in a loop,
+// then the remainder's 16, 8, 4, 2 and 1 under conditions uniform over the
+// block: never a range past S). The generic kernel's skip of ranges with
+// w_s = 0 is kept; the total is summed in a tree, not in range order.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,15 +71,15 @@ private:
   /// Element `c` of range `r` of this token (rows past the buffer clamp to
   /// its last; the callers mask ranges past S).
   Value part(Value r, Value c) {
-    Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
-    return memref::LoadOp::create(b, loc, parts, ValueRange{row, h, c});
+    return memref::LoadOp::create(b, loc, parts, ValueRange{row(r), h, c});
   }
+  /// The parts row of range `r` of this token (clamped to the buffer).
+  Value row(Value r) { return minu(add(first, r), idx(kMlaSplitSlots - 1)); }
   /// Columns [c, c + width) of range `r` of this token (a parts row is R + 2
   /// floats: 8-byte aligned at most).
   Value columns(Value r, Value c, int64_t width) {
-    Value row = minu(add(first, r), idx(kMlaSplitSlots - 1));
     auto load = vector::LoadOp::create(b, loc, VectorType::get({width}, f32),
-                                       parts, ValueRange{row, h, c});
+                                       parts, ValueRange{row(r), h, c});
     load.setAlignment(uint64_t(std::min<int64_t>(4 * width, 8)));
     return load;
   }
@@ -223,8 +223,8 @@ void MlaCombineBuilder::build(gpu::GPUFuncOp func,
   h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   // Grid z: R / threads column blocks, a column per thread (steps of at
-  // most kNarrowMaxTokens tokens), or one, R / threads consecutive columns
-  // per thread (LinearOps.cpp's grid forms).
+  // most kMlaCombineNarrowMaxTokens tokens), or one, R / threads
+  // consecutive columns per thread (LinearOps.cpp's grid forms).
   Value columnBlocks = gpu::GridDimOp::create(b, loc, gpu::Dimension::z);
   // Steps of more than kMlaSplitMaxTokens tokens (S = 1) wrote oh directly.
   // The condition is the same for the whole block (the barrier inside).
