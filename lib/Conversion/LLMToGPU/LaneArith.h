@@ -63,16 +63,24 @@ protected:
     body();
   }
   void barrier() { gpu::BarrierOp::create(b, loc); }
-  /// `v` summed over the `lanes` lanes of a subgroup by a butterfly of XOR
-  /// shuffles: every lane ends with the total.
-  Value subgroupSum(Value v, int64_t lanes) {
+  /// `v` combined over the `lanes` lanes of a subgroup by a butterfly of XOR
+  /// shuffles (`combine(mine, other's)` at offsets lanes / 2, ..., 1):
+  /// every lane ends with the result.
+  Value subgroupButterfly(Value v, int64_t lanes,
+                          llvm::function_ref<Value(Value, Value)> combine) {
     for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
       Value other = gpu::ShuffleOp::create(b, loc, v, ci32(offset),
                                            ci32(lanes), gpu::ShuffleMode::XOR)
                         .getShuffleResult();
-      v = arith::AddFOp::create(b, loc, v, other);
+      v = combine(v, other);
     }
     return v;
+  }
+  /// `v` summed over the `lanes` lanes of a subgroup (subgroupButterfly).
+  Value subgroupSum(Value v, int64_t lanes) {
+    return subgroupButterfly(v, lanes, [&](Value x, Value y) -> Value {
+      return arith::AddFOp::create(b, loc, x, y);
+    });
   }
   /// A zero vector<n x f32> (an accumulator's start).
   Value zeros(int64_t n) {

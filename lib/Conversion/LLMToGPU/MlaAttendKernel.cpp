@@ -1223,13 +1223,11 @@ SmallVector<Value> MlaAttendBuilder::buildChunk(Value j0, ValueRange carried) {
 }
 
 Value MlaAttendBuilder::subgroupAny(Value cond) {
-  Value v = arith::ExtUIOp::create(b, loc, b.getI32Type(), cond);
-  for (int64_t offset = subgroupSize / 2; offset > 0; offset /= 2)
-    v = arith::OrIOp::create(b, loc, v,
-                             gpu::ShuffleOp::create(b, loc, v, ci32(offset),
-                                                    ci32(subgroupSize),
-                                                    gpu::ShuffleMode::XOR)
-                                 .getShuffleResult());
+  Value v =
+      subgroupButterfly(arith::ExtUIOp::create(b, loc, b.getI32Type(), cond),
+                        subgroupSize, [&](Value x, Value y) -> Value {
+                          return arith::OrIOp::create(b, loc, x, y);
+                        });
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, v, ci32(0));
 }
 

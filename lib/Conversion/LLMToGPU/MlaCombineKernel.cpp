@@ -161,13 +161,8 @@ void MlaCombineBuilder::storeSum(Value t, Value c, int64_t width) {
 }
 
 Value MlaCombineBuilder::subgroupMax(Value v) {
-  for (int64_t offset = lanes / 2; offset > 0; offset /= 2) {
-    Value other = gpu::ShuffleOp::create(b, loc, v, ci32(offset), ci32(lanes),
-                                         gpu::ShuffleMode::XOR)
-                      .getShuffleResult();
-    v = fmax(v, other);
-  }
-  return v;
+  return subgroupButterfly(v, lanes,
+                           [&](Value x, Value y) { return fmax(x, y); });
 }
 
 void MlaCombineBuilder::storeWeights(Value tid) {
