@@ -448,23 +448,33 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
   t.subgroupsM = warpgroups * kWarpgroupRows / mi.m;
   t.subgroupsN = 1;
   t.fragsM = tileRows / (warpgroups * kWarpgroupRows);
+  // Weights read as stored (bf16, or fp8 decoded into the two bf16
+  // buffers) take 128-byte stage rows (kWideStageK) where K is long.
+  bool wideK = !problem.transposedWeight && problem.k % kWideStageK == 0 &&
+               problem.k >= kWideStageMinK &&
+               (!problem.fp8Weight || problem.scaleBlockK % kWideStageK == 0);
+  // Every thread copies whole chunks of each K block: 8 bf16 values of x,
+  // 8 bf16 or 16 fp8 values of a weight row.
+  int64_t weightChunk = problem.fp8Weight ? 16 : 8;
+  auto chunksDivide = [&](int64_t tileN, int64_t stageK) {
+    return (tileN * stageK / weightChunk) % threads == 0 &&
+           (tileN * stageK / 16) % threads == 0 &&
+           (t.tileM() * stageK / 8) % threads == 0;
+  };
   for (int64_t tileN : {128, 64}) {
     t.fragsN = tileN / mi.n;
     if (problem.n % tileN || weights * tileN > 256 ||
-        weights * t.fragsM * t.fragsN * mi.c.size() > 128 ||
-        (tileN * kStageK / 16) % t.threads() ||
-        (t.tileM() * kStageK / 8) % t.threads())
+        weights * t.fragsM * t.fragsN * mi.c.size() > 128)
+      continue;
+    bool wide = wideK && chunksDivide(tileN, kWideStageK);
+    if (!wide && !chunksDivide(tileN, kStageK))
       continue;
     t.wgmma = true;
     t.ldmatrix = false;
     t.kRuns = false;
     t.asyncCopy = true;
     t.stages = kAsyncStages;
-    // bf16 weights read as stored: 128-byte stage rows (kWideStageK).
-    if (!problem.fp8Weight && !problem.transposedWeight &&
-        problem.k % kWideStageK == 0 && problem.k >= kWideStageMinK &&
-        (tileN * kWideStageK / 8) % t.threads() == 0 &&
-        (t.tileM() * kWideStageK / 8) % t.threads() == 0) {
+    if (wide) {
       t.stageK = kWideStageK;
       t.blockK = kWideStageK;
       t.stages =

@@ -110,10 +110,11 @@ struct MatmulTiling {
   /// dynamic workgroup memory).
   int64_t stages = 2;
   /// K elements of one staged block (a stage row of stageK bf16): kStageK,
-  /// or kWideStageK for the wgmma ring of bf16 weights read as stored
-  /// (chooseWarpgroupTiling), whose 128-byte rows take the 128-byte
-  /// swizzle and halve the blocks, so the barrier, the copy issue and the
-  /// wait of each block are paid once per 64 K instead of per 32.
+  /// or kWideStageK for the wgmma ring of weights read as stored (bf16, or
+  /// fp8 decoded into the two bf16 buffers; chooseWarpgroupTiling), whose
+  /// 128-byte rows take the 128-byte swizzle and halve the blocks, so the
+  /// barrier, the copy issue and the wait of each block are paid once per
+  /// 64 K instead of per 32.
   int64_t stageK = 32;
   /// The staged weight blocks are W^T's K rows of N values
   /// (MatmulProblem::transposedWeight), each thread's 8-column chunks of a
@@ -349,11 +350,12 @@ inline constexpr int64_t kStageK = 32;
 /// tokens: 1.08 TB/s).
 inline constexpr int64_t kAsyncStages = 4;
 
-/// MatmulTiling::stageK of the wgmma ring over bf16 weights read as stored,
-/// with kWideStageStages blocks in the ring: 96 KiB for a 128 x 128 tile,
-/// two blocks of 64 K (32 KiB) in flight while one is multiplied, and two
-/// workgroups per streaming multiprocessor. Tiles of one warpgroup's 64 rows
-/// (lm_head's, kStagedWideTileRows) take kWideStageStagesM64 blocks, also
+/// MatmulTiling::stageK of the wgmma ring over weights read as stored,
+/// with kWideStageStages blocks in the ring: 96 KiB for a 128 x 128 tile of
+/// a bf16 weight (104 KiB for an fp8 one: a third less ring, two decoded
+/// bf16 blocks), two blocks of 64 K in flight while one is multiplied, and
+/// two workgroups per streaming multiprocessor. Tiles of one warpgroup's 64
+/// rows (lm_head's, kStagedWideTileRows) take kWideStageStagesM64 blocks, also
 /// 96 KiB (on an H100, lm_head at 32 rows 462 -> 452 us against 3 blocks;
 /// even at 64 and 128 rows).
 inline constexpr int64_t kWideStageK = 64;

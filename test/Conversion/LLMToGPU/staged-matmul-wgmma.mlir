@@ -204,6 +204,51 @@ func.func @linear_bf16_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
+// Tests fp8 weights on 64-wide K blocks: an fp8 weight with K >= 1024 whose
+// 128 x 128 scale blocks hold whole blocks of 64 takes the ring of 3 blocks
+// of 64 (x: 3 x 128 x 64 bf16 = 49152 bytes at 0; the raw e4m3 rows: 3 x 128
+// x 64 = 24576 at 49152) and two decoded bf16 blocks of 128 x 64 (32768 at
+// 73728), 106496 bytes in all. The decoded rows are stored through the
+// 128-byte swizzle (chunk c of row r at c ^ (r mod 8)), read by the B
+// descriptors of decoded buffer k mod 2 (73728 + 16384 x (k mod 2)) with the
+// 128-byte swizzle; per K block (16 of them) four K steps of 16, one
+// instruction per 64-row half.
+// CHECK-LABEL: gpu.func @linear_fp8_256x1024_bf16
+// CHECK-SAME: strata.dynamic_shared_memory_bytes = 106496 : i64
+// CHECK-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
+// CHECK: memref.view %{{.*}}[%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT: memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<3x1x128x64xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK-NEXT: %[[DEC:.*]] = memref.view %{{.*}}[%c73728][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x128x64xbf16, #gpu.address_space<workgroup>>
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: %[[SWZ:.*]] = arith.andi %[[ROW:.*]], %c7 : index
+// CHECK-NEXT: %[[CHUNK:.*]] = arith.xori %{{.*}}, %[[SWZ]] : index
+// CHECK-NEXT: %[[COLUMN:.*]] = arith.muli %[[CHUNK]], %c8 : index
+// CHECK-NEXT: vector.store %{{.*}}, %[[DEC]][%c0, %c0, %[[ROW]], %[[COLUMN]]]
+// CHECK: nvvm.fence.proxy
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c1 iter_args
+// CHECK-NEXT: gpu.barrier
+// CHECK: %[[HALF:.*]] = arith.remui %[[K]], %c2
+// CHECK-NEXT: %[[HOFF:.*]] = arith.muli %[[HALF]], %c16384
+// CHECK-NEXT: arith.addi %[[HOFF]], %c73728
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK: arith.ori %{{.*}}, %c4611686293305360384_i64
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.convert.f8x2.to.f16x2
+// CHECK: vector.store %{{.*}}, %[[DEC]][
+// CHECK: nvvm.fence.proxy
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-NEXT: scf.yield
+module {
+func.func @linear_fp8_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
+  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>
+  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>) -> tensor<?x256xbf16>
+  return %y : tensor<?x256xbf16>
+}
+}
+
+// -----
+
 // Tests a wide problem (isWideColumnProblem: 1024 column tiles of 128, as
 // lm_head's 1210) on sm_90a: 64-row staged tiles (kStagedWideTileRows, one
 // wgmma m64 per block) from 17 rows on, i.e. every step above the decode
