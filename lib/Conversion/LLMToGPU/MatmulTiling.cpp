@@ -477,8 +477,9 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
     if (wide) {
       t.stageK = kWideStageK;
       t.blockK = kWideStageK;
-      t.stages =
-          t.tileM() == kWarpgroupRows ? kWideStageStagesM64 : kWideStageStages;
+      t.stages = t.tileM() == kWarpgroupRows || warpgroups > 1
+                     ? kWideStageStagesDeep
+                     : kWideStageStages;
     }
     return t;
   }

@@ -252,7 +252,7 @@ func.func @linear_fp8_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
 // Tests a wide problem (isWideColumnProblem: 1024 column tiles of 128, as
 // lm_head's 1210) on sm_90a: 64-row staged tiles (kStagedWideTileRows, one
 // wgmma m64 per block) from 17 rows on, i.e. every step above the decode
-// forms' 16 rows; its 64-wide K ring has 4 blocks (kWideStageStagesM64), 4 x
+// forms' 16 rows; its 64-wide K ring has 4 blocks (kWideStageStagesDeep), 4 x
 // (64 + 128) x 128 = 98304 bytes.
 // CHECK-LABEL: gpu.func @linear_bf16_131072x1024_bf16
 // CHECK-SAME: strata.dynamic_shared_memory_bytes = 98304 : i64
