@@ -8,6 +8,10 @@
 # Env: KERNELS (an ncu -k filter), NCU_LAUNCHES (default 8), NCU_TIMEOUT
 #   (seconds per step, default 120). The clocks are left alone
 #   (--clock-control none, /work/.library/device/METHOD.md).
+#   SOURCE_KERNELS (kernel names, e.g. "moe_up_0 moe_down_0"): also each
+#   one's SASS source counters (stall samples per instruction) at prefill
+#   1 x 8192, the CSV (ncu-source-NAME.csv) and its summary
+#   (ncu-source-NAME.md, models/glm5_next/bench/ncu_source_summary.py).
 # Prints "SKIP: ..." and exits 0 without ncu.
 set -u
 WRAP=$1 ART=$2 CK=$3 OUT=$4
@@ -25,3 +29,13 @@ profile() {  # profile NAME STRATA-BENCH-FLAGS...
 }
 profile decode128 --step decode --requests 128 --context 128
 profile prefill2048 --step prefill --requests 1 --tokens 2048
+REPO=$(cd "$(dirname "$0")/../../../.." && pwd)
+for kernel in ${SOURCE_KERNELS:-}; do
+  timeout "${NCU_TIMEOUT:-120}" ncu --clock-control none --target-processes all -k "regex:^$kernel\$" \
+    --launch-count 1 --section SourceCounters --section WarpStateStats --page source --print-source sass --csv \
+    "$WRAP/strata-bench" --artifact "$ART" --checkpoint "$CK" --target ${GPU_TARGET:-sm_90} --repeat 1 \
+    --step prefill --requests 1 --tokens 8192 > "$OUT/ncu-source-$kernel.csv" 2>&1
+  echo "ncu source $kernel: rc $?"
+  ${PYTHON:-python3} "$REPO/models/glm5_next/bench/ncu_source_summary.py" "$OUT/ncu-source-$kernel.csv" \
+    > "$OUT/ncu-source-$kernel.md" && echo "summary: ncu-source-$kernel.md"
+done
