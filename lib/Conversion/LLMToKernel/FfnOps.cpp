@@ -578,9 +578,14 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
             });
             kb.store(n, counts, cv[0]);
           });
+          // Chunks past the first ceil(T / per) hold no tokens (count 0),
+          // so a chunk's prefix stops there: in a decode step of one token
+          // every chunk's sum is at most one term instead of up to 255.
+          Value used = kb.idiv(kb.iadd(numTokens, kb.isub(per, kb.idx(1))),
+                               kb.imax(per, kb.idx(1)));
           kb.parallel({kb.idx(0)}, {kb.idx(kGroupChunks)}, [&](ValueRange cv) {
             Value chunk = cv[0];
-            Value before = kb.reduce(kb.idx(0), chunk, zero,
+            Value before = kb.reduce(kb.idx(0), kb.imin(chunk, used), zero,
                                      [&](Value k, Value acc) {
                                        return kb.add(acc, kb.load(counts, k));
                                      });

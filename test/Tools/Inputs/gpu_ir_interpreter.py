@@ -239,6 +239,30 @@ def _bitcast_i32_to_f32(v):
     return np.float32(struct.unpack("<f", struct.pack("<i", _wrap(v, 32)))[0])
 
 
+
+
+def _block_reduce(op, values):
+    """gpu.all_reduce of `values` (thread order) by its `op` attribute (add,
+    max, min; the IR's own region form is not modelled)."""
+    kind = re.search(r"all_reduce_op (\w+)", op.props)
+    if not kind or op.regions and op.regions[0].ops:
+        raise InterpreterError("gpu.all_reduce with a region")
+    total = values[0]
+    for v in values[1:]:
+        total = {"add": lambda a, b: a + b, "max": max, "min": min,
+                 "maxnumf": max, "minnumf": min}[kind.group(1)](total, v)
+    return total
+
+def _parallel_segments(op):
+    """An scf.parallel's operand counts (lower bounds, upper bounds, steps,
+    inits); refuses reductions, which the interpreter does not model."""
+    n = [int(x) for x in re.search(
+        r"operandSegmentSizes = array<i32: ([\d, ]+)>",
+        op.props).group(1).split(",")]
+    if n[3]:
+        raise InterpreterError("scf.parallel with reductions")
+    return n
+
 def _prop(op, key):
     m = re.search(rf"\b{key} = ([^,}}]+)", op.props)
     if not m:
@@ -533,6 +557,7 @@ class Kernel:
         key = id(op)
         if key not in self._yields:
             self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle",
+                                            "gpu.all_reduce",
                                             *_MATRIX_OPS) or any(
                 self._suspends(o) for r in op.regions for o in r.ops)
         return self._yields[key]
@@ -630,6 +655,18 @@ class Kernel:
             pending = [t for t in range(threads) if not done[t]]
             if not pending:
                 break
+            if all(waits[t] is not None and waits[t].kind == "all_reduce"
+                   for t in pending):
+                if len(pending) != threads or len(
+                        {id(waits[t].op) for t in pending}) != 1:
+                    raise InterpreterError("gpu.all_reduce reached by part "
+                                           "of the block or at different ops")
+                total = _block_reduce(waits[pending[0]].op,
+                                      [waits[t].value for t in pending])
+                for t in pending:
+                    sends[t] = total
+                    waits[t] = None
+                continue
             if all(waits[t] is not None and waits[t].kind == "barrier"
                    for t in pending):
                 if len(pending) != threads:
@@ -645,7 +682,7 @@ class Kernel:
         """Runs a region that cannot suspend; returns its yielded values (an
         scf.condition's: the condition, then the values)."""
         for op in region.ops:
-            if op.name in ("scf.yield", "scf.condition"):
+            if op.name in ("scf.yield", "scf.condition", "scf.reduce"):
                 return [env[v] for v in op.operands]
             self._exec(op, env, ctx)
         return []
@@ -661,6 +698,9 @@ class Kernel:
         elif name in _MATRIX_OPS:
             values = [env[v] for v in op.operands]
             env[op.results[0]] = yield _Sync("matrix", op, values)
+        elif name == "gpu.all_reduce":
+            env[op.results[0]] = yield _Sync("all_reduce", op,
+                                             env[op.operands[0]])
         elif name == "scf.for":
             lb, ub, step = (env[v] for v in op.operands[:3])
             carried = [env[v] for v in op.operands[3:]]
@@ -674,6 +714,25 @@ class Kernel:
                 i += step
             for r, v in zip(op.results, carried):
                 env[r] = v
+        elif name == "scf.parallel":
+            # Every thread runs the nest (block-uniform bounds), suspending
+            # at the barriers and shuffles inside; no reductions.
+            n = _parallel_segments(op)
+            lbs, ubs, steps = ([env[v] for v in op.operands[sum(n[:k]):
+                                                           sum(n[:k + 1])]]
+                               for k in range(3))
+            region = op.regions[0]
+            index = list(lbs)
+            while all(i < u for i, u in zip(index, ubs)):
+                for a, i in zip(region.args, index):
+                    env[a] = i
+                yield from self._region_yield(region, env, ctx)
+                d = len(index) - 1
+                index[d] += steps[d]
+                while d > 0 and index[d] >= ubs[d]:
+                    index[d] = lbs[d]
+                    d -= 1
+                    index[d] += steps[d]
         elif name == "scf.if":
             region = op.regions[0] if env[op.operands[0]] else op.regions[1]
             values = yield from self._region_yield(region, env, ctx)
@@ -686,7 +745,7 @@ class Kernel:
         """Runs `region` on a thread (a generator: it suspends at barriers
         and shuffles); returns the values its scf.yield gives."""
         for op in region.ops:
-            if op.name == "scf.yield":
+            if op.name in ("scf.yield", "scf.reduce"):
                 return [env[v] for v in op.operands]
             if self._suspends(op):
                 yield from self._exec_suspending(op, env, ctx)
@@ -770,6 +829,10 @@ class Kernel:
                 return pure(lambda a: np.asarray(a).astype(np.float32))
             src = _width(op.types.split("(")[1].split(")")[0].strip())
             return pure(lambda a: _f32(_unsigned(a, src)))
+        if name == "arith.fptosi" and not ty.startswith("vector<"):
+            # Toward zero, wrapped to the result's width (the values here
+            # are exact integer counts).
+            return pure(lambda a: _wrap(int(np.trunc(a)), bits))
         if name == "arith.addi":
             return pure(lambda a, b: _wrap(a + b, bits))
         if name == "arith.subi":
@@ -935,7 +998,8 @@ class Kernel:
                 r"mask = array<i64: ([\d, ]+)>", op.props).group(1).split(",")]
             return pure(lambda a, b: np.concatenate(
                 [np.atleast_1d(a), np.atleast_1d(b)])[mask])
-        if name == "memref.cast":
+        if name in ("memref.cast", "memref.memory_space_cast"):
+            # The same buffer (memory spaces are not modelled).
             return pure(lambda m: m)
         if name == "memref.subview":
             dynamic = -9223372036854775808
@@ -1060,6 +1124,28 @@ class Kernel:
                 for r, c in zip(op.results, carried):
                     env[r] = c
             return loop
+        if name == "scf.parallel":
+            # A loop nest left inside one thread (no reductions): its
+            # iterations one after another, the last index fastest.
+            n = _parallel_segments(op)
+            region = op.regions[0]
+
+            def nest(env, ctx):
+                lbs, ubs, steps = (
+                    [env[o] for o in operands[sum(n[:k]):sum(n[:k + 1])]]
+                    for k in range(3))
+
+                def level(d):
+                    if d == len(lbs):
+                        self._run_nested(region, env, ctx)
+                        return
+                    i = lbs[d]
+                    while i < ubs[d]:
+                        env[region.args[d]] = i
+                        level(d + 1)
+                        i += steps[d]
+                level(0)
+            return nest
         if name == "scf.while":
             before, after = op.regions
 
