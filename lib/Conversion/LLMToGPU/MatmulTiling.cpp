@@ -454,11 +454,9 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
                problem.k >= kWideStageMinK &&
                (!problem.fp8Weight || problem.scaleBlockK % kWideStageK == 0);
   // Every thread copies whole chunks of each K block: 8 bf16 values of x,
-  // 8 bf16 or 16 fp8 values of a weight row.
-  int64_t weightChunk = problem.fp8Weight ? 16 : 8;
+  // 16 values of a weight row (fp8; bf16 rows in 8, twice as many chunks).
   auto chunksDivide = [&](int64_t tileN, int64_t stageK) {
-    return (tileN * stageK / weightChunk) % threads == 0 &&
-           (tileN * stageK / 16) % threads == 0 &&
+    return (tileN * stageK / 16) % threads == 0 &&
            (t.tileM() * stageK / 8) % threads == 0;
   };
   for (int64_t tileN : {128, 64}) {

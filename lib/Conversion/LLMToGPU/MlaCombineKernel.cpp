@@ -250,7 +250,8 @@ LogicalResult mlir::strata::checkMlaCombine(const MlaCombine &shape,
                                             std::string &why) {
   int64_t threads = mlaCombineThreads(target);
   int64_t width = threads ? shape.rank / threads : 0;
-  if (shape.rank % threads || (width != 1 && width != 2 && width != 4)) {
+  if (!threads || shape.rank % threads ||
+      (width != 1 && width != 2 && width != 4)) {
     why = "the latent width is not 1, 2 or 4 columns per thread";
     return failure();
   }

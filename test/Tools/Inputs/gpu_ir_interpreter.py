@@ -35,6 +35,7 @@ pipeline or the hardware (the GPU runs do).
     kernel.run([positions, scores, selection, counts], grid=(T, 1, 1))
 """
 
+import itertools
 import os
 import re
 import struct
@@ -253,15 +254,19 @@ def _block_reduce(op, values):
                  "maxnumf": max, "minnumf": min}[kind.group(1)](total, v)
     return total
 
-def _parallel_segments(op):
-    """An scf.parallel's operand counts (lower bounds, upper bounds, steps,
-    inits); refuses reductions, which the interpreter does not model."""
+def _parallel_indices(op, env):
+    """The index tuples of scf.parallel `op`'s iterations, the last index
+    fastest (its bounds read from `env`); refuses reductions, which the
+    interpreter does not model."""
     n = [int(x) for x in re.search(
         r"operandSegmentSizes = array<i32: ([\d, ]+)>",
         op.props).group(1).split(",")]
     if n[3]:
         raise InterpreterError("scf.parallel with reductions")
-    return n
+    lbs, ubs, steps = ([env[v] for v in op.operands[sum(n[:k]):sum(n[:k + 1])]]
+                       for k in range(3))
+    return itertools.product(*(range(lb, ub, step)
+                               for lb, ub, step in zip(lbs, ubs, steps)))
 
 def _prop(op, key):
     m = re.search(rf"\b{key} = ([^,}}]+)", op.props)
@@ -717,22 +722,11 @@ class Kernel:
         elif name == "scf.parallel":
             # Every thread runs the nest (block-uniform bounds), suspending
             # at the barriers and shuffles inside; no reductions.
-            n = _parallel_segments(op)
-            lbs, ubs, steps = ([env[v] for v in op.operands[sum(n[:k]):
-                                                           sum(n[:k + 1])]]
-                               for k in range(3))
             region = op.regions[0]
-            index = list(lbs)
-            while all(i < u for i, u in zip(index, ubs)):
+            for index in _parallel_indices(op, env):
                 for a, i in zip(region.args, index):
                     env[a] = i
                 yield from self._region_yield(region, env, ctx)
-                d = len(index) - 1
-                index[d] += steps[d]
-                while d > 0 and index[d] >= ubs[d]:
-                    index[d] = lbs[d]
-                    d -= 1
-                    index[d] += steps[d]
         elif name == "scf.if":
             region = op.regions[0] if env[op.operands[0]] else op.regions[1]
             values = yield from self._region_yield(region, env, ctx)
@@ -1127,24 +1121,13 @@ class Kernel:
         if name == "scf.parallel":
             # A loop nest left inside one thread (no reductions): its
             # iterations one after another, the last index fastest.
-            n = _parallel_segments(op)
             region = op.regions[0]
 
             def nest(env, ctx):
-                lbs, ubs, steps = (
-                    [env[o] for o in operands[sum(n[:k]):sum(n[:k + 1])]]
-                    for k in range(3))
-
-                def level(d):
-                    if d == len(lbs):
-                        self._run_nested(region, env, ctx)
-                        return
-                    i = lbs[d]
-                    while i < ubs[d]:
-                        env[region.args[d]] = i
-                        level(d + 1)
-                        i += steps[d]
-                level(0)
+                for index in _parallel_indices(op, env):
+                    for a, i in zip(region.args, index):
+                        env[a] = i
+                    self._run_nested(region, env, ctx)
             return nest
         if name == "scf.while":
             before, after = op.regions
