@@ -576,52 +576,18 @@ private:
   /// accumulateStaged with the ring of asynchronous copies
   /// (MatmulTiling::ring).
   SmallVector<Value> accumulateRing(Value arena, int64_t weights);
-  /// accumulateRing of the quantising ring (MatmulTiling::quantizingRing).
-  SmallVector<Value> accumulateQuantizingRing(Value arena, int64_t weights);
-  /// An asynchronous copy of one chunk of `elements` values from `src` at
-  /// `from` to `dst` at `to`, reading nothing (zero fill) unless `inside`.
-  Value copyChunkAsync(Value dst, ValueRange to, Value src, ValueRange from,
-                       int64_t elements, Value inside);
-  /// The element column of 16-byte chunk `chunk` of `elements` values in a
-  /// row of `row`'s 8-row group of 128-byte swizzled rows (chunk c of row r
-  /// at c ^ (r mod 8) within each 128 bytes).
-  Value swizzled128(Value row, Value chunk, int64_t elements);
-  /// The quantising ring's x block in ring slot `slot` of `ring` ([stages,
-  /// tileM, kFp8StageK] bf16, swizzled128) quantised per row into buffer
-  /// `buf` of `quantized` ([2, tileM, kFp8StageK] e4m3, swizzled128) and
-  /// its row scales into `rowScales` ([2, tileM] f32): QuantizeActivations'
-  /// amax over the row's block, scale = max(amax, 1e-12) / 448, x * (448 /
-  /// max(amax, 1e-12)) rounded to nearest e4m3 with saturation at +-448.
-  /// The threads of a row (threads / tileM) take every such chunk in turn.
-  void quantizeRingBlock(Value ring, Value slot, Value quantized,
-                         Value rowScales, Value buf);
-  /// The running sums plus one block's fresh products times (row scale of
-  /// buffer `buf` of `rowScales` x the weight's block scale).
-  SmallVector<Value> addScaledProducts(ValueRange sums, ValueRange products,
-                                       Value rowScales, Value buf,
-                                       ArrayRef<Value> weightScales);
   /// One ring block's products on the warpgroup instruction
   /// (MatmulTiling::wgmma): the tile's A rows at byte `aOffset` and its
   /// weights x tileN B rows at byte `bOffset` of the arena at shared
-  /// address `arenaAddress` (i64), stageK / k wgmma steps (bf16: k 16; the
-  /// quantising ring's e4m3: k 32) issued as one committed group; the
-  /// results are valid after the group's wgmma.wait_group (accumulateRing
-  /// waits before the next barrier). Empty `accs`: fresh products (the
-  /// first step does not add the registers' contents).
+  /// address `arenaAddress` (i64), kStageK / 16 wgmma steps issued as one
+  /// committed group; the results are valid after the group's
+  /// wgmma.wait_group (accumulateRing waits before the next barrier).
   SmallVector<Value> issueWarpgroupStage(Value arenaAddress, Value aOffset,
                                          Value bOffset, ValueRange accs,
                                          int64_t weights);
-  /// `values` (f32 vectors) passed through an empty volatile inline asm
-  /// each: their uses stay after the wgmma.wait_group before it.
-  SmallVector<Value> fenceRegisters(ValueRange values);
-  /// Bytes of one stage row of the ring that wgmma reads: stageK bf16, or
-  /// the quantising ring's stageK e4m3.
-  int64_t warpgroupRowBytes() const {
-    return t.stageK * (t.quantizingRing() ? 1 : 2);
-  }
-  /// The wgmma matrix descriptor of stage rows (warpgroupRowBytes each,
-  /// K-major; 64 bytes: 64-byte swizzle, stageColumn's; 128 bytes: 128-byte
-  /// swizzle) starting at byte `offset` of the arena at `arenaAddress`.
+  /// The wgmma matrix descriptor of stage rows (64 bytes each, K-major,
+  /// 64-byte swizzle: stageColumn's) starting at byte `offset` of the
+  /// arena at `arenaAddress`.
   Value warpgroupDescriptor(Value arenaAddress, Value offset);
   /// This thread's warpgroup in the block (MatmulTiling::warpgroups).
   Value warpgroupIndex() {
@@ -1919,10 +1885,9 @@ Value MatmulKernelBuilder::warpgroupDescriptor(Value arenaAddress,
   // stride byte offset / 16 between 8-row groups (8 stage rows); 62-63:
   // the swizzle of the stage rows (stageColumn): layout 2 for 64 bytes,
   // 1 for 128.
-  int64_t rowBytes = warpgroupRowBytes();
-  uint64_t layout = rowBytes == 128 ? 1 : 2;
-  uint64_t fixed = (uint64_t(1) << 16) | (uint64_t(8 * rowBytes / 16) << 32) |
-                   (layout << 62);
+  uint64_t layout = t.stageK == kWideStageK ? 1 : 2;
+  uint64_t fixed = (uint64_t(1) << 16) |
+                   (uint64_t(8 * t.stageK * 2 / 16) << 32) | (layout << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
@@ -1931,17 +1896,11 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     int64_t weights) {
   int64_t n = weights * t.tileN();
   int64_t registers = kWarpgroupRows * n / kWarpgroupThreads;
-  int64_t rowBytes = warpgroupRowBytes();
-  bool fp8Operands = t.quantizingRing();
-  // One instruction step is 32 bytes of K: 16 bf16 or 32 e4m3.
-  int64_t stepK = fp8Operands ? 32 : 16;
-  NVVM::WGMMATypes operandType =
-      fp8Operands ? NVVM::WGMMATypes::e4m3 : NVVM::WGMMATypes::bf16;
-  bool fresh = accs.empty();
   // Warpgroup g's rows start 64 g rows into each fragment's (one
   // warpgroup: g = 0).
   if (t.warpgroups > 1)
-    aOffset = add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * rowBytes));
+    aOffset =
+        add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * t.stageK * 2));
   int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
@@ -1953,15 +1912,14 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     return (column / t.fragsN) * perWeight + i * t.fragsN +
            column % t.fragsN;
   };
-  auto shape =
-      NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, stepK);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, 16);
   // The accumulators of each 64-row half in the instruction's register
   // order: 4 per 8 columns (weight-major), the m16n8 fragment order of
   // each.
   SmallVector<Value> d;
   for (int64_t i = 0; i < t.fragsM; ++i) {
     Value packed = LLVM::PoisonOp::create(b, loc, structType);
-    for (int64_t r = 0; r < registers && !fresh; ++r)
+    for (int64_t r = 0; r < registers; ++r)
       packed = LLVM::InsertValueOp::create(
           b, loc, packed,
           vector::ExtractOp::create(b, loc, accs[accIndex(i, r)],
@@ -1970,25 +1928,25 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     d.push_back(packed);
   }
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t step = 0; step < t.stageK / stepK; ++step) {
-    // Fresh products: the first step does not read the registers.
-    auto scaleOut = fresh && step == 0 ? NVVM::WGMMAScaleOut::zero
-                                       : NVVM::WGMMAScaleOut::one;
+  for (int64_t step = 0; step < t.stageK / 16; ++step) {
+    // A K step of 16 bf16 is 32 bytes along the stage rows.
     Value descB = warpgroupDescriptor(arenaAddress, add(bOffset, 32 * step));
     for (int64_t i = 0; i < t.fragsM; ++i) {
       Value descA = warpgroupDescriptor(
           arenaAddress,
-          add(aOffset, i * t.fragmentRowStride() * rowBytes + 32 * step));
+          add(aOffset, i * t.fragmentRowStride() * t.stageK * 2 + 32 * step));
       d[i] = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, structType, d[i], descA, descB, shape, operandType,
-          operandType, NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one,
-          NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+          b, loc, structType, d[i], descA, descB, shape,
+          NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
+          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col,
           NVVM::MMAIntOverflowAttr());
     }
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, loc);
   VectorType accType = VectorType::get({perFragment}, f32);
-  SmallVector<SmallVector<Value>> elements(weights * perWeight);
+  SmallVector<SmallVector<Value>> elements(accs.size());
   for (int64_t i = 0; i < t.fragsM; ++i)
     for (int64_t r = 0; r < registers; ++r)
       elements[accIndex(i, r)].push_back(
@@ -2016,8 +1974,6 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
 /// reads), so the loop has no branch. One barrier per block.
 SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
                                                        int64_t weights) {
-  if (t.quantizingRing())
-    return accumulateQuantizingRing(arena, weights);
   int64_t stages = t.stages;
   bool fp8Weights = t.fp8Mode == Fp8Mode::DecodeWeights;
   bool transposed = t.transposedWeight;
@@ -2060,7 +2016,11 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
     SmallVector<Value> tokens;
     auto copy = [&](Value dst, SmallVector<Value> to, Value src,
                     SmallVector<Value> from, int64_t elements) {
-      tokens.push_back(copyChunkAsync(dst, to, src, from, elements, inside));
+      Value count = arith::SelectOp::create(b, loc, inside, idx(elements),
+                                            idx(0));
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, token, dst, to, src, from, b.getIndexAttr(elements), count,
+          b.getUnitAttr()));
     };
     for (const StageChunk &chunk : copied) {
       bool isA = chunk.weight < 0;
@@ -2169,277 +2129,6 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
           NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
         }
         scf::YieldOp::create(b, loc, accs);
-      });
-  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
-  gpu::BarrierOp::create(b, loc);
-  return SmallVector<Value>(loop.getResults());
-}
-
-Value MatmulKernelBuilder::copyChunkAsync(Value dst, ValueRange to, Value src,
-                                          ValueRange from, int64_t elements,
-                                          Value inside) {
-  Value count = arith::SelectOp::create(b, loc, inside, idx(elements), idx(0));
-  return nvgpu::DeviceAsyncCopyOp::create(
-      b, loc, b.getType<nvgpu::DeviceAsyncTokenType>(), dst, to, src, from,
-      b.getIndexAttr(elements), count, b.getUnitAttr());
-}
-
-Value MatmulKernelBuilder::swizzled128(Value row, Value chunk,
-                                       int64_t elements) {
-  Value swizzled = arith::XOrIOp::create(
-      b, loc, chunk, arith::AndIOp::create(b, loc, row, idx(7)));
-  return mul(swizzled, elements);
-}
-
-void MatmulKernelBuilder::quantizeRingBlock(Value ring, Value slot,
-                                            Value quantized, Value rowScales,
-                                            Value buf) {
-  int64_t rows = t.tileM();
-  int64_t rowThreads = t.threads() / rows;
-  int64_t chunksPerRow = t.stageK / 8;
-  double fp8Max = getFp8Max(MatrixElement::F8E4M3FN);
-  Value tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  Value row = arith::DivUIOp::create(b, loc, tid, idx(rowThreads));
-  Value first = arith::RemUIOp::create(b, loc, tid, idx(rowThreads));
-  auto f32x8 = VectorType::get({8}, f32);
-  // 8 values of x per 16-byte chunk; the row's threads take chunks
-  // first, first + rowThreads, ... (neighbouring lanes: distinct banks).
-  SmallVector<Value> chunks, values;
-  Value amax = cf32(0.0);
-  for (int64_t c = 0; c < chunksPerRow / rowThreads; ++c) {
-    Value chunk = add(first, c * rowThreads);
-    auto load = vector::LoadOp::create(
-        b, loc, VectorType::get({8}, bf16), ring,
-        ValueRange{slot, row, swizzled128(row, chunk, 8)});
-    load.setAlignment(uint64_t(16));
-    chunks.push_back(chunk);
-    values.push_back(load);
-    // |x| (the sign bit cleared) and its maximum are exact in bf16: the
-    // amax in bf16 registers, the values held as loaded.
-    auto i16x8 = VectorType::get({8}, b.getI16Type());
-    Value magnitude = arith::BitcastOp::create(
-        b, loc, load.getType(),
-        arith::AndIOp::create(
-            b, loc, arith::BitcastOp::create(b, loc, i16x8, load),
-            arith::ConstantOp::create(
-                b, loc, DenseElementsAttr::get(i16x8, APInt(16, 0x7fff)))));
-    Value chunkMax = vector::ReductionOp::create(
-        b, loc, vector::CombiningKind::MAXIMUMF, magnitude);
-    amax = arith::MaximumFOp::create(
-        b, loc, amax, arith::ExtFOp::create(b, loc, f32, chunkMax));
-  }
-  amax = subgroupButterfly(amax, rowThreads, [&](Value mine, Value other) {
-    return arith::MaximumFOp::create(b, loc, mine, other);
-  });
-  amax = arith::MaximumFOp::create(b, loc, amax, cf32(1e-12));
-  Value inv = arith::DivFOp::create(b, loc, cf32(fp8Max), amax);
-  auto i16 = b.getI16Type();
-  for (auto [chunk, v] : llvm::zip_equal(chunks, values)) {
-    Value scaled = arith::MulFOp::create(
-        b, loc, arith::ExtFOp::create(b, loc, f32x8, v), splat(inv, 8));
-    // cvt.rn.satfinite.e4m3x2.f32 puts its first operand in the high
-    // byte: value 2p + 1 first, so byte 2p is value 2p.
-    SmallVector<Value> pairs;
-    for (int64_t p = 0; p < 4; ++p)
-      pairs.push_back(NVVM::ConvertF32x2ToF8x2Op::create(
-          b, loc, i16, vector::ExtractOp::create(b, loc, scaled, 2 * p + 1),
-          vector::ExtractOp::create(b, loc, scaled, 2 * p),
-          NVVM::FPRoundingModeAttr::get(b.getContext(),
-                                        NVVM::FPRoundingMode::RN),
-          NVVM::SaturationModeAttr::get(b.getContext(),
-                                        NVVM::SaturationMode::SATFINITE),
-          b.getBoolAttr(false), TypeAttr::get(fp8)));
-    Value bytes = vector::BitCastOp::create(
-        b, loc, VectorType::get({8}, fp8),
-        vector::FromElementsOp::create(b, loc, VectorType::get({4}, i16),
-                                       pairs));
-    // x chunk c is bytes 8 (c mod 2) .. of 16-byte fp8 chunk c / 2.
-    Value column =
-        add(swizzled128(row, arith::DivUIOp::create(b, loc, chunk, idx(2)), 16),
-            mul(arith::RemUIOp::create(b, loc, chunk, idx(2)), 8));
-    auto store = vector::StoreOp::create(b, loc, bytes, quantized,
-                                         ValueRange{buf, row, column});
-    store.setAlignment(uint64_t(8));
-  }
-  Value scale = arith::DivFOp::create(b, loc, amax, cf32(fp8Max));
-  ifThen(ieq(first, idx(0)), [&] {
-    memref::StoreOp::create(b, loc, scale, rowScales, ValueRange{buf, row});
-  });
-}
-
-SmallVector<Value>
-MatmulKernelBuilder::addScaledProducts(ValueRange sums, ValueRange products,
-                                       Value rowScales, Value buf,
-                                       ArrayRef<Value> weightScales) {
-  SmallVector<Value> out(sums.begin(), sums.end());
-  VectorType accType = VectorType::get({mi.c.size()}, f32);
-  int64_t perWeight = t.fragsM * t.fragsN;
-  for (int64_t i = 0; i < t.fragsM; ++i) {
-    // The row scale of each C element (the tile's row of its piece).
-    SmallVector<Value> perElement;
-    for (auto piece : mi.c.pieces) {
-      Value row = add(arith::SubIOp::create(b, loc, rowBases[i], tileRow),
-                      add(cLane.outer, piece[0]));
-      Value s = memref::LoadOp::create(b, loc, rowScales, ValueRange{buf, row});
-      perElement.append(mi.c.count, s);
-    }
-    Value rowScale =
-        vector::FromElementsOp::create(b, loc, accType, perElement);
-    for (auto [wi, weightScale] : llvm::enumerate(weightScales)) {
-      Value scale = arith::MulFOp::create(b, loc, rowScale,
-                                          splat(weightScale, mi.c.size()));
-      for (int64_t j = 0; j < t.fragsN; ++j) {
-        int64_t at = wi * perWeight + i * t.fragsN + j;
-        out[at] = math::FmaOp::create(b, loc, products[at], scale, out[at]);
-      }
-    }
-  }
-  return out;
-}
-
-SmallVector<Value> MatmulKernelBuilder::fenceRegisters(ValueRange values) {
-  SmallVector<Value> out;
-  for (Value v : values) {
-    auto type = cast<VectorType>(v.getType());
-    SmallVector<Value> elements;
-    for (int64_t e = 0; e < type.getNumElements(); ++e) {
-      auto fence = LLVM::InlineAsmOp::create(
-          b, loc, f32, ValueRange{vector::ExtractOp::create(b, loc, v, e)},
-          /*asm_string=*/"", /*constraints=*/"=f,0",
-          /*has_side_effects=*/true, /*is_align_stack=*/false,
-          LLVM::TailCallKind::None, LLVM::AsmDialectAttr(),
-          /*operand_attrs=*/ArrayAttr());
-      elements.push_back(fence.getResult(0));
-    }
-    out.push_back(vector::FromElementsOp::create(b, loc, type, elements));
-  }
-  return out;
-}
-
-/// The quantising ring (MatmulTiling::quantizingRing), K block k of nK
-/// (kFp8StageK each) in slot k mod S. The arena: the ring's x rows ([S,
-/// tileM, 128] bf16) and weight rows ([S, weights, tileN, 128] e4m3, as
-/// stored), two quantised x blocks ([2, tileM, 128] e4m3), their row
-/// scales ([2, tileM] f32); every row 128-byte swizzled (swizzled128).
-///   prologue: copy blocks 0 .. S-2; wait for block 0, barrier, quantise
-///             it into buffer 0.
-///   block k:  barrier; copy block k+S-1 into slot (k-1) mod S; load the
-///             weights' block scales of block k; wgmma: quantised buffer
-///             k mod 2 x slot k mod S into fresh products; wait for this
-///             thread's copies of block k+1, barrier (a row's threads read
-///             chunks other threads copied), quantise x's block k+1 into
-///             buffer (k+1) mod 2; wait for the products; sums += products
-///             x (row scale x weight scale).
-///   after:    wait for every copy, barrier (the next tile reuses the ring).
-SmallVector<Value>
-MatmulKernelBuilder::accumulateQuantizingRing(Value arena, int64_t weights) {
-  int64_t stages = t.stages, rows = t.tileM(), stageK = t.stageK;
-  int64_t slotBytesA = rows * stageK * 2;
-  int64_t slotBytesB = weights * t.tileN() * stageK;
-  int64_t ringABytes = stages * slotBytesA;
-  int64_t quantizedBytes = rows * stageK;
-  int64_t quantizedOffset = ringABytes + stages * slotBytesB;
-  int64_t scalesOffset = quantizedOffset + 2 * quantizedBytes;
-  Value ringA =
-      viewWorkgroupArena(b, loc, arena, 0, {stages, rows, stageK}, bf16);
-  Value ringB = viewWorkgroupArena(b, loc, arena, ringABytes,
-                                   {stages, weights, t.tileN(), stageK}, fp8);
-  Value quantized = viewWorkgroupArena(b, loc, arena, quantizedOffset,
-                                       {2, rows, stageK}, fp8);
-  Value rowScales =
-      viewWorkgroupArena(b, loc, arena, scalesOffset, {2, rows}, f32);
-  SmallVector<StageChunk> chunksA = stageChunks(0);
-  SmallVector<StageChunk> chunksB =
-      stageChunks(weights, /*elements=*/16, /*withA=*/false);
-  SmallVector<std::pair<Value, Value>> operands = weightOperands();
-  int64_t blocks = p.k / stageK;
-  auto copyBlock = [&](Value block, Value slot) {
-    Value inside = ult(block, idx(blocks));
-    Value kb = mul(minu(block, idx(blocks - 1)), stageK);
-    SmallVector<Value> tokens;
-    for (const StageChunk &chunk : chunksA)
-      tokens.push_back(copyChunkAsync(
-          ringA, {slot, chunk.row, swizzled128(chunk.row, chunk.part, 8)}, x,
-          chunkSource(chunk, kb), 8, inside));
-    for (const StageChunk &chunk : chunksB)
-      tokens.push_back(copyChunkAsync(ringB,
-                                      {slot, idx(chunk.weight), chunk.row,
-                                       swizzled128(chunk.row, chunk.part, 16)},
-                                      operands[chunk.weight].first,
-                                      chunkSource(chunk, kb), 16, inside));
-    return nvgpu::DeviceAsyncCreateGroupOp::create(
-        b, loc, b.getType<nvgpu::DeviceAsyncTokenType>(), tokens);
-  };
-  Value group;
-  for (int64_t s = 0; s + 1 < stages; ++s)
-    group = copyBlock(idx(s), idx(s));
-  auto waitForNext = [&] {
-    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
-                                     b.getI32IntegerAttr(stages - 2));
-  };
-  // A row's threads quantise chunks other threads copied: every thread's
-  // copies of the block complete, then a barrier.
-  waitForNext();
-  gpu::BarrierOp::create(b, loc);
-  quantizeRingBlock(ringA, idx(0), quantized, rowScales, idx(0));
-  fenceForWarpgroup();
-  Value arenaAddress = arith::IndexCastUIOp::create(
-      b, loc, b.getI64Type(),
-      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
-  // As accumulateRing: the second warpgroup of a grouped tile multiplies
-  // only when the expert's slots reach its rows.
-  Value warpgroupHasRows;
-  if (t.warpgroups > 1 && grouped)
-    warpgroupHasRows =
-        ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
-  VectorType accType = VectorType::get({mi.c.size()}, f32);
-  SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
-  auto loop = scf::ForOp::create(
-      b, loc, idx(0), idx(blocks), idx(1), inits,
-      [&](OpBuilder &nb, Location, Value k, ValueRange iterArgs) {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
-        gpu::BarrierOp::create(b, loc);
-        auto slotOf = [&](Value block) {
-          return arith::RemUIOp::create(b, loc, block, idx(stages));
-        };
-        Value ahead = add(k, stages - 1);
-        copyBlock(ahead, slotOf(ahead));
-        SmallVector<Value> weightScales;
-        for (auto &operand : operands)
-          weightScales.push_back(
-              loadWeightScale(operand.second, tileCol, mul(k, stageK)));
-        Value half = arith::RemUIOp::create(b, loc, k, idx(2));
-        Value aOffset = add(mul(half, quantizedBytes), quantizedOffset);
-        Value bOffset = add(mul(slotOf(k), slotBytesB), ringABytes);
-        SmallVector<Value> products;
-        if (!warpgroupHasRows) {
-          products =
-              issueWarpgroupStage(arenaAddress, aOffset, bOffset, {}, weights);
-        } else {
-          SmallVector<Type> types(inits.size(), accType);
-          auto ifRows = scf::IfOp::create(b, loc, types, warpgroupHasRows,
-                                          /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard rowsGuard(b);
-          b.setInsertionPointToStart(ifRows.thenBlock());
-          scf::YieldOp::create(
-              b, loc,
-              issueWarpgroupStage(arenaAddress, aOffset, bOffset, {}, weights));
-          b.setInsertionPointToStart(ifRows.elseBlock());
-          scf::YieldOp::create(b, loc, inits);
-          products = SmallVector<Value>(ifRows.getResults());
-        }
-        waitForNext();
-        gpu::BarrierOp::create(b, loc);
-        Value next = add(k, 1);
-        quantizeRingBlock(ringA, slotOf(next), quantized, rowScales,
-                          arith::RemUIOp::create(b, loc, next, idx(2)));
-        fenceForWarpgroup();
-        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-        scf::YieldOp::create(b, loc,
-                             addScaledProducts(iterArgs,
-                                               fenceRegisters(products),
-                                               rowScales, half, weightScales));
       });
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b, loc);

@@ -433,12 +433,6 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
 /// kernel's registers are its widest form's, and a 64 x 256 moe_down tile
 /// (128 accumulators where the sm_90 ring has 64) made its decode form
 /// 16-20 % slower on the H200.
-/// fp8 weights whose block scales cover whole 128-wide K blocks take the
-/// quantising ring instead (quantizingWarpgroupTiling).
-static std::optional<MatmulTiling>
-quantizingWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
-                          int64_t weights, int64_t tileRows);
-
 static std::optional<MatmulTiling>
 chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
                       int64_t weights, int64_t tileRows) {
@@ -454,9 +448,6 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
   t.subgroupsM = warpgroups * kWarpgroupRows / mi.m;
   t.subgroupsN = 1;
   t.fragsM = tileRows / (warpgroups * kWarpgroupRows);
-  if (std::optional<MatmulTiling> q =
-          quantizingWarpgroupTiling(t, problem, weights, tileRows))
-    return q;
   // Weights read as stored (bf16, or fp8 decoded into the two bf16
   // buffers) take 128-byte stage rows (kWideStageK) where K is long.
   bool wideK = !problem.transposedWeight && problem.k % kWideStageK == 0 &&
@@ -488,56 +479,6 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
                      ? kWideStageStagesDeep
                      : kWideStageStages;
     }
-    return t;
-  }
-  return std::nullopt;
-}
-
-/// The quantising ring (MatmulTiling::quantizingRing) for fp8 weights
-/// with 128 x 128 block scales (one scale per K block and tile: tileN
-/// divides scaleBlockN): kFp8StageK-wide blocks; the widest column tile
-/// (128, 64, 32) whose running sums fit kQuantizingRingAccRegisters per lane
-/// and warpgroup,
-/// the tile's row fragments halved first (a single weight: 64 x 128 per
-/// warpgroup; moe_up's two: 64 x (64 + 64)), so that x's rows, quantised
-/// once per tile, serve as many columns as the registers allow. Every
-/// thread copies whole 16-byte chunks and quantises whole chunks of one
-/// row (threads a multiple of the tile's rows).
-static std::optional<MatmulTiling>
-quantizingWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
-                          int64_t weights, int64_t tileRows) {
-  if (!problem.fp8Weight || problem.transposedWeight ||
-      problem.scaleBlockK != kFp8StageK || problem.k % kFp8StageK)
-    return std::nullopt;
-  const MatrixInstruction &mi = t.mma;
-  int64_t threads = t.threads();
-  int64_t chunksPerRow = kFp8StageK * 2 / 16; // bf16 x: 16 chunks a row
-  for (int64_t tileN : {128, 64, 32}) {
-    if (problem.n % tileN || problem.scaleBlockN % tileN ||
-        weights * tileN > 256)
-      continue;
-    t.fragsN = tileN / mi.n;
-    t.fragsM = tileRows / (t.warpgroups * kWarpgroupRows);
-    auto accRegisters = [&] {
-      return weights * t.fragsM * t.fragsN * int64_t(mi.c.size());
-    };
-    int64_t limit = kQuantizingRingAccRegisters * t.warpgroups;
-    while (t.fragsM > 1 && accRegisters() > limit)
-      t.fragsM /= 2;
-    if (accRegisters() > limit)
-      continue;
-    int64_t rows = t.tileM();
-    if (threads % rows || chunksPerRow % (threads / rows) ||
-        (rows * chunksPerRow) % threads || (tileN * kFp8StageK / 16) % threads)
-      continue;
-    t.fp8Mode = Fp8Mode::QuantizeActivations;
-    t.wgmma = true;
-    t.ldmatrix = false;
-    t.kRuns = false;
-    t.asyncCopy = true;
-    t.stageK = kFp8StageK;
-    t.blockK = kFp8StageK;
-    t.stages = kQuantizingRingStages;
     return t;
   }
   return std::nullopt;
@@ -666,12 +607,6 @@ int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
   if (!staged.ring()) {
     // Two buffers of the tile's A rows and every weight's B rows, bf16.
     return 2 * (staged.tileM() + weights * staged.tileN()) * stageK * 2;
-  }
-  if (staged.quantizingRing()) {
-    int64_t rows = staged.tileM();
-    int64_t ringA = staged.stages * rows * stageK * 2;
-    int64_t ringB = staged.stages * weights * staged.tileN() * stageK;
-    return ringA + ringB + 2 * rows * stageK + 2 * rows * 4;
   }
   bool fp8 = staged.fp8Mode == Fp8Mode::DecodeWeights;
   bool decodes = fp8 || staged.transposedWeight;

@@ -32,8 +32,7 @@ enum class Fp8Mode {
   /// x is quantised per row and per K block to the target's fp8 format
   /// inside the kernel (amax over the block, scale = amax / fp8_max), the
   /// fp8 instruction runs on fp8 x and fp8 W, and both scales are applied
-  /// to the fp32 block accumulator. AMD: the register tiles on the fp8
-  /// MFMA. sm_90a: the quantising ring (MatmulTiling::quantizingRing).
+  /// to the fp32 block accumulator.
   QuantizeActivations,
   /// The fp8 weight bytes are decoded to bf16 in registers (exact: every
   /// e4m3 value is a bf16 value), the bf16 instruction runs, and the weight
@@ -160,17 +159,6 @@ struct MatmulTiling {
   int64_t rasterMinRows = 0;
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
-  /// The wgmma ring of fp8 weights on the fp8 instruction
-  /// (chooseWarpgroupTiling, kFp8StageK): each ring slot holds a K block
-  /// of 128 of x (bf16 rows) and of the raw e4m3 weight rows (128-byte
-  /// rows, 128-byte swizzle: wgmma reads them as stored); while block k is
-  /// multiplied, x's block k + 1 is quantised per row (QuantizeActivations'
-  /// amax, scale and rounding) into one of two fp8 buffers with its row
-  /// scales; wgmma m64nNk32 e4m3 x e4m3 accumulates each block into fresh
-  /// registers, added to the running sums times row scale x weight scale.
-  bool quantizingRing() const {
-    return wgmma && fp8Mode == Fp8Mode::QuantizeActivations;
-  }
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   /// Rows between a subgroup's row fragments: the instruction's m, or with
@@ -376,17 +364,6 @@ inline constexpr int64_t kAsyncStages = 4;
 inline constexpr int64_t kWideStageK = 64;
 inline constexpr int64_t kWideStageStages = 3;
 inline constexpr int64_t kWideStageStagesDeep = 4;
-/// MatmulTiling::stageK of the quantising ring (quantizingRing): one fp8
-/// scale block of K per ring slot, 128-byte rows of e4m3; three slots.
-/// Each lane holds its running sums and one block's fresh products, at most
-/// kQuantizingRingAccRegisters fp32 registers each per warpgroup of the
-/// block: a block of one warpgroup copies twice the chunks per lane of a
-/// block of two (their addresses held in registers), and its 64 x 128 tiles
-/// (64 + 64 registers) spilled 150-250 bytes in ptxas at 255 registers,
-/// its 64 x 64 tiles none; moe_up's two warpgroups take 128 x (64 + 64).
-inline constexpr int64_t kFp8StageK = 128;
-inline constexpr int64_t kQuantizingRingStages = 3;
-inline constexpr int64_t kQuantizingRingAccRegisters = 32;
 /// The fewest K for 64-wide blocks: long K loops are where a block's fixed
 /// cost counts; a loop of 8 wide blocks (the tiny model's K = 512 MTP
 /// projection) spilled registers in ptxas (28-40 bytes at 255 registers).
@@ -488,8 +465,7 @@ int64_t stagedMinRows(const MatmulTiling &staged, const MatmulProblem &problem,
 
 /// Workgroup bytes of the staged form's buffers: two stage buffers, or the
 /// ring of `stages` blocks of x and of the raw weight rows plus, for fp8
-/// or transposed weights, two decoded bf16 blocks (the quantising ring:
-/// two fp8 blocks of x and their fp32 row scales).
+/// or transposed weights, two decoded bf16 blocks.
 int64_t stagedBufferBytes(const MatmulTiling &staged, int64_t weights);
 
 /// fence.proxy.async.shared::cta: orders this thread's generic-proxy writes of

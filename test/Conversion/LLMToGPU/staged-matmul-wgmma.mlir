@@ -105,15 +105,14 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 
 // -----
 
-// Tests an fp8 weight in the wgmma form whose scale blocks are 32 wide in K
-// (the quantising ring takes 128 only): the raw e4m3 ring ([4, 1, 128, 32]
+// Tests an fp8 weight in the wgmma form: the raw e4m3 ring ([4, 1, 128, 32]
 // fp8 at 32768) is decoded one block ahead into two bf16 blocks ([2, 1, 128,
 // 32] at 32768 + 16384 = 49152), which the B descriptors address (49152 +
-// 8192 x (k mod 2)) while the next block is decoded; 65536 bytes, 16384 in
-// steps below the staged tiles (the decode forms' partial sums).
+// 8192 x (k mod 2)) while the next block is decoded; 65536 bytes, none in
+// steps below the staged tiles (no decode forms: their plain tiles).
 // CHECK-LABEL: gpu.func @linear_fp8_256x256_bf16
 // CHECK-SAME: strata.dynamic_shared_memory_bytes = 65536 : i64
-// CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 16384>
+// CHECK-SAME: strata.small_step_shared_memory = array<i64: 1, 16383, 0>
 // CHECK-SAME: strata.staged_tile = array<i64: 128, 128>, strata.staged_wgmma
 // CHECK: %[[RAW:.*]] = memref.view %{{.*}}[%c32768][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<4x1x128x32xf8E4M3FN, #gpu.address_space<workgroup>>
 // CHECK: %[[DEC:.*]] = memref.view %{{.*}}[%c49152][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x1x128x32xbf16, #gpu.address_space<workgroup>>
@@ -136,8 +135,8 @@ func.func @linear_bf16(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
 // CHECK-NEXT: scf.yield
 module {
 func.func @linear_fp8(%x: tensor<?x256xbf16>) -> tensor<?x256xbf16> {
-  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x8xf32>, block = [128, 32]>
-  %y = llm.linear %x, %w : (tensor<?x256xbf16>, !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x8xf32>, block = [128, 32]>) -> tensor<?x256xbf16>
+  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, block = [128, 128]>
+  %y = llm.linear %x, %w : (tensor<?x256xbf16>, !llm.fp8_weight<tensor<256x256xf8E4M3FN>, tensor<2x2xf32>, block = [128, 128]>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }
 }
@@ -206,8 +205,7 @@ func.func @linear_bf16_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
 // -----
 
 // Tests fp8 weights on 64-wide K blocks: an fp8 weight with K >= 1024 whose
-// 128 x 64 scale blocks hold whole blocks of 64 (not the quantising ring's
-// 128) takes the ring of 3 blocks
+// 128 x 128 scale blocks hold whole blocks of 64 takes the ring of 3 blocks
 // of 64 (x: 3 x 128 x 64 bf16 = 49152 bytes at 0; the raw e4m3 rows: 3 x 128
 // x 64 = 24576 at 49152) and two decoded bf16 blocks of 128 x 64 (32768 at
 // 73728), 106496 bytes in all. The decoded rows are stored through the
@@ -243,8 +241,8 @@ func.func @linear_bf16_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
 // CHECK-NEXT: scf.yield
 module {
 func.func @linear_fp8_wide(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
-  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x16xf32>, block = [128, 64]>
-  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x16xf32>, block = [128, 64]>) -> tensor<?x256xbf16>
+  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>
+  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>) -> tensor<?x256xbf16>
   return %y : tensor<?x256xbf16>
 }
 }
@@ -265,75 +263,5 @@ func.func @linear_bf16(%x: tensor<?x1024xbf16>) -> tensor<?x131072xbf16> {
   %w = llm.weight "head.weight" : tensor<131072x1024xbf16>
   %y = llm.linear %x, %w : (tensor<?x1024xbf16>, tensor<131072x1024xbf16>) -> tensor<?x131072xbf16>
   return %y : tensor<?x131072xbf16>
-}
-}
-
-// -----
-
-// Tests the quantising ring (MatmulTiling::quantizingRing): an fp8 weight
-// with 128 x 128 block scales takes K blocks of 128 (kFp8StageK) in 64 x 64
-// tiles of one warpgroup, a ring of 3 (x: 3 x 64 x 128 bf16 = 49152 bytes at
-// 0; the e4m3 rows as stored: 3 x 64 x 128 = 24576 at 49152), two quantised
-// x blocks (2 x 64 x 128 e4m3, 16384 at 73728) and their row scales (2 x 64
-// f32 at 90112): 90624 bytes. Block 0 is waited for, then a barrier (a row's
-// two threads read chunks other threads copied), then quantised: the row's
-// amax over both threads (one XOR shuffle), pairs rounded to e4m3 with
-// saturation, 8-byte stores into buffer 0, the scale by the row's first
-// thread. Per K block (8 of them): the barrier, the copy of block k + 2, the
-// weight's block scale of block k, four e4m3 wgmma k32 steps on quantised
-// buffer k mod 2 (73728 + 8192 x (k mod 2)) and ring slot k mod 3 (49152 +
-// 8192 x (k mod 3)), 128-byte swizzle descriptors, into fresh products (the
-// first step does not add D); block k + 1 waited for, a barrier, quantised;
-// the products waited for, fenced, and added times row scale x weight scale.
-// CHECK-LABEL: gpu.func @linear_fp8_256x1024_bf16
-// CHECK-SAME: strata.dynamic_shared_memory_bytes = 90624 : i64
-// CHECK-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 64, 64>, strata.staged_wgmma
-// CHECK: %[[A:.*]] = memref.view %{{.*}}[%c0][] : {{.*}} to memref<3x64x128xbf16, #gpu.address_space<workgroup>>
-// CHECK-NEXT: %[[B:.*]] = memref.view %{{.*}}[%c49152][] : {{.*}} to memref<3x1x64x128xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK-NEXT: %[[Q:.*]] = memref.view %{{.*}}[%c73728][] : {{.*}} to memref<2x64x128xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK-NEXT: %[[S:.*]] = memref.view %{{.*}}[%c90112][] : {{.*}} to memref<2x64xf32, #gpu.address_space<workgroup>>
-// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c0,
-// CHECK: nvgpu.device_async_copy %arg1[{{.*}}], %[[B]][%c0, %c0,
-// CHECK: nvgpu.device_async_create_group
-// CHECK: nvgpu.device_async_copy %arg0[{{.*}}], %[[A]][%c1,
-// CHECK: %[[G:.*]] = nvgpu.device_async_create_group
-// CHECK-NEXT: nvgpu.device_async_wait %[[G]] {numGroups = 1 : i32}
-// CHECK-NEXT: gpu.barrier
-// CHECK: vector.load %[[A]][%c0,
-// CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32, %c2_i32 : f32
-// CHECK: nvvm.convert.f32x2.to.f8x2 {{.*}} {rnd = #nvvm.fp_rnd_mode<rn>, sat = #nvvm.sat_mode<satfinite>} : i16(f8E4M3FN)
-// CHECK: vector.store %{{.*}}, %[[Q]][%c0,
-// CHECK: memref.store %{{.*}}, %[[S]][%c0,
-// CHECK: nvvm.fence.proxy
-// CHECK: scf.for %[[K:.*]] = %c0 to %c8 step %c1 iter_args
-// CHECK-NEXT: gpu.barrier
-// CHECK: nvgpu.device_async_create_group
-// CHECK: memref.load %arg2[
-// CHECK-NEXT: %[[HALF:.*]] = arith.remui %[[K]], %c2
-// CHECK-NEXT: %[[QOFF:.*]] = arith.muli %[[HALF]], %c8192
-// CHECK-NEXT: arith.addi %[[QOFF]], %c73728
-// CHECK-NEXT: %[[SLOT:.*]] = arith.remui %[[K]], %c3
-// CHECK-NEXT: %[[BOFF:.*]] = arith.muli %[[SLOT]], %c8192
-// CHECK-NEXT: arith.addi %[[BOFF]], %c49152
-// CHECK-NEXT: nvvm.wgmma.fence.aligned
-// CHECK: arith.ori %{{.*}}, %c4611686293305360384_i64
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 32>, D[<f32>, <one>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// CHECK-NEXT: nvvm.wgmma.commit.group.sync.aligned
-// CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 1 : i32}
-// CHECK-NEXT: gpu.barrier
-// CHECK: nvvm.convert.f32x2.to.f8x2
-// CHECK: vector.store %{{.*}}, %[[Q]][
-// CHECK: nvvm.fence.proxy
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
-// CHECK-NEXT: llvm.inline_asm has_side_effects "", "=f,0"
-// CHECK: memref.load %[[S]][%[[HALF]],
-// CHECK: math.fma
-// CHECK: scf.yield
-module {
-func.func @linear_fp8_quantizing(%x: tensor<?x1024xbf16>) -> tensor<?x256xbf16> {
-  %w = llm.weight "proj.weight" : !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>
-  %y = llm.linear %x, %w : (tensor<?x1024xbf16>, !llm.fp8_weight<tensor<256x1024xf8E4M3FN>, tensor<2x8xf32>, block = [128, 128]>) -> tensor<?x256xbf16>
-  return %y : tensor<?x256xbf16>
 }
 }

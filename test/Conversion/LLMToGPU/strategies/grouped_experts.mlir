@@ -52,8 +52,7 @@ func.func @moe_down_0(%a0: memref<?x4x128xbf16>, %a1: memref<?x4xi32>, %a2: memr
 
 // -----
 
-// An fp8 moe_up with K = 1024 and 128 x 64 scale blocks (not the quantising
-// ring's 128 x 128) on sm_90a: two warpgroups (256 threads) on
+// An fp8 moe_up with K = 1024 on sm_90a: two warpgroups (256 threads) on
 // tiles of 128 slots x 128 columns of gate and up, 64-wide K blocks in a ring
 // of 4 (kWideStageStagesDeep: one block per multiprocessor by its
 // registers): x 4 x 128 x 64 bf16 (65536 bytes), the raw e4m3 rows 4 x 2 x
@@ -66,32 +65,6 @@ func.func @moe_down_0(%a0: memref<?x4x128xbf16>, %a1: memref<?x4xi32>, %a2: memr
 // SM90A: memref<4x2x128x64xf8E4M3FN, #gpu.address_space<workgroup>>
 // SM90A: memref<2x2x128x64xbf16, #gpu.address_space<workgroup>>
 // SM90A: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 256, k = 16>
-// GFX942-LABEL: gpu.func @moe_up_fp8_0(
-// GFX942: amdgpu.mfma
-func.func @moe_up_fp8_0(%a0: memref<?x1024xbf16>, %a1: memref<?x8xi32>, %a2: memref<?x8xi32>, %a3: memref<17xi32>, %a4: memref<16x256x1024xf8E4M3FN>, %a5: memref<16x2x16xf32>, %a6: memref<16x256x1024xf8E4M3FN>, %a7: memref<16x2x16xf32>, %a8: memref<?x8x256xbf16>)
-    attributes {llm.grouped_experts = #llm.grouped_experts<up, top_k = 8, experts = 16, min_slots = 64, swiglu_limit = 1.000000e+01 : f64>, llm.kernel = #llm.kernel<"moe_up_fp8_0", roles = [x, chosen, slot_order, expert_starts, weight, weight_scales, up_weight, up_scales, out]>} {
-  return
-}
-
-// -----
-
-// An fp8 moe_up with K = 1024 and 128 x 128 scale blocks on sm_90a: the
-// quantising ring, two warpgroups on tiles of 128 slots x 64 columns of gate
-// and up (64 + 64 running sums and as many fresh products per lane), K blocks
-// of 128 in a ring of 3: x 3 x 128 x 128 bf16 (98304 bytes), the e4m3 rows 3
-// x 2 x 64 x 128 (49152), two quantised x blocks 2 x 128 x 128 (32768) and
-// their row scales 2 x 128 f32 (1024): 181248; e4m3 wgmma with n = 128 (gate
-// and up), fresh products then added.
-// SM90A-LABEL: gpu.func @moe_up_fp8_0(
-// SM90A-SAME: known_block_size = array<i32: 256, 1, 1>
-// SM90A-SAME: strata.dynamic_shared_memory_bytes = 181248 : i64
-// SM90A-SAME: strata.staged_stages = 3 : i64, strata.staged_tile = array<i64: 128, 64>, strata.staged_wgmma
-// SM90A: memref<3x128x128xbf16, #gpu.address_space<workgroup>>
-// SM90A: memref<3x2x64x128xf8E4M3FN, #gpu.address_space<workgroup>>
-// SM90A: memref<2x128x128xf8E4M3FN, #gpu.address_space<workgroup>>
-// SM90A: memref<2x128xf32, #gpu.address_space<workgroup>>
-// SM90A: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
-// SM90A: math.fma
 // GFX942-LABEL: gpu.func @moe_up_fp8_0(
 // GFX942: amdgpu.mfma
 func.func @moe_up_fp8_0(%a0: memref<?x1024xbf16>, %a1: memref<?x8xi32>, %a2: memref<?x8xi32>, %a3: memref<17xi32>, %a4: memref<16x256x1024xf8E4M3FN>, %a5: memref<16x2x8xf32>, %a6: memref<16x256x1024xf8E4M3FN>, %a7: memref<16x2x8xf32>, %a8: memref<?x8x256xbf16>)
