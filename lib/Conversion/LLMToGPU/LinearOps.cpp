@@ -286,11 +286,13 @@ static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
           func->getAttrOfType<DenseI64ArrayAttr>("strata.decode_grid_splits"))
     for (auto [form, z] : llvm::zip(forms, decodeSplits.asArrayRef()))
       form.splits = z;
-  // The plain row tiles with K split over the grid (buildGridSplit).
+  // The row tiles with K split over the grid (buildGridSplit): [splits,
+  // min rows, max rows, tile rows, tile columns] (the plain tiling's or the
+  // staged ring's, GridSplitK::staged).
   if (auto gridSplit =
           func->getAttrOfType<DenseI64ArrayAttr>("strata.grid_split_k")) {
     decodeMax = gridSplit[2];
-    forms.push_back({decodeMax, tiling.tileM(), tiling.tileN(), gridSplit[0]});
+    forms.push_back({decodeMax, gridSplit[3], gridSplit[4], gridSplit[0]});
   }
   appendRowTileForms(func, tiling, decodeMax, forms);
   return forms;

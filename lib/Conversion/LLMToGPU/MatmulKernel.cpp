@@ -532,7 +532,10 @@ private:
   /// accumulators per weight, from the tile's operands staged block by
   /// block through two workgroup buffers (stageArena's, else the kernel's
   /// own).
-  SmallVector<Value> accumulateStaged(int64_t weights);
+  /// With `kBase`, over the `kLength` K values from there (a multiple of
+  /// stageK; the ring only: GridSplitK::staged), else all of K.
+  SmallVector<Value> accumulateStaged(int64_t weights, Value kBase = {},
+                                      int64_t kLength = 0);
   /// This thread's chunks (16 bytes: `elements` values of one row) of a
   /// stage: the leading indices of each chunk's row in x (with `withA`),
   /// then in every weight (col = 0 left for the K block), and where it goes
@@ -575,7 +578,8 @@ private:
                                            ValueRange accs, int64_t weights);
   /// accumulateStaged with the ring of asynchronous copies
   /// (MatmulTiling::ring).
-  SmallVector<Value> accumulateRing(Value arena, int64_t weights);
+  SmallVector<Value> accumulateRing(Value arena, int64_t weights,
+                                    Value kBase = {}, int64_t kLength = 0);
   /// One ring block's products on the warpgroup instruction
   /// (MatmulTiling::wgmma): the tile's A rows at byte `aOffset` and its
   /// weights x tileN B rows at byte `bOffset` of the arena at shared
@@ -636,6 +640,7 @@ public:
   /// The i8 workgroup buffer the staged form takes its stage buffers from
   /// (shared with the kernel's decode forms); unset: its own.
   Value stageArena;
+  const MatmulTiling &tiling() const { return t; }
   /// Bytes the staged form needs of stageArena (0 without one).
   /// The staged form's buffers are a ring in dynamic workgroup memory.
   bool ring() const { return t.ring(); }
@@ -1705,7 +1710,10 @@ SmallVector<Value> MatmulKernelBuilder::multiplyStage(Value stageA, Value bufA,
   return out;
 }
 
-SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
+SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights,
+                                                         Value kBase,
+                                                         int64_t kLength) {
+  assert((!kBase || t.ring()) && "K ranges of the staged tiles: ring only");
   Value arena = stageArena;
   if (!arena) {
     auto func =
@@ -1716,7 +1724,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateStaged(int64_t weights) {
   }
   tileArena = arena;
   if (t.ring())
-    return accumulateRing(arena, weights);
+    return accumulateRing(arena, weights, kBase, kLength);
   Value stageA =
       viewWorkgroupArena(b, loc, arena, 0, {2, t.tileM(), t.stageK}, bf16);
   Value stageB = viewWorkgroupArena(b, loc, arena, 2 * t.tileM() * t.stageK * 2,
@@ -1973,7 +1981,13 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
 /// Blocks past the last one are copied with no source bytes (zero fill, no
 /// reads), so the loop has no branch. One barrier per block.
 SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
-                                                       int64_t weights) {
+                                                       int64_t weights,
+                                                       Value kBase,
+                                                       int64_t kLength) {
+  if (!kBase) {
+    kBase = idx(0);
+    kLength = p.k;
+  }
   int64_t stages = t.stages;
   bool fp8Weights = t.fp8Mode == Fp8Mode::DecodeWeights;
   bool transposed = t.transposedWeight;
@@ -2005,14 +2019,14 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
     raw = stageChunks(weights, /*elements=*/16, /*withA=*/false);
   if (transposed)
     raw = transposedChunks(weights);
-  int64_t blocks = p.k / t.stageK;
+  int64_t blocks = kLength / t.stageK;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
   // Block `block` (index) into slot `slot`: the source clamped to the last
   // block, with no bytes read past it.
   auto copyBlock = [&](Value block, Value slot) {
     Value inside = ult(block, idx(blocks));
-    Value kb = mul(minu(block, idx(blocks - 1)), t.stageK);
+    Value kb = add(kBase, mul(minu(block, idx(blocks - 1)), t.stageK));
     SmallVector<Value> tokens;
     auto copy = [&](Value dst, SmallVector<Value> to, Value src,
                     SmallVector<Value> from, int64_t elements) {
@@ -2048,7 +2062,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   };
   waitForNext();
   if (fp8Weights)
-    decodeRawChunks(raw, rawChunkScales(raw, idx(0)), ringB, idx(0), decoded,
+    decodeRawChunks(raw, rawChunkScales(raw, kBase), ringB, idx(0), decoded,
                     idx(0));
   if (transposed)
     transposeRawChunks(raw, ringB, idx(0), decoded, idx(0));
@@ -2083,8 +2097,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         Value next = add(k, 1);
         SmallVector<Value> scales;
         if (fp8Weights)
-          scales =
-              rawChunkScales(raw, mul(minu(next, idx(blocks - 1)), t.stageK));
+          scales = rawChunkScales(
+              raw, add(kBase, mul(minu(next, idx(blocks - 1)), t.stageK)));
         Value half = arith::RemUIOp::create(b, loc, k, idx(2));
         SmallVector<Value> accs;
         if (t.wgmma) {
@@ -2376,7 +2390,11 @@ void MatmulKernelBuilder::buildGridSplit(ValueRange args, const DenseMatmul &d,
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t range = p.k / grid.splits;
   Value kBegin = mul(bz, range);
-  SmallVector<Value> accs = accumulate(weights, kBegin, add(kBegin, range));
+  // The staged ring's tiles (GridSplitK::staged) walk their K range through
+  // the ring.
+  SmallVector<Value> accs =
+      t.staged ? accumulateStaged(weights, kBegin, range)
+               : accumulate(weights, kBegin, add(kBegin, range));
 
   // This block's accumulators into its scratch slice: accumulator a of
   // thread `tid` at floats (a x threads + tid) x c of the slice (each
@@ -2592,6 +2610,9 @@ public:
     return arena;
   }
 
+  /// The staged tiles' builder (null without staged tiles).
+  MatmulKernelBuilder *stagedBuilder() const { return staged; }
+
 private:
   void emit(llvm::function_ref<void(MatmulKernelBuilder &)> body) {
     if (!staged) {
@@ -2756,10 +2777,12 @@ struct KernelGridSplits {
 /// steps in its range, none for the others), recorded as
 /// `strata.decode_grid_splits` = [oneRow, multiRow] and
 /// `strata.grid_split_k` = [splits, minRows, maxRows] (row tiles).
-static KernelGridSplits
-addGridSplits(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
-              const MatmulTiling &tiling, const MatmulProblem &problem,
-              const MatmulTiling *split, int64_t splits) {
+static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
+                                      gpu::GPUFuncOp func,
+                                      const MatmulTiling &tiling,
+                                      const MatmulProblem &problem,
+                                      const MatmulTiling *split, int64_t splits,
+                                      const MatmulTiling *staged) {
   KernelGridSplits gs;
   int64_t multiSplits = 0, multiMax = 0;
   std::optional<MatmulTiling> multi =
@@ -2772,7 +2795,7 @@ addGridSplits(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   auto minRows = func->getAttrOfType<IntegerAttr>("strata.staged_min_rows");
   gs.tiles = chooseGridSplitK(tiling, problem,
                               decodeFormsMaxRows(tiling, problem, split),
-                              minRows ? minRows.getInt() : 0);
+                              minRows ? minRows.getInt() : 0, staged);
   // Steps [first, last] of each splitting form, its scratch bytes per
   // block, and the counters of its largest step.
   struct Range {
@@ -2780,18 +2803,17 @@ addGridSplits(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   };
   SmallVector<Range> ranges;
   int64_t counters = 0;
-  auto add = [&](int64_t first, int64_t last, const MatmulTiling &form) {
-    ranges.push_back({first, last, form.tileM() * form.tileN() * 4});
-    counters =
-        std::max(counters, int64_t(llvm::divideCeil(last, form.tileM())) *
-                               (problem.n / form.tileN()));
+  auto add = [&](int64_t first, int64_t last, int64_t tileM, int64_t tileN) {
+    ranges.push_back({first, last, tileM * tileN * 4});
+    counters = std::max(counters, int64_t(llvm::divideCeil(last, tileM)) *
+                                      (problem.n / tileN));
   };
   if (gs.oneRow > 1)
-    add(1, tiling.mma.m, *split);
+    add(1, tiling.mma.m, split->tileM(), split->tileN());
   if (gs.multiRow > 1)
-    add(tiling.mma.m + 1, multiMax, *multi);
+    add(tiling.mma.m + 1, multiMax, multi->tileM(), multi->tileN());
   if (gs.tiles)
-    add(gs.tiles->minRows, gs.tiles->maxRows, tiling);
+    add(gs.tiles->minRows, gs.tiles->maxRows, gs.tiles->tileM, gs.tiles->tileN);
   if (ranges.empty())
     return gs;
   unsigned numArgs = func.getNumArguments();
@@ -2828,10 +2850,10 @@ addGridSplits(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   func->setAttr("strata.decode_grid_splits",
                 builder.getDenseI64ArrayAttr({gs.oneRow, gs.multiRow}));
   if (gs.tiles)
-    func->setAttr(
-        "strata.grid_split_k",
-        builder.getDenseI64ArrayAttr(
-            {gs.tiles->splits, gs.tiles->minRows, gs.tiles->maxRows}));
+    func->setAttr("strata.grid_split_k",
+                  builder.getDenseI64ArrayAttr(
+                      {gs.tiles->splits, gs.tiles->minRows, gs.tiles->maxRows,
+                       gs.tiles->tileM, gs.tiles->tileN}));
   return gs;
 }
 
@@ -2855,7 +2877,12 @@ buildWithDecodeForms(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   int64_t weights = dense.epilogue == MatmulEpilogue::Swiglu ? 2 : 1;
   int64_t rows = multi ? multi->tileM() : split.tileM();
   SmallVector<int64_t> partialShape = {splits, weights, rows, split.tileN()};
-  Value arena = kb.addArena(partialShape, weights);
+  // Steps that split the staged ring's tiles over the grid need the ring's
+  // bytes too.
+  int64_t smallSteps = -1;
+  if (gridSplits && gridSplits->tiles && gridSplits->tiles->staged)
+    smallSteps = gridSplits->tiles->minRows - 1;
+  Value arena = kb.addArena(partialShape, weights, /*perRow=*/1, smallSteps);
   Value partial = viewWorkgroupArena(builder, loc, arena, 0, partialShape,
                                      builder.getF32Type());
   MatmulKernelBuilder decode(builder, loc, split, problem, types);
@@ -2951,9 +2978,11 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
         std::optional<MatmulTiling> split =
             chooseDecodeSplitK(tiling, problem, splits);
         KernelGridSplits gridSplits;
+        MatmulKernelBuilder *stagedKb = kb.stagedBuilder();
         if (gridSplit)
           gridSplits = addGridSplits(builder, loc, func, tiling, problem,
-                                     split ? &*split : nullptr, splits);
+                                     split ? &*split : nullptr, splits,
+                                     stagedKb ? &stagedKb->tiling() : nullptr);
         // Steps of a few row tiles split K over the grid
         // (gridSplits.tiles), the others take the row tiles as they are.
         auto rowTiles = [&](RowTiles &tiles) {
@@ -2964,8 +2993,12 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
           branchOnStepSize(
               builder, loc, func, 1, gridSplits.tiles->maxRows,
               [&] {
-                MatmulKernelBuilder splitTiles(builder, loc, tiling, problem,
-                                               types);
+                bool staged = gridSplits.tiles->staged;
+                MatmulKernelBuilder splitTiles(
+                    builder, loc, staged ? stagedKb->tiling() : tiling, problem,
+                    types);
+                if (staged)
+                  splitTiles.stageArena = stagedKb->stageArena;
                 splitTiles.buildGridSplit(
                     func.getArguments(), epilogue,
                     gridSplits.args(gridSplits.tiles->splits));
@@ -2973,6 +3006,10 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
               [&] { tiles.build(func.getArguments(), epilogue); });
         };
         if (!split) {
+          // Without decode forms every step of the staged ring's grid
+          // split needs the ring's bytes.
+          if (gridSplits.tiles && gridSplits.tiles->staged)
+            recordSmallStepBytes(func, 1, gridSplits.tiles->minRows - 1, 0);
           rowTiles(kb);
           return;
         }

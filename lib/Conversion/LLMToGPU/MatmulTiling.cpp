@@ -293,24 +293,31 @@ int64_t mlir::strata::chooseDecodeGridSplits(const MatmulTiling &split,
   return z;
 }
 
-std::optional<GridSplitK>
-mlir::strata::chooseGridSplitK(const MatmulTiling &tiling,
-                               const MatmulProblem &problem,
-                               int64_t decodeMaxRows, int64_t stagedMinRows) {
-  if (problem.f32Weight || tiling.staged || problem.n % tiling.tileN() != 0)
+std::optional<GridSplitK> mlir::strata::chooseGridSplitK(
+    const MatmulTiling &plain, const MatmulProblem &problem,
+    int64_t decodeMaxRows, int64_t stagedMinRows, const MatmulTiling *staged) {
+  bool stagedTiles = staged && staged->wgmma && staged->ring();
+  const MatmulTiling &tiling = stagedTiles ? *staged : plain;
+  if (problem.f32Weight || plain.staged || problem.n % tiling.tileN() != 0)
     return std::nullopt;
   GridSplitK split;
+  split.staged = stagedTiles;
+  split.tileM = tiling.tileM();
+  split.tileN = tiling.tileN();
   split.minRows = decodeMaxRows + 1;
   split.maxRows = kGridSplitKMaxRows;
   if (stagedMinRows > 0)
     split.maxRows = std::min(split.maxRows, stagedMinRows - 1);
   if (split.maxRows < split.minRows)
     return std::nullopt;
-  // A split's K range starts at a whole K block and fp8 scale block.
-  int64_t unit = std::max(tiling.blockK, tiling.scaleBlockK);
+  // A split's K range starts at a whole K block (stage) and fp8 scale
+  // block.
+  int64_t unit = std::max(
+      {tiling.blockK, stagedTiles ? tiling.stageK : 0, tiling.scaleBlockK});
   int64_t columnTiles = problem.n / tiling.tileN();
   int64_t tiles = columnTiles * llvm::divideCeil(split.maxRows, tiling.tileM());
-  if (tiles > kGridSplitKIdleBlocks)
+  if (tiles >
+      (stagedTiles ? kGridSplitKStagedIdleBlocks : kGridSplitKIdleBlocks))
     return std::nullopt;
   int64_t splits = 1;
   while (splits * 2 <= kGridSplitKMaxSplits &&

@@ -292,6 +292,10 @@ struct GridSplitK {
   /// Per-tile arrival counters of the largest step: ceil(maxRows / tileM)
   /// row tiles x N / tileN column tiles.
   int64_t counters = 0;
+  /// The split tiles are the staged wgmma ring's (`staged` of
+  /// chooseGridSplitK) rather than the plain tiling's.
+  bool staged = false;
+  int64_t tileM = 0, tileN = 0;
 };
 /// Measured on an H100 (the slice's linears, docs/bench/h200-matrix.md "K
 /// split over the grid"): the split pays where the unsplit tiles of the
@@ -302,6 +306,10 @@ struct GridSplitK {
 /// kGridSplitKMaxRows rows split.
 inline constexpr int64_t kGridSplitKMaxRows = 128;
 inline constexpr int64_t kGridSplitKIdleBlocks = 128;
+/// The staged ring's 128 x 128 tiles split where the largest step has at
+/// most this many (the slice's o_projs: 32, kda.qkv_proj: 64); a problem of
+/// ~128 such tiles (one per streaming multiprocessor) keeps them whole.
+inline constexpr int64_t kGridSplitKStagedIdleBlocks = 64;
 /// Splits double while the tiles x splits stay within this many blocks...
 inline constexpr int64_t kGridSplitKTargetBlocks = 512;
 inline constexpr int64_t kGridSplitKMaxSplits = 4;
@@ -327,15 +335,19 @@ inline constexpr int64_t kDecodeGridSplitKMinK = 512;
 int64_t chooseDecodeGridSplits(const MatmulTiling &split,
                                const MatmulProblem &problem, int64_t splits);
 
-/// The grid split of the plain row tiles of `problem` for steps above
+/// The grid split of the row tiles of `problem` for steps above
 /// `decodeMaxRows` (the decode forms' largest step, 0 without them) that
 /// still take the plain tiles (below `stagedMinRows`, 0: no staged tiles),
 /// or none: f32 weights, a K that does not split into whole K blocks (and
-/// fp8 scale blocks), or tiles enough without.
-std::optional<GridSplitK> chooseGridSplitK(const MatmulTiling &tiling,
-                                           const MatmulProblem &problem,
-                                           int64_t decodeMaxRows,
-                                           int64_t stagedMinRows);
+/// fp8 scale blocks), or tiles enough without. The split tiles are the
+/// plain tiling's, or where `staged` is the wgmma ring (sm_90a: 128 x 128
+/// tiles multiplied from workgroup memory, GridSplitK::staged) its tiles:
+/// the o_projs at 128 rows then split 32 tiles 4 ways instead of 128 plain
+/// 64 x 64 tiles, each reading its weight columns once per 128 rows.
+std::optional<GridSplitK>
+chooseGridSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
+                 int64_t decodeMaxRows, int64_t stagedMinRows,
+                 const MatmulTiling *staged = nullptr);
 
 /// K elements per stage of the staged row tiles (chooseStagedTiling): rows
 /// of 64 bytes in workgroup memory, which the lanes' 16-byte K runs read

@@ -6,6 +6,7 @@
 // RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 --mlir-print-op-generic -o %t.gfx942.mlir
 // RUN: %python %S/Inputs/run_grid_split.py %t.gfx942.mlir --kernel tiles_split --lanes 64 --k 4096 --n 2560 --rows 128 --tiles 0:0 | FileCheck %s --check-prefix=TILES
 // RUN: %python %S/Inputs/run_grid_split.py %t.gfx942.mlir --kernel short_k --lanes 64 --k 2048 --n 128 --rows 40 --form multi-row --tiles 0:5 | FileCheck %s --check-prefix=MULTIROW
+// RUN: strata-opt %S/../../Target/GPU/Inputs/grid-split-linears.mlir --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a | FileCheck %s --check-prefix=SM90A
 
 // Tests the K split over the grid of a linear's forms (tiled_matmul strategy;
 // MatmulTiling.h GridSplitK / chooseDecodeGridSplits, MatmulKernel.cpp
@@ -32,7 +33,7 @@
 // CHECK-SAME: workgroup({{.*}}%[[FLAG:[a-z0-9]+]] : memref<1xi32, #gpu.address_space<workgroup>>
 // CHECK-SAME: strata.counters = 80
 // CHECK-SAME: strata.decode_grid_splits = array<i64: 1, 1>
-// CHECK-SAME: strata.grid_split_k = array<i64: 2, 33, 128>
+// CHECK-SAME: strata.grid_split_k = array<i64: 2, 33, 128, 64, 64>
 // CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 2, -1, 1, 1>]
 // CHECK-SAME: strata.scratch = [array<i64: 0, 16384>, array<i64: 0, 32>, array<i64: 1, 0, 0>, array<i64: 6>, array<i64: 3>, array<i64: 1, 0, 0>, array<i64: 0, 129>, array<i64: 6>, array<i64: 3>]
 // The row tiles: block z walks K range [2048 z, 2048 (z + 1)).
@@ -77,7 +78,7 @@
 // CHECK-LABEL: gpu.func @o_proj_fp8(
 // CHECK-SAME: memref<?xi32>, %{{.*}}: memref<?xi8>)
 // CHECK-SAME: strata.counters = 128
-// CHECK-SAME: strata.grid_split_k = array<i64: 4, 33, 128>
+// CHECK-SAME: strata.grid_split_k = array<i64: 4, 33, 128, 64, 64>
 // CHECK-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 4, -1, 1, 1>]
 
 // K = 2048 splits its decode forms 4 ways (its row tiles start at 129 rows);
@@ -105,3 +106,27 @@
 // MULTIROW: M = 40, grid 1x8x4: largest difference within the bound, counters zero
 // MULTIROW: y untouched, the tiles' counters at [3]
 // MULTIROW: short_k: PASS
+
+// On sm_90a the split row tiles are the staged wgmma ring's 128 x 128 tiles
+// (GridSplitK::staged): the o_proj's 32 tiles at 33..128 rows split 4 ways
+// (128 blocks, 32 counters, a 128 x 128 fp32 slice of scratch per block),
+// block z's ring walking K range [4096 z, 4096 (z + 1)) in blocks of 64
+// from 4096 z; those steps take the ring's workgroup bytes (only the decode
+// forms' steps, up to 32 rows, take their 16384).
+// SM90A-LABEL: gpu.func @o_proj_fp8(
+// SM90A-SAME: strata.counters = 32
+// SM90A-SAME: strata.grid_split_k = array<i64: 4, 33, 128, 128, 128>
+// SM90A-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 4, -1, 1, 1>]
+// SM90A-SAME: strata.scratch = [array<i64: 0, 65536>, array<i64: 0, 32>,
+// SM90A-SAME: strata.small_step_shared_memory = array<i64: 1, 32, 16384>
+// SM90A: arith.cmpi ule, %{{.*}}, %c128
+// SM90A: %[[BZ:.*]] = gpu.block_id  z
+// SM90A: %[[KB:.*]] = arith.muli %[[BZ]], %c4096
+// SM90A: memref<3x1x128x64xf8E4M3FN, #gpu.address_space<workgroup>>
+// SM90A: arith.minui %c0{{.*}}, %c63
+// SM90A: arith.muli
+// SM90A-NEXT: arith.addi %[[KB]],
+// SM90A: nvgpu.device_async_copy %arg1
+// SM90A: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1
+// SM90A: nvvm.wgmma.mma_async
+// SM90A: memref.atomic_rmw addi

@@ -63,8 +63,8 @@ def main():
     text = open(args.ir).read()
     tile_m, tile_n = func_attr(text, args.kernel, "strata.tile")
     if args.form == "tiles":
-        splits, min_rows, max_rows = func_attr(text, args.kernel,
-                                               "strata.grid_split_k")
+        splits, min_rows, max_rows, tile_m, tile_n = func_attr(
+            text, args.kernel, "strata.grid_split_k")
     else:
         # The decode forms: blocks of 16 columns over the row tiles' rows.
         one_row, multi_row = func_attr(text, args.kernel,
