@@ -286,13 +286,16 @@ static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
           func->getAttrOfType<DenseI64ArrayAttr>("strata.decode_grid_splits"))
     for (auto [form, z] : llvm::zip(forms, decodeSplits.asArrayRef()))
       form.splits = z;
-  // The row tiles with K split over the grid (buildGridSplit): [splits,
-  // min rows, max rows, tile rows, tile columns] (the plain tiling's or the
-  // staged ring's, GridSplitK::staged).
+  // The row tiles with K split over the grid (buildGridSplit), per split in
+  // order of steps: [splits, min rows, max rows, tile rows, tile columns]
+  // (the plain tiling's or the staged ring's, GridSplitK::staged).
   if (auto gridSplit =
           func->getAttrOfType<DenseI64ArrayAttr>("strata.grid_split_k")) {
-    decodeMax = gridSplit[2];
-    forms.push_back({decodeMax, gridSplit[3], gridSplit[4], gridSplit[0]});
+    ArrayRef<int64_t> entries = gridSplit.asArrayRef();
+    for (size_t i = 0; i + 5 <= entries.size(); i += 5) {
+      decodeMax = entries[i + 2];
+      forms.push_back({decodeMax, entries[i + 3], entries[i + 4], entries[i]});
+    }
   }
   appendRowTileForms(func, tiling, decodeMax, forms);
   return forms;

@@ -42,6 +42,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <functional>
 #include <tuple>
 
 #include "mlir/Dialect/AMDGPU/IR/AMDGPUDialect.h"
@@ -2758,7 +2759,16 @@ namespace {
 /// workgroup word telling a block it arrived last.
 struct KernelGridSplits {
   int64_t oneRow = 1, multiRow = 1;
-  std::optional<GridSplitK> tiles;
+  /// The row tiles' splits in order of their steps: the plain tiles', then
+  /// (sm_90a) the staged ring's (GridSplitK::staged).
+  SmallVector<GridSplitK, 2> tiles;
+  /// The first step that takes the staged ring's split tiles (0: none).
+  int64_t stagedFirstRow() const {
+    for (const GridSplitK &t : tiles)
+      if (t.staged)
+        return t.minRows;
+    return 0;
+  }
   Value counters, scratch, lastFlag;
   GridSplitArgs args(int64_t splits) const {
     return {splits, counters, scratch, lastFlag};
@@ -2793,9 +2803,26 @@ static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
   if (multi)
     gs.multiRow = chooseDecodeGridSplits(*multi, problem, splits);
   auto minRows = func->getAttrOfType<IntegerAttr>("strata.staged_min_rows");
-  gs.tiles = chooseGridSplitK(tiling, problem,
-                              decodeFormsMaxRows(tiling, problem, split),
-                              minRows ? minRows.getInt() : 0, staged);
+  int64_t decodeMax = decodeFormsMaxRows(tiling, problem, split);
+  int64_t stagedMin = minRows ? minRows.getInt() : 0;
+  std::optional<GridSplitK> plainSplit =
+      chooseGridSplitK(tiling, problem, decodeMax, stagedMin);
+  std::optional<GridSplitK> stagedSplit =
+      staged
+          ? chooseGridSplitK(tiling, problem,
+                             std::max(decodeMax, kGridSplitKStagedMinRows - 1),
+                             stagedMin, staged)
+          : std::nullopt;
+  if (stagedSplit && !stagedSplit->staged)
+    stagedSplit.reset();
+  // The plain split keeps the steps below the staged one's.
+  if (plainSplit && stagedSplit)
+    plainSplit->maxRows =
+        std::min(plainSplit->maxRows, stagedSplit->minRows - 1);
+  if (plainSplit && plainSplit->maxRows >= plainSplit->minRows)
+    gs.tiles.push_back(*plainSplit);
+  if (stagedSplit)
+    gs.tiles.push_back(*stagedSplit);
   // Steps [first, last] of each splitting form, its scratch bytes per
   // block, and the counters of its largest step.
   struct Range {
@@ -2812,8 +2839,8 @@ static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
     add(1, tiling.mma.m, split->tileM(), split->tileN());
   if (gs.multiRow > 1)
     add(tiling.mma.m + 1, multiMax, multi->tileM(), multi->tileN());
-  if (gs.tiles)
-    add(gs.tiles->minRows, gs.tiles->maxRows, gs.tiles->tileM, gs.tiles->tileN);
+  for (const GridSplitK &t : gs.tiles)
+    add(t.minRows, t.maxRows, t.tileM, t.tileN);
   if (ranges.empty())
     return gs;
   unsigned numArgs = func.getNumArguments();
@@ -2849,11 +2876,12 @@ static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
   func->setAttr(kGpuCountersAttrName, builder.getI64IntegerAttr(counters));
   func->setAttr("strata.decode_grid_splits",
                 builder.getDenseI64ArrayAttr({gs.oneRow, gs.multiRow}));
-  if (gs.tiles)
+  SmallVector<int64_t> recorded;
+  for (const GridSplitK &t : gs.tiles)
+    recorded.append({t.splits, t.minRows, t.maxRows, t.tileM, t.tileN});
+  if (!recorded.empty())
     func->setAttr("strata.grid_split_k",
-                  builder.getDenseI64ArrayAttr(
-                      {gs.tiles->splits, gs.tiles->minRows, gs.tiles->maxRows,
-                       gs.tiles->tileM, gs.tiles->tileN}));
+                  builder.getDenseI64ArrayAttr(recorded));
   return gs;
 }
 
@@ -2880,8 +2908,8 @@ buildWithDecodeForms(OpBuilder &builder, Location loc, gpu::GPUFuncOp func,
   // Steps that split the staged ring's tiles over the grid need the ring's
   // bytes too.
   int64_t smallSteps = -1;
-  if (gridSplits && gridSplits->tiles && gridSplits->tiles->staged)
-    smallSteps = gridSplits->tiles->minRows - 1;
+  if (gridSplits && gridSplits->stagedFirstRow() > 0)
+    smallSteps = gridSplits->stagedFirstRow() - 1;
   Value arena = kb.addArena(partialShape, weights, /*perRow=*/1, smallSteps);
   Value partial = viewWorkgroupArena(builder, loc, arena, 0, partialShape,
                                      builder.getF32Type());
@@ -2985,31 +3013,33 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
                                      stagedKb ? &stagedKb->tiling() : nullptr);
         // Steps of a few row tiles split K over the grid
         // (gridSplits.tiles), the others take the row tiles as they are.
-        auto rowTiles = [&](RowTiles &tiles) {
-          if (!gridSplits.tiles) {
-            tiles.build(func.getArguments(), epilogue);
-            return;
-          }
-          branchOnStepSize(
-              builder, loc, func, 1, gridSplits.tiles->maxRows,
-              [&] {
-                bool staged = gridSplits.tiles->staged;
-                MatmulKernelBuilder splitTiles(
-                    builder, loc, staged ? stagedKb->tiling() : tiling, problem,
-                    types);
-                if (staged)
-                  splitTiles.stageArena = stagedKb->stageArena;
-                splitTiles.buildGridSplit(
-                    func.getArguments(), epilogue,
-                    gridSplits.args(gridSplits.tiles->splits));
-              },
-              [&] { tiles.build(func.getArguments(), epilogue); });
+        auto splitTiles = [&](const GridSplitK &gs) {
+          MatmulKernelBuilder kb(builder, loc,
+                                 gs.staged ? stagedKb->tiling() : tiling,
+                                 problem, types);
+          if (gs.staged)
+            kb.stageArena = stagedKb->stageArena;
+          kb.buildGridSplit(func.getArguments(), epilogue,
+                            gridSplits.args(gs.splits));
         };
+        // Each split's steps (ascending), then the unsplit row tiles.
+        std::function<void(RowTiles &, size_t)> rowTilesFrom =
+            [&](RowTiles &tiles, size_t i) {
+              if (i == gridSplits.tiles.size()) {
+                tiles.build(func.getArguments(), epilogue);
+                return;
+              }
+              branchOnStepSize(
+                  builder, loc, func, 1, gridSplits.tiles[i].maxRows,
+                  [&] { splitTiles(gridSplits.tiles[i]); },
+                  [&] { rowTilesFrom(tiles, i + 1); });
+            };
+        auto rowTiles = [&](RowTiles &tiles) { rowTilesFrom(tiles, 0); };
         if (!split) {
           // Without decode forms every step of the staged ring's grid
           // split needs the ring's bytes.
-          if (gridSplits.tiles && gridSplits.tiles->staged)
-            recordSmallStepBytes(func, 1, gridSplits.tiles->minRows - 1, 0);
+          if (gridSplits.stagedFirstRow() > 0)
+            recordSmallStepBytes(func, 1, gridSplits.stagedFirstRow() - 1, 0);
           rowTiles(kb);
           return;
         }

@@ -310,6 +310,12 @@ inline constexpr int64_t kGridSplitKIdleBlocks = 128;
 /// most this many (the slice's o_projs: 32, kda.qkv_proj: 64); a problem of
 /// ~128 such tiles (one per streaming multiprocessor) keeps them whole.
 inline constexpr int64_t kGridSplitKStagedIdleBlocks = 64;
+/// ... and take steps from this many rows on (the plain split, where the
+/// kernel has one, the smaller ones): on an H100 at 128 rows kda.qkv_proj
+/// 167 -> 124 us, the fp8 MLA o_proj 163 -> 111 us (the bf16 KDA o_proj 83
+/// -> 89 us), at 64 rows all three slower (155 -> 171, 95 -> 104, 64 -> 74
+/// us: a 128-row tile half empty).
+inline constexpr int64_t kGridSplitKStagedMinRows = 65;
 /// Splits double while the tiles x splits stay within this many blocks...
 inline constexpr int64_t kGridSplitKTargetBlocks = 512;
 inline constexpr int64_t kGridSplitKMaxSplits = 4;

@@ -107,18 +107,23 @@
 // MULTIROW: y untouched, the tiles' counters at [3]
 // MULTIROW: short_k: PASS
 
-// On sm_90a the split row tiles are the staged wgmma ring's 128 x 128 tiles
-// (GridSplitK::staged): the o_proj's 32 tiles at 33..128 rows split 4 ways
-// (128 blocks, 32 counters, a 128 x 128 fp32 slice of scratch per block),
-// block z's ring walking K range [4096 z, 4096 (z + 1)) in blocks of 64
-// from 4096 z; those steps take the ring's workgroup bytes (only the decode
-// forms' steps, up to 32 rows, take their 16384).
+// On sm_90a steps of 65..128 rows split the staged wgmma ring's 128 x 128
+// tiles instead (GridSplitK::staged, kGridSplitKStagedMinRows), those of
+// 33..64 the plain 64 x 64 tiles as on sm_90: the o_proj's 32 ring tiles
+// split 4 ways (128 blocks; 64 counters for the plain split's 64 tiles at 64
+// rows; scratch a 64 x 64 or 128 x 128 fp32 slice per block by step), block
+// z's ring walking K range [4096 z, 4096 (z + 1)) in blocks of 64 from
+// 4096 z; from 65 rows the steps take the ring's workgroup bytes (up to 64
+// rows the decode forms' 16384).
 // SM90A-LABEL: gpu.func @o_proj_fp8(
-// SM90A-SAME: strata.counters = 32
-// SM90A-SAME: strata.grid_split_k = array<i64: 4, 33, 128, 128, 128>
+// SM90A-SAME: strata.counters = 64
+// SM90A-SAME: strata.grid_split_k = array<i64: 4, 33, 64, 64, 64, 4, 65, 128, 128, 128>
 // SM90A-SAME: array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1, 32, 1, 1, 128, 1, 4, -1, 1, 1>]
-// SM90A-SAME: strata.scratch = [array<i64: 0, 65536>, array<i64: 0, 32>,
-// SM90A-SAME: strata.small_step_shared_memory = array<i64: 1, 32, 16384>
+// SM90A-SAME: strata.scratch = [array<i64: 0, 16384>, array<i64: 0, 32>, {{.*}}, array<i64: 0, 65536>, array<i64: 0, 64>,
+// SM90A-SAME: strata.small_step_shared_memory = array<i64: 1, 64, 16384>
+// SM90A: arith.cmpi ule, %{{.*}}, %c64
+// SM90A: gpu.block_id  z
+// SM90A: nvvm.mma.sync
 // SM90A: arith.cmpi ule, %{{.*}}, %c128
 // SM90A: %[[BZ:.*]] = gpu.block_id  z
 // SM90A: %[[KB:.*]] = arith.muli %[[BZ]], %c4096

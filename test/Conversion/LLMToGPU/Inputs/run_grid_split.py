@@ -63,8 +63,9 @@ def main():
     text = open(args.ir).read()
     tile_m, tile_n = func_attr(text, args.kernel, "strata.tile")
     if args.form == "tiles":
+        # The first split of the row tiles (sm_90: the only one).
         splits, min_rows, max_rows, tile_m, tile_n = func_attr(
-            text, args.kernel, "strata.grid_split_k")
+            text, args.kernel, "strata.grid_split_k")[:5]
     else:
         # The decode forms: blocks of 16 columns over the row tiles' rows.
         one_row, multi_row = func_attr(text, args.kernel,
