@@ -21,6 +21,9 @@
 #   SLICE_WAIT_FOR (a file: the timed steps, baselines and bench, wait until
 #   it is gone, so that other GPU work started beside this script does not
 #   disturb the timings; the wait counts against the budget).
+# Memory: the goldens step (transformers' fp32 reference of the slice) needs more
+# than 80 GB: on an 80 GB H100 it fails with CUDA out of memory and every
+# comparison is skipped; ask for an H200 (device run with needs_h200).
 # Steps, in priority order, each bounded by min(its cap, time left): ckpt,
 # goldens, fp32, baselines, bench, bf16 [, long]. A step without time left is
 # reported as SKIP. Prints "SKIP: ..." and exits 0 without an NVIDIA GPU;
