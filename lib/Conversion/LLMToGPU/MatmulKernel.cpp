@@ -2023,11 +2023,15 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   int64_t blocks = kLength / t.stageK;
   auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
+  // Where K block `block` (index) starts, clamped to the last block.
+  auto blockStart = [&](Value block) {
+    return add(kBase, mul(minu(block, idx(blocks - 1)), t.stageK));
+  };
   // Block `block` (index) into slot `slot`: the source clamped to the last
   // block, with no bytes read past it.
   auto copyBlock = [&](Value block, Value slot) {
     Value inside = ult(block, idx(blocks));
-    Value kb = add(kBase, mul(minu(block, idx(blocks - 1)), t.stageK));
+    Value kb = blockStart(block);
     SmallVector<Value> tokens;
     auto copy = [&](Value dst, SmallVector<Value> to, Value src,
                     SmallVector<Value> from, int64_t elements) {
@@ -2098,8 +2102,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         Value next = add(k, 1);
         SmallVector<Value> scales;
         if (fp8Weights)
-          scales = rawChunkScales(
-              raw, add(kBase, mul(minu(next, idx(blocks - 1)), t.stageK)));
+          scales = rawChunkScales(raw, blockStart(next));
         Value half = arith::RemUIOp::create(b, loc, k, idx(2));
         SmallVector<Value> accs;
         if (t.wgmma) {
@@ -2813,8 +2816,6 @@ static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
                              std::max(decodeMax, kGridSplitKStagedMinRows - 1),
                              stagedMin, staged)
           : std::nullopt;
-  if (stagedSplit && !stagedSplit->staged)
-    stagedSplit.reset();
   // The plain split keeps the steps below the staged one's.
   if (plainSplit && stagedSplit)
     plainSplit->maxRows =

@@ -297,6 +297,8 @@ std::optional<GridSplitK> mlir::strata::chooseGridSplitK(
     const MatmulTiling &plain, const MatmulProblem &problem,
     int64_t decodeMaxRows, int64_t stagedMinRows, const MatmulTiling *staged) {
   bool stagedTiles = staged && staged->wgmma && staged->ring();
+  if (staged && !stagedTiles)
+    return std::nullopt;
   const MatmulTiling &tiling = stagedTiles ? *staged : plain;
   if (problem.f32Weight || plain.staged || problem.n % tiling.tileN() != 0)
     return std::nullopt;
@@ -328,8 +330,6 @@ std::optional<GridSplitK> mlir::strata::chooseGridSplitK(
   if (splits < 2)
     return std::nullopt;
   split.splits = splits;
-  split.counters =
-      llvm::divideCeil(split.maxRows, tiling.tileM()) * columnTiles;
   return split;
 }
 

@@ -289,9 +289,6 @@ struct GridSplitK {
   int64_t splits = 0;
   /// The steps (rows) the split tiles take: (minRows - 1 .. maxRows].
   int64_t minRows = 0, maxRows = 0;
-  /// Per-tile arrival counters of the largest step: ceil(maxRows / tileM)
-  /// row tiles x N / tileN column tiles.
-  int64_t counters = 0;
   /// The split tiles are the staged wgmma ring's (`staged` of
   /// chooseGridSplitK) rather than the plain tiling's.
   bool staged = false;
@@ -349,9 +346,10 @@ int64_t chooseDecodeGridSplits(const MatmulTiling &split,
 /// plain tiling's, or where `staged` is the wgmma ring (sm_90a: 128 x 128
 /// tiles multiplied from workgroup memory, GridSplitK::staged) its tiles:
 /// the o_projs at 128 rows then split 32 tiles 4 ways instead of 128 plain
-/// 64 x 64 tiles, each reading its weight columns once per 128 rows.
+/// 64 x 64 tiles, each reading its weight columns once per 128 rows. None
+/// when `staged` is given but is not that ring.
 std::optional<GridSplitK>
-chooseGridSplitK(const MatmulTiling &tiling, const MatmulProblem &problem,
+chooseGridSplitK(const MatmulTiling &plain, const MatmulProblem &problem,
                  int64_t decodeMaxRows, int64_t stagedMinRows,
                  const MatmulTiling *staged = nullptr);
 

@@ -39,13 +39,14 @@ def main():
     args = ap.parse_args()
     kernel = load_kernel(args.ir, args.kernel)
     rng = np.random.default_rng(5)
+    # Each token routes to top_k distinct experts; the experts' loads are
+    # uneven (low experts more often).
+    load = np.linspace(2, 1, args.experts)
+    load /= load.sum()
     ok = True
     for tokens in map(int, args.tokens.split(",")):
-        # Each token routes to top_k distinct experts; the experts' loads
-        # are uneven (low experts more often).
         chosen = np.stack([rng.choice(args.experts, args.top_k, replace=False,
-                                      p=np.linspace(2, 1, args.experts) /
-                                      np.linspace(2, 1, args.experts).sum())
+                                      p=load)
                            for _ in range(tokens)]).astype(np.int32)
         order = np.full(chosen.shape, -7, np.int32)
         starts = np.full(args.experts + 1, -7, np.int32)
