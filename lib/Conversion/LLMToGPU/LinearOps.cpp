@@ -293,6 +293,13 @@ static SmallVector<TileForm> denseMatmulForms(gpu::GPUFuncOp func,
           func->getAttrOfType<DenseI64ArrayAttr>("strata.grid_split_k")) {
     ArrayRef<int64_t> entries = gridSplit.asArrayRef();
     for (size_t i = 0; i + 5 <= entries.size(); i += 5) {
+      // Steps below a split's first and above the previous form's take the
+      // unsplit row tiles (the plain tiling's: the staged tiles start at
+      // hundreds of rows).
+      if (entries[i + 1] - 1 > decodeMax) {
+        decodeMax = entries[i + 1] - 1;
+        forms.push_back({decodeMax, tiling.tileM(), tiling.tileN()});
+      }
       decodeMax = entries[i + 2];
       forms.push_back({decodeMax, entries[i + 3], entries[i + 4], entries[i]});
     }

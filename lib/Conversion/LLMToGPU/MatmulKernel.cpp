@@ -3023,19 +3023,40 @@ gpu::GPUFuncOp mlir::strata::buildLinearMatmulKernelFunc(
           kb.buildGridSplit(func.getArguments(), epilogue,
                             gridSplits.args(gs.splits));
         };
-        // Each split's steps (ascending), then the unsplit row tiles.
-        std::function<void(RowTiles &, size_t)> rowTilesFrom =
-            [&](RowTiles &tiles, size_t i) {
+        // Each split's steps (ascending), then the unsplit row tiles; steps
+        // between the decode forms' (or the previous split's) and a split's
+        // first take the unsplit row tiles too (kda.qkv_proj: no plain
+        // split, the ring's from 65 rows).
+        std::function<void(RowTiles &, size_t, int64_t)> rowTilesFrom =
+            [&](RowTiles &tiles, size_t i, int64_t covered) {
               if (i == gridSplits.tiles.size()) {
                 tiles.build(func.getArguments(), epilogue);
                 return;
               }
+              const GridSplitK &next = gridSplits.tiles[i];
+              if (next.minRows > covered + 1) {
+                // Below the staged tiles' first step (hundreds of rows):
+                // the plain tiles, built afresh (a builder's tile values
+                // belong to the branch it built them in).
+                branchOnStepSize(
+                    builder, loc, func, 1, next.minRows - 1,
+                    [&] {
+                      MatmulKernelBuilder(builder, loc, tiling, problem, types)
+                          .build(func.getArguments(), epilogue);
+                    },
+                    [&] { rowTilesFrom(tiles, i, next.minRows - 1); });
+                return;
+              }
               branchOnStepSize(
-                  builder, loc, func, 1, gridSplits.tiles[i].maxRows,
-                  [&] { splitTiles(gridSplits.tiles[i]); },
-                  [&] { rowTilesFrom(tiles, i + 1); });
+                  builder, loc, func, 1, next.maxRows,
+                  [&] { splitTiles(next); },
+                  [&] { rowTilesFrom(tiles, i + 1, next.maxRows); });
             };
-        auto rowTiles = [&](RowTiles &tiles) { rowTilesFrom(tiles, 0); };
+        int64_t decodeMax =
+            decodeFormsMaxRows(tiling, problem, split.has_value());
+        auto rowTiles = [&](RowTiles &tiles) {
+          rowTilesFrom(tiles, 0, decodeMax);
+        };
         if (!split) {
           // Without decode forms every step of the staged ring's grid
           // split needs the ring's bytes.

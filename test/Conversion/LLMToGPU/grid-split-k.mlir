@@ -135,3 +135,26 @@
 // SM90A: scf.for %{{.*}} = %c0{{.*}} to %c64{{.*}} step %c1
 // SM90A: nvvm.wgmma.mma_async
 // SM90A: memref.atomic_rmw addi
+
+// A linear whose plain tiles do not split (kda.qkv_proj: 128 tiles at 64
+// rows) splits only the ring's 64 tiles, 2 ways, from 65 rows; the steps
+// between the decode forms' 32 rows and 65 take the unsplit plain tiles
+// (grid z = 1, no dynamic workgroup memory beyond the decode forms' 16384),
+// not the ring's split (whose workgroup bytes those steps are not launched
+// with).
+// SM90A-LABEL: gpu.func @qkv_ring_split(
+// SM90A-SAME: strata.counters = 64
+// SM90A-SAME: strata.grid_split_k = array<i64: 2, 65, 128, 128, 128>
+// SM90A-SAME: strata.small_step_shared_memory = array<i64: 1, 64, 16384>
+// SM90A: arith.cmpi ule, %{{.*}}, %c32
+// SM90A: arith.cmpi ule, %{{.*}}, %c64
+// SM90A-NOT: gpu.block_id  z
+// SM90A-NOT: nvvm.wgmma
+// SM90A: nvvm.mma.sync
+// SM90A-NOT: gpu.block_id  z
+// SM90A-NOT: nvvm.wgmma
+// SM90A: arith.cmpi ule, %{{.*}}, %c128
+// SM90A-NEXT: scf.if
+// SM90A: gpu.block_id  z
+// SM90A: nvvm.wgmma.mma_async
+// SM90A: memref.atomic_rmw addi
