@@ -107,9 +107,20 @@
 // MULTIROW: y untouched, the tiles' counters at [3]
 // MULTIROW: short_k: PASS
 
-// On sm_90a steps of 65..128 rows split the staged wgmma ring's 128 x 128
-// tiles instead (GridSplitK::staged, kGridSplitKStagedMinRows), those of
-// 33..64 the plain 64 x 64 tiles as on sm_90: the o_proj's 32 ring tiles
+// On sm_90a a bf16 linear keeps its plain split for all of 33..128 rows
+// (as on sm_90: the ring's 128 blocks were slower than the plain split's
+// 512 on the bf16 o_proj): the split branch runs mma.sync tiles, no wgmma.
+// SM90A-LABEL: gpu.func @tiles_split(
+// SM90A-SAME: strata.grid_split_k = array<i64: 2, 33, 128, 64, 64>
+// SM90A: arith.cmpi ule, %{{.*}}, %c128
+// SM90A-NEXT: scf.if
+// SM90A: gpu.block_id  z
+// SM90A-NOT: nvvm.wgmma
+// SM90A: memref.atomic_rmw addi
+
+// An fp8 linear's steps of 65..128 rows split the staged wgmma ring's
+// 128 x 128 tiles instead (GridSplitK::staged, kGridSplitKStagedMinRows),
+// those of 33..64 the plain 64 x 64 tiles as on sm_90: the o_proj's 32 ring tiles
 // split 4 ways (128 blocks; 64 counters for the plain split's 64 tiles at 64
 // rows; scratch a 64 x 64 or 128 x 128 fp32 slice per block by step), block
 // z's ring walking K range [4096 z, 4096 (z + 1)) in blocks of 64 from
