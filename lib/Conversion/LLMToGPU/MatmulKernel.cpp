@@ -2810,20 +2810,20 @@ static KernelGridSplits addGridSplits(OpBuilder &builder, Location loc,
   int64_t stagedMin = minRows ? minRows.getInt() : 0;
   std::optional<GridSplitK> plainSplit =
       chooseGridSplitK(tiling, problem, decodeMax, stagedMin);
+  // The staged ring's split: fp8 weights, and bf16 ones without a plain
+  // split. bf16 weights keep their plain split where they have one: on an
+  // H100 the bf16 KDA o_proj (N = 4096, K = 8192) at 128 rows took 83 us on
+  // the plain split's 512 blocks and 89-97 us on the ring's 128
+  // (docs/bench/h200-matrix/h100-grid-split-gap-tiles-prefetch.txt); fp8
+  // weights gain from the ring (the MLA o_proj 165 -> 120 us), and so does a
+  // bf16 linear without a plain split (kda.qkv_proj 166 -> 122 us).
+  bool ringSplit = staged && (problem.fp8Weight || !plainSplit);
   std::optional<GridSplitK> stagedSplit =
-      staged
+      ringSplit
           ? chooseGridSplitK(tiling, problem,
                              std::max(decodeMax, kGridSplitKStagedMinRows - 1),
                              stagedMin, staged)
           : std::nullopt;
-  // bf16 weights keep their plain split where they have one: on an H100 the
-  // bf16 KDA o_proj (N = 4096, K = 8192) at 128 rows took 83 us on the
-  // plain split's 512 blocks and 89-97 us on the ring's 128
-  // (docs/bench/h200-matrix/h100-grid-split-gap-tiles-prefetch.txt); fp8
-  // weights gain from the ring (the MLA o_proj 165 -> 120 us), and a bf16
-  // linear without a plain split too (kda.qkv_proj 166 -> 122 us).
-  if (plainSplit && stagedSplit && !problem.fp8Weight)
-    stagedSplit.reset();
   // The plain split keeps the steps below the staged one's.
   if (plainSplit && stagedSplit)
     plainSplit->maxRows =
