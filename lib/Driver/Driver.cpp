@@ -148,12 +148,17 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   PipelineOptions pipelineOptions;
   pipelineOptions.target = "cpu";
   pipelineOptions.activationType = options.activationType;
+  pipelineOptions.expertActivations = options.expertActivations;
   pipelineOptions.fuseHyperConnections = options.fuseHyperConnections;
   pipelineOptions.tensorParallelSize = options.tensorParallelSize;
   pipelineOptions.expertParallelSize = options.expertParallelSize;
   note(options.phase >= CompilePhase::Kernel ? "fused and kernel phases"
                                              : "fused phase");
   PassManager pm(&context);
+  if (options.expertActivations != "bf16" && options.expertActivations != "fp8")
+    return mlir::emitError(UnknownLoc::get(&context))
+           << "unknown expert activation type '" << options.expertActivations
+           << "' (expected bf16 or fp8)";
   if (failed(buildFusedPipeline(pm, pipelineOptions)))
     return mlir::emitError(UnknownLoc::get(&context))
            << "unknown activation type '" << options.activationType
@@ -184,12 +189,12 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.model.activationDtype = options.activationType == "f32"
                                           ? ::strata::artifact::DType::f32
                                           : ::strata::artifact::DType::bf16;
-  emitOptions.producer = "strata-compile (activations " +
-                         options.activationType + ", kv cache " +
-                         options.kvCacheDtype + ", indexer " +
-                         (options.indexer.empty() ? std::string("from config")
-                                                  : options.indexer) +
-                         ", index cache " + options.indexCacheDtype + ")";
+  emitOptions.producer =
+      "strata-compile (activations " + options.activationType +
+      (options.expertActivations == "fp8" ? ", expert activations fp8" : "") +
+      ", kv cache " + options.kvCacheDtype + ", indexer " +
+      (options.indexer.empty() ? std::string("from config") : options.indexer) +
+      ", index cache " + options.indexCacheDtype + ")";
   emitOptions.targets.assign(targets.begin(), targets.end());
   emitOptions.gpuToolkit = options.gpuToolkit;
   emitOptions.rocmToolkit = options.rocmToolkit;
@@ -332,6 +337,13 @@ int mlir::strata::compileMain(int argc, char **argv) {
                "is written) or f32 (full precision, what the fp32 goldens "
                "are compared in)"),
       cl::init("bf16"), cl::cat(compileCategory));
+  static cl::opt<std::string> expertActivations(
+      "expert-activations",
+      cl::desc("What the routed fp8 experts multiply: bf16 activations "
+               "(default) or fp8 ones, quantised per token and 128-wide "
+               "group as vLLM and SGLang do (fp8 x fp8 on the matrix "
+               "units; docs/GPULowering.md \"fp8 expert activations\")"),
+      cl::init("bf16"), cl::cat(compileCategory));
   static cl::opt<std::string> kvCacheDtype(
       "kv-cache-dtype",
       cl::desc("Element type of the MLA latent cache: bf16 (default) or fp8 "
@@ -415,6 +427,7 @@ int mlir::strata::compileMain(int argc, char **argv) {
   }
   options.activationType = activationType;
   options.fuseHyperConnections = fuseHyperConnections;
+  options.expertActivations = expertActivations;
   options.kvCacheDtype = kvCacheDtype;
   options.indexer = indexer;
   options.indexCacheDtype = indexCacheDtype;

@@ -68,6 +68,8 @@ struct CompileOptions {
   /// Element type of the MLA latent cache: "bf16" or "fp8" (e4m3 with one
   /// fp32 scale per 128 lanes, docs/KVCache.md); the DSL reads it as
   /// `opt.kv_cache_dtype` ("bf16" / "f8E4M3FN").
+  /// What the routed fp8 experts multiply: bf16 or fp8 activations.
+  std::string expertActivations = "bf16";
   std::string kvCacheDtype = "bf16";
   /// Form of the MLA layers' indexer: "pooled" (the k-pool indexer), "dense"
   /// (one index key per token, docs/DSL.md "The dense indexer"), or empty:

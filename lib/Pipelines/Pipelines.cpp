@@ -29,6 +29,8 @@ LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
                                                const PipelineOptions &options) {
   if (options.activationType != "bf16" && options.activationType != "f32")
     return failure();
+  if (options.expertActivations != "bf16" && options.expertActivations != "fp8")
+    return failure();
   // The per-rank graph first: the later passes (fusions, the precision
   // policy) see what each rank runs, collectives included.
   if (options.tensorParallelSize * options.expertParallelSize != 1) {
@@ -41,6 +43,8 @@ LogicalResult mlir::strata::buildFusedPipeline(OpPassManager &pm,
   // sees the final types.
   if (options.activationType == "f32")
     pm.addPass(llm::createLLMPromoteActivationsPass());
+  if (options.expertActivations == "fp8")
+    pm.addPass(llm::createLLMQuantizeExpertActivationsPass());
   // Folds and drops dead llm ops (all Pure) so no kernel is built for them.
   pm.addPass(createCanonicalizerPass());
   // Merges repeated llm.weight reads and identical subgraphs: one kernel

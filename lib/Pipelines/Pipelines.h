@@ -36,6 +36,12 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("element type of activations and caches: bf16 (as the "
                      "model is written) or f32 (llm-promote-activations)"),
       llvm::cl::init("bf16")};
+  Option<std::string> expertActivations{
+      *this, "expert-activations",
+      llvm::cl::desc("what the routed fp8 experts multiply: bf16 activations "
+                     "(default) or fp8 ones quantised per token and 128-wide "
+                     "group (llm-quantize-expert-activations)"),
+      llvm::cl::init("bf16")};
   Option<bool> fuseHyperConnections{
       *this, "fuse-hyper-connections",
       llvm::cl::desc("fold each sub-layer's input norm into its llm.mhc_pre "
@@ -64,7 +70,7 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 };
 
 /// llm -> fused: llm-level cleanups and the precision policy. Fails to build
-/// for an unknown activation type.
+/// for an unknown activation type or expert activation type.
 LogicalResult buildFusedPipeline(OpPassManager &pm,
                                  const PipelineOptions &options);
 /// fused -> kernel: outlined kernels over memrefs, bufferized graph.

@@ -133,6 +133,7 @@ def LLM_KernelRoleMixParts : I32EnumAttrCase<"MixParts", 34, "mix_parts">;
 def LLM_KernelRoleMixBase : I32EnumAttrCase<"MixBase", 35, "mix_base">;
 def LLM_KernelRoleMixScale : I32EnumAttrCase<"MixScale", 36, "mix_scale">;
 def LLM_KernelRoleXNormWeight : I32EnumAttrCase<"XNormWeight", 37, "x_norm_weight">;
+def LLM_KernelRoleXScales : I32EnumAttrCase<"XScales", 38, "x_scales">;
 
 def LLM_KernelRole : I32EnumAttr<"KernelRole",
     "what a kernel function's argument holds",
@@ -173,7 +174,8 @@ def LLM_KernelRole : I32EnumAttr<"KernelRole",
      LLM_KernelRoleMixParts,
      LLM_KernelRoleMixBase,
      LLM_KernelRoleMixScale,
-     LLM_KernelRoleXNormWeight]> {
+     LLM_KernelRoleXNormWeight,
+     LLM_KernelRoleXScales]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -237,6 +239,8 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `mix_base`: mHC's mixing bias.
     * `mix_scale`: mHC's mixing scales.
     * `x_norm_weight`: the weight of the norm mhc_pre applies to its output.
+    * `x_scales`: the fp32 scales of an fp8 `x`, one per row and K group
+      (`fp8_expert_activations`).
 
     ```mlir
     func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,

@@ -750,6 +750,18 @@ LogicalResult MoeFfnOp::verify() {
       failed(checkSwiglu(*this, "shared_", getSharedGate(), getSharedUp(),
                          getSharedDown(), {}, x[1])))
     return failure();
+  if (getFp8ExpertActivations()) {
+    auto gate = dyn_cast<Fp8WeightType>(getGate().getType());
+    auto up = dyn_cast<Fp8WeightType>(getUp().getType());
+    auto down = dyn_cast<Fp8WeightType>(getDown().getType());
+    if (!gate || !up || !down)
+      return emitOpError("fp8_expert_activations needs fp8 block-scaled "
+                         "expert weights (gate, up and down)");
+    if (gate.getBlockCols() != up.getBlockCols())
+      return emitOpError("fp8_expert_activations needs gate and up to share "
+                         "their K block, got ")
+             << gate.getBlockCols() << " and " << up.getBlockCols();
+  }
   return checkFfnResult(*this, x, getStreams(), getResult());
 }
 

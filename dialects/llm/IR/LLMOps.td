@@ -993,6 +993,20 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
     splits the shared expert's intermediate dimension so that its part is a
     partial sum over the same ranks.
 
+    `fp8_expert_activations` (fp8 experts only, the precision policy of
+    llm-quantize-expert-activations): the routed experts' inputs, `x` and
+    each slot's SwiGLU activation `a`, are quantised per row and per
+    `block_cols`-wide group of their K dimension as the serving engines do
+    for block-fp8 GEMMs, and the experts multiply the quantised values:
+
+        s[r, g] = max(amax(v[r, g * bk .. (g + 1) * bk]), 1e-10) / 448
+        q[r, c] = e4m3(clamp(v[r, c] / s[r, c / bk], -448, 448))   (nearest even)
+        E_i(x)  = W_down (q_a * s_a) with a = SwiGLU(W_gate (q_x * s_x), W_up (q_x * s_x))
+
+    (vLLM's and SGLang's per-token-group quantisation; `bk` is the weights'
+    `block_cols`, 128 for GLM-5.3-Flash). The router and the shared expert
+    read `x` unquantised.
+
     ```mlir
     %y = llm.moe_ffn %x, %router, %bias, %eg, %eu, %ed, %sg, %su, %sd
         {num_experts = 288 : i64, top_k = 8 : i64, n_group = 1 : i64, topk_group = 1 : i64,
@@ -1013,7 +1027,8 @@ def LLM_MoeFfnOp : LLM_Op<"moe_ffn", [Pure]> {
                        I64Attr:$topk_group, BoolAttr:$norm_topk_prob,
                        F32Attr:$renorm_eps, F32Attr:$routed_scaling_factor,
                        F32Attr:$swiglu_limit,
-                       OptionalAttr<LLM_ShardAttr>:$expert_shard);
+                       OptionalAttr<LLM_ShardAttr>:$expert_shard,
+                       UnitAttr:$fp8_expert_activations);
   let results = (outs LLM_ActTensor:$result);
   let assemblyFormat = [{
     $input `,` $router `,` $correction_bias `,` $gate `,` $up `,` $down `,`

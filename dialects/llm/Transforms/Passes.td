@@ -149,4 +149,25 @@ def LLMFuseHyperConnectionsPass
   }];
 }
 
+def LLMQuantizeExpertActivationsPass
+    : Pass<"llm-quantize-expert-activations", "ModuleOp"> {
+  let summary = "the routed experts multiply fp8 activations (per-token-group quantisation)";
+  let description = [{
+    A precision policy, kept out of the model like llm-promote-activations:
+    sets `fp8_expert_activations` on every `llm.moe_ffn`, whose routed
+    experts then quantise their inputs (`x` and the SwiGLU activation) per
+    row and 128-wide K group to e4m3 with an fp32 scale, as vLLM and SGLang
+    run block-fp8 experts. The GPU kernels multiply fp8 by fp8 on the matrix
+    units (the weights' bytes as stored, no decode); docs/GPULowering.md
+    "fp8 expert activations" gives the accuracy effect. Fails, naming the
+    op, when a `llm.moe_ffn`'s experts are not fp8 block-scaled weights.
+
+    Before / after:
+    ```mlir
+    %y = llm.moe_ffn %x, ... {num_experts = 288 : i64, ...} : ...
+    %y = llm.moe_ffn %x, ... {fp8_expert_activations, num_experts = 288 : i64, ...} : ...
+    ```
+  }];
+}
+
 #endif // STRATA_DIALECTS_LLM_TRANSFORMS_PASSES_TD

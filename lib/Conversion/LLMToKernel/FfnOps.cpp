@@ -50,6 +50,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 #include "dialects/llm/IR/LLMOps.h"
@@ -73,6 +74,27 @@ int64_t weightDim(Type type, unsigned d) {
   return cast<MemRefType>(getWeightArgTypes(type).front()).getDimSize(d);
 }
 
+/// An activation as an FFN's matmul reads it: its values, or with
+/// `fp8_expert_activations` its e4m3 codes and their fp32 scales, one per
+/// row and `block`-wide group of the last dimension (emitGroupQuantize).
+struct MatmulInput {
+  MatmulInput(Value values, Value scales = {}, int64_t block = 0)
+      : values(values), scales(scales), block(block) {}
+
+  Value values;
+  Value scales;
+  int64_t block;
+
+  /// Element `index` as f32 (q * s when quantised).
+  Value load(KernelBuilder &kb, SmallVector<Value> index) const {
+    Value v = kb.load(values, index);
+    if (!scales)
+      return v;
+    index.back() = kb.idiv(index.back(), kb.idx(block));
+    return kb.mul(v, kb.load(scales, index));
+  }
+};
+
 /// The SwiGLU of one expert (`lead` = expert index, or empty for a dense
 /// weight), one output element at a time.
 struct Swiglu {
@@ -82,8 +104,8 @@ struct Swiglu {
   Type actType;
 
   /// a[i] = round(silu(min(g, L)) * clamp(u, -L, L)) for x row `t`.
-  Value activation(KernelBuilder &kb, Value x, Value t, ValueRange lead,
-                   Value i) const {
+  Value activation(KernelBuilder &kb, const MatmulInput &x, Value t,
+                   ValueRange lead, Value i) const {
     auto dot = [&](const WeightView &w) {
       SmallVector<Value> index(lead);
       index.push_back(i);
@@ -92,7 +114,7 @@ struct Swiglu {
           kb.dot(0, hidden, actType,
                  [&](Value c) {
                    index.back() = c;
-                   return std::make_pair(kb.load(x, {t, c}), w.load(kb, index));
+                   return std::make_pair(x.load(kb, {t, c}), w.load(kb, index));
                  }),
           actType);
     };
@@ -104,8 +126,8 @@ struct Swiglu {
 
 /// round(W_down a)[o] for the activation row `actRow` (indices of `act`
 /// before its last dimension) of width `inter`.
-Value downProjection(KernelBuilder &kb, const WeightView &down,
-                     ValueRange lead, Value act, ValueRange actRow, Value o,
+Value downProjection(KernelBuilder &kb, const WeightView &down, ValueRange lead,
+                     const MatmulInput &act, ValueRange actRow, Value o,
                      int64_t inter, Type actType) {
   SmallVector<Value> wIndex(lead), aIndex(actRow);
   wIndex.push_back(o);
@@ -114,9 +136,67 @@ Value downProjection(KernelBuilder &kb, const WeightView &down,
   Value dot = kb.dot(0, inter, actType, [&](Value j) {
     wIndex.back() = j;
     aIndex.back() = j;
-    return std::make_pair(kb.load(act, aIndex), down.load(kb, wIndex));
+    return std::make_pair(act.load(kb, aIndex), down.load(kb, wIndex));
   });
   return kb.round(dot, actType);
+}
+
+/// Emits kernel `name` quantising `v` (memref [?, ..., K], dynamic first
+/// extent) per row and `block`-wide group of K as llm.moe_ffn's
+/// fp8_expert_activations says: s = max(amax, 1e-10) / 448, q = e4m3(clamp(v
+/// / s, -448, 448)). Returns {q (f8E4M3FN, v's shape), s (f32, [..., ceil(K
+/// / block)])}.
+std::pair<Value, Value> emitGroupQuantize(ConversionPatternRewriter &rewriter,
+                                          Operation *op, StringRef name,
+                                          Value v, int64_t block) {
+  Location loc = op->getLoc();
+  auto type = cast<MemRefType>(v.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  int64_t k = shape.back();
+  int64_t groups = (k + block - 1) / block;
+  SmallVector<int64_t> scaleShape(shape);
+  scaleShape.back() = groups;
+  SmallVector<Value> sizes = {getDimValue(rewriter, loc, v, 0)};
+  KernelCall call;
+  call.addInput(v, llm::KernelRole::X);
+  unsigned q = call.addResult(
+      MemRefType::get(shape, rewriter.getType<Float8E4M3FNType>()), sizes,
+      llm::KernelRole::Out);
+  unsigned s =
+      call.addResult(MemRefType::get(scaleShape, rewriter.getF32Type()), sizes,
+                     llm::KernelRole::XScales);
+  SmallVector<Value> results =
+      call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
+        SmallVector<Value> lower, upper;
+        for (int64_t d = 0; d + 1 < int64_t(shape.size()); ++d) {
+          lower.push_back(kb.idx(0));
+          upper.push_back(kb.dim(args[0], d));
+        }
+        lower.push_back(kb.idx(0));
+        upper.push_back(kb.idx(groups));
+        kb.parallelRows(lower, upper, [&](ValueRange at) {
+          SmallVector<Value> index(at);
+          Value first = kb.imul(at.back(), kb.idx(block));
+          Value last = kb.imin(kb.iadd(first, kb.idx(block)), kb.idx(k));
+          OpBuilder &b = kb.builder();
+          Value amax =
+              kb.reduce(first, last, kb.f32(0.0), [&](Value c, Value acc) {
+                index.back() = c;
+                return kb.max(
+                    acc, math::AbsFOp::create(b, loc, kb.load(args[0], index)));
+              });
+          Value scale = kb.div(kb.max(amax, kb.f32(1e-10)), kb.f32(448.0));
+          kb.loop(first, last, [&](Value c) {
+            index.back() = c;
+            Value scaled = kb.div(kb.load(args[0], index), scale);
+            scaled = kb.max(kb.min(scaled, kb.f32(448.0)), kb.f32(-448.0));
+            memref::StoreOp::create(b, loc, encodeFp8(kb, scaled), args[q],
+                                    index);
+          });
+          kb.store(scale, args[s], at);
+        });
+      });
+  return {results[0], results[1]};
 }
 
 /// The end of an FFN op: y[t, o] stored into the [T, D] result, or with
@@ -686,10 +766,34 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
          dt = op.getDown().getType();
     int64_t inter = weightDim(gt, 1);
     RankExperts own(rewriter, op, weightDim(gt, 0));
+    // fp8_expert_activations: the experts read x and the activation as
+    // e4m3 codes with per-group scales (the verifier checked that gate, up
+    // and down are fp8 with one K block for gate and up).
+    bool fp8Inputs = op.getFp8ExpertActivations();
+    Value xq, xs;
+    int64_t upBlock = 0, downBlock = 0;
+    if (fp8Inputs) {
+      upBlock = cast<llm::Fp8WeightType>(gt).getBlockCols();
+      downBlock = cast<llm::Fp8WeightType>(dt).getBlockCols();
+      std::tie(xq, xs) =
+          emitGroupQuantize(rewriter, op, "moe_quantize_x", x, upBlock);
+    }
+    // The matmul input `values` (and its scales) as kernel arguments; the
+    // body's view of them.
+    auto addMatmulInput = [&](KernelCall &call, Value values, Value scales) {
+      unsigned first = call.addInput(values, llm::KernelRole::X);
+      if (scales)
+        call.addInput(scales, llm::KernelRole::XScales);
+      return first;
+    };
+    auto matmulInput = [&](ValueRange args, unsigned first, int64_t block) {
+      return fp8Inputs ? MatmulInput(args[first], args[first + 1], block)
+                       : MatmulInput(args[first]);
+    };
     Value act;
     for (bool grouped : {false, true}) {
       KernelCall call;
-      call.addInput(x, llm::KernelRole::X);
+      unsigned xi = addMatmulInput(call, fp8Inputs ? xq : x, xs);
       unsigned c = call.addInput(chosen, llm::KernelRole::Chosen);
       std::optional<unsigned> o = addGrouping(call, grouped);
       std::optional<unsigned> k = own.addArg(call);
@@ -706,9 +810,10 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                                [&](KernelBuilder &kb, ValueRange args) {
         Swiglu swiglu{viewAt(gt, args, *g), viewAt(ut, args, *u), hidden,
                       limit, actType};
+        MatmulInput input = matmulInput(args, xi, upBlock);
         kb.parallelRows(
             {kb.idx(0), kb.idx(0), kb.idx(0)},
-            {activeTokens(kb, kb.dim(args[0], 0), grouped), kb.idx(topK),
+            {activeTokens(kb, kb.dim(args[xi], 0), grouped), kb.idx(topK),
              kb.idx(inter)},
             [&](ValueRange pi) {
               std::pair<Value, Value> tj = slotOf(kb, args, o, pi[0], pi[1]);
@@ -717,7 +822,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                   own.local(kb, args, k, kb.loadIndex(args[c], {t, j}));
               Value owned = expert.first, e = expert.second;
               own.store(kb, owned, args[out], {t, j, pi[2]}, [&] {
-                return swiglu.activation(kb, args[0], t, e, pi[2]);
+                return swiglu.activation(kb, input, t, e, pi[2]);
               });
             });
       });
@@ -729,9 +834,13 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
 
     // Routed experts' down projections, weighted: y = round(w * E_slot).
     Value routed;
+    Value actq, acts;
+    if (fp8Inputs)
+      std::tie(actq, acts) =
+          emitGroupQuantize(rewriter, op, "moe_quantize_act", act, downBlock);
     for (bool grouped : {false, true}) {
       KernelCall call;
-      unsigned a = call.addInput(act, llm::KernelRole::X);
+      unsigned a = addMatmulInput(call, fp8Inputs ? actq : act, acts);
       unsigned c = call.addInput(chosen, llm::KernelRole::Chosen);
       unsigned w = call.addInput(weights, llm::KernelRole::RouteWeights);
       std::optional<unsigned> o = addGrouping(call, grouped);
@@ -747,6 +856,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
           rewriter, op, grouped ? "moe_down" : "moe_down_rows",
           [&](KernelBuilder &kb, ValueRange args) {
         WeightView down = viewAt(dt, args, *dn);
+        MatmulInput input = matmulInput(args, a, downBlock);
         kb.parallelRows(
             {kb.idx(0), kb.idx(0), kb.idx(0)},
             {activeTokens(kb, kb.dim(args[a], 0), grouped), kb.idx(topK),
@@ -758,7 +868,7 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
                   own.local(kb, args, k, kb.loadIndex(args[c], {t, j}));
               Value owned = expert.first, e = expert.second;
               own.store(kb, owned, args[out], {t, j, po[2]}, [&] {
-                Value y = downProjection(kb, down, e, args[a], {t, j}, po[2],
+                Value y = downProjection(kb, down, e, input, {t, j}, po[2],
                                          inter, actType);
                 return kb.round(kb.mul(kb.load(args[w], {t, j}), y), actType);
               });

@@ -2058,3 +2058,22 @@ func.func @head_batched_no_heads(%x: memref<?x8xf32>) attributes {llm.kernel = #
 func.func @dense_matmul_untyped(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.dense_matmul = {epilogue = "store"}} {
   return
 }
+
+// -----
+
+// Tests that the verifier rejects fp8 expert activations for bf16 experts.
+func.func @moe_fp8_activations_bf16_experts(%x: tensor<?x8xbf16>, %r: tensor<4x8xf32>, %b: tensor<4xf32>, %eg: tensor<4x16x8xbf16>, %eu: tensor<4x16x8xbf16>, %ed: tensor<4x8x16xbf16>, %sg: tensor<12x8xbf16>, %su: tensor<12x8xbf16>, %sd: tensor<8x12xbf16>) {
+  // expected-error@+1 {{fp8_expert_activations needs fp8 block-scaled expert weights (gate, up and down)}}
+  %y = llm.moe_ffn %x, %r, %b, %eg, %eu, %ed, %sg, %su, %sd {fp8_expert_activations, num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32, swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<4x8xf32>, tensor<4xf32>, tensor<4x16x8xbf16>, tensor<4x16x8xbf16>, tensor<4x8x16xbf16>, tensor<12x8xbf16>, tensor<12x8xbf16>, tensor<8x12xbf16>) -> tensor<?x8xbf16>
+  return
+}
+
+// -----
+
+// Tests that the verifier rejects fp8 expert activations when gate and up
+// quantise x in different K groups.
+func.func @moe_fp8_activations_k_blocks(%x: tensor<?x8xbf16>, %r: tensor<4x8xf32>, %b: tensor<4xf32>, %eg: !llm.fp8_weight<tensor<4x16x8xf8E4M3FN>, tensor<4x1x1xf32>, block = [16, 8]>, %eu: !llm.fp8_weight<tensor<4x16x8xf8E4M3FN>, tensor<4x1x2xf32>, block = [16, 4]>, %ed: !llm.fp8_weight<tensor<4x8x16xf8E4M3FN>, tensor<4x1x1xf32>, block = [8, 16]>, %sg: tensor<12x8xbf16>, %su: tensor<12x8xbf16>, %sd: tensor<8x12xbf16>) {
+  // expected-error@+1 {{fp8_expert_activations needs gate and up to share their K block, got 8 and 4}}
+  %y = llm.moe_ffn %x, %r, %b, %eg, %eu, %ed, %sg, %su, %sd {fp8_expert_activations, num_experts = 4 : i64, top_k = 2 : i64, n_group = 1 : i64, topk_group = 1 : i64, norm_topk_prob = true, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = 2.5 : f32, swiglu_limit = 10.0 : f32} : (tensor<?x8xbf16>, tensor<4x8xf32>, tensor<4xf32>, !llm.fp8_weight<tensor<4x16x8xf8E4M3FN>, tensor<4x1x1xf32>, block = [16, 8]>, !llm.fp8_weight<tensor<4x16x8xf8E4M3FN>, tensor<4x1x2xf32>, block = [16, 4]>, !llm.fp8_weight<tensor<4x8x16xf8E4M3FN>, tensor<4x1x1xf32>, block = [8, 16]>, tensor<12x8xbf16>, tensor<12x8xbf16>, tensor<8x12xbf16>) -> tensor<?x8xbf16>
+  return
+}

@@ -535,7 +535,31 @@ def swiglu_mlp_matmul_rows():
     return _swiglu("bf16", "fp8", T=70)
 
 
-def _moe(dt, wk, groups, topk_group, norm=True, T=5):
+def quantize_groups(v, block=128):
+    """llm.moe_ffn's fp8_expert_activations on one row: per `block`-wide
+    group s = max(amax, 1e-10) / 448 and q = e4m3(clamp(v / s, +-448)) in
+    fp32, RNE; returns the dequantised row q * s (fp32 products)."""
+    v = np.asarray(v, dtype=np.float32)
+    outv = np.empty(v.shape, dtype=np.float64)
+    for g in range(0, v.shape[-1], block):
+        part = v[g:g + block]
+        scale = np.float32(max(np.float32(np.abs(part).max()), np.float32(1e-10)) / np.float32(448.0))
+        codes = fp8_encode(np.clip(part / scale, -448.0, 448.0))
+        outv[g:g + block] = fp8_decode(codes).astype(np.float32) * scale
+    return outv
+
+
+def routed_fp8_ref(x, wg, wu, wd, L, dt):
+    """One token's routed expert with fp8 activations: x and the SwiGLU
+    activation quantised (quantize_groups) before their matmuls."""
+    xq = quantize_groups(x)
+    g = np.minimum(out(xq @ wg.T, dt), L)
+    u = np.clip(out(xq @ wu.T, dt), -L, L)
+    a = out(out(g * sigmoid(g), dt) * u, dt)
+    return out(quantize_groups(a) @ wd.T, dt)
+
+
+def _moe(dt, wk, groups, topk_group, norm=True, T=5, fp8_act=False):
     p = Program(10)
     D, E, I, Is, K, L, sf = 32, 8, 16, 24, 3, 2.0, 2.5
     x = p.rand((T, D), dt, -2, 2)
@@ -551,7 +575,7 @@ def _moe(dt, wk, groups, topk_group, norm=True, T=5):
     vsd, tsd, sd = _weight(p, "shared.down_proj.weight", (D, Is), wk)
     y = p.fresh()
     p.op(f"{y} = llm.moe_ffn {vx}, {vr}, {vb}, {vg}, {vu}, {vd}, {vsg}, {vsu}, {vsd} "
-         f"{{num_experts = {E} : i64, top_k = {K} : i64, n_group = {groups} : i64, topk_group = {topk_group} : i64, "
+         f"{{{'fp8_expert_activations, ' if fp8_act else ''}num_experts = {E} : i64, top_k = {K} : i64, n_group = {groups} : i64, topk_group = {topk_group} : i64, "
          f"norm_topk_prob = {'true' if norm else 'false'}, renorm_eps = 1.0e-20 : f32, routed_scaling_factor = {sf} : f32, swiglu_limit = {L} : f32}} : "
          f"({ttype((T, D), dt, True)}, {ttype((E, D), 'f32')}, {ttype((E,), 'f32')}, {tg}, {tu}, {td}, {tsg}, {tsu}, {tsd}) -> {ttype((T, D), dt, True)}")
     p.print_tensor(y, (T, D), dt)
@@ -573,7 +597,11 @@ def _moe(dt, wk, groups, topk_group, norm=True, T=5):
         w = w * sf
         acc = np.zeros(D)
         for e, we in zip(sel, w):
-            acc += out(we * swiglu_ref(x64[t:t + 1], wg[e], wu[e], wd[e], L, dt)[0], dt)
+            if fp8_act:
+                y_e = routed_fp8_ref(x[t], wg[e], wu[e], wd[e], L, dt)
+            else:
+                y_e = swiglu_ref(x64[t:t + 1], wg[e], wu[e], wd[e], L, dt)[0]
+            acc += out(we * y_e, dt)
         acc += swiglu_ref(x64[t:t + 1], sg, su, sd, L, dt)[0]
         ref[t] = acc
     return p, [out(ref, dt)]
@@ -599,6 +627,20 @@ def moe_ffn_grouped_slots():
     # 24 tokens x top-3 = 72 slots >= 64: the routed experts run in the
     # grouped kernels (walking moe_group's order), not the _rows kernels.
     return _moe("bf16", "fp8", 1, 1, T=24)
+
+
+@case
+def moe_ffn_fp8_activations():
+    # fp8_expert_activations: x and the SwiGLU activation quantised per row
+    # and 128-wide group before the routed experts' matmuls (5 tokens: the
+    # `_rows` kernels).
+    return _moe("bf16", "fp8", 1, 1, fp8_act=True)
+
+
+@case
+def moe_ffn_fp8_activations_grouped():
+    # 24 tokens x top-3 = 72 slots: the grouped kernels on the codes.
+    return _moe("bf16", "fp8", 1, 1, T=24, fp8_act=True)
 
 
 @case
