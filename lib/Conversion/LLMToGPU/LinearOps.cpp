@@ -516,10 +516,15 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     return failure();
   }
   bool fp8 = isa<Float8E4M3FNType>(weight.getElementType());
+  MemRefType xType = arg(KernelRole::X);
+  // fp8_expert_activations: x is e4m3 codes with per-group scales.
+  bool fp8Input = xType && isa<Float8E4M3FNType>(xType.getElementType());
   SmallVector<KernelRole> expected = {
       KernelRole::X,         KernelRole::Chosen,
       KernelRole::SlotOrder, KernelRole::ExpertStarts,
       KernelRole::Weight,    KernelRole::Out};
+  if (fp8Input)
+    expected.push_back(KernelRole::XScales);
   if (!grouped.up)
     expected.push_back(KernelRole::RouteWeights);
   if (grouped.expertParallel())
@@ -536,11 +541,15 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   MemRefType x = arg(KernelRole::X), y = arg(KernelRole::Out);
   if (weight.getRank() != 3 ||
       weight.getDimSize(0) != grouped.weightExperts() || x.getRank() < 2 ||
-      y.getRank() != 3 || !x.getElementType().isBF16() ||
+      y.getRank() != 3 || !(x.getElementType().isBF16() || fp8Input) ||
       !y.getElementType().isBF16() ||
       !(fp8 || weight.getElementType().isBF16())) {
-    why = "grouped experts take bf16 activations and bf16 or fp8 "
-          "[experts, N, K] weights";
+    why = "grouped experts take bf16 activations (or e4m3 codes with "
+          "scales) and bf16 or fp8 [experts, N, K] weights";
+    return failure();
+  }
+  if (fp8Input && !fp8) {
+    why = "fp8 activations need fp8 expert weights";
     return failure();
   }
   MatmulProblem problem;
@@ -563,6 +572,18 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
     problem.scaleBlockN = problem.n / scales.getDimSize(1);
     problem.scaleBlockK = problem.k / scales.getDimSize(2);
   }
+  if (fp8Input) {
+    // One scale per row of x and scaleBlockK group of K.
+    MemRefType xScales = arg(KernelRole::XScales);
+    if (xScales.getRank() != x.getRank() || !xScales.getElementType().isF32() ||
+        xScales.getShape().drop_back() != x.getShape().drop_back() ||
+        xScales.getShape().back() * problem.scaleBlockK != problem.k) {
+      why = "fp8 activations take one f32 scale per row and K block of the "
+            "weights";
+      return failure();
+    }
+    problem.fp8Input = true;
+  }
   MatmulTypes types;
   types.x = x.getElementType();
   types.weight = weight.getElementType();
@@ -570,6 +591,11 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
+  if (fp8Input && !tiling->targetHasWarpgroupMma) {
+    why = "fp8 activations run on sm_90a's warpgroup instruction only; "
+          "other targets keep the generic kernel";
+    return failure();
+  }
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   // sm_90a: a block of two warpgroups sharing each staged weight block.

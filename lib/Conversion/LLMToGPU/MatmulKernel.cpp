@@ -357,7 +357,7 @@ private:
   /// whose products with A are summed in order: the fp8 bytes decoded; the
   /// fp32 values as lo, mid, hi (splitF32, small terms first); bf16 as is.
   SmallVector<Value> weightTerms(Value raw) {
-    if (t.fp8Mode == Fp8Mode::DecodeWeights)
+    if (t.fp8Mode == Fp8Mode::DecodeWeights || scaledInput())
       return {decodeFp8(raw)};
     if (p.f32Weight)
       return splitF32(raw);
@@ -461,6 +461,32 @@ private:
     if (grouped)
       indices.insert(indices.begin(), expert);
     return memref::LoadOp::create(b, loc, from, indices);
+  }
+  /// ScaledActivations: x arrives as e4m3 codes with per-group scales.
+  bool scaledInput() const { return t.fp8Mode == Fp8Mode::ScaledActivations; }
+  /// Where x's scales of row fragment `i`'s C rows are: per piece of C,
+  /// the indices of the row's scale of group 0 (rows past the tile clamp
+  /// like their A rows). Loop-invariant over K: computed once per tile.
+  SmallVector<SmallVector<Value>> rowScaleIndices(int64_t i) {
+    SmallVector<SmallVector<Value>> rows;
+    for (auto piece : mi.c.pieces)
+      rows.push_back(elementIndices(
+          add(add(rowBases[i], cLane.outer), piece[0]), idx(0), true));
+    return rows;
+  }
+  /// x's scales at `rows` (rowScaleIndices) for the K group holding `kb`,
+  /// one vector in C's element order.
+  Value loadRowScales(ArrayRef<SmallVector<Value>> rows, Value kb) {
+    Value group = arith::DivUIOp::create(b, loc, kb, idx(t.scaleBlockK));
+    SmallVector<Value> perElement;
+    for (SmallVector<Value> at : rows) {
+      at.back() = group;
+      Value scale = memref::LoadOp::create(b, loc, xScales, at);
+      for (int64_t e = 0; e < mi.c.count; ++e)
+        perElement.push_back(scale);
+    }
+    return vector::FromElementsOp::create(
+        b, loc, VectorType::get({mi.c.size()}, f32), perElement);
   }
   SmallVector<Value> buildKBlock(Value kb, ValueRange accs);
   /// buildKBlock of a stepwiseA tiling (the multi-row decode form): every
@@ -584,12 +610,28 @@ private:
   /// One ring block's products on the warpgroup instruction
   /// (MatmulTiling::wgmma): the tile's A rows at byte `aOffset` and its
   /// weights x tileN B rows at byte `bOffset` of the arena at shared
-  /// address `arenaAddress` (i64), kStageK / 16 wgmma steps issued as one
-  /// committed group; the results are valid after the group's
-  /// wgmma.wait_group (accumulateRing waits before the next barrier).
+  /// address `arenaAddress` (i64), one wgmma step per 32 bytes of the
+  /// stage rows, issued as one committed group, added into `accs` (or with
+  /// `fresh` into zeros: a stage's own accumulators); the results are
+  /// valid after the group's wgmma.wait_group (accumulateRing waits before
+  /// the next barrier).
   SmallVector<Value> issueWarpgroupStage(Value arenaAddress, Value aOffset,
                                          Value bOffset, ValueRange accs,
-                                         int64_t weights);
+                                         int64_t weights, bool fresh = false);
+  /// accumulateRing for x's e4m3 codes (ScaledActivations): x's and the
+  /// weights' codes copied as stored into a ring of kFp8StageK-wide blocks,
+  /// one scale group each, multiplied on the fp8 wgmma into the stage's
+  /// own accumulators, which are then added into the running sums times
+  /// x's row scales and the weights' block scales (the fp32 promotion of
+  /// DeepGEMM's fp8 GEMMs).
+  SmallVector<Value> accumulateScaledRing(Value arena, int64_t weights);
+  /// The running sums `accs` plus the stage's `blocks` times x's row scales
+  /// (at `scaleRows`, rowScaleIndices per row fragment) and each weight's
+  /// block scale of the K group at `kb`.
+  SmallVector<Value>
+  promoteScaledBlock(ValueRange blocks, ValueRange accs, Value kb,
+                     int64_t weights,
+                     ArrayRef<SmallVector<SmallVector<Value>>> scaleRows);
   /// The wgmma matrix descriptor of stage rows (64 bytes each, K-major,
   /// 64-byte swizzle: stageColumn's) starting at byte `offset` of the
   /// arena at `arenaAddress`.
@@ -955,6 +997,8 @@ private:
   const MatrixInstruction &mi;
   Type f32, bf16, fp8, mmaFp8;
   Value x, w, scales, y;
+  /// x's scales, one per row and scaleBlockK group (ScaledActivations).
+  Value xScales;
   Value lastRow, numRows;
   /// Batched over heads: blockIdx.z.
   Value head;
@@ -1187,11 +1231,22 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   bool blockScaled = t.fp8Mode != Fp8Mode::None;
   SmallVector<Value> blk =
       blockScaled ? SmallVector<Value>(out.size(), zeros(accType)) : out;
-  SmallVector<Value> rowScale(t.fragsM); // per C element, for Quantize
+  // Per C element: x's scales (Quantize: computed; ScaledActivations:
+  // loaded).
+  SmallVector<Value> rowScale(t.fragsM);
   if (t.fp8Mode != Fp8Mode::QuantizeActivations) {
     SmallVector<SmallVector<Value>> a; // [i][step]
-    for (int64_t i = 0; i < t.fragsM; ++i)
-      a.push_back(loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true));
+    for (int64_t i = 0; i < t.fragsM; ++i) {
+      if (!scaledInput()) {
+        a.push_back(loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true));
+        continue;
+      }
+      // e4m3 codes decoded to bf16 (exact).
+      a.emplace_back();
+      for (Value codes : loadKBlock(x, fp8, mi.a, aLane, rowBases[i], kb, true))
+        a.back().push_back(decodeFp8(codes));
+      rowScale[i] = loadRowScales(rowScaleIndices(i), kb);
+    }
     for (auto [wi, weight] : llvm::enumerate(weights))
       for (int64_t j = 0; j < t.fragsN; ++j) {
         SmallVector<Value> bvs = loadKBlock(weight.first, weightElement(), mi.b,
@@ -1273,7 +1328,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       Value wsv = splat(ws, mi.c.size());
       for (int64_t i = 0; i < t.fragsM; ++i) {
         Value scale = wsv;
-        if (t.fp8Mode == Fp8Mode::QuantizeActivations)
+        if (rowScale[i])
           scale = arith::MulFOp::create(b, loc, rowScale[i], wsv);
         out[atW(wi, i, j)] = math::FmaOp::create(b, loc, blk[atW(wi, i, j)],
                                                  scale, out[atW(wi, i, j)]);
@@ -1611,8 +1666,10 @@ void MatmulKernelBuilder::storeStage(ArrayRef<StageChunk> chunks,
 
 Value MatmulKernelBuilder::stageColumn(Value row, Value chunk) {
   // The hardware's swizzles of 64-byte rows (chunk c of row r at c ^ ((r /
-  // 2) mod 4)) and of 128-byte rows (c ^ (r mod 8)).
-  if (t.wgmma && t.stageK == kWideStageK) {
+  // 2) mod 4)) and of 128-byte rows (c ^ (r mod 8)); a 16-byte chunk holds
+  // 8 bf16 values or 16 e4m3 codes.
+  int64_t perChunk = 16 / t.stageElementBytes();
+  if (t.wgmma && t.stageRowBytes() == 128) {
     chunk = arith::XOrIOp::create(b, loc, chunk,
                                   arith::AndIOp::create(b, loc, row, idx(7)));
   } else if (t.ldmatrix || t.wgmma) {
@@ -1620,7 +1677,7 @@ Value MatmulKernelBuilder::stageColumn(Value row, Value chunk) {
         b, loc, arith::ShRUIOp::create(b, loc, row, idx(1)), idx(3));
     chunk = arith::XOrIOp::create(b, loc, chunk, swizzle);
   }
-  return mul(chunk, 8);
+  return mul(chunk, perChunk);
 }
 
 Value MatmulKernelBuilder::loadMatrixTiles(Value mem, SmallVector<Value> at,
@@ -1894,22 +1951,24 @@ Value MatmulKernelBuilder::warpgroupDescriptor(Value arenaAddress,
   // stride byte offset / 16 between 8-row groups (8 stage rows); 62-63:
   // the swizzle of the stage rows (stageColumn): layout 2 for 64 bytes,
   // 1 for 128.
-  uint64_t layout = t.stageK == kWideStageK ? 1 : 2;
+  uint64_t layout = t.stageRowBytes() == 128 ? 1 : 2;
   uint64_t fixed = (uint64_t(1) << 16) |
-                   (uint64_t(8 * t.stageK * 2 / 16) << 32) | (layout << 62);
+                   (uint64_t(8 * t.stageRowBytes() / 16) << 32) |
+                   (layout << 62);
   return arith::OrIOp::create(b, loc, start, constant(fixed));
 }
 
-SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
-    Value arenaAddress, Value aOffset, Value bOffset, ValueRange accs,
-    int64_t weights) {
+SmallVector<Value>
+MatmulKernelBuilder::issueWarpgroupStage(Value arenaAddress, Value aOffset,
+                                         Value bOffset, ValueRange accs,
+                                         int64_t weights, bool fresh) {
   int64_t n = weights * t.tileN();
   int64_t registers = kWarpgroupRows * n / kWarpgroupThreads;
+  int64_t rowBytes = t.stageRowBytes();
   // Warpgroup g's rows start 64 g rows into each fragment's (one
   // warpgroup: g = 0).
   if (t.warpgroups > 1)
-    aOffset =
-        add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * t.stageK * 2));
+    aOffset = add(aOffset, mul(warpgroupIndex(), kWarpgroupRows * rowBytes));
   int64_t perFragment = mi.c.size();
   auto structType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(registers, f32));
@@ -1921,14 +1980,23 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     return (column / t.fragsN) * perWeight + i * t.fragsN +
            column % t.fragsN;
   };
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, 16);
+  // A K step is 32 bytes along the stage rows: 16 bf16 values, or 32 e4m3
+  // codes (ScaledActivations: the fp8 instruction on x's and W's codes).
+  bool codes = scaledInput();
+  int64_t stepK = codes ? 32 : 16;
+  NVVM::WGMMATypes operandType =
+      codes ? NVVM::WGMMATypes::e4m3 : NVVM::WGMMATypes::bf16;
+  auto shape =
+      NVVM::MMAShapeAttr::get(b.getContext(), kWarpgroupRows, n, stepK);
   // The accumulators of each 64-row half in the instruction's register
   // order: 4 per 8 columns (weight-major), the m16n8 fragment order of
   // each.
+  // `fresh`: the first step overwrites them (scale-d 0), so they start
+  // undefined.
   SmallVector<Value> d;
   for (int64_t i = 0; i < t.fragsM; ++i) {
     Value packed = LLVM::PoisonOp::create(b, loc, structType);
-    for (int64_t r = 0; r < registers; ++r)
+    for (int64_t r = 0; r < registers && !fresh; ++r)
       packed = LLVM::InsertValueOp::create(
           b, loc, packed,
           vector::ExtractOp::create(b, loc, accs[accIndex(i, r)],
@@ -1937,19 +2005,18 @@ SmallVector<Value> MatmulKernelBuilder::issueWarpgroupStage(
     d.push_back(packed);
   }
   NVVM::WgmmaFenceAlignedOp::create(b, loc);
-  for (int64_t step = 0; step < t.stageK / 16; ++step) {
-    // A K step of 16 bf16 is 32 bytes along the stage rows.
+  for (int64_t step = 0; step < rowBytes / 32; ++step) {
     Value descB = warpgroupDescriptor(arenaAddress, add(bOffset, 32 * step));
+    auto scaleOut = fresh && step == 0 ? NVVM::WGMMAScaleOut::zero
+                                       : NVVM::WGMMAScaleOut::one;
     for (int64_t i = 0; i < t.fragsM; ++i) {
       Value descA = warpgroupDescriptor(
           arenaAddress,
-          add(aOffset, i * t.fragmentRowStride() * t.stageK * 2 + 32 * step));
+          add(aOffset, i * t.fragmentRowStride() * rowBytes + 32 * step));
       d[i] = NVVM::WgmmaMmaAsyncOp::create(
-          b, loc, structType, d[i], descA, descB, shape,
-          NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
-          NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col,
+          b, loc, structType, d[i], descA, descB, shape, operandType,
+          operandType, NVVM::WGMMATypes::f32, scaleOut, NVVM::WGMMAScaleIn::one,
+          NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
           NVVM::MMAIntOverflowAttr());
     }
   }
@@ -1985,6 +2052,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
                                                        int64_t weights,
                                                        Value kBase,
                                                        int64_t kLength) {
+  if (scaledInput()) {
+    assert(!kBase && "the fp8 ring runs no grid split");
+    return accumulateScaledRing(arena, weights);
+  }
   if (!kBase) {
     kBase = idx(0);
     kLength = p.k;
@@ -2151,6 +2222,146 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b, loc);
   return SmallVector<Value>(loop.getResults());
+}
+
+/// The ring of x's and W's e4m3 codes, K block k of nK in slot k mod S:
+///   prologue: copy blocks 0 .. S-2 (a group each)
+///   block k:  barrier (block k's codes are visible, block k-1's slot is
+///             free); copy block k+S-1 into slot (k-1) mod S; issue the
+///             fp8 wgmma group of slot k mod S into fresh accumulators
+///             (skipped by a warpgroup without rows: zeros); wait for this
+///             thread's copies of block k+1 and fence them for the async
+///             proxy; wait for the group; promote with both scales
+///   after:    wait for every copy, barrier (the next tile reuses the ring).
+SmallVector<Value> MatmulKernelBuilder::accumulateScaledRing(Value arena,
+                                                             int64_t weights) {
+  int64_t stages = t.stages;
+  int64_t rowBytes = t.stageRowBytes();
+  int64_t slotBytesA = t.tileM() * rowBytes;
+  int64_t slotBytesB = weights * t.tileN() * rowBytes;
+  int64_t ringABytes = stages * slotBytesA;
+  Value ringA =
+      viewWorkgroupArena(b, loc, arena, 0, {stages, t.tileM(), t.stageK}, fp8);
+  Value ringB = viewWorkgroupArena(b, loc, arena, ringABytes,
+                                   {stages, weights, t.tileN(), t.stageK}, fp8);
+  SmallVector<StageChunk> chunks = stageChunks(weights, /*elements=*/16);
+  int64_t blocks = p.k / t.stageK;
+  auto token = b.getType<nvgpu::DeviceAsyncTokenType>();
+  SmallVector<std::pair<Value, Value>> operands = weightOperands();
+  // Block `block` (index) into slot `slot`; past the last block the copies
+  // read nothing and fill zeros, so the loop has no branch.
+  auto copyBlock = [&](Value block, Value slot) {
+    Value inside = ult(block, idx(blocks));
+    Value kb = mul(minu(block, idx(blocks - 1)), t.stageK);
+    Value count = arith::SelectOp::create(b, loc, inside, idx(16), idx(0));
+    SmallVector<Value> tokens;
+    for (const StageChunk &chunk : chunks) {
+      bool isA = chunk.weight < 0;
+      tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+          b, loc, token, isA ? ringA : ringB, chunkTarget(chunk, slot),
+          isA ? x : operands[chunk.weight].first, chunkSource(chunk, kb),
+          b.getIndexAttr(16), count, b.getUnitAttr()));
+    }
+    return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, token, tokens);
+  };
+  Value group;
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    group = copyBlock(idx(s), idx(s));
+  auto waitForNext = [&] {
+    nvgpu::DeviceAsyncWaitOp::create(b, loc, group,
+                                     b.getI32IntegerAttr(stages - 2));
+  };
+  waitForNext();
+  fenceForWarpgroup();
+  Value arenaAddress = arith::IndexCastUIOp::create(
+      b, loc, b.getI64Type(),
+      memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
+  Value warpgroupHasRows;
+  if (t.warpgroups > 1 && grouped)
+    warpgroupHasRows =
+        ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
+  SmallVector<SmallVector<SmallVector<Value>>> scaleRows;
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    scaleRows.push_back(rowScaleIndices(i));
+  VectorType accType = VectorType::get({mi.c.size()}, f32);
+  SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
+  auto loop = scf::ForOp::create(
+      b, loc, idx(0), idx(blocks), idx(1), inits,
+      [&](OpBuilder &nb, Location, Value k, ValueRange iterArgs) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(nb.getInsertionBlock(), nb.getInsertionPoint());
+        gpu::BarrierOp::create(b, loc);
+        auto slotOf = [&](Value block) {
+          return arith::RemUIOp::create(b, loc, block, idx(stages));
+        };
+        Value slot = slotOf(k);
+        Value ahead = add(k, stages - 1);
+        copyBlock(ahead, slotOf(ahead));
+        Value aOffset = mul(slot, slotBytesA);
+        Value bOffset = add(mul(slot, slotBytesB), ringABytes);
+        auto issue = [&] {
+          return issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
+                                     weights, /*fresh=*/true);
+        };
+        SmallVector<Value> blockAccs;
+        if (!warpgroupHasRows) {
+          blockAccs = issue();
+        } else {
+          // A warpgroup-uniform branch around its wgmma group; without
+          // rows its stage adds zeros.
+          auto ifRows =
+              scf::IfOp::create(b, loc, iterArgs.getTypes(), warpgroupHasRows,
+                                /*withElseRegion=*/true);
+          OpBuilder::InsertionGuard rowsGuard(b);
+          b.setInsertionPointToStart(ifRows.thenBlock());
+          scf::YieldOp::create(b, loc, issue());
+          b.setInsertionPointToStart(ifRows.elseBlock());
+          scf::YieldOp::create(b, loc, inits);
+          blockAccs = SmallVector<Value>(ifRows.getResults());
+        }
+        waitForNext();
+        // Block k + 1's codes are this thread's writes.
+        fenceForWarpgroup();
+        NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
+        scf::YieldOp::create(b, loc,
+                             promoteScaledBlock(blockAccs, iterArgs,
+                                                mul(k, t.stageK), weights,
+                                                scaleRows));
+      });
+  nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
+  gpu::BarrierOp::create(b, loc);
+  return SmallVector<Value>(loop.getResults());
+}
+
+SmallVector<Value> MatmulKernelBuilder::promoteScaledBlock(
+    ValueRange blocks, ValueRange accs, Value kb, int64_t weights,
+    ArrayRef<SmallVector<SmallVector<Value>>> scaleRows) {
+  SmallVector<Value> rowScales;
+  for (int64_t i = 0; i < t.fragsM; ++i)
+    rowScales.push_back(loadRowScales(scaleRows[i], kb));
+  SmallVector<std::pair<Value, Value>> operands = weightOperands();
+  SmallVector<Value> out(accs.begin(), accs.end());
+  int64_t perWeight = t.fragsM * t.fragsN;
+  // One block scale per weight when the tile's columns lie in one scale
+  // block (tileN divides scaleBlockN: tiles start at multiples of tileN).
+  bool oneScale = t.scaleBlockN % t.tileN() == 0;
+  for (int64_t wi = 0; wi < weights; ++wi) {
+    Value tileScale;
+    if (oneScale)
+      tileScale = loadWeightScale(operands[wi].second, colBases[0], kb);
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      Value ws = splat(
+          oneScale ? tileScale
+                   : loadWeightScale(operands[wi].second, colBases[j], kb),
+          mi.c.size());
+      for (int64_t i = 0; i < t.fragsM; ++i) {
+        int64_t a = wi * perWeight + i * t.fragsN + j;
+        Value scale = arith::MulFOp::create(b, loc, rowScales[i], ws);
+        out[a] = math::FmaOp::create(b, loc, blocks[a], scale, accs[a]);
+      }
+    }
+  }
+  return out;
 }
 
 void MatmulKernelBuilder::storeDenseElement(Value row, Value col, Value acc,
@@ -2708,9 +2919,11 @@ buildMatmulFunc(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
         std::string why;
         std::optional<MatmulTiling> staged;
         // f32 activations (MLA's heads) are rounded on the way in: the two
-        // register-staged buffers, not the ring (nor its wgmma form).
+        // register-staged buffers, not the ring (nor its wgmma form); bf16
+        // rows and e4m3 codes (ScaledActivations) are copied as stored.
+        Type xElement = cast<MemRefType>(argTypes[0]).getElementType();
         bool bf16Activations =
-            cast<MemRefType>(argTypes[0]).getElementType().isBF16();
+            xElement.isBF16() || isa<Float8E4M3FNType>(xElement);
         if (stagedRows > 0)
           staged = chooseStagedTiling(tiling, problem, weights, stagedRows,
                                       why, bf16Activations);
@@ -3125,6 +3338,7 @@ MatmulKernelBuilder::bindGroupedArgs(ValueRange args, const GroupedExperts &e) {
   KernelArguments roles(e.roles);
   auto at = [&](KernelRole role) { return roles.value(args, role); };
   x = at(KernelRole::X);
+  xScales = at(KernelRole::XScales);
   g.routeWeights = at(KernelRole::RouteWeights);
   g.order = at(KernelRole::SlotOrder);
   g.starts = at(KernelRole::ExpertStarts);

@@ -124,7 +124,16 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
                                  std::string &why) {
   MatmulTiling t;
   const MatrixInstruction *mi = nullptr;
-  if (problem.fp8Weight) {
+  if (problem.fp8Input && !problem.fp8Weight) {
+    why = "fp8 activations need fp8 block-scaled weights";
+    return failure();
+  }
+  if (problem.fp8Input) {
+    // The register forms decode x's and W's codes onto the bf16
+    // instruction; the warpgroup ring takes the fp8 one (chooseStagedTiling).
+    mi = pickMatrixInstruction(target, /*wantFp8=*/false);
+    t.fp8Mode = Fp8Mode::ScaledActivations;
+  } else if (problem.fp8Weight) {
     mi = pickMatrixInstruction(target, /*wantFp8=*/true);
     t.fp8Mode = Fp8Mode::QuantizeActivations;
     const MatrixInstruction *bf16 =
@@ -181,6 +190,12 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
       return failure();
     }
     t.blockK = t.scaleBlockK;
+    // x's codes and their bf16 decode are live beside W's in the register
+    // forms: half a scale group per K block keeps moe_up's decode split
+    // form within 255 registers beside its ring (a whole group spilled 120
+    // bytes); both halves take the group's scales.
+    if (problem.fp8Input && t.scaleBlockK % (2 * mi->k) == 0)
+      t.blockK = t.scaleBlockK / 2;
   } else {
     for (int64_t steps : {4, 2, 1})
       if (problem.k % (steps * mi->k) == 0) {
@@ -429,6 +444,39 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
   return v;
 }
 
+/// chooseWarpgroupTiling for fp8 activations (Fp8Mode::ScaledActivations):
+/// `t` with its warpgroups and row fragments set. Stage rows of kFp8StageK
+/// e4m3 codes (128 bytes, the 128-byte swizzle), one stage per scale
+/// group, every chunk copied as stored (16 codes); the widest column tile
+/// (128, 64) whose accumulators, doubled by the stage's own (promoted into
+/// the running sums with both scales), stay within 128 fp32 registers per
+/// lane.
+static std::optional<MatmulTiling>
+chooseFp8WarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
+                         int64_t weights) {
+  if (problem.transposedWeight || problem.k % kFp8StageK ||
+      problem.scaleBlockK != kFp8StageK)
+    return std::nullopt;
+  int64_t threads = t.threads();
+  for (int64_t tileN : {128, 64}) {
+    t.fragsN = tileN / t.mma.n;
+    if (problem.n % tileN || weights * tileN > 256 ||
+        2 * weights * t.fragsM * t.fragsN * t.mma.c.size() > 128 ||
+        (tileN * kFp8StageK / 16) % threads ||
+        (t.tileM() * kFp8StageK / 16) % threads)
+      continue;
+    t.wgmma = true;
+    t.ldmatrix = false;
+    t.kRuns = false;
+    t.asyncCopy = true;
+    t.stageK = kFp8StageK;
+    t.blockK = kFp8StageK;
+    t.stages = kWideStageStagesDeep;
+    return t;
+  }
+  return std::nullopt;
+}
+
 /// The wgmma form of the staged tiling `t` (MatmulTiling::wgmma): as many
 /// warpgroups as the kernel's block has (t.threads() / 128: one, or two for
 /// the grouped experts' wide tiles, widenForWarpgroups), each taking 64 of
@@ -455,6 +503,8 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
   t.subgroupsM = warpgroups * kWarpgroupRows / mi.m;
   t.subgroupsN = 1;
   t.fragsM = tileRows / (warpgroups * kWarpgroupRows);
+  if (problem.fp8Input)
+    return chooseFp8WarpgroupTiling(t, problem, weights);
   // Weights read as stored (bf16, or fp8 decoded into the two bf16
   // buffers) take 128-byte stage rows (kWideStageK) where K is long.
   bool wideK = !problem.transposedWeight && problem.k % kWideStageK == 0 &&
@@ -545,7 +595,9 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
     return std::nullopt;
   }
   MatmulTiling t = tiling;
-  t.fp8Mode = problem.fp8Weight ? Fp8Mode::DecodeWeights : Fp8Mode::None;
+  t.fp8Mode = problem.fp8Input    ? Fp8Mode::ScaledActivations
+              : problem.fp8Weight ? Fp8Mode::DecodeWeights
+                                  : Fp8Mode::None;
   t.kRuns = supportsKRuns(*mi);
   t.stepwiseA = false;
   t.staged = true;
@@ -573,6 +625,11 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
     if (std::optional<MatmulTiling> w =
             chooseWarpgroupTiling(t, problem, weights, tileRows))
       return withTransposedWeight(*w);
+  if (problem.fp8Input) {
+    why = "fp8 activations are staged on the warpgroup ring only (sm_90a, "
+          "K a multiple of 128 with 128-wide scale groups)";
+    return std::nullopt;
+  }
   if (tiling.threads() != 4 * tiling.subgroupSize) {
     why = "the kernel's block is not the register-staged tiles' 2 x 2 "
           "subgroups";
@@ -611,6 +668,10 @@ mlir::strata::chooseStagedTiling(const MatmulTiling &tiling,
 int64_t mlir::strata::stagedBufferBytes(const MatmulTiling &staged,
                                         int64_t weights) {
   int64_t stageK = staged.stageK;
+  if (staged.fp8Mode == Fp8Mode::ScaledActivations)
+    // The ring of x's and the weights' codes as stored, nothing decoded.
+    return staged.stages * (staged.tileM() + weights * staged.tileN()) *
+           staged.stageRowBytes();
   if (!staged.ring()) {
     // Two buffers of the tile's A rows and every weight's B rows, bf16.
     return 2 * (staged.tileM() + weights * staged.tileN()) * stageK * 2;

@@ -38,6 +38,14 @@ enum class Fp8Mode {
   /// e4m3 value is a bf16 value), the bf16 instruction runs, and the weight
   /// block scale is applied to the fp32 block accumulator (x unquantised).
   DecodeWeights,
+  /// x arrives quantised (llm.moe_ffn's fp8_expert_activations): e4m3
+  /// codes with one fp32 scale per row and scaleBlockK-wide K group (the
+  /// kernel's x_scales argument). The warpgroup ring (sm_90a) multiplies
+  /// the codes of x and W on the fp8 instruction straight from workgroup
+  /// memory, one K block per scale group; the register forms decode both
+  /// to bf16 (exact) for the bf16 instruction. x's and W's scales are
+  /// applied to the fp32 block accumulator.
+  ScaledActivations,
 };
 
 /// What is multiplied: `n` outputs, `k` inputs, bf16 or fp8 weights with
@@ -54,6 +62,9 @@ struct MatmulProblem {
   int64_t scaleBlockN = 0, scaleBlockK = 0;
   /// The weight is stored [K, N] (W^T: MLA's absorb reads W_UK so).
   bool transposedWeight = false;
+  /// x is e4m3 codes with per-row scales of scaleBlockK-wide K groups
+  /// (Fp8Mode::ScaledActivations; fp8 weights only).
+  bool fp8Input = false;
 };
 
 /// The tiling of one matmul kernel. A workgroup of subgroupsM x subgroupsN
@@ -159,6 +170,14 @@ struct MatmulTiling {
   int64_t rasterMinRows = 0;
   /// The staged form's ring of asynchronous copies (stages > 2).
   bool ring() const { return staged && stages > 2; }
+  /// Bytes of one staged value of x: e4m3 codes (ScaledActivations) or
+  /// bf16.
+  int64_t stageElementBytes() const {
+    return fp8Mode == Fp8Mode::ScaledActivations ? 1 : 2;
+  }
+  /// Bytes of one stage row (stageK values of x, or of a weight as the
+  /// products read it).
+  int64_t stageRowBytes() const { return stageK * stageElementBytes(); }
 
   int64_t tileM() const { return subgroupsM * fragsM * mma.m; }
   /// Rows between a subgroup's row fragments: the instruction's m, or with
@@ -378,6 +397,10 @@ inline constexpr int64_t kAsyncStages = 4;
 /// for fp8 weights; on an H100 moe_up at 8192 prefill tokens 12.6 -> 11.8 ms
 /// against 3 blocks.
 inline constexpr int64_t kWideStageK = 64;
+/// K values of one staged block of the fp8 ring (ScaledActivations): one
+/// 128-wide scale group, 128-byte rows of e4m3 codes (the wide stage's
+/// bytes and swizzle).
+inline constexpr int64_t kFp8StageK = 128;
 inline constexpr int64_t kWideStageStages = 3;
 inline constexpr int64_t kWideStageStagesDeep = 4;
 /// The fewest K for 64-wide blocks: long K loops are where a block's fixed
