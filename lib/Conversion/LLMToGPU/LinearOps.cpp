@@ -591,11 +591,6 @@ mlir::strata::buildGroupedExpertMatmulKernel(OpBuilder &builder,
   FailureOr<MatmulTiling> tiling = chooseMatmulTiling(target, problem, why);
   if (failed(tiling))
     return failure();
-  if (fp8Input && !tiling->targetHasWarpgroupMma) {
-    why = "fp8 activations run on sm_90a's warpgroup instruction only; "
-          "other targets keep the generic kernel";
-    return failure();
-  }
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   // sm_90a: a block of two warpgroups sharing each staged weight block.

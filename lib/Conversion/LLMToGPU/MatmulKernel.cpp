@@ -474,6 +474,9 @@ private:
           add(add(rowBases[i], cLane.outer), piece[0]), idx(0), true));
     return rows;
   }
+  /// rowScaleIndices of each row fragment for the register forms' K loop
+  /// (accumulate).
+  SmallVector<SmallVector<SmallVector<Value>>> tileScaleRows;
   /// x's scales at `rows` (rowScaleIndices) for the K group holding `kb`,
   /// one vector in C's element order.
   Value loadRowScales(ArrayRef<SmallVector<Value>> rows, Value kb) {
@@ -500,6 +503,12 @@ private:
                                 Value kEnd = {}) {
     if (t.staged)
       return accumulateStaged(weights);
+    // x's scale addresses (ScaledActivations) are loop-invariant: computed
+    // once here, not per K block behind the slot's order load.
+    tileScaleRows.clear();
+    if (scaledInput())
+      for (int64_t i = 0; i < t.fragsM; ++i)
+        tileScaleRows.push_back(rowScaleIndices(i));
     VectorType accType = VectorType::get({mi.c.size()}, f32);
     SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
     auto loop = scf::ForOp::create(
@@ -1234,7 +1243,10 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   // Per C element: x's scales (Quantize: computed; ScaledActivations:
   // loaded).
   SmallVector<Value> rowScale(t.fragsM);
-  if (t.fp8Mode != Fp8Mode::QuantizeActivations) {
+  // The fp8 instruction on x's codes: quantised here, or as they come.
+  bool fp8Operands = t.fp8Mode == Fp8Mode::QuantizeActivations ||
+                     (scaledInput() && mi.operands != MatrixElement::BF16);
+  if (!fp8Operands) {
     SmallVector<SmallVector<Value>> a; // [i][step]
     for (int64_t i = 0; i < t.fragsM; ++i) {
       if (!scaledInput()) {
@@ -1245,7 +1257,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
       a.emplace_back();
       for (Value codes : loadKBlock(x, fp8, mi.a, aLane, rowBases[i], kb, true))
         a.back().push_back(decodeFp8(codes));
-      rowScale[i] = loadRowScales(rowScaleIndices(i), kb);
+      rowScale[i] = loadRowScales(tileScaleRows[i], kb);
     }
     for (auto [wi, weight] : llvm::enumerate(weights))
       for (int64_t j = 0; j < t.fragsN; ++j) {
@@ -1259,12 +1271,25 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
     if (!blockScaled)
       return blk;
   } else {
+    SmallVector<SmallVector<Value>> q(t.fragsM);
+    if (scaledInput()) {
+      // x's OCP codes as the instruction's operands (FNUZ: the same bits
+      // are half the value, so the row scale doubles).
+      for (int64_t i = 0; i < t.fragsM; ++i) {
+        for (Value codes :
+             loadKBlock(x, fp8, mi.a, aLane, rowBases[i], kb, true))
+          q[i].push_back(toMmaFp8(codes));
+        rowScale[i] = loadRowScales(tileScaleRows[i], kb);
+        if (fnuzScaleFactor() != 1.0)
+          rowScale[i] = arith::MulFOp::create(
+              b, loc, rowScale[i], splat(cf32(fnuzScaleFactor()), mi.c.size()));
+      }
+    }
     // Quantise x: each lane holds `steps` fragments of its row; the row's
     // amax over the K block is reduced across the inner lane groups.
     int64_t n = mi.a.size();
     double fp8Max = getFp8Max(mi.operands);
-    SmallVector<SmallVector<Value>> q(t.fragsM);
-    for (int64_t i = 0; i < t.fragsM; ++i) {
+    for (int64_t i = 0; i < t.fragsM && !scaledInput(); ++i) {
       SmallVector<Value> vals;
       Value amax = cf32(0.0);
       for (Value a :
@@ -1322,8 +1347,7 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
   for (auto [wi, weight] : llvm::enumerate(weights))
     for (int64_t j = 0; j < t.fragsN; ++j) {
       Value ws = loadWeightScale(weight.second, colBases[j], kb);
-      if (fnuzScaleFactor() != 1.0 &&
-          t.fp8Mode == Fp8Mode::QuantizeActivations)
+      if (fnuzScaleFactor() != 1.0 && fp8Operands)
         ws = arith::MulFOp::create(b, loc, ws, cf32(fnuzScaleFactor()));
       Value wsv = splat(ws, mi.c.size());
       for (int64_t i = 0; i < t.fragsM; ++i) {

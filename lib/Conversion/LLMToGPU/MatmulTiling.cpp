@@ -129,10 +129,18 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
     return failure();
   }
   if (problem.fp8Input) {
-    // The register forms decode x's and W's codes onto the bf16
-    // instruction; the warpgroup ring takes the fp8 one (chooseStagedTiling).
-    mi = pickMatrixInstruction(target, /*wantFp8=*/false);
+    // The codes of x and W on the target's fp8 instruction (AMD's MFMA),
+    // the decode forms on the bf16 one (chooseDecodeSplitK); NVIDIA's
+    // register forms decode both onto the bf16 instruction and the
+    // warpgroup ring takes the fp8 wgmma (chooseStagedTiling).
     t.fp8Mode = Fp8Mode::ScaledActivations;
+    mi = pickMatrixInstruction(target, /*wantFp8=*/true);
+    const MatrixInstruction *bf16 =
+        pickMatrixInstruction(target, /*wantFp8=*/false);
+    if (!mi)
+      mi = bf16;
+    else if (bf16)
+      t.decodeMma = *bf16;
   } else if (problem.fp8Weight) {
     mi = pickMatrixInstruction(target, /*wantFp8=*/true);
     t.fp8Mode = Fp8Mode::QuantizeActivations;
@@ -190,11 +198,12 @@ mlir::strata::chooseMatmulTiling(const TargetInfo &target,
       return failure();
     }
     t.blockK = t.scaleBlockK;
-    // x's codes and their bf16 decode are live beside W's in the register
-    // forms: half a scale group per K block keeps moe_up's decode split
-    // form within 255 registers beside its ring (a whole group spilled 120
-    // bytes); both halves take the group's scales.
-    if (problem.fp8Input && t.scaleBlockK % (2 * mi->k) == 0)
+    // Decoded onto the bf16 instruction (NVIDIA), x's codes and their bf16
+    // values are live beside W's in the register forms: half a scale group
+    // per K block keeps moe_up's decode split form within 255 registers
+    // beside its ring (a whole group spilled 120 bytes); both halves take
+    // the group's scales.
+    if (problem.fp8Input && !t.decodeMma && t.scaleBlockK % (2 * mi->k) == 0)
       t.blockK = t.scaleBlockK / 2;
   } else {
     for (int64_t steps : {4, 2, 1})
@@ -227,7 +236,12 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
   // block: twice the blocks for a K walk of three instructions per step.
   // fp8 weights against quantised activations (AMD): the decode forms
   // decode the weights onto the bf16 instruction of the same m x n.
-  if (tiling.fp8Mode == Fp8Mode::QuantizeActivations) {
+  // x's codes (ScaledActivations) on the fp8 instruction: the decode forms
+  // decode them too, onto the same bf16 instruction.
+  bool fp8Operands =
+      tiling.fp8Mode == Fp8Mode::QuantizeActivations ||
+      (tiling.fp8Mode == Fp8Mode::ScaledActivations && tiling.decodeMma);
+  if (fp8Operands) {
     if (!tiling.decodeMma || tiling.decodeMma->m != tiling.mma.m ||
         tiling.decodeMma->n != tiling.mma.n ||
         tiling.blockK % tiling.decodeMma->k != 0)
@@ -235,7 +249,8 @@ mlir::strata::chooseDecodeSplitK(const MatmulTiling &tiling,
     MatmulTiling decoded = tiling;
     decoded.mma = *tiling.decodeMma;
     decoded.decodeMma.reset();
-    decoded.fp8Mode = Fp8Mode::DecodeWeights;
+    if (tiling.fp8Mode == Fp8Mode::QuantizeActivations)
+      decoded.fp8Mode = Fp8Mode::DecodeWeights;
     decoded.kRuns = supportsKRuns(decoded.mma);
     return chooseDecodeSplitK(decoded, problem, splits, columns, rowFrags);
   }

@@ -165,6 +165,9 @@ std::pair<Value, Value> emitGroupQuantize(ConversionPatternRewriter &rewriter,
   unsigned s =
       call.addResult(MemRefType::get(scaleShape, rewriter.getF32Type()), sizes,
                      llm::KernelRole::XScales);
+  // One row per grid row (its groups one after another inside): on a GPU
+  // the block's threads share each group's amax (a block reduction) and its
+  // codes, instead of one block per 128 values.
   SmallVector<Value> results =
       call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
         SmallVector<Value> lower, upper;
@@ -172,28 +175,32 @@ std::pair<Value, Value> emitGroupQuantize(ConversionPatternRewriter &rewriter,
           lower.push_back(kb.idx(0));
           upper.push_back(kb.dim(args[0], d));
         }
-        lower.push_back(kb.idx(0));
-        upper.push_back(kb.idx(groups));
-        kb.parallelRows(lower, upper, [&](ValueRange at) {
-          SmallVector<Value> index(at);
-          Value first = kb.imul(at.back(), kb.idx(block));
-          Value last = kb.imin(kb.iadd(first, kb.idx(block)), kb.idx(k));
-          OpBuilder &b = kb.builder();
-          Value amax =
-              kb.reduce(first, last, kb.f32(0.0), [&](Value c, Value acc) {
-                index.back() = c;
-                return kb.max(
-                    acc, math::AbsFOp::create(b, loc, kb.load(args[0], index)));
-              });
-          Value scale = kb.div(kb.max(amax, kb.f32(1e-10)), kb.f32(448.0));
-          kb.loop(first, last, [&](Value c) {
-            index.back() = c;
-            Value scaled = kb.div(kb.load(args[0], index), scale);
-            scaled = kb.max(kb.min(scaled, kb.f32(448.0)), kb.f32(-448.0));
-            memref::StoreOp::create(b, loc, encodeFp8(kb, scaled), args[q],
-                                    index);
+        kb.parallelRows(lower, upper, [&](ValueRange row) {
+          kb.loop(0, groups, [&](Value g) {
+            SmallVector<Value> index(row);
+            index.push_back(g);
+            Value first = kb.imul(g, kb.idx(block));
+            Value last = kb.imin(kb.iadd(first, kb.idx(block)), kb.idx(k));
+            OpBuilder &b = kb.builder();
+            auto at = [&](Value c) {
+              SmallVector<Value> element(row);
+              element.push_back(c);
+              return element;
+            };
+            Value amax =
+                kb.reduce(first, last, kb.f32(0.0), [&](Value c, Value acc) {
+                  return kb.max(acc, math::AbsFOp::create(
+                                         b, loc, kb.load(args[0], at(c))));
+                });
+            Value scale = kb.div(kb.max(amax, kb.f32(1e-10)), kb.f32(448.0));
+            kb.loop(first, last, [&](Value c) {
+              Value scaled = kb.div(kb.load(args[0], at(c)), scale);
+              scaled = kb.max(kb.min(scaled, kb.f32(448.0)), kb.f32(-448.0));
+              memref::StoreOp::create(b, loc, encodeFp8(kb, scaled), args[q],
+                                      at(c));
+            });
+            kb.store(scale, args[s], index);
           });
-          kb.store(scale, args[s], at);
         });
       });
   return {results[0], results[1]};

@@ -14,6 +14,13 @@ its magnitude plus 1e-5 of the terms' (a slot of the wrong expert or row is
 off by far more). Each token count runs on the grid the artifact launches for
 it (strata-dump's formula, evaluated with num_tokens).
 
+With --x-codes (fp8 expert activations, strata-compile
+--expert-activations=fp8) the experts are fp8 as with --fp8 and the kernel
+takes x (moe_up) or the activation (moe_down) as e4m3 (OCP) codes with one
+f32 scale per row and 128-wide K block (the x_scales argument after it): the
+definition's products are the codes' values times their scale against the
+weights'.
+
 With --fp8 the experts are e4m3 (OCP) with f32 scales per 128 x 128 block and
 the kernel is AMD's fp8 MFMA form: each row of x is quantised per 128-wide K
 block as the kernel documents it (amax of the block, q = fp8(x * M / amax)
@@ -88,6 +95,18 @@ def quantised_rows(x, fnuz, block=128):
     return out
 
 
+def coded_rows(rng, shape, block=128):
+    """Random e4m3 (OCP) codes of rows [..., K] with f32 scales per row and
+    K block: (codes as uint8, scales [..., K / block], values as float64)."""
+    from gpu_ir_interpreter import _FP8_FN
+    codes = rng.integers(0, 256, shape).astype(np.uint8)
+    codes[np.isnan(_FP8_FN[codes])] = 0x38
+    scales = (rng.random(shape[:-1] + (-(-shape[-1] // block),)) * 0.01 +
+              0.001).astype(np.float32)
+    full = np.repeat(scales, block, -1)[..., :shape[-1]].astype(np.float64)
+    return codes, scales, _FP8_FN[codes] * full
+
+
 def routing(rng, tokens, experts, top_k):
     chosen = np.stack([rng.choice(experts, top_k, replace=False)
                        for _ in range(tokens)]).astype(np.int32)
@@ -112,7 +131,9 @@ def main():
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--limit", type=float, default=10.0)
     ap.add_argument("--fp8", action="store_true")
+    ap.add_argument("--x-codes", action="store_true")
     args = ap.parse_args()
+    args.fp8 = args.fp8 or args.x_codes
     rng = np.random.default_rng(3)
     name = f"moe_{args.kind}_0"
     kernel = load_kernel(args.ir, name)
@@ -124,19 +145,25 @@ def main():
         grid = launch_grid(dump, args.chip, name, T)
         chosen, order, starts = routing(rng, T, E, K)
         if args.kind == "up":
-            x_bits, x = bf16(rng, (T, D))
+            if args.x_codes:
+                x_codes, x_scales, x = coded_rows(rng, (T, D))
+                x_args = [x_codes, x_scales]
+            else:
+                x_bits, x = bf16(rng, (T, D))
+                x_args = [x_bits]
             out = np.full((T, K, I), 0xC0E0, np.uint16)
             if args.fp8:
                 g_bits, g_scale, gw = fp8_weights(rng, (E, I, D))
                 u_bits, u_scale, uw = fp8_weights(rng, (E, I, D))
                 operands = [g_bits, g_scale, u_bits, u_scale]
-                xq = quantised_rows(x, args.chip == "gfx942")
+                xq = x if args.x_codes else quantised_rows(
+                    x, args.chip == "gfx942")
             else:
                 g_bits, gw = bf16(rng, (E, I, D))
                 u_bits, uw = bf16(rng, (E, I, D))
                 operands = [g_bits, u_bits]
                 xq = x
-            kernel.run([x_bits, chosen, order, starts, *operands, out],
+            kernel.run([*x_args, chosen, order, starts, *operands, out],
                        grid=grid, subgroup_size=args.lanes)
             g = np.einsum("tjid,td->tji", gw[chosen], xq)
             u = np.einsum("tjid,td->tji", uw[chosen], xq)
@@ -146,18 +173,24 @@ def main():
             u = np.clip(round_bf16(u), -L, L)
             want = round_bf16(round_bf16(g / (1 + np.exp(-g))) * u)
         else:
-            a_bits, a = bf16(rng, (T, K, I))
+            if args.x_codes:
+                a_codes, a_scales, a = coded_rows(rng, (T, K, I))
+                a_args = [a_codes, a_scales]
+            else:
+                a_bits, a = bf16(rng, (T, K, I))
+                a_args = [a_bits]
             w = rng.random((T, K)).astype(np.float32)
             out = np.full((T, K, D), 0xC0E0, np.uint16)
             if args.fp8:
                 d_bits, d_scale, dw = fp8_weights(rng, (E, D, I))
                 operands = [d_bits, d_scale]
-                aq = quantised_rows(a, args.chip == "gfx942")
+                aq = a if args.x_codes else quantised_rows(
+                    a, args.chip == "gfx942")
             else:
                 d_bits, dw = bf16(rng, (E, D, I))
                 operands = [d_bits]
                 aq = a
-            kernel.run([a_bits, chosen, w, order, starts, *operands, out],
+            kernel.run([*a_args, chosen, w, order, starts, *operands, out],
                        grid=grid, subgroup_size=args.lanes)
             dot = np.einsum("tjoi,tji->tjo", dw[chosen], aq)
             size = np.einsum("tjoi,tji->tjo", np.abs(dw[chosen]), np.abs(a))

@@ -1,6 +1,7 @@
 // RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a | FileCheck %s --check-prefix=SM90A
-// RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy="chip=gfx942 remarks=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GFX942
-// RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy="chip=sm_90 remarks=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SM90
+// RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 | FileCheck %s --check-prefix=GFX942
+// RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 | FileCheck %s --check-prefix=GFX950
+// RUN: strata-opt %S/../../../Target/GPU/Inputs/grouped-experts-fp8-activations.mlir --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 | FileCheck %s --check-prefix=SM90
 
 // Tests the grouped_experts strategy with fp8 expert activations
 // (Fp8Mode::ScaledActivations; MatmulKernel.cpp accumulateScaledRing): on
@@ -14,7 +15,9 @@
 // 64 x 128 bytes = 131072 of dynamic workgroup memory; moe_down: one
 // warpgroup on 64 x 128 tiles, 4 x (64 + 128) x 128 = 98304. The decode
 // split form of the same kernel decodes both operands' codes to bf16 for
-// mma.sync. Other targets decline it with a remark (generic kernels).
+// mma.sync. gfx942 / gfx950: the row tiles run the fp8 MFMA on the codes as
+// they come (FNUZ on gfx942), the decode split form the bf16 MFMA on the
+// decoded codes; sm_90: mma.sync on decoded codes in every form.
 
 // SM90A-LABEL: gpu.func @moe_up_0(%{{.*}}: memref<?x4096xf8E4M3FN>, %{{.*}}: memref<?x32xf32>
 // SM90A-SAME: strata.dynamic_shared_memory_bytes = 131072
@@ -33,6 +36,16 @@
 // SM90A-SAME: strata.staged_tile = array<i64: 64, 128>
 // SM90A: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 128, k = 32>, D[<f32>, <zero>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
 
-// GFX942: remark: gfx942: kernel 'moe_up_0' keeps the generic kernel: fp8 activations run on sm_90a's warpgroup instruction only; other targets keep the generic kernel
-// GFX942: remark: gfx942: kernel 'moe_down_0' keeps the generic kernel: fp8 activations run on sm_90a's warpgroup instruction only
-// SM90: remark: sm_90: kernel 'moe_up_0' keeps the generic kernel: fp8 activations run on sm_90a's warpgroup instruction only
+// GFX942-LABEL: gpu.func @moe_up_0(
+// GFX942-SAME: strata.mma = "v_mfma_f32_16x16x32_fp8_fp8"
+// GFX942: amdgpu.mfma 16x16x16 {{.*}} : vector<4xbf16>
+// GFX942: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FNUZ>
+// GFX942-LABEL: gpu.func @moe_down_0(
+// GFX942: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FNUZ>
+// GFX950-LABEL: gpu.func @moe_up_0(
+// GFX950-SAME: strata.mma = "v_mfma_f32_16x16x32_fp8_fp8"
+// GFX950: amdgpu.mfma 16x16x32 {{.*}} : vector<8xf8E4M3FN>
+// SM90-LABEL: gpu.func @moe_up_0(
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"
+// SM90-NOT: nvvm.wgmma
+// SM90: nvvm.mma.sync
