@@ -627,6 +627,30 @@ private:
   SmallVector<Value> issueWarpgroupStage(Value arenaAddress, Value aOffset,
                                          Value bOffset, ValueRange accs,
                                          int64_t weights, bool fresh = false);
+  /// Two warpgroups on a grouped tile: whether this thread's warpgroup has
+  /// rows in the expert's slots (a 2048-token prefill routes ~57 slots to
+  /// each expert: half-empty tiles of 128); null where every warpgroup has.
+  Value warpgroupHasRows() {
+    if (!t.wgmma || t.warpgroups < 2 || !grouped)
+      return Value();
+    return ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
+  }
+  /// `issue()` (a wgmma group) in a warpgroup-uniform branch on `hasRows`,
+  /// `otherwise` without rows; `issue()` alone where `hasRows` is null.
+  SmallVector<Value>
+  ifWarpgroupHasRows(Value hasRows, ValueRange otherwise,
+                     llvm::function_ref<SmallVector<Value>()> issue) {
+    if (!hasRows)
+      return issue();
+    auto ifRows = scf::IfOp::create(b, loc, otherwise.getTypes(), hasRows,
+                                    /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifRows.thenBlock());
+    scf::YieldOp::create(b, loc, issue());
+    b.setInsertionPointToStart(ifRows.elseBlock());
+    scf::YieldOp::create(b, loc, otherwise);
+    return SmallVector<Value>(ifRows.getResults());
+  }
   /// accumulateRing for x's e4m3 codes (ScaledActivations): x's and the
   /// weights' codes copied as stored into a ring of kFp8StageK-wide blocks,
   /// one scale group each, multiplied on the fp8 wgmma into the stage's
@@ -2173,13 +2197,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         b, loc, b.getI64Type(),
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
   }
-  // Two warpgroups on a grouped tile: the second multiplies only when the
-  // expert's slots reach its rows (a 2048-token prefill routes ~57 slots
-  // to each expert: half-empty tiles of 128).
-  Value warpgroupHasRows;
-  if (t.wgmma && t.warpgroups > 1 && grouped)
-    warpgroupHasRows =
-        ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
+  Value hasRows = warpgroupHasRows();
   VectorType accType = VectorType::get({mi.c.size()}, f32);
   SmallVector<Value> inits(weights * t.fragsM * t.fragsN, zeros(accType));
   auto loop = scf::ForOp::create(
@@ -2205,24 +2223,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
               decodes ? add(mul(half, decodedBytes), ringABytes + ringBBytes)
                       : add(mul(slot, slotBytesB), ringABytes);
           Value aOffset = mul(slot, slotBytesA);
-          if (!warpgroupHasRows) {
-            accs = issueWarpgroupStage(arenaAddress, aOffset, bOffset,
-                                       iterArgs, weights);
-          } else {
-            // A warpgroup-uniform branch around its wgmma group.
-            auto ifRows = scf::IfOp::create(b, loc, iterArgs.getTypes(),
-                                            warpgroupHasRows,
-                                            /*withElseRegion=*/true);
-            OpBuilder::InsertionGuard rowsGuard(b);
-            b.setInsertionPointToStart(ifRows.thenBlock());
-            scf::YieldOp::create(
-                b, loc,
-                issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
-                                    weights));
-            b.setInsertionPointToStart(ifRows.elseBlock());
-            scf::YieldOp::create(b, loc, iterArgs);
-            accs = SmallVector<Value>(ifRows.getResults());
-          }
+          accs = ifWarpgroupHasRows(hasRows, iterArgs, [&] {
+            return issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
+                                       weights);
+          });
         } else if (decodes) {
           accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
         } else {
@@ -2300,10 +2304,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateScaledRing(Value arena,
   Value arenaAddress = arith::IndexCastUIOp::create(
       b, loc, b.getI64Type(),
       memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arena));
-  Value warpgroupHasRows;
-  if (t.warpgroups > 1 && grouped)
-    warpgroupHasRows =
-        ult(add(rowStart, mul(warpgroupIndex(), kWarpgroupRows)), rowEnd);
+  Value hasRows = warpgroupHasRows();
   SmallVector<SmallVector<SmallVector<Value>>> scaleRows;
   for (int64_t i = 0; i < t.fragsM; ++i)
     scaleRows.push_back(rowScaleIndices(i));
@@ -2323,26 +2324,11 @@ SmallVector<Value> MatmulKernelBuilder::accumulateScaledRing(Value arena,
         copyBlock(ahead, slotOf(ahead));
         Value aOffset = mul(slot, slotBytesA);
         Value bOffset = add(mul(slot, slotBytesB), ringABytes);
-        auto issue = [&] {
+        // Without rows a warpgroup's stage adds zeros.
+        SmallVector<Value> blockAccs = ifWarpgroupHasRows(hasRows, inits, [&] {
           return issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
                                      weights, /*fresh=*/true);
-        };
-        SmallVector<Value> blockAccs;
-        if (!warpgroupHasRows) {
-          blockAccs = issue();
-        } else {
-          // A warpgroup-uniform branch around its wgmma group; without
-          // rows its stage adds zeros.
-          auto ifRows =
-              scf::IfOp::create(b, loc, iterArgs.getTypes(), warpgroupHasRows,
-                                /*withElseRegion=*/true);
-          OpBuilder::InsertionGuard rowsGuard(b);
-          b.setInsertionPointToStart(ifRows.thenBlock());
-          scf::YieldOp::create(b, loc, issue());
-          b.setInsertionPointToStart(ifRows.elseBlock());
-          scf::YieldOp::create(b, loc, inits);
-          blockAccs = SmallVector<Value>(ifRows.getResults());
-        }
+        });
         waitForNext();
         // Block k + 1's codes are this thread's writes.
         fenceForWarpgroup();
