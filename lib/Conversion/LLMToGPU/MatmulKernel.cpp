@@ -1308,53 +1308,57 @@ SmallVector<Value> MatmulKernelBuilder::buildKBlock(Value kb,
           rowScale[i] = arith::MulFOp::create(
               b, loc, rowScale[i], splat(cf32(fnuzScaleFactor()), mi.c.size()));
       }
-    }
-    // Quantise x: each lane holds `steps` fragments of its row; the row's
-    // amax over the K block is reduced across the inner lane groups.
-    int64_t n = mi.a.size();
-    double fp8Max = getFp8Max(mi.operands);
-    for (int64_t i = 0; i < t.fragsM && !scaledInput(); ++i) {
-      SmallVector<Value> vals;
-      Value amax = cf32(0.0);
-      for (Value a :
-           loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true)) {
-        Value v =
-            arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), a);
-        vals.push_back(v);
-        Value m = vector::ReductionOp::create(
-            b, loc, vector::CombiningKind::MAXIMUMF,
-            math::AbsFOp::create(b, loc, v));
-        amax = arith::MaximumFOp::create(b, loc, amax, m);
-      }
-      for (int64_t g = 1; g < mi.a.inner.mod; g *= 2) {
-        auto shuffle = gpu::ShuffleOp::create(
-            b, loc, amax, ci32(g * mi.a.inner.div), ci32(t.subgroupSize),
-            gpu::ShuffleMode::XOR);
-        amax = arith::MaximumFOp::create(b, loc, amax, shuffle.getShuffleResult());
-      }
-      amax = arith::MaximumFOp::create(b, loc, amax, cf32(1e-12));
-      Value scale = arith::DivFOp::create(b, loc, amax, cf32(fp8Max));
-      Value inv = arith::DivFOp::create(b, loc, cf32(fp8Max), amax);
-      for (Value v : vals) {
-        Value scaled = arith::MulFOp::create(b, loc, v, splat(inv, n));
-        scaled = arith::MinimumFOp::create(b, loc, scaled, splat(cf32(fp8Max), n));
-        scaled =
-            arith::MaximumFOp::create(b, loc, scaled, splat(cf32(-fp8Max), n));
-        q[i].push_back(arith::TruncFOp::create(
-            b, loc, VectorType::get({n}, mmaFp8), scaled));
-      }
-      // Scale of the row of each C element: from lane `row` (inner group 0).
-      SmallVector<Value> perElement;
-      for (auto piece : mi.c.pieces)
-        for (int64_t e = 0; e < mi.c.count; ++e) {
-          (void)e;
-          Value row = add(cLane.outer, piece[0]);
-          Value src = arith::IndexCastOp::create(b, loc, b.getI32Type(), row);
-          auto shuffle = gpu::ShuffleOp::create(
-              b, loc, scale, src, ci32(t.subgroupSize), gpu::ShuffleMode::IDX);
-          perElement.push_back(shuffle.getShuffleResult());
+    } else {
+      // Quantise x: each lane holds `steps` fragments of its row; the row's
+      // amax over the K block is reduced across the inner lane groups.
+      int64_t n = mi.a.size();
+      double fp8Max = getFp8Max(mi.operands);
+      for (int64_t i = 0; i < t.fragsM; ++i) {
+        SmallVector<Value> vals;
+        Value amax = cf32(0.0);
+        for (Value a :
+             loadKBlock(x, bf16, mi.a, aLane, rowBases[i], kb, true)) {
+          Value v = arith::ExtFOp::create(b, loc, VectorType::get({n}, f32), a);
+          vals.push_back(v);
+          Value m = vector::ReductionOp::create(
+              b, loc, vector::CombiningKind::MAXIMUMF,
+              math::AbsFOp::create(b, loc, v));
+          amax = arith::MaximumFOp::create(b, loc, amax, m);
         }
-      rowScale[i] = vector::FromElementsOp::create(b, loc, accType, perElement);
+        for (int64_t g = 1; g < mi.a.inner.mod; g *= 2) {
+          auto shuffle = gpu::ShuffleOp::create(
+              b, loc, amax, ci32(g * mi.a.inner.div), ci32(t.subgroupSize),
+              gpu::ShuffleMode::XOR);
+          amax = arith::MaximumFOp::create(b, loc, amax,
+                                           shuffle.getShuffleResult());
+        }
+        amax = arith::MaximumFOp::create(b, loc, amax, cf32(1e-12));
+        Value scale = arith::DivFOp::create(b, loc, amax, cf32(fp8Max));
+        Value inv = arith::DivFOp::create(b, loc, cf32(fp8Max), amax);
+        for (Value v : vals) {
+          Value scaled = arith::MulFOp::create(b, loc, v, splat(inv, n));
+          scaled =
+              arith::MinimumFOp::create(b, loc, scaled, splat(cf32(fp8Max), n));
+          scaled = arith::MaximumFOp::create(b, loc, scaled,
+                                             splat(cf32(-fp8Max), n));
+          q[i].push_back(arith::TruncFOp::create(
+              b, loc, VectorType::get({n}, mmaFp8), scaled));
+        }
+        // Scale of the row of each C element: from lane `row` (inner group 0).
+        SmallVector<Value> perElement;
+        for (auto piece : mi.c.pieces)
+          for (int64_t e = 0; e < mi.c.count; ++e) {
+            (void)e;
+            Value row = add(cLane.outer, piece[0]);
+            Value src = arith::IndexCastOp::create(b, loc, b.getI32Type(), row);
+            auto shuffle =
+                gpu::ShuffleOp::create(b, loc, scale, src, ci32(t.subgroupSize),
+                                       gpu::ShuffleMode::IDX);
+            perElement.push_back(shuffle.getShuffleResult());
+          }
+        rowScale[i] =
+            vector::FromElementsOp::create(b, loc, accType, perElement);
+      }
     }
     // Every weight (the SwiGLU's W_up too) against the same quantised A.
     for (auto [wi, weight] : llvm::enumerate(weights))

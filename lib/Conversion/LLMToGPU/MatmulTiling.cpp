@@ -459,6 +459,16 @@ Value mlir::strata::addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
   return v;
 }
 
+/// Makes the staged tiling `t` the wgmma ring: the warpgroup instruction
+/// reads its operands from the ring (no ldmatrix, instruction K order),
+/// every block copied asynchronously.
+static void takeWarpgroupRing(MatmulTiling &t) {
+  t.wgmma = true;
+  t.ldmatrix = false;
+  t.kRuns = false;
+  t.asyncCopy = true;
+}
+
 /// chooseWarpgroupTiling for fp8 activations (Fp8Mode::ScaledActivations):
 /// `t` with its warpgroups and row fragments set. Stage rows of kFp8StageK
 /// e4m3 codes (128 bytes, the 128-byte swizzle), one stage per scale
@@ -480,10 +490,7 @@ chooseFp8WarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
         (tileN * kFp8StageK / 16) % threads ||
         (t.tileM() * kFp8StageK / 16) % threads)
       continue;
-    t.wgmma = true;
-    t.ldmatrix = false;
-    t.kRuns = false;
-    t.asyncCopy = true;
+    takeWarpgroupRing(t);
     t.stageK = kFp8StageK;
     t.blockK = kFp8StageK;
     t.stages = kWideStageStagesDeep;
@@ -539,10 +546,7 @@ chooseWarpgroupTiling(MatmulTiling t, const MatmulProblem &problem,
     bool wide = wideK && chunksDivide(tileN, kWideStageK);
     if (!wide && !chunksDivide(tileN, kStageK))
       continue;
-    t.wgmma = true;
-    t.ldmatrix = false;
-    t.kRuns = false;
-    t.asyncCopy = true;
+    takeWarpgroupRing(t);
     t.stages = kAsyncStages;
     if (wide) {
       t.stageK = kWideStageK;
