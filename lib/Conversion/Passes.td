@@ -128,7 +128,9 @@ def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
     within a row). A `_rows` twin (`llm.rows_twin`) of a matrix kernel that
     takes every step size (it has a decode form) is marked `empty_twin`.
     With `remarks`, each kernel a builder declines gets a remark with the
-    builder's reason, and each emptied twin one saying why.
+    builder's reason, and each emptied twin one saying why. Kernels whose
+    strategy is in `generic-strategies` keep the generic kernel (a remark
+    says so).
 
     ```mlir
     func.func @linear_3(%x: memref<?x256xbf16>, %w: memref<2x256xbf16>, %y: memref<?x2xbf16>)
@@ -144,7 +146,10 @@ def SelectKernelStrategyPass : Pass<"select-kernel-strategy", "ModuleOp"> {
     Option<"chip", "chip", "std::string", "\"sm_90\"",
            "GPU chip: gfx942, gfx950, sm_90 or sm_90a">,
     Option<"remarks", "remarks", "bool", "false",
-           "A remark for every declined kernel and every emptied twin">
+           "A remark for every declined kernel and every emptied twin">,
+    ListOption<"genericStrategies", "generic-strategies", "std::string",
+               "Strategies whose kernels keep the generic kernel (A/B "
+               "timing, bisecting)">
   ];
   let dependentDialects = [
     "::mlir::amdgpu::AMDGPUDialect", "::mlir::arith::ArithDialect",

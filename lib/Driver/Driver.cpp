@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "lib/Driver/Driver.h"
+#include "dialects/llm/IR/LLMDialect.h"
 #include "lib/Artifact/ModelConfig.h"
 #include "lib/Driver/ArtifactEmitter.h"
 #include "lib/Frontend/Config.h"
@@ -159,6 +160,15 @@ LogicalResult compileWithHandler(const CompileOptions &options,
     return mlir::emitError(UnknownLoc::get(&context))
            << "unknown expert activation type '" << options.expertActivations
            << "' (expected bf16 or fp8)";
+  for (const std::string &name : options.gpuGenericStrategies) {
+    std::optional<llm::GpuStrategy> strategy = llm::symbolizeGpuStrategy(name);
+    if (!strategy || *strategy == llm::GpuStrategy::Generic ||
+        *strategy == llm::GpuStrategy::EmptyTwin)
+      return mlir::emitError(UnknownLoc::get(&context))
+             << "unknown GPU strategy '" << name
+             << "' in --gpu-generic-strategies (expected a builder's "
+                "strategy, e.g. kda_decode or tiled_matmul)";
+  }
   if (failed(buildFusedPipeline(pm, pipelineOptions)))
     return mlir::emitError(UnknownLoc::get(&context))
            << "unknown activation type '" << options.activationType
@@ -202,6 +212,7 @@ LogicalResult compileWithHandler(const CompileOptions &options,
   emitOptions.gpuCodegen.blockThreads = options.gpuBlockThreads;
   emitOptions.gpuCodegen.matrixUnits = options.gpuMatrixUnits;
   emitOptions.gpuCodegen.strategyRemarks = options.kernelStrategyRemarks;
+  emitOptions.gpuCodegen.genericStrategies = options.gpuGenericStrategies;
   emitOptions.tensorParallelSize = options.tensorParallelSize;
   emitOptions.expertParallelSize = options.expertParallelSize;
   emitOptions.onTarget = [&](StringRef name) {
@@ -325,6 +336,11 @@ int mlir::strata::compileMain(int argc, char **argv) {
       cl::desc("GPU targets: a remark for every kernel that could run on "
                "the matrix units but keeps the generic kernel, saying why"),
       cl::init(false), cl::cat(compileCategory));
+  static cl::list<std::string> gpuGenericStrategies(
+      "gpu-generic-strategies",
+      cl::desc("GPU targets: kernels of these strategies (e.g. kda_decode) "
+               "keep the generic kernel (for A/B timing or bisecting)"),
+      cl::value_desc("name,..."), cl::CommaSeparated, cl::cat(compileCategory));
   static cl::opt<bool> fuseHyperConnections(
       "fuse-hyper-connections",
       cl::desc("Fold each sub-layer's input RMSNorm into its mhc_pre and its "
@@ -415,6 +431,8 @@ int mlir::strata::compileMain(int argc, char **argv) {
   options.gpuBlockThreads = gpuBlockThreads;
   options.gpuMatrixUnits = gpuMatrixUnits;
   options.kernelStrategyRemarks = kernelStrategyRemarks;
+  options.gpuGenericStrategies.assign(gpuGenericStrategies.begin(),
+                                      gpuGenericStrategies.end());
   if (options.rocmToolkit.empty()) {
     // build/bin/strata-compile -> build/rocm-toolkit (test/CMakeLists.txt).
     std::string exe = llvm::sys::fs::getMainExecutable(

@@ -60,6 +60,9 @@ struct CompileOptions {
   /// GPU targets: a remark for every kernel that could run on the matrix
   /// units but keeps the generic kernel, with the reason.
   bool kernelStrategyRemarks = false;
+  /// GPU targets: strategies (#llm.gpu_strategy names, e.g. kda_decode)
+  /// whose kernels keep the generic kernel instead (A/B timing, bisecting).
+  std::vector<std::string> gpuGenericStrategies;
   /// llm-fuse-hyper-connections in the fused phase (false: the unfused
   /// graph, for bisecting and for checking that fusion changes no logits).
   bool fuseHyperConnections = true;

@@ -119,6 +119,8 @@ FailureOr<GpuKernelLibrary> mlir::strata::compileGpuKernels(ModuleOp module,
     SelectKernelStrategyPassOptions select;
     select.chip = chip.str();
     select.remarks = codegen.strategyRemarks;
+    select.genericStrategies.assign(codegen.genericStrategies.begin(),
+                                    codegen.genericStrategies.end());
     strategies.addPass(createSelectKernelStrategyPass(select));
     BuildStrategyKernelsPassOptions build;
     build.chip = chip.str();

@@ -77,6 +77,9 @@ struct GpuCodegenOptions {
   /// A remark on each kernel function that a matrix-unit builder declines
   /// (it keeps the generic kernel), with the builder's reason.
   bool strategyRemarks = false;
+  /// Strategies whose kernels keep the generic kernel (#llm.gpu_strategy
+  /// names; select-kernel-strategy's `generic-strategies`).
+  std::vector<std::string> genericStrategies;
 };
 
 /// Compiles every kernel function of `module` for `chip` (sm_90, gfx942,

@@ -119,6 +119,7 @@ RoleClass classOf(KernelRole role) {
   case KernelRole::Positions:
   case KernelRole::SourceSlots:
   case KernelRole::DestSlots:
+  case KernelRole::TokenSlots:
     return RoleClass::IndexMemref;
   case KernelRole::WeightScales:
   case KernelRole::UpScales:
@@ -225,6 +226,25 @@ LogicalResult KdaChunkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kda_chunk gate_lower_bound must be finite";
   if (decodeMaxTokens < 1)
     return emitError() << "kda_chunk decode_max_tokens must be >= 1, got "
+                       << decodeMaxTokens;
+  return success();
+}
+
+LogicalResult
+KdaDecodeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      FloatAttr gateLowerBound, FloatAttr l2Eps,
+                      FloatAttr qScale, FloatAttr normEps,
+                      int64_t decodeMaxTokens) {
+  for (auto [name, value] : {std::pair{"gate_lower_bound", gateLowerBound},
+                             {"l2_eps", l2Eps},
+                             {"q_scale", qScale},
+                             {"norm_eps", normEps}})
+    if (!value || !value.getValue().isFinite())
+      return emitError() << "kda_decode " << name << " must be finite";
+  if (!(l2Eps.getValueAsDouble() > 0) || !(normEps.getValueAsDouble() > 0))
+    return emitError() << "kda_decode epsilons must be positive";
+  if (decodeMaxTokens < 0)
+    return emitError() << "kda_decode decode_max_tokens must be >= 0, got "
                        << decodeMaxTokens;
   return success();
 }
@@ -361,8 +381,8 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   }
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
-          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr,
-          GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
+          KdaDecodeAttr, MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr,
+          MhcMixAttr, GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

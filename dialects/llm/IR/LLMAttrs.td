@@ -134,6 +134,15 @@ def LLM_KernelRoleMixBase : I32EnumAttrCase<"MixBase", 35, "mix_base">;
 def LLM_KernelRoleMixScale : I32EnumAttrCase<"MixScale", 36, "mix_scale">;
 def LLM_KernelRoleXNormWeight : I32EnumAttrCase<"XNormWeight", 37, "x_norm_weight">;
 def LLM_KernelRoleXScales : I32EnumAttrCase<"XScales", 38, "x_scales">;
+def LLM_KernelRoleOutputGate : I32EnumAttrCase<"OutputGate", 39, "output_gate">;
+def LLM_KernelRoleQueryConv : I32EnumAttrCase<"QueryConv", 40, "query_conv">;
+def LLM_KernelRoleKeyConv : I32EnumAttrCase<"KeyConv", 41, "key_conv">;
+def LLM_KernelRoleValueConv : I32EnumAttrCase<"ValueConv", 42, "value_conv">;
+def LLM_KernelRoleDecayRate : I32EnumAttrCase<"DecayRate", 43, "decay_rate">;
+def LLM_KernelRoleDecayBias : I32EnumAttrCase<"DecayBias", 44, "decay_bias">;
+def LLM_KernelRoleOutNormWeight : I32EnumAttrCase<"OutNormWeight", 45, "out_norm_weight">;
+def LLM_KernelRoleConvState : I32EnumAttrCase<"ConvState", 46, "conv_state">;
+def LLM_KernelRoleTokenSlots : I32EnumAttrCase<"TokenSlots", 47, "token_slots">;
 
 def LLM_KernelRole : I32EnumAttr<"KernelRole",
     "what a kernel function's argument holds",
@@ -175,7 +184,16 @@ def LLM_KernelRole : I32EnumAttr<"KernelRole",
      LLM_KernelRoleMixBase,
      LLM_KernelRoleMixScale,
      LLM_KernelRoleXNormWeight,
-     LLM_KernelRoleXScales]> {
+     LLM_KernelRoleXScales,
+     LLM_KernelRoleOutputGate,
+     LLM_KernelRoleQueryConv,
+     LLM_KernelRoleKeyConv,
+     LLM_KernelRoleValueConv,
+     LLM_KernelRoleDecayRate,
+     LLM_KernelRoleDecayBias,
+     LLM_KernelRoleOutNormWeight,
+     LLM_KernelRoleConvState,
+     LLM_KernelRoleTokenSlots]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -195,7 +213,8 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     `func.func` or `gpu.func`; an `llvm.func` lowered from one carries the
     attribute unchecked, its memrefs expanded): as many roles as arguments, no role twice, index roles (`chosen`, `slot_order`,
     `expert_starts`, `selection`, `selection_counts`, `seq_starts`,
-    `block_table`, `positions`, `source_slots`, `dest_slots`) on memrefs of
+    `block_table`, `positions`, `source_slots`, `dest_slots`,
+    `token_slots`) on memrefs of
     i32, scale roles (`weight_scales`, `up_scales`, `route_weights`) on
     memrefs of f32, `expert_coordinate` on an i64 and every other role on a
     memref.
@@ -227,10 +246,13 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `split_parts`: flash-decoding partial results (MlaSplit.h).
     * `head_weights`: the indexer's per-token head weights.
     * `scores`: the indexer's pool scores.
-    * `key`: KDA's prepared keys.
-    * `value`: KDA's prepared values.
-    * `decay`: KDA's per-channel log decays.
-    * `beta`: KDA's per-head write strengths.
+    * `key`: KDA's keys (`kda_attention`: prepared; `kda_decode`: before the
+      conv).
+    * `value`: KDA's values (prepared, or before the conv).
+    * `decay`: KDA's per-channel decays (`kda_attention`: log decays;
+      `kda_decode`: the decay projection before the gate).
+    * `beta`: KDA's per-head write strengths (`kda_decode`: before the
+      sigmoid).
     * `recurrent_state`: KDA's state slots (in place).
     * `source_slots`: each request's state slot read.
     * `dest_slots`: each request's state slot written.
@@ -241,6 +263,14 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `x_norm_weight`: the weight of the norm mhc_pre applies to its output.
     * `x_scales`: the fp32 scales of an fp8 `x`, one per row and K group
       (`fp8_expert_activations`).
+    * `output_gate`: KDA's output gate before the sigmoid.
+    * `query_conv`, `key_conv`, `value_conv`: KDA's depthwise conv weights of
+      q, k and v.
+    * `decay_rate`: KDA's per-head decay rate A_log.
+    * `decay_bias`: KDA's per-channel decay bias dt_bias.
+    * `out_norm_weight`: the weight of KDA's gated output norm.
+    * `conv_state`: KDA's conv state slots (in place).
+    * `token_slots`: each token's state slot (MTP verification).
 
     ```mlir
     func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,
@@ -355,6 +385,31 @@ def LLM_KdaChunkAttr : LLM_Attr<"KdaChunk", "kda_chunk"> {
     ```
   }];
   let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
+                        "int64_t":$decode_max_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KdaDecodeAttr : LLM_Attr<"KdaDecode", "kda_decode"> {
+  let summary = "the parameters of a kda_decode kernel function";
+  let description = [{
+    On KdaOps.cpp's `kda_decode` kernel functions (as `llm.kda_decode`): the
+    op's gate bound, L2-norm epsilon, query scale and output-norm epsilon,
+    and the largest request it takes (`decode_max_tokens`; 0 in recurrent
+    mode, where it takes every request), what the `kda_decode` GPU strategy
+    needs to rebuild the kernel. The verifier requires finite values,
+    positive epsilons and `decode_max_tokens >= 0`.
+
+    ```mlir
+    #llm.kda_decode<gate_lower_bound = -5.000000e+00 : f32, l2_eps = 1.0e-06 : f32,
+                    q_scale = 0.0883883461 : f32, norm_eps = 1.0e-05 : f32,
+                    decode_max_tokens = 4>
+    ```
+  }];
+  let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
+                        "::mlir::FloatAttr":$l2_eps,
+                        "::mlir::FloatAttr":$q_scale,
+                        "::mlir::FloatAttr":$norm_eps,
                         "int64_t":$decode_max_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -580,6 +635,7 @@ def LLM_GpuStrategyKpoolSelect : I32EnumAttrCase<"KpoolSelect", 9, "kpool_select
 def LLM_GpuStrategyMhcMix : I32EnumAttrCase<"MhcMix", 10, "mhc_mix">;
 def LLM_GpuStrategyMhcPre : I32EnumAttrCase<"MhcPre", 11, "mhc_pre">;
 def LLM_GpuStrategyEmptyTwin : I32EnumAttrCase<"EmptyTwin", 12, "empty_twin">;
+def LLM_GpuStrategyKdaDecode : I32EnumAttrCase<"KdaDecode", 13, "kda_decode">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -595,7 +651,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyKpoolSelect,
      LLM_GpuStrategyMhcMix,
      LLM_GpuStrategyMhcPre,
-     LLM_GpuStrategyEmptyTwin]> {
+     LLM_GpuStrategyEmptyTwin,
+     LLM_GpuStrategyKdaDecode]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -617,6 +674,7 @@ def LLM_GpuStrategyAttr : EnumAttr<LLM_Dialect, LLM_GpuStrategy, "gpu_strategy">
     * `mla_combine`: the combine step of split MLA attention.
     * `moe_select`: the router's top-k as races over a block's threads.
     * `kda_chunk`: chunked KDA with the chunk products on the matrix units.
+    * `kda_decode`: KDA's recurrent form, a state column per thread held in registers.
     * `kpool_scores`: the indexer's pool scores on the matrix units.
     * `kpool_select`: the indexer's top-k as a radix select.
     * `mhc_mix`: mHC's mixing projection per (token tile, slice).

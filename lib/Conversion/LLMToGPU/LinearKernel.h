@@ -198,6 +198,18 @@ buildMhcMixKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,
                           std::string &why);
 
+/// True when `kernel` carries kKdaDecodeAttrName.
+bool isKdaDecodeKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKdaDecodeKernel for a
+/// kda_decode kernel function, the same arguments in the same order. Fails
+/// with `why` (and builds nothing) for another signature, fp8 operands or a
+/// shape checkKdaDecode refuses.
+FailureOr<MatmulKernelFunction>
+buildKdaDecodeKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                             func::FuncOp kernel, const TargetInfo &target,
+                             std::string &why);
+
 /// True when `kernel` carries kMhcPreAttrName.
 bool isMhcPreKernelFunction(func::FuncOp kernel);
 

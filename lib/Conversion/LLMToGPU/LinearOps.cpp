@@ -1077,6 +1077,115 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   return result;
 }
 
+bool mlir::strata::isKdaDecodeKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKdaDecodeAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKdaDecodeKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<llm::KdaDecodeAttr>(kKdaDecodeAttrName);
+  SmallVector<KernelRole> order = {KernelRole::X,
+                                   KernelRole::Key,
+                                   KernelRole::Value,
+                                   KernelRole::Decay,
+                                   KernelRole::Beta,
+                                   KernelRole::OutputGate,
+                                   KernelRole::QueryConv,
+                                   KernelRole::KeyConv,
+                                   KernelRole::ValueConv,
+                                   KernelRole::DecayRate,
+                                   KernelRole::DecayBias,
+                                   KernelRole::OutNormWeight,
+                                   KernelRole::RecurrentState,
+                                   KernelRole::ConvState,
+                                   KernelRole::Positions,
+                                   KernelRole::SeqStarts,
+                                   KernelRole::SourceSlots,
+                                   KernelRole::DestSlots};
+  FailureOr<KernelArguments> named = KernelArguments::of(kernel, why);
+  if (failed(named))
+    return failure();
+  bool tokenSlots = named->has(KernelRole::TokenSlots);
+  if (tokenSlots)
+    order.push_back(KernelRole::TokenSlots);
+  order.push_back(KernelRole::Out);
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  unsigned inputs = order.size();
+  if (!info || type.getNumInputs() != inputs || type.getNumResults() != 0) {
+    why = "not a kda_decode kernel function";
+    return failure();
+  }
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  auto floatInput = [&](unsigned i, int64_t rank) {
+    MemRefType m = identityMemRefInput(type, i);
+    return m && m.getRank() == rank &&
+           (m.getElementType().isF32() || m.getElementType().isBF16());
+  };
+  MemRefType stateType = identityMemRefInput(type, 12);
+  MemRefType convType = identityMemRefInput(type, 13);
+  MemRefType weightType = identityMemRefInput(type, 6);
+  bool types = isMemRefInput(type, 12, 4, f32) && floatInput(13, 3) &&
+               floatInput(inputs - 1, 2) && weightType;
+  for (unsigned i : {0u, 1u, 2u, 3u, 4u, 5u})
+    types = types && floatInput(i, 2);
+  for (unsigned i : {6u, 7u, 8u})
+    types =
+        types && floatInput(i, 3) && identityMemRefInput(type, i) == weightType;
+  for (unsigned i : {9u, 10u, 11u})
+    types = types && floatInput(i, 1);
+  for (unsigned i = 14; i < inputs - 1; ++i)
+    types = types && isMemRefInput(type, i, 1, i32);
+  if (!types || stateType.isDynamicDim(1) || stateType.isDynamicDim(2) ||
+      stateType.getDimSize(2) != stateType.getDimSize(3) ||
+      weightType.isDynamicDim(2)) {
+    why = "unexpected kda_decode kernel signature (bf16 or f32 operands, an "
+          "f32 state)";
+    return failure();
+  }
+  KdaDecode shape;
+  shape.heads = stateType.getDimSize(1);
+  shape.headDim = stateType.getDimSize(2);
+  shape.convTaps = weightType.getDimSize(2);
+  shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
+  shape.l2Eps = info.getL2Eps().getValueAsDouble();
+  shape.qScale = info.getQScale().getValueAsDouble();
+  shape.normEps = info.getNormEps().getValueAsDouble();
+  shape.decodeMaxTokens = info.getDecodeMaxTokens();
+  shape.tokenSlots = tokenSlots;
+  // Static widths: P channels per token, H betas, 3P conv columns.
+  int64_t p = shape.heads * shape.headDim;
+  bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads &&
+                weightType.getDimSize(0) == p &&
+                identityMemRefInput(type, 9).getDimSize(0) == shape.heads &&
+                identityMemRefInput(type, 10).getDimSize(0) == p &&
+                identityMemRefInput(type, 11).getDimSize(0) == shape.headDim &&
+                convType.getDimSize(1) == shape.convTaps - 1 &&
+                convType.getDimSize(2) == 3 * p;
+  for (unsigned i : {0u, 1u, 2u, 3u, 5u, inputs - 1})
+    widths = widths && identityMemRefInput(type, i).getDimSize(1) == p;
+  if (!widths) {
+    why = "unexpected kda_decode kernel signature";
+    return failure();
+  }
+  if (failed(checkKdaDecode(target, shape, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKdaDecodeKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape,
+      target.getSubgroupSize());
+  // (seq_starts entries, heads): the block of the last entry has no request.
+  result.grid[0] = {gridArgument(roles, KernelRole::SeqStarts), 0, 1};
+  result.grid[1].blocks = shape.heads;
+  return result;
+}
+
 bool mlir::strata::isKpoolScoresKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKpoolScoresAttrName);
 }
@@ -1357,6 +1466,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
     return buildMoeSelectKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaChunk:
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::KdaDecode:
+    return buildKdaDecodeKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KpoolScores:
     return buildKpoolScoresKernelFunction(builder, module, kernel, target,
                                           why);

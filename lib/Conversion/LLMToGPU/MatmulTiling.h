@@ -961,6 +961,38 @@ buildKdaChunkKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
                     const MatrixInstruction &mi, int64_t subgroupSize,
                     int64_t workgroupMemoryBytes);
 
+/// The longest state column buildKdaDecodeKernel holds in a thread's
+/// registers (the model's head_dim is 128).
+inline constexpr int64_t kKdaDecodeHeldRows = 128;
+
+/// The shape of a kda_decode kernel function (KdaOps.cpp): `heads` heads of
+/// `headDim` channels, a conv of `convTaps` taps, the op's constants, the
+/// largest request it takes (0: every request, recurrent mode) and whether
+/// each token has a state slot of its own (`tokenSlots`).
+struct KdaDecode {
+  int64_t heads = 0, headDim = 0, convTaps = 0, decodeMaxTokens = 0;
+  double gateLowerBound = 0, l2Eps = 0, qScale = 0, normEps = 0;
+  bool tokenSlots = false;
+};
+
+/// Fails with `why` where buildKdaDecodeKernel cannot take `shape` on
+/// `target`: a head that is not whole subgroups, or a state column longer
+/// than kKdaDecodeHeldRows.
+LogicalResult checkKdaDecode(const TargetInfo &target, const KdaDecode &shape,
+                             std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a kda_decode
+/// kernel function (KdaOps.cpp's operands in their roles): one (request,
+/// head) per block (grid (requests + 1, H, 1)), a thread per channel and
+/// state column, the column held in registers across the request's tokens
+/// (KdaDecodeKernel.cpp).
+gpu::GPUFuncOp buildKdaDecodeKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module, StringRef name,
+                                    TypeRange argTypes,
+                                    ArrayRef<llm::KernelRole> roles,
+                                    const KdaDecode &shape,
+                                    int64_t subgroupSize);
+
 /// What a grouped-expert kernel computes (moe_up / moe_down of FfnOps.cpp).
 struct GroupedExperts {
   /// moe_up (gate and up weights, SwiGLU epilogue) or moe_down (routing

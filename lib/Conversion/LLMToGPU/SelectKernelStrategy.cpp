@@ -49,6 +49,8 @@ mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return GpuStrategy::MoeSelect;
   if (isKdaChunkKernelFunction(kernel))
     return GpuStrategy::KdaChunk;
+  if (isKdaDecodeKernelFunction(kernel))
+    return GpuStrategy::KdaDecode;
   if (isKpoolScoresKernelFunction(kernel))
     return GpuStrategy::KpoolScores;
   if (isKpoolSelectKernelFunction(kernel))
@@ -86,7 +88,17 @@ struct SelectKernelStrategyPass
       if (func.isExternal() || !func->hasAttr(kKernelAttrName))
         continue;
       llm::GpuStrategy strategy = llm::GpuStrategy::Generic;
-      if (std::optional<llm::GpuStrategy> matrix = matrixStrategyOf(func)) {
+      std::optional<llm::GpuStrategy> matrix = matrixStrategyOf(func);
+      if (matrix && llvm::is_contained(genericStrategies,
+                                       llm::stringifyGpuStrategy(*matrix))) {
+        if (remarks)
+          func.emitRemark() << chip << ": kernel '" << func.getSymName()
+                            << "' keeps the generic kernel: strategy '"
+                            << llm::stringifyGpuStrategy(*matrix)
+                            << "' is in generic-strategies";
+        matrix.reset();
+      }
+      if (matrix) {
         strategy = *matrix;
         std::string why;
         FailureOr<MatmulKernelFunction> built = buildKernelByStrategy(

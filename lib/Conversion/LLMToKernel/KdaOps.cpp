@@ -206,11 +206,40 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
         rewriter.getI64IntegerAttr(kKdaDecodeMaxTokens + 1));
 
     // kda_decode, one row per (request, head) with the threads of a GPU
-    // block on the head's channels and value columns.
+    // block on the head's channels and value columns; its contract and
+    // #llm.kda_decode let a GPU target rebuild it (LLMToGPU
+    // buildKdaDecodeKernelFunction).
+    using llm::KernelRole;
+    const KernelRole decodeRoles[] = {KernelRole::X,
+                                      KernelRole::Key,
+                                      KernelRole::Value,
+                                      KernelRole::Decay,
+                                      KernelRole::Beta,
+                                      KernelRole::OutputGate,
+                                      KernelRole::QueryConv,
+                                      KernelRole::KeyConv,
+                                      KernelRole::ValueConv,
+                                      KernelRole::DecayRate,
+                                      KernelRole::DecayBias,
+                                      KernelRole::OutNormWeight,
+                                      KernelRole::RecurrentState,
+                                      KernelRole::ConvState,
+                                      KernelRole::Positions,
+                                      KernelRole::SeqStarts,
+                                      KernelRole::SourceSlots,
+                                      KernelRole::DestSlots,
+                                      KernelRole::TokenSlots};
     KernelCall decode;
-    for (Value v : operands)
-      decode.addInput(v);
-    unsigned o = decode.addResult(resultType, tokenSizes(resultType));
+    for (auto [v, role] : llvm::zip_first(operands, decodeRoles))
+      decode.addInput(v, role);
+    unsigned o =
+        decode.addResult(resultType, tokenSizes(resultType), KernelRole::Out);
+    decode.attributes.push_back(rewriter.getNamedAttr(
+        kKdaDecodeAttrName,
+        llm::KdaDecodeAttr::get(rewriter.getContext(),
+                                op.getGateLowerBoundAttr(), op.getL2EpsAttr(),
+                                op.getQScaleAttr(), op.getNormEpsAttr(),
+                                chunkedMode ? kKdaDecodeMaxTokens : 0)));
     SmallVector<Value> decoded = decode.emit(
         rewriter, op, "kda_decode", [&](KernelBuilder &kb, ValueRange a) {
           Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4], gate = a[5];
@@ -451,7 +480,6 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
 
     // kda_attention, rows (request, head, part) of the long requests.
     KernelCall call;
-    using llm::KernelRole;
     const KernelRole preparedRoles[] = {KernelRole::X, KernelRole::Key,
                                         KernelRole::Value, KernelRole::Decay,
                                         KernelRole::Beta};

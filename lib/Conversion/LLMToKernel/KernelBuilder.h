@@ -87,6 +87,10 @@ inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// On kda_decode (KdaOps.cpp): a #llm.kda_decode; a GPU target rebuilds it
+/// with a state column per thread held in registers across the request's
+/// tokens (LLMToGPU buildKdaDecodeKernelFunction).
+inline constexpr llvm::StringLiteral kKdaDecodeAttrName = "llm.kda_decode";
 /// On a kernel that works only for requests of at least this many tokens
 /// (i64; the chunk path of KDA: kda_prepare, kda_attention, kda_output) and
 /// does nothing in a step whose requests are all shorter: a decode plan (one

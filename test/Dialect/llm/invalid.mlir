@@ -1940,6 +1940,30 @@ func.func @kda_chunk_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #ll
 
 // -----
 
+// Tests that kda_decode's constants are finite.
+// expected-error@+1 {{kda_decode q_scale must be finite}}
+func.func @kda_decode_nan_scale(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_decode = #llm.kda_decode<gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0x7FC00000 : f32, norm_eps = 1.0e-05 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that kda_decode's epsilons are positive.
+// expected-error@+1 {{kda_decode epsilons must be positive}}
+func.func @kda_decode_zero_eps(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_decode = #llm.kda_decode<gate_lower_bound = -5.0 : f32, l2_eps = 0.0 : f32, q_scale = 0.125 : f32, norm_eps = 1.0e-05 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that kda_decode's request bound is not negative (0: every request).
+// expected-error@+1 {{kda_decode decode_max_tokens must be >= 0, got -1}}
+func.func @kda_decode_negative_bound(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_decode = #llm.kda_decode<gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.125 : f32, norm_eps = 1.0e-05 : f32, decode_max_tokens = -1>} {
+  return
+}
+
+// -----
+
 // Tests that mhc_mix has at least one slice.
 // expected-error@+1 {{mhc_mix slices must be >= 1, got 0}}
 func.func @mhc_mix_no_slices(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mhc_mix = #llm.mhc_mix<slices = 0>} {
