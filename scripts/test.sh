@@ -4,7 +4,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build}
-scripts/build.sh || { echo "0 passed, 1 failed"; exit 1; }
+NINJA_TARGETS="all strata-test-inputs" scripts/build.sh ||
+  { echo "0 passed, 1 failed"; exit 1; }
 log=$(mktemp)
 /usr/lib/llvm-22/bin/lit -sv "$BUILD_DIR/test" "$BUILD_DIR/test/Unit" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}

@@ -20,6 +20,9 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%shlibdir", config.mlir_lib_dir))
 config.substitutions.append(("%rocm_toolkit", config.rocm_toolkit))
 config.substitutions.append(("%cuda_toolkit", config.cuda_toolkit))
+# The tiny bf16 model for sm_90, gfx942, gfx950 and the CPU, compiled once by
+# the build (test/CMakeLists.txt): bf16.strata and isa/<chip>.{ptx,s,gpu.mlir}.
+config.substitutions.append(("%tiny_gpu", config.tiny_gpu))
 config.substitutions.append(("%strata_src_root", config.strata_src_root))
 config.substitutions.append(("%strata_obj_root", config.strata_obj_root))
 

@@ -4,26 +4,29 @@
 //
 // buildKdaDecodeKernel: the GPU form of KdaOps.cpp's kda_decode, one block
 // per (request, head) (grid (requests + 1, H, 1); the last block has no
-// request), one thread per channel and value column of the head (d
-// threads). Thread c:
-//   1. issues the loads of its state column S[:, c] (slot src_slots[r];
-//      zero at position 0 by select) before anything else, so that they are
-//      in flight while the token's conv and norms are computed (the generic
-//      kernel loads the column after those phases, each a chain of
-//      latencies: two blocks per SM at its 252 registers left the state
-//      stream idle between them, 2.2 TB/s);
-//   2. per token: the conv + SiLU of channel c of q, k and v, its log-decay
+// request), d threads. Thread t works on channel t of the token side and on
+// a part of the state: a 16-byte run of kRun columns (c0 = kRun (t mod
+// d / kRun)) over d / kRun rows (row group t div (d / kRun)), so that a
+// subgroup's state loads are whole 512-byte rows of 16-byte vectors.
+//   1. the thread's state loads (slot src_slots[r]; zero at position 0 by
+//      select) are issued before anything else, in flight while the token's
+//      conv and norms are computed;
+//   2. per token: the conv + SiLU of channel t of q, k and v, its log-decay
 //      and the head's beta; the L2 norms of q and k as block sums (subgroup
-//      butterflies, then the subgroups' sums in order); q, k and the decays
-//      into workgroup rows;
-//   3. the delta rule on the column in registers (decay, k . S, delta, the
-//      rank-one update, the read-out, each sum in row order), the column
-//      stored where a slot keeps it (per-token slots: after a token whose
-//      slot the next token does not share; else after the last token), and
-//      kept for the next token (never read back);
-//   4. the gated output norm (a block sum) and the output;
+//      butterflies, then the subgroups' sums in order); q, k, the decays and
+//      v into workgroup rows;
+//   3. the delta rule on the thread's part in registers: the decay and the
+//      row group's share of k . S (summed in row order; the row groups'
+//      shares added in order through workgroup memory), delta, the rank-one
+//      update and the row group's share of the read-out; the part stored
+//      where a slot keeps it (per-token slots: after a token whose slot the
+//      next token does not share; else after the last token) and kept for
+//      the next token (never read back);
+//   4. the read-out of channel t (the row groups' shares in order), the
+//      gated output norm (a block sum) and the output;
 // then the conv state as the generic kernel writes it. The same operations
-// per value as the generic kernel except the block sums' order.
+// per value as the generic kernel except the sums' association (row
+// groups, block sums).
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +34,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
@@ -46,13 +50,19 @@ namespace {
 /// norm's one; each subgroup's share in a workgroup row of its own.
 enum BlockSum : int64_t { kQueryNorm, kKeyNorm, kOutNorm, kBlockSums };
 
+/// State columns per thread: a 16-byte run of f32 (the head's d threads
+/// then hold d / kRun runs x kRun row groups).
+constexpr int64_t kRun = 4;
+
 class KdaDecodeBuilder : LaneArith {
 public:
   KdaDecodeBuilder(OpBuilder &b, Location loc, const KdaDecode &shape,
                    int64_t lanes)
       : LaneArith(b, loc), s(shape), lanes(lanes),
-        subgroups(shape.headDim / lanes) {
+        subgroups(shape.headDim / lanes), runGroups(shape.headDim / kRun),
+        rowGroups(kRun), rowsPerThread(shape.headDim / kRun) {
     f32 = b.getF32Type();
+    runType = VectorType::get({kRun}, f32);
   }
 
   void build(gpu::GPUFuncOp func, const KernelArguments &roles);
@@ -100,20 +110,45 @@ private:
   Value loadIndex(Value m, Value at) {
     return toIndex(memref::LoadOp::create(b, loc, m, ValueRange{at}));
   }
-  Value readRow(Value row, int64_t i) {
-    return memref::LoadOp::create(b, loc, row, ValueRange{idx(i)});
+  /// Rows r0 + r .. r0 + r + kRun of a workgroup row (one 16-byte load: r0
+  /// and r are multiples of kRun), each broadcast to a run.
+  SmallVector<Value> readRuns(Value row, int64_t r) {
+    Value four = loadRun(row, {add(r0, r)});
+    SmallVector<Value> runs;
+    for (int64_t e = 0; e < kRun; ++e)
+      runs.push_back(vector::BroadcastOp::create(
+          b, loc, runType, vector::ExtractOp::create(b, loc, four, e)));
+    return runs;
+  }
+  /// The run of `row` (a workgroup row or [.., d] buffer) at `at`.
+  Value loadRun(Value m, ValueRange at) {
+    auto load = vector::LoadOp::create(b, loc, runType, m, at);
+    load.setAlignment(uint64_t(kRun * 4));
+    return load;
+  }
+  void storeRun(Value v, Value m, ValueRange at) {
+    auto store = vector::StoreOp::create(b, loc, v, m, at);
+    store.setAlignment(uint64_t(kRun * 4));
   }
 
   const KdaDecode &s;
   int64_t lanes, subgroups;
+  /// The state's threads: runs of kRun columns x row groups of
+  /// rowsPerThread rows.
+  int64_t runGroups, rowGroups, rowsPerThread;
   Type f32;
+  VectorType runType;
   // Arguments.
   Value q, k, v, f, beta, gate, qConv, kConv, vConv, aLog, dtBias, oNorm;
   Value state, conv, positions, starts, src, dst, tokenSlots, out;
-  // Workgroup rows: q, k and the decays of the token; the block sums.
-  Value qRow, kRow, kUpdateRow, alphaRow, sums;
-  // Per block.
+  // Workgroup rows: q, k (twice), the decays and v of the token; each row
+  // group's partial sums of k . S and of the read-out; the block sums.
+  Value qRow, kRow, kUpdateRow, alphaRow, alphaUpdateRow, vRow, predParts,
+      readParts, sums;
+  // Per block: this thread's channel and its part of the state (columns
+  // c0 .. c0 + kRun, rows r0 .. r0 + rowsPerThread, row group rg).
   Value tid, warp, h, ch, t0, t1, srcSlot, dstSlot, fresh, rate, dtb, onw;
+  Value c0, r0, rg;
   SmallVector<Value> weights[3];
 };
 
@@ -147,10 +182,17 @@ void KdaDecodeBuilder::build(gpu::GPUFuncOp func,
   kRow = addWorkgroupBuffer(func, loc, {s.headDim}, f32);
   kUpdateRow = addWorkgroupBuffer(func, loc, {s.headDim}, f32);
   alphaRow = addWorkgroupBuffer(func, loc, {s.headDim}, f32);
+  alphaUpdateRow = addWorkgroupBuffer(func, loc, {s.headDim}, f32);
+  vRow = addWorkgroupBuffer(func, loc, {s.headDim}, f32);
+  predParts = addWorkgroupBuffer(func, loc, {rowGroups, s.headDim}, f32);
+  readParts = addWorkgroupBuffer(func, loc, {rowGroups, s.headDim}, f32);
   sums = addWorkgroupBuffer(func, loc, {kBlockSums, subgroups}, f32);
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(lanes));
   warp = arith::DivUIOp::create(b, loc, tid, idx(lanes));
+  c0 = mul(arith::RemUIOp::create(b, loc, tid, idx(runGroups)), kRun);
+  rg = arith::DivUIOp::create(b, loc, tid, idx(runGroups));
+  r0 = mul(rg, rowsPerThread);
   Value r = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   h = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
   Value requests =
@@ -170,14 +212,13 @@ void KdaDecodeBuilder::buildRequest(Value r) {
     dstSlot = loadIndex(dst, r);
     fresh = ieq(loadIndex(positions, t0), idx(0));
     ch = add(arith::MulIOp::create(b, loc, h, idx(d)), tid);
-    // 1. The state column first: its loads are in flight while the first
-    // token's conv and norms are computed.
+    // 1. The thread's part of the state first (16-byte runs): its loads
+    // are in flight while the first token's conv and norms are computed
+    // (a zero state at position 0 is selected where the first token uses
+    // them, not here, which would wait for the loads).
     SmallVector<Value> column;
-    for (int64_t i = 0; i < d; ++i)
-      column.push_back(memref::LoadOp::create(
-          b, loc, state, ValueRange{srcSlot, h, idx(i), tid}));
-    for (Value &x : column)
-      x = select(fresh, cf32(0.0), x);
+    for (int64_t i = 0; i < rowsPerThread; ++i)
+      column.push_back(loadRun(state, {srcSlot, h, add(r0, i), c0}));
     rate = fexp(loadF32(aLog, h));
     dtb = loadF32(dtBias, ch);
     onw = loadF32(oNorm, tid);
@@ -289,28 +330,50 @@ SmallVector<Value> KdaDecodeBuilder::buildToken(Value t,
   Value eps = cf32(s.l2Eps);
   Value qn = fmul(qv, fdiv(cf32(s.qScale), fsqrt(fadd(norms[0], eps))));
   Value kn = fmul(kv, fdiv(cf32(1.0), fsqrt(fadd(norms[1], eps))));
-  memref::StoreOp::create(b, loc, qn, qRow, ValueRange{tid});
-  memref::StoreOp::create(b, loc, kn, kRow, ValueRange{tid});
-  memref::StoreOp::create(b, loc, kn, kUpdateRow, ValueRange{tid});
-  memref::StoreOp::create(b, loc, alpha, alphaRow, ValueRange{tid});
+  for (auto [value, row] : {std::pair{qn, qRow},
+                            {kn, kRow},
+                            {kn, kUpdateRow},
+                            {alpha, alphaRow},
+                            {alpha, alphaUpdateRow},
+                            {vv, vRow}})
+    memref::StoreOp::create(b, loc, value, row, ValueRange{tid});
   barrier();
-  // 3. The delta rule on the column, sums in row order. The update reads k
-  // from a copy of its row: from one row, the compiler keeps the first
-  // pass's loads of k for the update as well (a second column's worth of
-  // registers; on sm_90 255 and spills).
-  SmallVector<Value> decayed;
-  Value pred = cf32(0.0);
-  for (int64_t r = 0; r < d; ++r) {
-    decayed.push_back(fmul(readRow(alphaRow, r), column[r]));
-    pred = fadd(pred, fmul(decayed[r], readRow(kRow, r)));
+  // 3. The delta rule on the thread's part, each sum in row order: the
+  // decay and this row group's k . S (the row groups' partial sums added
+  // in order after a barrier), delta, the update and the read-out's part.
+  // The update reads k from a copy of its row: from one row, the compiler
+  // keeps the first pass's loads of k for the update as well (a second
+  // part's worth of registers).
+  Value zeroState = arith::AndIOp::create(b, loc, ieq(t, t0), fresh);
+  SmallVector<Value> state0;
+  for (Value x : column)
+    state0.push_back(select(zeroState, zeros(kRun), x));
+  column = state0;
+  Value pred = zeros(kRun);
+  for (int64_t r = 0; r < rowsPerThread; r += kRun) {
+    SmallVector<Value> alphas = readRuns(alphaRow, r), ks = readRuns(kRow, r);
+    for (int64_t e = 0; e < kRun; ++e)
+      pred = fadd(pred, fmul(fmul(alphas[e], column[r + e]), ks[e]));
   }
-  Value delta = fmul(strength, fsub(vv, pred));
+  storeRun(pred, predParts, {rg, c0});
+  barrier();
+  Value total = zeros(kRun);
+  for (int64_t g = 0; g < rowGroups; ++g)
+    total = fadd(total, loadRun(predParts, {idx(g), c0}));
+  Value delta = fmul(vector::BroadcastOp::create(b, loc, runType, strength),
+                     fsub(loadRun(vRow, {c0}), total));
   SmallVector<Value> updated;
-  Value read = cf32(0.0);
-  for (int64_t r = 0; r < d; ++r) {
-    updated.push_back(fadd(decayed[r], fmul(readRow(kUpdateRow, r), delta)));
-    read = fadd(read, fmul(updated[r], readRow(qRow, r)));
+  Value part = zeros(kRun);
+  for (int64_t r = 0; r < rowsPerThread; r += kRun) {
+    SmallVector<Value> alphas = readRuns(alphaUpdateRow, r);
+    SmallVector<Value> ks = readRuns(kUpdateRow, r), qs = readRuns(qRow, r);
+    for (int64_t e = 0; e < kRun; ++e) {
+      Value decayed = fmul(alphas[e], column[r + e]);
+      updated.push_back(fadd(decayed, fmul(ks[e], delta)));
+      part = fadd(part, fmul(updated[r + e], qs[e]));
+    }
   }
+  storeRun(part, readParts, {rg, c0});
   // Stored where a slot keeps it.
   Value last = ieq(add(t, 1), t1);
   Value slot = dstSlot, keep = last;
@@ -321,11 +384,15 @@ SmallVector<Value> KdaDecodeBuilder::buildToken(Value t,
                                 cmpi(arith::CmpIPredicate::ne, slot, next));
   }
   ifThen(keep, [&] {
-    for (int64_t r = 0; r < d; ++r)
-      memref::StoreOp::create(b, loc, updated[r], state,
-                              ValueRange{slot, h, idx(r), tid});
+    for (int64_t r = 0; r < rowsPerThread; ++r)
+      storeRun(updated[r], state, {slot, h, add(r0, r), c0});
   });
-  // 4. The gated output norm.
+  barrier();
+  // 4. The gated output norm of this thread's channel.
+  Value read = cf32(0.0);
+  for (int64_t g = 0; g < rowGroups; ++g)
+    read = fadd(read, memref::LoadOp::create(b, loc, readParts,
+                                             ValueRange{idx(g), tid}));
   Value ss = blockSums({fmul(read, read)}, {kOutNorm})[0];
   Value inv =
       fdiv(cf32(1.0), fsqrt(fadd(fdiv(ss, cf32(double(d))), cf32(s.normEps))));
@@ -361,6 +428,10 @@ LogicalResult mlir::strata::checkKdaDecode(const TargetInfo &target,
   int64_t lanes = target.getSubgroupSize();
   if (shape.headDim < lanes || shape.headDim % lanes) {
     why = "the head's channels are not whole subgroups";
+    return failure();
+  }
+  if (shape.headDim % (kRun * kRun)) {
+    why = "the head's channels are not a multiple of 16";
     return failure();
   }
   if (shape.headDim > kKdaDecodeHeldRows) {

@@ -36,6 +36,7 @@ pipeline or the hardware (the GPU runs do).
 """
 
 import itertools
+import operator
 import os
 import re
 import struct
@@ -556,6 +557,8 @@ class Kernel:
         self.dynamic_shared = int(m.group(1)) if m else 0
         self._yields = {}
         self._compiled = {}
+        self._plans = {}
+        self._nested_plans = {}
 
     # Whether running `op` may suspend the thread.
     def _suspends(self, op):
@@ -580,10 +583,14 @@ class Kernel:
         if blocks is None:
             blocks = [(bx, by, bz) for bz in range(grid[2])
                       for by in range(grid[1]) for bx in range(grid[0])]
-        for block in blocks:
-            if not all(0 <= b < g for b, g in zip(block, grid)):
-                raise InterpreterError(f"block {block} outside grid {grid}")
-            self._run_block(tuple(block), grid, memrefs, subgroup_size)
+        # Floating-point exceptions are the kernel's values (inf, NaN), not
+        # warnings: ignored for the whole run (once, not per operation).
+        with np.errstate(all="ignore"):
+            for block in blocks:
+                if not all(0 <= b < g for b, g in zip(block, grid)):
+                    raise InterpreterError(
+                        f"block {block} outside grid {grid}")
+                self._run_block(tuple(block), grid, memrefs, subgroup_size)
 
     def _run_block(self, block_id, grid, memrefs, lanes):
         body = self.func.regions[0]
@@ -686,10 +693,20 @@ class Kernel:
     def _run_nested(self, region, env, ctx):
         """Runs a region that cannot suspend; returns its yielded values (an
         scf.condition's: the condition, then the values)."""
-        for op in region.ops:
-            if op.name in ("scf.yield", "scf.condition", "scf.reduce"):
-                return [env[v] for v in op.operands]
-            self._exec(op, env, ctx)
+        key = id(region)
+        plan = self._nested_plans.get(key)
+        if plan is None:
+            plan = []
+            for op in region.ops:
+                if op.name in ("scf.yield", "scf.condition", "scf.reduce"):
+                    plan.append((None, op.operands))
+                    break
+                plan.append((op, self._handler(op)))
+            self._nested_plans[key] = plan
+        for op, handler in plan:
+            if op is None:
+                return [env[v] for v in handler]
+            handler(env, ctx)
         return []
 
     def _exec_suspending(self, op, env, ctx):
@@ -735,23 +752,43 @@ class Kernel:
         else:
             raise InterpreterError(f"{name} cannot suspend")
 
+    def _plan(self, region):
+        """`region`'s ops as (op, handler): handler None for an op that may
+        suspend; ends at the region's scf.yield / scf.reduce (its operands
+        returned as the second element of a final (None, operands))."""
+        key = id(region)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = []
+            for op in region.ops:
+                if op.name in ("scf.yield", "scf.reduce"):
+                    plan.append((None, op.operands))
+                    break
+                plan.append((op, None if self._suspends(op) else
+                             self._handler(op)))
+            self._plans[key] = plan
+        return plan
+
     def _region_yield(self, region, env, ctx):
         """Runs `region` on a thread (a generator: it suspends at barriers
         and shuffles); returns the values its scf.yield gives."""
-        for op in region.ops:
-            if op.name in ("scf.yield", "scf.reduce"):
-                return [env[v] for v in op.operands]
-            if self._suspends(op):
+        for op, handler in self._plan(region):
+            if op is None:
+                return [env[v] for v in handler]
+            if handler is None:
                 yield from self._exec_suspending(op, env, ctx)
             else:
-                self._exec(op, env, ctx)
+                handler(env, ctx)
         return []
 
-    def _exec(self, op, env, ctx):
+    def _handler(self, op):
         handler = self._compiled.get(id(op))
         if handler is None:
             handler = self._compiled[id(op)] = self._compile(op)
-        handler(env, ctx)
+        return handler
+
+    def _exec(self, op, env, ctx):
+        self._handler(op)(env, ctx)
 
     def _compile(self, op):
         """A closure running `op` on a thread's values (`env`)."""
@@ -902,10 +939,17 @@ class Kernel:
                   "llvm.intr.maxnum": np.fmax}
         if name in floats:
             fn = floats[name]
+            # Two f32 scalars: numpy's scalar operator, the same correctly
+            # rounded f32 operation as the ufunc on 0-d arrays, faster.
+            scalar_fn = {"arith.addf": operator.add,
+                         "arith.subf": operator.sub,
+                         "arith.mulf": operator.mul,
+                         "arith.divf": operator.truediv}.get(name, fn)
 
             def binary(a, b):
-                with np.errstate(all="ignore"):
-                    return _scalar(fn(_floats(a), _floats(b)))
+                if type(a) is np.float32 and type(b) is np.float32:
+                    return scalar_fn(a, b)
+                return _scalar(fn(_floats(a), _floats(b)))
             return pure(binary)
         if name == "arith.negf":
             return pure(lambda a: _scalar(np.negative(_floats(a))))
@@ -913,8 +957,7 @@ class Kernel:
             fn_exp = np.exp if name == "math.exp" else np.exp2
 
             def exp(a):
-                with np.errstate(all="ignore"):
-                    return _scalar(fn_exp(_floats(a)))
+                return _scalar(fn_exp(_floats(a)))
             return pure(exp)
         if name == "math.absf":
             return pure(lambda a: _scalar(np.abs(_floats(a))))
@@ -933,6 +976,8 @@ class Kernel:
             return pure(lambda a: _scalar(np.sqrt(_floats(a))))
         if name == "arith.extf":
             def extend(a):
+                if type(a) is np.uint16:
+                    return np.uint32(int(a) << 16).view(np.float32)
                 a = np.asarray(a)
                 if a.dtype != np.uint16:
                     raise InterpreterError("arith.extf of a non-bf16 value")
@@ -945,6 +990,12 @@ class Kernel:
             return pure(lambda a: _to_fp8(np.asarray(a, np.float32), table))
         if name == "arith.truncf":
             def truncate(a):
+                if type(a) is np.float32:
+                    if a != a:
+                        return np.uint16(0x7FC0)
+                    word = int(a.view(np.uint32))
+                    word += 0x7FFF + ((word >> 16) & 1)  # ties to even
+                    return np.uint16((word >> 16) & 0xFFFF)
                 a = np.asarray(a, np.float32)
                 bits = np.atleast_1d(a).view(np.uint32).astype(np.uint64)
                 bits = bits + 0x7FFF + ((bits >> 16) & 1)  # ties to even

@@ -8,27 +8,28 @@
 // RUN: strata-opt --split-input-file --select-kernel-strategy="chip=gfx942 remarks=true generic-strategies=kda_decode,mhc_pre" %s 2>&1 | FileCheck %s --check-prefix=OFF
 
 // Tests the kda_decode strategy: KDA's recurrent form, a block per (request,
-// head), a thread per channel and state column, the column's loads issued
-// first and the column held in registers across the request's tokens.
+// head), a thread per channel and per 16-byte run of columns over 32 state
+// rows, the state loads issued first and the thread's part held in registers
+// across the request's tokens.
 // Each function (signature and attributes from the tiny model's kernel phase)
 // becomes a gpu.func of the same arguments, d threads, with the grid its
 // builder chose (strata.matrix_grid: per dimension [argument, dim, blocks,
 // divisor, multiplier, addend, cap, floor, floorArgument, floorDim,
 // addendAtMostExtent, stepMultiplier, forms...]: seq_starts' extent, the
-// heads) and no matrix instruction: the state column's loads before the
-// conv's, the token loop carrying the column, block sums on subgroup
-// butterflies between barriers.
+// heads) and no matrix instruction: the state's 16-byte loads before the
+// conv's, the token loop carrying the state, block sums on subgroup
+// butterflies between barriers, the state stored in 16-byte runs.
 
 // SM90-LABEL: gpu.func @kda_decode_0(
 // SM90-SAME: known_block_size = array<i32: 128, 1, 1>
 // SM90-SAME: strata.matrix_grid = [array<i64: 15, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = ""
-// SM90-COUNT-128: memref.load %arg12
+// SM90-COUNT-32: vector.load %arg12
 // SM90: memref.load %arg6
 // SM90: scf.for {{.*}} iter_args
 // SM90: gpu.shuffle xor
 // SM90: gpu.barrier
-// SM90-COUNT-128: memref.store {{.*}}, %arg12
+// SM90-COUNT-32: vector.store {{.*}}, %arg12
 // OFF: remark: gfx942: kernel 'kda_decode_0' keeps the generic kernel: strategy 'kda_decode' is in generic-strategies
 // OFF: {{^  }}func.func @kda_decode_0(
 // OFF-SAME: llm.gpu_strategy = #llm.gpu_strategy<generic>
