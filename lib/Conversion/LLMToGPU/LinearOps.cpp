@@ -1085,24 +1085,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaDecodeKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
   auto info = kernel->getAttrOfType<llm::KdaDecodeAttr>(kKdaDecodeAttrName);
-  SmallVector<KernelRole> order = {KernelRole::X,
-                                   KernelRole::Key,
-                                   KernelRole::Value,
-                                   KernelRole::Decay,
-                                   KernelRole::Beta,
-                                   KernelRole::OutputGate,
-                                   KernelRole::QueryConv,
-                                   KernelRole::KeyConv,
-                                   KernelRole::ValueConv,
-                                   KernelRole::DecayRate,
-                                   KernelRole::DecayBias,
-                                   KernelRole::OutNormWeight,
-                                   KernelRole::RecurrentState,
-                                   KernelRole::ConvState,
-                                   KernelRole::Positions,
-                                   KernelRole::SeqStarts,
-                                   KernelRole::SourceSlots,
-                                   KernelRole::DestSlots};
+  // kda_decode's inputs, token_slots where the kernel has them, then out.
+  SmallVector<KernelRole> order(std::begin(kKdaDecodeInputRoles),
+                                std::end(kKdaDecodeInputRoles) - 1);
   FailureOr<KernelArguments> named = KernelArguments::of(kernel, why);
   if (failed(named))
     return failure();

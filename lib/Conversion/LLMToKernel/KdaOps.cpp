@@ -210,27 +210,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     // #llm.kda_decode let a GPU target rebuild it (LLMToGPU
     // buildKdaDecodeKernelFunction).
     using llm::KernelRole;
-    const KernelRole decodeRoles[] = {KernelRole::X,
-                                      KernelRole::Key,
-                                      KernelRole::Value,
-                                      KernelRole::Decay,
-                                      KernelRole::Beta,
-                                      KernelRole::OutputGate,
-                                      KernelRole::QueryConv,
-                                      KernelRole::KeyConv,
-                                      KernelRole::ValueConv,
-                                      KernelRole::DecayRate,
-                                      KernelRole::DecayBias,
-                                      KernelRole::OutNormWeight,
-                                      KernelRole::RecurrentState,
-                                      KernelRole::ConvState,
-                                      KernelRole::Positions,
-                                      KernelRole::SeqStarts,
-                                      KernelRole::SourceSlots,
-                                      KernelRole::DestSlots,
-                                      KernelRole::TokenSlots};
     KernelCall decode;
-    for (auto [v, role] : llvm::zip_first(operands, decodeRoles))
+    for (auto [v, role] : llvm::zip_first(operands, kKdaDecodeInputRoles))
       decode.addInput(v, role);
     unsigned o =
         decode.addResult(resultType, tokenSizes(resultType), KernelRole::Out);

@@ -369,6 +369,30 @@ struct WeightRoles {
 inline constexpr WeightRoles kUpWeightRoles = {llm::KernelRole::UpWeight,
                                                llm::KernelRole::UpScales};
 
+/// The roles of kda_decode's inputs in order (llm.kda_attention's operands;
+/// `token_slots` only where the op has per-token slots), before its `out`:
+/// KdaOps.cpp names them, LLMToGPU's kda_decode strategy reads them.
+inline constexpr llm::KernelRole kKdaDecodeInputRoles[] = {
+    llm::KernelRole::X,
+    llm::KernelRole::Key,
+    llm::KernelRole::Value,
+    llm::KernelRole::Decay,
+    llm::KernelRole::Beta,
+    llm::KernelRole::OutputGate,
+    llm::KernelRole::QueryConv,
+    llm::KernelRole::KeyConv,
+    llm::KernelRole::ValueConv,
+    llm::KernelRole::DecayRate,
+    llm::KernelRole::DecayBias,
+    llm::KernelRole::OutNormWeight,
+    llm::KernelRole::RecurrentState,
+    llm::KernelRole::ConvState,
+    llm::KernelRole::Positions,
+    llm::KernelRole::SeqStarts,
+    llm::KernelRole::SourceSlots,
+    llm::KernelRole::DestSlots,
+    llm::KernelRole::TokenSlots};
+
 /// The call-site view of one kernel: argument types, call operands and the
 /// results to allocate, collected operand by operand. Each add* returns the
 /// position of its first kernel argument, which the body uses. An argument
