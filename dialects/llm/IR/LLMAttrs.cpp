@@ -249,6 +249,14 @@ KdaDecodeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult
+GroupQuantizeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                          int64_t block) {
+  if (block < 1)
+    return emitError() << "group_quantize block must be >= 1, got " << block;
+  return success();
+}
+
 LogicalResult MhcMixAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t slices) {
   if (slices < 1)
@@ -381,8 +389,9 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   }
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
-          KdaDecodeAttr, MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr,
-          MhcMixAttr, GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
+          KdaDecodeAttr, GroupQuantizeAttr, MoeSelectAttr, MhcPreAttr,
+          LinearEpilogueAttr, MhcMixAttr, GroupedExpertsAttr, DenseMatmulAttr>(
+          op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

@@ -415,6 +415,24 @@ def LLM_KdaDecodeAttr : LLM_Attr<"KdaDecode", "kda_decode"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_GroupQuantizeAttr : LLM_Attr<"GroupQuantize", "group_quantize"> {
+  let summary = "the parameters of a group quantisation kernel function";
+  let description = [{
+    On FfnOps.cpp's `moe_quantize_x` / `moe_quantize_act` kernel functions (as
+    `llm.group_quantize`): the width of the groups of the last dimension that
+    share one scale (s = max(amax, 1e-10) / 448, q = e4m3(clamp(v / s))),
+    what the `group_quantize` GPU strategy needs. The verifier requires
+    `block >= 1`.
+
+    ```mlir
+    #llm.group_quantize<block = 128>
+    ```
+  }];
+  let parameters = (ins "int64_t":$block);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_MhcMixAttr : LLM_Attr<"MhcMix", "mhc_mix"> {
   let summary = "the parameters of an mhc_mix kernel function";
   let description = [{
@@ -636,6 +654,7 @@ def LLM_GpuStrategyMhcMix : I32EnumAttrCase<"MhcMix", 10, "mhc_mix">;
 def LLM_GpuStrategyMhcPre : I32EnumAttrCase<"MhcPre", 11, "mhc_pre">;
 def LLM_GpuStrategyEmptyTwin : I32EnumAttrCase<"EmptyTwin", 12, "empty_twin">;
 def LLM_GpuStrategyKdaDecode : I32EnumAttrCase<"KdaDecode", 13, "kda_decode">;
+def LLM_GpuStrategyGroupQuantize : I32EnumAttrCase<"GroupQuantize", 14, "group_quantize">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -652,7 +671,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyMhcMix,
      LLM_GpuStrategyMhcPre,
      LLM_GpuStrategyEmptyTwin,
-     LLM_GpuStrategyKdaDecode]> {
+     LLM_GpuStrategyKdaDecode,
+     LLM_GpuStrategyGroupQuantize]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -675,6 +695,7 @@ def LLM_GpuStrategyAttr : EnumAttr<LLM_Dialect, LLM_GpuStrategy, "gpu_strategy">
     * `moe_select`: the router's top-k as races over a block's threads.
     * `kda_chunk`: chunked KDA with the chunk products on the matrix units.
     * `kda_decode`: KDA's recurrent form, a state column per thread held in registers.
+    * `group_quantize`: fp8 activations per row and group, a subgroup per group.
     * `kpool_scores`: the indexer's pool scores on the matrix units.
     * `kpool_select`: the indexer's top-k as a radix select.
     * `mhc_mix`: mHC's mixing projection per (token tile, slice).

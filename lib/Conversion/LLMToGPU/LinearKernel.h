@@ -198,6 +198,18 @@ buildMhcMixKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,
                           std::string &why);
 
+/// True when `kernel` carries kGroupQuantizeAttrName.
+bool isGroupQuantizeKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildGroupQuantizeKernel
+/// for a moe_quantize_x / moe_quantize_act kernel function, the same
+/// arguments in the same order. Fails with `why` (and builds nothing) for
+/// another signature or a shape checkGroupQuantize refuses.
+FailureOr<MatmulKernelFunction>
+buildGroupQuantizeKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                                 func::FuncOp kernel, const TargetInfo &target,
+                                 std::string &why);
+
 /// True when `kernel` carries kKdaDecodeAttrName.
 bool isKdaDecodeKernelFunction(func::FuncOp kernel);
 

@@ -1077,6 +1077,61 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   return result;
 }
 
+bool mlir::strata::isGroupQuantizeKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kGroupQuantizeAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildGroupQuantizeKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info =
+      kernel->getAttrOfType<llm::GroupQuantizeAttr>(kGroupQuantizeAttrName);
+  const KernelRole order[] = {KernelRole::X, KernelRole::Out,
+                              KernelRole::XScales};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  if (!info || type.getNumInputs() != 3 || type.getNumResults() != 0) {
+    why = "not a group quantisation kernel function";
+    return failure();
+  }
+  MemRefType x = identityMemRefInput(type, 0);
+  MemRefType codes = identityMemRefInput(type, 1);
+  MemRefType scales = identityMemRefInput(type, 2);
+  int64_t rank = x ? x.getRank() : 0;
+  bool types = x && codes && scales && (rank == 2 || rank == 3) &&
+               (x.getElementType().isBF16() || x.getElementType().isF32()) &&
+               isa<Float8E4M3FNType>(codes.getElementType()) &&
+               scales.getElementType().isF32() &&
+               codes.getShape() == x.getShape() && scales.getRank() == rank;
+  for (int64_t d = 1; types && d < rank; ++d)
+    types = !x.isDynamicDim(d) && !scales.isDynamicDim(d) &&
+            (d + 1 == rank || scales.getDimSize(d) == x.getDimSize(d));
+  if (!types) {
+    why = "unexpected group quantisation kernel signature";
+    return failure();
+  }
+  GroupQuantize shape;
+  shape.block = info.getBlock();
+  shape.width = x.getDimSize(rank - 1);
+  shape.groups = scales.getDimSize(rank - 1);
+  shape.inner = rank == 3 ? x.getDimSize(1) : 0;
+  if (failed(checkGroupQuantize(target, shape, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildGroupQuantizeKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape,
+      target.getSubgroupSize());
+  // (rows of x's first dimension, the blocks of a row's groups).
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
+  result.grid[1].blocks = groupQuantizeBlocksPerRow(shape);
+  return result;
+}
+
 bool mlir::strata::isKdaDecodeKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaDecodeAttrName);
 }
@@ -1453,6 +1508,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaDecode:
     return buildKdaDecodeKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::GroupQuantize:
+    return buildGroupQuantizeKernelFunction(builder, module, kernel, target,
+                                            why);
   case GpuStrategy::KpoolScores:
     return buildKpoolScoresKernelFunction(builder, module, kernel, target,
                                           why);

@@ -961,6 +961,34 @@ buildKdaChunkKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
                     const MatrixInstruction &mi, int64_t subgroupSize,
                     int64_t workgroupMemoryBytes);
 
+/// The shape of a group quantisation kernel function (FfnOps.cpp's
+/// moe_quantize_x / moe_quantize_act): rows of `width` values in `groups`
+/// groups of `block`, x of rank 2 ([T, width]: inner 0) or 3 ([T, inner,
+/// width]).
+struct GroupQuantize {
+  int64_t block = 0, width = 0, groups = 0, inner = 0;
+};
+
+/// Fails with `why` where buildGroupQuantizeKernel cannot take `shape` on
+/// `target`: a group that is not 1, 2, 4 or 8 values per lane, or a row
+/// that is not whole groups.
+LogicalResult checkGroupQuantize(const TargetInfo &target,
+                                 const GroupQuantize &shape, std::string &why);
+
+/// Blocks of buildGroupQuantizeKernel per index of x's first dimension (its
+/// grid's y).
+int64_t groupQuantizeBlocksPerRow(const GroupQuantize &shape);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a group
+/// quantisation kernel function (x, codes, scales): a subgroup per group,
+/// grid (T, groupQuantizeBlocksPerRow, 1) (GroupQuantizeKernel.cpp).
+gpu::GPUFuncOp buildGroupQuantizeKernel(OpBuilder &builder, Location loc,
+                                        gpu::GPUModuleOp module, StringRef name,
+                                        TypeRange argTypes,
+                                        ArrayRef<llm::KernelRole> roles,
+                                        const GroupQuantize &shape,
+                                        int64_t subgroupSize);
+
 /// The longest state column buildKdaDecodeKernel holds in a thread's
 /// registers (the model's head_dim is 128).
 inline constexpr int64_t kKdaDecodeHeldRows = 128;

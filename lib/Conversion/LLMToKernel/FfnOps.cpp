@@ -173,6 +173,9 @@ std::pair<Value, Value> emitGroupQuantize(ConversionPatternRewriter &rewriter,
   // reduction) and its codes. One block per group cost 1.7 ms per layer
   // for moe_quantize_act at 8192 tokens on an H100, a block per whole row
   // (32 groups of x in sequence) 22 us per decode token.
+  call.attributes.push_back(rewriter.getNamedAttr(
+      kGroupQuantizeAttrName,
+      llm::GroupQuantizeAttr::get(rewriter.getContext(), block)));
   SmallVector<Value> results =
       call.emit(rewriter, op, name, [&](KernelBuilder &kb, ValueRange args) {
         SmallVector<Value> lower, upper;

@@ -91,6 +91,11 @@ inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
 /// with a state column per thread held in registers across the request's
 /// tokens (LLMToGPU buildKdaDecodeKernelFunction).
 inline constexpr llvm::StringLiteral kKdaDecodeAttrName = "llm.kda_decode";
+/// On moe_quantize_x / moe_quantize_act (FfnOps.cpp): a #llm.group_quantize;
+/// a GPU target rebuilds it with a subgroup per group (LLMToGPU
+/// buildGroupQuantizeKernelFunction).
+inline constexpr llvm::StringLiteral kGroupQuantizeAttrName =
+    "llm.group_quantize";
 /// On a kernel that works only for requests of at least this many tokens
 /// (i64; the chunk path of KDA: kda_prepare, kda_attention, kda_output) and
 /// does nothing in a step whose requests are all shorter: a decode plan (one

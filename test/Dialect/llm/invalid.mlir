@@ -1964,6 +1964,14 @@ func.func @kda_decode_negative_bound(%x: memref<?x8xf32>) attributes {llm.kernel
 
 // -----
 
+// Tests that a quantisation group has at least one value.
+// expected-error@+1 {{group_quantize block must be >= 1, got 0}}
+func.func @group_quantize_empty(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.group_quantize = #llm.group_quantize<block = 0>} {
+  return
+}
+
+// -----
+
 // Tests that mhc_mix has at least one slice.
 // expected-error@+1 {{mhc_mix slices must be >= 1, got 0}}
 func.func @mhc_mix_no_slices(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.mhc_mix = #llm.mhc_mix<slices = 0>} {

@@ -832,8 +832,10 @@ class Kernel:
                     def run(env, ctx):
                         env[res] = value
                     return run
-                value = np.full(int(m.group(2)), np.float32(m.group(1)),
-                                np.float32)
+                element = (_bitcast_i32_to_f32(int(m.group(1), 16))
+                           if m.group(1).startswith("0x")
+                           else np.float32(m.group(1)))
+                value = np.full(int(m.group(2)), element, np.float32)
                 if m.group(3) == "bf16":
                     if value.any():
                         raise InterpreterError("constant " + text)
