@@ -8,13 +8,15 @@
 // a part of the state: a 16-byte run of kRun columns (c0 = kRun (t mod
 // d / kRun)) over d / kRun rows (row group t div (d / kRun)), so that a
 // subgroup's state loads are whole 512-byte rows of 16-byte vectors.
-//   1. the thread's state loads (slot src_slots[r]; zero at position 0 by
-//      select) are issued before anything else, in flight while the token's
-//      conv and norms are computed;
+//   1. the thread's state loads (slot src_slots[r]) are issued before
+//      anything else, in flight while the token's conv and norms are
+//      computed (the zero state at position 0 is selected where the first
+//      token uses them);
 //   2. per token: the conv + SiLU of channel t of q, k and v, its log-decay
 //      and the head's beta; the L2 norms of q and k as block sums (subgroup
-//      butterflies, then the subgroups' sums in order); q, k, the decays and
-//      v into workgroup rows;
+//      butterflies, then the subgroups' sums in order); q, k and the decays
+//      (each twice: the update reads its own copies) and v into workgroup
+//      rows;
 //   3. the delta rule on the thread's part in registers: the decay and the
 //      row group's share of k . S (summed in row order; the row groups'
 //      shares added in order through workgroup memory), delta, the rank-one
