@@ -221,7 +221,7 @@ KpoolSelectAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 
 LogicalResult KdaChunkAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    FloatAttr gateLowerBound,
-                                   int64_t decodeMaxTokens) {
+                                   int64_t decodeMaxTokens, bool) {
   if (!gateLowerBound || !gateLowerBound.getValue().isFinite())
     return emitError() << "kda_chunk gate_lower_bound must be finite";
   if (decodeMaxTokens < 1)

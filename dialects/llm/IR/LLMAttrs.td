@@ -377,15 +377,22 @@ def LLM_KdaChunkAttr : LLM_Attr<"KdaChunk", "kda_chunk"> {
     On KdaOps.cpp's chunked `kda_attention` kernel functions (as
     `llm.kda_chunk`): the gate's lower bound and the largest request that
     the decode form takes instead, what the `kda_chunk` GPU strategy needs
-    to rebuild the kernel with the chunk products on the matrix units. The
-    verifier requires a finite bound and `decode_max_tokens >= 1`.
+    to rebuild the kernel with the chunk products on the matrix units, and
+    whether those products may round their operands to tf32
+    (`tf32_products`, default false: set for bf16-activation models, whose
+    KDA inputs were bf16; a target whose f32 matrix instruction is tf32 then
+    issues one instruction per product instead of the three of an
+    fp32-accurate split). The verifier requires a finite bound and
+    `decode_max_tokens >= 1`.
 
     ```mlir
     #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
+    #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4, tf32_products = true>
     ```
   }];
   let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
-                        "int64_t":$decode_max_tokens);
+                        "int64_t":$decode_max_tokens,
+                        DefaultValuedParameter<"bool", "false">:$tf32_products);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -27,7 +27,10 @@
 //      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 to the
 //      read-out rows;
 //   3. the delta rows D[i] = beta_i (V[i] - (K e^B S0)[i] - sum_{j<i}
-//      A[i][j] D[j]) by forward substitution (one lane per value column);
+//      A[i][j] D[j]) by forward substitution (one lane per value column, in
+//      the first subgroup), while the other subgroups scale the staged K
+//      rows to K e^(B_last - B) in place (each element's exp once, not once
+//      per state tile that reads it);
 //   4. outputs o = (Q e^B) S0 + A_q D, added to the read-out rows;
 //   5. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
 // Rows past the request's last token are zero (g = 0 there, so B_last is
@@ -39,6 +42,10 @@
 // are the results. The V rows of phase 2 are loaded into registers at the
 // chunk's start, and the read-out rows of phase 2 stay in registers until
 // phase 4 adds A_q D to them.
+//
+// With `tf32_products` (bf16-activation models) each product on sm_90 is
+// one tf32 mma.sync of operands rounded to tf32 instead of the 3xTF32
+// split: about 2^-11 relative per product, as fla's chunk kernels multiply.
 //
 // Only FragmentLayout and emitMatrixInstruction depend on the target.
 //
@@ -84,6 +91,10 @@ constexpr int64_t kPadRowsByQuad = 8;
 /// 16-row blocks; chooseKdaChunkInstruction refuses bounds past this); the
 /// masked ones are clamped so that no product overflows fp32 (e^88).
 constexpr double kMaxRightExponent = 80.0;
+/// Blocks a multiprocessor keeps on NVIDIA (the static buffers and staged
+/// rows, ~82 KB a block, admit two of sm_90's 227 KB), set as the kernel's
+/// minimum so that ptxas fits their registers (128 a thread at 256 threads).
+constexpr int32_t kNvidiaBlocksPerSM = 2;
 
 /// The static workgroup buffers (f32) for head dimension `d` split in
 /// columns of `dp`, in KdaChunkBuilder::build's order: the state part
@@ -157,6 +168,9 @@ private:
   Value ule(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
   }
+  Value uge(Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, x, y);
+  }
   /// A loop over [lo, hi) with step `step`, the body at the induction
   /// variable.
   void forLoop(Value lo, Value hi, Value step,
@@ -211,7 +225,9 @@ private:
     return vector::ExtractOp::create(b, loc, frag, e);
   }
   Value mma(Value a, Value bv, Value acc) {
-    return emitMatrixInstruction(b, loc, mi, a, bv, acc);
+    return emitMatrixInstruction(b, loc, mi, a, bv, acc,
+                                 s.tf32Products ? F32Products::Tf32
+                                                : F32Products::Exact);
   }
 
   /// Chunk row i of the request: (row i exists, its token clamped into the
@@ -515,30 +531,43 @@ void KdaChunkBuilder::buildChunk() {
   barrier();
 
   // 1. Coefficients: 16-row block I (reference row r = I m) against column
-  // tile J; all tiles of the [C, C] square, the masks zero what is not kept.
+  // tile J; the masks zero what is not kept, and a tile wholly above the
+  // diagonal (its first column past its last row) is zeros without products.
   int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
-  forEachTile(rowTiles, colTiles, /*liveRows=*/true, [&](int64_t, Value row0,
-                                                         Value col0) {
-    // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on K_j.
-    std::pair<Value, Value> products = keyQueryProducts(
-        row0, col0,
-        [&](Value i, Value c) {
-          return fsub(load(bs, ValueRange{i, c}), load(bs, ValueRange{row0, c}));
-        },
-        [&](Value j, Value c) {
-          Value x =
-              fsub(load(bs, ValueRange{row0, c}), load(bs, ValueRange{j, c}));
-          x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
-          return fmul(key(j, c), fexp(x));
+  forEachTile(
+      rowTiles, colTiles, /*liveRows=*/true,
+      [&](int64_t, Value row0, Value col0) {
+        Value above = uge(col0, add(row0, idx(mi.m)));
+        auto branch = scf::IfOp::create(b, loc, TypeRange{}, above, true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        forEachC(row0, col0, [&](Value i, Value j, int64_t) {
+          store(cf32(0.0), akk, ValueRange{i, j});
+          store(cf32(0.0), aqk, ValueRange{i, j});
         });
-    Value accK = products.first, accQ = products.second;
-    forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
-      store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
-            ValueRange{i, j});
-      store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
-            ValueRange{i, j});
-    });
-  });
+        b.setInsertionPointToStart(branch.elseBlock());
+        // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on
+        // K_j.
+        std::pair<Value, Value> products = keyQueryProducts(
+            row0, col0,
+            [&](Value i, Value c) {
+              return fsub(load(bs, ValueRange{i, c}),
+                          load(bs, ValueRange{row0, c}));
+            },
+            [&](Value j, Value c) {
+              Value x = fsub(load(bs, ValueRange{row0, c}),
+                             load(bs, ValueRange{j, c}));
+              x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
+              return fmul(key(j, c), fexp(x));
+            });
+        Value accK = products.first, accQ = products.second;
+        forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
+          store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
+                ValueRange{i, j});
+          store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
+                ValueRange{i, j});
+        });
+      });
 
   // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each: V - (K e^B) S0 to the delta
   // rows, (Q e^B) S0 kept in registers for phase 4.
@@ -561,7 +590,21 @@ void KdaChunkBuilder::buildChunk() {
       });
   barrier();
 
-  // 3. Forward substitution, one lane per value column, rows unrolled.
+  // 3. Forward substitution, one lane per value column, rows unrolled; the
+  // other subgroups meanwhile turn the staged K rows into phase 5's operand
+  // K e^(B_last - B), in place (phases 3 and 4 do not read K).
+  Value lastRow = idx(kChunk - 1);
+  ifThen(uge(tid, idx(subgroupSize)), [&] {
+    forLoop(arith::SubIOp::create(b, loc, tid, idx(subgroupSize)),
+            idx(kChunk * d), idx(subgroups * subgroupSize - subgroupSize),
+            [&](Value e) {
+              Value j = arith::DivUIOp::create(b, loc, e, idx(d));
+              Value c = arith::RemUIOp::create(b, loc, e, idx(d));
+              Value w = fexp(fsub(load(bs, ValueRange{lastRow, c}),
+                                  load(bs, ValueRange{j, c})));
+              store(fmul(key(j, c), w), keys, ValueRange{j, c});
+            });
+  });
   ifThen(ult(tid, idx(dp)), [&] {
     SmallVector<Value> rows;
     for (int64_t i = 0; i < kChunk; ++i) {
@@ -578,19 +621,27 @@ void KdaChunkBuilder::buildChunk() {
   });
   barrier();
 
-  // 4. Outputs: the read-out rows plus A_q D.
+  // 4. Outputs: the read-out rows plus A_q D (the K steps past the tile's
+  // last row multiply zeros of A_q: skipped).
   forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](int64_t r, Value row0,
                                                         Value col0) {
     Value acc = zeros(mi.c.size());
     for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
       Value kOff = idx(k0);
+      auto step = scf::IfOp::create(b, loc, TypeRange{acc.getType()},
+                                    ult(kOff, add(row0, idx(mi.m))), true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(step.thenBlock());
       Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
         return load(aqk, ValueRange{i, j});
       });
       Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
         return load(ds, ValueRange{j, e});
       });
-      acc = mma(a, bD, acc);
+      scf::YieldOp::create(b, loc, ValueRange{mma(a, bD, acc)});
+      b.setInsertionPointToStart(step.elseBlock());
+      scf::YieldOp::create(b, loc, ValueRange{acc});
+      acc = step.getResult(0);
     }
     forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
       std::pair<Value, Value> row = chunkRow(i);
@@ -602,9 +653,9 @@ void KdaChunkBuilder::buildChunk() {
     });
   });
 
-  // 5. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D; each
-  // lane reads and writes only its own elements of the state.
-  Value lastRow = idx(kChunk - 1);
+  // 5. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D (the
+  // staged rows hold K e^(B_last - B) since phase 3); each lane reads and
+  // writes only its own elements of the state.
   int64_t stateRows = d / mi.m;
   forEachTile(stateRows, outCols, /*liveRows=*/false, [&](int64_t, Value row0,
                                                           Value col0) {
@@ -617,11 +668,8 @@ void KdaChunkBuilder::buildChunk() {
         b, loc, VectorType::get({mi.c.size()}, f32), init);
     for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
       Value kOff = idx(k0);
-      Value a = fragment(mi.a, row0, kOff, [&](Value c, Value j) {
-        Value w = fexp(fsub(load(bs, ValueRange{lastRow, c}),
-                            load(bs, ValueRange{j, c})));
-        return fmul(key(j, c), w);
-      });
+      Value a = fragment(mi.a, row0, kOff,
+                         [&](Value c, Value j) { return key(j, c); });
       Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
         return load(ds, ValueRange{j, e});
       });
@@ -647,6 +695,12 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
+        // Registers for two blocks a multiprocessor, which the workgroup
+        // memory admits (ptxas would otherwise take ~156 with single tf32
+        // products: one block).
+        if (mi.family == MatrixFamily::MmaSync)
+          func->setAttr("nvvm.minctasm",
+                        builder.getI32IntegerAttr(kNvidiaBlocksPerSM));
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
                         stageQueries)
             .build(func, KernelArguments(roles));

@@ -1045,6 +1045,7 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   shape.parts = kdaAttentionParts(shape.headDim);
   shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
   shape.decodeMaxTokens = info.getDecodeMaxTokens();
+  shape.tf32Products = info.getTf32Products();
   // Row widths: H * d channels, H betas (static, so dynamic widths fail).
   bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads;
   for (unsigned i : {0u, 1u, 2u, 3u, 10u})

@@ -1099,9 +1099,42 @@ static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
   return vector::FromElementsOp::create(b, loc, accType, c);
 }
 
+/// acc + a * bv for f32 fragments on one tf32 mma.sync, each operand
+/// rounded to tf32 (cvt.rna.tf32.f32): relative error about 2^-11 per
+/// product.
+static Value emitTf32(OpBuilder &b, Location loc, const MatrixInstruction &mi,
+                      Value a, Value bv, Value acc) {
+  auto accType = cast<VectorType>(acc.getType());
+  auto rounded = [&](Value v) {
+    int64_t n = cast<VectorType>(v.getType()).getNumElements();
+    SmallVector<Value> regs;
+    for (int64_t i = 0; i < n; ++i)
+      regs.push_back(NVVM::ConvertFloatToTF32Op::create(
+          b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, v, i),
+          NVVM::FPRoundingMode::RNA, NVVM::SaturationMode::NONE,
+          /*relu=*/false));
+    return regs;
+  };
+  SmallVector<Value> c;
+  for (int64_t i = 0; i < accType.getNumElements(); ++i)
+    c.push_back(vector::ExtractOp::create(b, loc, acc, i));
+  SmallVector<Type> fields(c.size(), b.getF32Type());
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  Value d = NVVM::MmaOp::create(
+      b, loc, structType, rounded(a), rounded(bv), c, {mi.m, mi.n, mi.k},
+      std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < accType.getNumElements(); ++i)
+    c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+  return vector::FromElementsOp::create(b, loc, accType, c);
+}
+
 Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
-                                         const MatrixInstruction &mi, Value a,
-                                         Value bv, Value acc) {
+                                          const MatrixInstruction &mi, Value a,
+                                          Value bv, Value acc,
+                                          F32Products f32Products) {
   auto accType = cast<VectorType>(acc.getType());
   switch (mi.family) {
   case MatrixFamily::Mfma:
@@ -1117,7 +1150,9 @@ Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
         amdgpu::MFMAPermBAttr::get(b.getContext(), amdgpu::MFMAPermB::none));
   case MatrixFamily::MmaSync: {
     if (mi.operands == MatrixElement::F32)
-      return emitTf32x3(b, loc, mi, a, bv, acc);
+      return f32Products == F32Products::Tf32
+                 ? emitTf32(b, loc, mi, a, bv, acc)
+                 : emitTf32x3(b, loc, mi, a, bv, acc);
     // bf16 pairs packed into i32 registers, in fragment order.
     auto asI32 = [&](Value v) {
       int64_t n = cast<VectorType>(v.getType()).getNumElements() / 2;

@@ -579,12 +579,20 @@ Value addWorkgroupBuffer(gpu::GPUFuncOp func, Location loc,
 Value viewWorkgroupArena(OpBuilder &b, Location loc, Value arena,
                          int64_t offset, ArrayRef<int64_t> shape, Type elem);
 
+/// How an f32 product runs on an instruction of tf32 operands (NVIDIA's
+/// mma.sync .tf32): `Exact`, three instructions on a hi / lo split (about
+/// fp32's accuracy); `Tf32`, one, the operands rounded to tf32 (10 mantissa
+/// bits, nearest with ties away from zero). Instructions of true f32
+/// operands (AMD's v_mfma_*_f32) ignore it.
+enum class F32Products { Exact, Tf32 };
+
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
 /// amdgpu.mfma on AMD, nvvm.mma.sync (bf16 pairs packed in i32) on NVIDIA.
 Value emitMatrixInstruction(OpBuilder &b, Location loc,
                             const MatrixInstruction &mi, Value a, Value bv,
-                            Value acc);
+                            Value acc,
+                            F32Products f32Products = F32Products::Exact);
 
 /// Element types of a matmul kernel's operands.
 struct MatmulTypes {
@@ -937,6 +945,9 @@ struct KdaChunk {
   double gateLowerBound = 0;
   /// Requests of at most this many tokens are left to kda_decode.
   int64_t decodeMaxTokens = 0;
+  /// The chunk products may round their operands to tf32 (one tf32
+  /// instruction a product where the target's f32 instruction is tf32).
+  bool tf32Products = false;
 };
 
 /// The f32 instruction buildKdaChunkKernel uses on `target` (smallest m);

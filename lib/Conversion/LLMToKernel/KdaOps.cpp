@@ -478,10 +478,14 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     unsigned out =
         call.addResult(rawType, tokenSizes(rawType), KernelRole::Out);
     call.attributes.push_back(longRequestsOnly);
+    // bf16 activations: the chunk products may round to tf32 (their inputs
+    // were bf16; fla's chunk kernels multiply on tf32 too).
+    bool tf32Products = getElementTypeOrSelf(op.getQ().getType()).isBF16();
     call.attributes.push_back(rewriter.getNamedAttr(
-        kKdaChunkAttrName, llm::KdaChunkAttr::get(rewriter.getContext(),
-                                                  op.getGateLowerBoundAttr(),
-                                                  kKdaDecodeMaxTokens)));
+        kKdaChunkAttrName,
+        llm::KdaChunkAttr::get(rewriter.getContext(),
+                               op.getGateLowerBoundAttr(), kKdaDecodeMaxTokens,
+                               tf32Products)));
     auto results = call.emit(rewriter, op, "kda_attention",
                              [&](KernelBuilder &kb, ValueRange a) {
       Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];

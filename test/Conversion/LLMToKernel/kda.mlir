@@ -96,6 +96,35 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
 
 // -----
 
+// Tests that a bf16-activation model's chunk kernel may round its products
+// to tf32 (tf32_products: its inputs were bf16); the f32 one above keeps the
+// default (false, not printed).
+// CHECK-LABEL: func.func @kda_chunked_bf16
+// CHECK: func.func @kda_attention_0
+// CHECK-SAME: llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4, tf32_products = true>
+func.func @kda_chunked_bf16(%q: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,
+               %w: tensor<16x1x4xbf16>, %alog: tensor<2xf32>, %dtb: tensor<16xf32>, %on: tensor<8xbf16>,
+               %s0: !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+               %c0: !llm.conv_state<channels = 48, width = 3, bf16>,
+               %pos: tensor<?xi32>, %starts: tensor<?xi32>, %slots: tensor<?xi32>) -> tensor<?x16xbf16> {
+  %o, %s1, %c1 = llm.kda_attention %q, %q, %q, %q, %b, %q, %w, %w, %w, %alog, %dtb, %on,
+      %s0, %c0, %pos, %starts, %slots, %slots
+      {heads = 2 : i64, head_dim = 8 : i64, conv_kernel = 4 : i64,
+       gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.35355339 : f32,
+       norm_eps = 1.0e-05 : f32, mode = #llm.kda_mode<chunked>, chunk_size = 16 : i64}
+      : (tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x16xbf16>, tensor<?x16xbf16>,
+         tensor<?x2xbf16>, tensor<?x16xbf16>, tensor<16x1x4xbf16>, tensor<16x1x4xbf16>,
+         tensor<16x1x4xbf16>, tensor<2xf32>, tensor<16xf32>, tensor<8xbf16>,
+         !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+         !llm.conv_state<channels = 48, width = 3, bf16>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>)
+      -> (tensor<?x16xbf16>, !llm.kda_state<heads = 2, key_dim = 8, value_dim = 8, f32>,
+          !llm.conv_state<channels = 48, width = 3, bf16>)
+  return %o : tensor<?x16xbf16>
+}
+
+// -----
+
 // Tests that a head of 64 value columns is split into 2 parts of 32 (z of
 // kda_attention's row loop), each part holding its 32 columns of the state
 // ([d_k, 32], the first scratch buffer), of the chunk's D rows and of the

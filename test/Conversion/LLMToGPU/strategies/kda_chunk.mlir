@@ -13,8 +13,10 @@
 // addendAtMostExtent, stepMultiplier, forms...]) and its instruction.
 
 // SM90-LABEL: gpu.func @kda_attention_0(
+// SM90-SAME: nvvm.minctasm = 2 : i32
 // SM90-SAME: strata.matrix_grid = [array<i64: 7, 0, 1, 1, 1, 0, 0, 5, 0, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 4, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+// SM90: arith.andi {{.*}} : i32
 // SM90: nvvm.mma.sync
 // SM90A-LABEL: gpu.func @kda_attention_0(
 // SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
@@ -27,5 +29,30 @@
 // GFX950: amdgpu.mfma
 func.func @kda_attention_0(%a0: memref<?x256xf32>, %a1: memref<?x256xf32>, %a2: memref<?x256xf32>, %a3: memref<?x256xf32>, %a4: memref<?x2xf32>, %a5: memref<?x2x128x128xf32>, %a6: memref<?xi32>, %a7: memref<?xi32>, %a8: memref<?xi32>, %a9: memref<?xi32>, %a10: memref<?x256xf32>)
     attributes {llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>, llm.kernel = #llm.kernel<"kda_attention_0", roles = [x, key, value, decay, beta, recurrent_state, positions, seq_starts, source_slots, dest_slots, out]>, llm.min_request_tokens = 5 : i64} {
+  return
+}
+
+// -----
+
+// A bf16-activation model's kernel (tf32_products): on NVIDIA each product
+// is one tf32 mma.sync of operands rounded to tf32 (cvt.rna), no hi / lo
+// split; AMD's f32 MFMA is unchanged.
+// SM90-LABEL: gpu.func @kda_attention_tf32(
+// SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
+// SM90-NOT: arith.andi {{.*}} -8192
+// SM90: nvvm.convert.float.to.tf32 {{.*}} {rnd = #nvvm.fp_rnd_mode<rna>}
+// SM90: nvvm.mma.sync
+// SM90-NOT: arith.andi {{.*}} -8192
+// SM90: gpu.return
+// SM90A-LABEL: gpu.func @kda_attention_tf32(
+// SM90A: nvvm.convert.float.to.tf32
+// GFX942-LABEL: gpu.func @kda_attention_tf32(
+// GFX942-NOT: nvvm.convert
+// GFX942: amdgpu.mfma
+// GFX950-LABEL: gpu.func @kda_attention_tf32(
+// GFX950-NOT: nvvm.convert
+// GFX950: amdgpu.mfma
+func.func @kda_attention_tf32(%a0: memref<?x256xf32>, %a1: memref<?x256xf32>, %a2: memref<?x256xf32>, %a3: memref<?x256xf32>, %a4: memref<?x2xf32>, %a5: memref<?x2x128x128xf32>, %a6: memref<?xi32>, %a7: memref<?xi32>, %a8: memref<?xi32>, %a9: memref<?xi32>, %a10: memref<?x256xf32>)
+    attributes {llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4, tf32_products = true>, llm.kernel = #llm.kernel<"kda_attention_tf32", roles = [x, key, value, decay, beta, recurrent_state, positions, seq_starts, source_slots, dest_slots, out]>, llm.min_request_tokens = 5 : i64} {
   return
 }
