@@ -250,6 +250,23 @@ KdaDecodeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+KdaPrepareAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                       FloatAttr gateLowerBound, FloatAttr l2Eps,
+                       FloatAttr qScale, int64_t decodeMaxTokens) {
+  for (auto [name, value] : {std::pair{"gate_lower_bound", gateLowerBound},
+                             {"l2_eps", l2Eps},
+                             {"q_scale", qScale}})
+    if (!value || !value.getValue().isFinite())
+      return emitError() << "kda_prepare " << name << " must be finite";
+  if (!(l2Eps.getValueAsDouble() > 0))
+    return emitError() << "kda_prepare l2_eps must be positive";
+  if (decodeMaxTokens < 1)
+    return emitError() << "kda_prepare decode_max_tokens must be >= 1, got "
+                       << decodeMaxTokens;
+  return success();
+}
+
+LogicalResult
 GroupQuantizeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           int64_t block) {
   if (block < 1)
@@ -389,9 +406,9 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   }
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
-          KdaDecodeAttr, GroupQuantizeAttr, MoeSelectAttr, MhcPreAttr,
-          LinearEpilogueAttr, MhcMixAttr, GroupedExpertsAttr, DenseMatmulAttr>(
-          op, attribute))
+          KdaDecodeAttr, KdaPrepareAttr, GroupQuantizeAttr, MoeSelectAttr,
+          MhcPreAttr, LinearEpilogueAttr, MhcMixAttr, GroupedExpertsAttr,
+          DenseMatmulAttr>(op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

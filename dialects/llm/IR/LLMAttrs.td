@@ -143,6 +143,11 @@ def LLM_KernelRoleDecayBias : I32EnumAttrCase<"DecayBias", 44, "decay_bias">;
 def LLM_KernelRoleOutNormWeight : I32EnumAttrCase<"OutNormWeight", 45, "out_norm_weight">;
 def LLM_KernelRoleConvState : I32EnumAttrCase<"ConvState", 46, "conv_state">;
 def LLM_KernelRoleTokenSlots : I32EnumAttrCase<"TokenSlots", 47, "token_slots">;
+def LLM_KernelRolePreparedQuery : I32EnumAttrCase<"PreparedQuery", 48, "prepared_query">;
+def LLM_KernelRolePreparedKey : I32EnumAttrCase<"PreparedKey", 49, "prepared_key">;
+def LLM_KernelRolePreparedValue : I32EnumAttrCase<"PreparedValue", 50, "prepared_value">;
+def LLM_KernelRolePreparedDecay : I32EnumAttrCase<"PreparedDecay", 51, "prepared_decay">;
+def LLM_KernelRolePreparedBeta : I32EnumAttrCase<"PreparedBeta", 52, "prepared_beta">;
 
 def LLM_KernelRole : I32EnumAttr<"KernelRole",
     "what a kernel function's argument holds",
@@ -193,7 +198,12 @@ def LLM_KernelRole : I32EnumAttr<"KernelRole",
      LLM_KernelRoleDecayBias,
      LLM_KernelRoleOutNormWeight,
      LLM_KernelRoleConvState,
-     LLM_KernelRoleTokenSlots]> {
+     LLM_KernelRoleTokenSlots,
+     LLM_KernelRolePreparedQuery,
+     LLM_KernelRolePreparedKey,
+     LLM_KernelRolePreparedValue,
+     LLM_KernelRolePreparedDecay,
+     LLM_KernelRolePreparedBeta]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -271,6 +281,11 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `out_norm_weight`: the weight of KDA's gated output norm.
     * `conv_state`: KDA's conv state slots (in place).
     * `token_slots`: each token's state slot (MTP verification).
+    * `prepared_query`, `prepared_key`, `prepared_value`: KDA's q, k and v
+      after the conv, SiLU and (q, k) L2 norms, f32 (`kda_prepare`'s
+      results).
+    * `prepared_decay`: KDA's per-channel log decays, f32.
+    * `prepared_beta`: KDA's per-head write strengths after the sigmoid, f32.
 
     ```mlir
     func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,
@@ -417,6 +432,29 @@ def LLM_KdaDecodeAttr : LLM_Attr<"KdaDecode", "kda_decode"> {
                         "::mlir::FloatAttr":$l2_eps,
                         "::mlir::FloatAttr":$q_scale,
                         "::mlir::FloatAttr":$norm_eps,
+                        "int64_t":$decode_max_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KdaPrepareAttr : LLM_Attr<"KdaPrepare", "kda_prepare"> {
+  let summary = "the parameters of a kda_prepare kernel function";
+  let description = [{
+    On KdaOps.cpp's `kda_prepare` kernel functions (as `llm.kda_prepare`):
+    the op's gate bound, L2-norm epsilon and query scale, and the largest
+    request the decode form takes instead (`decode_max_tokens`: kda_prepare
+    works on the longer ones), what the `kda_prepare` GPU strategy needs to
+    rebuild the kernel. The verifier requires finite values, a positive
+    epsilon and `decode_max_tokens >= 1`.
+
+    ```mlir
+    #llm.kda_prepare<gate_lower_bound = -5.000000e+00 : f32, l2_eps = 1.0e-06 : f32,
+                     q_scale = 0.0883883461 : f32, decode_max_tokens = 4>
+    ```
+  }];
+  let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
+                        "::mlir::FloatAttr":$l2_eps,
+                        "::mlir::FloatAttr":$q_scale,
                         "int64_t":$decode_max_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -662,6 +700,7 @@ def LLM_GpuStrategyMhcPre : I32EnumAttrCase<"MhcPre", 11, "mhc_pre">;
 def LLM_GpuStrategyEmptyTwin : I32EnumAttrCase<"EmptyTwin", 12, "empty_twin">;
 def LLM_GpuStrategyKdaDecode : I32EnumAttrCase<"KdaDecode", 13, "kda_decode">;
 def LLM_GpuStrategyGroupQuantize : I32EnumAttrCase<"GroupQuantize", 14, "group_quantize">;
+def LLM_GpuStrategyKdaPrepare : I32EnumAttrCase<"KdaPrepare", 15, "kda_prepare">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -679,7 +718,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyMhcPre,
      LLM_GpuStrategyEmptyTwin,
      LLM_GpuStrategyKdaDecode,
-     LLM_GpuStrategyGroupQuantize]> {
+     LLM_GpuStrategyGroupQuantize,
+     LLM_GpuStrategyKdaPrepare]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -702,6 +742,7 @@ def LLM_GpuStrategyAttr : EnumAttr<LLM_Dialect, LLM_GpuStrategy, "gpu_strategy">
     * `moe_select`: the router's top-k as races over a block's threads.
     * `kda_chunk`: chunked KDA with the chunk products on the matrix units.
     * `kda_decode`: KDA's recurrent form, a state column per thread held in registers.
+    * `kda_prepare`: KDA's key side (conv, norms, decays) of the chunk path, a subgroup per (token, head).
     * `group_quantize`: fp8 activations per row and group, a subgroup per group.
     * `kpool_scores`: the indexer's pool scores on the matrix units.
     * `kpool_select`: the indexer's top-k as a radix select.

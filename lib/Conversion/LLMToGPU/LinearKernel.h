@@ -198,6 +198,18 @@ buildMhcMixKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                           func::FuncOp kernel, const TargetInfo &target,
                           std::string &why);
 
+/// True when `kernel` carries kKdaPrepareAttrName.
+bool isKdaPrepareKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKdaPrepareKernel for
+/// a kda_prepare kernel function, the same arguments in the same order.
+/// Fails with `why` (and builds nothing) for another signature or a shape
+/// checkKdaPrepare refuses.
+FailureOr<MatmulKernelFunction>
+buildKdaPrepareKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                              func::FuncOp kernel, const TargetInfo &target,
+                              std::string &why);
+
 /// True when `kernel` carries kGroupQuantizeAttrName.
 bool isGroupQuantizeKernelFunction(func::FuncOp kernel);
 

@@ -1078,6 +1078,97 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   return result;
 }
 
+bool mlir::strata::isKdaPrepareKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKdaPrepareAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<llm::KdaPrepareAttr>(kKdaPrepareAttrName);
+  auto contract = rolesInBuilderOrder(kernel, kKdaPrepareRoles, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  if (!info || type.getNumInputs() != std::size(kKdaPrepareRoles) ||
+      type.getNumResults() != 0) {
+    why = "not a kda_prepare kernel function";
+    return failure();
+  }
+  // q, k, v, f [T, P], b [T, H], the conv weights [P, 1, K], the conv state
+  // [slots, K - 1, 3 P] (bf16 or f32), A_log [H] and dt_bias [P] f32, the
+  // index vectors i32, the prepared rows [T, P] and betas [T, H] f32.
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  auto floatOf = [&](unsigned i, int64_t rank) {
+    MemRefType m = identityMemRefInput(type, i);
+    return m && m.getRank() == rank &&
+           (m.getElementType().isBF16() || m.getElementType().isF32());
+  };
+  bool types = isMemRefInput(type, 8, 1, f32) && isMemRefInput(type, 9, 1, f32);
+  for (unsigned i : {0u, 1u, 2u, 3u, 4u})
+    types = types && floatOf(i, 2);
+  for (unsigned i : {5u, 6u, 7u})
+    types = types && floatOf(i, 3);
+  types = types && floatOf(10, 3);
+  for (unsigned i : {11u, 12u, 13u})
+    types = types && isMemRefInput(type, i, 1, i32);
+  for (unsigned i : {14u, 15u, 16u, 17u, 18u})
+    types = types && isMemRefInput(type, i, 2, f32);
+  if (!types) {
+    why = "unexpected kda_prepare kernel signature";
+    return failure();
+  }
+  MemRefType q = identityMemRefInput(type, 0);
+  MemRefType beta = identityMemRefInput(type, 4);
+  MemRefType weights = identityMemRefInput(type, 5);
+  MemRefType aLog = identityMemRefInput(type, 8);
+  MemRefType conv = identityMemRefInput(type, 10);
+  KdaPrepare shape;
+  shape.heads = aLog.getDimSize(0);
+  int64_t p = q.getDimSize(1);
+  shape.headDim = shape.heads > 0 ? p / shape.heads : 0;
+  shape.convTaps = weights.getDimSize(2);
+  shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
+  shape.l2Eps = info.getL2Eps().getValueAsDouble();
+  shape.qScale = info.getQScale().getValueAsDouble();
+  shape.decodeMaxTokens = info.getDecodeMaxTokens();
+  // Static widths: P channels of q, k, v, f, dt_bias, the weights and the
+  // prepared rows, H betas, 3 P conv columns of K - 1 rows.
+  bool widths =
+      !ShapedType::isDynamic(p) && shape.heads > 0 &&
+      p == shape.heads * shape.headDim && beta.getDimSize(1) == shape.heads &&
+      !ShapedType::isDynamic(shape.convTaps) &&
+      conv.getDimSize(1) == shape.convTaps - 1 && conv.getDimSize(2) == 3 * p &&
+      identityMemRefInput(type, 9).getDimSize(0) == p &&
+      identityMemRefInput(type, 18).getDimSize(1) == shape.heads;
+  for (unsigned i : {1u, 2u, 3u, 14u, 15u, 16u, 17u})
+    widths = widths && identityMemRefInput(type, i).getDimSize(1) == p;
+  for (unsigned i : {5u, 6u, 7u})
+    widths = widths && identityMemRefInput(type, i).getDimSize(0) == p &&
+             identityMemRefInput(type, i).getDimSize(2) == shape.convTaps;
+  if (!widths) {
+    why = "unexpected kda_prepare kernel signature";
+    return failure();
+  }
+  if (failed(checkKdaPrepare(target, shape, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKdaPrepareKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape,
+      target.getSubgroupSize());
+  // (tokens, head groups); steps of at most decodeMaxTokens tokens are
+  // kda_decode's: one block (the floor on the tokens).
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
+  result.grid[0].floor = shape.decodeMaxTokens + 1;
+  result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
+  result.grid[1].blocks =
+      (shape.heads + kKdaPrepareHeadsPerBlock - 1) / kKdaPrepareHeadsPerBlock;
+  return result;
+}
+
 bool mlir::strata::isGroupQuantizeKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kGroupQuantizeAttrName);
 }
@@ -1509,6 +1600,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaDecode:
     return buildKdaDecodeKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::KdaPrepare:
+    return buildKdaPrepareKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::GroupQuantize:
     return buildGroupQuantizeKernelFunction(builder, module, kernel, target,
                                             why);

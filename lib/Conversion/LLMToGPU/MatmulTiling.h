@@ -972,6 +972,34 @@ buildKdaChunkKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
                     const MatrixInstruction &mi, int64_t subgroupSize,
                     int64_t workgroupMemoryBytes);
 
+/// The shape of a kda_prepare kernel function (KdaOps.cpp): `heads` heads
+/// of `headDim` channels, a depthwise conv of `convTaps` taps, the op's
+/// gate bound, L2 epsilon and query scale, and the largest request left to
+/// kda_decode.
+struct KdaPrepare {
+  int64_t heads = 0, headDim = 0, convTaps = 0, decodeMaxTokens = 0;
+  double gateLowerBound = 0, l2Eps = 0, qScale = 0;
+};
+
+/// Subgroups of a buildKdaPrepareKernel block, each one (token, head).
+inline constexpr int64_t kKdaPrepareHeadsPerBlock = 4;
+
+/// Fails with `why` where buildKdaPrepareKernel cannot take `shape` on
+/// `target`: a head that is not 1, 2, 4 or 8 channels per lane.
+LogicalResult checkKdaPrepare(const TargetInfo &target, const KdaPrepare &shape,
+                              std::string &why);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a kda_prepare
+/// kernel function (roles kKdaPrepareRoles): a subgroup per (token, head),
+/// grid (tokens, ceil(heads / kKdaPrepareHeadsPerBlock), 1)
+/// (KdaPrepareKernel.cpp).
+gpu::GPUFuncOp buildKdaPrepareKernel(OpBuilder &builder, Location loc,
+                                     gpu::GPUModuleOp module, StringRef name,
+                                     TypeRange argTypes,
+                                     ArrayRef<llm::KernelRole> roles,
+                                     const KdaPrepare &shape,
+                                     int64_t subgroupSize);
+
 /// The shape of a group quantisation kernel function (FfnOps.cpp's
 /// moe_quantize_x / moe_quantize_act): rows of `width` values in `groups`
 /// groups of `block`, x of rank 2 ([T, width]: inner 0) or 3 ([T, inner,

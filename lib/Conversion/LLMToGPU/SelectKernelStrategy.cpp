@@ -51,6 +51,8 @@ mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return GpuStrategy::KdaChunk;
   if (isKdaDecodeKernelFunction(kernel))
     return GpuStrategy::KdaDecode;
+  if (isKdaPrepareKernelFunction(kernel))
+    return GpuStrategy::KdaPrepare;
   if (isGroupQuantizeKernelFunction(kernel))
     return GpuStrategy::GroupQuantize;
   if (isKpoolScoresKernelFunction(kernel))

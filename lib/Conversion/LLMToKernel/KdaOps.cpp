@@ -404,16 +404,26 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     // kda_prepare, one row per (token, head) of the long requests: the key
     // side of every token (conv + SiLU, L2 norms, log-decay g and write
     // strength beta), which the attention kernel's blocks of a head share.
+    // Its contract and #llm.kda_prepare let a GPU target rebuild it with a
+    // subgroup per (token, head) (LLMToGPU buildKdaPrepareKernelFunction).
     KernelCall prepare;
-    for (unsigned i : {0u, 1u, 2u, 3u, 4u, 6u, 7u, 8u, 9u, 10u, 13u, 14u, 15u,
-                       16u})
-      prepare.addInput(operands[i]);
-    unsigned qOut = prepare.addResult(rawType, tokenSizes(rawType));
-    prepare.addResult(rawType, tokenSizes(rawType));
-    prepare.addResult(rawType, tokenSizes(rawType));
-    prepare.addResult(rawType, tokenSizes(rawType));
-    prepare.addResult(betaType, tokenSizes(betaType));
+    const unsigned prepareOperands[] = {0u, 1u, 2u,  3u,  4u,  6u,  7u,
+                                        8u, 9u, 10u, 13u, 14u, 15u, 16u};
+    for (auto [i, role] : llvm::zip_first(prepareOperands, kKdaPrepareRoles))
+      prepare.addInput(operands[i], role);
+    ArrayRef<KernelRole> resultRoles =
+        ArrayRef(kKdaPrepareRoles).drop_front(std::size(prepareOperands));
+    unsigned qOut =
+        prepare.addResult(rawType, tokenSizes(rawType), resultRoles[0]);
+    for (KernelRole role : resultRoles.slice(1, 3))
+      prepare.addResult(rawType, tokenSizes(rawType), role);
+    prepare.addResult(betaType, tokenSizes(betaType), resultRoles[4]);
     prepare.attributes.push_back(longRequestsOnly);
+    prepare.attributes.push_back(rewriter.getNamedAttr(
+        kKdaPrepareAttrName,
+        llm::KdaPrepareAttr::get(rewriter.getContext(),
+                                 op.getGateLowerBoundAttr(), op.getL2EpsAttr(),
+                                 op.getQScaleAttr(), kKdaDecodeMaxTokens)));
     auto prepared = prepare.emit(rewriter, op, "kda_prepare",
                                  [&](KernelBuilder &kb, ValueRange a) {
       Value q = a[0], k = a[1], v = a[2], f = a[3], b = a[4];

@@ -91,6 +91,10 @@ inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
 /// with a state column per thread held in registers across the request's
 /// tokens (LLMToGPU buildKdaDecodeKernelFunction).
 inline constexpr llvm::StringLiteral kKdaDecodeAttrName = "llm.kda_decode";
+/// On kda_prepare (KdaOps.cpp): a #llm.kda_prepare; a GPU target rebuilds it
+/// with a subgroup per (token, head) (LLMToGPU
+/// buildKdaPrepareKernelFunction).
+inline constexpr llvm::StringLiteral kKdaPrepareAttrName = "llm.kda_prepare";
 /// On moe_quantize_x / moe_quantize_act (FfnOps.cpp): a #llm.group_quantize;
 /// a GPU target rebuilds it with a subgroup per group (LLMToGPU
 /// buildGroupQuantizeKernelFunction).
@@ -397,6 +401,32 @@ inline constexpr llm::KernelRole kKdaDecodeInputRoles[] = {
     llm::KernelRole::SourceSlots,
     llm::KernelRole::DestSlots,
     llm::KernelRole::TokenSlots};
+
+/// The roles of kda_prepare's arguments in order (KdaOps.cpp names them,
+/// LLMToGPU's kda_prepare strategy reads them): q, k, v, the decay
+/// projection and beta before the conv and gates, the three conv weights,
+/// A_log, dt_bias, the conv state, positions, sequence starts and source
+/// slots; then its results, the prepared q, k, v, log decays and betas.
+inline constexpr llm::KernelRole kKdaPrepareRoles[] = {
+    llm::KernelRole::X,
+    llm::KernelRole::Key,
+    llm::KernelRole::Value,
+    llm::KernelRole::Decay,
+    llm::KernelRole::Beta,
+    llm::KernelRole::QueryConv,
+    llm::KernelRole::KeyConv,
+    llm::KernelRole::ValueConv,
+    llm::KernelRole::DecayRate,
+    llm::KernelRole::DecayBias,
+    llm::KernelRole::ConvState,
+    llm::KernelRole::Positions,
+    llm::KernelRole::SeqStarts,
+    llm::KernelRole::SourceSlots,
+    llm::KernelRole::PreparedQuery,
+    llm::KernelRole::PreparedKey,
+    llm::KernelRole::PreparedValue,
+    llm::KernelRole::PreparedDecay,
+    llm::KernelRole::PreparedBeta};
 
 /// The call-site view of one kernel: argument types, call operands and the
 /// results to allocate, collected operand by operand. Each add* returns the

@@ -1964,6 +1964,31 @@ func.func @kda_decode_negative_bound(%x: memref<?x8xf32>) attributes {llm.kernel
 
 // -----
 
+// Tests that kda_prepare's constants are finite.
+// expected-error@+1 {{kda_prepare gate_lower_bound must be finite}}
+func.func @kda_prepare_inf_bound(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_prepare = #llm.kda_prepare<gate_lower_bound = 0xFF800000 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.125 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that kda_prepare's L2 epsilon is positive.
+// expected-error@+1 {{kda_prepare l2_eps must be positive}}
+func.func @kda_prepare_zero_eps(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_prepare = #llm.kda_prepare<gate_lower_bound = -5.0 : f32, l2_eps = 0.0 : f32, q_scale = 0.125 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that kda_prepare leaves some requests to kda_decode (its chunk path
+// takes the longer ones).
+// expected-error@+1 {{kda_prepare decode_max_tokens must be >= 1, got 0}}
+func.func @kda_prepare_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_prepare = #llm.kda_prepare<gate_lower_bound = -5.0 : f32, l2_eps = 1.0e-06 : f32, q_scale = 0.125 : f32, decode_max_tokens = 0>} {
+  return
+}
+
+// -----
+
 // Tests that a quantisation group has at least one value.
 // expected-error@+1 {{group_quantize block must be >= 1, got 0}}
 func.func @group_quantize_empty(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.group_quantize = #llm.group_quantize<block = 0>} {
