@@ -267,6 +267,18 @@ KdaPrepareAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 }
 
 LogicalResult
+KdaOutputAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                      FloatAttr normEps, int64_t decodeMaxTokens) {
+  if (!normEps || !normEps.getValue().isFinite() ||
+      !(normEps.getValueAsDouble() > 0))
+    return emitError() << "kda_output norm_eps must be finite and positive";
+  if (decodeMaxTokens < 1)
+    return emitError() << "kda_output decode_max_tokens must be >= 1, got "
+                       << decodeMaxTokens;
+  return success();
+}
+
+LogicalResult
 GroupQuantizeAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                           int64_t block) {
   if (block < 1)
@@ -406,9 +418,9 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   }
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
-          KdaDecodeAttr, KdaPrepareAttr, GroupQuantizeAttr, MoeSelectAttr,
-          MhcPreAttr, LinearEpilogueAttr, MhcMixAttr, GroupedExpertsAttr,
-          DenseMatmulAttr>(op, attribute))
+          KdaDecodeAttr, KdaPrepareAttr, KdaOutputAttr, GroupQuantizeAttr,
+          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr,
+          GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

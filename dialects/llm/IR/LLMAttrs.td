@@ -148,6 +148,7 @@ def LLM_KernelRolePreparedKey : I32EnumAttrCase<"PreparedKey", 49, "prepared_key
 def LLM_KernelRolePreparedValue : I32EnumAttrCase<"PreparedValue", 50, "prepared_value">;
 def LLM_KernelRolePreparedDecay : I32EnumAttrCase<"PreparedDecay", 51, "prepared_decay">;
 def LLM_KernelRolePreparedBeta : I32EnumAttrCase<"PreparedBeta", 52, "prepared_beta">;
+def LLM_KernelRoleReadOut : I32EnumAttrCase<"ReadOut", 53, "read_out">;
 
 def LLM_KernelRole : I32EnumAttr<"KernelRole",
     "what a kernel function's argument holds",
@@ -203,7 +204,8 @@ def LLM_KernelRole : I32EnumAttr<"KernelRole",
      LLM_KernelRolePreparedKey,
      LLM_KernelRolePreparedValue,
      LLM_KernelRolePreparedDecay,
-     LLM_KernelRolePreparedBeta]> {
+     LLM_KernelRolePreparedBeta,
+     LLM_KernelRoleReadOut]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -286,6 +288,8 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
       results).
     * `prepared_decay`: KDA's per-channel log decays, f32.
     * `prepared_beta`: KDA's per-head write strengths after the sigmoid, f32.
+    * `read_out`: KDA's read-out before the gated output norm, f32
+      (`kda_attention`'s result).
 
     ```mlir
     func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,
@@ -455,6 +459,25 @@ def LLM_KdaPrepareAttr : LLM_Attr<"KdaPrepare", "kda_prepare"> {
   let parameters = (ins "::mlir::FloatAttr":$gate_lower_bound,
                         "::mlir::FloatAttr":$l2_eps,
                         "::mlir::FloatAttr":$q_scale,
+                        "int64_t":$decode_max_tokens);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def LLM_KdaOutputAttr : LLM_Attr<"KdaOutput", "kda_output"> {
+  let summary = "the parameters of a kda_output kernel function";
+  let description = [{
+    On KdaOps.cpp's `kda_output` kernel functions (as `llm.kda_output`): the
+    op's output-norm epsilon and the largest request the decode form takes
+    instead (`decode_max_tokens`: kda_output works on the longer ones), what
+    the `kda_output` GPU strategy needs to rebuild the kernel. The verifier
+    requires a finite positive epsilon and `decode_max_tokens >= 1`.
+
+    ```mlir
+    #llm.kda_output<norm_eps = 1.0e-05 : f32, decode_max_tokens = 4>
+    ```
+  }];
+  let parameters = (ins "::mlir::FloatAttr":$norm_eps,
                         "int64_t":$decode_max_tokens);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
@@ -701,6 +724,7 @@ def LLM_GpuStrategyEmptyTwin : I32EnumAttrCase<"EmptyTwin", 12, "empty_twin">;
 def LLM_GpuStrategyKdaDecode : I32EnumAttrCase<"KdaDecode", 13, "kda_decode">;
 def LLM_GpuStrategyGroupQuantize : I32EnumAttrCase<"GroupQuantize", 14, "group_quantize">;
 def LLM_GpuStrategyKdaPrepare : I32EnumAttrCase<"KdaPrepare", 15, "kda_prepare">;
+def LLM_GpuStrategyKdaOutput : I32EnumAttrCase<"KdaOutput", 16, "kda_output">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -719,7 +743,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyEmptyTwin,
      LLM_GpuStrategyKdaDecode,
      LLM_GpuStrategyGroupQuantize,
-     LLM_GpuStrategyKdaPrepare]> {
+     LLM_GpuStrategyKdaPrepare,
+     LLM_GpuStrategyKdaOutput]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -743,6 +768,7 @@ def LLM_GpuStrategyAttr : EnumAttr<LLM_Dialect, LLM_GpuStrategy, "gpu_strategy">
     * `kda_chunk`: chunked KDA with the chunk products on the matrix units.
     * `kda_decode`: KDA's recurrent form, a state column per thread held in registers.
     * `kda_prepare`: KDA's key side (conv, norms, decays) of the chunk path, a subgroup per (token, head).
+    * `kda_output`: KDA's gated output norm and conv state of the chunk path, a subgroup per (token, head).
     * `group_quantize`: fp8 activations per row and group, a subgroup per group.
     * `kpool_scores`: the indexer's pool scores on the matrix units.
     * `kpool_select`: the indexer's top-k as a radix select.

@@ -204,11 +204,23 @@ bool isKdaPrepareKernelFunction(func::FuncOp kernel);
 /// Builds `gpu.func @<kernel's name>` in `module`, buildKdaPrepareKernel for
 /// a kda_prepare kernel function, the same arguments in the same order.
 /// Fails with `why` (and builds nothing) for another signature or a shape
-/// checkKdaPrepare refuses.
+/// checkKdaTokenRows refuses.
 FailureOr<MatmulKernelFunction>
 buildKdaPrepareKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                               func::FuncOp kernel, const TargetInfo &target,
                               std::string &why);
+
+/// True when `kernel` carries kKdaOutputAttrName.
+bool isKdaOutputKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildKdaOutputKernel for
+/// a kda_output kernel function, the same arguments in the same order.
+/// Fails with `why` (and builds nothing) for another signature or a shape
+/// checkKdaTokenRows refuses.
+FailureOr<MatmulKernelFunction>
+buildKdaOutputKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                             func::FuncOp kernel, const TargetInfo &target,
+                             std::string &why);
 
 /// True when `kernel` carries kGroupQuantizeAttrName.
 bool isGroupQuantizeKernelFunction(func::FuncOp kernel);

@@ -1151,7 +1151,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
     why = "unexpected kda_prepare kernel signature";
     return failure();
   }
-  if (failed(checkKdaPrepare(target, shape, why)) ||
+  if (failed(checkKdaTokenRows(target, shape.heads, shape.headDim,
+                               shape.convTaps, why)) ||
       failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;
@@ -1165,7 +1166,80 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
   result.grid[0].floor = shape.decodeMaxTokens + 1;
   result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
   result.grid[1].blocks =
-      (shape.heads + kKdaPrepareHeadsPerBlock - 1) / kKdaPrepareHeadsPerBlock;
+      (shape.heads + kKdaTokenHeadsPerBlock - 1) / kKdaTokenHeadsPerBlock;
+  return result;
+}
+
+bool mlir::strata::isKdaOutputKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKdaOutputAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildKdaOutputKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<llm::KdaOutputAttr>(kKdaOutputAttrName);
+  auto contract = rolesInBuilderOrder(kernel, kKdaOutputRoles, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  if (!info || type.getNumInputs() != std::size(kKdaOutputRoles) ||
+      type.getNumResults() != 0) {
+    why = "not a kda_output kernel function";
+    return failure();
+  }
+  // The read-out [T, P] f32, gate, q, k, v and o [T, P], the norm weight
+  // [d], the conv state [slots, K - 1, 3 P] (bf16 or f32), the index
+  // vectors i32.
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  auto floatOf = [&](unsigned i, int64_t rank) {
+    MemRefType m = identityMemRefInput(type, i);
+    return m && m.getRank() == rank &&
+           (m.getElementType().isBF16() || m.getElementType().isF32());
+  };
+  bool types = isMemRefInput(type, 0, 2, f32) && floatOf(2, 1) && floatOf(6, 3);
+  for (unsigned i : {1u, 3u, 4u, 5u, 11u})
+    types = types && floatOf(i, 2);
+  for (unsigned i : {7u, 8u, 9u, 10u})
+    types = types && isMemRefInput(type, i, 1, i32);
+  if (!types) {
+    why = "unexpected kda_output kernel signature";
+    return failure();
+  }
+  MemRefType conv = identityMemRefInput(type, 6);
+  KdaOutput shape;
+  int64_t p = identityMemRefInput(type, 0).getDimSize(1);
+  shape.headDim = identityMemRefInput(type, 2).getDimSize(0);
+  shape.heads = shape.headDim > 0 ? p / shape.headDim : 0;
+  shape.convTaps = conv.getDimSize(1) + 1;
+  shape.normEps = info.getNormEps().getValueAsDouble();
+  shape.decodeMaxTokens = info.getDecodeMaxTokens();
+  bool widths = !ShapedType::isDynamic(p) &&
+                !ShapedType::isDynamic(shape.headDim) && shape.heads > 0 &&
+                p == shape.heads * shape.headDim && !conv.isDynamicDim(1) &&
+                conv.getDimSize(2) == 3 * p;
+  for (unsigned i : {1u, 3u, 4u, 5u, 11u})
+    widths = widths && identityMemRefInput(type, i).getDimSize(1) == p;
+  if (!widths) {
+    why = "unexpected kda_output kernel signature";
+    return failure();
+  }
+  if (failed(checkKdaTokenRows(target, shape.heads, shape.headDim,
+                               shape.convTaps, why)) ||
+      failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKdaOutputKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape,
+      target.getSubgroupSize());
+  // (tokens, head groups); one block in steps of at most decodeMaxTokens
+  // tokens (the floor on the read-out's rows).
+  result.grid[0] = {gridArgument(roles, KernelRole::ReadOut), 0, 1};
+  result.grid[0].floor = shape.decodeMaxTokens + 1;
+  result.grid[0].floorArgument = gridArgument(roles, KernelRole::ReadOut);
+  result.grid[1].blocks =
+      (shape.heads + kKdaTokenHeadsPerBlock - 1) / kKdaTokenHeadsPerBlock;
   return result;
 }
 
@@ -1602,6 +1676,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
     return buildKdaDecodeKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaPrepare:
     return buildKdaPrepareKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::KdaOutput:
+    return buildKdaOutputKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::GroupQuantize:
     return buildGroupQuantizeKernelFunction(builder, module, kernel, target,
                                             why);

@@ -981,24 +981,47 @@ struct KdaPrepare {
   double gateLowerBound = 0, l2Eps = 0, qScale = 0;
 };
 
-/// Subgroups of a buildKdaPrepareKernel block, each one (token, head).
-inline constexpr int64_t kKdaPrepareHeadsPerBlock = 4;
+/// The shape of a kda_output kernel function (KdaOps.cpp): `heads` heads
+/// of `headDim` channels, a depthwise conv of `convTaps` taps, the op's
+/// output-norm epsilon and the largest request left to kda_decode.
+struct KdaOutput {
+  int64_t heads = 0, headDim = 0, convTaps = 0, decodeMaxTokens = 0;
+  double normEps = 0;
+};
 
-/// Fails with `why` where buildKdaPrepareKernel cannot take `shape` on
-/// `target`: a head that is not 1, 2, 4 or 8 channels per lane.
-LogicalResult checkKdaPrepare(const TargetInfo &target, const KdaPrepare &shape,
-                              std::string &why);
+/// Subgroups of a buildKdaPrepareKernel / buildKdaOutputKernel block, each
+/// one (token, head).
+inline constexpr int64_t kKdaTokenHeadsPerBlock = 4;
+
+/// Fails with `why` where buildKdaPrepareKernel / buildKdaOutputKernel
+/// cannot take a model of `heads` heads of `headDim` channels and a
+/// `convTaps`-tap conv on `target`: a head that is not 1, 2, 4 or 8
+/// channels per lane.
+LogicalResult checkKdaTokenRows(const TargetInfo &target, int64_t heads,
+                                int64_t headDim, int64_t convTaps,
+                                std::string &why);
 
 /// Builds `gpu.func @name` with the arguments `argTypes` of a kda_prepare
 /// kernel function (roles kKdaPrepareRoles): a subgroup per (token, head),
-/// grid (tokens, ceil(heads / kKdaPrepareHeadsPerBlock), 1)
-/// (KdaPrepareKernel.cpp).
+/// grid (tokens, ceil(heads / kKdaTokenHeadsPerBlock), 1)
+/// (KdaTokenKernels.cpp).
 gpu::GPUFuncOp buildKdaPrepareKernel(OpBuilder &builder, Location loc,
                                      gpu::GPUModuleOp module, StringRef name,
                                      TypeRange argTypes,
                                      ArrayRef<llm::KernelRole> roles,
                                      const KdaPrepare &shape,
                                      int64_t subgroupSize);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a kda_output
+/// kernel function (roles kKdaOutputRoles): a subgroup per (token, head),
+/// grid (tokens, ceil(heads / kKdaTokenHeadsPerBlock), 1)
+/// (KdaTokenKernels.cpp).
+gpu::GPUFuncOp buildKdaOutputKernel(OpBuilder &builder, Location loc,
+                                    gpu::GPUModuleOp module, StringRef name,
+                                    TypeRange argTypes,
+                                    ArrayRef<llm::KernelRole> roles,
+                                    const KdaOutput &shape,
+                                    int64_t subgroupSize);
 
 /// The shape of a group quantisation kernel function (FfnOps.cpp's
 /// moe_quantize_x / moe_quantize_act): rows of `width` values in `groups`

@@ -53,6 +53,8 @@ mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return GpuStrategy::KdaDecode;
   if (isKdaPrepareKernelFunction(kernel))
     return GpuStrategy::KdaPrepare;
+  if (isKdaOutputKernelFunction(kernel))
+    return GpuStrategy::KdaOutput;
   if (isGroupQuantizeKernelFunction(kernel))
     return GpuStrategy::GroupQuantize;
   if (isKpoolScoresKernelFunction(kernel))

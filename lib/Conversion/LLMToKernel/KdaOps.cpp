@@ -706,12 +706,20 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
 
     // kda_output, one row per (token, head) of the long requests: the gated
     // norm, then the conv state; into kda_decode's o.
+    // Its contract and #llm.kda_output let a GPU target rebuild it with a
+    // subgroup per (token, head) (LLMToGPU buildKdaOutputKernelFunction).
     KernelCall output;
-    for (Value v : {results[0], operands[5], operands[11], operands[0],
-                    operands[1], operands[2], operands[13], operands[14],
-                    operands[15], operands[16], operands[17], result})
-      output.addInput(v);
+    Value outputInputs[] = {results[0],   operands[5],  operands[11],
+                            operands[0],  operands[1],  operands[2],
+                            operands[13], operands[14], operands[15],
+                            operands[16], operands[17], result};
+    for (auto [v, role] : llvm::zip_equal(outputInputs, kKdaOutputRoles))
+      output.addInput(v, role);
     output.attributes.push_back(longRequestsOnly);
+    output.attributes.push_back(rewriter.getNamedAttr(
+        kKdaOutputAttrName,
+        llm::KdaOutputAttr::get(rewriter.getContext(), op.getNormEpsAttr(),
+                                kKdaDecodeMaxTokens)));
     output.emit(
         rewriter, op, "kda_output", [&](KernelBuilder &kb, ValueRange a) {
           Value raw = a[0], gate = a[1], oNorm = a[2], q = a[3], k = a[4];

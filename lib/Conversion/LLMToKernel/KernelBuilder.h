@@ -95,6 +95,10 @@ inline constexpr llvm::StringLiteral kKdaDecodeAttrName = "llm.kda_decode";
 /// with a subgroup per (token, head) (LLMToGPU
 /// buildKdaPrepareKernelFunction).
 inline constexpr llvm::StringLiteral kKdaPrepareAttrName = "llm.kda_prepare";
+/// On kda_output (KdaOps.cpp): a #llm.kda_output; a GPU target rebuilds it
+/// with a subgroup per (token, head) (LLMToGPU
+/// buildKdaOutputKernelFunction).
+inline constexpr llvm::StringLiteral kKdaOutputAttrName = "llm.kda_output";
 /// On moe_quantize_x / moe_quantize_act (FfnOps.cpp): a #llm.group_quantize;
 /// a GPU target rebuilds it with a subgroup per group (LLMToGPU
 /// buildGroupQuantizeKernelFunction).
@@ -427,6 +431,19 @@ inline constexpr llm::KernelRole kKdaPrepareRoles[] = {
     llm::KernelRole::PreparedValue,
     llm::KernelRole::PreparedDecay,
     llm::KernelRole::PreparedBeta};
+
+/// The roles of kda_output's arguments in order (KdaOps.cpp names them,
+/// LLMToGPU's kda_output strategy reads them): kda_attention's read-out, the
+/// output gate and norm weight, q, k and v before the conv, the conv state,
+/// positions, sequence starts, source and destination slots, and o (written
+/// in place: kda_decode allocated it).
+inline constexpr llm::KernelRole kKdaOutputRoles[] = {
+    llm::KernelRole::ReadOut,       llm::KernelRole::OutputGate,
+    llm::KernelRole::OutNormWeight, llm::KernelRole::X,
+    llm::KernelRole::Key,           llm::KernelRole::Value,
+    llm::KernelRole::ConvState,     llm::KernelRole::Positions,
+    llm::KernelRole::SeqStarts,     llm::KernelRole::SourceSlots,
+    llm::KernelRole::DestSlots,     llm::KernelRole::Out};
 
 /// The call-site view of one kernel: argument types, call operands and the
 /// results to allocate, collected operand by operand. Each add* returns the

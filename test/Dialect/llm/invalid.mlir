@@ -1989,6 +1989,22 @@ func.func @kda_prepare_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #
 
 // -----
 
+// Tests that kda_output's norm epsilon is positive.
+// expected-error@+1 {{kda_output norm_eps must be finite and positive}}
+func.func @kda_output_zero_eps(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_output = #llm.kda_output<norm_eps = 0.0 : f32, decode_max_tokens = 4>} {
+  return
+}
+
+// -----
+
+// Tests that kda_output leaves some requests to kda_decode.
+// expected-error@+1 {{kda_output decode_max_tokens must be >= 1, got 0}}
+func.func @kda_output_no_decode(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.kda_output = #llm.kda_output<norm_eps = 1.0e-05 : f32, decode_max_tokens = 0>} {
+  return
+}
+
+// -----
+
 // Tests that a quantisation group has at least one value.
 // expected-error@+1 {{group_quantize block must be >= 1, got 0}}
 func.func @group_quantize_empty(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.group_quantize = #llm.group_quantize<block = 0>} {
