@@ -95,6 +95,9 @@ protected:
   Value loadIndex(Value m, Value at) {
     return toIndex(memref::LoadOp::create(b, loc, m, ValueRange{at}));
   }
+  /// `n` elements of `m` from `at` (contiguous in its last dimension): one
+  /// vector load, aligned to its bytes up to 16.
+  Value loadVector(Value m, ValueRange at, int64_t n);
   /// The lane's run of `m` at `at`: one vector load, as f32.
   SmallVector<Value> loadRun(Value m, ValueRange at);
   /// Stores the run `values` (f32, rounded to m's element type) into `m` at
@@ -179,11 +182,17 @@ void KdaTokenRowBuilder::forEachLongRow(
   });
 }
 
-SmallVector<Value> KdaTokenRowBuilder::loadRun(Value m, ValueRange at) {
+Value KdaTokenRowBuilder::loadVector(Value m, ValueRange at, int64_t n) {
   auto type =
-      VectorType::get({run}, cast<MemRefType>(m.getType()).getElementType());
+      VectorType::get({n}, cast<MemRefType>(m.getType()).getElementType());
   auto load = vector::LoadOp::create(b, loc, type, m, at);
-  load.setAlignment(uint64_t(run * type.getElementTypeBitWidth() / 8));
+  load.setAlignment(
+      std::min<uint64_t>(16, n * type.getElementTypeBitWidth() / 8));
+  return load;
+}
+
+SmallVector<Value> KdaTokenRowBuilder::loadRun(Value m, ValueRange at) {
+  Value load = loadVector(m, at, run);
   SmallVector<Value> values;
   for (int64_t e = 0; e < run; ++e)
     values.push_back(asF32(vector::ExtractOp::create(b, loc, load, e)));
@@ -224,8 +233,27 @@ SmallVector<Value> KdaTokenRowBuilder::preConvRun(ArrayRef<Value> qkv,
   Value stateRow = select(inRequest, idx(convTaps - 2),
                           minu(add(offset, convTaps - 1), idx(convTaps - 2)));
   Value stateColumn = add(channel, which * heads * headDim);
-  SmallVector<Value> history =
-      loadRun(conv, ValueRange{srcSlot, stateRow, stateColumn});
+  // Loaded only where the offset is before the request (the same for the
+  // subgroup: no divergence), zeros elsewhere.
+  auto vecType =
+      VectorType::get({run}, cast<MemRefType>(conv.getType()).getElementType());
+  auto pick = scf::IfOp::create(b, loc, TypeRange{vecType}, inRequest, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(pick.thenBlock());
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{arith::ConstantOp::create(b, loc, b.getZeroAttr(vecType))});
+    b.setInsertionPointToStart(pick.elseBlock());
+    scf::YieldOp::create(
+        b, loc,
+        ValueRange{
+            loadVector(conv, ValueRange{srcSlot, stateRow, stateColumn}, run)});
+  }
+  SmallVector<Value> history;
+  for (int64_t e = 0; e < run; ++e)
+    history.push_back(
+        asF32(vector::ExtractOp::create(b, loc, pick.getResult(0), e)));
   SmallVector<Value> values;
   for (int64_t e = 0; e < run; ++e)
     values.push_back(
@@ -274,14 +302,15 @@ SmallVector<Value> KdaPrepareBuilder::convolveRun(int64_t which, Value t0,
         preConvRun(qkv, conv, which, t0,
                    arith::SubIOp::create(b, loc, i, idx(convTaps - 1 - j)),
                    srcSlot, fresh));
+  // A channel's K taps: one vector load each.
   SmallVector<Value> out;
   for (int64_t e = 0; e < run; ++e) {
-    Value ch = add(channel, e);
+    Value taps = loadVector(
+        convW[which], ValueRange{add(channel, e), idx(0), idx(0)}, convTaps);
     Value sum = cf32(0.0);
     for (int64_t j = 0; j < convTaps; ++j)
-      sum =
-          fadd(sum, fmul(loadF32(convW[which], ValueRange{ch, idx(0), idx(j)}),
-                         inputs[j][e]));
+      sum = fadd(sum, fmul(asF32(vector::ExtractOp::create(b, loc, taps, j)),
+                           inputs[j][e]));
     out.push_back(silu(sum));
   }
   return out;

@@ -17,6 +17,8 @@
 // tokens, floored to one block in steps of at most 4 tokens; one block of
 // heads) and no matrix instruction: each lane's run of channels loaded as
 // one vector per tap and input (4 bf16 on sm_90's 32 lanes, 2 on AMD's 64),
+// the conv state's candidate only for offsets before the request (scf.if),
+// a channel's 4 taps of conv weights as one vector,
 // the sums of squares on subgroup butterflies (no barrier), the prepared rows
 // stored as one vector each.
 
@@ -26,7 +28,9 @@
 // SM90-SAME: strata.mma = ""
 // SM90-NOT: gpu.barrier
 // SM90: vector.load %arg0{{.*}} vector<4xbf16>
+// SM90: scf.if
 // SM90: vector.load %arg10{{.*}} vector<4xbf16>
+// SM90: vector.load %arg5{{.*}} vector<4xbf16>
 // SM90: gpu.shuffle xor
 // SM90: vector.store {{.*}}, %arg14{{.*}} vector<4xf32>
 // SM90: vector.store {{.*}}, %arg17{{.*}} vector<4xf32>
