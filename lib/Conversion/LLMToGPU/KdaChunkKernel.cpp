@@ -161,10 +161,6 @@ private:
   void store(Value v, Value m, ValueRange at) {
     memref::StoreOp::create(b, loc, v, m, at);
   }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
   Value ule(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, x, y);
   }

@@ -84,18 +84,6 @@ private:
   /// order through workgroup row `which`); one barrier.
   SmallVector<Value> blockSums(ArrayRef<Value> values, ArrayRef<int64_t> which);
 
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
-  Value fsqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
-  /// KernelBuilder's sigmoid and silu: 1 / (1 + exp(-x)), x * sigmoid(x).
-  Value sigmoid(Value x) {
-    return fdiv(cf32(1.0),
-                fadd(cf32(1.0), fexp(arith::NegFOp::create(b, loc, x))));
-  }
-  Value silu(Value x) { return fmul(x, sigmoid(x)); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   /// An element as f32 (KernelBuilder::load for float elements).
   Value loadF32(Value m, ValueRange at) {

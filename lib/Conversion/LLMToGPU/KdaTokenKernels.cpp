@@ -74,17 +74,6 @@ protected:
                                 Value t0, Value offset, Value srcSlot,
                                 Value fresh);
 
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-  Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
-  Value fsqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
-  /// KernelBuilder's sigmoid and silu: 1 / (1 + exp(-x)), x * sigmoid(x).
-  Value sigmoid(Value x) {
-    return fdiv(cf32(1.0),
-                fadd(cf32(1.0), fexp(arith::NegFOp::create(b, loc, x))));
-  }
-  Value silu(Value x) { return fmul(x, sigmoid(x)); }
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value asF32(Value v) {
     return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, f32, v);

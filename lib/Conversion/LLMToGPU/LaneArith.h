@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -63,6 +64,20 @@ protected:
     body();
   }
   void barrier() { gpu::BarrierOp::create(b, loc); }
+  /// Float arithmetic with the generic kernels' formulas (KernelBuilder):
+  /// sigmoid 1 / (1 + exp(-x)), silu x * sigmoid(x), rsqrt 1 / sqrt(x).
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+  Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
+  Value fsqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+  Value sigmoid(Value x) {
+    return fdiv(cf32(1.0),
+                fadd(cf32(1.0), fexp(arith::NegFOp::create(b, loc, x))));
+  }
+  Value silu(Value x) { return fmul(x, sigmoid(x)); }
+  Value rsqrt(Value x) { return fdiv(cf32(1.0), fsqrt(x)); }
   /// `v` combined over the `lanes` lanes of a subgroup by a butterfly of XOR
   /// shuffles (`combine(mine, other's)` at offsets lanes / 2, ..., 1):
   /// every lane ends with the result.

@@ -68,18 +68,6 @@ private:
   /// Stores x (and, x_norm, normalises it) from the collapse.
   void collapse(Value t);
 
-  Value fadd(Value a, Value c) { return arith::AddFOp::create(b, loc, a, c); }
-  Value fmul(Value a, Value c) { return arith::MulFOp::create(b, loc, a, c); }
-  Value fdiv(Value a, Value c) { return arith::DivFOp::create(b, loc, a, c); }
-  Value fexp(Value a) { return math::ExpOp::create(b, loc, a); }
-  /// The generic kernel's sigmoid and rsqrt (KernelBuilder).
-  Value sigmoid(Value a) {
-    return fdiv(cf32(1.0),
-                fadd(cf32(1.0), fexp(arith::NegFOp::create(b, loc, a))));
-  }
-  Value rsqrt(Value a) {
-    return fdiv(cf32(1.0), math::SqrtOp::create(b, loc, a));
-  }
   Value roundBf16(Value v) {
     Type type = v.getType();
     Type narrow = bf16;

@@ -66,8 +66,6 @@ private:
   Value fmax(Value x, Value y) {
     return arith::MaximumFOp::create(b, loc, x, y);
   }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   /// Element `c` of range `r` of this token (rows past the buffer clamp to
   /// its last; the callers mask ranges past S).
   Value part(Value r, Value c) {

@@ -57,16 +57,8 @@ public:
   void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
   Value cmpf(arith::CmpFPredicate p, Value x, Value y) {
     return arith::CmpFOp::create(b, loc, p, x, y);
-  }
-  /// KernelBuilder::sigmoid's operations: 1 / (1 + exp(-x)).
-  Value sigmoid(Value x) {
-    Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
-    return fdiv(cf32(1.0), fadd(cf32(1.0), e));
   }
   /// `other` wins over `best` with a larger value, or an equal one at a
   /// smaller index (NaN never wins: both comparisons are ordered).
