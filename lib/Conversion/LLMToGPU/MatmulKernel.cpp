@@ -1048,6 +1048,32 @@ private:
 
 } // namespace
 
+/// The elements of vector `v`.
+static SmallVector<Value> elementsOf(OpBuilder &b, Location loc, Value v) {
+  SmallVector<Value> elems;
+  for (int64_t i = 0; i < cast<VectorType>(v.getType()).getNumElements(); ++i)
+    elems.push_back(vector::ExtractOp::create(b, loc, v, i));
+  return elems;
+}
+
+/// c += x * y on one tf32 mma.sync of `mi`'s shape: x and y the A and B
+/// fragments' tf32 registers (i32), c the accumulator's f32 elements,
+/// updated.
+static void tf32MmaSync(OpBuilder &b, Location loc, const MatrixInstruction &mi,
+                        ArrayRef<Value> x, ArrayRef<Value> y,
+                        SmallVector<Value> &c) {
+  SmallVector<Type> fields(c.size(), b.getF32Type());
+  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
+  Value d = NVVM::MmaOp::create(
+      b, loc, structType, x, y, c, {mi.m, mi.n, mi.k}, std::nullopt,
+      std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0, e = c.size(); i < e; ++i)
+    c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
+}
+
 /// acc + a * bv for f32 fragments on tf32 mma.sync: each operand split into
 /// x_hi (its top 19 bits, a tf32 value) and x_lo = x - x_hi (exact, then
 /// also cut to tf32), and acc + a_lo b_hi + a_hi b_lo + a_hi b_hi (the small
@@ -1055,16 +1081,13 @@ private:
 /// 2^-11 (a_lo b_lo is dropped).
 static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
                         Value a, Value bv, Value acc) {
-  auto accType = cast<VectorType>(acc.getType());
   Type i32 = b.getI32Type();
   Value mask = arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(
                                                      int32_t(0xffffe000u)));
   // (hi, lo) registers of a fragment, in fragment order.
   auto split = [&](Value v) {
-    int64_t n = cast<VectorType>(v.getType()).getNumElements();
     SmallVector<Value> hi, lo;
-    for (int64_t i = 0; i < n; ++i) {
-      Value x = vector::ExtractOp::create(b, loc, v, i);
+    for (Value x : elementsOf(b, loc, v)) {
       Value bits = arith::BitcastOp::create(b, loc, i32, x);
       Value h = arith::AndIOp::create(b, loc, bits, mask);
       Value rest = arith::SubFOp::create(
@@ -1077,26 +1100,11 @@ static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
   };
   auto [aHi, aLo] = split(a);
   auto [bHi, bLo] = split(bv);
-  SmallVector<Value> c;
-  for (int64_t i = 0; i < accType.getNumElements(); ++i)
-    c.push_back(vector::ExtractOp::create(b, loc, acc, i));
-  SmallVector<Type> fields(c.size(), b.getF32Type());
-  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
-  auto mma = [&](ArrayRef<Value> x, ArrayRef<Value> y) {
-    Value d = NVVM::MmaOp::create(
-        b, loc, structType, x, y, c, {mi.m, mi.n, mi.k}, std::nullopt,
-        std::nullopt,
-        std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32,
-                                      NVVM::MMATypes::tf32},
-        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                       NVVM::MMALayout::col});
-    for (int64_t i = 0; i < accType.getNumElements(); ++i)
-      c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
-  };
-  mma(aLo, bHi);
-  mma(aHi, bLo);
-  mma(aHi, bHi);
-  return vector::FromElementsOp::create(b, loc, accType, c);
+  SmallVector<Value> c = elementsOf(b, loc, acc);
+  tf32MmaSync(b, loc, mi, aLo, bHi, c);
+  tf32MmaSync(b, loc, mi, aHi, bLo, c);
+  tf32MmaSync(b, loc, mi, aHi, bHi, c);
+  return vector::FromElementsOp::create(b, loc, acc.getType(), c);
 }
 
 /// acc + a * bv for f32 fragments on one tf32 mma.sync, each operand
@@ -1104,31 +1112,17 @@ static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
 /// product.
 static Value emitTf32(OpBuilder &b, Location loc, const MatrixInstruction &mi,
                       Value a, Value bv, Value acc) {
-  auto accType = cast<VectorType>(acc.getType());
   auto rounded = [&](Value v) {
-    int64_t n = cast<VectorType>(v.getType()).getNumElements();
     SmallVector<Value> regs;
-    for (int64_t i = 0; i < n; ++i)
+    for (Value x : elementsOf(b, loc, v))
       regs.push_back(NVVM::ConvertFloatToTF32Op::create(
-          b, loc, b.getI32Type(), vector::ExtractOp::create(b, loc, v, i),
-          NVVM::FPRoundingMode::RNA, NVVM::SaturationMode::NONE,
-          /*relu=*/false));
+          b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
+          NVVM::SaturationMode::NONE, /*relu=*/false));
     return regs;
   };
-  SmallVector<Value> c;
-  for (int64_t i = 0; i < accType.getNumElements(); ++i)
-    c.push_back(vector::ExtractOp::create(b, loc, acc, i));
-  SmallVector<Type> fields(c.size(), b.getF32Type());
-  auto structType = LLVM::LLVMStructType::getLiteral(b.getContext(), fields);
-  Value d = NVVM::MmaOp::create(
-      b, loc, structType, rounded(a), rounded(bv), c, {mi.m, mi.n, mi.k},
-      std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::tf32, NVVM::MMATypes::tf32},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  for (int64_t i = 0; i < accType.getNumElements(); ++i)
-    c[i] = LLVM::ExtractValueOp::create(b, loc, d, i);
-  return vector::FromElementsOp::create(b, loc, accType, c);
+  SmallVector<Value> c = elementsOf(b, loc, acc);
+  tf32MmaSync(b, loc, mi, rounded(a), rounded(bv), c);
+  return vector::FromElementsOp::create(b, loc, acc.getType(), c);
 }
 
 Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
