@@ -20,21 +20,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
-
-
-def to_bf16(a):
-    """Round float32 values to bf16 bits (nearest, ties to even)."""
-    bits = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    bits = bits + 0x7FFF + ((bits >> 16) & 1)
-    return ((bits >> 16) & 0xFFFF).astype(np.uint16)
-
-
-def from_bf16(u):
-    return (np.asarray(u, np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
+from kernel_values import to_bf16, from_bf16, sigmoid  # noqa: E402
 
 
 def reference(r, parts, base, scale, w, hc, iters, hc_eps, norm_eps,

@@ -20,17 +20,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "Tools", "Inputs"))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "e2e", "ops",
                                 "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
+from kernel_values import to_bf16, from_bf16  # noqa: E402
 from opcheck import fp8_encode  # noqa: E402
-
-
-def to_bf16(a):
-    bits = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
-    bits = bits + 0x7FFF + ((bits >> 16) & 1)
-    return ((bits >> 16) & 0xFFFF).astype(np.uint16)
-
-
-def from_bf16(u):
-    return (np.asarray(u, np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
 def main():
