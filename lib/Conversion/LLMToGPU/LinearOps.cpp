@@ -1078,6 +1078,28 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   return result;
 }
 
+/// Whether argument `i` of `type` is an identity memref of `rank` with bf16
+/// or f32 elements.
+static bool isFloatMemRefInput(FunctionType type, unsigned i, int64_t rank) {
+  MemRefType m = identityMemRefInput(type, i);
+  return m && m.getRank() == rank &&
+         (m.getElementType().isBF16() || m.getElementType().isF32());
+}
+
+/// The grid of a kernel with a subgroup per (token, head)
+/// (KdaTokenKernels.cpp): x the extent of the `rows` argument's first
+/// dimension, one block in steps of at most `decodeMaxTokens` tokens
+/// (kda_decode's); y the head groups.
+static void setKdaTokenRowsGrid(MatmulKernelFunction &result,
+                                const KernelArguments &roles, KernelRole rows,
+                                int64_t heads, int64_t decodeMaxTokens) {
+  result.grid[0] = {gridArgument(roles, rows), 0, 1};
+  result.grid[0].floor = decodeMaxTokens + 1;
+  result.grid[0].floorArgument = gridArgument(roles, rows);
+  result.grid[1].blocks =
+      (heads + kKdaTokenHeadsPerBlock - 1) / kKdaTokenHeadsPerBlock;
+}
+
 bool mlir::strata::isKdaPrepareKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaPrepareAttrName);
 }
@@ -1100,17 +1122,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
   // [slots, K - 1, 3 P] (bf16 or f32), A_log [H] and dt_bias [P] f32, the
   // index vectors i32, the prepared rows [T, P] and betas [T, H] f32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
-  auto floatOf = [&](unsigned i, int64_t rank) {
-    MemRefType m = identityMemRefInput(type, i);
-    return m && m.getRank() == rank &&
-           (m.getElementType().isBF16() || m.getElementType().isF32());
-  };
   bool types = isMemRefInput(type, 8, 1, f32) && isMemRefInput(type, 9, 1, f32);
   for (unsigned i : {0u, 1u, 2u, 3u, 4u})
-    types = types && floatOf(i, 2);
+    types = types && isFloatMemRefInput(type, i, 2);
   for (unsigned i : {5u, 6u, 7u})
-    types = types && floatOf(i, 3);
-  types = types && floatOf(10, 3);
+    types = types && isFloatMemRefInput(type, i, 3);
+  types = types && isFloatMemRefInput(type, 10, 3);
   for (unsigned i : {11u, 12u, 13u})
     types = types && isMemRefInput(type, i, 1, i32);
   for (unsigned i : {14u, 15u, 16u, 17u, 18u})
@@ -1160,13 +1177,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
       builder, kernel.getLoc(), module, kernel.getSymName(),
       kernel.getFunctionType().getInputs(), roles.all(), shape,
       target.getSubgroupSize());
-  // (tokens, head groups); steps of at most decodeMaxTokens tokens are
-  // kda_decode's: one block (the floor on the tokens).
-  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
-  result.grid[0].floor = shape.decodeMaxTokens + 1;
-  result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
-  result.grid[1].blocks =
-      (shape.heads + kKdaTokenHeadsPerBlock - 1) / kKdaTokenHeadsPerBlock;
+  setKdaTokenRowsGrid(result, roles, KernelRole::X, shape.heads,
+                      shape.decodeMaxTokens);
   return result;
 }
 
@@ -1192,14 +1204,10 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaOutputKernelFunction(
   // [d], the conv state [slots, K - 1, 3 P] (bf16 or f32), the index
   // vectors i32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
-  auto floatOf = [&](unsigned i, int64_t rank) {
-    MemRefType m = identityMemRefInput(type, i);
-    return m && m.getRank() == rank &&
-           (m.getElementType().isBF16() || m.getElementType().isF32());
-  };
-  bool types = isMemRefInput(type, 0, 2, f32) && floatOf(2, 1) && floatOf(6, 3);
+  bool types = isMemRefInput(type, 0, 2, f32) &&
+               isFloatMemRefInput(type, 2, 1) && isFloatMemRefInput(type, 6, 3);
   for (unsigned i : {1u, 3u, 4u, 5u, 11u})
-    types = types && floatOf(i, 2);
+    types = types && isFloatMemRefInput(type, i, 2);
   for (unsigned i : {7u, 8u, 9u, 10u})
     types = types && isMemRefInput(type, i, 1, i32);
   if (!types) {
@@ -1233,13 +1241,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaOutputKernelFunction(
       builder, kernel.getLoc(), module, kernel.getSymName(),
       kernel.getFunctionType().getInputs(), roles.all(), shape,
       target.getSubgroupSize());
-  // (tokens, head groups); one block in steps of at most decodeMaxTokens
-  // tokens (the floor on the read-out's rows).
-  result.grid[0] = {gridArgument(roles, KernelRole::ReadOut), 0, 1};
-  result.grid[0].floor = shape.decodeMaxTokens + 1;
-  result.grid[0].floorArgument = gridArgument(roles, KernelRole::ReadOut);
-  result.grid[1].blocks =
-      (shape.heads + kKdaTokenHeadsPerBlock - 1) / kKdaTokenHeadsPerBlock;
+  setKdaTokenRowsGrid(result, roles, KernelRole::ReadOut, shape.heads,
+                      shape.decodeMaxTokens);
   return result;
 }
 
