@@ -12,8 +12,10 @@ IR was built for (32 on NVIDIA, 64 on AMD). It covers the arith, math, memref,
 scf (for, if, while) and gpu operations of the SIMT kernels, 1-d vector loads, stores,
 extracts, inserts, bitcasts, reductions and broadcasts (fp8 and i8 vectors
 hold their bits as uint8; f32 -> e4m3 (FNUZ or OCP) truncation rounds to the
-nearest, ties to even), and the matrix instructions `nvvm.mma.sync` m16n8k16 bf16 and
-`amdgpu.mfma` (16x16 and 32x32, bf16 or e4m3) as subgroup
+nearest, ties to even), `nvvm.convert.float.to.tf32` (rna), and the matrix
+instructions `nvvm.mma.sync` m16n8k16 bf16 and m16n8k8 tf32 (the registers'
+top 19 bits) and `amdgpu.mfma` (16x16 and 32x32, bf16 or e4m3; f32
+16x16x4) as subgroup
 collectives (every lane of the subgroup meets at the instruction, whose
 fragments are laid out as the PTX ISA and AMD's matrix instruction tables
 give them; the products summed in float64, rounded to f32 once); an operation
@@ -433,6 +435,8 @@ def _vector_dtype(ty):
 
 def _operand_values(bits, type_text):
     """Matrix operand bits as float64 values, by their element type."""
+    if type_text.startswith("f32") or type_text.startswith("vector<1xf32>"):
+        return np.asarray(bits, np.float64).reshape(-1)
     if "f8E4M3FNUZ" in type_text:
         return _FP8_FNUZ[np.asarray(bits, np.uint8)]
     if "f8E4M3FN" in type_text:
@@ -453,8 +457,51 @@ def _matrix_instruction(op, lanes):
     """Results per lane of matrix instruction `op`, given every lane's
     operand values (a subgroup collective)."""
     if op.name == "nvvm.mma.sync":
+        if "#nvvm.mma_type<tf32>" in op.props:
+            return _mma_sync_m16n8k8_tf32(op, lanes)
         return _mma_sync_m16n8k16(op, lanes)
     return _mfma(op, lanes)
+
+
+def _tf32_value(reg):
+    """A tf32 operand register (b32) as the value the tensor core reads:
+    the f32 of its top 19 bits (the low 13 ignored)."""
+    bits = _wrap(int(reg), 32) & 0xFFFFE000
+    return float(struct.unpack("<f", struct.pack("<I", bits))[0])
+
+
+def _to_tf32_rna(v):
+    """cvt.rna.tf32.f32: f32 `v` rounded to 10 mantissa bits, to the
+    nearest with ties away from zero, as the b32 register (low 13 bits 0)."""
+    bits = struct.unpack("<I", struct.pack("<f", float(v)))[0]
+    if (bits & 0x7F800000) != 0x7F800000:  # finite: round the magnitude
+        bits = (bits + 0x1000) & 0xFFFFE000
+    return struct.unpack("<i", struct.pack("<I", bits & 0xFFFFFFFF))[0]
+
+
+def _mma_sync_m16n8k8_tf32(op, lanes):
+    """mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 (PTX ISA "Matrix
+    Fragments for mma.m16n8k8" .tf32, g = lane / 4, t = lane % 4): A in 4
+    b32 registers (a0: (g, t), a1: (g + 8, t), a2: (g, t + 4), a3: (g + 8,
+    t + 4)), B in 2 ((k t, column g), (k t + 4, column g)), C and D 4 f32
+    as m16n8k16's."""
+    if "m = 16, n = 8, k = 8" not in op.props:
+        raise InterpreterError("nvvm.mma.sync tf32 other than m16n8k8")
+    a = np.zeros((16, 8))
+    b = np.zeros((8, 8))
+    c = np.zeros((16, 8))
+    for lane, values in enumerate(lanes):
+        g, t = lane // 4, lane % 4
+        a0, a1, a2, a3, b0, b1, c0, c1, c2, c3 = values
+        a[g, t], a[g + 8, t] = _tf32_value(a0), _tf32_value(a1)
+        a[g, t + 4], a[g + 8, t + 4] = _tf32_value(a2), _tf32_value(a3)
+        b[t, g], b[t + 4, g] = _tf32_value(b0), _tf32_value(b1)
+        c[g, 2 * t], c[g, 2 * t + 1] = c0, c1
+        c[g + 8, 2 * t], c[g + 8, 2 * t + 1] = c2, c3
+    d = (a @ b + c).astype(np.float32)
+    return [np.array([d[g, 2 * t], d[g, 2 * t + 1], d[g + 8, 2 * t],
+                      d[g + 8, 2 * t + 1]], np.float32)
+            for g, t in (divmod(lane, 4) for lane in range(len(lanes)))]
 
 
 def _mma_sync_m16n8k16(op, lanes):
@@ -929,6 +976,10 @@ class Kernel:
         if name == "arith.extui":
             src = _width(op.types.split("(")[1].split(")")[0].strip())
             return pure(lambda a: _unsigned(a, src))
+        if name == "nvvm.convert.float.to.tf32":
+            if "rna" not in op.props:
+                raise InterpreterError("cvt.tf32 other than rna")
+            return pure(_to_tf32_rna)
         if name == "arith.bitcast":
             if ty.startswith("vector<"):
                 # i8 and fp8 vectors both hold their bits as uint8.
