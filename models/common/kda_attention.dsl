@@ -48,7 +48,7 @@ def kda_attention(x, prefix, state_batch) {
                         gate_lower_bound = lin.gate_lower_bound,
                         l2_eps = 1.0e-6, q_scale = pow(head_dim, -0.5),
                         norm_eps = cfg.rms_norm_eps,
-                        mode = attr("#llm.kda_mode<chunked>"), chunk_size = 64);
+                        mode = attr("#llm.kda_mode<chunked>"), chunk_size = 32);
   output(state_out);
   output(conv_out);
   let y = linear(o, proj_weight("{prefix}.o_proj.weight", d, p, false), d);

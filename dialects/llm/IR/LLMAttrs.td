@@ -149,6 +149,8 @@ def LLM_KernelRolePreparedValue : I32EnumAttrCase<"PreparedValue", 50, "prepared
 def LLM_KernelRolePreparedDecay : I32EnumAttrCase<"PreparedDecay", 51, "prepared_decay">;
 def LLM_KernelRolePreparedBeta : I32EnumAttrCase<"PreparedBeta", 52, "prepared_beta">;
 def LLM_KernelRoleReadOut : I32EnumAttrCase<"ReadOut", 53, "read_out">;
+def LLM_KernelRoleQueryCoefficients : I32EnumAttrCase<"QueryCoefficients", 54, "query_coefficients">;
+def LLM_KernelRoleDeltaWeights : I32EnumAttrCase<"DeltaWeights", 55, "delta_weights">;
 
 def LLM_KernelRole : I32EnumAttr<"KernelRole",
     "what a kernel function's argument holds",
@@ -205,7 +207,9 @@ def LLM_KernelRole : I32EnumAttr<"KernelRole",
      LLM_KernelRolePreparedValue,
      LLM_KernelRolePreparedDecay,
      LLM_KernelRolePreparedBeta,
-     LLM_KernelRoleReadOut]> {
+     LLM_KernelRoleReadOut,
+     LLM_KernelRoleQueryCoefficients,
+     LLM_KernelRoleDeltaWeights]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }
@@ -290,6 +294,13 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `prepared_beta`: KDA's per-head write strengths after the sigmoid, f32.
     * `read_out`: KDA's read-out before the gated output norm, f32
       (`kda_attention`'s result).
+    * `query_coefficients`: KDA's in-chunk query coefficients A_q, row i of a
+      chunk (token t) holding A_q[i][j] = sum_c Q[i,c] K[j,c] e^(B[i,c] -
+      B[j,c]) for j <= i in columns h C + j, f32 (`kda_coefficients`'
+      result).
+    * `delta_weights`: KDA's in-chunk delta weights T = (I + diag(beta) A_k)^-1
+      diag(beta), which turn a chunk's residuals V - (K e^B) S0 into its
+      delta rows, laid out like `query_coefficients`, f32.
 
     ```mlir
     func.func @linear_0(%x: memref<?x64xbf16>, %w: memref<32x64xbf16>,
@@ -394,9 +405,11 @@ def LLM_KdaChunkAttr : LLM_Attr<"KdaChunk", "kda_chunk"> {
   let summary = "the parameters of a chunked kda_attention kernel function";
   let description = [{
     On KdaOps.cpp's chunked `kda_attention` kernel functions (as
-    `llm.kda_chunk`): the gate's lower bound and the largest request that
-    the decode form takes instead, what the `kda_chunk` GPU strategy needs
-    to rebuild the kernel with the chunk products on the matrix units, and
+    `llm.kda_chunk`) and on their `kda_coefficients` kernels (as
+    `llm.kda_coefficients`): the gate's lower bound and the largest request
+    that the decode form takes instead, what the `kda_chunk` and
+    `kda_coefficients` GPU strategies need to rebuild the kernels with the
+    chunk products on the matrix units, and
     whether those products may round their operands to tf32
     (`tf32_products`, default false: set for bf16-activation models, whose
     KDA inputs were bf16; a target whose f32 matrix instruction is tf32 then
@@ -725,6 +738,7 @@ def LLM_GpuStrategyKdaDecode : I32EnumAttrCase<"KdaDecode", 13, "kda_decode">;
 def LLM_GpuStrategyGroupQuantize : I32EnumAttrCase<"GroupQuantize", 14, "group_quantize">;
 def LLM_GpuStrategyKdaPrepare : I32EnumAttrCase<"KdaPrepare", 15, "kda_prepare">;
 def LLM_GpuStrategyKdaOutput : I32EnumAttrCase<"KdaOutput", 16, "kda_output">;
+def LLM_GpuStrategyKdaCoefficients : I32EnumAttrCase<"KdaCoefficients", 17, "kda_coefficients">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -744,7 +758,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyKdaDecode,
      LLM_GpuStrategyGroupQuantize,
      LLM_GpuStrategyKdaPrepare,
-     LLM_GpuStrategyKdaOutput]> {
+     LLM_GpuStrategyKdaOutput,
+     LLM_GpuStrategyKdaCoefficients]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }

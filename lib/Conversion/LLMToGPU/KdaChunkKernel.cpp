@@ -2,19 +2,20 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// buildKdaChunkKernel: the GPU form of KdaOps.cpp's chunked kda_attention,
-// the WY form of the delta rule with every chunk product on the matrix
-// units (f32 operands: on sm_90 each product as three tf32 mma.sync
-// (hi*hi + hi*lo + lo*hi, the "3xTF32" split, about fp32 accuracy), on
-// gfx942 / gfx950 v_mfma_f32_16x16x4_f32).
+// The GPU forms of KdaOps.cpp's chunked kda_attention: the WY form of the
+// delta rule with every chunk product on the matrix units (f32 operands: on
+// sm_90 each product as three tf32 mma.sync (hi*hi + hi*lo + lo*hi, the
+// "3xTF32" split, about fp32 accuracy), on gfx942 / gfx950
+// v_mfma_f32_16x16x4_f32), in chunks of kChunk = 32 rows (the op's
+// chunk_size, which the coefficient arrays' widths carry). Per chunk, with B
+// the in-chunk cumulative log-decay (B[i] = sum_{t<=i} g_t), K, Q, V, g,
+// beta the rows kda_prepare wrote and S0 the state at the chunk start, two
+// kernels:
 //
-// A block takes one (request, head, part): 32 value columns of the head's
-// fp32 state, kept in workgroup memory, and walks the request's tokens in
-// chunks of kChunk = 32 rows (the op's chunk_size is the generic kernel's;
-// the chunked form is an exact re-association of the recurrence for any
-// chunk length, so only rounding differs). Per chunk, with B the in-chunk
-// cumulative log-decay (B[i] = sum_{t<=i} g_t), K, Q, V, g, beta the rows
-// kda_prepare wrote and S0 the state at the chunk start:
+// buildKdaCoefficientsKernel (kda_coefficients): what does not depend on
+// the state, every chunk of the step at once. A block takes the chunks that
+// start in its 32-token window of the step (one per request crossing it)
+// for one head:
 //   0. B and beta into workgroup memory (thread c scans channel c);
 //   1. key / query coefficients A[i][j] = sum_c X[i,c] K[j,c] e^(B[i,c] -
 //      B[j,c]), X = K (j < i) and Q (j <= i), as matmuls of 16-row blocks:
@@ -22,26 +23,32 @@
 //      e^(B_r - B_j), the first factor on the left operand, the second on
 //      the right (both bounded: |B_r - B_j| <= |gate bound| * 15 for the
 //      entries kept, at most 80: other bounds keep the generic kernel; the
-//      exponent clamped at 80 for the masked ones);
-//   2. the state's part of the delta rows, (K e^B) S0, and of the outputs,
-//      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 to the
-//      read-out rows;
-//   3. the delta rows D[i] = beta_i (V[i] - (K e^B S0)[i] - sum_{j<i}
-//      A[i][j] D[j]) by forward substitution (one lane per value column, in
-//      the first subgroup), while the other subgroups scale the staged K
-//      rows to K e^(B_last - B) in place (each element's exp once, not once
-//      per state tile that reads it);
-//   4. outputs o = (Q e^B) S0 + A_q D, added to the read-out rows;
-//   5. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
+//      exponent clamped at 80 for the masked ones); A_q to its result rows;
+//   2. the delta weights T = (I + diag(beta) A_k)^-1 diag(beta) by forward
+//      substitution on the identity's columns (a lane per column).
+//
+// buildKdaChunkKernel (kda_attention): a block takes one (request, head,
+// part): 32 value columns of the head's fp32 state, kept in workgroup
+// memory, and walks the request's chunks:
+//   0. B into workgroup memory, the chunk's A_q and T rows beside it;
+//   1. the state's part of the residuals and of the outputs, (K e^B) S0 and
+//      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 kept in
+//      registers;
+//   2. the delta rows D = T (V - (K e^B) S0), while the staged K rows are
+//      scaled in place to K e^(B_last - B) (each element's exp once);
+//   3. outputs o = (Q e^B) S0 + A_q D;
+//   4. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
+// The serial walk thus has only products whose operands wait in workgroup
+// memory; the forward substitution and the coefficients' products, most of
+// a chunk's instructions, run in parallel over the chunks.
+//
 // Rows past the request's last token are zero (g = 0 there, so B_last is
 // the last real row's). The chunk's K and Q rows are copied once per chunk
 // into workgroup memory (16-byte loads, every thread's in flight at once),
-// so the phases' fragments read them there instead of walking L2 per
-// instruction step; Q stays in global memory where the target's workgroup
-// memory has no room for it (gfx942: 64 KiB). The values are the same, so
-// are the results. The V rows of phase 2 are loaded into registers at the
-// chunk's start, and the read-out rows of phase 2 stay in registers until
-// phase 4 adds A_q D to them.
+// so the fragments read them there instead of walking L2 per instruction
+// step; Q stays in global memory where the target's workgroup memory has no
+// room for it (gfx942: 64 KiB). The values are the same, so are the
+// results.
 //
 // With `tf32_products` (bf16-activation models) each product on sm_90 is
 // one tf32 mma.sync of operands rounded to tf32 instead of the 3xTF32
@@ -68,7 +75,7 @@ using llm::KernelRole;
 
 namespace {
 
-/// Chunk rows of the matrix-unit kernel.
+/// Chunk rows of the matrix-unit kernels.
 constexpr int64_t kChunk = 32;
 /// Subgroups per block: the widest of kSubgroupChoices that every phase's
 /// tile count divides (subgroupsFor), so that each phase takes the fewest
@@ -76,14 +83,14 @@ constexpr int64_t kChunk = 32;
 constexpr int64_t kSubgroupChoices[] = {8, 4};
 /// Row padding (f32 elements) of the workgroup buffers whose fragment reads
 /// take rows from lane / 4 and columns from lane % 4 (the tf32 A layout: B
-/// in the coefficients' and products' fragments, A_q in the outputs'; 4 banks
-/// apart, 8 rows x 4 columns hit 32 banks), and of those read with rows from
-/// lane % 4 and columns from lane / 4 (B fragments of the delta rows D: 8
-/// banks apart). Unpadded, every such read was an 8- or 4-way bank conflict
-/// (ncu on the H200: 80 % of the kernel's shared wavefronts were excess, L1
-/// 95 % busy). A_k (read as broadcasts in the substitution) and the state
-/// part (B reads, 4-way) stay unpadded: padding them spilled registers
-/// (A_k) or would take the kernel past 48 KiB (the state).
+/// in the coefficients' and products' fragments, A_q and T in the deltas'
+/// and outputs'; 4 banks apart, 8 rows x 4 columns hit 32 banks), and of
+/// those read with rows from lane % 4 and columns from lane / 4 (B
+/// fragments of the residual and delta rows: 8 banks apart). Unpadded, every
+/// such read was an 8- or 4-way bank conflict (ncu on the H200: 80 % of the
+/// kernel's shared wavefronts were excess, L1 95 % busy). A_k (read as
+/// broadcasts in the substitution) and the state part (B reads, 4-way) stay
+/// unpadded: the state padded would take the static buffers past 48 KiB.
 constexpr int64_t kPadRowsByLane = 4;
 constexpr int64_t kPadRowsByQuad = 8;
 /// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
@@ -92,28 +99,35 @@ constexpr int64_t kPadRowsByQuad = 8;
 /// masked ones are clamped so that no product overflows fp32 (e^88).
 constexpr double kMaxRightExponent = 80.0;
 /// Blocks a multiprocessor keeps on NVIDIA (the static buffers and staged
-/// rows, ~82 KB a block, admit two of sm_90's 227 KB), set as the kernel's
-/// minimum so that ptxas fits their registers (128 a thread at 256 threads).
+/// rows, ~82 KB a block, admit two of sm_90's 227 KB), set as the state
+/// kernel's minimum so that ptxas fits their registers (128 a thread at 256
+/// threads).
 constexpr int32_t kNvidiaBlocksPerSM = 2;
 
-/// The static workgroup buffers (f32) for head dimension `d` split in
-/// columns of `dp`, in KdaChunkBuilder::build's order: the state part
-/// [d, dp], B [C, d], A_k [C, C], A_q [C, C], the delta rows [C, dp], beta
-/// [C]. Rows padded so that the fragments' lane patterns hit distinct banks
-/// (kPadRowsByLane, kPadRowsByQuad); the indices are unchanged.
-SmallVector<SmallVector<int64_t, 2>, 6> staticBufferShapes(int64_t d,
-                                                            int64_t dp) {
+using Shapes = SmallVector<SmallVector<int64_t, 2>, 5>;
+
+/// The state kernel's static workgroup buffers (f32) for head dimension `d`
+/// split in columns of `dp`, in KdaChunkBuilder::buildStateKernel's order:
+/// the state part [d, dp], B [C, d], T [C, C], A_q [C, C], the residual and
+/// then delta rows [C, dp]. Rows padded so that the fragments' lane patterns
+/// hit distinct banks (kPadRowsByLane, kPadRowsByQuad); the indices are
+/// unchanged.
+Shapes stateBufferShapes(int64_t d, int64_t dp) {
   return {{d, dp},
           {kChunk, d + kPadRowsByLane},
-          {kChunk, kChunk},
           {kChunk, kChunk + kPadRowsByLane},
-          {kChunk, dp + kPadRowsByQuad},
-          {kChunk}};
+          {kChunk, kChunk + kPadRowsByLane},
+          {kChunk, dp + kPadRowsByQuad}};
 }
-/// Bytes of the static workgroup buffers (staticBufferShapes).
-int64_t staticBufferBytes(int64_t d, int64_t dp) {
+/// The coefficient kernel's static workgroup buffers (f32), in
+/// buildCoefficientsKernel's order: B [C, d], A_k [C, C], beta [C].
+Shapes coefficientBufferShapes(int64_t d) {
+  return {{kChunk, d + kPadRowsByLane}, {kChunk, kChunk}, {kChunk}};
+}
+/// Bytes of f32 buffers of `shapes`.
+int64_t bufferBytes(const Shapes &shapes) {
   int64_t bytes = 0;
-  for (ArrayRef<int64_t> shape : staticBufferShapes(d, dp))
+  for (ArrayRef<int64_t> shape : shapes)
     bytes += 4 * llvm::product_of(shape, int64_t(1));
   return bytes;
 }
@@ -124,9 +138,16 @@ SmallVector<int64_t, 2> stagedRowsShape(int64_t d) {
 int64_t stagedRowsBytes(int64_t d) {
   return 4 * llvm::product_of(stagedRowsShape(d), int64_t(1));
 }
+/// Whether a kernel whose static buffers take `staticBytes` stages the
+/// chunk's query rows too within `workgroupMemoryBytes`.
+bool stagesQueries(int64_t staticBytes, int64_t d,
+                   int64_t workgroupMemoryBytes) {
+  return staticBytes + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
+}
 
-/// The tile counts of the kernel's phases for instruction `mi`: the
-/// coefficients [C, C], the state parts [C, dp] and the state [d, dp].
+/// The tile counts of the kernels' phases for instruction `mi`: the
+/// coefficients [C, C], the residual, delta and output rows [C, dp] and the
+/// state [d, dp].
 SmallVector<int64_t> phaseTiles(const MatrixInstruction &mi, int64_t d,
                                 int64_t dp) {
   return {(kChunk / mi.m) * (kChunk / mi.n), (kChunk / mi.m) * (dp / mi.n),
@@ -141,6 +162,9 @@ int64_t subgroupsFor(const MatrixInstruction &mi, int64_t d, int64_t dp) {
   return 0;
 }
 
+/// Which of the two chunk kernels a KdaChunkBuilder builds.
+enum class ChunkKernel { Coefficients, State };
+
 class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
@@ -152,7 +176,8 @@ public:
     f32 = b.getF32Type();
   }
 
-  void build(gpu::GPUFuncOp func, const KernelArguments &roles);
+  void build(gpu::GPUFuncOp func, const KernelArguments &roles,
+             ChunkKernel kind);
 
 private:
   Value load(Value m, ValueRange at) {
@@ -167,6 +192,8 @@ private:
   Value uge(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, x, y);
   }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value threads() { return idx(subgroups * subgroupSize); }
   /// A loop over [lo, hi) with step `step`, the body at the induction
   /// variable.
   void forLoop(Value lo, Value hi, Value step,
@@ -247,10 +274,20 @@ private:
     return stageQueries ? load(queries, ValueRange{i, c})
                         : prepared(qn, i, c);
   }
+  /// The workgroup arena for the staged K (and Q) rows, their views.
+  void addStagedRows(gpu::GPUFuncOp func);
+  /// Copies the chunk's rows of `rowPieces` 4-wide pieces from `from` (row i
+  /// at token tc + i, columns from `col0`) into `to` [C, .], zero past the
+  /// request: every thread's 16-byte loads first, then the stores (the
+  /// block's threads divide the pieces).
+  void copyChunkRows(Value from, Value col0, Value to, int64_t rowPieces);
   /// Copies the chunk's rows of the head's channels of `from` (K or Q) into
-  /// `to` [C, d + pad], zero past the request: every thread's 16-byte
-  /// loads first, then the stores.
-  void stageChunkRows(Value from, Value to);
+  /// `to` [C, d + pad].
+  void stageChunkRows(Value from, Value to) {
+    copyChunkRows(from, base, to, s.headDim / 4);
+  }
+  /// B into bs (thread c scans channel c; its loads are independent).
+  void scanDecays();
   /// The origin (row0, col0) of this subgroup's tile in round `round` of a
   /// phase over tiles `cols` wide: tile w + subgroups * round, row-major.
   std::pair<Value, Value> tileOrigin(int64_t round, int64_t cols);
@@ -266,9 +303,9 @@ private:
   SmallVector<Value>
   mapLiveTiles(int64_t rows, int64_t cols,
                llvm::function_ref<Value(int64_t, Value, Value)> body);
-  /// The V elements phase 2 subtracts from, for this lane's C fragment
+  /// The V elements phase 1 subtracts from, for this lane's C fragment
   /// elements of each of its tiles (loaded at the chunk's start so that
-  /// the loads overlap phases 0 and 1).
+  /// the loads overlap phase 0).
   SmallVector<Value> loadValueRows();
 
   /// The tile at (row0, col0) of (K_i e^x(i,c)) R and (Q_i e^x(i,c)) R over
@@ -278,7 +315,16 @@ private:
   keyQueryProducts(Value row0, Value col0,
                    llvm::function_ref<Value(Value, Value)> exponent,
                    llvm::function_ref<Value(Value, Value)> right);
-  /// The block's request, if it is the chunk path's (buildRequest).
+  /// The tile at (row0, col0) of L X for a lower-triangular [C, C] `lower`
+  /// and the [C, dp] rows `rows` in workgroup memory (the K steps past the
+  /// tile's last row multiply zeros of L: skipped).
+  Value lowerTriangularProduct(Value lower, Value rows, Value row0, Value col0);
+
+  /// kda_coefficients: the chunks starting in the block's token window.
+  void buildWindow();
+  /// The chunk of request [t0, t1) starting at tc: A_q and T.
+  void buildCoefficients();
+  /// kda_attention: the block's request, if it is the chunk path's.
   void buildBlock();
   /// The block's part of the request of tokens [t0, t1).
   void buildRequest(Value t0, Value t1);
@@ -290,44 +336,77 @@ private:
   bool stageQueries;
   Type f32;
   // Arguments.
-  Value qn, kn, vn, gl, betas, state, positions, starts, src, dst, raw;
-  // Workgroup buffers: the state part [d, dp], B [C, d], A_k and A_q
-  // [C, C], the delta rows [C, dp], beta [C]; in the dynamic arena the
-  // chunk's K (and Q) rows [C, d].
-  Value ss, bs, akk, aqk, ds, betaS, keys, queries;
+  Value qn, kn, vn, gl, betas, aqRows, tRows, state, positions, starts, src,
+      dst, raw;
+  // Workgroup buffers. State kernel: the state part [d, dp], B [C, d], T
+  // and A_q [C, C], the residual / delta rows [C, dp]; coefficient kernel:
+  // B, A_k [C, C], beta [C]; in the dynamic arena the chunk's K (and Q)
+  // rows [C, d].
+  Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries;
   // Per thread / block.
-  Value tid, warp, request, head, lo, base, colBase;
+  Value tid, warp, request, head, lo, base, colBase, coefCol0;
   // Per chunk.
   Value tc, len, lastToken;
 };
 
 } // namespace
 
-void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
+void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
+                            ChunkKernel kind) {
   ValueRange args = func.getArguments();
   auto at = [&](KernelRole role) { return roles.value(args, role); };
   qn = at(KernelRole::X);
   kn = at(KernelRole::Key);
-  vn = at(KernelRole::Value);
   gl = at(KernelRole::Decay);
-  betas = at(KernelRole::Beta);
+  starts = at(KernelRole::SeqStarts);
+  aqRows = at(KernelRole::QueryCoefficients);
+  tRows = at(KernelRole::DeltaWeights);
+  int64_t d = s.headDim;
+  SmallVector<Value> buffers;
+  Shapes shapes = kind == ChunkKernel::State ? stateBufferShapes(d, dp)
+                                             : coefficientBufferShapes(d);
+  for (ArrayRef<int64_t> shape : shapes)
+    buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
+  addStagedRows(func);
+
+  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
+  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
+  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
+  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
+  base = mul(head, d);
+  coefCol0 = mul(head, kChunk);
+  if (kind == ChunkKernel::Coefficients) {
+    betas = at(KernelRole::Beta);
+    bs = buffers[0];
+    akk = buffers[1];
+    betaS = buffers[2];
+    buildWindow();
+    gpu::ReturnOp::create(b, loc);
+    return;
+  }
+  vn = at(KernelRole::Value);
   state = at(KernelRole::RecurrentState);
   positions = at(KernelRole::Positions);
-  starts = at(KernelRole::SeqStarts);
   src = at(KernelRole::SourceSlots);
   dst = at(KernelRole::DestSlots);
   raw = at(KernelRole::Out);
-  int64_t d = s.headDim;
-  SmallVector<Value> buffers;
-  for (ArrayRef<int64_t> shape : staticBufferShapes(d, dp))
-    buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
   ss = buffers[0];
   bs = buffers[1];
-  akk = buffers[2];
+  tws = buffers[2];
   aqk = buffers[3];
   ds = buffers[4];
-  betaS = buffers[5];
+  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
+  lo = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), dp);
+  colBase = add(base, lo);
+  // The grid has one block per seq_starts entry; the last has no request.
+  Value numRequests = sub(memref::DimOp::create(b, loc, starts, 0), idx(1));
+  ifThen(ult(request, numRequests), [&] { buildBlock(); });
+  gpu::ReturnOp::create(b, loc);
+}
+
+void KdaChunkBuilder::addStagedRows(gpu::GPUFuncOp func) {
   // The staged rows pass sm_90's 48 KiB of static shared memory: dynamic.
+  int64_t d = s.headDim;
   int64_t rowsBytes = stagedRowsBytes(d);
   Value arena = addDynamicWorkgroupArena(func, loc,
                                          (stageQueries ? 2 : 1) * rowsBytes);
@@ -335,39 +414,141 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   if (stageQueries)
     queries =
         viewWorkgroupArena(b, loc, arena, rowsBytes, stagedRowsShape(d), f32);
+}
 
-  tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
-  lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
-  warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
-  request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
-  head = gpu::BlockIdOp::create(b, loc, gpu::Dimension::y);
-  lo = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), dp);
-  base = mul(head, d);
-  colBase = add(base, lo);
-  // The grid has one block per seq_starts entry; the last has no request.
-  Value numRequests = arith::SubIOp::create(
-      b, loc, memref::DimOp::create(b, loc, starts, 0), idx(1));
-  ifThen(ult(request, numRequests), [&] { buildBlock(); });
-  gpu::ReturnOp::create(b, loc);
+void KdaChunkBuilder::buildWindow() {
+  // Window x holds tokens [32 x, 32 x + 32) of the step; the chunks that
+  // start there: one of the request holding its first token (if a chunk of
+  // it starts there), one of each request that starts inside it.
+  Value w0 = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::x), kChunk);
+  Value w1 = add(w0, kChunk);
+  Value numTokens = memref::DimOp::create(b, loc, qn, 0);
+  Value numRequests = sub(memref::DimOp::create(b, loc, starts, 0), idx(1));
+  ifThen(ult(w0, numTokens), [&] {
+    Value first = requestOfToken(starts, w0);
+    forLoop(first, numRequests, idx(1), [&](Value r) {
+      Value t0 = toIndex(load(starts, r));
+      Value t1 = toIndex(load(starts, add(r, 1)));
+      // The request's first chunk start at or after w0.
+      Value from = sub(arith::MaxUIOp::create(b, loc, w0, t0), t0);
+      Value cs = mul(
+          arith::DivUIOp::create(b, loc, add(from, kChunk - 1), idx(kChunk)),
+          kChunk);
+      tc = add(t0, cs);
+      Value n = sub(t1, t0);
+      Value isChunk = arith::AndIOp::create(
+          b, loc, ult(idx(s.decodeMaxTokens), n),
+          arith::AndIOp::create(b, loc, ult(tc, t1), ult(tc, w1)));
+      ifThen(isChunk, [&] {
+        len = minu(idx(kChunk), sub(t1, tc));
+        lastToken = sub(t1, idx(1));
+        buildCoefficients();
+      });
+    });
+  });
+}
+
+void KdaChunkBuilder::buildCoefficients() {
+  stageChunkRows(kn, keys);
+  if (stageQueries)
+    stageChunkRows(qn, queries);
+  scanDecays();
+  ifThen(ult(tid, idx(kChunk)), [&] {
+    std::pair<Value, Value> row = chunkRow(tid);
+    Value valid = row.first, t = row.second;
+    store(select(valid, load(betas, ValueRange{t, head}), cf32(0.0)), betaS,
+          ValueRange{tid});
+  });
+  barrier();
+
+  // 1. Coefficients: 16-row block I (reference row r = I m) against column
+  // tile J; the masks zero what is not kept, and a tile wholly above the
+  // diagonal (its first column past its last row) is zeros without products.
+  // A_q's rows of the request go to their tokens' result rows.
+  auto storeQueryCoefficient = [&](Value v, Value i, Value j) {
+    std::pair<Value, Value> row = chunkRow(i);
+    ifThen(row.first, [&] {
+      store(v, aqRows, ValueRange{row.second, add(coefCol0, j)});
+    });
+  };
+  int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
+  forEachTile(
+      rowTiles, colTiles, /*liveRows=*/true,
+      [&](int64_t, Value row0, Value col0) {
+        Value above = uge(col0, add(row0, idx(mi.m)));
+        auto branch = scf::IfOp::create(b, loc, TypeRange{}, above, true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(branch.thenBlock());
+        forEachC(row0, col0, [&](Value i, Value j, int64_t) {
+          store(cf32(0.0), akk, ValueRange{i, j});
+          storeQueryCoefficient(cf32(0.0), i, j);
+        });
+        b.setInsertionPointToStart(branch.elseBlock());
+        // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on
+        // K_j.
+        std::pair<Value, Value> products = keyQueryProducts(
+            row0, col0,
+            [&](Value i, Value c) {
+              return fsub(load(bs, ValueRange{i, c}),
+                          load(bs, ValueRange{row0, c}));
+            },
+            [&](Value j, Value c) {
+              Value x = fsub(load(bs, ValueRange{row0, c}),
+                             load(bs, ValueRange{j, c}));
+              x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
+              return fmul(key(j, c), fexp(x));
+            });
+        Value accK = products.first, accQ = products.second;
+        forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
+          store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
+                ValueRange{i, j});
+          storeQueryCoefficient(select(ule(j, i), element(accQ, e), cf32(0.0)),
+                                i, j);
+        });
+      });
+  barrier();
+
+  // 2. T = (I + diag(beta) A_k)^-1 diag(beta), one lane per column c of
+  // the identity, rows unrolled: T[i][c] = beta_i ([i == c] - sum_{j<i}
+  // A_k[i][j] T[j][c]).
+  ifThen(ult(tid, idx(kChunk)), [&] {
+    SmallVector<Value> rows;
+    for (int64_t i = 0; i < kChunk; ++i) {
+      Value acc = select(ieq(tid, idx(i)), cf32(1.0), cf32(0.0));
+      for (int64_t j = 0; j < i; ++j)
+        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}), rows[j]));
+      // Rows past the request's end are zero (their coefficients may be
+      // stale: a select, not a product with beta = 0).
+      Value ti = select(ult(idx(i), len),
+                        fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
+      rows.push_back(ti);
+      std::pair<Value, Value> row = chunkRow(idx(i));
+      ifThen(row.first, [&] {
+        store(ti, tRows, ValueRange{row.second, add(coefCol0, tid)});
+      });
+    }
+  });
+  // The next chunk rewrites B, beta, A_k and the staged rows.
+  barrier();
 }
 
 void KdaChunkBuilder::buildBlock() {
   Value t0 = toIndex(load(starts, request));
   Value t1 = toIndex(load(starts, add(request, 1)));
   // Requests of at most decodeMaxTokens tokens are kda_decode's.
-  Value n = arith::SubIOp::create(b, loc, t1, t0);
+  Value n = sub(t1, t0);
   ifThen(ult(idx(s.decodeMaxTokens), n), [&] { buildRequest(t0, t1); });
 }
 
 void KdaChunkBuilder::buildRequest(Value t0, Value t1) {
-  int64_t d = s.headDim, threads = subgroups * subgroupSize;
+  int64_t d = s.headDim;
   Value srcSlot = toIndex(load(src, request));
   Value dstSlot = toIndex(load(dst, request));
   Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                       toIndex(load(positions, t0)), idx(0));
-  lastToken = arith::SubIOp::create(b, loc, t1, idx(1));
+  lastToken = sub(t1, idx(1));
   // Initial state: zero at position 0, else the source slot's columns.
-  forLoop(tid, idx(d * dp), idx(threads), [&](Value e) {
+  forLoop(tid, idx(d * dp), threads(), [&](Value e) {
     Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
     Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
     auto pick = scf::IfOp::create(b, loc, TypeRange{f32}, fresh, true);
@@ -383,14 +564,14 @@ void KdaChunkBuilder::buildRequest(Value t0, Value t1) {
     store(pick.getResult(0), ss, ValueRange{i, j});
   });
   barrier();
-  Value n = arith::SubIOp::create(b, loc, t1, t0);
+  Value n = sub(t1, t0);
   forLoop(idx(0), n, idx(kChunk), [&](Value cs) {
     tc = add(t0, cs);
-    len = minu(idx(kChunk), arith::SubIOp::create(b, loc, n, cs));
+    len = minu(idx(kChunk), sub(n, cs));
     buildChunk();
   });
   // Final state (this block's columns) to the destination slot.
-  forLoop(tid, idx(d * dp), idx(threads), [&](Value e) {
+  forLoop(tid, idx(d * dp), threads(), [&](Value e) {
     Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
     Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
     store(load(ss, ValueRange{i, j}), state,
@@ -421,20 +602,44 @@ std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
   return {accs[0], accs[1]};
 }
 
-void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
-  int64_t d = s.headDim, threads = subgroups * subgroupSize;
+Value KdaChunkBuilder::lowerTriangularProduct(Value lower, Value rows,
+                                              Value row0, Value col0) {
+  Value acc = zeros(mi.c.size());
+  for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+    Value kOff = idx(k0);
+    auto step = scf::IfOp::create(b, loc, TypeRange{acc.getType()},
+                                  ult(kOff, add(row0, idx(mi.m))), true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(step.thenBlock());
+    Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
+      return load(lower, ValueRange{i, j});
+    });
+    Value bv = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+      return load(rows, ValueRange{j, e});
+    });
+    scf::YieldOp::create(b, loc, ValueRange{mma(a, bv, acc)});
+    b.setInsertionPointToStart(step.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{acc});
+    acc = step.getResult(0);
+  }
+  return acc;
+}
+
+void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
+                                    int64_t rowPieces) {
+  int64_t threadCount = subgroups * subgroupSize;
   constexpr int64_t kVector = 4;
-  int64_t pieces = kChunk * d / kVector;
+  int64_t pieces = kChunk * rowPieces;
   auto vecType = VectorType::get({kVector}, f32);
   SmallVector<std::pair<Value, Value>> at;
   SmallVector<Value> rows;
-  for (int64_t e0 = 0; e0 < pieces; e0 += threads) {
+  for (int64_t e0 = 0; e0 < pieces; e0 += threadCount) {
     Value e = add(tid, idx(e0));
-    Value i = arith::DivUIOp::create(b, loc, e, idx(d / kVector));
-    Value c = mul(arith::RemUIOp::create(b, loc, e, idx(d / kVector)), kVector);
+    Value i = arith::DivUIOp::create(b, loc, e, idx(rowPieces));
+    Value c = mul(arith::RemUIOp::create(b, loc, e, idx(rowPieces)), kVector);
     std::pair<Value, Value> row = chunkRow(i);
     auto piece = vector::LoadOp::create(b, loc, vecType, from,
-                                        ValueRange{row.second, add(base, c)});
+                                        ValueRange{row.second, add(col0, c)});
     piece.setAlignment(uint64_t(kVector * 4));
     rows.push_back(select(row.first, piece.getResult(), zeros(kVector)));
     at.push_back({i, c});
@@ -444,6 +649,19 @@ void KdaChunkBuilder::stageChunkRows(Value from, Value to) {
                                          ValueRange{where.first, where.second});
     store.setAlignment(uint64_t(kVector * 4));
   }
+}
+
+void KdaChunkBuilder::scanDecays() {
+  ifThen(ult(tid, idx(s.headDim)), [&] {
+    SmallVector<Value> g;
+    for (int64_t i = 0; i < kChunk; ++i)
+      g.push_back(prepared(gl, idx(i), tid));
+    Value sum = cf32(0.0);
+    for (int64_t i = 0; i < kChunk; ++i) {
+      sum = fadd(sum, g[i]);
+      store(sum, bs, ValueRange{idx(i), tid});
+    }
+  });
 }
 
 std::pair<Value, Value> KdaChunkBuilder::tileOrigin(int64_t round,
@@ -501,73 +719,20 @@ SmallVector<Value> KdaChunkBuilder::loadValueRows() {
 
 void KdaChunkBuilder::buildChunk() {
   int64_t d = s.headDim;
-  // The V elements of phase 2 and the chunk's K (and Q) rows first, all
-  // loads independent of the state.
+  // 0. The V elements of phase 1, the chunk's K (and Q) rows, A_q and T
+  // first, all loads independent of the state; B.
   SmallVector<Value> values = loadValueRows();
   stageChunkRows(kn, keys);
   if (stageQueries)
     stageChunkRows(qn, queries);
-  // 0. B (thread c scans channel c; its loads are independent) and beta.
-  ifThen(ult(tid, idx(d)), [&] {
-    SmallVector<Value> g;
-    for (int64_t i = 0; i < kChunk; ++i)
-      g.push_back(prepared(gl, idx(i), tid));
-    Value sum = cf32(0.0);
-    for (int64_t i = 0; i < kChunk; ++i) {
-      sum = fadd(sum, g[i]);
-      store(sum, bs, ValueRange{idx(i), tid});
-    }
-  });
-  ifThen(ult(tid, idx(kChunk)), [&] {
-    std::pair<Value, Value> row = chunkRow(tid);
-    Value valid = row.first, t = row.second;
-    store(select(valid, load(betas, ValueRange{t, head}), cf32(0.0)), betaS,
-          ValueRange{tid});
-  });
+  copyChunkRows(aqRows, coefCol0, aqk, kChunk / 4);
+  copyChunkRows(tRows, coefCol0, tws, kChunk / 4);
+  scanDecays();
   barrier();
 
-  // 1. Coefficients: 16-row block I (reference row r = I m) against column
-  // tile J; the masks zero what is not kept, and a tile wholly above the
-  // diagonal (its first column past its last row) is zeros without products.
-  int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
-  forEachTile(
-      rowTiles, colTiles, /*liveRows=*/true,
-      [&](int64_t, Value row0, Value col0) {
-        Value above = uge(col0, add(row0, idx(mi.m)));
-        auto branch = scf::IfOp::create(b, loc, TypeRange{}, above, true);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(branch.thenBlock());
-        forEachC(row0, col0, [&](Value i, Value j, int64_t) {
-          store(cf32(0.0), akk, ValueRange{i, j});
-          store(cf32(0.0), aqk, ValueRange{i, j});
-        });
-        b.setInsertionPointToStart(branch.elseBlock());
-        // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on
-        // K_j.
-        std::pair<Value, Value> products = keyQueryProducts(
-            row0, col0,
-            [&](Value i, Value c) {
-              return fsub(load(bs, ValueRange{i, c}),
-                          load(bs, ValueRange{row0, c}));
-            },
-            [&](Value j, Value c) {
-              Value x = fsub(load(bs, ValueRange{row0, c}),
-                             load(bs, ValueRange{j, c}));
-              x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
-              return fmul(key(j, c), fexp(x));
-            });
-        Value accK = products.first, accQ = products.second;
-        forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
-          store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
-                ValueRange{i, j});
-          store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
-                ValueRange{i, j});
-        });
-      });
-
-  // 2. (K e^B) S0 and (Q e^B) S0, [C, dp] each: V - (K e^B) S0 to the delta
-  // rows, (Q e^B) S0 kept in registers for phase 4.
-  int64_t outCols = dp / mi.n;
+  // 1. (K e^B) S0 and (Q e^B) S0, [C, dp] each: the residuals V - (K e^B)
+  // S0 to ds, (Q e^B) S0 kept in registers for phase 3.
+  int64_t rowTiles = kChunk / mi.m, outCols = dp / mi.n;
   int64_t perTile = mi.c.size();
   SmallVector<Value> readOut = mapLiveTiles(
       rowTiles, outCols, [&](int64_t r, Value row0, Value col0) {
@@ -586,72 +751,47 @@ void KdaChunkBuilder::buildChunk() {
       });
   barrier();
 
-  // 3. Forward substitution, one lane per value column, rows unrolled; the
-  // other subgroups meanwhile turn the staged K rows into phase 5's operand
-  // K e^(B_last - B), in place (phases 3 and 4 do not read K).
+  // 2. The delta rows D = T R (rows past the request's end zero: so are
+  // T's), while the staged K rows become phase 4's operand K e^(B_last -
+  // B), in place (phases 2 and 3 do not read K); D replaces R in ds once
+  // every subgroup has read R.
   Value lastRow = idx(kChunk - 1);
-  ifThen(uge(tid, idx(subgroupSize)), [&] {
-    forLoop(arith::SubIOp::create(b, loc, tid, idx(subgroupSize)),
-            idx(kChunk * d), idx(subgroups * subgroupSize - subgroupSize),
-            [&](Value e) {
-              Value j = arith::DivUIOp::create(b, loc, e, idx(d));
-              Value c = arith::RemUIOp::create(b, loc, e, idx(d));
-              Value w = fexp(fsub(load(bs, ValueRange{lastRow, c}),
-                                  load(bs, ValueRange{j, c})));
-              store(fmul(key(j, c), w), keys, ValueRange{j, c});
-            });
+  forLoop(tid, idx(kChunk * d), threads(), [&](Value e) {
+    Value j = arith::DivUIOp::create(b, loc, e, idx(d));
+    Value c = arith::RemUIOp::create(b, loc, e, idx(d));
+    Value w = fexp(
+        fsub(load(bs, ValueRange{lastRow, c}), load(bs, ValueRange{j, c})));
+    store(fmul(key(j, c), w), keys, ValueRange{j, c});
   });
-  ifThen(ult(tid, idx(dp)), [&] {
-    SmallVector<Value> rows;
-    for (int64_t i = 0; i < kChunk; ++i) {
-      Value acc = load(ds, ValueRange{idx(i), tid});
-      for (int64_t j = 0; j < i; ++j)
-        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}), rows[j]));
-      // Rows past the request's end are zero (their coefficients and v - KS
-      // rows may be stale: a select, not a product with beta = 0).
-      Value di = select(ult(idx(i), len),
-                        fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
-      store(di, ds, ValueRange{idx(i), tid});
-      rows.push_back(di);
-    }
-  });
+  SmallVector<Value> deltas =
+      mapLiveTiles(rowTiles, outCols, [&](int64_t, Value row0, Value col0) {
+        return lowerTriangularProduct(tws, ds, row0, col0);
+      });
+  barrier();
+  forEachTile(rowTiles, outCols, /*liveRows=*/false,
+              [&](int64_t r, Value row0, Value col0) {
+                forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+                  store(element(deltas[r], el), ds, ValueRange{i, e});
+                });
+              });
   barrier();
 
-  // 4. Outputs: the read-out rows plus A_q D (the K steps past the tile's
-  // last row multiply zeros of A_q: skipped).
-  forEachTile(rowTiles, outCols, /*liveRows=*/true, [&](int64_t r, Value row0,
-                                                        Value col0) {
-    Value acc = zeros(mi.c.size());
-    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
-      Value kOff = idx(k0);
-      auto step = scf::IfOp::create(b, loc, TypeRange{acc.getType()},
-                                    ult(kOff, add(row0, idx(mi.m))), true);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(step.thenBlock());
-      Value a = fragment(mi.a, row0, kOff, [&](Value i, Value j) {
-        return load(aqk, ValueRange{i, j});
-      });
-      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
-        return load(ds, ValueRange{j, e});
-      });
-      scf::YieldOp::create(b, loc, ValueRange{mma(a, bD, acc)});
-      b.setInsertionPointToStart(step.elseBlock());
-      scf::YieldOp::create(b, loc, ValueRange{acc});
-      acc = step.getResult(0);
-    }
-    forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-      std::pair<Value, Value> row = chunkRow(i);
-      Value valid = row.first, t = row.second;
-      ifThen(valid, [&] {
-        store(fadd(element(readOut[r], el), element(acc, el)), raw,
-              ValueRange{t, add(colBase, e)});
-      });
-    });
-  });
+  // 3. Outputs: the read-out rows plus A_q D.
+  forEachTile(rowTiles, outCols, /*liveRows=*/true,
+              [&](int64_t r, Value row0, Value col0) {
+                Value acc = lowerTriangularProduct(aqk, ds, row0, col0);
+                forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+                  std::pair<Value, Value> row = chunkRow(i);
+                  Value valid = row.first, t = row.second;
+                  ifThen(valid, [&] {
+                    store(fadd(element(readOut[r], el), element(acc, el)), raw,
+                          ValueRange{t, add(colBase, e)});
+                  });
+                });
+              });
 
-  // 5. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D (the
-  // staged rows hold K e^(B_last - B) since phase 3); each lane reads and
-  // writes only its own elements of the state.
+  // 4. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D; each
+  // lane reads and writes only its own elements of the state.
   int64_t stateRows = d / mi.m;
   forEachTile(stateRows, outCols, /*liveRows=*/false, [&](int64_t, Value row0,
                                                           Value col0) {
@@ -675,8 +815,15 @@ void KdaChunkBuilder::buildChunk() {
       store(element(acc, el), ss, ValueRange{c, e});
     });
   });
-  // The next chunk rewrites B, beta, the staged rows and reads the state.
+  // The next chunk rewrites B, A_q, T, the staged rows and reads the state.
   barrier();
+}
+
+/// The subgroups of both chunk kernels' blocks for `shape` on `mi`.
+static int64_t chunkSubgroups(const KdaChunk &shape,
+                              const MatrixInstruction &mi) {
+  int64_t d = shape.headDim;
+  return subgroupsFor(mi, d, d / shape.parts);
 }
 
 gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
@@ -685,23 +832,42 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
     const MatrixInstruction &mi, int64_t subgroupSize,
     int64_t workgroupMemoryBytes) {
   int64_t d = shape.headDim, dp = d / shape.parts;
-  bool stageQueries =
-      staticBufferBytes(d, dp) + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
-  int64_t subgroups = subgroupsFor(mi, d, dp);
+  bool stageQueries = stagesQueries(bufferBytes(stateBufferShapes(d, dp)), d,
+                                    workgroupMemoryBytes);
+  int64_t subgroups = chunkSubgroups(shape, mi);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
         // Registers for two blocks a multiprocessor, which the workgroup
-        // memory admits (ptxas would otherwise take ~156 with single tf32
-        // products: one block).
+        // memory admits (ptxas would otherwise take more: one block).
         if (mi.family == MatrixFamily::MmaSync)
           func->setAttr("nvvm.minctasm",
                         builder.getI32IntegerAttr(kNvidiaBlocksPerSM));
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
                         stageQueries)
-            .build(func, KernelArguments(roles));
+            .build(func, KernelArguments(roles), ChunkKernel::State);
       });
 }
+
+gpu::GPUFuncOp mlir::strata::buildKdaCoefficientsKernel(
+    OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
+    TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const KdaChunk &shape,
+    const MatrixInstruction &mi, int64_t subgroupSize,
+    int64_t workgroupMemoryBytes) {
+  int64_t d = shape.headDim;
+  bool stageQueries = stagesQueries(bufferBytes(coefficientBufferShapes(d)), d,
+                                    workgroupMemoryBytes);
+  int64_t subgroups = chunkSubgroups(shape, mi);
+  return getOrCreateMatrixKernel(
+      builder, loc, module, name, argTypes, subgroups * subgroupSize,
+      mi.mnemonic, [&](gpu::GPUFuncOp func) {
+        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
+                        stageQueries)
+            .build(func, KernelArguments(roles), ChunkKernel::Coefficients);
+      });
+}
+
+int64_t mlir::strata::kdaChunkRows() { return kChunk; }
 
 FailureOr<const MatrixInstruction *>
 mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
@@ -721,12 +887,16 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
   int64_t threads = dp ? subgroupsFor(*best, d, dp) * subgroupSize : 0;
   if (!dp || d % shape.parts || d % best->m || d % best->k || dp % best->n ||
       kChunk % best->m || kChunk % best->n || kChunk % best->k || !threads ||
-      d > threads || dp > subgroupSize || (kChunk * d / 4) % threads) {
+      d > threads || dp > subgroupSize || kChunk > subgroupSize ||
+      (kChunk * d / 4) % threads || (kChunk * kChunk / 4) % threads) {
     why = "the head does not tile";
     return failure();
   }
-  if (staticBufferBytes(d, dp) + stagedRowsBytes(d) >
-      target.getSharedMemoryBytes()) {
+  int64_t rows = stagedRowsBytes(d);
+  if (bufferBytes(stateBufferShapes(d, dp)) + rows >
+          target.getSharedMemoryBytes() ||
+      bufferBytes(coefficientBufferShapes(d)) + rows >
+          target.getSharedMemoryBytes()) {
     why = "the chunk buffers do not fit the target's workgroup memory";
     return failure();
   }

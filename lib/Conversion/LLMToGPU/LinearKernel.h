@@ -122,6 +122,19 @@ buildKdaChunkKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                             func::FuncOp kernel, const TargetInfo &target,
                             std::string &why);
 
+/// True when `kernel` carries kKdaCoefficientsAttrName.
+bool isKdaCoefficientsKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`,
+/// buildKdaCoefficientsKernel for a kda_coefficients kernel function, the
+/// same arguments in the same order. Fails with `why` (and builds nothing)
+/// for another signature, another chunk length or a target without f32
+/// matrix instructions.
+FailureOr<MatmulKernelFunction>
+buildKdaCoefficientsKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                                   func::FuncOp kernel,
+                                   const TargetInfo &target, std::string &why);
+
 /// True when `kernel` carries kMlaAttendAttrName.
 bool isMlaAttendKernelFunction(func::FuncOp kernel);
 

@@ -1007,52 +1007,68 @@ bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaChunkAttrName);
 }
 
+/// The shape of KDA's chunk kernels from the state's or the betas' heads
+/// `heads` and the prepared rows' width `width` (static), with `info`'s
+/// parameters; heads 0 when the widths do not fit.
+static KdaChunk kdaChunkShape(int64_t heads, int64_t width,
+                              llm::KdaChunkAttr info) {
+  KdaChunk shape;
+  if (heads <= 0 || ShapedType::isDynamic(width) || width % heads)
+    return shape;
+  shape.heads = heads;
+  shape.headDim = width / heads;
+  shape.parts = kdaAttentionParts(shape.headDim);
+  shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
+  shape.decodeMaxTokens = info.getDecodeMaxTokens();
+  shape.tf32Products = info.getTf32Products();
+  return shape;
+}
+
+/// Whether arguments `indices` of `type` are [?, width] f32 memrefs.
+static bool hasRowWidth(FunctionType type, ArrayRef<unsigned> indices,
+                        int64_t width) {
+  Type f32 = Float32Type::get(type.getContext());
+  return llvm::all_of(indices, [&](unsigned i) {
+    return isMemRefInput(type, i, 2, f32) &&
+           identityMemRefInput(type, i).getDimSize(1) == width;
+  });
+}
+
 FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
-  const KernelRole order[] = {
-      KernelRole::X,         KernelRole::Key,       KernelRole::Value,
-      KernelRole::Decay,     KernelRole::Beta,      KernelRole::RecurrentState,
-      KernelRole::Positions, KernelRole::SeqStarts, KernelRole::SourceSlots,
-      KernelRole::DestSlots, KernelRole::Out};
-  auto contract = rolesInBuilderOrder(kernel, order, why);
+  auto contract = rolesInBuilderOrder(kernel, kKdaAttentionRoles, why);
   if (failed(contract))
     return failure();
   KernelArguments roles = contract->first;
   FunctionType type = contract->second;
   auto info = kernel->getAttrOfType<llm::KdaChunkAttr>(kKdaChunkAttrName);
-  if (!info || type.getNumInputs() != 11 || type.getNumResults() != 0) {
+  if (!info || type.getNumInputs() != std::size(kKdaAttentionRoles) ||
+      type.getNumResults() != 0) {
     why = "not a kda_attention kernel function";
     return failure();
   }
+  // q, k, v, g and the read-out [T, H d], A_q and T [T, H C] f32, the state
+  // [slots, H, d, d] f32, positions, starts and the two slot vectors i32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
-  // q, k, v, g, beta and the read-out [T, .] f32, the state [slots, H, d, d]
-  // f32, positions, starts and the two slot vectors i32.
-  bool types = isMemRefInput(type, 5, 4, f32);
-  for (unsigned i : {0u, 1u, 2u, 3u, 4u, 10u})
-    types = types && isMemRefInput(type, i, 2, f32);
-  for (unsigned i : {6u, 7u, 8u, 9u})
+  bool types = isMemRefInput(type, 6, 4, f32);
+  for (unsigned i : {7u, 8u, 9u, 10u})
     types = types && isMemRefInput(type, i, 1, i32);
-  MemRefType state = identityMemRefInput(type, 5);
+  MemRefType state = identityMemRefInput(type, 6);
   if (!types || state.isDynamicDim(1) || state.isDynamicDim(2) ||
       state.getDimSize(2) != state.getDimSize(3)) {
     why = "unexpected kda_attention kernel signature";
     return failure();
   }
-  KdaChunk shape;
-  shape.heads = state.getDimSize(1);
-  shape.headDim = state.getDimSize(2);
-  shape.parts = kdaAttentionParts(shape.headDim);
-  shape.gateLowerBound = info.getGateLowerBound().getValueAsDouble();
-  shape.decodeMaxTokens = info.getDecodeMaxTokens();
-  shape.tf32Products = info.getTf32Products();
-  // Row widths: H * d channels, H betas (static, so dynamic widths fail).
-  bool widths = identityMemRefInput(type, 4).getDimSize(1) == shape.heads;
-  for (unsigned i : {0u, 1u, 2u, 3u, 10u})
-    widths = widths && identityMemRefInput(type, i).getDimSize(1) ==
-                           shape.heads * shape.headDim;
-  if (!widths) {
+  KdaChunk shape = kdaChunkShape(
+      state.getDimSize(1), state.getDimSize(1) * state.getDimSize(2), info);
+  if (!shape.heads ||
+      !hasRowWidth(type, {0u, 1u, 2u, 3u, 11u}, shape.heads * shape.headDim)) {
     why = "unexpected kda_attention kernel signature";
+    return failure();
+  }
+  if (!hasRowWidth(type, {4u, 5u}, shape.heads * kdaChunkRows())) {
+    why = "the chunk length is not the kernel's";
     return failure();
   }
   FailureOr<const MatrixInstruction *> mi =
@@ -1075,6 +1091,69 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
   result.grid[1].blocks = shape.heads;
   result.grid[2].blocks = shape.parts;
+  return result;
+}
+
+bool mlir::strata::isKdaCoefficientsKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kKdaCoefficientsAttrName);
+}
+
+FailureOr<MatmulKernelFunction>
+mlir::strata::buildKdaCoefficientsKernelFunction(OpBuilder &builder,
+                                                 gpu::GPUModuleOp module,
+                                                 func::FuncOp kernel,
+                                                 const TargetInfo &target,
+                                                 std::string &why) {
+  auto contract = rolesInBuilderOrder(kernel, kKdaCoefficientsRoles, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  auto info =
+      kernel->getAttrOfType<llm::KdaChunkAttr>(kKdaCoefficientsAttrName);
+  if (!info || type.getNumInputs() != std::size(kKdaCoefficientsRoles) ||
+      type.getNumResults() != 0) {
+    why = "not a kda_coefficients kernel function";
+    return failure();
+  }
+  // q, k, g [T, H d], beta [T, H], A_q and T [T, H C] f32; starts i32.
+  Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
+  MemRefType beta = identityMemRefInput(type, 3);
+  MemRefType q = identityMemRefInput(type, 0);
+  if (!isMemRefInput(type, 3, 2, f32) || !isMemRefInput(type, 4, 1, i32) ||
+      !q || q.getRank() != 2) {
+    why = "unexpected kda_coefficients kernel signature";
+    return failure();
+  }
+  KdaChunk shape = kdaChunkShape(beta.getDimSize(1), q.getDimSize(1), info);
+  if (!shape.heads ||
+      !hasRowWidth(type, {0u, 1u, 2u}, shape.heads * shape.headDim)) {
+    why = "unexpected kda_coefficients kernel signature";
+    return failure();
+  }
+  if (!hasRowWidth(type, {5u, 6u}, shape.heads * kdaChunkRows())) {
+    why = "the chunk length is not the kernel's";
+    return failure();
+  }
+  FailureOr<const MatrixInstruction *> mi =
+      chooseKdaChunkInstruction(target, shape, why);
+  if (failed(mi))
+    return failure();
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildKdaCoefficientsKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
+      target.getSubgroupSize(), target.getSharedMemoryBytes());
+  result.tiling.mma = **mi;
+  // A block per 32-token window of the step and head; one block in steps of
+  // at most decodeMaxTokens tokens (kda_decode's).
+  result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};
+  result.grid[0].divisor = kdaChunkRows();
+  result.grid[0].floor = shape.decodeMaxTokens + 1;
+  result.grid[0].floorArgument = gridArgument(roles, KernelRole::X);
+  result.grid[1].blocks = shape.heads;
   return result;
 }
 
@@ -1675,6 +1754,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
     return buildMoeSelectKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaChunk:
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::KdaCoefficients:
+    return buildKdaCoefficientsKernelFunction(builder, module, kernel, target,
+                                              why);
   case GpuStrategy::KdaDecode:
     return buildKdaDecodeKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaPrepare:

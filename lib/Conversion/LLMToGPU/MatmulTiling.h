@@ -950,27 +950,45 @@ struct KdaChunk {
   bool tf32Products = false;
 };
 
-/// The f32 instruction buildKdaChunkKernel uses on `target` (smallest m);
+/// The f32 instruction buildKdaChunkKernel and buildKdaCoefficientsKernel
+/// use on `target` (smallest m);
 /// fails with `why` when there is none, the head does not tile or the gate
 /// bound lets a factored decay overflow fp32.
 FailureOr<const MatrixInstruction *>
 chooseKdaChunkInstruction(const TargetInfo &target, const KdaChunk &shape,
                           std::string &why);
 
+/// Chunk rows of buildKdaChunkKernel / buildKdaCoefficientsKernel: the
+/// chunk length their coefficient arrays' widths must carry (heads x it).
+int64_t kdaChunkRows();
+
 /// Builds `gpu.func @name` with the arguments `argTypes` of a chunked
-/// kda_attention kernel function (q, k, v, g memref<?xPxf32>, beta
-/// memref<?xHxf32>, state memref<?xHxdxdxf32>, positions, sequence starts,
-/// source and destination slots, read-out memref<?xPxf32>): one (request,
-/// head, part) per block (grid (requests + 1, H, parts)), 8 or 4 subgroups
-/// (KdaChunkKernel.cpp). The chunk's query rows are staged in workgroup
-/// memory too where `workgroupMemoryBytes` (the target's per block) holds
-/// them.
+/// kda_attention kernel function (kKdaAttentionRoles: q, k, v, g
+/// memref<?xPxf32>, A_q and T memref<?x(H*C)xf32>, state
+/// memref<?xHxdxdxf32>, positions, sequence starts, source and destination
+/// slots, read-out memref<?xPxf32>): one (request, head, part) per block
+/// (grid (requests + 1, H, parts)), 8 or 4 subgroups (KdaChunkKernel.cpp).
+/// The chunk's query rows are staged in workgroup memory too where
+/// `workgroupMemoryBytes` (the target's per block) holds them.
 gpu::GPUFuncOp
 buildKdaChunkKernel(OpBuilder &builder, Location loc, gpu::GPUModuleOp module,
                     StringRef name, TypeRange argTypes,
                     ArrayRef<llm::KernelRole> roles, const KdaChunk &shape,
                     const MatrixInstruction &mi, int64_t subgroupSize,
                     int64_t workgroupMemoryBytes);
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a
+/// kda_coefficients kernel function (kKdaCoefficientsRoles: q, k, g
+/// memref<?xPxf32>, beta memref<?xHxf32>, sequence starts, A_q and T
+/// memref<?x(H*C)xf32>): the chunks starting in a 32-token window of the
+/// step per block, one head (grid (ceil(tokens / 32), H)), the subgroups of
+/// buildKdaChunkKernel (KdaChunkKernel.cpp).
+gpu::GPUFuncOp
+buildKdaCoefficientsKernel(OpBuilder &builder, Location loc,
+                           gpu::GPUModuleOp module, StringRef name,
+                           TypeRange argTypes, ArrayRef<llm::KernelRole> roles,
+                           const KdaChunk &shape, const MatrixInstruction &mi,
+                           int64_t subgroupSize, int64_t workgroupMemoryBytes);
 
 /// The shape of a kda_prepare kernel function (KdaOps.cpp): `heads` heads
 /// of `headDim` channels, a depthwise conv of `convTaps` taps, the op's

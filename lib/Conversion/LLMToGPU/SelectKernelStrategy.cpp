@@ -49,6 +49,8 @@ mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return GpuStrategy::MoeSelect;
   if (isKdaChunkKernelFunction(kernel))
     return GpuStrategy::KdaChunk;
+  if (isKdaCoefficientsKernelFunction(kernel))
+    return GpuStrategy::KdaCoefficients;
   if (isKdaDecodeKernelFunction(kernel))
     return GpuStrategy::KdaDecode;
   if (isKdaPrepareKernelFunction(kernel))

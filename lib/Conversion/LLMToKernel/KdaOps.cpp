@@ -469,171 +469,251 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                           longStepRows(kb, kb.dim(q, 0), q));
     });
 
-    // kda_attention, rows (request, head, part) of the long requests.
-    KernelCall call;
-    const KernelRole preparedRoles[] = {KernelRole::X, KernelRole::Key,
-                                        KernelRole::Value, KernelRole::Decay,
-                                        KernelRole::Beta};
-    for (auto [v, role] : llvm::zip_equal(prepared, preparedRoles))
-      call.addInput(v, role);
-    // The state, positions, sequence starts and state slots.
-    const std::pair<unsigned, KernelRole> operandRoles[] = {
-        {12, KernelRole::RecurrentState},
-        {14, KernelRole::Positions},
-        {15, KernelRole::SeqStarts},
-        {16, KernelRole::SourceSlots},
-        {17, KernelRole::DestSlots}};
-    for (auto [i, role] : operandRoles)
-      call.addInput(operands[i], role);
-    unsigned out =
-        call.addResult(rawType, tokenSizes(rawType), KernelRole::Out);
-    call.attributes.push_back(longRequestsOnly);
-    // bf16 activations: the chunk products may round to tf32 (their inputs
-    // were bf16; fla's chunk kernels multiply on tf32 too).
+    // The chunk kernels' #llm.kda_chunk. bf16 activations: the chunk
+    // products may round to tf32 (their inputs were bf16; fla's chunk
+    // kernels multiply on tf32 too).
     bool tf32Products = getElementTypeOrSelf(op.getQ().getType()).isBF16();
-    call.attributes.push_back(rewriter.getNamedAttr(
-        kKdaChunkAttrName,
-        llm::KdaChunkAttr::get(rewriter.getContext(),
-                               op.getGateLowerBoundAttr(), kKdaDecodeMaxTokens,
-                               tf32Products)));
-    auto results = call.emit(rewriter, op, "kda_attention",
-                             [&](KernelBuilder &kb, ValueRange a) {
-      Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], betas = a[4];
-      Value state = a[5], positions = a[6], starts = a[7], src = a[8];
-      Value dst = a[9];
-      Value raw = a[out];
-      // The block's columns of the state and of the chunk's D rows, [., dp],
-      // first: on the GPU the first scratch buffers that fit the private
-      // budget go to workgroup memory.
-      Value s = kb.scratch({d, dp});
-      Value cd = kb.scratch({chunk, dp});
-      // The cumulative log-decay, the [C, C] key and query coefficients;
-      // the decayed rows q exp(B) and k exp(B) (the latter reused for
-      // k exp(B_last - B)), each computed once per chunk instead of once per
-      // output column.
-      Value cb = kb.scratch({chunk, d});
-      Value ca = kb.scratch({chunk, chunk});
-      Value caq = kb.scratch({chunk, chunk});
-      Value cqe = kb.scratch({chunk, d});
-      Value cke = kb.scratch({chunk, d});
-      Value zero = kb.f32(0.0);
-      Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
-      kb.parallelRows(
-          {kb.idx(0), kb.idx(0), kb.idx(0)},
-          {longStepRows(kb, numRequests, qn), kb.idx(heads), kb.idx(parts)},
-          [&](ValueRange rhp) {
-            Value r = rhp[0], h = rhp[1];
-            // This block's value columns [lo, hi) of the head.
-            Value lo = kb.imul(rhp[2], kb.idx(dp)),
-                  hi = kb.iadd(lo, kb.idx(dp));
-            Value base = kb.imul(h, kb.idx(d));
+    auto chunkInfo = llm::KdaChunkAttr::get(rewriter.getContext(),
+                                            op.getGateLowerBoundAttr(),
+                                            kKdaDecodeMaxTokens, tf32Products);
+    Value qPrepared = prepared[0], kPrepared = prepared[1];
+    Value vPrepared = prepared[2], gPrepared = prepared[3];
+    Value betaPrepared = prepared[4];
+
+    // kda_coefficients, rows (token, head) of the long requests; a row whose
+    // token starts a chunk of its request (every `chunk` tokens from the
+    // request's first) writes that chunk's in-chunk coefficients, which do
+    // not depend on the state: with B the in-chunk cumulative log-decay
+    // (B[i] = sum_{t<=i} g_t) and rows i, j of the chunk,
+    //   A_q[i][j] = sum_c Q[i,c] K[j,c] e^(B[i,c] - B[j,c])   (j <= i)
+    //   A_k[i][j] = sum_c K[i,c] K[j,c] e^(B[i,c] - B[j,c])   (j < i)
+    //   T = (I + diag(beta) A_k)^-1 diag(beta)   (forward substitution)
+    // into [T, H * chunk] f32 (row i of the chunk at its token, head h's
+    // columns from h * chunk; zero above the diagonal).
+    MemRefType coefficientType =
+        MemRefType::get({ShapedType::kDynamic, heads * chunk}, f32);
+    KernelCall coefficients;
+    Value coefficientInputs[] = {qPrepared, kPrepared, gPrepared, betaPrepared,
+                                 operands[15]};
+    for (auto [v, role] :
+         llvm::zip_first(coefficientInputs, kKdaCoefficientsRoles))
+      coefficients.addInput(v, role);
+    unsigned aqOut =
+        coefficients.addResult(coefficientType, tokenSizes(coefficientType),
+                               KernelRole::QueryCoefficients);
+    coefficients.addResult(coefficientType, tokenSizes(coefficientType),
+                           KernelRole::DeltaWeights);
+    coefficients.attributes.push_back(longRequestsOnly);
+    coefficients.attributes.push_back(
+        rewriter.getNamedAttr(kKdaCoefficientsAttrName, chunkInfo));
+    auto chunkCoefficients = coefficients.emit(
+        rewriter, op, "kda_coefficients", [&](KernelBuilder &kb, ValueRange a) {
+          Value qn = a[0], kn = a[1], gl = a[2], betas = a[3], starts = a[4];
+          Value aq = a[aqOut], tw = a[aqOut + 1];
+          Value cb = kb.scratch({chunk, d});
+          Value ca = kb.scratch({chunk, chunk});
+          Value ct = kb.scratch({chunk, chunk});
+          Value zero = kb.f32(0.0);
+          auto row = [&](Value r, Value tc, Value h) {
             Value t0 = kb.loadIndex(starts, r);
             Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
-            // The prepared rows of the head: channel c of token t.
-            auto at = [&](Value m, Value t, Value c) {
-              return kb.load(m, {t, kb.iadd(base, c)});
-            };
-
-            // Chunked (WY) form, per head and chunk of C tokens with in-chunk
-            // cumulative log-decay B (B[i] = sum_{j<=i} g_j):
-            //   A[i][j]  = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c])       j < i
-            //   D[i]     = beta_i (V[i] - S0^T (exp(B[i]) K[i]) - sum_{j<i}
-            //   A[i][j] D[j]) o[i]     = S0^T (exp(B[i]) Q[i]) + sum_{j<=i}
-            //   D[j] (K[j] exp(B[i]-B[j]) . Q[i]) S_end    = diag(exp(B[C-1]))
-            //   S0 + sum_j diag(exp(B[C-1]-B[j])) K[j] D[j]^T
-            auto chunkedBody = [&] {
-              Value n = kb.isub(t1, t0);
-              scf::ForOp chunks = scf::ForOp::create(
-                  kb.builder(), kb.getLoc(), kb.idx(0), n, kb.idx(chunk));
-              OpBuilder::InsertionGuard guard(kb.builder());
-              kb.builder().setInsertionPoint(chunks.getBody()->getTerminator());
-              Value cs = chunks.getInductionVar();
-              Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
-              Value tc = kb.iadd(t0, cs);
-              // Row i of the chunk: token tc + i.
-              auto Q = [&](Value i, Value c) {
-                return at(qn, kb.iadd(tc, i), c);
+            Value startsChunk =
+                kb.ieq(kb.irem(kb.isub(tc, t0), kb.idx(chunk)), kb.idx(0));
+            kb.ifThen(kb.andi(isLong(kb, t0, t1), startsChunk), [&] {
+              Value base = kb.imul(h, kb.idx(d));
+              Value col0 = kb.imul(h, kb.idx(chunk));
+              Value len = kb.imin(kb.idx(chunk), kb.isub(t1, tc));
+              auto at = [&](Value m, Value i, Value c) {
+                return kb.load(m, {kb.iadd(tc, i), kb.iadd(base, c)});
               };
-              auto K = [&](Value i, Value c) {
-                return at(kn, kb.iadd(tc, i), c);
-              };
-              // Cumulative decay, then the decayed rows.
+              // Cumulative decay.
               kb.loop(kb.idx(0), len, [&](Value i) {
                 kb.loop(0, d, [&](Value c) {
-                  Value g = at(gl, kb.iadd(tc, i), c);
                   Value prev = kb.ifElse(
-                      kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
-                      [&] { return zero; },
-                      [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c});
+                      kb.ieq(i, kb.idx(0)), f32, [&] { return zero; },
+                      [&] {
+                        return kb.load(cb, {kb.isub(i, kb.idx(1)), c});
                       });
-                  kb.store(kb.add(prev, g), cb, {i, c});
-                });
-                kb.loop(0, d, [&](Value c) {
-                  Value decay = kb.exp(kb.load(cb, {i, c}));
-                  kb.store(kb.mul(Q(i, c), decay), cqe, {i, c});
-                  kb.store(kb.mul(K(i, c), decay), cke, {i, c});
+                  kb.store(kb.add(prev, at(gl, i, c)), cb, {i, c});
                 });
               });
-              // The chunk's key and query coefficients of every pair at once
-              // (they do not depend on D, so all (i, j) are independent):
-              // ca[i][j] = sum_c K[i,c] K[j,c] exp(B[i,c] - B[j,c]) (j < i) and
-              // caq[i][j] the same with Q[i] (j <= i), both sums sharing the
-              // pair's decay factors.
+              // Every pair's key and query coefficients (independent), the
+              // query ones straight to the result (zero above the diagonal).
               kb.loop(kb.idx(0), len, [&](Value i) {
-                kb.loop(kb.idx(0), len, [&](Value j) {
-                  kb.ifThen(kb.ige(i, j), [&] {
+                Value next = kb.iadd(i, kb.idx(1));
+                Value tq = kb.iadd(tc, i);
+                kb.loop(0, chunk, [&](Value j) {
+                  kb.ifThen(kb.ilt(j, next), [&] {
                     SmallVector<Value> sums = kb.loopCarry(
                         kb.idx(0), kb.idx(d), {zero, zero},
                         [&](Value c, ValueRange acc) -> SmallVector<Value> {
                           Value w = kb.exp(
                               kb.sub(kb.load(cb, {i, c}), kb.load(cb, {j, c})));
-                          Value kj = K(j, c);
-                          return {
-                              kb.add(acc[0], kb.mul(kb.mul(K(i, c), kj), w)),
-                              kb.add(acc[1], kb.mul(kb.mul(Q(i, c), kj), w))};
+                          Value kj = at(kn, j, c);
+                          return {kb.add(acc[0],
+                                         kb.mul(kb.mul(at(kn, i, c), kj), w)),
+                                  kb.add(acc[1],
+                                         kb.mul(kb.mul(at(qn, i, c), kj), w))};
                         });
-                    kb.ifThen(kb.ilt(j, i), [&] {
-                      kb.store(sums[0], ca, {i, j});
-                    });
-                    kb.store(sums[1], caq, {i, j});
+                    kb.store(kb.select(kb.ilt(j, i), sums[0], zero), ca,
+                             {i, j});
+                    kb.store(sums[1], aq, {tq, kb.iadd(col0, j)});
+                  });
+                  kb.ifThen(kb.ige(j, next), [&] {
+                    kb.store(zero, ca, {i, j});
+                    kb.store(zero, aq, {tq, kb.iadd(col0, j)});
                   });
                 });
               });
-              // The state's part of every delta row, S0^T (exp(B[i]) K[i]),
-              // for all (i, e) at once (it does not depend on D) into cd, whose
-              // row i the substitution then overwrites with D[i].
+              // T by forward substitution, column by column of the identity:
+              // T[i][c] = beta_i ([i == c] - sum_{j<i} A_k[i][j] T[j][c]).
               kb.loop(kb.idx(0), len, [&](Value i) {
-                kb.loop(0, dp, [&](Value e) {
-                  Value fromState =
-                      kb.reduce(0, d, zero, [&](Value c, Value acc) {
-                        return kb.add(acc, kb.mul(kb.load(s, {c, e}),
-                                                  kb.load(cke, {i, c})));
-                      });
-                  kb.store(fromState, cd, {i, e});
-                });
-              });
-              // D rows by forward substitution.
-              kb.loop(kb.idx(0), len, [&](Value i) {
-                Value t = kb.iadd(tc, i);
-                Value beta = kb.load(betas, {t, h});
-                kb.loop(0, dp, [&](Value e) {
+                Value beta = kb.load(betas, {kb.iadd(tc, i), h});
+                kb.loop(0, chunk, [&](Value c) {
+                  Value identity = kb.select(kb.ieq(i, c), kb.f32(1.0), zero);
                   Value rhs = kb.reduce(
-                      kb.idx(0), i,
-                      kb.sub(at(vn, t, kb.iadd(lo, e)), kb.load(cd, {i, e})),
-                      [&](Value j, Value acc) {
+                      kb.idx(0), i, identity, [&](Value j, Value acc) {
                         return kb.sub(acc, kb.mul(kb.load(ca, {i, j}),
-                                                  kb.load(cd, {j, e})));
+                                                  kb.load(ct, {j, c})));
                       });
-                  kb.store(kb.mul(beta, rhs), cd, {i, e});
+                  Value tic = kb.mul(beta, rhs);
+                  kb.store(tic, ct, {i, c});
+                  kb.store(tic, tw, {kb.iadd(tc, i), kb.iadd(col0, c)});
                 });
               });
-              // Outputs of every (token, column) of the chunk at once, over the
-              // stored token and output column (the loops' own indices, so the
-              // GPU threads share the whole nest).
-              Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
-              kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
-                kb.loop(
-                    chLo, chHi, [&](Value ch) {
+            });
+          };
+          forEachTokenHeadRow(kb, starts, qn, heads, row,
+                              longStepRows(kb, kb.dim(qn, 0), qn));
+          for (Value m : {cb, ca, ct})
+            kb.dealloc(m);
+        });
+
+    // kda_attention, rows (request, head, part) of the long requests.
+    KernelCall call;
+    Value attentionInputs[] = {qPrepared,
+                               kPrepared,
+                               vPrepared,
+                               gPrepared,
+                               chunkCoefficients[0],
+                               chunkCoefficients[1],
+                               operands[12],
+                               operands[14],
+                               operands[15],
+                               operands[16],
+                               operands[17]};
+    for (auto [v, role] : llvm::zip_first(attentionInputs, kKdaAttentionRoles))
+      call.addInput(v, role);
+    unsigned out =
+        call.addResult(rawType, tokenSizes(rawType), KernelRole::Out);
+    call.attributes.push_back(longRequestsOnly);
+    call.attributes.push_back(
+        rewriter.getNamedAttr(kKdaChunkAttrName, chunkInfo));
+    auto results = call.emit(
+        rewriter, op, "kda_attention", [&](KernelBuilder &kb, ValueRange a) {
+          Value qn = a[0], kn = a[1], vn = a[2], gl = a[3], aq = a[4],
+                tw = a[5];
+          Value state = a[6], positions = a[7], starts = a[8], src = a[9];
+          Value dst = a[10];
+          Value raw = a[out];
+          // The block's columns of the state, the chunk's residuals V - (K e^B)
+          // S0 and its delta rows, [., dp], first: on the GPU the first scratch
+          // buffers that fit the private budget go to workgroup memory.
+          Value s = kb.scratch({d, dp});
+          Value cr = kb.scratch({chunk, dp});
+          Value cd = kb.scratch({chunk, dp});
+          // The cumulative log-decay; the decayed rows q exp(B) and k exp(B)
+          // (the latter reused for k exp(B_last - B)), each computed once per
+          // chunk instead of once per output column.
+          Value cb = kb.scratch({chunk, d});
+          Value cqe = kb.scratch({chunk, d});
+          Value cke = kb.scratch({chunk, d});
+          Value zero = kb.f32(0.0);
+          Value numRequests = kb.isub(kb.dim(starts, 0), kb.idx(1));
+          kb.parallelRows(
+              {kb.idx(0), kb.idx(0), kb.idx(0)},
+              {longStepRows(kb, numRequests, qn), kb.idx(heads), kb.idx(parts)},
+              [&](ValueRange rhp) {
+                Value r = rhp[0], h = rhp[1];
+                // This block's value columns [lo, hi) of the head.
+                Value lo = kb.imul(rhp[2], kb.idx(dp)),
+                      hi = kb.iadd(lo, kb.idx(dp));
+                Value base = kb.imul(h, kb.idx(d));
+                Value col0 = kb.imul(h, kb.idx(chunk));
+                Value t0 = kb.loadIndex(starts, r);
+                Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
+                // The prepared rows of the head: channel c of token t.
+                auto at = [&](Value m, Value t, Value c) {
+                  return kb.load(m, {t, kb.iadd(base, c)});
+                };
+
+                // Chunked (WY) form, per head and chunk of C tokens with the
+                // chunk's coefficients A_q and delta weights T
+                // (kda_coefficients) and the state S0 at its start:
+                //   D      = T (V - (K e^B) S0)
+                //   o[i]   = S0^T (Q[i] e^B[i]) + sum_{j<=i} A_q[i][j] D[j]
+                //   S_end  = diag(e^B[C-1]) S0 + sum_j diag(e^(B[C-1]-B[j]))
+                //            K[j] D[j]^T
+                auto chunkedBody = [&] {
+                  Value n = kb.isub(t1, t0);
+                  scf::ForOp chunks = scf::ForOp::create(
+                      kb.builder(), kb.getLoc(), kb.idx(0), n, kb.idx(chunk));
+                  OpBuilder::InsertionGuard guard(kb.builder());
+                  kb.builder().setInsertionPoint(
+                      chunks.getBody()->getTerminator());
+                  Value cs = chunks.getInductionVar();
+                  Value len = kb.imin(kb.idx(chunk), kb.isub(n, cs));
+                  Value tc = kb.iadd(t0, cs);
+                  // Cumulative decay, then the decayed rows.
+                  kb.loop(kb.idx(0), len, [&](Value i) {
+                    kb.loop(0, d, [&](Value c) {
+                      Value g = at(gl, kb.iadd(tc, i), c);
+                      Value prev = kb.ifElse(
+                          kb.ieq(i, kb.idx(0)), kb.builder().getF32Type(),
+                          [&] { return zero; },
+                          [&] { return kb.load(cb, {kb.isub(i, kb.idx(1)), c});
+                          });
+                      kb.store(kb.add(prev, g), cb, {i, c});
+                    });
+                    kb.loop(0, d, [&](Value c) {
+                      Value decay = kb.exp(kb.load(cb, {i, c}));
+                      Value t = kb.iadd(tc, i);
+                      kb.store(kb.mul(at(qn, t, c), decay), cqe, {i, c});
+                      kb.store(kb.mul(at(kn, t, c), decay), cke, {i, c});
+                    });
+                  });
+                  // The residuals V - S0^T (exp(B[i]) K[i]) of every (i, e).
+                  kb.loop(kb.idx(0), len, [&](Value i) {
+                    Value t = kb.iadd(tc, i);
+                    kb.loop(0, dp, [&](Value e) {
+                      Value fromState =
+                          kb.reduce(0, d, zero, [&](Value c, Value acc) {
+                            return kb.add(acc, kb.mul(kb.load(s, {c, e}),
+                                                      kb.load(cke, {i, c})));
+                          });
+                      kb.store(kb.sub(at(vn, t, kb.iadd(lo, e)), fromState), cr,
+                               {i, e});
+                    });
+                  });
+                  // The delta rows D = T R (T is lower triangular).
+                  kb.loop(kb.idx(0), len, [&](Value i) {
+                    Value t = kb.iadd(tc, i);
+                    kb.loop(0, dp, [&](Value e) {
+                      Value di = kb.reduce(
+                          kb.idx(0), kb.iadd(i, kb.idx(1)), zero,
+                          [&](Value j, Value acc) {
+                            Value w = kb.load(tw, {t, kb.iadd(col0, j)});
+                            return kb.add(acc, kb.mul(w, kb.load(cr, {j, e})));
+                          });
+                      kb.store(di, cd, {i, e});
+                    });
+                  });
+                  // Outputs of every (token, column) of the chunk at once, over
+                  // the stored token and output column (the loops' own indices,
+                  // so the GPU threads share the whole nest).
+                  Value chLo = kb.iadd(base, lo), chHi = kb.iadd(base, hi);
+                  kb.loop(tc, kb.iadd(tc, len), [&](Value t) {
+                    kb.loop(chLo, chHi, [&](Value ch) {
                       Value i = kb.isub(t, tc);
                       Value e = kb.isub(ch, chLo);
                       Value fromState =
@@ -641,68 +721,71 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                             return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                                       kb.load(cqe, {i, c})));
                           });
-                      Value out =
-                          kb.reduce(kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
-                                    [&](Value j, Value acc) {
-                                      return kb.add(acc, kb.mul(kb.load(caq, {i, j}),
-                                                                kb.load(cd, {j, e})));
-                                    });
+                      Value out = kb.reduce(
+                          kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
+                          [&](Value j, Value acc) {
+                            Value w = kb.load(aq, {t, kb.iadd(col0, j)});
+                            return kb.add(acc, kb.mul(w, kb.load(cd, {j, e})));
+                          });
                       kb.store(out, raw, {t, ch});
                     });
-              });
-              // State at the end of the chunk: k exp(B_last - B) into cke
-              // (k exp(B) is no longer read), then the update.
-              Value last = kb.isub(len, kb.idx(1));
-              kb.loop(kb.idx(0), len, [&](Value j) {
-                kb.loop(0, d, [&](Value c) {
-                  Value w = kb.exp(
-                      kb.sub(kb.load(cb, {last, c}), kb.load(cb, {j, c})));
-                  kb.store(kb.mul(w, K(j, c)), cke, {j, c});
+                  });
+                  // State at the end of the chunk: k exp(B_last - B) into cke
+                  // (k exp(B) is no longer read), then the update.
+                  Value last = kb.isub(len, kb.idx(1));
+                  kb.loop(kb.idx(0), len, [&](Value j) {
+                    kb.loop(0, d, [&](Value c) {
+                      Value w = kb.exp(
+                          kb.sub(kb.load(cb, {last, c}), kb.load(cb, {j, c})));
+                      kb.store(kb.mul(w, at(kn, kb.iadd(tc, j), c)), cke,
+                               {j, c});
+                    });
+                  });
+                  kb.loop(0, d, [&](Value c) {
+                    Value bl = kb.load(cb, {last, c});
+                    kb.loop(0, dp, [&](Value e) {
+                      Value upd = kb.reduce(
+                          kb.idx(0), len, zero, [&](Value j, Value acc) {
+                            return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
+                                                      kb.load(cd, {j, e})));
+                          });
+                      kb.store(
+                          kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
+                          s, {c, e});
+                    });
+                  });
+                };
+                kb.ifThen(isLong(kb, t0, t1), [&] {
+                  Value srcSlot = kb.loadIndex(src, r);
+                  Value dstSlot = kb.loadIndex(dst, r);
+                  Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
+                  // Initial state: zero at position 0, else the source slot (s
+                  // holds the block's columns: s[i, j] is column lo + j of the
+                  // head).
+                  kb.loop(0, d, [&](Value i) {
+                    kb.loop(0, dp, [&](Value j) {
+                      Value old = kb.ifElse(
+                          fresh, f32, [&] { return zero; },
+                          [&] {
+                            return kb.load(state,
+                                           {srcSlot, h, i, kb.iadd(lo, j)});
+                          });
+                      kb.store(old, s, {i, j});
+                    });
+                  });
+                  chunkedBody();
+                  // Final state (this block's columns) to the destination slot.
+                  kb.loop(0, d, [&](Value i) {
+                    kb.loop(lo, hi, [&](Value j) {
+                      kb.store(kb.load(s, {i, kb.isub(j, lo)}), state,
+                               {dstSlot, h, i, j});
+                    });
+                  });
                 });
               });
-              kb.loop(0, d, [&](Value c) {
-                Value bl = kb.load(cb, {last, c});
-                kb.loop(0, dp, [&](Value e) {
-                  Value upd =
-                      kb.reduce(kb.idx(0), len, zero, [&](Value j, Value acc) {
-                        return kb.add(acc, kb.mul(kb.load(cke, {j, c}),
-                                                  kb.load(cd, {j, e})));
-                      });
-                  kb.store(kb.add(kb.mul(kb.exp(bl), kb.load(s, {c, e})), upd),
-                           s, {c, e});
-                });
-              });
-            };
-            kb.ifThen(isLong(kb, t0, t1), [&] {
-              Value srcSlot = kb.loadIndex(src, r);
-              Value dstSlot = kb.loadIndex(dst, r);
-              Value fresh = kb.ieq(kb.loadIndex(positions, t0), kb.idx(0));
-              // Initial state: zero at position 0, else the source slot (s
-              // holds the block's columns: s[i, j] is column lo + j of the
-              // head).
-              kb.loop(0, d, [&](Value i) {
-                kb.loop(0, dp, [&](Value j) {
-                  Value old = kb.ifElse(
-                      fresh, f32, [&] { return zero; },
-                      [&] {
-                        return kb.load(state, {srcSlot, h, i, kb.iadd(lo, j)});
-                      });
-                  kb.store(old, s, {i, j});
-                });
-              });
-              chunkedBody();
-              // Final state (this block's columns) to the destination slot.
-              kb.loop(0, d, [&](Value i) {
-                kb.loop(lo, hi, [&](Value j) {
-                  kb.store(kb.load(s, {i, kb.isub(j, lo)}), state,
-                           {dstSlot, h, i, j});
-                });
-              });
-            });
-          });
-      for (Value m : {s, cd, cb, ca, caq, cqe, cke})
-        kb.dealloc(m);
-    });
+          for (Value m : {s, cr, cd, cb, cqe, cke})
+            kb.dealloc(m);
+        });
 
     // kda_output, one row per (token, head) of the long requests: the gated
     // norm, then the conv state; into kda_decode's o.

@@ -87,6 +87,12 @@ inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the
 /// bound keeps its factored decays finite.
 inline constexpr llvm::StringLiteral kKdaChunkAttrName = "llm.kda_chunk";
+/// On kda_coefficients (KdaOps.cpp): the same #llm.kda_chunk; a GPU target
+/// rebuilds it with a block per chunk start window and the coefficient
+/// products on the matrix units (LLMToGPU
+/// buildKdaCoefficientsKernelFunction).
+inline constexpr llvm::StringLiteral kKdaCoefficientsAttrName =
+    "llm.kda_coefficients";
 /// On kda_decode (KdaOps.cpp): a #llm.kda_decode; a GPU target rebuilds it
 /// with a state column per thread held in registers across the request's
 /// tokens (LLMToGPU buildKdaDecodeKernelFunction).
@@ -444,6 +450,35 @@ inline constexpr llm::KernelRole kKdaOutputRoles[] = {
     llm::KernelRole::ConvState,     llm::KernelRole::Positions,
     llm::KernelRole::SeqStarts,     llm::KernelRole::SourceSlots,
     llm::KernelRole::DestSlots,     llm::KernelRole::Out};
+
+/// The roles of kda_coefficients' arguments in order (KdaOps.cpp names them,
+/// LLMToGPU's kda_coefficients strategy reads them): the prepared q, k, log
+/// decays and betas and the sequence starts; then its results, the chunks'
+/// query coefficients and delta weights.
+inline constexpr llm::KernelRole kKdaCoefficientsRoles[] = {
+    llm::KernelRole::X,           llm::KernelRole::Key,
+    llm::KernelRole::Decay,       llm::KernelRole::Beta,
+    llm::KernelRole::SeqStarts,   llm::KernelRole::QueryCoefficients,
+    llm::KernelRole::DeltaWeights};
+
+/// The roles of the chunked kda_attention's arguments in order (KdaOps.cpp
+/// names them, LLMToGPU's kda_chunk strategy reads them): the prepared q, k,
+/// v and log decays, kda_coefficients' results, the state, positions,
+/// sequence starts, source and destination slots, and its result, the
+/// read-out.
+inline constexpr llm::KernelRole kKdaAttentionRoles[] = {
+    llm::KernelRole::X,
+    llm::KernelRole::Key,
+    llm::KernelRole::Value,
+    llm::KernelRole::Decay,
+    llm::KernelRole::QueryCoefficients,
+    llm::KernelRole::DeltaWeights,
+    llm::KernelRole::RecurrentState,
+    llm::KernelRole::Positions,
+    llm::KernelRole::SeqStarts,
+    llm::KernelRole::SourceSlots,
+    llm::KernelRole::DestSlots,
+    llm::KernelRole::Out};
 
 /// The call-site view of one kernel: argument types, call operands and the
 /// results to allocate, collected operand by operand. Each add* returns the

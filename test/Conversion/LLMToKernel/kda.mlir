@@ -47,17 +47,22 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 // -----
 
 // Tests that chunked mode leaves requests of at most 4 tokens to kda_decode
-// (which allocates the output) and the others to kda_prepare, kda_attention
-// and kda_output (which writes into kda_decode's output), the three with row
-// loops that are empty in steps of at most 4 tokens; kda_attention walks
-// chunks of chunk_size tokens (the WY form) and is marked for the
-// matrix-unit form (llm.kda_chunk).
+// (which allocates the output) and the others to kda_prepare,
+// kda_coefficients, kda_attention and kda_output (which writes into
+// kda_decode's output), the four with row loops that are empty in steps of
+// at most 4 tokens; kda_coefficients writes each chunk's A_q and T ([T, H
+// chunk_size] each), kda_attention reads them and walks chunks of
+// chunk_size tokens (the WY form); both are marked for the matrix-unit forms
+// (llm.kda_coefficients, llm.kda_chunk).
 // CHECK-LABEL: func.func @kda_chunked
 // CHECK: %[[O:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
 // CHECK: call @kda_decode_0({{.*}}, %[[O]])
 // CHECK: call @kda_prepare_0(
+// CHECK: %[[AQ:.*]] = memref.alloc(%{{.*}}) : memref<?x32xf32>
+// CHECK: %[[TW:.*]] = memref.alloc(%{{.*}}) : memref<?x32xf32>
+// CHECK: call @kda_coefficients_0({{.*}}, %[[AQ]], %[[TW]])
 // CHECK: %[[RAW:.*]] = memref.alloc(%{{.*}}) : memref<?x16xf32>
-// CHECK: call @kda_attention_0({{.*}}, %[[RAW]])
+// CHECK: call @kda_attention_0({{.*}}, %[[AQ]], %[[TW]], {{.*}}, %[[RAW]])
 // CHECK: call @kda_output_0(%[[RAW]], {{.*}}, %[[O]])
 // CHECK: return
 // CHECK: func.func @kda_decode_0
@@ -66,10 +71,19 @@ func.func @kda(%q: tensor<?x16xbf16>, %f: tensor<?x16xbf16>, %b: tensor<?x2xbf16
 // CHECK: %[[T:.*]] = memref.dim %arg0, %c0
 // CHECK: %[[BIG:.*]] = arith.cmpi sge, %{{.*}}, %c5
 // CHECK: arith.select %[[BIG]], %[[T]], %c0
-// CHECK: func.func @kda_attention_0
-// CHECK-SAME: llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
+// CHECK: func.func @kda_coefficients_0
+// CHECK-SAME: llm.kda_coefficients = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
+// CHECK-SAME: roles = [x, key, decay, beta, seq_starts, query_coefficients, delta_weights]
 // CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: memref.alloc() : memref<16x16xf32>
+// CHECK: memref.alloc() : memref<16x16xf32>
+// A chunk's rows start at the tokens t with (t - t0) % 16 == 0.
+// CHECK: arith.remui %{{.*}}, %c16
+// CHECK: func.func @kda_attention_0
+// CHECK-SAME: llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4>
+// CHECK-SAME: roles = [x, key, value, decay, query_coefficients, delta_weights, recurrent_state, positions, seq_starts, source_slots, dest_slots, out]
+// CHECK: memref.alloc() : memref<16x8xf32>
+// CHECK: memref.alloc() : memref<16x8xf32>
 // CHECK: %[[C16:.*]] = arith.constant 16 : index
 // CHECK: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %[[C16]]
 // CHECK: func.func @kda_output_0
@@ -100,6 +114,8 @@ func.func @kda_chunked(%q: tensor<?x16xf32>, %b: tensor<?x2xf32>,
 // to tf32 (tf32_products: its inputs were bf16); the f32 one above keeps the
 // default (false, not printed).
 // CHECK-LABEL: func.func @kda_chunked_bf16
+// CHECK: func.func @kda_coefficients_0
+// CHECK-SAME: llm.kda_coefficients = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4, tf32_products = true>
 // CHECK: func.func @kda_attention_0
 // CHECK-SAME: llm.kda_chunk = #llm.kda_chunk<gate_lower_bound = -5.000000e+00 : f32, decode_max_tokens = 4, tf32_products = true>
 func.func @kda_chunked_bf16(%q: tensor<?x16xbf16>, %b: tensor<?x2xbf16>,

@@ -1,19 +1,26 @@
-"""Runs chosen blocks of the KDA chunk kernel (KdaChunkKernel.cpp) from its
-GPU-dialect IR on the CPU (test/Tools/Inputs/gpu_ir_interpreter.py) and
-compares them with the delta rule token by token in float64 on the prepared
-rows (dialects/llm/IR/LLMOps.td, llm.kda_attention): per token, S =
-diag(exp(g)) S, delta = beta (v - S^T k), S = S + k delta^T, o = S^T q; the
-state from the source slot (zero at position 0), the final state to the
-destination slot.
+"""Runs chosen blocks of KDA's chunk kernels (KdaChunkKernel.cpp) from their
+GPU-dialect IR on the CPU (test/Tools/Inputs/gpu_ir_interpreter.py):
+kda_coefficients, whose A_q and T rows are compared with their definition in
+float64, then kda_attention on them, compared with the delta rule token by
+token in float64 on the prepared rows (dialects/llm/IR/LLMOps.td,
+llm.kda_attention): per token, S = diag(exp(g)) S, delta = beta (v - S^T k),
+S = S + k delta^T, o = S^T q; the state from the source slot (zero at
+position 0), the final state to the destination slot.
 
 A step of three requests: 40 tokens at position 0 (a chunk of 32 and one of
 8), 3 tokens (at most decode_max_tokens: kda_decode's, untouched) and 9
 tokens at position 20 from slot 2. Each block is one (request, head, 32
 value columns); the chosen blocks are run and their columns checked: the
 read-out within `--bound` of the largest read-out value, the final state
-within the same bound of its largest, every other element untouched.
+within the same bound of its largest, every other element untouched. The
+coefficient kernel's blocks are (32-token window, head): those of the
+chosen blocks' chunks run, and each of those chunks' A_q and T rows is
+checked within the bound of its largest value (the second window holds the
+40-token request's second chunk, the 3-token request, skipped, and the
+9-token one's chunk); every other row stays untouched.
 
-    run_kda_chunk.py IR --kernel kda_attention_0 --lanes 32 --bound 2e-5
+    run_kda_chunk.py IR --coefficients kda_coefficients_0 \
+        --kernel kda_attention_0 --lanes 32 --bound 2e-5
 """
 
 import argparse
@@ -26,11 +33,36 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
 
-HEADS, DIM, PART = 2, 128, 32
+HEADS, DIM, PART, CHUNK = 2, 128, 32, 32
 # tokens, first position, source slot, destination slot
 REQUESTS = [(40, 0, 1, 1), (3, 5, 3, 3), (9, 20, 2, 4)]
 # (request, head, part) blocks run
 BLOCKS = [(0, 1, 2), (2, 0, 1), (1, 0, 0)]
+# (window, head) blocks of kda_coefficients run: the chunks of the long
+# requests' blocks above
+WINDOWS = [(0, 1), (1, 1), (1, 0)]
+
+
+def chunks_of(r):
+    """The chunks (first token, length) of request r."""
+    n = REQUESTS[r][0]
+    t0 = sum(m for m, *_ in REQUESTS[:r])
+    return [(t0 + c, min(CHUNK, n - c)) for c in range(0, n, CHUNK)]
+
+
+def coefficients(a, tc, n, h):
+    """(A_q, T) [n, CHUNK] of the chunk of n tokens from tc, head h."""
+    cols = slice(h * DIM, (h + 1) * DIM)
+    q, k, g = (a[m][tc:tc + n, cols].astype(np.float64)
+               for m in ("q", "k", "g"))
+    beta = a["beta"][tc:tc + n, h].astype(np.float64)
+    B = np.cumsum(g, axis=0)
+    decay = np.exp(B[:, None, :] - B[None, :, :])  # [i, j, c]
+    aq = np.tril(np.einsum("ic,jc,ijc->ij", q, k, decay))
+    ak = np.tril(np.einsum("ic,jc,ijc->ij", k, k, decay), -1)
+    t = np.linalg.solve(np.eye(n) + beta[:, None] * ak, np.diag(beta))
+    pad = np.zeros((n, CHUNK - n))
+    return np.hstack([aq, pad]), np.hstack([t, pad])
 
 
 def reference(a, r):
@@ -55,6 +87,7 @@ def reference(a, r):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("ir")
+    ap.add_argument("--coefficients", required=True)
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--lanes", type=int, required=True)
     ap.add_argument("--bound", type=float, required=True)
@@ -81,19 +114,47 @@ def main():
     src = np.array([s for _, _, s, _ in REQUESTS], np.int32)
     dst = np.array([s for *_, s in REQUESTS], np.int32)
     sentinel = np.float32(-7.0)
+    ok = True
+    aq = np.full((T, HEADS * CHUNK), sentinel, np.float32)
+    tw = np.full((T, HEADS * CHUNK), sentinel, np.float32)
+    load_kernel(args.ir, args.coefficients).run(
+        [a["q"], a["k"], a["g"], a["beta"], starts, aq, tw],
+        grid=((T + CHUNK - 1) // CHUNK, HEADS), subgroup_size=args.lanes,
+        blocks=WINDOWS)
+    written = np.zeros(aq.shape, bool)
+    worst = 0.0
+    for r in range(len(REQUESTS)):
+        if REQUESTS[r][0] <= 4:
+            continue
+        for tc, n in chunks_of(r):
+            for h in range(HEADS):
+                if (tc // CHUNK, h) not in WINDOWS:
+                    continue
+                cols = slice(h * CHUNK, (h + 1) * CHUNK)
+                for name, got, want in zip(("A_q", "T"), (aq, tw),
+                                           coefficients(a, tc, n, h)):
+                    err = (np.abs(got[tc:tc + n, cols] - want).max() /
+                           np.abs(want).max())
+                    worst = max(worst, err)
+                    ok &= bool(err <= args.bound)
+                written[tc:tc + n, cols] = True
+    coefficients_untouched = bool((aq[~written] == sentinel).all() and
+                                  (tw[~written] == sentinel).all())
+    print(f"coefficients: {'within bound' if worst <= args.bound else worst}, "
+          f"the rest {'untouched' if coefficients_untouched else 'WRITTEN'}")
+    ok &= coefficients_untouched
+
     state = a["state"].copy()
     out = np.full((T, P), sentinel, np.float32)
-    argv = [a["q"], a["k"], a["v"], a["g"], a["beta"], state, positions,
+    argv = [a["q"], a["k"], a["v"], a["g"], aq, tw, state, positions,
             starts, src, dst, out]
     grid = (len(REQUESTS) + 1, HEADS, DIM // PART)
     load_kernel(args.ir, args.kernel).run(argv, grid=grid,
                                           subgroup_size=args.lanes,
                                           blocks=BLOCKS)
 
-    ok = True
     touched_out = np.zeros((T, P), bool)
     touched_state = np.zeros(state.shape, bool)
-    worst = 0.0
     for r, h, part in BLOCKS:
         n, _, _, d_slot = REQUESTS[r]
         t0 = sum(m for m, *_ in REQUESTS[:r])
