@@ -120,9 +120,14 @@ Shapes stateBufferShapes(int64_t d, int64_t dp) {
           {kChunk, dp + kPadRowsByQuad}};
 }
 /// The coefficient kernel's static workgroup buffers (f32), in
-/// buildCoefficientsKernel's order: B [C, d], A_k [C, C], beta [C].
+/// KdaChunkBuilder::build's order: B [C, d], A_k [C, C], beta [C], A_q and T
+/// [C, C] (their rows copied out whole).
 Shapes coefficientBufferShapes(int64_t d) {
-  return {{kChunk, d + kPadRowsByLane}, {kChunk, kChunk}, {kChunk}};
+  return {{kChunk, d + kPadRowsByLane},
+          {kChunk, kChunk},
+          {kChunk},
+          {kChunk, kChunk},
+          {kChunk, kChunk}};
 }
 /// Bytes of f32 buffers of `shapes`.
 int64_t bufferBytes(const Shapes &shapes) {
@@ -281,6 +286,10 @@ private:
   /// request: every thread's 16-byte loads first, then the stores (the
   /// block's threads divide the pieces).
   void copyChunkRows(Value from, Value col0, Value to, int64_t rowPieces);
+  /// Copies rows [0, len) of `from` [C, .] in workgroup memory, `rowPieces`
+  /// 4-wide pieces each, to the chunk's tokens' rows of `to` (columns from
+  /// `col0`) with 16-byte stores.
+  void storeChunkRows(Value from, Value to, Value col0, int64_t rowPieces);
   /// Copies the chunk's rows of the head's channels of `from` (K or Q) into
   /// `to` [C, d + pad].
   void stageChunkRows(Value from, Value to) {
@@ -340,8 +349,8 @@ private:
       dst, raw;
   // Workgroup buffers. State kernel: the state part [d, dp], B [C, d], T
   // and A_q [C, C], the residual / delta rows [C, dp]; coefficient kernel:
-  // B, A_k [C, C], beta [C]; in the dynamic arena the chunk's K (and Q)
-  // rows [C, d].
+  // B, A_k [C, C], beta [C], A_q and T [C, C]; in the dynamic arena the
+  // chunk's K (and Q) rows [C, d].
   Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase, coefCol0;
@@ -380,6 +389,8 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
     bs = buffers[0];
     akk = buffers[1];
     betaS = buffers[2];
+    aqk = buffers[3];
+    tws = buffers[4];
     buildWindow();
     gpu::ReturnOp::create(b, loc);
     return;
@@ -464,13 +475,6 @@ void KdaChunkBuilder::buildCoefficients() {
   // 1. Coefficients: 16-row block I (reference row r = I m) against column
   // tile J; the masks zero what is not kept, and a tile wholly above the
   // diagonal (its first column past its last row) is zeros without products.
-  // A_q's rows of the request go to their tokens' result rows.
-  auto storeQueryCoefficient = [&](Value v, Value i, Value j) {
-    std::pair<Value, Value> row = chunkRow(i);
-    ifThen(row.first, [&] {
-      store(v, aqRows, ValueRange{row.second, add(coefCol0, j)});
-    });
-  };
   int64_t rowTiles = kChunk / mi.m, colTiles = kChunk / mi.n;
   forEachTile(
       rowTiles, colTiles, /*liveRows=*/true,
@@ -481,7 +485,7 @@ void KdaChunkBuilder::buildCoefficients() {
         b.setInsertionPointToStart(branch.thenBlock());
         forEachC(row0, col0, [&](Value i, Value j, int64_t) {
           store(cf32(0.0), akk, ValueRange{i, j});
-          storeQueryCoefficient(cf32(0.0), i, j);
+          store(cf32(0.0), aqk, ValueRange{i, j});
         });
         b.setInsertionPointToStart(branch.elseBlock());
         // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on
@@ -502,8 +506,8 @@ void KdaChunkBuilder::buildCoefficients() {
         forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
           store(select(ult(j, i), element(accK, e), cf32(0.0)), akk,
                 ValueRange{i, j});
-          storeQueryCoefficient(select(ule(j, i), element(accQ, e), cf32(0.0)),
-                                i, j);
+          store(select(ule(j, i), element(accQ, e), cf32(0.0)), aqk,
+                ValueRange{i, j});
         });
       });
   barrier();
@@ -522,13 +526,14 @@ void KdaChunkBuilder::buildCoefficients() {
       Value ti = select(ult(idx(i), len),
                         fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
       rows.push_back(ti);
-      std::pair<Value, Value> row = chunkRow(idx(i));
-      ifThen(row.first, [&] {
-        store(ti, tRows, ValueRange{row.second, add(coefCol0, tid)});
-      });
+      store(ti, tws, ValueRange{idx(i), tid});
     }
   });
-  // The next chunk rewrites B, beta, A_k and the staged rows.
+  barrier();
+  // The request's rows of A_q and T to their tokens' result rows.
+  storeChunkRows(aqk, aqRows, coefCol0, kChunk / 4);
+  storeChunkRows(tws, tRows, coefCol0, kChunk / 4);
+  // The next chunk rewrites B, beta, A_k, A_q, T and the staged rows.
   barrier();
 }
 
@@ -648,6 +653,27 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
     auto store = vector::StoreOp::create(b, loc, row, to,
                                          ValueRange{where.first, where.second});
     store.setAlignment(uint64_t(kVector * 4));
+  }
+}
+
+void KdaChunkBuilder::storeChunkRows(Value from, Value to, Value col0,
+                                     int64_t rowPieces) {
+  int64_t threadCount = subgroups * subgroupSize;
+  constexpr int64_t kVector = 4;
+  auto vecType = VectorType::get({kVector}, f32);
+  for (int64_t e0 = 0; e0 < kChunk * rowPieces; e0 += threadCount) {
+    Value e = add(tid, idx(e0));
+    Value i = arith::DivUIOp::create(b, loc, e, idx(rowPieces));
+    Value c = mul(arith::RemUIOp::create(b, loc, e, idx(rowPieces)), kVector);
+    std::pair<Value, Value> row = chunkRow(i);
+    ifThen(row.first, [&] {
+      auto piece =
+          vector::LoadOp::create(b, loc, vecType, from, ValueRange{i, c});
+      piece.setAlignment(uint64_t(kVector * 4));
+      auto store = vector::StoreOp::create(
+          b, loc, piece.getResult(), to, ValueRange{row.second, add(col0, c)});
+      store.setAlignment(uint64_t(kVector * 4));
+    });
   }
 }
 

@@ -1034,6 +1034,38 @@ static bool hasRowWidth(FunctionType type, ArrayRef<unsigned> indices,
   });
 }
 
+/// What the two KDA chunk strategies share once the contract is read: the
+/// prepared rows `rowArgs` of the contract's `type` H d wide and the
+/// coefficient rows `coefficientArgs` H C wide (else `why` names `kernelName`'s
+/// signature or the chunk length), the f32 instruction, then `build`'s kernel.
+static FailureOr<MatmulKernelFunction> buildKdaChunkStrategyKernel(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, const KernelArguments &roles, FunctionType type,
+    const KdaChunk &shape, ArrayRef<unsigned> rowArgs,
+    ArrayRef<unsigned> coefficientArgs, StringRef kernelName,
+    decltype(&buildKdaChunkKernel) build, std::string &why) {
+  if (!shape.heads ||
+      !hasRowWidth(type, rowArgs, shape.heads * shape.headDim)) {
+    why = ("unexpected " + kernelName + " kernel signature").str();
+    return failure();
+  }
+  if (!hasRowWidth(type, coefficientArgs, shape.heads * kdaChunkRows())) {
+    why = "the chunk length is not the kernel's";
+    return failure();
+  }
+  FailureOr<const MatrixInstruction *> mi =
+      chooseKdaChunkInstruction(target, shape, why);
+  if (failed(mi) || failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func =
+      build(builder, kernel.getLoc(), module, kernel.getSymName(),
+            kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
+            target.getSubgroupSize(), target.getSharedMemoryBytes());
+  result.tiling.mma = **mi;
+  return result;
+}
+
 FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, std::string &why) {
@@ -1062,27 +1094,13 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   }
   KdaChunk shape = kdaChunkShape(
       state.getDimSize(1), state.getDimSize(1) * state.getDimSize(2), info);
-  if (!shape.heads ||
-      !hasRowWidth(type, {0u, 1u, 2u, 3u, 11u}, shape.heads * shape.headDim)) {
-    why = "unexpected kda_attention kernel signature";
+  auto built =
+      buildKdaChunkStrategyKernel(builder, module, kernel, target, roles, type,
+                                  shape, {0u, 1u, 2u, 3u, 11u}, {4u, 5u},
+                                  "kda_attention", buildKdaChunkKernel, why);
+  if (failed(built))
     return failure();
-  }
-  if (!hasRowWidth(type, {4u, 5u}, shape.heads * kdaChunkRows())) {
-    why = "the chunk length is not the kernel's";
-    return failure();
-  }
-  FailureOr<const MatrixInstruction *> mi =
-      chooseKdaChunkInstruction(target, shape, why);
-  if (failed(mi))
-    return failure();
-  if (failed(prepareMatmulModule(builder, module, kernel, why)))
-    return failure();
-  MatmulKernelFunction result;
-  result.func = buildKdaChunkKernel(
-      builder, kernel.getLoc(), module, kernel.getSymName(),
-      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
-      target.getSubgroupSize(), target.getSharedMemoryBytes());
-  result.tiling.mma = **mi;
+  MatmulKernelFunction result = std::move(*built);
   // (seq_starts entries, heads, parts); the block of the last entry has no
   // request. Steps of at most decodeMaxTokens tokens are kda_decode's: one
   // block (the floor on argument 0's extent, the tokens).
@@ -1126,27 +1144,12 @@ mlir::strata::buildKdaCoefficientsKernelFunction(OpBuilder &builder,
     return failure();
   }
   KdaChunk shape = kdaChunkShape(beta.getDimSize(1), q.getDimSize(1), info);
-  if (!shape.heads ||
-      !hasRowWidth(type, {0u, 1u, 2u}, shape.heads * shape.headDim)) {
-    why = "unexpected kda_coefficients kernel signature";
+  auto built = buildKdaChunkStrategyKernel(
+      builder, module, kernel, target, roles, type, shape, {0u, 1u, 2u},
+      {5u, 6u}, "kda_coefficients", buildKdaCoefficientsKernel, why);
+  if (failed(built))
     return failure();
-  }
-  if (!hasRowWidth(type, {5u, 6u}, shape.heads * kdaChunkRows())) {
-    why = "the chunk length is not the kernel's";
-    return failure();
-  }
-  FailureOr<const MatrixInstruction *> mi =
-      chooseKdaChunkInstruction(target, shape, why);
-  if (failed(mi))
-    return failure();
-  if (failed(prepareMatmulModule(builder, module, kernel, why)))
-    return failure();
-  MatmulKernelFunction result;
-  result.func = buildKdaCoefficientsKernel(
-      builder, kernel.getLoc(), module, kernel.getSymName(),
-      kernel.getFunctionType().getInputs(), roles.all(), shape, **mi,
-      target.getSubgroupSize(), target.getSharedMemoryBytes());
-  result.tiling.mma = **mi;
+  MatmulKernelFunction result = std::move(*built);
   // A block per 32-token window of the step and head; one block in steps of
   // at most decodeMaxTokens tokens (kda_decode's).
   result.grid[0] = {gridArgument(roles, KernelRole::X), 0, 1};

@@ -2,7 +2,7 @@
 //
 // Part of strata, under the Apache License v2.0.
 //
-// llm.kda_attention becomes one kernel for short requests and three for the
+// llm.kda_attention becomes one kernel for short requests and four for the
 // others.
 //
 // `kda_decode`, one row per (request, head), does all of a request of at
@@ -18,25 +18,28 @@
 // head's channels to the conv state (with per-token slots: after every
 // token whose slot the next token does not share).
 //
-// Longer requests (chunked mode): `kda_prepare`, one row per (token,
-// head): the conv + SiLU, L2 norms, g and beta into f32 [T, H*d] (beta
-// [T, H]) buffers. `kda_attention`, rows (request, head, part): walks the
-// request's tokens in chunks of `chunk_size` in the WY form (coefficients
-// of the chunk's keys, forward substitution for the delta rows, outputs and
-// the end-of-chunk state from the chunk start state), writing its value
-// columns of the f32 read-out and of the final state (slot dst_slots[r]):
-// the delta rule updates every value column of the state on its own, so a
-// head's d_v columns are split over `parts` blocks, each reading the
-// prepared key side. Its kernel carries kKdaChunkAttrName, with which a GPU
-// target rebuilds it on the matrix units (LLMToGPU/KdaChunkKernel.cpp).
-// `kda_output`, one row per (token, head), applies the gated output RMSNorm
-// (it needs all of a head's columns) and, in the row of a request's last
-// token, writes the conv state (after kda_prepare has read the old one).
-// The three work only in steps of more than kKdaDecodeMaxTokens tokens
-// (outside, their row loops are empty and a GPU launches one block each)
-// and skip the requests kda_decode does; they carry
-// kMinRequestTokensAttrName, so decode plans (one token per request) leave
-// them out.
+// Longer requests (chunked mode), in chunks of `chunk_size` tokens from the
+// request's first (the WY form): `kda_prepare`, one row per (token, head):
+// the conv + SiLU, L2 norms, g and beta into f32 [T, H*d] (beta [T, H])
+// buffers. `kda_coefficients`, one row per (token, head), a row whose token
+// starts a chunk writing what of the chunk does not depend on the state:
+// the query coefficients A_q and the delta weights T = (I + diag(beta)
+// A_k)^-1 diag(beta) (forward substitution), [T, H*chunk_size] each.
+// `kda_attention`, rows (request, head, part): walks the request's chunks
+// from the state, D = T (V - (K e^B) S0), the outputs (Q e^B) S0 + A_q D and
+// the end-of-chunk state, writing its value columns of the f32 read-out and
+// of the final state (slot dst_slots[r]): the delta rule updates every value
+// column of the state on its own, so a head's d_v columns are split over
+// `parts` blocks. The two carry #llm.kda_chunk (kKdaCoefficientsAttrName,
+// kKdaChunkAttrName), with which a GPU target rebuilds them on the matrix
+// units (LLMToGPU/KdaChunkKernel.cpp). `kda_output`, one row per (token,
+// head), applies the gated output RMSNorm (it needs all of a head's
+// columns) and, in the row of a request's last token, writes the conv state
+// (after kda_prepare has read the old one). The four work only in steps of
+// more than kKdaDecodeMaxTokens tokens (outside, their row loops are empty
+// and a GPU launches one block each) and skip the requests kda_decode does;
+// they carry kMinRequestTokensAttrName, so decode plans (one token per
+// request) leave them out.
 //
 // State and conv state are updated in place (the op's cache results are
 // the operands' buffers); every kernel writes the same o.
@@ -93,7 +96,7 @@ struct PreConvInputs {
 
 /// Requests of at most this many tokens (decode steps, MTP verification of
 /// up to three draft tokens) run kda_decode in chunked mode; the recurrence
-/// then costs less than the chunk kernels' three dispatches.
+/// then costs less than the chunk kernels' four dispatches.
 constexpr int64_t kKdaDecodeMaxTokens = 4;
 
 /// kda_decode keeps a state column of at most this many rows while it

@@ -26,7 +26,7 @@
 // SM90: scf.for
 // SM90: nvvm.mma.sync
 // SM90: gpu.barrier
-// SM90: memref.store {{.*}} : memref<?x64xf32>
+// SM90: vector.store {{.*}} : memref<?x64xf32>, vector<4xf32>
 // SM90A-LABEL: gpu.func @kda_coefficients_0(
 // SM90A-SAME: strata.mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 // GFX942-LABEL: gpu.func @kda_coefficients_0(
