@@ -103,6 +103,11 @@ constexpr double kMaxRightExponent = 80.0;
 /// kernel's minimum so that ptxas fits their registers (128 a thread at 256
 /// threads).
 constexpr int32_t kNvidiaBlocksPerSM = 2;
+/// The same for the coefficient kernel (~63 KB of workgroup memory a block
+/// admit three): ptxas then fits it in 80 registers a thread with ~100
+/// bytes of spills, 10 % faster on an H100 than two blocks of 128 registers
+/// without (docs/bench/h200-matrix.md).
+constexpr int32_t kNvidiaCoefficientBlocksPerSM = 3;
 
 using Shapes = SmallVector<SmallVector<int64_t, 2>, 5>;
 
@@ -514,18 +519,18 @@ void KdaChunkBuilder::buildCoefficients() {
 
   // 2. T = (I + diag(beta) A_k)^-1 diag(beta), one lane per column c of
   // the identity, rows unrolled: T[i][c] = beta_i ([i == c] - sum_{j<i}
-  // A_k[i][j] T[j][c]).
+  // A_k[i][j] T[j][c]), the earlier rows read back from workgroup memory
+  // (the lane's own stores) rather than held in 32 registers.
   ifThen(ult(tid, idx(kChunk)), [&] {
-    SmallVector<Value> rows;
     for (int64_t i = 0; i < kChunk; ++i) {
       Value acc = select(ieq(tid, idx(i)), cf32(1.0), cf32(0.0));
       for (int64_t j = 0; j < i; ++j)
-        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}), rows[j]));
+        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}),
+                             load(tws, ValueRange{idx(j), tid})));
       // Rows past the request's end are zero (their coefficients may be
       // stale: a select, not a product with beta = 0).
       Value ti = select(ult(idx(i), len),
                         fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
-      rows.push_back(ti);
       store(ti, tws, ValueRange{idx(i), tid});
     }
   });
@@ -887,6 +892,9 @@ gpu::GPUFuncOp mlir::strata::buildKdaCoefficientsKernel(
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
+        if (mi.family == MatrixFamily::MmaSync)
+          func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(
+                                             kNvidiaCoefficientBlocksPerSM));
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
                         stageQueries)
             .build(func, KernelArguments(roles), ChunkKernel::Coefficients);

@@ -18,9 +18,11 @@
 // builder chose (strata.matrix_grid: per dimension [argument, dim, blocks,
 // divisor, multiplier, addend, cap, floor, floorArgument, floorDim,
 // addendAtMostExtent, stepMultiplier, forms...]: the tokens over 32, one
-// block in steps of at most 4 tokens; the heads).
+// block in steps of at most 4 tokens; the heads), three blocks a
+// multiprocessor asked for on NVIDIA (nvvm.minctasm).
 
 // SM90-LABEL: gpu.func @kda_coefficients_0(
+// SM90-SAME: nvvm.minctasm = 3 : i32
 // SM90-SAME: strata.matrix_grid = [array<i64: 0, 0, 1, 32, 1, 0, 0, 5, 0, 0, 0, 1>, array<i64: -1, 0, 2, 1, 1, 0, 0, 0, -1, 0, 0, 1>, array<i64: -1, 0, 1, 1, 1, 0, 0, 0, -1, 0, 0, 1>]
 // SM90-SAME: strata.mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"
 // SM90: scf.for
