@@ -698,17 +698,24 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                                {i, e});
                     });
                   });
+                  // init + sum_{j<=i} W[i][j] rows[j][e] for the chunk's
+                  // lower-triangular coefficient rows W (A_q or T) of row i
+                  // (token t).
+                  auto lowerRowSum = [&](Value w, Value t, Value i, Value e,
+                                         Value init, Value rows) {
+                    return kb.reduce(
+                        kb.idx(0), kb.iadd(i, kb.idx(1)), init,
+                        [&](Value j, Value acc) {
+                          Value wij = kb.load(w, {t, kb.iadd(col0, j)});
+                          return kb.add(acc,
+                                        kb.mul(wij, kb.load(rows, {j, e})));
+                        });
+                  };
                   // The delta rows D = T R (T is lower triangular).
                   kb.loop(kb.idx(0), len, [&](Value i) {
                     Value t = kb.iadd(tc, i);
                     kb.loop(0, dp, [&](Value e) {
-                      Value di = kb.reduce(
-                          kb.idx(0), kb.iadd(i, kb.idx(1)), zero,
-                          [&](Value j, Value acc) {
-                            Value w = kb.load(tw, {t, kb.iadd(col0, j)});
-                            return kb.add(acc, kb.mul(w, kb.load(cr, {j, e})));
-                          });
-                      kb.store(di, cd, {i, e});
+                      kb.store(lowerRowSum(tw, t, i, e, zero, cr), cd, {i, e});
                     });
                   });
                   // Outputs of every (token, column) of the chunk at once, over
@@ -724,13 +731,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
                             return kb.add(acc, kb.mul(kb.load(s, {c, e}),
                                                       kb.load(cqe, {i, c})));
                           });
-                      Value out = kb.reduce(
-                          kb.idx(0), kb.iadd(i, kb.idx(1)), fromState,
-                          [&](Value j, Value acc) {
-                            Value w = kb.load(aq, {t, kb.iadd(col0, j)});
-                            return kb.add(acc, kb.mul(w, kb.load(cd, {j, e})));
-                          });
-                      kb.store(out, raw, {t, ch});
+                      kb.store(lowerRowSum(aq, t, i, e, fromState, cd), raw,
+                               {t, ch});
                     });
                   });
                   // State at the end of the chunk: k exp(B_last - B) into cke

@@ -463,6 +463,21 @@ def _matrix_instruction(op, lanes):
     return _mfma(op, lanes)
 
 
+def _set_c_m16n8(c, g, t, values):
+    """Lane (g, t)'s 4 f32 of an m16n8 mma.sync C fragment into c [16, 8]:
+    (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)."""
+    c[g, 2 * t], c[g, 2 * t + 1], c[g + 8, 2 * t], c[g + 8, 2 * t + 1] = values
+
+
+def _d_m16n8(d, count):
+    """The `count` lanes' D fragments (the C layout) of the result d, as
+    f32."""
+    d = d.astype(np.float32)
+    return [np.array([d[g, 2 * t], d[g, 2 * t + 1], d[g + 8, 2 * t],
+                      d[g + 8, 2 * t + 1]], np.float32)
+            for g, t in (divmod(lane, 4) for lane in range(count))]
+
+
 def _tf32_value(reg):
     """A tf32 operand register (b32) as the value the tensor core reads:
     the f32 of its top 19 bits (the low 13 ignored)."""
@@ -496,12 +511,8 @@ def _mma_sync_m16n8k8_tf32(op, lanes):
         a[g, t], a[g + 8, t] = _tf32_value(a0), _tf32_value(a1)
         a[g, t + 4], a[g + 8, t + 4] = _tf32_value(a2), _tf32_value(a3)
         b[t, g], b[t + 4, g] = _tf32_value(b0), _tf32_value(b1)
-        c[g, 2 * t], c[g, 2 * t + 1] = c0, c1
-        c[g + 8, 2 * t], c[g + 8, 2 * t + 1] = c2, c3
-    d = (a @ b + c).astype(np.float32)
-    return [np.array([d[g, 2 * t], d[g, 2 * t + 1], d[g + 8, 2 * t],
-                      d[g + 8, 2 * t + 1]], np.float32)
-            for g, t in (divmod(lane, 4) for lane in range(len(lanes)))]
+        _set_c_m16n8(c, g, t, (c0, c1, c2, c3))
+    return _d_m16n8(a @ b + c, len(lanes))
 
 
 def _mma_sync_m16n8k16(op, lanes):
@@ -527,12 +538,8 @@ def _mma_sync_m16n8k16(op, lanes):
         a[g + 8, 2 * t + 8:2 * t + 10] = halves(a3)
         b[2 * t:2 * t + 2, g] = halves(b0)
         b[2 * t + 8:2 * t + 10, g] = halves(b1)
-        c[g, 2 * t], c[g, 2 * t + 1] = c0, c1
-        c[g + 8, 2 * t], c[g + 8, 2 * t + 1] = c2, c3
-    d = (a @ b + c).astype(np.float32)
-    return [np.array([d[g, 2 * t], d[g, 2 * t + 1], d[g + 8, 2 * t],
-                      d[g + 8, 2 * t + 1]], np.float32)
-            for g, t in (divmod(lane, 4) for lane in range(len(lanes)))]
+        _set_c_m16n8(c, g, t, (c0, c1, c2, c3))
+    return _d_m16n8(a @ b + c, len(lanes))
 
 
 def _mfma(op, lanes):

@@ -1,6 +1,6 @@
 """Values shared by the GPU-IR interpreter's kernel drivers (run_*.py next
-to the tests): bf16 rounding as the kernels store it and the generic
-kernels' sigmoid, in numpy.
+to the tests): bf16 rounding as the kernels store it, the generic kernels'
+sigmoid and a step's per-request index arrays, in numpy.
 """
 
 import numpy as np
@@ -20,3 +20,17 @@ def from_bf16(u):
 
 def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
+
+
+def step_arrays(requests):
+    """The i32 positions [T], seq_starts [R + 1], source slots [R] and (where
+    every request names one, else None) destination slots [R] of a step of
+    `requests`, each (tokens, first position, source slot[, destination
+    slot])."""
+    positions = np.concatenate(
+        [np.arange(r[1], r[1] + r[0]) for r in requests]).astype(np.int32)
+    starts = np.cumsum([0] + [r[0] for r in requests]).astype(np.int32)
+    src = np.array([r[2] for r in requests], np.int32)
+    dst = (np.array([r[3] for r in requests], np.int32)
+           if all(len(r) > 3 for r in requests) else None)
+    return positions, starts, src, dst

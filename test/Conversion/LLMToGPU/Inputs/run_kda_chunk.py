@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
+from kernel_values import step_arrays  # noqa: E402
 
 HEADS, DIM, PART, CHUNK = 2, 128, 32, 32
 # tokens, first position, source slot, destination slot
@@ -108,11 +109,7 @@ def main():
          "beta": 1.0 / (1.0 + np.exp(-rng.standard_normal((T, HEADS)))),
          "state": rng.standard_normal((6, HEADS, DIM, DIM)) * 0.1}
     a = {name: x.astype(np.float32) for name, x in a.items()}
-    positions = np.concatenate(
-        [np.arange(pos, pos + n) for n, pos, *_ in REQUESTS]).astype(np.int32)
-    starts = np.cumsum([0] + [n for n, *_ in REQUESTS]).astype(np.int32)
-    src = np.array([s for _, _, s, _ in REQUESTS], np.int32)
-    dst = np.array([s for *_, s in REQUESTS], np.int32)
+    positions, starts, src, dst = step_arrays(REQUESTS)
     sentinel = np.float32(-7.0)
     ok = True
     aq = np.full((T, HEADS * CHUNK), sentinel, np.float32)

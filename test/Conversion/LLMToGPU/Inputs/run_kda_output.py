@@ -26,7 +26,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
-from kernel_values import to_bf16, from_bf16, sigmoid  # noqa: E402
+from kernel_values import (  # noqa: E402
+    from_bf16, sigmoid, step_arrays, to_bf16)
 
 NORM_EPS = 1e-5
 MAX_TOKENS = 4
@@ -85,11 +86,7 @@ def main():
          "conv": act(6, K - 1, 3 * P)}
     if bf16:
         a["onorm"] = from_bf16(to_bf16(a["onorm"]))
-    positions = np.concatenate(
-        [np.arange(pos, pos + n) for n, pos, *_ in REQUESTS]).astype(np.int32)
-    starts = np.cumsum([0] + [n for n, *_ in REQUESTS]).astype(np.int32)
-    src = np.array([s for _, _, s, _ in REQUESTS], np.int32)
-    dst = np.array([s for *_, s in REQUESTS], np.int32)
+    positions, starts, src, dst = step_arrays(REQUESTS)
     sentinel = np.float32(-7.0)
 
     def buf(x):

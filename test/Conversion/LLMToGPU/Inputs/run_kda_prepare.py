@@ -25,7 +25,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
-from kernel_values import to_bf16, from_bf16, sigmoid  # noqa: E402
+from kernel_values import (  # noqa: E402
+    from_bf16, sigmoid, step_arrays, to_bf16)
 
 GATE_LOWER = -5.0
 L2_EPS = 1e-6
@@ -96,10 +97,7 @@ def main():
          "alog": rng.uniform(-1, 1, H).astype(np.float32),
          "dtb": rng.uniform(-1, 1, P).astype(np.float32),
          "conv": act(6, K - 1, 3 * P)}
-    positions = np.concatenate(
-        [np.arange(pos, pos + n) for n, pos, _ in REQUESTS]).astype(np.int32)
-    starts = np.cumsum([0] + [n for n, *_ in REQUESTS]).astype(np.int32)
-    src = np.array([s for *_, s in REQUESTS], np.int32)
+    positions, starts, src, _ = step_arrays(REQUESTS)
     sentinel = np.float32(-7.0)
     outs = [np.full((T, P), sentinel, np.float32) for _ in range(4)]
     beta_out = np.full((T, H), sentinel, np.float32)
