@@ -28,14 +28,19 @@
 //      substitution on the identity's columns (a lane per column).
 //
 // buildKdaChunkKernel (kda_attention): a block takes one (request, head,
-// part): 32 value columns of the head's fp32 state, kept in workgroup
-// memory, and walks the request's chunks:
-//   0. B into workgroup memory, the chunk's A_q and T rows beside it;
+// part): 32 value columns of the head's fp32 state, held in registers (each
+// subgroup its tiles of the state phase) with a copy in workgroup memory as
+// the products' B operand, and walks the request's chunks:
+//   0. the chunk's A_q and T rows into workgroup memory; the operands K e^B,
+//      Q e^B and K e^(B_last - B) beside them (ChunkOperands::Scaled: a
+//      channel's rows scanned by neighbouring lanes, each element's two
+//      exponentials once), or B and the raw K rows where the target's
+//      workgroup memory has no room for that (Formed: gfx942's 64 KiB);
 //   1. the state's part of the residuals and of the outputs, (K e^B) S0 and
 //      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 kept in
 //      registers;
-//   2. the delta rows D = T (V - (K e^B) S0), while the staged K rows are
-//      scaled in place to K e^(B_last - B) (each element's exp once);
+//   2. the delta rows D = T (V - (K e^B) S0) (Formed: the staged K rows
+//      scaled in place to K e^(B_last - B) meanwhile);
 //   3. outputs o = (Q e^B) S0 + A_q D;
 //   4. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
 // The serial walk thus has only products whose operands wait in workgroup
@@ -43,12 +48,11 @@
 // a chunk's instructions, run in parallel over the chunks.
 //
 // Rows past the request's last token are zero (g = 0 there, so B_last is
-// the last real row's). The chunk's K and Q rows are copied once per chunk
-// into workgroup memory (16-byte loads, every thread's in flight at once),
-// so the fragments read them there instead of walking L2 per instruction
-// step; Q stays in global memory where the target's workgroup memory has no
-// room for it (gfx942: 64 KiB). The values are the same, so are the
-// results.
+// the last real row's). The chunk's rows are read once per chunk into
+// workgroup memory, so the fragments read them there instead of walking L2
+// per instruction step; Formed's Q stays in global memory where the
+// target's workgroup memory has no room for it. The values are the same, so
+// are the results.
 //
 // With `tf32_products` (bf16-activation models) each product on sm_90 is
 // one tf32 mma.sync of operands rounded to tf32 instead of the 3xTF32
@@ -111,19 +115,67 @@ constexpr int32_t kNvidiaCoefficientBlocksPerSM = 3;
 
 using Shapes = SmallVector<SmallVector<int64_t, 2>, 5>;
 
-/// The state kernel's static workgroup buffers (f32) for head dimension `d`
-/// split in columns of `dp`, in KdaChunkBuilder::buildStateKernel's order:
-/// the state part [d, dp], B [C, d], T [C, C], A_q [C, C], the residual and
-/// then delta rows [C, dp]. Rows padded so that the fragments' lane patterns
-/// hit distinct banks (kPadRowsByLane, kPadRowsByQuad); the indices are
-/// unchanged.
-Shapes stateBufferShapes(int64_t d, int64_t dp) {
-  return {{d, dp},
-          {kChunk, d + kPadRowsByLane},
-          {kChunk, kChunk + kPadRowsByLane},
-          {kChunk, kChunk + kPadRowsByLane},
-          {kChunk, dp + kPadRowsByQuad}};
+/// Where the state kernel's chunk operands K e^B, Q e^B (the products with
+/// S0) and K e^(B_last - B) (the state update) come from.
+enum class ChunkOperands {
+  /// Formed once a chunk into workgroup memory by the decay scan
+  /// (scaleChunkOperands), each element's exponentials computed once.
+  Scaled,
+  /// For targets with less workgroup memory than that takes (gfx942's 64
+  /// KiB): B and the raw K rows staged, K e^B and Q e^B formed in each
+  /// product's fragments (Q from global memory unless staged too), K
+  /// e^(B_last - B) in place of K once the products have read it.
+  Formed,
+};
+
+/// Bytes of f32 buffers of `shapes`.
+int64_t bufferBytes(const Shapes &shapes) {
+  int64_t bytes = 0;
+  for (ArrayRef<int64_t> shape : shapes)
+    bytes += 4 * llvm::product_of(shape, int64_t(1));
+  return bytes;
 }
+
+/// The state kernel's workgroup buffers (f32) for head dimension `d` split
+/// in columns of `dp`: static ones, the state's B-operand copy [d, dp], B
+/// [C, d] (Formed only), T and A_q [C, C], the residual / delta rows [C,
+/// dp], e^(B_last) [d]; in the dynamic arena (past sm_90's 48 KiB of static
+/// shared memory) Scaled's K e^B, Q e^B, K e^(B_last - B) [C, d] or
+/// Formed's K (and Q) rows. Rows padded so that the fragments' lane
+/// patterns hit distinct banks (kPadRowsByLane, kPadRowsByQuad); the
+/// indices are unchanged. Formed's state copy stays unpadded: gfx942's 64
+/// KiB hold no more.
+struct StateBuffers {
+  SmallVector<int64_t, 2> state, decays, deltaWeights, queryCoefficients, rows,
+      lastDecays;
+  Shapes arena;
+
+  StateBuffers(int64_t d, int64_t dp, ChunkOperands operands,
+               bool stageQueries) {
+    bool scaled = operands == ChunkOperands::Scaled;
+    state = {d, dp + (scaled ? kPadRowsByQuad : 0)};
+    if (!scaled)
+      decays = {kChunk, d + kPadRowsByLane};
+    deltaWeights = queryCoefficients = {kChunk, kChunk + kPadRowsByLane};
+    rows = {kChunk, dp + kPadRowsByQuad};
+    lastDecays = {d};
+    // K e^B and Q e^B read as A fragments (rows from lane / 4), K e^(B_last
+    // - B) transposed (rows from lane % 4).
+    arena.push_back({kChunk, d + kPadRowsByLane});
+    if (scaled || stageQueries)
+      arena.push_back({kChunk, d + kPadRowsByLane});
+    if (scaled)
+      arena.push_back({kChunk, d + kPadRowsByQuad});
+  }
+  int64_t staticBytes() const {
+    Shapes statics = {state, deltaWeights, queryCoefficients, rows, lastDecays};
+    if (!decays.empty())
+      statics.push_back(decays);
+    return bufferBytes(statics);
+  }
+  int64_t bytes() const { return staticBytes() + bufferBytes(arena); }
+};
+
 /// The coefficient kernel's static workgroup buffers (f32), in
 /// KdaChunkBuilder::build's order: B [C, d], A_k [C, C], beta [C], A_q and T
 /// [C, C] (their rows copied out whole).
@@ -133,13 +185,6 @@ Shapes coefficientBufferShapes(int64_t d) {
           {kChunk},
           {kChunk, kChunk},
           {kChunk, kChunk}};
-}
-/// Bytes of f32 buffers of `shapes`.
-int64_t bufferBytes(const Shapes &shapes) {
-  int64_t bytes = 0;
-  for (ArrayRef<int64_t> shape : shapes)
-    bytes += 4 * llvm::product_of(shape, int64_t(1));
-  return bytes;
 }
 /// The shape of one array of staged chunk rows (K or Q) and its bytes.
 SmallVector<int64_t, 2> stagedRowsShape(int64_t d) {
@@ -153,6 +198,31 @@ int64_t stagedRowsBytes(int64_t d) {
 bool stagesQueries(int64_t staticBytes, int64_t d,
                    int64_t workgroupMemoryBytes) {
   return staticBytes + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
+}
+
+/// How the state kernel takes its chunk operands.
+struct StatePlan {
+  ChunkOperands operands;
+  bool stageQueries;
+};
+/// Scaled where its buffers fit `workgroupMemoryBytes` and the decay scan's
+/// lanes divide the channels (threads / d lanes a channel, neighbours in a
+/// subgroup), else Formed, with the query rows staged where they fit too;
+/// nullopt when not even Formed's buffers fit.
+std::optional<StatePlan> chooseStatePlan(int64_t d, int64_t dp, int64_t threads,
+                                         int64_t subgroupSize,
+                                         int64_t workgroupMemoryBytes) {
+  int64_t lanes = threads / d;
+  bool scanFits = threads % d == 0 && llvm::isPowerOf2_64(lanes) &&
+                  lanes <= subgroupSize && kChunk % lanes == 0;
+  if (scanFits && StateBuffers(d, dp, ChunkOperands::Scaled, false).bytes() <=
+                      workgroupMemoryBytes)
+    return StatePlan{ChunkOperands::Scaled, false};
+  for (bool stageQueries : {true, false})
+    if (StateBuffers(d, dp, ChunkOperands::Formed, stageQueries).bytes() <=
+        workgroupMemoryBytes)
+      return StatePlan{ChunkOperands::Formed, stageQueries};
+  return std::nullopt;
 }
 
 /// The tile counts of the kernels' phases for instruction `mi`: the
@@ -179,10 +249,13 @@ class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
                   const MatrixInstruction &mi, int64_t subgroupSize,
-                  int64_t subgroups, bool stageQueries)
+                  int64_t subgroups, StatePlan plan)
       : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
         dp(shape.headDim / shape.parts), subgroups(subgroups),
-        stageQueries(stageQueries) {
+        operands(plan.operands), stageQueries(plan.stageQueries),
+        roundedOperands(shape.tf32Products &&
+                        mi.family == MatrixFamily::MmaSync &&
+                        plan.operands == ChunkOperands::Scaled) {
     f32 = b.getF32Type();
   }
 
@@ -214,13 +287,12 @@ private:
     body(loop.getInductionVar());
   }
 
-  /// Accumulators `accs` carried through a loop over k0 = 0, step, ..,
-  /// < extent (an scf.for, so the compiler keeps one step's fragments live).
+  /// Values `carried` through a loop over [lo, hi) with step `step`:
+  /// `body(induction variable, values)` gives the next values.
   SmallVector<Value>
-  kLoop(int64_t extent, int64_t step, ValueRange accs,
-        llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto loop = scf::ForOp::create(b, loc, idx(0), idx(extent), idx(step),
-                                   accs);
+  carryLoop(Value lo, Value hi, Value step, ValueRange carried,
+            llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b, loc, lo, hi, step, carried);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(loop.getBody());
@@ -228,6 +300,13 @@ private:
           b, loc, body(loop.getInductionVar(), loop.getRegionIterArgs()));
     }
     return loop.getResults();
+  }
+  /// Accumulators `accs` carried through a loop over k0 = 0, step, ..,
+  /// < extent (an scf.for, so the compiler keeps one step's fragments live).
+  SmallVector<Value>
+  kLoop(int64_t extent, int64_t step, ValueRange accs,
+        llvm::function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    return carryLoop(idx(0), idx(extent), idx(step), accs, body);
   }
   /// Operand fragment of `layout` whose element at (outer, inner) is
   /// `elem(outer, inner)`, the tile's origin at (outerBase, innerBase).
@@ -258,9 +337,15 @@ private:
     return vector::ExtractOp::create(b, loc, frag, e);
   }
   Value mma(Value a, Value bv, Value acc) {
-    return emitMatrixInstruction(b, loc, mi, a, bv, acc,
-                                 s.tf32Products ? F32Products::Tf32
-                                                : F32Products::Exact);
+    F32Products products = !s.tf32Products   ? F32Products::Exact
+                           : roundedOperands ? F32Products::Tf32Rounded
+                                             : F32Products::Tf32;
+    return emitMatrixInstruction(b, loc, mi, a, bv, acc, products);
+  }
+  /// `x` as it is stored for a product's fragments: rounded to tf32 where
+  /// the kernel's operands all are (roundedOperands).
+  Value operand(Value x) {
+    return roundedOperands ? roundToTf32(b, loc, x) : x;
   }
 
   /// Chunk row i of the request: (row i exists, its token clamped into the
@@ -284,8 +369,20 @@ private:
     return stageQueries ? load(queries, ValueRange{i, c})
                         : prepared(qn, i, c);
   }
-  /// The workgroup arena for the staged K (and Q) rows, their views.
+  /// The coefficient kernel's workgroup arena for the staged K (and Q)
+  /// rows, their views.
   void addStagedRows(gpu::GPUFuncOp func);
+  /// The state kernel's workgroup buffers (StateBuffers).
+  void addStateBuffers(gpu::GPUFuncOp func);
+  /// Channel c of the chunk's K e^B and Q e^B rows i: staged (Scaled) or
+  /// formed from the staged K (and Q) rows and B, one exponential for both.
+  std::pair<Value, Value> scaledKeyQuery(Value i, Value c);
+  /// Channel c of the chunk's K e^(B_last - B) row j (staged, or scaled in
+  /// place of K by scaleKeysToLast).
+  Value lastScaledKey(Value j, Value c) {
+    return load(operands == ChunkOperands::Scaled ? lastKeys : keys,
+                ValueRange{j, c});
+  }
   /// Copies the chunk's rows of `rowPieces` 4-wide pieces from `from` (row i
   /// at token tc + i, columns from `col0`) into `to` [C, .], zero past the
   /// request: every thread's 16-byte loads first, then the stores (the
@@ -300,8 +397,15 @@ private:
   void stageChunkRows(Value from, Value to) {
     copyChunkRows(from, base, to, s.headDim / 4);
   }
-  /// B into bs (thread c scans channel c; its loads are independent).
+  /// B into bs (thread c scans channel c; its loads are independent); in
+  /// the state kernel e^(B_last) into lastDecays too.
   void scanDecays();
+  /// Scaled: K e^B, Q e^B, K e^(B_last - B) and e^(B_last) into workgroup
+  /// memory, threads / d neighbouring lanes scanning a channel's rows in
+  /// runs, their run sums combined by XOR shuffles.
+  void scaleChunkOperands();
+  /// Formed: the staged K rows scaled in place to K e^(B_last - B).
+  void scaleKeysToLast();
   /// The origin (row0, col0) of this subgroup's tile in round `round` of a
   /// phase over tiles `cols` wide: tile w + subgroups * round, row-major.
   std::pair<Value, Value> tileOrigin(int64_t round, int64_t cols);
@@ -322,13 +426,13 @@ private:
   /// the loads overlap phase 0).
   SmallVector<Value> loadValueRows();
 
-  /// The tile at (row0, col0) of (K_i e^x(i,c)) R and (Q_i e^x(i,c)) R over
-  /// the head's channels c: the A fragments are chunk rows i of K and Q times
-  /// e^exponent(i, c) (one exp for both), B's element (n, c) is right(n, c).
-  std::pair<Value, Value>
-  keyQueryProducts(Value row0, Value col0,
-                   llvm::function_ref<Value(Value, Value)> exponent,
-                   llvm::function_ref<Value(Value, Value)> right);
+  /// The tile at (row0, col0) of X_K R and X_Q R over the head's channels
+  /// c: left(i, c) gives the A fragments' elements (X_K[i, c], X_Q[i, c]),
+  /// right(n, c) B's element (n, c).
+  std::pair<Value, Value> keyQueryProducts(
+      Value row0, Value col0,
+      llvm::function_ref<std::pair<Value, Value>(Value, Value)> left,
+      llvm::function_ref<Value(Value, Value)> right);
   /// The tile at (row0, col0) of L X for a lower-triangular [C, C] `lower`
   /// and the [C, dp] rows `rows` in workgroup memory (the K steps past the
   /// tile's last row multiply zeros of L: skipped).
@@ -342,21 +446,33 @@ private:
   void buildBlock();
   /// The block's part of the request of tokens [t0, t1).
   void buildRequest(Value t0, Value t1);
-  void buildChunk();
+  /// The state tiles this subgroup keeps in registers (the C fragments of
+  /// the state phase's tiles, by round) at the request's start: zero at
+  /// position 0, else the source slot's; copied to ss as B operand.
+  SmallVector<Value> loadInitialState(Value fresh, Value srcSlot);
+  /// One chunk: the state tiles at its start to those at its end.
+  SmallVector<Value> buildChunk(ValueRange state);
 
   const KdaChunk &s;
   const MatrixInstruction &mi;
   int64_t subgroupSize, dp, subgroups;
+  ChunkOperands operands;
   bool stageQueries;
+  /// Single-tf32 products on NVIDIA with every operand from workgroup
+  /// memory (Scaled): the operands stored rounded to tf32 (operand()), so
+  /// that no fragment element takes a conversion.
+  bool roundedOperands;
   Type f32;
   // Arguments.
   Value qn, kn, vn, gl, betas, aqRows, tRows, state, positions, starts, src,
       dst, raw;
-  // Workgroup buffers. State kernel: the state part [d, dp], B [C, d], T
-  // and A_q [C, C], the residual / delta rows [C, dp]; coefficient kernel:
-  // B, A_k [C, C], beta [C], A_q and T [C, C]; in the dynamic arena the
-  // chunk's K (and Q) rows [C, d].
-  Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries;
+  // Workgroup buffers. State kernel: StateBuffers (ss the state part, bs
+  // B, tws T, aqk A_q, ds the residual / delta rows, lastDecays e^(B_last);
+  // Scaled: scaledKeys, scaledQueries, lastKeys; Formed: keys (and
+  // queries)); coefficient kernel: B, A_k [C, C], beta [C], A_q and T [C,
+  // C]; in the dynamic arena the chunk's K (and Q) rows [C, d].
+  Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries, lastDecays, scaledKeys,
+      scaledQueries, lastKeys;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase, coefCol0;
   // Per chunk.
@@ -376,13 +492,6 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   aqRows = at(KernelRole::QueryCoefficients);
   tRows = at(KernelRole::DeltaWeights);
   int64_t d = s.headDim;
-  SmallVector<Value> buffers;
-  Shapes shapes = kind == ChunkKernel::State ? stateBufferShapes(d, dp)
-                                             : coefficientBufferShapes(d);
-  for (ArrayRef<int64_t> shape : shapes)
-    buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
-  addStagedRows(func);
-
   tid = gpu::ThreadIdOp::create(b, loc, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, loc, tid, idx(subgroupSize));
   warp = arith::DivUIOp::create(b, loc, tid, idx(subgroupSize));
@@ -390,6 +499,10 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   base = mul(head, d);
   coefCol0 = mul(head, kChunk);
   if (kind == ChunkKernel::Coefficients) {
+    SmallVector<Value> buffers;
+    for (ArrayRef<int64_t> shape : coefficientBufferShapes(d))
+      buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
+    addStagedRows(func);
     betas = at(KernelRole::Beta);
     bs = buffers[0];
     akk = buffers[1];
@@ -406,11 +519,7 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   src = at(KernelRole::SourceSlots);
   dst = at(KernelRole::DestSlots);
   raw = at(KernelRole::Out);
-  ss = buffers[0];
-  bs = buffers[1];
-  tws = buffers[2];
-  aqk = buffers[3];
-  ds = buffers[4];
+  addStateBuffers(func);
   request = gpu::BlockIdOp::create(b, loc, gpu::Dimension::x);
   lo = mul(gpu::BlockIdOp::create(b, loc, gpu::Dimension::z), dp);
   colBase = add(base, lo);
@@ -430,6 +539,36 @@ void KdaChunkBuilder::addStagedRows(gpu::GPUFuncOp func) {
   if (stageQueries)
     queries =
         viewWorkgroupArena(b, loc, arena, rowsBytes, stagedRowsShape(d), f32);
+}
+
+void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
+  StateBuffers shapes(s.headDim, dp, operands, stageQueries);
+  auto buffer = [&](ArrayRef<int64_t> shape) {
+    return addWorkgroupBuffer(func, loc, shape, f32);
+  };
+  ss = buffer(shapes.state);
+  if (!shapes.decays.empty())
+    bs = buffer(shapes.decays);
+  tws = buffer(shapes.deltaWeights);
+  aqk = buffer(shapes.queryCoefficients);
+  ds = buffer(shapes.rows);
+  lastDecays = buffer(shapes.lastDecays);
+  Value arena = addDynamicWorkgroupArena(func, loc, bufferBytes(shapes.arena));
+  SmallVector<Value> views;
+  int64_t offset = 0;
+  for (ArrayRef<int64_t> shape : shapes.arena) {
+    views.push_back(viewWorkgroupArena(b, loc, arena, offset, shape, f32));
+    offset += bufferBytes({SmallVector<int64_t, 2>(shape)});
+  }
+  if (operands == ChunkOperands::Scaled) {
+    scaledKeys = views[0];
+    scaledQueries = views[1];
+    lastKeys = views[2];
+    return;
+  }
+  keys = views[0];
+  if (stageQueries)
+    queries = views[1];
 }
 
 void KdaChunkBuilder::buildWindow() {
@@ -498,8 +637,9 @@ void KdaChunkBuilder::buildCoefficients() {
         std::pair<Value, Value> products = keyQueryProducts(
             row0, col0,
             [&](Value i, Value c) {
-              return fsub(load(bs, ValueRange{i, c}),
-                          load(bs, ValueRange{row0, c}));
+              Value w = fexp(fsub(load(bs, ValueRange{i, c}),
+                                  load(bs, ValueRange{row0, c})));
+              return std::pair{fmul(key(i, c), w), fmul(query(i, c), w)};
             },
             [&](Value j, Value c) {
               Value x = fsub(load(bs, ValueRange{row0, c}),
@@ -551,64 +691,88 @@ void KdaChunkBuilder::buildBlock() {
 }
 
 void KdaChunkBuilder::buildRequest(Value t0, Value t1) {
-  int64_t d = s.headDim;
   Value srcSlot = toIndex(load(src, request));
   Value dstSlot = toIndex(load(dst, request));
   Value fresh = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                       toIndex(load(positions, t0)), idx(0));
   lastToken = sub(t1, idx(1));
-  // Initial state: zero at position 0, else the source slot's columns.
-  forLoop(tid, idx(d * dp), threads(), [&](Value e) {
-    Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
-    Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
-    auto pick = scf::IfOp::create(b, loc, TypeRange{f32}, fresh, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(pick.thenBlock());
-      scf::YieldOp::create(b, loc, ValueRange{cf32(0.0)});
-      b.setInsertionPointToStart(pick.elseBlock());
-      scf::YieldOp::create(
-          b, loc,
-          ValueRange{load(state, ValueRange{srcSlot, head, i, add(lo, j)})});
-    }
-    store(pick.getResult(0), ss, ValueRange{i, j});
-  });
+  SmallVector<Value> initial = loadInitialState(fresh, srcSlot);
   barrier();
   Value n = sub(t1, t0);
-  forLoop(idx(0), n, idx(kChunk), [&](Value cs) {
-    tc = add(t0, cs);
-    len = minu(idx(kChunk), sub(n, cs));
-    buildChunk();
-  });
-  // Final state (this block's columns) to the destination slot.
-  forLoop(tid, idx(d * dp), threads(), [&](Value e) {
-    Value i = arith::DivUIOp::create(b, loc, e, idx(dp));
-    Value j = arith::RemUIOp::create(b, loc, e, idx(dp));
-    store(load(ss, ValueRange{i, j}), state,
-          ValueRange{dstSlot, head, i, add(lo, j)});
-  });
+  SmallVector<Value> final =
+      carryLoop(idx(0), n, idx(kChunk), initial,
+                [&](Value cs, ValueRange tiles) -> SmallVector<Value> {
+                  tc = add(t0, cs);
+                  len = minu(idx(kChunk), sub(n, cs));
+                  return buildChunk(tiles);
+                });
+  // Final state (this subgroup's tiles) to the destination slot.
+  forEachTile(s.headDim / mi.m, dp / mi.n, /*liveRows=*/false,
+              [&](int64_t r, Value row0, Value col0) {
+                forEachC(row0, col0, [&](Value c, Value e, int64_t el) {
+                  store(element(final[r], el), state,
+                        ValueRange{dstSlot, head, c, add(lo, e)});
+                });
+              });
+}
+
+SmallVector<Value> KdaChunkBuilder::loadInitialState(Value fresh,
+                                                     Value srcSlot) {
+  SmallVector<Value> tiles;
+  forEachTile(s.headDim / mi.m, dp / mi.n, /*liveRows=*/false,
+              [&](int64_t, Value row0, Value col0) {
+                SmallVector<Value> elems;
+                forEachC(row0, col0, [&](Value c, Value e, int64_t) {
+                  auto pick =
+                      scf::IfOp::create(b, loc, TypeRange{f32}, fresh, true);
+                  {
+                    OpBuilder::InsertionGuard guard(b);
+                    b.setInsertionPointToStart(pick.thenBlock());
+                    scf::YieldOp::create(b, loc, ValueRange{cf32(0.0)});
+                    b.setInsertionPointToStart(pick.elseBlock());
+                    scf::YieldOp::create(
+                        b, loc,
+                        ValueRange{load(
+                            state, ValueRange{srcSlot, head, c, add(lo, e)})});
+                  }
+                  elems.push_back(pick.getResult(0));
+                  store(operand(pick.getResult(0)), ss, ValueRange{c, e});
+                });
+                tiles.push_back(vector::FromElementsOp::create(
+                    b, loc, VectorType::get({mi.c.size()}, f32), elems));
+              });
+  return tiles;
+}
+
+std::pair<Value, Value> KdaChunkBuilder::scaledKeyQuery(Value i, Value c) {
+  if (operands == ChunkOperands::Scaled)
+    return {load(scaledKeys, ValueRange{i, c}),
+            load(scaledQueries, ValueRange{i, c})};
+  Value w = fexp(load(bs, ValueRange{i, c}));
+  return {fmul(key(i, c), w), fmul(query(i, c), w)};
 }
 
 std::pair<Value, Value> KdaChunkBuilder::keyQueryProducts(
-    Value row0, Value col0, llvm::function_ref<Value(Value, Value)> exponent,
+    Value row0, Value col0,
+    llvm::function_ref<std::pair<Value, Value>(Value, Value)> left,
     llvm::function_ref<Value(Value, Value)> right) {
   Value zero = zeros(mi.c.size());
-  SmallVector<Value> accs = kLoop(
-      s.headDim, mi.k, {zero, zero},
-      [&](Value kOff, ValueRange acc) -> SmallVector<Value> {
-        SmallVector<Value> weights;
-        Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          Value w = fexp(exponent(i, c));
-          weights.push_back(w);
-          return fmul(key(i, c), w);
-        });
-        int64_t at = 0;
-        Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
-          return fmul(query(i, c), weights[at++]);
-        });
-        Value bv = fragment(mi.b, col0, kOff, right);
-        return {mma(aK, bv, acc[0]), mma(aQ, bv, acc[1])};
-      });
+  SmallVector<Value> accs =
+      kLoop(s.headDim, mi.k, {zero, zero},
+            [&](Value kOff, ValueRange acc) -> SmallVector<Value> {
+              SmallVector<Value> queryElems;
+              Value aK = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+                std::pair<Value, Value> elems = left(i, c);
+                queryElems.push_back(elems.second);
+                return elems.first;
+              });
+              int64_t at = 0;
+              Value aQ = fragment(mi.a, row0, kOff, [&](Value i, Value c) {
+                return queryElems[at++];
+              });
+              Value bv = fragment(mi.b, col0, kOff, right);
+              return {mma(aK, bv, acc[0]), mma(aQ, bv, acc[1])};
+            });
   return {accs[0], accs[1]};
 }
 
@@ -651,7 +815,14 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
     auto piece = vector::LoadOp::create(b, loc, vecType, from,
                                         ValueRange{row.second, add(col0, c)});
     piece.setAlignment(uint64_t(kVector * 4));
-    rows.push_back(select(row.first, piece.getResult(), zeros(kVector)));
+    Value rowPiece = piece.getResult();
+    if (roundedOperands) {
+      SmallVector<Value> elems;
+      for (int64_t e = 0; e < kVector; ++e)
+        elems.push_back(operand(element(rowPiece, e)));
+      rowPiece = vector::FromElementsOp::create(b, loc, vecType, elems);
+    }
+    rows.push_back(select(row.first, rowPiece, zeros(kVector)));
     at.push_back({i, c});
   }
   for (auto [row, where] : llvm::zip(rows, at)) {
@@ -692,6 +863,63 @@ void KdaChunkBuilder::scanDecays() {
       sum = fadd(sum, g[i]);
       store(sum, bs, ValueRange{idx(i), tid});
     }
+    if (lastDecays)
+      store(fexp(sum), lastDecays, ValueRange{tid});
+  });
+}
+
+void KdaChunkBuilder::scaleChunkOperands() {
+  // Lane h of the `lanes` neighbours of channel c scans rows [h run, (h +
+  // 1) run); the runs' sums before it give its offset, all of them B_last.
+  int64_t lanes = subgroups * subgroupSize / s.headDim, run = kChunk / lanes;
+  Value c = arith::DivUIOp::create(b, loc, tid, idx(lanes));
+  Value h = arith::RemUIOp::create(b, loc, tid, idx(lanes));
+  Value first = mul(h, run);
+  SmallVector<Value> g, k, q;
+  for (int64_t r = 0; r < run; ++r) {
+    Value i = add(first, r);
+    g.push_back(prepared(gl, i, c));
+    k.push_back(prepared(kn, i, c));
+    q.push_back(prepared(qn, i, c));
+  }
+  SmallVector<Value> partial;
+  Value sum = cf32(0.0);
+  for (int64_t r = 0; r < run; ++r)
+    partial.push_back(sum = fadd(sum, g[r]));
+  // XOR-shuffle scan of the run sums: `total` over the aligned groups of
+  // 1, 2, 4, .. lanes, `offset` over the group's lanes below h.
+  Value total = sum, offset = cf32(0.0);
+  for (int64_t bit = 1; bit < lanes; bit *= 2) {
+    Value other =
+        gpu::ShuffleOp::create(b, loc, total, ci32(bit), ci32(subgroupSize),
+                               gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    Value above = ieq(arith::AndIOp::create(b, loc, h, idx(bit)), idx(bit));
+    offset = select(above, fadd(offset, other), offset);
+    total = fadd(total, other);
+  }
+  for (int64_t r = 0; r < run; ++r) {
+    Value i = add(first, r);
+    Value decay = fadd(offset, partial[r]);
+    Value w = fexp(decay);
+    store(operand(fmul(k[r], w)), scaledKeys, ValueRange{i, c});
+    store(operand(fmul(q[r], w)), scaledQueries, ValueRange{i, c});
+    store(operand(fmul(k[r], fexp(fsub(total, decay)))), lastKeys,
+          ValueRange{i, c});
+  }
+  ifThen(ieq(h, idx(0)),
+         [&] { store(fexp(total), lastDecays, ValueRange{c}); });
+}
+
+void KdaChunkBuilder::scaleKeysToLast() {
+  int64_t d = s.headDim;
+  Value lastRow = idx(kChunk - 1);
+  forLoop(tid, idx(kChunk * d), threads(), [&](Value e) {
+    Value j = arith::DivUIOp::create(b, loc, e, idx(d));
+    Value c = arith::RemUIOp::create(b, loc, e, idx(d));
+    Value w = fexp(
+        fsub(load(bs, ValueRange{lastRow, c}), load(bs, ValueRange{j, c})));
+    store(fmul(key(j, c), w), keys, ValueRange{j, c});
   });
 }
 
@@ -748,52 +976,52 @@ SmallVector<Value> KdaChunkBuilder::loadValueRows() {
   return values;
 }
 
-void KdaChunkBuilder::buildChunk() {
-  int64_t d = s.headDim;
-  // 0. The V elements of phase 1, the chunk's K (and Q) rows, A_q and T
-  // first, all loads independent of the state; B.
+SmallVector<Value> KdaChunkBuilder::buildChunk(ValueRange state) {
+  bool scaled = operands == ChunkOperands::Scaled;
+  // 0. The V elements of phase 1, A_q and T first, all loads independent of
+  // the state; the chunk's operands (Scaled) or B and the staged K (and Q)
+  // rows (Formed); e^(B_last).
   SmallVector<Value> values = loadValueRows();
-  stageChunkRows(kn, keys);
-  if (stageQueries)
-    stageChunkRows(qn, queries);
   copyChunkRows(aqRows, coefCol0, aqk, kChunk / 4);
   copyChunkRows(tRows, coefCol0, tws, kChunk / 4);
-  scanDecays();
+  if (scaled) {
+    scaleChunkOperands();
+  } else {
+    stageChunkRows(kn, keys);
+    if (stageQueries)
+      stageChunkRows(qn, queries);
+    scanDecays();
+  }
   barrier();
 
   // 1. (K e^B) S0 and (Q e^B) S0, [C, dp] each: the residuals V - (K e^B)
   // S0 to ds, (Q e^B) S0 kept in registers for phase 3.
   int64_t rowTiles = kChunk / mi.m, outCols = dp / mi.n;
   int64_t perTile = mi.c.size();
-  SmallVector<Value> readOut = mapLiveTiles(
-      rowTiles, outCols, [&](int64_t r, Value row0, Value col0) {
+  SmallVector<Value> readOut =
+      mapLiveTiles(rowTiles, outCols, [&](int64_t r, Value row0, Value col0) {
         std::pair<Value, Value> products = keyQueryProducts(
-            row0, col0,
-            [&](Value i, Value c) { return load(bs, ValueRange{i, c}); },
-            [&](Value e, Value c) { return load(ss, ValueRange{c, e}); });
+            row0, col0, [&](Value i, Value c) { return scaledKeyQuery(i, c); },
+            [&](Value e, Value c) {
+              return load(ss, ValueRange{c, e});
+            });
         Value accK = products.first;
         forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
           Value valid = chunkRow(i).first;
           Value v = values[r * perTile + el];
-          store(select(valid, fsub(v, element(accK, el)), cf32(0.0)), ds,
-                ValueRange{i, e});
+          store(operand(select(valid, fsub(v, element(accK, el)), cf32(0.0))),
+                ds, ValueRange{i, e});
         });
         return products.second;
       });
   barrier();
 
   // 2. The delta rows D = T R (rows past the request's end zero: so are
-  // T's), while the staged K rows become phase 4's operand K e^(B_last -
-  // B), in place (phases 2 and 3 do not read K); D replaces R in ds once
-  // every subgroup has read R.
-  Value lastRow = idx(kChunk - 1);
-  forLoop(tid, idx(kChunk * d), threads(), [&](Value e) {
-    Value j = arith::DivUIOp::create(b, loc, e, idx(d));
-    Value c = arith::RemUIOp::create(b, loc, e, idx(d));
-    Value w = fexp(
-        fsub(load(bs, ValueRange{lastRow, c}), load(bs, ValueRange{j, c})));
-    store(fmul(key(j, c), w), keys, ValueRange{j, c});
-  });
+  // T's); Formed scales the staged K rows to phase 4's operand K e^(B_last -
+  // B) in place meanwhile (phases 2 and 3 do not read K); D replaces R in ds
+  // once every subgroup has read R.
+  if (!scaled)
+    scaleKeysToLast();
   SmallVector<Value> deltas =
       mapLiveTiles(rowTiles, outCols, [&](int64_t, Value row0, Value col0) {
         return lowerTriangularProduct(tws, ds, row0, col0);
@@ -802,7 +1030,7 @@ void KdaChunkBuilder::buildChunk() {
   forEachTile(rowTiles, outCols, /*liveRows=*/false,
               [&](int64_t r, Value row0, Value col0) {
                 forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-                  store(element(deltas[r], el), ds, ValueRange{i, e});
+                  store(operand(element(deltas[r], el)), ds, ValueRange{i, e});
                 });
               });
   barrier();
@@ -821,33 +1049,37 @@ void KdaChunkBuilder::buildChunk() {
                 });
               });
 
-  // 4. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D; each
-  // lane reads and writes only its own elements of the state.
-  int64_t stateRows = d / mi.m;
-  forEachTile(stateRows, outCols, /*liveRows=*/false, [&](int64_t, Value row0,
-                                                          Value col0) {
-    SmallVector<Value> init;
-    forEachC(row0, col0, [&](Value c, Value e, int64_t) {
-      init.push_back(fmul(fexp(load(bs, ValueRange{lastRow, c})),
-                          load(ss, ValueRange{c, e})));
-    });
-    Value acc = vector::FromElementsOp::create(
-        b, loc, VectorType::get({mi.c.size()}, f32), init);
-    for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
-      Value kOff = idx(k0);
-      Value a = fragment(mi.a, row0, kOff,
-                         [&](Value c, Value j) { return key(j, c); });
-      Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
-        return load(ds, ValueRange{j, e});
-      });
-      acc = mma(a, bD, acc);
-    }
-    forEachC(row0, col0, [&](Value c, Value e, int64_t el) {
-      store(element(acc, el), ss, ValueRange{c, e});
-    });
-  });
-  // The next chunk rewrites B, A_q, T, the staged rows and reads the state.
+  // 4. End-of-chunk state: e^(B_last) S0 + (K e^(B_last - B))^T D on the
+  // subgroup's tiles in registers, copied to ss as the next chunk's B
+  // operand (no subgroup reads ss between phase 1 and the next chunk).
+  SmallVector<Value> next;
+  forEachTile(s.headDim / mi.m, outCols, /*liveRows=*/false,
+              [&](int64_t r, Value row0, Value col0) {
+                SmallVector<Value> init;
+                forEachC(row0, col0, [&](Value c, Value, int64_t el) {
+                  init.push_back(fmul(load(lastDecays, ValueRange{c}),
+                                      element(state[r], el)));
+                });
+                Value acc = vector::FromElementsOp::create(
+                    b, loc, VectorType::get({mi.c.size()}, f32), init);
+                for (int64_t k0 = 0; k0 < kChunk; k0 += mi.k) {
+                  Value kOff = idx(k0);
+                  Value a = fragment(mi.a, row0, kOff, [&](Value c, Value j) {
+                    return lastScaledKey(j, c);
+                  });
+                  Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
+                    return load(ds, ValueRange{j, e});
+                  });
+                  acc = mma(a, bD, acc);
+                }
+                forEachC(row0, col0, [&](Value c, Value e, int64_t el) {
+                  store(operand(element(acc, el)), ss, ValueRange{c, e});
+                });
+                next.push_back(acc);
+              });
+  // The next chunk rewrites B, A_q, T, the operands and reads ss.
   barrier();
+  return next;
 }
 
 /// The subgroups of both chunk kernels' blocks for `shape` on `mi`.
@@ -863,9 +1095,10 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
     const MatrixInstruction &mi, int64_t subgroupSize,
     int64_t workgroupMemoryBytes) {
   int64_t d = shape.headDim, dp = d / shape.parts;
-  bool stageQueries = stagesQueries(bufferBytes(stateBufferShapes(d, dp)), d,
-                                    workgroupMemoryBytes);
   int64_t subgroups = chunkSubgroups(shape, mi);
+  // chooseKdaChunkInstruction checked that a plan fits.
+  StatePlan plan = *chooseStatePlan(d, dp, subgroups * subgroupSize,
+                                    subgroupSize, workgroupMemoryBytes);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
@@ -874,8 +1107,7 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
         if (mi.family == MatrixFamily::MmaSync)
           func->setAttr("nvvm.minctasm",
                         builder.getI32IntegerAttr(kNvidiaBlocksPerSM));
-        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
-                        stageQueries)
+        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups, plan)
             .build(func, KernelArguments(roles), ChunkKernel::State);
       });
 }
@@ -896,7 +1128,7 @@ gpu::GPUFuncOp mlir::strata::buildKdaCoefficientsKernel(
           func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(
                                              kNvidiaCoefficientBlocksPerSM));
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
-                        stageQueries)
+                        StatePlan{ChunkOperands::Formed, stageQueries})
             .build(func, KernelArguments(roles), ChunkKernel::Coefficients);
       });
 }
@@ -926,11 +1158,9 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
     why = "the head does not tile";
     return failure();
   }
-  int64_t rows = stagedRowsBytes(d);
-  if (bufferBytes(stateBufferShapes(d, dp)) + rows >
-          target.getSharedMemoryBytes() ||
-      bufferBytes(coefficientBufferShapes(d)) + rows >
-          target.getSharedMemoryBytes()) {
+  int64_t memory = target.getSharedMemoryBytes();
+  if (!chooseStatePlan(d, dp, threads, subgroupSize, memory) ||
+      bufferBytes(coefficientBufferShapes(d)) + stagedRowsBytes(d) > memory) {
     why = "the chunk buffers do not fit the target's workgroup memory";
     return failure();
   }

@@ -1107,21 +1107,31 @@ static Value emitTf32x3(OpBuilder &b, Location loc, const MatrixInstruction &mi,
   return vector::FromElementsOp::create(b, loc, acc.getType(), c);
 }
 
+static Value tf32Bits(OpBuilder &b, Location loc, Value x) {
+  return NVVM::ConvertFloatToTF32Op::create(
+      b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
+      NVVM::SaturationMode::NONE, /*relu=*/false);
+}
+
+Value mlir::strata::roundToTf32(OpBuilder &b, Location loc, Value x) {
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), tf32Bits(b, loc, x));
+}
+
 /// acc + a * bv for f32 fragments on one tf32 mma.sync, each operand
-/// rounded to tf32 (cvt.rna.tf32.f32): relative error about 2^-11 per
-/// product.
+/// rounded to tf32 (cvt.rna.tf32.f32) unless `rounded` says the kernel did
+/// (roundToTf32): relative error about 2^-11 per product.
 static Value emitTf32(OpBuilder &b, Location loc, const MatrixInstruction &mi,
-                      Value a, Value bv, Value acc) {
-  auto rounded = [&](Value v) {
+                      Value a, Value bv, Value acc, bool rounded) {
+  auto registers = [&](Value v) {
     SmallVector<Value> regs;
     for (Value x : elementsOf(b, loc, v))
-      regs.push_back(NVVM::ConvertFloatToTF32Op::create(
-          b, loc, b.getI32Type(), x, NVVM::FPRoundingMode::RNA,
-          NVVM::SaturationMode::NONE, /*relu=*/false));
+      regs.push_back(rounded
+                         ? arith::BitcastOp::create(b, loc, b.getI32Type(), x)
+                         : tf32Bits(b, loc, x));
     return regs;
   };
   SmallVector<Value> c = elementsOf(b, loc, acc);
-  tf32MmaSync(b, loc, mi, rounded(a), rounded(bv), c);
+  tf32MmaSync(b, loc, mi, registers(a), registers(bv), c);
   return vector::FromElementsOp::create(b, loc, acc.getType(), c);
 }
 
@@ -1144,9 +1154,10 @@ Value mlir::strata::emitMatrixInstruction(OpBuilder &b, Location loc,
         amdgpu::MFMAPermBAttr::get(b.getContext(), amdgpu::MFMAPermB::none));
   case MatrixFamily::MmaSync: {
     if (mi.operands == MatrixElement::F32)
-      return f32Products == F32Products::Tf32
-                 ? emitTf32(b, loc, mi, a, bv, acc)
-                 : emitTf32x3(b, loc, mi, a, bv, acc);
+      return f32Products == F32Products::Exact
+                 ? emitTf32x3(b, loc, mi, a, bv, acc)
+                 : emitTf32(b, loc, mi, a, bv, acc,
+                            f32Products == F32Products::Tf32Rounded);
     // bf16 pairs packed into i32 registers, in fragment order.
     auto asI32 = [&](Value v) {
       int64_t n = cast<VectorType>(v.getType()).getNumElements() / 2;

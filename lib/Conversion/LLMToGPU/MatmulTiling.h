@@ -582,9 +582,17 @@ Value viewWorkgroupArena(OpBuilder &b, Location loc, Value arena,
 /// How an f32 product runs on an instruction of tf32 operands (NVIDIA's
 /// mma.sync .tf32): `Exact`, three instructions on a hi / lo split (about
 /// fp32's accuracy); `Tf32`, one, the operands rounded to tf32 (10 mantissa
-/// bits, nearest with ties away from zero). Instructions of true f32
-/// operands (AMD's v_mfma_*_f32) ignore it.
-enum class F32Products { Exact, Tf32 };
+/// bits, nearest with ties away from zero); `Tf32Rounded`, one, the
+/// operands already rounded so by the kernel (roundToTf32: their low 13 bits
+/// zero), passed as they are. Instructions of true f32 operands (AMD's
+/// v_mfma_*_f32) ignore it.
+enum class F32Products { Exact, Tf32, Tf32Rounded };
+
+/// `x` (f32) rounded to tf32 as F32Products::Tf32 rounds a product's
+/// operands (cvt.rna.tf32.f32), as an f32: a kernel that stores its
+/// operands so runs its products with F32Products::Tf32Rounded, the same
+/// results without a conversion per fragment element.
+Value roundToTf32(OpBuilder &b, Location loc, Value x);
 
 /// acc + a * bv on the matrix unit: `a`, `bv` the A and B fragments (in the
 /// FragmentLayout order of `mi`), `acc` the C fragment (vector of f32);
