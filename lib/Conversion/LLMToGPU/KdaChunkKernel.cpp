@@ -24,8 +24,10 @@
 //      the right (both bounded: |B_r - B_j| <= |gate bound| * 15 for the
 //      entries kept, at most 80: other bounds keep the generic kernel; the
 //      exponent clamped at 80 for the masked ones); A_q to its result rows;
-//   2. the delta weights T = (I + diag(beta) A_k)^-1 diag(beta) by forward
-//      substitution on the identity's columns (a lane per column).
+//   2. the delta weights T = (I + diag(beta) A_k)^-1 diag(beta) in 16-row
+//      blocks: the diagonal blocks by forward substitution on the
+//      identity's columns (a lane per column), the block below them as
+//      -T22 (A_k21 T11) by the block's threads (solveDeltaWeights).
 //
 // buildKdaChunkKernel (kda_attention): a block takes one (request, head,
 // part): 32 value columns of the head's fp32 state, held in registers (each
@@ -176,15 +178,22 @@ struct StateBuffers {
   int64_t bytes() const { return staticBytes() + bufferBytes(arena); }
 };
 
+/// Rows of the diagonal blocks of the coefficient kernel's blocked
+/// substitution (two a chunk).
+constexpr int64_t kSolveBlock = kChunk / 2;
+
 /// The coefficient kernel's static workgroup buffers (f32), in
-/// KdaChunkBuilder::build's order: B [C, d], A_k [C, C], beta [C], A_q and T
-/// [C, C] (their rows copied out whole).
+/// KdaChunkBuilder::build's order: B [C, d], A_k [C, C] (rows padded so that
+/// the two diagonal blocks' broadcasts hit different banks), beta [C], A_q
+/// and T [C, C] (their rows copied out whole), the substitution's
+/// off-diagonal product [C / 2, C / 2].
 Shapes coefficientBufferShapes(int64_t d) {
   return {{kChunk, d + kPadRowsByLane},
-          {kChunk, kChunk},
+          {kChunk, kChunk + kPadRowsByLane},
           {kChunk},
           {kChunk, kChunk},
-          {kChunk, kChunk}};
+          {kChunk, kChunk},
+          {kSolveBlock, kSolveBlock}};
 }
 /// The shape of one array of staged chunk rows (K or Q) and its bytes.
 SmallVector<int64_t, 2> stagedRowsShape(int64_t d) {
@@ -442,6 +451,9 @@ private:
   void buildWindow();
   /// The chunk of request [t0, t1) starting at tc: A_q and T.
   void buildCoefficients();
+  /// T = (I + diag(beta) A_k)^-1 diag(beta) from A_k and beta in workgroup
+  /// memory, by 16-row blocks.
+  void solveDeltaWeights();
   /// kda_attention: the block's request, if it is the chunk path's.
   void buildBlock();
   /// The block's part of the request of tokens [t0, t1).
@@ -472,7 +484,7 @@ private:
   // queries)); coefficient kernel: B, A_k [C, C], beta [C], A_q and T [C,
   // C]; in the dynamic arena the chunk's K (and Q) rows [C, d].
   Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries, lastDecays, scaledKeys,
-      scaledQueries, lastKeys;
+      scaledQueries, lastKeys, offDiagonal;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase, coefCol0;
   // Per chunk.
@@ -509,6 +521,7 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
     betaS = buffers[2];
     aqk = buffers[3];
     tws = buffers[4];
+    offDiagonal = buffers[5];
     buildWindow();
     gpu::ReturnOp::create(b, loc);
     return;
@@ -657,28 +670,68 @@ void KdaChunkBuilder::buildCoefficients() {
       });
   barrier();
 
-  // 2. T = (I + diag(beta) A_k)^-1 diag(beta), one lane per column c of
-  // the identity, rows unrolled: T[i][c] = beta_i ([i == c] - sum_{j<i}
-  // A_k[i][j] T[j][c]), the earlier rows read back from workgroup memory
-  // (the lane's own stores) rather than held in 32 registers.
-  ifThen(ult(tid, idx(kChunk)), [&] {
-    for (int64_t i = 0; i < kChunk; ++i) {
-      Value acc = select(ieq(tid, idx(i)), cf32(1.0), cf32(0.0));
-      for (int64_t j = 0; j < i; ++j)
-        acc = fsub(acc, fmul(load(akk, ValueRange{idx(i), idx(j)}),
-                             load(tws, ValueRange{idx(j), tid})));
-      // Rows past the request's end are zero (their coefficients may be
-      // stale: a select, not a product with beta = 0).
-      Value ti = select(ult(idx(i), len),
-                        fmul(load(betaS, ValueRange{idx(i)}), acc), cf32(0.0));
-      store(ti, tws, ValueRange{idx(i), tid});
-    }
-  });
-  barrier();
+  // 2. T = (I + diag(beta) A_k)^-1 diag(beta).
+  solveDeltaWeights();
   // The request's rows of A_q and T to their tokens' result rows.
   storeChunkRows(aqk, aqRows, coefCol0, kChunk / 4);
   storeChunkRows(tws, tRows, coefCol0, kChunk / 4);
   // The next chunk rewrites B, beta, A_k, A_q, T and the staged rows.
+  barrier();
+}
+
+void KdaChunkBuilder::solveDeltaWeights() {
+  // T's rows solve T[i] = beta_i (e_i - sum_{j<i} A_k[i][j] T[j]). With L =
+  // I + diag(beta) A_k in 16-row blocks, T = L^-1 diag(beta) is
+  //   T11 = L11^-1 diag(beta1), T22 = L22^-1 diag(beta2), T12 = 0,
+  //   T21 = -L22^-1 L21 L11^-1 diag(beta1) = -T22 (A_k21 T11),
+  // so a lane per column solves its diagonal block by forward substitution
+  // (rows unrolled, the earlier rows read back from workgroup memory), 16
+  // rows deep instead of 32, and the block's threads form T21 with two
+  // products. Rows past the request's end are zero (their coefficients may
+  // be a previous chunk's: a select, not a product with beta = 0), and so
+  // are T22's rows and T21's there.
+  constexpr int64_t m = kSolveBlock;
+  ifThen(ult(tid, idx(kChunk)), [&] {
+    Value first = mul(arith::DivUIOp::create(b, loc, tid, idx(m)), m);
+    for (int64_t r = 0; r < m; ++r) {
+      Value i = add(first, r);
+      Value acc = select(ieq(tid, i), cf32(1.0), cf32(0.0));
+      for (int64_t q = 0; q < r; ++q) {
+        Value j = add(first, q);
+        acc = fsub(acc, fmul(load(akk, ValueRange{i, j}),
+                             load(tws, ValueRange{j, tid})));
+      }
+      Value ti =
+          select(ult(i, len), fmul(load(betaS, ValueRange{i}), acc), cf32(0.0));
+      store(ti, tws, ValueRange{i, tid});
+    }
+  });
+  barrier();
+  // Thread (i, c) of the 16 x 16 off-diagonal elements: X = A_k21 T11, then
+  // T21 = -T22 X (T11's and T22's upper parts are the lanes' zeros) and
+  // T12 = 0.
+  auto forEachOffDiagonal = [&](llvm::function_ref<void(Value, Value)> body) {
+    forLoop(tid, idx(m * m), threads(), [&](Value e) {
+      body(arith::DivUIOp::create(b, loc, e, idx(m)),
+           arith::RemUIOp::create(b, loc, e, idx(m)));
+    });
+  };
+  forEachOffDiagonal([&](Value i, Value c) {
+    Value acc = cf32(0.0);
+    for (int64_t k = 0; k < m; ++k)
+      acc = fadd(acc, fmul(load(akk, ValueRange{add(i, m), idx(k)}),
+                           load(tws, ValueRange{idx(k), c})));
+    store(acc, offDiagonal, ValueRange{i, c});
+  });
+  barrier();
+  forEachOffDiagonal([&](Value i, Value c) {
+    Value acc = cf32(0.0);
+    for (int64_t k = 0; k < m; ++k)
+      acc = fsub(acc, fmul(load(tws, ValueRange{add(i, m), idx(m + k)}),
+                           load(offDiagonal, ValueRange{idx(k), c})));
+    store(acc, tws, ValueRange{add(i, m), c});
+    store(cf32(0.0), tws, ValueRange{i, add(c, m)});
+  });
   barrier();
 }
 
