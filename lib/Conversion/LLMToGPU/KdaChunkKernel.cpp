@@ -576,8 +576,10 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   base = mul(head, d);
   coefCol0 = mul(head, kChunk);
   if (kind == ChunkKernel::Coefficients) {
-    addCoefficientBuffers(func);
+    // Every argument before the buffers: workgroup attributions are
+    // arguments of the body too, and `args` may move as they are added.
     betas = at(KernelRole::Beta);
+    addCoefficientBuffers(func);
     buildWindow();
     gpu::ReturnOp::create(b, loc);
     return;
