@@ -16,19 +16,14 @@
 // the state, every chunk of the step at once. A block takes the chunks that
 // start in its 32-token window of the step (one per request crossing it)
 // for one head:
-//   0. beta and the decays B (neighbouring lanes scan a channel's rows);
+//   0. B and beta into workgroup memory (thread c scans channel c);
 //   1. key / query coefficients A[i][j] = sum_c X[i,c] K[j,c] e^(B[i,c] -
 //      B[j,c]), X = K (j < i) and Q (j <= i), as matmuls of 16-row blocks:
 //      for the block of row i starting at r, e^(B_i - B_j) = e^(B_i - B_r) *
 //      e^(B_r - B_j), the first factor on the left operand, the second on
 //      the right (both bounded: |B_r - B_j| <= |gate bound| * 15 for the
 //      entries kept, at most 80: other bounds keep the generic kernel; the
-//      exponent clamped at 80 for the masked ones). The operands are formed
-//      once a chunk into workgroup memory by the scan (Scaled: X_i e^(B_i -
-//      B_r) for every row, K_j e^(B_r - B_j) for each reference row r), or,
-//      where the target's workgroup memory has no room for them (gfx942),
-//      in each fragment from B and the staged rows (Formed); A_q to its
-//      result rows;
+//      exponent clamped at 80 for the masked ones); A_q to its result rows;
 //   2. the delta weights T = (I + diag(beta) A_k)^-1 diag(beta) in 16-row
 //      blocks: the diagonal blocks by forward substitution on the
 //      identity's columns (a lane per column), the block below them as
@@ -187,100 +182,56 @@ struct StateBuffers {
 /// substitution (two a chunk).
 constexpr int64_t kSolveBlock = kChunk / 2;
 
-/// The coefficient products' right operands for reference rows every `m`
-/// rows (CoefficientBuffers): those of the reference row r = block m (its
-/// rows j < r + m) start at row m * block (block + 1) / 2 of the array.
-int64_t rightOperandRow0(int64_t m, int64_t block) {
-  return m * block * (block + 1) / 2;
+/// The coefficient kernel's static workgroup buffers (f32), in
+/// KdaChunkBuilder::build's order: B [C, d], A_k [C, C] (rows padded so that
+/// the two diagonal blocks' broadcasts hit different banks), beta [C], A_q
+/// and T [C, C] (their rows copied out whole), the substitution's
+/// off-diagonal product [C / 2, C / 2].
+Shapes coefficientBufferShapes(int64_t d) {
+  return {{kChunk, d + kPadRowsByLane},
+          {kChunk, kChunk + kPadRowsByLane},
+          {kChunk},
+          {kChunk, kChunk},
+          {kChunk, kChunk},
+          {kSolveBlock, kSolveBlock}};
 }
-/// Rows of the right operands' array.
-int64_t rightOperandRows(int64_t m) { return rightOperandRow0(m, kChunk / m); }
+/// The shape of one array of staged chunk rows (K or Q) and its bytes.
+SmallVector<int64_t, 2> stagedRowsShape(int64_t d) {
+  return {kChunk, d + kPadRowsByLane};
+}
+int64_t stagedRowsBytes(int64_t d) {
+  return 4 * llvm::product_of(stagedRowsShape(d), int64_t(1));
+}
+/// Whether a kernel whose static buffers take `staticBytes` stages the
+/// chunk's query rows too within `workgroupMemoryBytes`.
+bool stagesQueries(int64_t staticBytes, int64_t d,
+                   int64_t workgroupMemoryBytes) {
+  return staticBytes + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
+}
 
-/// The coefficient kernel's workgroup buffers (f32) for head dimension `d`
-/// and reference rows every `m` rows: static ones, B [C, d] (Formed only),
-/// A_k [C, C] (rows padded so that the two diagonal blocks' broadcasts hit
-/// different banks), beta [C], A_q and T [C, C] (their rows copied out
-/// whole), the substitution's off-diagonal product [C / 2, C / 2]; in the
-/// dynamic arena Scaled's left operands K_i e^(B_i - B_r) and Q_i e^(B_i -
-/// B_r) [C, d] and right operands K_j e^(B_r - B_j) (rows j < r + m for each
-/// reference row r, rightOperandRows), or Formed's K (and Q) rows.
-struct CoefficientBuffers {
-  SmallVector<int64_t, 2> decays, keyCoefficients, betas, queryCoefficients,
-      deltaWeights, offDiagonal;
-  Shapes arena;
-
-  CoefficientBuffers(int64_t d, int64_t m, ChunkOperands operands,
-                     bool stageQueries) {
-    bool scaled = operands == ChunkOperands::Scaled;
-    if (!scaled)
-      decays = {kChunk, d + kPadRowsByLane};
-    keyCoefficients = {kChunk, kChunk + kPadRowsByLane};
-    betas = {kChunk};
-    queryCoefficients = deltaWeights = {kChunk, kChunk};
-    offDiagonal = {kSolveBlock, kSolveBlock};
-    arena.push_back({kChunk, d + kPadRowsByLane});
-    if (scaled || stageQueries)
-      arena.push_back({kChunk, d + kPadRowsByLane});
-    if (scaled)
-      arena.push_back({rightOperandRows(m), d + kPadRowsByLane});
-  }
-  int64_t bytes() const {
-    Shapes statics = {keyCoefficients, betas, queryCoefficients, deltaWeights,
-                      offDiagonal};
-    if (!decays.empty())
-      statics.push_back(decays);
-    return bufferBytes(statics) + bufferBytes(arena);
-  }
-};
-/// How a chunk kernel takes its chunk operands.
-struct OperandPlan {
+/// How the state kernel takes its chunk operands.
+struct StatePlan {
   ChunkOperands operands;
   bool stageQueries;
 };
-/// Whether the Scaled operands' decay scan fits: threads / d lanes a
-/// channel (neighbours in a subgroup) each taking a run of rows, a run
-/// within a block of `m` rows (the coefficient kernel's reference rows) or
-/// all of them.
-bool scanFits(int64_t d, int64_t m, int64_t threads, int64_t subgroupSize) {
+/// Scaled where its buffers fit `workgroupMemoryBytes` and the decay scan's
+/// lanes divide the channels (threads / d lanes a channel, neighbours in a
+/// subgroup), else Formed, with the query rows staged where they fit too;
+/// nullopt when not even Formed's buffers fit.
+std::optional<StatePlan> chooseStatePlan(int64_t d, int64_t dp, int64_t threads,
+                                         int64_t subgroupSize,
+                                         int64_t workgroupMemoryBytes) {
   int64_t lanes = threads / d;
-  return threads % d == 0 && llvm::isPowerOf2_64(lanes) &&
-         lanes <= subgroupSize && kChunk % lanes == 0 &&
-         (kChunk / lanes <= m || lanes == 1);
-}
-/// Scaled where `bytes(Scaled, false)` fits `workgroupMemoryBytes` and the
-/// decay scan fits, else Formed, with the query rows staged where they fit
-/// too; nullopt when not even Formed's buffers fit.
-std::optional<OperandPlan>
-chooseOperandPlan(bool scan, int64_t workgroupMemoryBytes,
-                  llvm::function_ref<int64_t(ChunkOperands, bool)> bytes) {
-  if (scan && bytes(ChunkOperands::Scaled, false) <= workgroupMemoryBytes)
-    return OperandPlan{ChunkOperands::Scaled, false};
+  bool scanFits = threads % d == 0 && llvm::isPowerOf2_64(lanes) &&
+                  lanes <= subgroupSize && kChunk % lanes == 0;
+  if (scanFits && StateBuffers(d, dp, ChunkOperands::Scaled, false).bytes() <=
+                      workgroupMemoryBytes)
+    return StatePlan{ChunkOperands::Scaled, false};
   for (bool stageQueries : {true, false})
-    if (bytes(ChunkOperands::Formed, stageQueries) <= workgroupMemoryBytes)
-      return OperandPlan{ChunkOperands::Formed, stageQueries};
+    if (StateBuffers(d, dp, ChunkOperands::Formed, stageQueries).bytes() <=
+        workgroupMemoryBytes)
+      return StatePlan{ChunkOperands::Formed, stageQueries};
   return std::nullopt;
-}
-/// The state kernel's plan (StateBuffers).
-std::optional<OperandPlan> chooseStatePlan(int64_t d, int64_t dp, int64_t m,
-                                           int64_t threads,
-                                           int64_t subgroupSize,
-                                           int64_t workgroupMemoryBytes) {
-  return chooseOperandPlan(
-      scanFits(d, m, threads, subgroupSize), workgroupMemoryBytes,
-      [&](ChunkOperands operands, bool stageQueries) {
-        return StateBuffers(d, dp, operands, stageQueries).bytes();
-      });
-}
-/// The coefficient kernel's plan (CoefficientBuffers).
-std::optional<OperandPlan> chooseCoefficientPlan(int64_t d, int64_t m,
-                                                 int64_t threads,
-                                                 int64_t subgroupSize,
-                                                 int64_t workgroupMemoryBytes) {
-  return chooseOperandPlan(
-      scanFits(d, m, threads, subgroupSize), workgroupMemoryBytes,
-      [&](ChunkOperands operands, bool stageQueries) {
-        return CoefficientBuffers(d, m, operands, stageQueries).bytes();
-      });
 }
 
 /// The tile counts of the kernels' phases for instruction `mi`: the
@@ -307,7 +258,7 @@ class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
                   const MatrixInstruction &mi, int64_t subgroupSize,
-                  int64_t subgroups, OperandPlan plan)
+                  int64_t subgroups, StatePlan plan)
       : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
         dp(shape.headDim / shape.parts), subgroups(subgroups),
         operands(plan.operands), stageQueries(plan.stageQueries),
@@ -427,10 +378,9 @@ private:
     return stageQueries ? load(queries, ValueRange{i, c})
                         : prepared(qn, i, c);
   }
-  /// Views of `shapes` one after another in a dynamic workgroup arena.
-  SmallVector<Value> addArena(gpu::GPUFuncOp func, const Shapes &shapes);
-  /// The coefficient kernel's workgroup buffers (CoefficientBuffers).
-  void addCoefficientBuffers(gpu::GPUFuncOp func);
+  /// The coefficient kernel's workgroup arena for the staged K (and Q)
+  /// rows, their views.
+  void addStagedRows(gpu::GPUFuncOp func);
   /// The state kernel's workgroup buffers (StateBuffers).
   void addStateBuffers(gpu::GPUFuncOp func);
   /// Channel c of the chunk's K e^B and Q e^B rows i: staged (Scaled) or
@@ -459,25 +409,10 @@ private:
   /// B into bs (thread c scans channel c; its loads are independent); in
   /// the state kernel e^(B_last) into lastDecays too.
   void scanDecays();
-  /// A lane's share of a Scaled decay scan (scanRuns).
-  struct DecayRun {
-    Value channel, runIndex;
-    SmallVector<Value> rows, decays, keys, queries;
-    Value last;
-  };
-  /// The chunk's decays B for Scaled operands: the threads / d neighbouring
-  /// lanes of channel c each scan a run of rows (lane h rows [h run, (h +
-  /// 1) run)), their run sums combined by XOR shuffles; with B_last and,
-  /// with `withOperands`, each row's K and Q elements (0 past the request),
-  /// loaded beside the decays (else the caller's loads, fewer registers).
-  DecayRun scanRuns(bool withOperands);
-  /// State kernel, Scaled: K e^B, Q e^B, K e^(B_last - B) and e^(B_last)
-  /// into workgroup memory.
+  /// Scaled: K e^B, Q e^B, K e^(B_last - B) and e^(B_last) into workgroup
+  /// memory, threads / d neighbouring lanes scanning a channel's rows in
+  /// runs, their run sums combined by XOR shuffles.
   void scaleChunkOperands();
-  /// Coefficient kernel, Scaled: the left operands K_i e^(B_i - B_r), Q_i
-  /// e^(B_i - B_r) and the right ones K_j e^(min(B_r - B_j, 80)) for the
-  /// reference rows r every m rows into workgroup memory.
-  void scaleCoefficientOperands();
   /// Formed: the staged K rows scaled in place to K e^(B_last - B).
   void scaleKeysToLast();
   /// The origin (row0, col0) of this subgroup's tile in round `round` of a
@@ -549,7 +484,7 @@ private:
   // queries)); coefficient kernel: B, A_k [C, C], beta [C], A_q and T [C,
   // C]; in the dynamic arena the chunk's K (and Q) rows [C, d].
   Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries, lastDecays, scaledKeys,
-      scaledQueries, lastKeys, rightKeys, offDiagonal;
+      scaledQueries, lastKeys, offDiagonal;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase, coefCol0;
   // Per chunk.
@@ -579,7 +514,16 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
     // Every argument before the buffers: workgroup attributions are
     // arguments of the body too, and `args` may move as they are added.
     betas = at(KernelRole::Beta);
-    addCoefficientBuffers(func);
+    SmallVector<Value> buffers;
+    for (ArrayRef<int64_t> shape : coefficientBufferShapes(d))
+      buffers.push_back(addWorkgroupBuffer(func, loc, shape, f32));
+    addStagedRows(func);
+    bs = buffers[0];
+    akk = buffers[1];
+    betaS = buffers[2];
+    aqk = buffers[3];
+    tws = buffers[4];
+    offDiagonal = buffers[5];
     buildWindow();
     gpu::ReturnOp::create(b, loc);
     return;
@@ -600,40 +544,16 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   gpu::ReturnOp::create(b, loc);
 }
 
-SmallVector<Value> KdaChunkBuilder::addArena(gpu::GPUFuncOp func,
-                                             const Shapes &shapes) {
-  Value arena = addDynamicWorkgroupArena(func, loc, bufferBytes(shapes));
-  SmallVector<Value> views;
-  int64_t offset = 0;
-  for (ArrayRef<int64_t> shape : shapes) {
-    views.push_back(viewWorkgroupArena(b, loc, arena, offset, shape, f32));
-    offset += bufferBytes({SmallVector<int64_t, 2>(shape)});
-  }
-  return views;
-}
-
-void KdaChunkBuilder::addCoefficientBuffers(gpu::GPUFuncOp func) {
-  CoefficientBuffers shapes(s.headDim, mi.m, operands, stageQueries);
-  auto buffer = [&](ArrayRef<int64_t> shape) {
-    return addWorkgroupBuffer(func, loc, shape, f32);
-  };
-  if (!shapes.decays.empty())
-    bs = buffer(shapes.decays);
-  akk = buffer(shapes.keyCoefficients);
-  betaS = buffer(shapes.betas);
-  aqk = buffer(shapes.queryCoefficients);
-  tws = buffer(shapes.deltaWeights);
-  offDiagonal = buffer(shapes.offDiagonal);
-  SmallVector<Value> views = addArena(func, shapes.arena);
-  if (operands == ChunkOperands::Scaled) {
-    scaledKeys = views[0];
-    scaledQueries = views[1];
-    rightKeys = views[2];
-    return;
-  }
-  keys = views[0];
+void KdaChunkBuilder::addStagedRows(gpu::GPUFuncOp func) {
+  // The staged rows pass sm_90's 48 KiB of static shared memory: dynamic.
+  int64_t d = s.headDim;
+  int64_t rowsBytes = stagedRowsBytes(d);
+  Value arena = addDynamicWorkgroupArena(func, loc,
+                                         (stageQueries ? 2 : 1) * rowsBytes);
+  keys = viewWorkgroupArena(b, loc, arena, 0, stagedRowsShape(d), f32);
   if (stageQueries)
-    queries = views[1];
+    queries =
+        viewWorkgroupArena(b, loc, arena, rowsBytes, stagedRowsShape(d), f32);
 }
 
 void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
@@ -648,7 +568,13 @@ void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
   aqk = buffer(shapes.queryCoefficients);
   ds = buffer(shapes.rows);
   lastDecays = buffer(shapes.lastDecays);
-  SmallVector<Value> views = addArena(func, shapes.arena);
+  Value arena = addDynamicWorkgroupArena(func, loc, bufferBytes(shapes.arena));
+  SmallVector<Value> views;
+  int64_t offset = 0;
+  for (ArrayRef<int64_t> shape : shapes.arena) {
+    views.push_back(viewWorkgroupArena(b, loc, arena, offset, shape, f32));
+    offset += bufferBytes({SmallVector<int64_t, 2>(shape)});
+  }
   if (operands == ChunkOperands::Scaled) {
     scaledKeys = views[0];
     scaledQueries = views[1];
@@ -693,15 +619,10 @@ void KdaChunkBuilder::buildWindow() {
 }
 
 void KdaChunkBuilder::buildCoefficients() {
-  bool scaled = operands == ChunkOperands::Scaled;
-  if (scaled) {
-    scaleCoefficientOperands();
-  } else {
-    stageChunkRows(kn, keys);
-    if (stageQueries)
-      stageChunkRows(qn, queries);
-    scanDecays();
-  }
+  stageChunkRows(kn, keys);
+  if (stageQueries)
+    stageChunkRows(qn, queries);
+  scanDecays();
   ifThen(ult(tid, idx(kChunk)), [&] {
     std::pair<Value, Value> row = chunkRow(tid);
     Value valid = row.first, t = row.second;
@@ -727,26 +648,15 @@ void KdaChunkBuilder::buildCoefficients() {
         });
         b.setInsertionPointToStart(branch.elseBlock());
         // e^(B_i - B_j) = e^(B_i - B_r) e^(B_r - B_j), the second factor on
-        // K_j: staged (Scaled) or formed here.
-        Value block = arith::DivUIOp::create(b, loc, row0, idx(mi.m));
-        Value right0 =
-            mul(arith::DivUIOp::create(
-                    b, loc, arith::MulIOp::create(b, loc, block, add(block, 1)),
-                    idx(2)),
-                mi.m);
+        // K_j.
         std::pair<Value, Value> products = keyQueryProducts(
             row0, col0,
-            [&](Value i, Value c) -> std::pair<Value, Value> {
-              if (scaled)
-                return {load(scaledKeys, ValueRange{i, c}),
-                        load(scaledQueries, ValueRange{i, c})};
+            [&](Value i, Value c) {
               Value w = fexp(fsub(load(bs, ValueRange{i, c}),
                                   load(bs, ValueRange{row0, c})));
-              return {fmul(key(i, c), w), fmul(query(i, c), w)};
+              return std::pair{fmul(key(i, c), w), fmul(query(i, c), w)};
             },
             [&](Value j, Value c) {
-              if (scaled)
-                return load(rightKeys, ValueRange{add(right0, j), c});
               Value x = fsub(load(bs, ValueRange{row0, c}),
                              load(bs, ValueRange{j, c}));
               x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
@@ -1013,22 +923,19 @@ void KdaChunkBuilder::scanDecays() {
   });
 }
 
-KdaChunkBuilder::DecayRun KdaChunkBuilder::scanRuns(bool withOperands) {
+void KdaChunkBuilder::scaleChunkOperands() {
   // Lane h of the `lanes` neighbours of channel c scans rows [h run, (h +
   // 1) run); the runs' sums before it give its offset, all of them B_last.
   int64_t lanes = subgroups * subgroupSize / s.headDim, run = kChunk / lanes;
-  DecayRun scan;
-  Value c = scan.channel = arith::DivUIOp::create(b, loc, tid, idx(lanes));
-  Value h = scan.runIndex = arith::RemUIOp::create(b, loc, tid, idx(lanes));
-  SmallVector<Value> g;
+  Value c = arith::DivUIOp::create(b, loc, tid, idx(lanes));
+  Value h = arith::RemUIOp::create(b, loc, tid, idx(lanes));
+  Value first = mul(h, run);
+  SmallVector<Value> g, k, q;
   for (int64_t r = 0; r < run; ++r) {
-    Value i = add(mul(h, run), r);
-    scan.rows.push_back(i);
+    Value i = add(first, r);
     g.push_back(prepared(gl, i, c));
-    if (withOperands) {
-      scan.keys.push_back(prepared(kn, i, c));
-      scan.queries.push_back(prepared(qn, i, c));
-    }
+    k.push_back(prepared(kn, i, c));
+    q.push_back(prepared(qn, i, c));
   }
   SmallVector<Value> partial;
   Value sum = cf32(0.0);
@@ -1046,71 +953,17 @@ KdaChunkBuilder::DecayRun KdaChunkBuilder::scanRuns(bool withOperands) {
     offset = select(above, fadd(offset, other), offset);
     total = fadd(total, other);
   }
-  for (int64_t r = 0; r < run; ++r)
-    scan.decays.push_back(fadd(offset, partial[r]));
-  scan.last = total;
-  return scan;
-}
-
-void KdaChunkBuilder::scaleChunkOperands() {
-  // The state kernel's registers (128 at two blocks a multiprocessor) hold
-  // every load of the scan at once; the coefficient kernel's (80) do not.
-  DecayRun scan = scanRuns(/*withOperands=*/true);
-  Value c = scan.channel;
-  for (auto [i, decay, k, q] :
-       llvm::zip(scan.rows, scan.decays, scan.keys, scan.queries)) {
+  for (int64_t r = 0; r < run; ++r) {
+    Value i = add(first, r);
+    Value decay = fadd(offset, partial[r]);
     Value w = fexp(decay);
-    store(operand(fmul(k, w)), scaledKeys, ValueRange{i, c});
-    store(operand(fmul(q, w)), scaledQueries, ValueRange{i, c});
-    store(operand(fmul(k, fexp(fsub(scan.last, decay)))), lastKeys,
+    store(operand(fmul(k[r], w)), scaledKeys, ValueRange{i, c});
+    store(operand(fmul(q[r], w)), scaledQueries, ValueRange{i, c});
+    store(operand(fmul(k[r], fexp(fsub(total, decay)))), lastKeys,
           ValueRange{i, c});
   }
-  ifThen(ieq(scan.runIndex, idx(0)),
-         [&] { store(fexp(scan.last), lastDecays, ValueRange{c}); });
-}
-
-void KdaChunkBuilder::scaleCoefficientOperands() {
-  DecayRun scan = scanRuns(/*withOperands=*/false);
-  Value c = scan.channel;
-  int64_t m = mi.m, run = scan.rows.size(), blocks = kChunk / m;
-  // B_r of the reference rows r = I m: from the lane whose run starts there
-  // (runs within a block), or the lane's own row (one run).
-  SmallVector<Value> references;
-  for (int64_t block = 0; block < blocks; ++block) {
-    if (run == kChunk) {
-      references.push_back(scan.decays[block * m]);
-      continue;
-    }
-    Value lane0 = sub(lane, scan.runIndex);
-    Value from = arith::IndexCastOp::create(b, loc, b.getI32Type(),
-                                            add(lane0, block * m / run));
-    references.push_back(gpu::ShuffleOp::create(b, loc, scan.decays[0], from,
-                                                ci32(subgroupSize),
-                                                gpu::ShuffleMode::IDX)
-                             .getShuffleResult());
-  }
-  for (int64_t r = 0; r < run; ++r) {
-    Value i = scan.rows[r], decay = scan.decays[r];
-    Value k = prepared(kn, i, c), q = prepared(qn, i, c);
-    // The left operands against the reference row of i's block.
-    Value reference = references[0];
-    for (int64_t block = 1; block < blocks; ++block)
-      reference = select(uge(i, idx(block * m)), references[block], reference);
-    Value w = fexp(fsub(decay, reference));
-    store(operand(fmul(k, w)), scaledKeys, ValueRange{i, c});
-    store(operand(fmul(q, w)), scaledQueries, ValueRange{i, c});
-    // The right operands of each block whose columns reach row i; the
-    // exponent clamped as in the Formed products.
-    for (int64_t block = 0; block < blocks; ++block) {
-      Value rows0 = idx(rightOperandRow0(m, block));
-      ifThen(ult(i, idx((block + 1) * m)), [&] {
-        Value x = arith::MinimumFOp::create(
-            b, loc, fsub(references[block], decay), cf32(kMaxRightExponent));
-        store(operand(fmul(k, fexp(x))), rightKeys,
-              ValueRange{add(rows0, i), c});
-      });
-    }
-  }
+  ifThen(ieq(h, idx(0)),
+         [&] { store(fexp(total), lastDecays, ValueRange{c}); });
 }
 
 void KdaChunkBuilder::scaleKeysToLast() {
@@ -1299,8 +1152,8 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
   int64_t d = shape.headDim, dp = d / shape.parts;
   int64_t subgroups = chunkSubgroups(shape, mi);
   // chooseKdaChunkInstruction checked that a plan fits.
-  OperandPlan plan = *chooseStatePlan(d, dp, mi.m, subgroups * subgroupSize,
-                                      subgroupSize, workgroupMemoryBytes);
+  StatePlan plan = *chooseStatePlan(d, dp, subgroups * subgroupSize,
+                                    subgroupSize, workgroupMemoryBytes);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
@@ -1319,18 +1172,18 @@ gpu::GPUFuncOp mlir::strata::buildKdaCoefficientsKernel(
     TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const KdaChunk &shape,
     const MatrixInstruction &mi, int64_t subgroupSize,
     int64_t workgroupMemoryBytes) {
+  int64_t d = shape.headDim;
+  bool stageQueries = stagesQueries(bufferBytes(coefficientBufferShapes(d)), d,
+                                    workgroupMemoryBytes);
   int64_t subgroups = chunkSubgroups(shape, mi);
-  // chooseKdaChunkInstruction checked that a plan fits.
-  OperandPlan plan =
-      *chooseCoefficientPlan(shape.headDim, mi.m, subgroups * subgroupSize,
-                             subgroupSize, workgroupMemoryBytes);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
         if (mi.family == MatrixFamily::MmaSync)
           func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(
                                              kNvidiaCoefficientBlocksPerSM));
-        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups, plan)
+        KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
+                        StatePlan{ChunkOperands::Formed, stageQueries})
             .build(func, KernelArguments(roles), ChunkKernel::Coefficients);
       });
 }
@@ -1361,8 +1214,8 @@ mlir::strata::chooseKdaChunkInstruction(const TargetInfo &target,
     return failure();
   }
   int64_t memory = target.getSharedMemoryBytes();
-  if (!chooseStatePlan(d, dp, best->m, threads, subgroupSize, memory) ||
-      !chooseCoefficientPlan(d, best->m, threads, subgroupSize, memory)) {
+  if (!chooseStatePlan(d, dp, threads, subgroupSize, memory) ||
+      bufferBytes(coefficientBufferShapes(d)) + stagedRowsBytes(d) > memory) {
     why = "the chunk buffers do not fit the target's workgroup memory";
     return failure();
   }
