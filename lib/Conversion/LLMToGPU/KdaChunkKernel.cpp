@@ -169,13 +169,12 @@ struct StateBuffers {
     if (scaled)
       arena.push_back({kChunk, d + kPadRowsByQuad});
   }
-  int64_t staticBytes() const {
+  int64_t bytes() const {
     Shapes statics = {state, deltaWeights, queryCoefficients, rows, lastDecays};
     if (!decays.empty())
       statics.push_back(decays);
-    return bufferBytes(statics);
+    return bufferBytes(statics) + bufferBytes(arena);
   }
-  int64_t bytes() const { return staticBytes() + bufferBytes(arena); }
 };
 
 /// Rows of the diagonal blocks of the coefficient kernel's blocked
@@ -209,8 +208,9 @@ bool stagesQueries(int64_t staticBytes, int64_t d,
   return staticBytes + 2 * stagedRowsBytes(d) <= workgroupMemoryBytes;
 }
 
-/// How the state kernel takes its chunk operands.
-struct StatePlan {
+/// How a chunk kernel takes its chunk operands (the coefficient kernel's
+/// are always Formed).
+struct ChunkOperandPlan {
   ChunkOperands operands;
   bool stageQueries;
 };
@@ -218,19 +218,20 @@ struct StatePlan {
 /// lanes divide the channels (threads / d lanes a channel, neighbours in a
 /// subgroup), else Formed, with the query rows staged where they fit too;
 /// nullopt when not even Formed's buffers fit.
-std::optional<StatePlan> chooseStatePlan(int64_t d, int64_t dp, int64_t threads,
-                                         int64_t subgroupSize,
-                                         int64_t workgroupMemoryBytes) {
+std::optional<ChunkOperandPlan> chooseStatePlan(int64_t d, int64_t dp,
+                                                int64_t threads,
+                                                int64_t subgroupSize,
+                                                int64_t workgroupMemoryBytes) {
   int64_t lanes = threads / d;
   bool scanFits = threads % d == 0 && llvm::isPowerOf2_64(lanes) &&
                   lanes <= subgroupSize && kChunk % lanes == 0;
   if (scanFits && StateBuffers(d, dp, ChunkOperands::Scaled, false).bytes() <=
                       workgroupMemoryBytes)
-    return StatePlan{ChunkOperands::Scaled, false};
+    return ChunkOperandPlan{ChunkOperands::Scaled, false};
   for (bool stageQueries : {true, false})
     if (StateBuffers(d, dp, ChunkOperands::Formed, stageQueries).bytes() <=
         workgroupMemoryBytes)
-      return StatePlan{ChunkOperands::Formed, stageQueries};
+      return ChunkOperandPlan{ChunkOperands::Formed, stageQueries};
   return std::nullopt;
 }
 
@@ -258,7 +259,7 @@ class KdaChunkBuilder : LaneArith {
 public:
   KdaChunkBuilder(OpBuilder &b, Location loc, const KdaChunk &shape,
                   const MatrixInstruction &mi, int64_t subgroupSize,
-                  int64_t subgroups, StatePlan plan)
+                  int64_t subgroups, ChunkOperandPlan plan)
       : LaneArith(b, loc), s(shape), mi(mi), subgroupSize(subgroupSize),
         dp(shape.headDim / shape.parts), subgroups(subgroups),
         operands(plan.operands), stageQueries(plan.stageQueries),
@@ -378,6 +379,8 @@ private:
     return stageQueries ? load(queries, ValueRange{i, c})
                         : prepared(qn, i, c);
   }
+  /// Views of `shapes` one after another in the dynamic workgroup arena.
+  SmallVector<Value> addArena(gpu::GPUFuncOp func, const Shapes &shapes);
   /// The coefficient kernel's workgroup arena for the staged K (and Q)
   /// rows, their views.
   void addStagedRows(gpu::GPUFuncOp func);
@@ -544,16 +547,25 @@ void KdaChunkBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles,
   gpu::ReturnOp::create(b, loc);
 }
 
+SmallVector<Value> KdaChunkBuilder::addArena(gpu::GPUFuncOp func,
+                                             const Shapes &shapes) {
+  Value arena = addDynamicWorkgroupArena(func, loc, bufferBytes(shapes));
+  SmallVector<Value> views;
+  int64_t offset = 0;
+  for (ArrayRef<int64_t> shape : shapes) {
+    views.push_back(viewWorkgroupArena(b, loc, arena, offset, shape, f32));
+    offset += bufferBytes({SmallVector<int64_t, 2>(shape)});
+  }
+  return views;
+}
+
 void KdaChunkBuilder::addStagedRows(gpu::GPUFuncOp func) {
   // The staged rows pass sm_90's 48 KiB of static shared memory: dynamic.
-  int64_t d = s.headDim;
-  int64_t rowsBytes = stagedRowsBytes(d);
-  Value arena = addDynamicWorkgroupArena(func, loc,
-                                         (stageQueries ? 2 : 1) * rowsBytes);
-  keys = viewWorkgroupArena(b, loc, arena, 0, stagedRowsShape(d), f32);
+  Shapes rows(stageQueries ? 2 : 1, stagedRowsShape(s.headDim));
+  SmallVector<Value> views = addArena(func, rows);
+  keys = views[0];
   if (stageQueries)
-    queries =
-        viewWorkgroupArena(b, loc, arena, rowsBytes, stagedRowsShape(d), f32);
+    queries = views[1];
 }
 
 void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
@@ -568,13 +580,7 @@ void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
   aqk = buffer(shapes.queryCoefficients);
   ds = buffer(shapes.rows);
   lastDecays = buffer(shapes.lastDecays);
-  Value arena = addDynamicWorkgroupArena(func, loc, bufferBytes(shapes.arena));
-  SmallVector<Value> views;
-  int64_t offset = 0;
-  for (ArrayRef<int64_t> shape : shapes.arena) {
-    views.push_back(viewWorkgroupArena(b, loc, arena, offset, shape, f32));
-    offset += bufferBytes({SmallVector<int64_t, 2>(shape)});
-  }
+  SmallVector<Value> views = addArena(func, shapes.arena);
   if (operands == ChunkOperands::Scaled) {
     scaledKeys = views[0];
     scaledQueries = views[1];
@@ -1152,8 +1158,8 @@ gpu::GPUFuncOp mlir::strata::buildKdaChunkKernel(
   int64_t d = shape.headDim, dp = d / shape.parts;
   int64_t subgroups = chunkSubgroups(shape, mi);
   // chooseKdaChunkInstruction checked that a plan fits.
-  StatePlan plan = *chooseStatePlan(d, dp, subgroups * subgroupSize,
-                                    subgroupSize, workgroupMemoryBytes);
+  ChunkOperandPlan plan = *chooseStatePlan(d, dp, subgroups * subgroupSize,
+                                           subgroupSize, workgroupMemoryBytes);
   return getOrCreateMatrixKernel(
       builder, loc, module, name, argTypes, subgroups * subgroupSize,
       mi.mnemonic, [&](gpu::GPUFuncOp func) {
@@ -1183,7 +1189,7 @@ gpu::GPUFuncOp mlir::strata::buildKdaCoefficientsKernel(
           func->setAttr("nvvm.minctasm", builder.getI32IntegerAttr(
                                              kNvidiaCoefficientBlocksPerSM));
         KdaChunkBuilder(builder, loc, shape, mi, subgroupSize, subgroups,
-                        StatePlan{ChunkOperands::Formed, stageQueries})
+                        ChunkOperandPlan{ChunkOperands::Formed, stageQueries})
             .build(func, KernelArguments(roles), ChunkKernel::Coefficients);
       });
 }
