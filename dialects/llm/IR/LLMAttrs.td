@@ -288,8 +288,8 @@ def LLM_KernelAttr : LLM_Attr<"Kernel", "kernel"> {
     * `conv_state`: KDA's conv state slots (in place).
     * `token_slots`: each token's state slot (MTP verification).
     * `prepared_query`, `prepared_key`, `prepared_value`: KDA's q, k and v
-      after the conv, SiLU and (q, k) L2 norms, f32 (`kda_prepare`'s
-      results).
+      after the conv, SiLU and (q, k) L2 norms (`kda_prepare`'s results):
+      bf16 in models with bf16 activations, else f32.
     * `prepared_decay`: KDA's per-channel log decays, f32.
     * `prepared_beta`: KDA's per-head write strengths after the sigmoid, f32.
     * `read_out`: KDA's read-out before the gated output norm, f32

@@ -276,6 +276,11 @@ private:
   Value load(Value m, ValueRange at) {
     return memref::LoadOp::create(b, loc, m, at);
   }
+  /// Element `at` of `m` as f32 (the prepared q, k and v rows may be bf16).
+  Value loadF32(Value m, ValueRange at) {
+    Value v = load(m, at);
+    return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, f32, v);
+  }
   void store(Value v, Value m, ValueRange at) {
     memref::StoreOp::create(b, loc, v, m, at);
   }
@@ -369,7 +374,7 @@ private:
   Value prepared(Value m, Value i, Value c) {
     std::pair<Value, Value> row = chunkRow(i);
     Value valid = row.first, t = row.second;
-    Value v = load(m, ValueRange{t, add(base, c)});
+    Value v = loadF32(m, ValueRange{t, add(base, c)});
     return select(valid, v, cf32(0.0));
   }
   /// Channel c of the chunk's key / query row i (0 past the request): from
@@ -397,8 +402,8 @@ private:
   }
   /// Copies the chunk's rows of `rowPieces` 4-wide pieces from `from` (row i
   /// at token tc + i, columns from `col0`) into `to` [C, .], zero past the
-  /// request: every thread's 16-byte loads first, then the stores (the
-  /// block's threads divide the pieces).
+  /// request, widened to f32 (bf16 rows: 8-byte pieces): every thread's
+  /// loads first, then the stores (the block's threads divide the pieces).
   void copyChunkRows(Value from, Value col0, Value to, int64_t rowPieces);
   /// Copies rows [0, len) of `from` [C, .] in workgroup memory, `rowPieces`
   /// 4-wide pieces each, to the chunk's tokens' rows of `to` (columns from
@@ -866,6 +871,9 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
   constexpr int64_t kVector = 4;
   int64_t pieces = kChunk * rowPieces;
   auto vecType = VectorType::get({kVector}, f32);
+  // bf16 rows (the prepared q, k) come as 8-byte pieces, widened to f32.
+  Type fromElement = cast<MemRefType>(from.getType()).getElementType();
+  auto loadType = VectorType::get({kVector}, fromElement);
   SmallVector<std::pair<Value, Value>> at;
   SmallVector<Value> rows;
   for (int64_t e0 = 0; e0 < pieces; e0 += threadCount) {
@@ -873,10 +881,13 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
     Value i = arith::DivUIOp::create(b, loc, e, idx(rowPieces));
     Value c = mul(arith::RemUIOp::create(b, loc, e, idx(rowPieces)), kVector);
     std::pair<Value, Value> row = chunkRow(i);
-    auto piece = vector::LoadOp::create(b, loc, vecType, from,
+    auto piece = vector::LoadOp::create(b, loc, loadType, from,
                                         ValueRange{row.second, add(col0, c)});
-    piece.setAlignment(uint64_t(kVector * 4));
+    piece.setAlignment(
+        uint64_t(kVector * fromElement.getIntOrFloatBitWidth() / 8));
     Value rowPiece = piece.getResult();
+    if (!fromElement.isF32())
+      rowPiece = arith::ExtFOp::create(b, loc, vecType, rowPiece);
     if (roundedOperands) {
       SmallVector<Value> elems;
       for (int64_t e = 0; e < kVector; ++e)
@@ -1030,7 +1041,7 @@ SmallVector<Value> KdaChunkBuilder::loadValueRows() {
   forEachTile(kChunk / mi.m, dp / mi.n, /*liveRows=*/false,
               [&](int64_t, Value row0, Value col0) {
                 forEachC(row0, col0, [&](Value i, Value e, int64_t) {
-                  values.push_back(load(
+                  values.push_back(loadF32(
                       vn, ValueRange{chunkRow(i).second, add(colBase, e)}));
                 });
               });

@@ -19,7 +19,8 @@
 // SiLU of the head's q, k and v channels (history from the conv state, zero
 // at position 0), the L2 norms of q (times q_scale) and k, the log-decay g =
 // lower * sigmoid(exp(A_log) (f + dt_bias)) and beta = sigmoid(b), into the
-// f32 rows kda_attention reads.
+// rows the chunk kernels read (q, k and v rounded to the buffers' element
+// type, bf16 in bf16 models; g and beta f32).
 //
 // buildKdaOutputKernel (kda_output): the gated output RMSNorm of
 // kda_attention's read-out into o and, in the row of a request's last

@@ -1034,18 +1034,35 @@ static bool hasRowWidth(FunctionType type, ArrayRef<unsigned> indices,
   });
 }
 
+/// Whether the prepared rows `indices` (q, k and, for the state kernel, v)
+/// are [T, `width`] of one element type, bf16 or f32.
+static bool hasPreparedRows(FunctionType type, ArrayRef<unsigned> indices,
+                            int64_t width) {
+  MemRefType first = identityMemRefInput(type, indices.front());
+  if (!first ||
+      !(first.getElementType().isBF16() || first.getElementType().isF32()))
+    return false;
+  return llvm::all_of(indices, [&](unsigned i) {
+    return isMemRefInput(type, i, 2, first.getElementType()) &&
+           identityMemRefInput(type, i).getDimSize(1) == width;
+  });
+}
+
 /// What the two KDA chunk strategies share once the contract is read: the
-/// prepared rows `rowArgs` of the contract's `type` H d wide and the
-/// coefficient rows `coefficientArgs` H C wide (else `why` names `kernelName`'s
-/// signature or the chunk length), the f32 instruction, then `build`'s kernel.
+/// prepared rows `preparedArgs` (bf16 or f32) and the f32 rows `rowArgs` of
+/// the contract's `type` H d wide and the coefficient rows
+/// `coefficientArgs` H C wide (else `why` names `kernelName`'s signature or
+/// the chunk length), the f32 instruction, then `build`'s kernel.
 static FailureOr<MatmulKernelFunction> buildKdaChunkStrategyKernel(
     OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
     const TargetInfo &target, const KernelArguments &roles, FunctionType type,
-    const KdaChunk &shape, ArrayRef<unsigned> rowArgs,
-    ArrayRef<unsigned> coefficientArgs, StringRef kernelName,
-    decltype(&buildKdaChunkKernel) build, std::string &why) {
-  if (!shape.heads ||
-      !hasRowWidth(type, rowArgs, shape.heads * shape.headDim)) {
+    const KdaChunk &shape, ArrayRef<unsigned> preparedArgs,
+    ArrayRef<unsigned> rowArgs, ArrayRef<unsigned> coefficientArgs,
+    StringRef kernelName, decltype(&buildKdaChunkKernel) build,
+    std::string &why) {
+  int64_t width = shape.heads * shape.headDim;
+  if (!shape.heads || !hasPreparedRows(type, preparedArgs, width) ||
+      !hasRowWidth(type, rowArgs, width)) {
     why = ("unexpected " + kernelName + " kernel signature").str();
     return failure();
   }
@@ -1080,8 +1097,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
     why = "not a kda_attention kernel function";
     return failure();
   }
-  // q, k, v, g and the read-out [T, H d], A_q and T [T, H C] f32, the state
-  // [slots, H, d, d] f32, positions, starts and the two slot vectors i32.
+  // q, k, v [T, H d] (bf16 or f32), g and the read-out [T, H d], A_q and T
+  // [T, H C] f32, the state [slots, H, d, d] f32, positions, starts and the
+  // two slot vectors i32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
   bool types = isMemRefInput(type, 6, 4, f32);
   for (unsigned i : {7u, 8u, 9u, 10u})
@@ -1094,10 +1112,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaChunkKernelFunction(
   }
   KdaChunk shape = kdaChunkShape(
       state.getDimSize(1), state.getDimSize(1) * state.getDimSize(2), info);
-  auto built =
-      buildKdaChunkStrategyKernel(builder, module, kernel, target, roles, type,
-                                  shape, {0u, 1u, 2u, 3u, 11u}, {4u, 5u},
-                                  "kda_attention", buildKdaChunkKernel, why);
+  auto built = buildKdaChunkStrategyKernel(
+      builder, module, kernel, target, roles, type, shape, {0u, 1u, 2u},
+      {3u, 11u}, {4u, 5u}, "kda_attention", buildKdaChunkKernel, why);
   if (failed(built))
     return failure();
   MatmulKernelFunction result = std::move(*built);
@@ -1134,7 +1151,8 @@ mlir::strata::buildKdaCoefficientsKernelFunction(OpBuilder &builder,
     why = "not a kda_coefficients kernel function";
     return failure();
   }
-  // q, k, g [T, H d], beta [T, H], A_q and T [T, H C] f32; starts i32.
+  // q, k [T, H d] (bf16 or f32), g [T, H d], beta [T, H], A_q and T [T, H
+  // C] f32; starts i32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
   MemRefType beta = identityMemRefInput(type, 3);
   MemRefType q = identityMemRefInput(type, 0);
@@ -1145,7 +1163,7 @@ mlir::strata::buildKdaCoefficientsKernelFunction(OpBuilder &builder,
   }
   KdaChunk shape = kdaChunkShape(beta.getDimSize(1), q.getDimSize(1), info);
   auto built = buildKdaChunkStrategyKernel(
-      builder, module, kernel, target, roles, type, shape, {0u, 1u, 2u},
+      builder, module, kernel, target, roles, type, shape, {0u, 1u}, {2u},
       {5u, 6u}, "kda_coefficients", buildKdaCoefficientsKernel, why);
   if (failed(built))
     return failure();
@@ -1202,7 +1220,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
   }
   // q, k, v, f [T, P], b [T, H], the conv weights [P, 1, K], the conv state
   // [slots, K - 1, 3 P] (bf16 or f32), A_log [H] and dt_bias [P] f32, the
-  // index vectors i32, the prepared rows [T, P] and betas [T, H] f32.
+  // index vectors i32, the prepared q, k, v rows [T, P] (bf16 or f32), g
+  // [T, P] and betas [T, H] f32.
   Type f32 = builder.getF32Type(), i32 = builder.getI32Type();
   bool types = isMemRefInput(type, 8, 1, f32) && isMemRefInput(type, 9, 1, f32);
   for (unsigned i : {0u, 1u, 2u, 3u, 4u})
@@ -1212,7 +1231,9 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKdaPrepareKernelFunction(
   types = types && isFloatMemRefInput(type, 10, 3);
   for (unsigned i : {11u, 12u, 13u})
     types = types && isMemRefInput(type, i, 1, i32);
-  for (unsigned i : {14u, 15u, 16u, 17u, 18u})
+  for (unsigned i : {14u, 15u, 16u})
+    types = types && isFloatMemRefInput(type, i, 2);
+  for (unsigned i : {17u, 18u})
     types = types && isMemRefInput(type, i, 2, f32);
   if (!types) {
     why = "unexpected kda_prepare kernel signature";

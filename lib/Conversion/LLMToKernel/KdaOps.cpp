@@ -20,26 +20,28 @@
 //
 // Longer requests (chunked mode), in chunks of `chunk_size` tokens from the
 // request's first (the WY form): `kda_prepare`, one row per (token, head):
-// the conv + SiLU, L2 norms, g and beta into f32 [T, H*d] (beta [T, H])
-// buffers. `kda_coefficients`, one row per (token, head), a row whose token
-// starts a chunk writing what of the chunk does not depend on the state:
-// the query coefficients A_q and the delta weights T = (I + diag(beta)
-// A_k)^-1 diag(beta) (forward substitution), [T, H*chunk_size] each.
-// `kda_attention`, rows (request, head, part): walks the request's chunks
-// from the state, D = T (V - (K e^B) S0), the outputs (Q e^B) S0 + A_q D and
-// the end-of-chunk state, writing its value columns of the f32 read-out and
-// of the final state (slot dst_slots[r]): the delta rule updates every value
-// column of the state on its own, so a head's d_v columns are split over
-// `parts` blocks. The two carry #llm.kda_chunk (kKdaCoefficientsAttrName,
-// kKdaChunkAttrName), with which a GPU target rebuilds them on the matrix
-// units (LLMToGPU/KdaChunkKernel.cpp). `kda_output`, one row per (token,
-// head), applies the gated output RMSNorm (it needs all of a head's
-// columns) and, in the row of a request's last token, writes the conv state
-// (after kda_prepare has read the old one). The four work only in steps of
-// more than kKdaDecodeMaxTokens tokens (outside, their row loops are empty
-// and a GPU launches one block each) and skip the requests kda_decode does;
-// they carry kMinRequestTokensAttrName, so decode plans (one token per
-// request) leave them out.
+// the conv + SiLU, L2 norms, g and beta into [T, H*d] (beta [T, H])
+// buffers: q, k and v rounded to bf16 in bf16-activation models (once each,
+// after the norms; the reference rounds the conv outputs to bf16 and fla
+// keeps the normalised rows in bf16), f32 otherwise; g and beta f32.
+// `kda_coefficients`, one row per (token, head), a row whose token starts a
+// chunk writing what of the chunk does not depend on the state: the query
+// coefficients A_q and the delta weights T = (I + diag(beta) A_k)^-1 diag(beta)
+// (forward substitution), [T, H*chunk_size] each. `kda_attention`, rows
+// (request, head, part): walks the request's chunks from the state, D = T (V -
+// (K e^B) S0), the outputs (Q e^B) S0 + A_q D and the end-of-chunk state,
+// writing its value columns of the f32 read-out and of the final state (slot
+// dst_slots[r]): the delta rule updates every value column of the state on its
+// own, so a head's d_v columns are split over `parts` blocks. The two carry
+// #llm.kda_chunk (kKdaCoefficientsAttrName, kKdaChunkAttrName), with which a
+// GPU target rebuilds them on the matrix units (LLMToGPU/KdaChunkKernel.cpp).
+// `kda_output`, one row per (token, head), applies the gated output RMSNorm (it
+// needs all of a head's columns) and, in the row of a request's last token,
+// writes the conv state (after kda_prepare has read the old one). The four work
+// only in steps of more than kKdaDecodeMaxTokens tokens (outside, their row
+// loops are empty and a GPU launches one block each) and skip the requests
+// kda_decode does; they carry kMinRequestTokensAttrName, so decode plans (one
+// token per request) leave them out.
 //
 // State and conv state are updated in place (the op's cache results are
 // the operands' buffers); every kernel writes the same o.
@@ -176,6 +178,15 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     int64_t parts = kdaAttentionParts(d), dp = d / parts;
     Type f32 = rewriter.getF32Type();
     MemRefType rawType = MemRefType::get({ShapedType::kDynamic, p}, f32);
+    // The prepared q, k and v rows: bf16 for bf16-activation models (half
+    // the bytes kda_prepare writes and both chunk kernels read; fla keeps
+    // them bf16 too), f32 otherwise. The log-decays stay f32 (their sums
+    // are the decays' exponents).
+    Type preparedElement = getElementTypeOrSelf(op.getQ().getType()).isBF16()
+                               ? Type(rewriter.getBF16Type())
+                               : f32;
+    MemRefType preparedType =
+        MemRefType::get({ShapedType::kDynamic, p}, preparedElement);
     MemRefType betaType = MemRefType::get({ShapedType::kDynamic, heads}, f32);
     MemRefType resultType = getKernelMemRefType(op.getResult().getType());
     double lower = op.getGateLowerBound().convertToFloat();
@@ -416,10 +427,11 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       prepare.addInput(operands[i], role);
     ArrayRef<KernelRole> resultRoles =
         ArrayRef(kKdaPrepareRoles).drop_front(std::size(prepareOperands));
-    unsigned qOut =
-        prepare.addResult(rawType, tokenSizes(rawType), resultRoles[0]);
-    for (KernelRole role : resultRoles.slice(1, 3))
-      prepare.addResult(rawType, tokenSizes(rawType), role);
+    unsigned qOut = prepare.addResult(preparedType, tokenSizes(preparedType),
+                                      resultRoles[0]);
+    for (KernelRole role : resultRoles.slice(1, 2))
+      prepare.addResult(preparedType, tokenSizes(preparedType), role);
+    prepare.addResult(rawType, tokenSizes(rawType), resultRoles[3]);
     prepare.addResult(betaType, tokenSizes(betaType), resultRoles[4]);
     prepare.attributes.push_back(longRequestsOnly);
     prepare.attributes.push_back(rewriter.getNamedAttr(
@@ -436,6 +448,9 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
       Value qn = a[qOut], kn = a[qOut + 1], vn = a[qOut + 2];
       Value gl = a[qOut + 3], betaOut = a[qOut + 4];
       Value zero = kb.f32(0.0);
+      // The row's convolved q and k channels in f32 until their norms have
+      // scaled them (the rows may be bf16).
+      Value qs = kb.scratch({d}), ks = kb.scratch({d});
       auto row = [&](Value r, Value t, Value h) {
         Value t0 = kb.loadIndex(starts, r);
         Value t1 = kb.loadIndex(starts, kb.iadd(r, kb.idx(1)));
@@ -446,30 +461,38 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
           PreConvInputs inputs{q, k, v, conv, t0, srcSlot, fresh, p, kTaps};
           Value i = kb.isub(t, t0);
           Value rate = kb.exp(kb.load(aLog, h));
+          // (Two loops: each indexes what it stores by its induction
+          // variable, so a GPU block's threads share their iterations.)
+          kb.loop(0, d, [&](Value c) {
+            Value ch = kb.iadd(base, c);
+            kb.store(inputs.convolve(kb, qConv, 0, ch, i), qs, c);
+            kb.store(inputs.convolve(kb, kConv, 1, ch, i), ks, c);
+          });
           kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-            kb.store(inputs.convolve(kb, qConv, 0, ch, i), qn, {t, ch});
-            kb.store(inputs.convolve(kb, kConv, 1, ch, i), kn, {t, ch});
             kb.store(inputs.convolve(kb, vConv, 2, ch, i), vn, {t, ch});
             kb.store(logDecay(kb, lower, rate, f, dtBias, t, ch), gl, {t, ch});
           });
-          auto l2 = [&](Value m, double scale) {
+          auto l2 = [&](Value unnormed, Value m, double scale) {
             Value ss = kb.reduce(0, d, zero, [&](Value c, Value acc) {
-              Value x = kb.load(m, {t, kb.iadd(base, c)});
+              Value x = kb.load(unnormed, c);
               return kb.add(acc, kb.mul(x, x));
             });
             Value factor =
                 kb.div(kb.f32(scale), kb.sqrt(kb.add(ss, kb.f32(l2Eps))));
             kb.loop(base, kb.iadd(base, kb.idx(d)), [&](Value ch) {
-              kb.store(kb.mul(kb.load(m, {t, ch}), factor), m, {t, ch});
+              Value x = kb.load(unnormed, kb.isub(ch, base));
+              kb.store(kb.mul(x, factor), m, {t, ch});
             });
           };
-          l2(qn, qScale);
-          l2(kn, 1.0);
+          l2(qs, qn, qScale);
+          l2(ks, kn, 1.0);
           kb.store(kb.sigmoid(kb.load(b, {t, h})), betaOut, {t, h});
         });
       };
       forEachTokenHeadRow(kb, starts, q, heads, row,
                           longStepRows(kb, kb.dim(q, 0), q));
+      kb.dealloc(qs);
+      kb.dealloc(ks);
     });
 
     // The chunk kernels' #llm.kda_chunk. bf16 activations: the chunk

@@ -10,15 +10,16 @@
 // 8), a 9-token one from a slot's state into another slot, a 3-token one left
 // to kda_decode (its blocks write nothing). On sm_90 the 3xTF32 products are
 // fp32-class (within 2e-6 of the largest value) and the single tf32 ones
-// (tf32_products) within 2e-3 but not 2e-6; gfx942's f32 MFMA within 2e-6.
+// (tf32_products, the bf16 models' kernels: their prepared q, k and v rows
+// bf16) within 2e-3 but not 2e-6; gfx942's f32 MFMA within 2e-6.
 // RUN: strata-opt %S/Inputs/kda-chunk.mlir --select-kernel-strategy=chip=sm_90 --build-strategy-kernels=chip=sm_90 --mlir-print-op-generic -o %t.sm_90.mlir
 // RUN: strata-opt %S/Inputs/kda-chunk.mlir --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 --mlir-print-op-generic -o %t.gfx942.mlir
 // RUN: %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_0 --kernel kda_attention_0 --lanes 32 --bound 2e-6 | FileCheck %s
-// RUN: %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --lanes 32 --bound 2e-3 | FileCheck %s
-// RUN: not %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --lanes 32 --bound 2e-6 | FileCheck %s --check-prefix=TF32-TIGHT
+// RUN: %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --rows bf16 --lanes 32 --bound 2e-3 | FileCheck %s
+// RUN: not %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --rows bf16 --lanes 32 --bound 2e-6 | FileCheck %s --check-prefix=TF32-TIGHT
 // RUN: %python %S/Inputs/run_kda_chunk.py %t.gfx942.mlir --coefficients kda_coefficients_0 --kernel kda_attention_0 --lanes 64 --bound 2e-6 | FileCheck %s
 // Threads in reverse order between synchronisations: the same results.
-// RUN: env STRATA_INTERP_ORDER=reverse %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --lanes 32 --bound 2e-3 | FileCheck %s
+// RUN: env STRATA_INTERP_ORDER=reverse %python %S/Inputs/run_kda_chunk.py %t.sm_90.mlir --coefficients kda_coefficients_tf32 --kernel kda_attention_tf32 --rows bf16 --lanes 32 --bound 2e-3 | FileCheck %s
 
 // CHECK: coefficients: within bound, the rest untouched
 // CHECK-NEXT: request 0 head 1 part 2: read-out within bound, state within bound

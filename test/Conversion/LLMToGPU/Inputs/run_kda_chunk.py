@@ -19,6 +19,10 @@ checked within the bound of its largest value (the second window holds the
 40-token request's second chunk, the 3-token request, skipped, and the
 9-token one's chunk); every other row stays untouched.
 
+With `--rows bf16` the prepared q, k and v rows are bf16 (a bf16 model's,
+KdaOps.cpp): the kernels read them as given, the references take the same
+values.
+
     run_kda_chunk.py IR --coefficients kda_coefficients_0 \
         --kernel kda_attention_0 --lanes 32 --bound 2e-5
 """
@@ -32,7 +36,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..",
                                 "Tools", "Inputs"))
 from gpu_ir_interpreter import load_kernel  # noqa: E402
-from kernel_values import step_arrays  # noqa: E402
+from kernel_values import from_bf16, step_arrays, to_bf16  # noqa: E402
 
 HEADS, DIM, PART, CHUNK = 2, 128, 32, 32
 # tokens, first position, source slot, destination slot
@@ -92,6 +96,7 @@ def main():
     ap.add_argument("--kernel", required=True)
     ap.add_argument("--lanes", type=int, required=True)
     ap.add_argument("--bound", type=float, required=True)
+    ap.add_argument("--rows", choices=("f32", "bf16"), default="f32")
     args = ap.parse_args()
     T = sum(n for n, *_ in REQUESTS)
     P = HEADS * DIM
@@ -109,13 +114,20 @@ def main():
          "beta": 1.0 / (1.0 + np.exp(-rng.standard_normal((T, HEADS)))),
          "state": rng.standard_normal((6, HEADS, DIM, DIM)) * 0.1}
     a = {name: x.astype(np.float32) for name, x in a.items()}
+    rows = {}
+    for m in ("q", "k", "v"):
+        if args.rows == "bf16":
+            rows[m] = to_bf16(a[m])
+            a[m] = from_bf16(rows[m])
+        else:
+            rows[m] = a[m]
     positions, starts, src, dst = step_arrays(REQUESTS)
     sentinel = np.float32(-7.0)
     ok = True
     aq = np.full((T, HEADS * CHUNK), sentinel, np.float32)
     tw = np.full((T, HEADS * CHUNK), sentinel, np.float32)
     load_kernel(args.ir, args.coefficients).run(
-        [a["q"], a["k"], a["g"], a["beta"], starts, aq, tw],
+        [rows["q"], rows["k"], a["g"], a["beta"], starts, aq, tw],
         grid=((T + CHUNK - 1) // CHUNK, HEADS), subgroup_size=args.lanes,
         blocks=WINDOWS)
     written = np.zeros(aq.shape, bool)
@@ -143,7 +155,7 @@ def main():
 
     state = a["state"].copy()
     out = np.full((T, P), sentinel, np.float32)
-    argv = [a["q"], a["k"], a["v"], a["g"], aq, tw, state, positions,
+    argv = [rows["q"], rows["k"], rows["v"], a["g"], aq, tw, state, positions,
             starts, src, dst, out]
     grid = (len(REQUESTS) + 1, HEADS, DIM // PART)
     load_kernel(args.ir, args.kernel).run(argv, grid=grid,

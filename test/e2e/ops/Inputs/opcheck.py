@@ -652,10 +652,13 @@ def moe_ffn_matmul_rows():
 
 def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv,
             positions, starts, src, dst, H, d, K, lower, l2_eps, q_scale, norm_eps,
-            token_slots=None, keep_max=None):
+            token_slots=None, keep_max=None, rounded_rows_min=None):
     """llm.kda_attention in float64 (op description steps 1-5). With
     `token_slots`, requests of at most `keep_max` tokens (any: None) keep
-    the state and conv inputs after each token in its slot."""
+    the state and conv inputs after each token in its slot. Requests of at
+    least `rounded_rows_min` tokens (none: None) see their normalised q, k
+    and v rounded to bf16: the chunk path of bf16 models keeps its prepared
+    rows in bf16 (KdaOps.cpp)."""
     P = H * d
     T = q.shape[0]
     o = np.zeros((T, P))
@@ -677,6 +680,8 @@ def kda_ref(q, k, v, f, b, gate, qc, kc, vc, a_log, dt_bias, o_norm, state, conv
             qq, kk, vv = u[:P].reshape(H, d), u[P:2 * P].reshape(H, d), u[2 * P:].reshape(H, d)
             qq = qq / np.sqrt((qq * qq).sum(-1, keepdims=True) + l2_eps) * q_scale
             kk = kk / np.sqrt((kk * kk).sum(-1, keepdims=True) + l2_eps)
+            if rounded_rows_min is not None and t1 - t0 >= rounded_rows_min:
+                qq, kk, vv = (bf16(x.astype(np.float32)).astype(np.float64) for x in (qq, kk, vv))
             g = lower * sigmoid(np.exp(a_log)[:, None] * (f[t].reshape(H, d) + dt_bias.reshape(H, d)))
             alpha = np.exp(g)
             beta = sigmoid(b[t])
@@ -752,7 +757,8 @@ def _kda(dt, src_dst, mode="recurrent", chunk=64, d=8, short=False, token_slots=
     ro, rs, rc = kda_ref(q, k, v, f, b, g, qc, kc, vc, a_log.astype(np.float64), dt_bias.astype(np.float64),
                          o_norm.astype(np.float64), state0, conv0, pos, starts, src, dst, H, d, K,
                          -5.0, 1e-6, np.float32(0.35355339), 1e-5, token_slots,
-                         4 if mode == "chunked" else None)
+                         4 if mode == "chunked" else None,
+                         5 if mode == "chunked" and dt == "bf16" else None)
     return p, [out(ro, dt), rs, out(rc, dt)]
 
 
