@@ -99,6 +99,9 @@ constexpr int64_t kSubgroupChoices[] = {8, 4};
 /// unpadded: the state padded would take the static buffers past 48 KiB.
 constexpr int64_t kPadRowsByLane = 4;
 constexpr int64_t kPadRowsByQuad = 8;
+/// log2(e): the kernels keep B in base 2 (B log2(e), summed from g log2(e)),
+/// so that every decay factor e^x is one exp2 instruction.
+constexpr double kLog2E = 1.4426950408889634;
 /// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
 /// entries kept have at most |gate bound| * (m - 1) (5 * 15 for GLM's -5 and
 /// 16-row blocks; chooseKdaChunkInstruction refuses bounds past this); the
@@ -663,15 +666,16 @@ void KdaChunkBuilder::buildCoefficients() {
         std::pair<Value, Value> products = keyQueryProducts(
             row0, col0,
             [&](Value i, Value c) {
-              Value w = fexp(fsub(load(bs, ValueRange{i, c}),
-                                  load(bs, ValueRange{row0, c})));
+              Value w = fexp2(fsub(load(bs, ValueRange{i, c}),
+                                   load(bs, ValueRange{row0, c})));
               return std::pair{fmul(key(i, c), w), fmul(query(i, c), w)};
             },
             [&](Value j, Value c) {
               Value x = fsub(load(bs, ValueRange{row0, c}),
                              load(bs, ValueRange{j, c}));
-              x = arith::MinimumFOp::create(b, loc, x, cf32(kMaxRightExponent));
-              return fmul(key(j, c), fexp(x));
+              x = arith::MinimumFOp::create(b, loc, x,
+                                            cf32(kMaxRightExponent * kLog2E));
+              return fmul(key(j, c), fexp2(x));
             });
         Value accK = products.first, accQ = products.second;
         forEachC(row0, col0, [&](Value i, Value j, int64_t e) {
@@ -814,7 +818,7 @@ std::pair<Value, Value> KdaChunkBuilder::scaledKeyQuery(Value i, Value c) {
   if (operands == ChunkOperands::Scaled)
     return {load(scaledKeys, ValueRange{i, c}),
             load(scaledQueries, ValueRange{i, c})};
-  Value w = fexp(load(bs, ValueRange{i, c}));
+  Value w = fexp2(load(bs, ValueRange{i, c}));
   return {fmul(key(i, c), w), fmul(query(i, c), w)};
 }
 
@@ -932,11 +936,11 @@ void KdaChunkBuilder::scanDecays() {
       g.push_back(prepared(gl, idx(i), tid));
     Value sum = cf32(0.0);
     for (int64_t i = 0; i < kChunk; ++i) {
-      sum = fadd(sum, g[i]);
+      sum = fadd(sum, fmul(g[i], cf32(kLog2E)));
       store(sum, bs, ValueRange{idx(i), tid});
     }
     if (lastDecays)
-      store(fexp(sum), lastDecays, ValueRange{tid});
+      store(fexp2(sum), lastDecays, ValueRange{tid});
   });
 }
 
@@ -957,7 +961,7 @@ void KdaChunkBuilder::scaleChunkOperands() {
   SmallVector<Value> partial;
   Value sum = cf32(0.0);
   for (int64_t r = 0; r < run; ++r)
-    partial.push_back(sum = fadd(sum, g[r]));
+    partial.push_back(sum = fadd(sum, fmul(g[r], cf32(kLog2E))));
   // XOR-shuffle scan of the run sums: `total` over the aligned groups of
   // 1, 2, 4, .. lanes, `offset` over the group's lanes below h.
   Value total = sum, offset = cf32(0.0);
@@ -973,14 +977,14 @@ void KdaChunkBuilder::scaleChunkOperands() {
   for (int64_t r = 0; r < run; ++r) {
     Value i = add(first, r);
     Value decay = fadd(offset, partial[r]);
-    Value w = fexp(decay);
+    Value w = fexp2(decay);
     store(operand(fmul(k[r], w)), scaledKeys, ValueRange{i, c});
     store(operand(fmul(q[r], w)), scaledQueries, ValueRange{i, c});
-    store(operand(fmul(k[r], fexp(fsub(total, decay)))), lastKeys,
+    store(operand(fmul(k[r], fexp2(fsub(total, decay)))), lastKeys,
           ValueRange{i, c});
   }
   ifThen(ieq(h, idx(0)),
-         [&] { store(fexp(total), lastDecays, ValueRange{c}); });
+         [&] { store(fexp2(total), lastDecays, ValueRange{c}); });
 }
 
 void KdaChunkBuilder::scaleKeysToLast() {
@@ -989,7 +993,7 @@ void KdaChunkBuilder::scaleKeysToLast() {
   forLoop(tid, idx(kChunk * d), threads(), [&](Value e) {
     Value j = arith::DivUIOp::create(b, loc, e, idx(d));
     Value c = arith::RemUIOp::create(b, loc, e, idx(d));
-    Value w = fexp(
+    Value w = fexp2(
         fsub(load(bs, ValueRange{lastRow, c}), load(bs, ValueRange{j, c})));
     store(fmul(key(j, c), w), keys, ValueRange{j, c});
   });

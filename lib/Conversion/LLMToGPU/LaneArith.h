@@ -71,6 +71,9 @@ protected:
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
   Value fdiv(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
   Value fexp(Value x) { return math::ExpOp::create(b, loc, x); }
+  /// 2^x: one instruction on NVIDIA (ex2.approx) and AMD (v_exp_f32), where
+  /// exp takes about ten more for its range reduction.
+  Value fexp2(Value x) { return math::Exp2Op::create(b, loc, x); }
   Value fsqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
   Value sigmoid(Value x) {
     return fdiv(cf32(1.0),
