@@ -41,8 +41,10 @@
 //   1. the state's part of the residuals and of the outputs, (K e^B) S0 and
 //      (Q e^B) S0; V - (K e^B) S0 to workgroup memory, (Q e^B) S0 kept in
 //      registers;
-//   2. the delta rows D = T (V - (K e^B) S0) (Formed: the staged K rows
-//      scaled in place to K e^(B_last - B) meanwhile);
+//   2. the delta rows D = T (V - (K e^B) S0) (Scaled: into rows of their
+//      own, stored as soon as a subgroup has its tiles; Formed: over the
+//      residuals once every subgroup has read them, the staged K rows scaled
+//      in place to K e^(B_last - B) meanwhile);
 //   3. outputs o = (Q e^B) S0 + A_q D;
 //   4. the end-of-chunk state S = e^(B_last) S0 + (K e^(B_last - B))^T D.
 // The serial walk thus has only products whose operands wait in workgroup
@@ -152,7 +154,7 @@ int64_t bufferBytes(const Shapes &shapes) {
 /// KiB hold no more.
 struct StateBuffers {
   SmallVector<int64_t, 2> state, decays, deltaWeights, queryCoefficients, rows,
-      lastDecays;
+      deltas, lastDecays;
   Shapes arena;
 
   StateBuffers(int64_t d, int64_t dp, ChunkOperands operands,
@@ -163,6 +165,11 @@ struct StateBuffers {
       decays = {kChunk, d + kPadRowsByLane};
     deltaWeights = queryCoefficients = {kChunk, kChunk + kPadRowsByLane};
     rows = {kChunk, dp + kPadRowsByQuad};
+    // Scaled: the delta rows D beside the residuals R, so that D's stores
+    // need not wait for every subgroup's reads of R (one barrier fewer a
+    // chunk); Formed writes D over R (gfx942's 64 KiB hold no more).
+    if (scaled)
+      deltas = rows;
     lastDecays = {d};
     // K e^B and Q e^B read as A fragments (rows from lane / 4), K e^(B_last
     // - B) transposed (rows from lane % 4).
@@ -174,8 +181,9 @@ struct StateBuffers {
   }
   int64_t bytes() const {
     Shapes statics = {state, deltaWeights, queryCoefficients, rows, lastDecays};
-    if (!decays.empty())
-      statics.push_back(decays);
+    for (const SmallVector<int64_t, 2> &optional : {decays, deltas})
+      if (!optional.empty())
+        statics.push_back(optional);
     return bufferBytes(statics) + bufferBytes(arena);
   }
 };
@@ -490,12 +498,13 @@ private:
   Value qn, kn, vn, gl, betas, aqRows, tRows, state, positions, starts, src,
       dst, raw;
   // Workgroup buffers. State kernel: StateBuffers (ss the state part, bs
-  // B, tws T, aqk A_q, ds the residual / delta rows, lastDecays e^(B_last);
+  // B, tws T, aqk A_q, ds the residual rows, deltaRows the delta rows (ds
+  // itself in Formed), lastDecays e^(B_last);
   // Scaled: scaledKeys, scaledQueries, lastKeys; Formed: keys (and
   // queries)); coefficient kernel: B, A_k [C, C], beta [C], A_q and T [C,
   // C]; in the dynamic arena the chunk's K (and Q) rows [C, d].
-  Value ss, bs, tws, akk, aqk, ds, betaS, keys, queries, lastDecays, scaledKeys,
-      scaledQueries, lastKeys, offDiagonal;
+  Value ss, bs, tws, akk, aqk, ds, deltaRows, betaS, keys, queries, lastDecays,
+      scaledKeys, scaledQueries, lastKeys, offDiagonal;
   // Per thread / block.
   Value tid, warp, request, head, lo, base, colBase, coefCol0;
   // Per chunk.
@@ -587,6 +596,7 @@ void KdaChunkBuilder::addStateBuffers(gpu::GPUFuncOp func) {
   tws = buffer(shapes.deltaWeights);
   aqk = buffer(shapes.queryCoefficients);
   ds = buffer(shapes.rows);
+  deltaRows = shapes.deltas.empty() ? ds : buffer(shapes.deltas);
   lastDecays = buffer(shapes.lastDecays);
   SmallVector<Value> views = addArena(func, shapes.arena);
   if (operands == ChunkOperands::Scaled) {
@@ -1094,27 +1104,29 @@ SmallVector<Value> KdaChunkBuilder::buildChunk(ValueRange state) {
 
   // 2. The delta rows D = T R (rows past the request's end zero: so are
   // T's); Formed scales the staged K rows to phase 4's operand K e^(B_last -
-  // B) in place meanwhile (phases 2 and 3 do not read K); D replaces R in ds
-  // once every subgroup has read R.
+  // B) in place meanwhile (phases 2 and 3 do not read K). D goes to its own
+  // rows (Scaled), or replaces R in ds once every subgroup has read R.
   if (!scaled)
     scaleKeysToLast();
   SmallVector<Value> deltas =
       mapLiveTiles(rowTiles, outCols, [&](int64_t, Value row0, Value col0) {
         return lowerTriangularProduct(tws, ds, row0, col0);
       });
-  barrier();
-  forEachTile(rowTiles, outCols, /*liveRows=*/false,
-              [&](int64_t r, Value row0, Value col0) {
-                forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
-                  store(operand(element(deltas[r], el)), ds, ValueRange{i, e});
-                });
-              });
+  if (deltaRows == ds)
+    barrier();
+  forEachTile(
+      rowTiles, outCols, /*liveRows=*/false,
+      [&](int64_t r, Value row0, Value col0) {
+        forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
+          store(operand(element(deltas[r], el)), deltaRows, ValueRange{i, e});
+        });
+      });
   barrier();
 
   // 3. Outputs: the read-out rows plus A_q D.
   forEachTile(rowTiles, outCols, /*liveRows=*/true,
               [&](int64_t r, Value row0, Value col0) {
-                Value acc = lowerTriangularProduct(aqk, ds, row0, col0);
+                Value acc = lowerTriangularProduct(aqk, deltaRows, row0, col0);
                 forEachC(row0, col0, [&](Value i, Value e, int64_t el) {
                   std::pair<Value, Value> row = chunkRow(i);
                   Value valid = row.first, t = row.second;
@@ -1144,7 +1156,7 @@ SmallVector<Value> KdaChunkBuilder::buildChunk(ValueRange state) {
                     return lastScaledKey(j, c);
                   });
                   Value bD = fragment(mi.b, col0, kOff, [&](Value e, Value j) {
-                    return load(ds, ValueRange{j, e});
+                    return load(deltaRows, ValueRange{j, e});
                   });
                   acc = mma(a, bD, acc);
                 }
