@@ -411,11 +411,11 @@ private:
     return load(operands == ChunkOperands::Scaled ? lastKeys : keys,
                 ValueRange{j, c});
   }
-  /// Copies the chunk's rows of `rowPieces` 4-wide pieces from `from` (row i
-  /// at token tc + i, columns from `col0`) into `to` [C, .], zero past the
-  /// request, widened to f32 (bf16 rows: 8-byte pieces): every thread's
-  /// loads first, then the stores (the block's threads divide the pieces).
-  void copyChunkRows(Value from, Value col0, Value to, int64_t rowPieces);
+  /// Copies the chunk's rows of `rowElements` from `from` (row i at token tc
+  /// + i, columns from `col0`) into `to` [C, .] as f32, zero past the
+  /// request, in 16-byte pieces (4 f32 or 8 bf16): every thread's loads
+  /// first, then the stores (the block's threads divide the pieces).
+  void copyChunkRows(Value from, Value col0, Value to, int64_t rowElements);
   /// Copies rows [0, len) of `from` [C, .] in workgroup memory, `rowPieces`
   /// 4-wide pieces each, to the chunk's tokens' rows of `to` (columns from
   /// `col0`) with 16-byte stores.
@@ -423,7 +423,7 @@ private:
   /// Copies the chunk's rows of the head's channels of `from` (K or Q) into
   /// `to` [C, d + pad].
   void stageChunkRows(Value from, Value to) {
-    copyChunkRows(from, base, to, s.headDim / 4);
+    copyChunkRows(from, base, to, s.headDim);
   }
   /// B into bs (thread c scans channel c; its loads are independent); in
   /// the state kernel e^(B_last) into lastDecays too.
@@ -880,13 +880,14 @@ Value KdaChunkBuilder::lowerTriangularProduct(Value lower, Value rows,
 }
 
 void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
-                                    int64_t rowPieces) {
+                                    int64_t rowElements) {
   int64_t threadCount = subgroups * subgroupSize;
-  constexpr int64_t kVector = 4;
+  // 16-byte pieces: 4 f32 or 8 bf16 (the prepared q, k), widened to f32.
+  Type fromElement = cast<MemRefType>(from.getType()).getElementType();
+  int64_t kVector = 128 / fromElement.getIntOrFloatBitWidth();
+  int64_t rowPieces = rowElements / kVector;
   int64_t pieces = kChunk * rowPieces;
   auto vecType = VectorType::get({kVector}, f32);
-  // bf16 rows (the prepared q, k) come as 8-byte pieces, widened to f32.
-  Type fromElement = cast<MemRefType>(from.getType()).getElementType();
   auto loadType = VectorType::get({kVector}, fromElement);
   SmallVector<std::pair<Value, Value>> at;
   SmallVector<Value> rows;
@@ -897,8 +898,7 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
     std::pair<Value, Value> row = chunkRow(i);
     auto piece = vector::LoadOp::create(b, loc, loadType, from,
                                         ValueRange{row.second, add(col0, c)});
-    piece.setAlignment(
-        uint64_t(kVector * fromElement.getIntOrFloatBitWidth() / 8));
+    piece.setAlignment(16);
     Value rowPiece = piece.getResult();
     if (!fromElement.isF32())
       rowPiece = arith::ExtFOp::create(b, loc, vecType, rowPiece);
@@ -914,7 +914,7 @@ void KdaChunkBuilder::copyChunkRows(Value from, Value col0, Value to,
   for (auto [row, where] : llvm::zip(rows, at)) {
     auto store = vector::StoreOp::create(b, loc, row, to,
                                          ValueRange{where.first, where.second});
-    store.setAlignment(uint64_t(kVector * 4));
+    store.setAlignment(16);
   }
 }
 
@@ -1068,8 +1068,8 @@ SmallVector<Value> KdaChunkBuilder::buildChunk(ValueRange state) {
   // the state; the chunk's operands (Scaled) or B and the staged K (and Q)
   // rows (Formed); e^(B_last).
   SmallVector<Value> values = loadValueRows();
-  copyChunkRows(aqRows, coefCol0, aqk, kChunk / 4);
-  copyChunkRows(tRows, coefCol0, tws, kChunk / 4);
+  copyChunkRows(aqRows, coefCol0, aqk, kChunk);
+  copyChunkRows(tRows, coefCol0, tws, kChunk);
   if (scaled) {
     scaleChunkOperands();
   } else {
