@@ -73,6 +73,8 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <cmath>
+
 #include "lib/Conversion/LLMToGPU/KernelArguments.h"
 #include "lib/Conversion/LLMToGPU/LaneArith.h"
 #include "lib/Conversion/LLMToGPU/MatmulTiling.h"
@@ -101,9 +103,9 @@ constexpr int64_t kSubgroupChoices[] = {8, 4};
 /// unpadded: the state padded would take the static buffers past 48 KiB.
 constexpr int64_t kPadRowsByLane = 4;
 constexpr int64_t kPadRowsByQuad = 8;
-/// log2(e): the kernels keep B in base 2 (B log2(e), summed from g log2(e)),
-/// so that every decay factor e^x is one exp2 instruction.
-constexpr double kLog2E = 1.4426950408889634;
+/// The kernels keep B in base 2 (B log2(e), summed from g log2(e)), so that
+/// every decay factor e^x is one exp2 instruction.
+constexpr double kLog2E = M_LOG2E;
 /// Largest exponent of the coefficients' right factor e^(B_r - B_j): the
 /// entries kept have at most |gate bound| * (m - 1) (5 * 15 for GLM's -5 and
 /// 16-row blocks; chooseKdaChunkInstruction refuses bounds past this); the
@@ -286,11 +288,6 @@ public:
 private:
   Value load(Value m, ValueRange at) {
     return memref::LoadOp::create(b, loc, m, at);
-  }
-  /// Element `at` of `m` as f32 (the prepared q, k and v rows may be bf16).
-  Value loadF32(Value m, ValueRange at) {
-    Value v = load(m, at);
-    return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, f32, v);
   }
   void store(Value v, Value m, ValueRange at) {
     memref::StoreOp::create(b, loc, v, m, at);

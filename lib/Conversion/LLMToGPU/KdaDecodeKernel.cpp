@@ -85,11 +85,6 @@ private:
   SmallVector<Value> blockSums(ArrayRef<Value> values, ArrayRef<int64_t> which);
 
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  /// An element as f32 (KernelBuilder::load for float elements).
-  Value loadF32(Value m, ValueRange at) {
-    Value v = memref::LoadOp::create(b, loc, m, at);
-    return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, f32, v);
-  }
   /// KernelBuilder::store: rounded to the buffer's element type.
   void storeF32(Value v, Value m, ValueRange at) {
     Type elem = cast<MemRefType>(m.getType()).getElementType();

@@ -76,12 +76,6 @@ protected:
                                 Value fresh);
 
   Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value asF32(Value v) {
-    return v.getType().isF32() ? v : arith::ExtFOp::create(b, loc, f32, v);
-  }
-  Value loadF32(Value m, ValueRange at) {
-    return asF32(memref::LoadOp::create(b, loc, m, at));
-  }
   Value loadIndex(Value m, Value at) {
     return toIndex(memref::LoadOp::create(b, loc, m, ValueRange{at}));
   }

@@ -56,6 +56,17 @@ protected:
   Value select(Value c, Value x, Value y) {
     return arith::SelectOp::create(b, loc, c, x, y);
   }
+  /// A float value as f32 (bf16 / f16 extended, f32 as is).
+  Value asF32(Value v) {
+    return v.getType().isF32()
+               ? v
+               : arith::ExtFOp::create(b, loc, b.getF32Type(), v).getResult();
+  }
+  /// Element `at` of float memref `m` as f32 (KernelBuilder::load for float
+  /// elements).
+  Value loadF32(Value m, ValueRange at) {
+    return asF32(memref::LoadOp::create(b, loc, m, at));
+  }
   /// Runs `body` in the threads for which `cond` holds.
   void ifThen(Value cond, llvm::function_ref<void()> body) {
     auto op = scf::IfOp::create(b, loc, cond, false);
