@@ -1024,14 +1024,19 @@ static KdaChunk kdaChunkShape(int64_t heads, int64_t width,
   return shape;
 }
 
+/// Whether arguments `indices` of `type` are [?, width] memrefs of `elem`.
+static bool hasRows(FunctionType type, ArrayRef<unsigned> indices,
+                    int64_t width, Type elem) {
+  return llvm::all_of(indices, [&](unsigned i) {
+    return isMemRefInput(type, i, 2, elem) &&
+           identityMemRefInput(type, i).getDimSize(1) == width;
+  });
+}
+
 /// Whether arguments `indices` of `type` are [?, width] f32 memrefs.
 static bool hasRowWidth(FunctionType type, ArrayRef<unsigned> indices,
                         int64_t width) {
-  Type f32 = Float32Type::get(type.getContext());
-  return llvm::all_of(indices, [&](unsigned i) {
-    return isMemRefInput(type, i, 2, f32) &&
-           identityMemRefInput(type, i).getDimSize(1) == width;
-  });
+  return hasRows(type, indices, width, Float32Type::get(type.getContext()));
 }
 
 /// Whether the prepared rows `indices` (q, k and, for the state kernel, v)
@@ -1039,13 +1044,9 @@ static bool hasRowWidth(FunctionType type, ArrayRef<unsigned> indices,
 static bool hasPreparedRows(FunctionType type, ArrayRef<unsigned> indices,
                             int64_t width) {
   MemRefType first = identityMemRefInput(type, indices.front());
-  if (!first ||
-      !(first.getElementType().isBF16() || first.getElementType().isF32()))
-    return false;
-  return llvm::all_of(indices, [&](unsigned i) {
-    return isMemRefInput(type, i, 2, first.getElementType()) &&
-           identityMemRefInput(type, i).getDimSize(1) == width;
-  });
+  return first &&
+         (first.getElementType().isBF16() || first.getElementType().isF32()) &&
+         hasRows(type, indices, width, first.getElementType());
 }
 
 /// What the two KDA chunk strategies share once the contract is read: the

@@ -182,9 +182,8 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     // the bytes kda_prepare writes and both chunk kernels read; fla keeps
     // them bf16 too), f32 otherwise. The log-decays stay f32 (their sums
     // are the decays' exponents).
-    Type preparedElement = getElementTypeOrSelf(op.getQ().getType()).isBF16()
-                               ? Type(rewriter.getBF16Type())
-                               : f32;
+    bool bf16Activations = getElementTypeOrSelf(op.getQ().getType()).isBF16();
+    Type preparedElement = bf16Activations ? Type(rewriter.getBF16Type()) : f32;
     MemRefType preparedType =
         MemRefType::get({ShapedType::kDynamic, p}, preparedElement);
     MemRefType betaType = MemRefType::get({ShapedType::kDynamic, heads}, f32);
@@ -498,10 +497,9 @@ struct KdaAttentionToKernel : OpConversionPattern<llm::KdaAttentionOp> {
     // The chunk kernels' #llm.kda_chunk. bf16 activations: the chunk
     // products may round to tf32 (their inputs were bf16; fla's chunk
     // kernels multiply on tf32 too).
-    bool tf32Products = getElementTypeOrSelf(op.getQ().getType()).isBF16();
-    auto chunkInfo = llm::KdaChunkAttr::get(rewriter.getContext(),
-                                            op.getGateLowerBoundAttr(),
-                                            kKdaDecodeMaxTokens, tf32Products);
+    auto chunkInfo = llm::KdaChunkAttr::get(
+        rewriter.getContext(), op.getGateLowerBoundAttr(), kKdaDecodeMaxTokens,
+        bf16Activations);
     Value qPrepared = prepared[0], kPrepared = prepared[1];
     Value vPrepared = prepared[2], gPrepared = prepared[3];
     Value betaPrepared = prepared[4];
