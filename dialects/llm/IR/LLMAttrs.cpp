@@ -306,6 +306,14 @@ MoeSelectAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
+LogicalResult MoeGroupAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   int64_t experts, int64_t topK) {
+  if (topK < 1 || topK > experts)
+    return emitError() << "moe_group top_k must be in [1, " << experts
+                       << "], got " << topK;
+  return success();
+}
+
 LogicalResult MhcPreAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                  int64_t hcMult, int64_t sinkhornIters,
                                  FloatAttr, FloatAttr, FloatAttr, FloatAttr) {
@@ -419,8 +427,8 @@ LogicalResult LLMDialect::verifyOperationAttribute(Operation *op,
   if (std::optional<LogicalResult> parameters = verifyAnyKernelParameters<
           MlaAttendAttr, KpoolScoresAttr, KpoolSelectAttr, KdaChunkAttr,
           KdaDecodeAttr, KdaPrepareAttr, KdaOutputAttr, GroupQuantizeAttr,
-          MoeSelectAttr, MhcPreAttr, LinearEpilogueAttr, MhcMixAttr,
-          GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
+          MoeSelectAttr, MoeGroupAttr, MhcPreAttr, LinearEpilogueAttr,
+          MhcMixAttr, GroupedExpertsAttr, DenseMatmulAttr>(op, attribute))
     return *parameters;
   if (name == "llm.gpu_strategy") {
     if (!isa<GpuStrategyAttr>(attribute.getValue()))

@@ -555,6 +555,24 @@ def LLM_MoeSelectAttr : LLM_Attr<"MoeSelect", "moe_select"> {
   let genVerifyDecl = 1;
 }
 
+def LLM_MoeGroupAttr : LLM_Attr<"MoeGroup", "moe_group"> {
+  let summary = "the parameters of a moe_group kernel function";
+  let description = [{
+    On FfnOps.cpp's `moe_group` kernel functions (as `llm.moe_group`): the
+    routed experts and the experts per token, the shape the `moe_group` GPU
+    strategy rebuilds the grouping with (a histogram, a scan and a stable
+    scatter in one block instead of the generic kernel's pass over every
+    slot per expert). The verifier requires `1 <= top_k <= experts`.
+
+    ```mlir
+    #llm.moe_group<experts = 288, top_k = 8>
+    ```
+  }];
+  let parameters = (ins "int64_t":$experts, "int64_t":$top_k);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def LLM_MhcPreAttr : LLM_Attr<"MhcPre", "mhc_pre"> {
   let summary = "the parameters of an mhc_pre kernel function";
   let description = [{
@@ -739,6 +757,7 @@ def LLM_GpuStrategyGroupQuantize : I32EnumAttrCase<"GroupQuantize", 14, "group_q
 def LLM_GpuStrategyKdaPrepare : I32EnumAttrCase<"KdaPrepare", 15, "kda_prepare">;
 def LLM_GpuStrategyKdaOutput : I32EnumAttrCase<"KdaOutput", 16, "kda_output">;
 def LLM_GpuStrategyKdaCoefficients : I32EnumAttrCase<"KdaCoefficients", 17, "kda_coefficients">;
+def LLM_GpuStrategyMoeGroup : I32EnumAttrCase<"MoeGroup", 18, "moe_group">;
 
 def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
     "how a GPU target builds a kernel function",
@@ -759,7 +778,8 @@ def LLM_GpuStrategy : I32EnumAttr<"GpuStrategy",
      LLM_GpuStrategyGroupQuantize,
      LLM_GpuStrategyKdaPrepare,
      LLM_GpuStrategyKdaOutput,
-     LLM_GpuStrategyKdaCoefficients]> {
+     LLM_GpuStrategyKdaCoefficients,
+     LLM_GpuStrategyMoeGroup]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::strata::llm";
 }

@@ -198,6 +198,19 @@ buildMoeSelectKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
                              func::FuncOp kernel, const TargetInfo &target,
                              std::string &why);
 
+/// True when `kernel` carries kMoeGroupAttrName.
+bool isMoeGroupKernelFunction(func::FuncOp kernel);
+
+/// Builds `gpu.func @<kernel's name>` in `module`, buildMoeGroupKernel for a
+/// moe_group kernel function (chosen memref<?xKxi32>, order memref<?xKxi32>,
+/// starts memref<E+1xi32>), the same arguments in the same order, on a grid
+/// of one block. Fails with `why` (and builds nothing) for another
+/// signature.
+FailureOr<MatmulKernelFunction>
+buildMoeGroupKernelFunction(OpBuilder &builder, gpu::GPUModuleOp module,
+                            func::FuncOp kernel, const TargetInfo &target,
+                            std::string &why);
+
 /// True when `kernel` carries kMhcMixAttrName.
 bool isMhcMixKernelFunction(func::FuncOp kernel);
 

@@ -1003,6 +1003,44 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMoeSelectKernelFunction(
   return result;
 }
 
+bool mlir::strata::isMoeGroupKernelFunction(func::FuncOp kernel) {
+  return kernel->hasAttr(kMoeGroupAttrName);
+}
+
+FailureOr<MatmulKernelFunction> mlir::strata::buildMoeGroupKernelFunction(
+    OpBuilder &builder, gpu::GPUModuleOp module, func::FuncOp kernel,
+    const TargetInfo &target, std::string &why) {
+  auto info = kernel->getAttrOfType<llm::MoeGroupAttr>(kMoeGroupAttrName);
+  const KernelRole order[] = {KernelRole::Chosen, KernelRole::SlotOrder,
+                              KernelRole::ExpertStarts};
+  auto contract = rolesInBuilderOrder(kernel, order, why);
+  if (failed(contract))
+    return failure();
+  KernelArguments roles = contract->first;
+  FunctionType type = contract->second;
+  Type i32 = builder.getI32Type();
+  if (!info || type.getNumInputs() != 3 || type.getNumResults() != 0 ||
+      !isMemRefInput(type, 0, 2, i32) || !isMemRefInput(type, 1, 2, i32) ||
+      !isMemRefInput(type, 2, 1, i32) ||
+      identityMemRefInput(type, 0).getDimSize(1) != info.getTopK() ||
+      identityMemRefInput(type, 1).getDimSize(1) != info.getTopK() ||
+      identityMemRefInput(type, 2).getDimSize(0) != info.getExperts() + 1) {
+    why = "unexpected moe_group kernel signature";
+    return failure();
+  }
+  MoeGroup shape;
+  shape.experts = info.getExperts();
+  shape.topK = info.getTopK();
+  if (failed(prepareMatmulModule(builder, module, kernel, why)))
+    return failure();
+  MatmulKernelFunction result;
+  result.func = buildMoeGroupKernel(
+      builder, kernel.getLoc(), module, kernel.getSymName(),
+      kernel.getFunctionType().getInputs(), roles.all(), shape, target);
+  // One block: the grid's default.
+  return result;
+}
+
 bool mlir::strata::isKdaChunkKernelFunction(func::FuncOp kernel) {
   return kernel->hasAttr(kKdaChunkAttrName);
 }
@@ -1777,6 +1815,8 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildKernelByStrategy(
                                          why);
   case GpuStrategy::MoeSelect:
     return buildMoeSelectKernelFunction(builder, module, kernel, target, why);
+  case GpuStrategy::MoeGroup:
+    return buildMoeGroupKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaChunk:
     return buildKdaChunkKernelFunction(builder, module, kernel, target, why);
   case GpuStrategy::KdaCoefficients:

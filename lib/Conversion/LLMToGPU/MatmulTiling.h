@@ -816,6 +816,24 @@ gpu::GPUFuncOp buildMoeSelectKernel(OpBuilder &builder, Location loc,
                                     const MoeSelect &shape,
                                     const TargetInfo &target);
 
+/// What a moe_group kernel function computes (FfnOps.cpp): the slots of
+/// `topK` experts per token grouped by expert, of `experts`.
+struct MoeGroup {
+  int64_t experts = 0, topK = 0;
+};
+
+/// Builds `gpu.func @name` with the arguments `argTypes` of a moe_group
+/// kernel function (chosen memref<?xKxi32>, order memref<?xKxi32>, starts
+/// memref<E+1xi32>): one block (grid (1, 1, 1)) that counts each subgroup's
+/// share of the slots by expert, scans the counts and lists the slots
+/// expert by expert in slot order (MoeGroupKernel.cpp).
+gpu::GPUFuncOp buildMoeGroupKernel(OpBuilder &builder, Location loc,
+                                   gpu::GPUModuleOp module, StringRef name,
+                                   TypeRange argTypes,
+                                   ArrayRef<llm::KernelRole> roles,
+                                   const MoeGroup &shape,
+                                   const TargetInfo &target);
+
 /// The shape of a kpool_scores kernel function (IndexerOps.cpp): `heads`
 /// query heads of `headDim`, pools of `kpool` tokens, index pool pages of
 /// `rowsPerPage` rows: bf16 rows, or with `fp8PageBytes` set fp8 pages of

@@ -47,6 +47,8 @@ mlir::strata::matrixStrategyOf(func::FuncOp kernel) {
     return GpuStrategy::MlaCombine;
   if (isMoeSelectKernelFunction(kernel))
     return GpuStrategy::MoeSelect;
+  if (isMoeGroupKernelFunction(kernel))
+    return GpuStrategy::MoeGroup;
   if (isKdaChunkKernelFunction(kernel))
     return GpuStrategy::KdaChunk;
   if (isKdaCoefficientsKernelFunction(kernel))

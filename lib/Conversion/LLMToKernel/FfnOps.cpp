@@ -629,11 +629,16 @@ struct MoeFfnToKernel : OpConversionPattern<llm::MoeFfnOp> {
       // of an AMD block (256), two per thread of an NVIDIA one (128).
       constexpr int64_t kGroupChunks = 256;
       KernelCall call;
-      unsigned c = call.addInput(chosen);
-      unsigned orderOut = call.addResult(
-          MemRefType::get({dyn, topK}, rewriter.getI32Type()), tokens);
-      unsigned startsOut = call.addResult(
-          MemRefType::get({experts + 1}, rewriter.getI32Type()));
+      unsigned c = call.addInput(chosen, llm::KernelRole::Chosen);
+      unsigned orderOut =
+          call.addResult(MemRefType::get({dyn, topK}, rewriter.getI32Type()),
+                         tokens, llm::KernelRole::SlotOrder);
+      unsigned startsOut =
+          call.addResult(MemRefType::get({experts + 1}, rewriter.getI32Type()),
+                         {}, llm::KernelRole::ExpertStarts);
+      call.attributes.push_back(rewriter.getNamedAttr(
+          kMoeGroupAttrName,
+          llm::MoeGroupAttr::get(rewriter.getContext(), experts, topK)));
       auto results = call.emit(rewriter, op, "moe_group",
                                [&](KernelBuilder &kb, ValueRange args) {
         OpBuilder &b = kb.builder();

@@ -82,6 +82,10 @@ inline constexpr llvm::StringLiteral kMlaCombineAttrName = "llm.mla_combine";
 /// the top-k races over a block's threads (LLMToGPU
 /// buildMoeSelectKernelFunction) when there is one expert group.
 inline constexpr llvm::StringLiteral kMoeSelectAttrName = "llm.moe_select";
+/// On moe_group (FfnOps.cpp): a #llm.moe_group; a GPU target rebuilds it as a
+/// histogram, a scan and a stable scatter in one block (LLMToGPU
+/// buildMoeGroupKernelFunction).
+inline constexpr llvm::StringLiteral kMoeGroupAttrName = "llm.moe_group";
 /// On kda_attention in chunked mode (KdaOps.cpp): a #llm.kda_chunk; a GPU
 /// target with f32 matrix instructions rebuilds it with the chunk products
 /// on the matrix units (LLMToGPU buildKdaChunkKernelFunction) where the

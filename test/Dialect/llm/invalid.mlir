@@ -2029,6 +2029,22 @@ func.func @moe_select_too_many(%x: memref<?x8xf32>) attributes {llm.kernel = #ll
 
 // -----
 
+// Tests that the grouping's slots per token are between 1 and all experts.
+// expected-error@+1 {{moe_group top_k must be in [1, 16], got 0}}
+func.func @moe_group_no_slots(%x: memref<?x8xi32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_group = #llm.moe_group<experts = 16, top_k = 0>} {
+  return
+}
+
+// -----
+
+// Tests that the grouping's parameters are typed.
+// expected-error@+1 {{llm.moe_group must be a #llm.moe_group, got {top_k = 4 : i64}}}
+func.func @moe_group_untyped(%x: memref<?x8xi32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_group = {top_k = 4 : i64}} {
+  return
+}
+
+// -----
+
 // Tests that the expert groups divide the experts.
 // expected-error@+1 {{moe_select groups must divide the 16 experts, got 3}}
 func.func @moe_select_groups(%x: memref<?x8xf32>) attributes {llm.kernel = #llm.kernel<"k">, llm.moe_select = #llm.moe_select<experts = 16, groups = 3, top_k = 4, normalize = true, renorm_eps = 1.0e-20 : f32, scaling = 1.0 : f32>} {

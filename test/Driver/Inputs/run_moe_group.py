@@ -1,12 +1,14 @@
-"""Runs the moe_group kernel (the generic kernel of llm.moe_ffn's grouping,
-lib/Conversion/LLMToKernel/FfnOps.cpp, threads mapped by
-convert-kernels-to-gpu) from its GPU-dialect IR on the CPU
+"""Runs a moe_group kernel from its GPU-dialect IR on the CPU
 (test/Tools/Inputs/gpu_ir_interpreter.py) and compares it with its
 definition: starts[e] = the slots routed to experts below e (starts[E] = all
 slots), order = the flat slot ids t * k + j expert by expert, in slot order
-within an expert.
+within an expert. The kernel is the moe_group strategy's (one block,
+lib/Conversion/LLMToGPU/MoeGroupKernel.cpp: --grid 1) or the generic kernel
+of llm.moe_ffn's grouping (lib/Conversion/LLMToKernel/FfnOps.cpp, threads
+mapped by convert-kernels-to-gpu: a block per expert, --grid E). 0 tokens
+is an empty step (starts all 0).
 
-    run_moe_group.py CHIP.gpu.mlir --lanes 32 --experts 16 --top-k 4 --tokens 1,3,300
+    run_moe_group.py CHIP.gpu.mlir --lanes 32 --experts 16 --top-k 4 --tokens 0,1,3,300 --grid 1
 """
 
 import argparse
@@ -36,6 +38,9 @@ def main():
     ap.add_argument("--experts", type=int, required=True)
     ap.add_argument("--top-k", type=int, required=True)
     ap.add_argument("--tokens", required=True)
+    ap.add_argument("--grid", type=int, required=True,
+                    help="blocks of the launch (1, or E for the generic "
+                    "kernel)")
     args = ap.parse_args()
     kernel = load_kernel(args.ir, args.kernel)
     rng = np.random.default_rng(5)
@@ -45,12 +50,13 @@ def main():
     load /= load.sum()
     ok = True
     for tokens in map(int, args.tokens.split(",")):
-        chosen = np.stack([rng.choice(args.experts, args.top_k, replace=False,
+        chosen = np.array([rng.choice(args.experts, args.top_k, replace=False,
                                       p=load)
-                           for _ in range(tokens)]).astype(np.int32)
+                           for _ in range(tokens)],
+                          np.int32).reshape(tokens, args.top_k)
         order = np.full(chosen.shape, -7, np.int32)
         starts = np.full(args.experts + 1, -7, np.int32)
-        kernel.run([chosen, order, starts], grid=(args.experts, 1, 1),
+        kernel.run([chosen, order, starts], grid=(args.grid, 1, 1),
                    subgroup_size=args.lanes)
         want_order, want_starts = reference(chosen, args.experts)
         same = (np.array_equal(order, want_order) and
