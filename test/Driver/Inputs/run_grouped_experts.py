@@ -21,6 +21,11 @@ f32 scale per row and 128-wide K block (the x_scales argument after it): the
 definition's products are the codes' values times their scale against the
 weights'.
 
+With --fp8-decoded the experts are e4m3 (OCP) with f32 scales per 128 x 128
+block and the kernel decodes them (sm_90, sm_90a): each weight is
+round_bf16(f32(q * scale)), the reference's dequantised weight, against bf16
+rows of x.
+
 With --fp8 the experts are e4m3 (OCP) with f32 scales per 128 x 128 block and
 the kernel is AMD's fp8 MFMA form: each row of x is quantised per 128-wide K
 block as the kernel documents it (amax of the block, q = fp8(x * M / amax)
@@ -131,9 +136,11 @@ def main():
     ap.add_argument("--top-k", type=int, default=4)
     ap.add_argument("--limit", type=float, default=10.0)
     ap.add_argument("--fp8", action="store_true")
+    ap.add_argument("--fp8-decoded", action="store_true")
     ap.add_argument("--x-codes", action="store_true")
     args = ap.parse_args()
-    args.fp8 = args.fp8 or args.x_codes
+    decoded = args.fp8_decoded
+    args.fp8 = args.fp8 or args.x_codes or decoded
     rng = np.random.default_rng(3)
     name = f"moe_{args.kind}_0"
     kernel = load_kernel(args.ir, name)
@@ -156,7 +163,9 @@ def main():
                 g_bits, g_scale, gw = fp8_weights(rng, (E, I, D))
                 u_bits, u_scale, uw = fp8_weights(rng, (E, I, D))
                 operands = [g_bits, g_scale, u_bits, u_scale]
-                xq = x if args.x_codes else quantised_rows(
+                if decoded:
+                    gw, uw = round_bf16(gw), round_bf16(uw)
+                xq = x if args.x_codes or decoded else quantised_rows(
                     x, args.chip == "gfx942")
             else:
                 g_bits, gw = bf16(rng, (E, I, D))
@@ -184,7 +193,9 @@ def main():
             if args.fp8:
                 d_bits, d_scale, dw = fp8_weights(rng, (E, D, I))
                 operands = [d_bits, d_scale]
-                aq = a if args.x_codes else quantised_rows(
+                if decoded:
+                    dw = round_bf16(dw)
+                aq = a if args.x_codes or decoded else quantised_rows(
                     a, args.chip == "gfx942")
             else:
                 d_bits, dw = bf16(rng, (E, D, I))

@@ -4,7 +4,9 @@ valid flag at subgroups of 32, a barrier with a workgroup row, an atomic add,
 i32 wrap-around and unsigned division, an scf.while loop carrying two values,
 e4m3 codes decoded with integer vector ops (extui, andi, shli, addi, ori,
 shrui, uitofp, bitcast, cmpi ult, select: MatmulKernel.cpp's decodeFp8ToF32)
-against the e4m3 table; a barrier that half the block skips is refused."""
+against the e4m3 table, nvgpu.ldmatrix x4 plain and transposed against the
+PTX ISA's fragment table, asynchronous copies (zero fill, groups landing at
+their wait); a barrier that half the block skips is refused."""
 
 import os
 import sys
@@ -45,6 +47,35 @@ want = _FP8_FN[codes].astype(np.float32)
 same = np.array_equal(decoded.view(np.uint32), want.view(np.uint32))
 print("fp8 decode:", "equal" if same else f"DIFFERS {decoded} {want}",
       "tops:", tops.tolist())
+# ldmatrix x4: lanes 8 i .. 8 i + 7 address the rows of matrix i; lane l
+# receives values 2 (l % 4), 2 (l % 4) + 1 of row l / 4 of each matrix, or
+# transposed rows 2 (l % 4), 2 (l % 4) + 1 of column l / 4 (PTX ISA, ldmatrix).
+rows = np.arange(256, dtype=np.uint16).reshape(32, 8) + np.uint16(0x3F00)
+plain = np.zeros((32, 8), np.uint16)
+trans = np.zeros((32, 8), np.uint16)
+load_kernel(path, "ldmatrix").run([rows, plain, trans], grid=(1, 1, 1),
+                                  subgroup_size=32)
+want_plain = np.zeros((32, 8), np.uint16)
+want_trans = np.zeros((32, 8), np.uint16)
+for lane in range(32):
+    g, t = divmod(lane, 4)
+    for i in range(4):
+        for j in range(2):
+            want_plain[lane, 2 * i + j] = rows[8 * i + g, 2 * t + j]
+            want_trans[lane, 2 * i + j] = rows[8 * i + 2 * t + j, g]
+print("ldmatrix:", "equal" if np.array_equal(plain, want_plain) and
+      np.array_equal(trans, want_trans) else f"DIFFERS\n{plain}\n{trans}")
+# Asynchronous copies: thread t copies t mod 9 of 8 values (the rest zero)
+# in a first group and all 8 in a second; waiting for all but the newest
+# group lands the first only, waiting for every group the second too.
+out = np.full((32, 3, 8), 7, np.uint16)
+load_kernel(path, "async_copies").run([rows, out], grid=(1, 1, 1),
+                                      subgroup_size=32)
+count = np.arange(32) % 9
+first = np.where(np.arange(8)[None, :] < count[:, None], rows, 0)
+print("async copies:", "equal" if np.array_equal(out[:, 0], first) and
+      not out[:, 1].any() and np.array_equal(out[:, 2], rows)
+      else f"DIFFERS\n{out}")
 try:
     load_kernel(path, "diverges").run([np.zeros(64, np.int32)],
                                       grid=(1, 1, 1), subgroup_size=32)

@@ -18,8 +18,19 @@ top 19 bits) and `amdgpu.mfma` (16x16 and 32x32, bf16 or e4m3; f32
 16x16x4) as subgroup
 collectives (every lane of the subgroup meets at the instruction, whose
 fragments are laid out as the PTX ISA and AMD's matrix instruction tables
-give them; the products summed in float64, rounded to f32 once); an operation
-it does not know is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
+give them; the products summed in float64, rounded to f32 once), and
+`nvgpu.ldmatrix` likewise. sm_90a's warpgroup instruction
+`nvvm.wgmma.mma_async` (bf16, e4m3 or tf32 operands, f32 accumulators) is a
+collective of 128 threads: it reads A (K-major) and B (K-major or MN-major)
+from the dynamic workgroup memory through their matrix descriptors and
+swizzles (address 0 at the arena's start, which the kernels align to 1024
+bytes), and the bytes it read must not change before the thread's
+`wgmma.wait_group` that completes it (an error otherwise: a write racing the
+asynchronous read). `nvgpu.device_async_copy` reads its source at the copy
+and lands in the destination when the thread's `device_async_wait`
+completes its group (a read before that sees the old bytes), or at the copy
+with STRATA_INTERP_ASYNC=early (so that a copy into bytes an in-flight wgmma
+reads is caught). An operation it does not know is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
 (a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
 per block; integers wrap at their width, f32 values are numpy float32. A load
@@ -428,7 +439,7 @@ def _vector_dtype(ty):
     """The numpy dtype holding the elements of vector type `ty`."""
     element = re.fullmatch(r"vector<\d+x(\w+)>", ty).group(1)
     return {"f32": np.float32, "bf16": np.uint16, "i32": np.uint32,
-            "i1": np.bool_,
+            "i1": np.bool_, "f16": np.float16,
             "i16": np.uint16, "i8": np.uint8, "f8E4M3FN": np.uint8,
             "f8E4M3FNUZ": np.uint8}[element]
 
@@ -451,6 +462,185 @@ def _bf16_values(bits):
 
 
 _MATRIX_OPS = ("nvvm.mma.sync", "amdgpu.mfma")
+# Warpgroup collectives (128 consecutive threads meet at the instruction).
+_WARPGROUP_OPS = ("nvvm.wgmma.mma_async",)
+_WARPGROUP_THREADS = 128
+
+
+def _ldmatrix(op, lanes):
+    """nvgpu.ldmatrix (PTX ldmatrix.sync.aligned.m8n8.x{1,2,4}.b16): lanes
+    8 i .. 8 i + 7 give the rows of 8 x 8 matrix i (each lane's row: the 8
+    b16 values from its address); lane l receives of matrix i the values 2
+    (l % 4) and 2 (l % 4) + 1 of row l / 4, or with `transpose` rows 2 (l %
+    4) and 2 (l % 4) + 1 of column l / 4. `lanes`: each lane's (memref,
+    indices); the results as uint16 arrays [tiles, 2]."""
+    tiles = int(re.search(r"numTiles = (\d+)", op.props).group(1))
+    transpose = "transpose = true" in op.props
+    rows = []
+    for m, at in lanes[:8 * tiles]:
+        row = m.array[tuple(at[:-1])]
+        if m.array.dtype != np.uint16 or at[-1] + 8 > row.shape[-1]:
+            raise InterpreterError("nvgpu.ldmatrix row past its memref or "
+                                   "not 16-bit")
+        rows.append(np.array(row[at[-1]:at[-1] + 8], np.uint16))
+    out = []
+    for lane in range(len(lanes)):
+        g, t = lane // 4, lane % 4
+        value = np.zeros((tiles, 2), np.uint16)
+        for i in range(tiles):
+            matrix = rows[8 * i:8 * i + 8]
+            value[i] = ([matrix[2 * t][g], matrix[2 * t + 1][g]] if transpose
+                        else matrix[g][2 * t:2 * t + 2])
+        out.append(value)
+    return out
+
+
+def _wgmma_operand(smem, desc, rows, k, eb, mn_major=False):
+    """The byte indices [rows, k * eb] into workgroup memory `smem` (uint8,
+    address 0 at its start) of a wgmma operand of `rows` M (or N) rows and
+    `k` K values of `eb` bytes, from its matrix descriptor (PTX ISA "Matrix
+    Descriptor Format": start address / 16 in bits 0-13, leading byte
+    offset / 16 in 16-29, stride byte offset / 16 in 32-45, base offset in
+    49-51, swizzle in 62-63: 0 none, 1 128 bytes, 2 64 bytes, 3 32 bytes),
+    in the canonical layouts of CUTLASS's GMMA descriptors. K-major and
+    swizzled (W the swizzle's bytes): row r's K values from (r / 8) SBO + (r
+    % 8) W; unswizzled: 8 x 16-byte core matrices, K chunks LBO apart, 8-row
+    groups SBO apart. MN-major (swizzled only): element (r, k) at (r / E)
+    LBO + (r % E) eb + (k / 8) SBO + (k % 8) W (E = W / eb values of a row).
+    The swizzle XORs the 16-byte chunk of address a with (a / 128) mod (W /
+    16)."""
+    desc = int(desc) & ((1 << 64) - 1)
+    start = (desc & 0x3FFF) << 4
+    lbo = ((desc >> 16) & 0x3FFF) << 4
+    sbo = ((desc >> 32) & 0x3FFF) << 4
+    if (desc >> 49) & 7:
+        raise InterpreterError("wgmma descriptor with a base offset")
+    mode = (desc >> 62) & 3
+    r = np.arange(rows)[:, None]
+    kk = np.arange(k)[None, :]
+    width = {0: 16, 1: 128, 2: 64, 3: 32}[mode]
+    if mn_major:
+        if not mode:
+            raise InterpreterError("an unswizzled MN-major wgmma operand")
+        per_row = width // eb
+        addr = (start + (r // per_row) * lbo + (r % per_row) * eb +
+                (kk // 8) * sbo + (kk % 8) * width)
+    elif mode:
+        addr = start + (r // 8) * sbo + (r % 8) * width + kk * eb
+    else:
+        b = kk * eb
+        addr = start + (r // 8) * sbo + (r % 8) * 16 + (b // 16) * lbo + \
+            b % 16
+    if mode:
+        addr = addr ^ (((addr >> 7) & (width // 16 - 1)) << 4)
+    at = (addr[:, :, None] + np.arange(eb)[None, None, :]).reshape(rows, -1)
+    if at.max() >= smem.size:
+        raise InterpreterError("wgmma operand past the workgroup memory")
+    return at
+
+
+_WGMMA_BYTES = {"bf16": 2, "e4m3": 1, "tf32": 4}
+
+
+def _wgmma_values(raw, kind):
+    """Operand bytes [rows, K bytes] as float64 values [rows, K]."""
+    if kind == "bf16":
+        return _bf16_values(raw.view(np.uint16)).reshape(raw.shape[0], -1)
+    if kind == "e4m3":
+        return _FP8_FN[raw]
+    if kind == "tf32":
+        words = raw.view(np.uint32) & np.uint32(0xFFFFE000)
+        return words.view(np.float32).astype(np.float64)
+    raise InterpreterError(f"wgmma operand type {kind}")
+
+
+def _wgmma(op, threads, smem):
+    """nvvm.wgmma.mma_async (A K-major, B K-major or MN-major, both from
+    workgroup memory, f32 accumulators) for a warpgroup's 128 threads, each giving (D struct,
+    descriptor A, descriptor B): D = A B^T (+ D with scale-d one), the
+    products summed in float64 and rounded to f32 once. D's register 4 j +
+    v of thread 32 w + l holds row 16 w + l / 4 + 8 (v / 2), column 8 j + 2
+    (l % 4) + v % 2 (PTX ISA "Register Fragments: D" of wgmma .m64nNk*).
+    Returns the per-thread results and the byte indices the operands read."""
+    shape = re.search(r"m = (\d+), n = (\d+), k = (\d+)", op.props)
+    m, n, k = (int(v) for v in shape.groups())
+    kind_a = re.search(r"typeA = #nvvm.wgmma_type<(\w+)>", op.props).group(1)
+    kind_b = re.search(r"typeB = #nvvm.wgmma_type<(\w+)>", op.props).group(1)
+    if ("layoutA = #nvvm.mma_layout<row>" not in op.props or
+            "typeD = #nvvm.wgmma_type<f32>" not in op.props or m != 64):
+        raise InterpreterError("wgmma other than a K-major A into f32")
+    # B as stored: col is K-major (N rows of K), row MN-major.
+    b_mn_major = "layoutB = #nvvm.mma_layout<row>" in op.props
+    accumulate = "scaleD = #nvvm.wgmma_scale_out<one>" in op.props
+    sign_a = -1.0 if "scaleA = #nvvm.wgmma_scale_in<neg>" in op.props else 1.0
+    sign_b = -1.0 if "scaleB = #nvvm.wgmma_scale_in<neg>" in op.props else 1.0
+    _, desc_a, desc_b = threads[0]
+    if any(d_a != desc_a or d_b != desc_b for _, d_a, d_b in threads):
+        raise InterpreterError("wgmma descriptors differ across the "
+                               "warpgroup")
+    at_a = _wgmma_operand(smem, desc_a, m, k, _WGMMA_BYTES[kind_a])
+    at_b = _wgmma_operand(smem, desc_b, n, k, _WGMMA_BYTES[kind_b],
+                          b_mn_major)
+    a = sign_a * _wgmma_values(np.ascontiguousarray(smem[at_a]), kind_a)
+    b = sign_b * _wgmma_values(np.ascontiguousarray(smem[at_b]), kind_b)
+    d = a @ b.T
+    rows = np.zeros((_WARPGROUP_THREADS, n // 2), np.int64)
+    cols = np.zeros((_WARPGROUP_THREADS, n // 2), np.int64)
+    for t in range(_WARPGROUP_THREADS):
+        w, lane = divmod(t, 32)
+        g, q = divmod(lane, 4)
+        for r in range(n // 2):
+            j, v = divmod(r, 4)
+            rows[t, r] = 16 * w + g + 8 * (v // 2)
+            cols[t, r] = 8 * j + 2 * q + v % 2
+    out = []
+    for t, (acc, _, _) in enumerate(threads):
+        if len(acc) != n // 2:
+            raise InterpreterError("wgmma accumulator of the wrong size")
+        value = d[rows[t], cols[t]]
+        if accumulate:
+            value = value + np.asarray(acc, np.float64)
+        out.append([np.float32(v) for v in value])
+    return out, np.concatenate([at_a.reshape(-1), at_b.reshape(-1)])
+
+
+class _Reads:
+    """Workgroup memory bytes an asynchronous wgmma read, with their values
+    at the instruction: they must not change before its wait."""
+    __slots__ = ("smem", "at", "bytes", "checked")
+
+    def __init__(self, smem, at):
+        self.smem, self.at = smem, at
+        self.bytes = smem[at].copy()
+        self.checked = False
+
+    def check(self):
+        if not self.checked and not np.array_equal(self.smem[self.at],
+                                                   self.bytes):
+            raise InterpreterError(
+                "workgroup memory an in-flight wgmma reads was written "
+                "before its wgmma.wait_group")
+        self.checked = True
+
+
+class _AsyncCopy:
+    """An nvgpu.device_async_copy in flight: its source values, read at
+    the copy, land in the destination at the wait that completes it (the
+    latest moment: a read before the wait sees the old bytes), or with
+    STRATA_INTERP_ASYNC=early at the copy itself (the earliest: a copy into
+    bytes an in-flight wgmma still reads changes them before its wait)."""
+    __slots__ = ("row", "start", "values", "landed")
+
+    def __init__(self, row, start, values):
+        self.row, self.start, self.values = row, start, values
+        self.landed = False
+        if os.environ.get("STRATA_INTERP_ASYNC") == "early":
+            self.land()
+
+    def land(self):
+        if not self.landed:
+            self.row[self.start:self.start + len(self.values)] = self.values
+            self.landed = True
 
 
 def _matrix_instruction(op, lanes):
@@ -619,8 +809,9 @@ class Kernel:
         key = id(op)
         if key not in self._yields:
             self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle",
-                                            "gpu.all_reduce",
-                                            *_MATRIX_OPS) or any(
+                                            "gpu.all_reduce", "nvgpu.ldmatrix",
+                                            *_MATRIX_OPS,
+                                            *_WARPGROUP_OPS) or any(
                 self._suspends(o) for r in op.regions for o in r.ops)
         return self._yields[key]
 
@@ -664,6 +855,9 @@ class Kernel:
             tid = (t % self.block[0], t // self.block[0] % self.block[1],
                    t // (self.block[0] * self.block[1]))
             env["$tid"] = tid
+            # Asynchronous copies and wgmma reads not yet waited for.
+            env["$copies"] = {"pending": [], "groups": []}
+            env["$wgmma"] = {"pending": [], "groups": []}
             gens.append(self._region_yield(body, env, ctx))
             waits.append(None)
         sends = [None] * threads
@@ -686,15 +880,17 @@ class Kernel:
                 pending = [t for t in group if not done[t]]
                 if not pending or any(
                         waits[t] is None or waits[t].kind not in
-                        ("shuffle", "matrix") for t in pending):
+                        ("shuffle", "matrix", "ldmatrix") for t in pending):
                     continue
                 if len(pending) != len(group) or len(
                         {id(waits[t].op) for t in pending}) != 1:
                     raise InterpreterError(
                         f"subgroup at lane {first}: lanes at different "
                         f"shuffles or matrix instructions, or exited")
-                if waits[first].kind == "matrix":
-                    results = _matrix_instruction(
+                if waits[first].kind in ("matrix", "ldmatrix"):
+                    compute = (_matrix_instruction if waits[first].kind ==
+                               "matrix" else _ldmatrix)
+                    results = compute(
                         waits[first].op, [waits[t].value for t in group])
                     for t, r in zip(group, results):
                         sends[t] = r
@@ -714,6 +910,27 @@ class Kernel:
                     value = waits[first + src].value if valid else w.value
                     sends[t] = (value, int(valid))
                 for t in group:
+                    waits[t] = None
+                progressed = True
+            for first in range(0, threads, _WARPGROUP_THREADS):
+                group = range(first, min(first + _WARPGROUP_THREADS, threads))
+                pending = [t for t in group if not done[t]]
+                if not pending or any(
+                        waits[t] is None or waits[t].kind != "warpgroup"
+                        for t in pending):
+                    continue
+                if len(group) != _WARPGROUP_THREADS or len(
+                        pending) != len(group) or len(
+                        {id(waits[t].op) for t in pending}) != 1:
+                    raise InterpreterError(
+                        f"warpgroup at thread {first}: threads at different "
+                        f"warpgroup instructions, or exited")
+                smem = ctx["dynamic_shared"].array
+                results, at = _wgmma(waits[first].op,
+                                     [waits[t].value for t in group], smem)
+                reads = _Reads(smem, at)
+                for t, r in zip(group, results):
+                    sends[t] = (r, reads)
                     waits[t] = None
                 progressed = True
             if progressed:
@@ -774,6 +991,14 @@ class Kernel:
         elif name in _MATRIX_OPS:
             values = [env[v] for v in op.operands]
             env[op.results[0]] = yield _Sync("matrix", op, values)
+        elif name == "nvgpu.ldmatrix":
+            memref, *at = (env[v] for v in op.operands)
+            env[op.results[0]] = yield _Sync("ldmatrix", op, (memref, at))
+        elif name in _WARPGROUP_OPS:
+            values = [env[v] for v in op.operands]
+            result, reads = yield _Sync("warpgroup", op, values)
+            env[op.results[0]] = result
+            env["$wgmma"]["pending"].append(reads)
         elif name == "gpu.all_reduce":
             env[op.results[0]] = yield _Sync("all_reduce", op,
                                              env[op.operands[0]])
@@ -874,7 +1099,8 @@ class Kernel:
                 value = int(text == "true")
             elif text.startswith("dense<"):
                 m = re.fullmatch(
-                    r"dense<(.*)> : vector<(\d+)x(f32|bf16|i8|i16|i32)>", text)
+                    r"dense<(.*)> : vector<(\d+)x(f32|bf16|f16|i8|i16|i32)>",
+                    text)
                 if not m:
                     raise InterpreterError("constant " + text)
                 if m.group(3) in ("i8", "i16", "i32"):
@@ -890,6 +1116,8 @@ class Kernel:
                            if m.group(1).startswith("0x")
                            else np.float32(m.group(1)))
                 value = np.full(int(m.group(2)), element, np.float32)
+                if m.group(3) == "f16":
+                    value = value.astype(np.float16)
                 if m.group(3) == "bf16":
                     if value.any():
                         raise InterpreterError("constant " + text)
@@ -983,6 +1211,14 @@ class Kernel:
         if name == "arith.extui":
             src = _width(op.types.split("(")[1].split(")")[0].strip())
             return pure(lambda a: _unsigned(a, src))
+        if name == "nvvm.convert.f8x2.to.f16x2":
+            # cvt.rn.f16x2.e4m3x2: every e4m3 value is an f16 value.
+            if "srcType = f8E4M3FN" not in op.props or "relu = true" in \
+                    op.props:
+                raise InterpreterError("nvvm.convert.f8x2.to.f16x2 other "
+                                       "than e4m3 without relu")
+            return pure(lambda a: _FP8_FN[np.asarray(a, np.uint8)].astype(
+                np.float16))
         if name == "nvvm.convert.float.to.tf32":
             if "rna" not in op.props:
                 raise InterpreterError("cvt.tf32 other than rna")
@@ -1039,6 +1275,8 @@ class Kernel:
                 if type(a) is np.uint16:
                     return np.uint32(int(a) << 16).view(np.float32)
                 a = np.asarray(a)
+                if a.dtype == np.float16:     # f16 values (exact in f32)
+                    return a.astype(np.float32)
                 if a.dtype != np.uint16:
                     raise InterpreterError("arith.extf of a non-bf16 value")
                 out = np.atleast_1d(a.astype(np.uint32) << 16).view(
@@ -1077,8 +1315,11 @@ class Kernel:
                 return np.array(row[at[-1]:at[-1] + n])
             return pure(vload)
         if name == "vector.extract":
-            at = int(re.search(r"static_position = array<i64: (\d+)>",
-                               op.props).group(1))
+            at = tuple(int(v) for v in re.search(
+                r"static_position = array<i64: ([\d, ]+)>",
+                op.props).group(1).split(","))
+            if len(at) == 1:
+                at = at[0]
             return pure(lambda a: a[at])
         if name == "vector.insert_strided_slice":
             m = re.search(r"offsets = \[(\d+)\], strides = \[1\]", op.props)
@@ -1264,6 +1505,134 @@ class Kernel:
                                 self._run_nested(region, env, ctx)):
                     env[r] = c
             return branch
+        if name == "nvgpu.device_async_copy":
+            sizes = [int(v) for v in re.search(
+                r"operandSegmentSizes = array<i32: ([\d, ]+)>",
+                op.props).group(1).split(",")]
+            count = int(_prop(op, "dstElements").split(":")[0])
+
+            def async_copy(env, ctx):
+                values = [env[o] for o in operands]
+                dst, dst_at = values[0], values[1:1 + sizes[1]]
+                rest = values[1 + sizes[1]:]
+                src, src_at = rest[0], rest[1:1 + sizes[3]]
+                n = rest[1 + sizes[3]] if sizes[4] else count
+                if not 0 <= n <= count:
+                    raise InterpreterError("nvgpu.device_async_copy of "
+                                           f"{n} of {count} elements")
+                _check_index(dst, dst_at, "nvgpu.device_async_copy")
+                row = dst.array[tuple(dst_at[:-1])]
+                if dst_at[-1] + count > row.shape[-1]:
+                    raise InterpreterError("nvgpu.device_async_copy past the "
+                                           "destination row")
+                data = np.zeros(count, row.dtype)
+                if n:
+                    _check_index(src, src_at, "nvgpu.device_async_copy")
+                    source = src.array[tuple(src_at[:-1])]
+                    if src_at[-1] + n > source.shape[-1]:
+                        raise InterpreterError("nvgpu.device_async_copy past "
+                                               "the source row")
+                    if source.dtype != row.dtype:
+                        raise InterpreterError("nvgpu.device_async_copy "
+                                               "between element types")
+                    data[:n] = source[src_at[-1]:src_at[-1] + n]
+                copy = _AsyncCopy(row, dst_at[-1], data)
+                env["$copies"]["pending"].append(copy)
+                env[res] = copy
+            return async_copy
+        if name == "nvgpu.device_async_create_group":
+            def create_group(env, ctx):
+                state = env["$copies"]
+                group = [env[o] for o in operands]
+                for copy in group:
+                    state["pending"].remove(copy)
+                state["groups"].append(group)
+                env[res] = group
+            return create_group
+        if name == "nvgpu.device_async_wait":
+            keep = int(_prop(op, "numGroups").split(":")[0]) if \
+                "numGroups" in op.props else 0
+
+            def async_wait(env, ctx):
+                groups = env["$copies"]["groups"]
+                landing = groups[:len(groups) - keep] if keep else groups
+                for group in landing:
+                    for copy in group:
+                        copy.land()
+                del groups[:len(landing)]
+            return async_wait
+        if name in ("nvvm.wgmma.fence.aligned", "nvvm.fence.proxy"):
+            # The interpreter's stores are visible at once (no proxies).
+            return lambda env, ctx: None
+        if name == "nvvm.wgmma.commit.group.sync.aligned":
+            def commit(env, ctx):
+                state = env["$wgmma"]
+                state["groups"].append(state["pending"])
+                state["pending"] = []
+            return commit
+        if name == "nvvm.wgmma.wait.group.sync.aligned":
+            keep = int(_prop(op, "group").split(":")[0])
+
+            def wgmma_wait(env, ctx):
+                groups = env["$wgmma"]["groups"]
+                done = groups[:len(groups) - keep] if keep else groups
+                for group in done:
+                    for reads in group:
+                        reads.check()
+                del groups[:len(done)]
+            return wgmma_wait
+        if name == "memref.extract_aligned_pointer_as_index":
+            def address(env, ctx):
+                m = env[operands[0]].array
+                base = ctx["dynamic_shared"].array
+                offset = (m.__array_interface__["data"][0] -
+                          base.__array_interface__["data"][0])
+                if not np.shares_memory(m, base) or offset < 0:
+                    raise InterpreterError("the address of a memref other "
+                                           "than the dynamic workgroup memory")
+                env[res] = offset
+            return address
+        if name == "arith.index_castui":
+            src = _width(op.types.split("(")[1].split(")")[0].strip())
+            return pure(lambda a: _wrap(_unsigned(a, src), bits))
+        if name == "llvm.mlir.poison":
+            m = re.fullmatch(r"!llvm.struct<\((.*)\)>", ty or "")
+            if not m:
+                raise InterpreterError("llvm.mlir.poison of " + str(ty))
+            count = len(_split_top(m.group(1)))
+
+            def poison(env, ctx):
+                env[res] = [np.float32(np.nan)] * count
+            return poison
+        if name == "llvm.insertvalue":
+            at = int(re.search(r"position = array<i64: (\d+)>",
+                               op.props).group(1))
+
+            def insert_value(container, value):
+                out = list(container)
+                out[at] = value
+                return out
+            return pure(insert_value)
+        if name == "llvm.inline_asm":
+            # The kernels' one use: a 64-bit copy the compiler cannot see
+            # through (it keeps a value from being rematerialised).
+            if 'asm_string = "mov.b64 $0, $1;"' not in op.props:
+                raise InterpreterError("llvm.inline_asm " + op.props)
+            return pure(lambda a: a)
+        if name == "vector.shape_cast":
+            shape = [int(v) for v in re.fullmatch(
+                r"vector<([\dx]+)x\w+>", ty).group(1).split("x")]
+            return pure(lambda a: np.asarray(a).reshape(shape))
+        if name == "arith.sitofp":
+            return pure(lambda a: _f32(a) if np.ndim(a) == 0 else
+                        np.asarray(a).astype(np.float32))
+        if name == "arith.ceildivsi":
+            def ceil_divide(a, b):
+                a, b = _wrap(a, bits), _wrap(b, bits)
+                if b == 0:
+                    raise InterpreterError("arith.ceildivsi: division by zero")
+                return _wrap(-(-a // b), bits)
+            return pure(ceil_divide)
         if name == "gpu.return":
             return lambda env, ctx: None
         raise InterpreterError(f"operation {name} is not interpreted")

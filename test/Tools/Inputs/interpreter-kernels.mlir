@@ -96,6 +96,41 @@ module attributes {gpu.container_module} {
       vector.store %top, %signs[%c0] : memref<8xi32>, vector<8xi32>
       gpu.return
     }
+    gpu.func @ldmatrix(%in: memref<32x8xbf16>, %plain: memref<32x8xbf16>, %trans: memref<32x8xbf16>) workgroup(%tile: memref<32x8xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %row = vector.load %in[%tid, %c0] : memref<32x8xbf16>, vector<8xbf16>
+      vector.store %row, %tile[%tid, %c0] : memref<32x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+      gpu.barrier
+      %p = nvgpu.ldmatrix %tile[%tid, %c0] {numTiles = 4 : i32, transpose = false} : memref<32x8xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+      %t = nvgpu.ldmatrix %tile[%tid, %c0] {numTiles = 4 : i32, transpose = true} : memref<32x8xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+      %pf = vector.shape_cast %p : vector<4x2xbf16> to vector<8xbf16>
+      %tf = vector.shape_cast %t : vector<4x2xbf16> to vector<8xbf16>
+      vector.store %pf, %plain[%tid, %c0] : memref<32x8xbf16>, vector<8xbf16>
+      vector.store %tf, %trans[%tid, %c0] : memref<32x8xbf16>, vector<8xbf16>
+      gpu.return
+    }
+    gpu.func @async_copies(%src: memref<32x8xbf16>, %out: memref<32x3x8xbf16>) workgroup(%first: memref<32x8xbf16, #gpu.address_space<workgroup>>, %second: memref<32x8xbf16, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c9 = arith.constant 9 : index
+      %n = arith.remui %tid, %c9 : index
+      %a = nvgpu.device_async_copy %src[%tid, %c0], %first[%tid, %c0], 8, %n : memref<32x8xbf16> to memref<32x8xbf16, #gpu.address_space<workgroup>>
+      %ga = nvgpu.device_async_create_group %a
+      %b = nvgpu.device_async_copy %src[%tid, %c0], %second[%tid, %c0], 8 : memref<32x8xbf16> to memref<32x8xbf16, #gpu.address_space<workgroup>>
+      %gb = nvgpu.device_async_create_group %b
+      nvgpu.device_async_wait %gb {numGroups = 1 : i32}
+      %x = vector.load %first[%tid, %c0] : memref<32x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+      %y = vector.load %second[%tid, %c0] : memref<32x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+      nvgpu.device_async_wait %gb
+      %z = vector.load %second[%tid, %c0] : memref<32x8xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+      vector.store %x, %out[%tid, %c0, %c0] : memref<32x3x8xbf16>, vector<8xbf16>
+      vector.store %y, %out[%tid, %c1, %c0] : memref<32x3x8xbf16>, vector<8xbf16>
+      vector.store %z, %out[%tid, %c2, %c0] : memref<32x3x8xbf16>, vector<8xbf16>
+      gpu.return
+    }
     gpu.func @diverges(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
       %c32 = arith.constant 32 : index
