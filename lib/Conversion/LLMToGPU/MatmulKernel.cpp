@@ -658,13 +658,23 @@ private:
   /// x's row scales and the weights' block scales (the fp32 promotion of
   /// DeepGEMM's fp8 GEMMs).
   SmallVector<Value> accumulateScaledRing(Value arena, int64_t weights);
+  /// The scales of one K group of the fp8 ring: x's of each row fragment
+  /// (loadRowScales' vectors) and each weight's block scale of each column
+  /// fragment (weight-major).
+  struct BlockScales {
+    SmallVector<Value> rows, columns;
+  };
+  /// The BlockScales of the K group at `kb` for x's rows at `scaleRows`
+  /// (rowScaleIndices per row fragment): global loads the ring issues
+  /// before a block's products, so that their latency overlaps them.
+  BlockScales
+  loadBlockScales(Value kb, int64_t weights,
+                  ArrayRef<SmallVector<SmallVector<Value>>> scaleRows);
   /// The running sums `accs` plus the stage's `blocks` times x's row scales
-  /// (at `scaleRows`, rowScaleIndices per row fragment) and each weight's
-  /// block scale of the K group at `kb`.
-  SmallVector<Value>
-  promoteScaledBlock(ValueRange blocks, ValueRange accs, Value kb,
-                     int64_t weights,
-                     ArrayRef<SmallVector<SmallVector<Value>>> scaleRows);
+  /// and each weight's block scale (`scales`).
+  SmallVector<Value> promoteScaledBlock(ValueRange blocks, ValueRange accs,
+                                        const BlockScales &scales,
+                                        int64_t weights);
   /// The wgmma matrix descriptor of stage rows (64 bytes each, K-major,
   /// 64-byte swizzle: stageColumn's) starting at byte `offset` of the
   /// arena at `arenaAddress`.
@@ -2134,7 +2144,8 @@ MatmulKernelBuilder::issueWarpgroupStage(Value arenaAddress, Value aOffset,
 ///             copy block k+S-1 into slot (k-1) mod S; [fp8: load the block
 ///             scales of block k+1];
 ///             multiply slot k mod S (A) and slot k mod S or decoded buffer
-///             k mod 2 (B);
+///             k mod 2 (B) (wgmma: issued before the copies, which then
+///             overlap the products);
 ///             wait for this thread's copies of block k+1; [fp8: decode them
 ///             from slot (k+1) mod S into decoded buffer (k+1) mod 2]
 ///   after:    wait for every copy, barrier (the next tile reuses the ring).
@@ -2255,7 +2266,11 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
         };
         Value slot = slotOf(k);
         Value ahead = add(k, stages - 1);
-        copyBlock(ahead, slotOf(ahead));
+        // wgmma: the copies are issued after the products, whose
+        // asynchronous run they overlap (they fill slot (k - 1) mod S,
+        // which no product of block k reads).
+        if (!t.wgmma)
+          copyBlock(ahead, slotOf(ahead));
         Value next = add(k, 1);
         SmallVector<Value> scales;
         if (fp8Weights)
@@ -2271,6 +2286,7 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
             return issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
                                        weights);
           });
+          copyBlock(ahead, slotOf(ahead));
         } else if (decodes) {
           accs = multiplyStage(stageA, slot, decoded, half, iterArgs, weights);
         } else {
@@ -2299,9 +2315,10 @@ SmallVector<Value> MatmulKernelBuilder::accumulateRing(Value arena,
 /// The ring of x's and W's e4m3 codes, K block k of nK in slot k mod S:
 ///   prologue: copy blocks 0 .. S-2 (a group each)
 ///   block k:  barrier (block k's codes are visible, block k-1's slot is
-///             free); copy block k+S-1 into slot (k-1) mod S; issue the
-///             fp8 wgmma group of slot k mod S into fresh accumulators
-///             (skipped by a warpgroup without rows: zeros); wait for this
+///             free); load block k's scales; issue the fp8 wgmma group of
+///             slot k mod S into fresh accumulators (skipped by a warpgroup
+///             without rows: zeros); copy block k+S-1 into slot (k-1) mod S
+///             while it runs; wait for this
 ///             thread's copies of block k+1 and fence them for the async
 ///             proxy; wait for the group; promote with both scales
 ///   after:    wait for every copy, barrier (the next tile reuses the ring).
@@ -2365,37 +2382,39 @@ SmallVector<Value> MatmulKernelBuilder::accumulateScaledRing(Value arena,
         };
         Value slot = slotOf(k);
         Value ahead = add(k, stages - 1);
-        copyBlock(ahead, slotOf(ahead));
         Value aOffset = mul(slot, slotBytesA);
         Value bOffset = add(mul(slot, slotBytesB), ringABytes);
+        // The block's scales are loaded before its products, which hide
+        // their latency (loaded after the wait, each block waited for them).
+        BlockScales scales =
+            loadBlockScales(mul(k, t.stageK), weights, scaleRows);
         // Without rows a warpgroup's stage adds zeros.
         SmallVector<Value> blockAccs = ifWarpgroupHasRows(hasRows, inits, [&] {
           return issueWarpgroupStage(arenaAddress, aOffset, bOffset, iterArgs,
                                      weights, /*fresh=*/true);
         });
+        // The next copies' issue overlaps the products (slot (k - 1) mod S,
+        // which they do not read).
+        copyBlock(ahead, slotOf(ahead));
         waitForNext();
         // Block k + 1's codes are this thread's writes.
         fenceForWarpgroup();
         NVVM::WgmmaWaitGroupSyncOp::create(b, loc, 0);
-        scf::YieldOp::create(b, loc,
-                             promoteScaledBlock(blockAccs, iterArgs,
-                                                mul(k, t.stageK), weights,
-                                                scaleRows));
+        scf::YieldOp::create(
+            b, loc, promoteScaledBlock(blockAccs, iterArgs, scales, weights));
       });
   nvgpu::DeviceAsyncWaitOp::create(b, loc, group, b.getI32IntegerAttr(0));
   gpu::BarrierOp::create(b, loc);
   return SmallVector<Value>(loop.getResults());
 }
 
-SmallVector<Value> MatmulKernelBuilder::promoteScaledBlock(
-    ValueRange blocks, ValueRange accs, Value kb, int64_t weights,
+MatmulKernelBuilder::BlockScales MatmulKernelBuilder::loadBlockScales(
+    Value kb, int64_t weights,
     ArrayRef<SmallVector<SmallVector<Value>>> scaleRows) {
-  SmallVector<Value> rowScales;
+  BlockScales scales;
   for (int64_t i = 0; i < t.fragsM; ++i)
-    rowScales.push_back(loadRowScales(scaleRows[i], kb));
+    scales.rows.push_back(loadRowScales(scaleRows[i], kb));
   SmallVector<std::pair<Value, Value>> operands = weightOperands();
-  SmallVector<Value> out(accs.begin(), accs.end());
-  int64_t perWeight = t.fragsM * t.fragsN;
   // One block scale per weight when the tile's columns lie in one scale
   // block (tileN divides scaleBlockN: tiles start at multiples of tileN).
   bool oneScale = t.scaleBlockN % t.tileN() == 0;
@@ -2403,18 +2422,29 @@ SmallVector<Value> MatmulKernelBuilder::promoteScaledBlock(
     Value tileScale;
     if (oneScale)
       tileScale = loadWeightScale(operands[wi].second, colBases[0], kb);
-    for (int64_t j = 0; j < t.fragsN; ++j) {
-      Value ws = splat(
+    for (int64_t j = 0; j < t.fragsN; ++j)
+      scales.columns.push_back(
           oneScale ? tileScale
-                   : loadWeightScale(operands[wi].second, colBases[j], kb),
-          mi.c.size());
+                   : loadWeightScale(operands[wi].second, colBases[j], kb));
+  }
+  return scales;
+}
+
+SmallVector<Value>
+MatmulKernelBuilder::promoteScaledBlock(ValueRange blocks, ValueRange accs,
+                                        const BlockScales &scales,
+                                        int64_t weights) {
+  SmallVector<Value> out(accs.begin(), accs.end());
+  int64_t perWeight = t.fragsM * t.fragsN;
+  for (int64_t wi = 0; wi < weights; ++wi)
+    for (int64_t j = 0; j < t.fragsN; ++j) {
+      Value ws = splat(scales.columns[wi * t.fragsN + j], mi.c.size());
       for (int64_t i = 0; i < t.fragsM; ++i) {
         int64_t a = wi * perWeight + i * t.fragsN + j;
-        Value scale = arith::MulFOp::create(b, loc, rowScales[i], ws);
+        Value scale = arith::MulFOp::create(b, loc, scales.rows[i], ws);
         out[a] = math::FmaOp::create(b, loc, blocks[a], scale, accs[a]);
       }
     }
-  }
   return out;
 }
 
