@@ -1031,6 +1031,12 @@ FailureOr<MatmulKernelFunction> mlir::strata::buildMoeGroupKernelFunction(
   MoeGroup shape;
   shape.experts = info.getExperts();
   shape.topK = info.getTopK();
+  if (moeGroupWorkgroupBytes(shape, target) >
+      target.getStaticSharedMemoryBytes()) {
+    why = "the subgroups' counts of " + std::to_string(shape.experts) +
+          " experts exceed the static workgroup memory";
+    return failure();
+  }
   if (failed(prepareMatmulModule(builder, module, kernel, why)))
     return failure();
   MatmulKernelFunction result;

@@ -822,6 +822,10 @@ struct MoeGroup {
   int64_t experts = 0, topK = 0;
 };
 
+/// Bytes of workgroup memory buildMoeGroupKernel takes on `target`: a row
+/// of i32 counts per subgroup and the experts' starts.
+int64_t moeGroupWorkgroupBytes(const MoeGroup &shape, const TargetInfo &target);
+
 /// Builds `gpu.func @name` with the arguments `argTypes` of a moe_group
 /// kernel function (chosen memref<?xKxi32>, order memref<?xKxi32>, starts
 /// memref<E+1xi32>): one block (grid (1, 1, 1)) that counts each subgroup's

@@ -253,6 +253,12 @@ void MoeGroupBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   gpu::ReturnOp::create(b, loc);
 }
 
+int64_t mlir::strata::moeGroupWorkgroupBytes(const MoeGroup &shape,
+                                             const TargetInfo &target) {
+  int64_t subgroups = kThreads / target.getSubgroupSize();
+  return 4 * (subgroups + 1) * shape.experts;
+}
+
 gpu::GPUFuncOp mlir::strata::buildMoeGroupKernel(
     OpBuilder &builder, Location loc, gpu::GPUModuleOp module, StringRef name,
     TypeRange argTypes, ArrayRef<llm::KernelRole> roles, const MoeGroup &shape,

@@ -2,6 +2,7 @@
 // RUN: strata-opt --split-input-file --select-kernel-strategy=chip=sm_90a --build-strategy-kernels=chip=sm_90a %s | FileCheck %s --check-prefix=SM90A
 // RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx942 --build-strategy-kernels=chip=gfx942 %s | FileCheck %s --check-prefix=GFX942
 // RUN: strata-opt --split-input-file --select-kernel-strategy=chip=gfx950 --build-strategy-kernels=chip=gfx950 %s | FileCheck %s --check-prefix=GFX950
+// RUN: strata-opt --split-input-file --select-kernel-strategy="chip=sm_90 remarks=true" %s -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 
 // Tests the moe_group strategy: the routed slots grouped by expert in one
 // block (MoeGroupKernel.cpp): each subgroup's share of the slots counted by
@@ -52,5 +53,20 @@ func.func @moe_group_0(%a0: memref<?x4xi32>, %a1: memref<?x4xi32>, %a2: memref<1
 // GFX942-SAME: memref<8x288xi32, #gpu.address_space<workgroup>>
 func.func @moe_group_0(%a0: memref<?x8xi32>, %a1: memref<?x8xi32>, %a2: memref<289xi32>)
     attributes {llm.kernel = #llm.kernel<"moe_group_0", roles = [chosen, slot_order, expert_starts]>, llm.moe_group = #llm.moe_group<experts = 288, top_k = 8>} {
+  return
+}
+
+// -----
+
+// 1024 experts: 16 rows of counts (17 x 4 KiB with the starts) exceed
+// sm_90's 48 KiB of static workgroup memory, so the kernel keeps the generic
+// form with a remark; AMD's 8 rows (36 KiB) fit its 64 KiB.
+// SM90: func.func @moe_group_0({{.*}}llm.gpu_strategy = #llm.gpu_strategy<generic>
+// REMARK: remark: sm_90: kernel 'moe_group_0' keeps the generic kernel: the subgroups' counts of 1024 experts exceed the static workgroup memory
+// REMARK-NOT: remark
+// GFX942-LABEL: gpu.func @moe_group_0(
+// GFX942-SAME: memref<8x1024xi32, #gpu.address_space<workgroup>>
+func.func @moe_group_0(%a0: memref<?x8xi32>, %a1: memref<?x8xi32>, %a2: memref<1025xi32>)
+    attributes {llm.kernel = #llm.kernel<"moe_group_0", roles = [chosen, slot_order, expert_starts]>, llm.moe_group = #llm.moe_group<experts = 1024, top_k = 8>} {
   return
 }
