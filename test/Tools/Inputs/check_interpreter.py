@@ -6,7 +6,9 @@ e4m3 codes decoded with integer vector ops (extui, andi, shli, addi, ori,
 shrui, uitofp, bitcast, cmpi ult, select: MatmulKernel.cpp's decodeFp8ToF32)
 against the e4m3 table, nvgpu.ldmatrix x4 plain and transposed against the
 PTX ISA's fragment table, asynchronous copies (zero fill, groups landing at
-their wait); a barrier that half the block skips is refused."""
+their wait), mbarriers (arrivals, parity waits, an arrival as copies
+complete; a wait that cannot complete refused); a barrier that half the
+block skips is refused."""
 
 import os
 import sys
@@ -76,6 +78,28 @@ first = np.where(np.arange(8)[None, :] < count[:, None], rows, 0)
 print("async copies:", "equal" if np.array_equal(out[:, 0], first) and
       not out[:, 1].any() and np.array_equal(out[:, 2], rows)
       else f"DIFFERS\n{out}")
+# mbarriers: warp 0 stores its rows and arrives on barrier 0, copies a row
+# asynchronously and arrives on barrier 1 as the copy completes
+# (cp.async.mbarrier.arrive.noinc), then waits on barrier 2; warp 1 waits
+# for barriers 0 and 1 (parity 0), reads both rows, rewrites the first and
+# arrives on barrier 2. In both thread orders.
+for order in ("forward", "reverse"):
+    os.environ["STRATA_INTERP_ORDER"] = "" if order == "forward" else order
+    src = np.arange(100, 132, dtype=np.int32)
+    got = np.zeros((32, 3), np.int32)
+    load_kernel(path, "mbarriers").run([src, got], grid=(1, 1, 1),
+                                       subgroup_size=32)
+    same = (np.array_equal(got[:, 0], np.arange(32)) and
+            np.array_equal(got[:, 1], src) and
+            np.array_equal(got[:, 2], 2 * np.arange(32)))
+    print(f"mbarriers ({order}):", "equal" if same else f"DIFFERS\n{got}")
+os.environ["STRATA_INTERP_ORDER"] = ""
+try:
+    load_kernel(path, "mbarrier_stuck").run([np.zeros(64, np.int32)],
+                                            grid=(1, 1, 1), subgroup_size=32)
+    print("mbarrier stuck: no error")
+except InterpreterError as e:
+    print("mbarrier stuck:", e)
 try:
     load_kernel(path, "diverges").run([np.zeros(64, np.int32)],
                                       grid=(1, 1, 1), subgroup_size=32)

@@ -30,7 +30,12 @@ asynchronous read). `nvgpu.device_async_copy` reads its source at the copy
 and lands in the destination when the thread's `device_async_wait`
 completes its group (a read before that sees the old bytes), or at the copy
 with STRATA_INTERP_ASYNC=early (so that a copy into bytes an in-flight wgmma
-reads is caught). An operation it does not know is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
+reads is caught). `nvgpu.mbarrier` groups (create, init, arrive, arrive.nocomplete,
+get) are per block; `try_wait.parity P` suspends the thread until the phase of
+parity P has completed, and `nvvm.cp.async.mbarrier.arrive.noinc` lands the
+thread's earlier copies and arrives; a wait that can never complete (a
+barrier two phases ahead of its waiter, or too few arrivals) is a deadlock
+error. An operation it does not know is an error naming it. bf16 memrefs are numpy uint16 arrays holding the bits
 (a bf16 value is an np.uint16; extf / truncf convert, ties to even). Global memrefs are
 numpy arrays shared by every block, workgroup attributions fresh zeroed arrays
 per block; integers wrap at their width, f32 values are numpy float32. A load
@@ -467,6 +472,42 @@ _WARPGROUP_OPS = ("nvvm.wgmma.mma_async",)
 _WARPGROUP_THREADS = 128
 
 
+class _MBarrier:
+    """An mbarrier of workgroup memory: `pending` arrivals left in the
+    current phase (set by its init), `phase` the number of phases
+    completed. try_wait.parity P returns once the phase of parity P has
+    completed: the current phase's parity is no longer P."""
+    __slots__ = ("count", "pending", "phase")
+
+    def __init__(self):
+        self.count = self.pending = None
+        self.phase = 0
+
+    def init(self, count):
+        self.count = self.pending = count
+        self.phase = 0
+
+    def arrive(self, n=1, complete=True):
+        if self.count is None:
+            raise InterpreterError("arrival on an uninitialised mbarrier")
+        self.pending -= n
+        if self.pending < 0:
+            raise InterpreterError("more arrivals than an mbarrier's count")
+        if self.pending == 0 and complete:
+            self.phase += 1
+            self.pending = self.count
+
+    def passed(self, parity):
+        if self.count is None:
+            raise InterpreterError("wait on an uninitialised mbarrier")
+        return self.phase % 2 != parity
+
+
+# Addresses nvgpu.mbarrier.get gives the barriers (above any workgroup
+# memory the interpreter hands out): 8 bytes each.
+_MBARRIER_BASE = 1 << 30
+
+
 def _ldmatrix(op, lanes):
     """nvgpu.ldmatrix (PTX ldmatrix.sync.aligned.m8n8.x{1,2,4}.b16): lanes
     8 i .. 8 i + 7 give the rows of 8 x 8 matrix i (each lane's row: the 8
@@ -810,6 +851,7 @@ class Kernel:
         if key not in self._yields:
             self._yields[key] = op.name in ("gpu.barrier", "gpu.shuffle",
                                             "gpu.all_reduce", "nvgpu.ldmatrix",
+                                            "nvgpu.mbarrier.try_wait.parity",
                                             *_MATRIX_OPS,
                                             *_WARPGROUP_OPS) or any(
                 self._suspends(o) for r in op.regions for o in r.ops)
@@ -846,7 +888,7 @@ class Kernel:
             dtype = _MEMREF_DTYPES[m.group(2)]
             shared.append(MemRef(np.zeros(shape, dtype)))
         threads = self.block[0] * self.block[1] * self.block[2]
-        ctx = {"block_id": block_id, "grid": grid,
+        ctx = {"block_id": block_id, "grid": grid, "mbarriers": {},
                "dynamic_shared": MemRef(np.zeros(self.dynamic_shared,
                                                  np.uint8))}
         gens, waits = [], []
@@ -912,6 +954,12 @@ class Kernel:
                 for t in group:
                     waits[t] = None
                 progressed = True
+            for t in range(threads):
+                w = waits[t]
+                if w is not None and w.kind == "mbarrier" and \
+                        w.value[0].passed(w.value[1]):
+                    waits[t] = None
+                    progressed = True
             for first in range(0, threads, _WARPGROUP_THREADS):
                 group = range(first, min(first + _WARPGROUP_THREADS, threads))
                 pending = [t for t in group if not done[t]]
@@ -958,8 +1006,9 @@ class Kernel:
                 for t in pending:
                     waits[t] = None
                 continue
-            raise InterpreterError("deadlock: threads wait at barriers and "
-                                   "shuffles at once")
+            raise InterpreterError("deadlock: threads wait at barriers, "
+                                   "shuffles or mbarriers that cannot "
+                                   "complete")
 
     def _run_nested(self, region, env, ctx):
         """Runs a region that cannot suspend; returns its yielded values (an
@@ -991,6 +1040,11 @@ class Kernel:
         elif name in _MATRIX_OPS:
             values = [env[v] for v in op.operands]
             env[op.results[0]] = yield _Sync("matrix", op, values)
+        elif name == "nvgpu.mbarrier.try_wait.parity":
+            group, parity, _, at = (env[v] for v in op.operands)
+            barrier = group[at]
+            if not barrier.passed(parity & 1):
+                yield _Sync("mbarrier", op, (barrier, parity & 1))
         elif name == "nvgpu.ldmatrix":
             memref, *at = (env[v] for v in op.operands)
             env[op.results[0]] = yield _Sync("ldmatrix", op, (memref, at))
@@ -1561,6 +1615,67 @@ class Kernel:
                         copy.land()
                 del groups[:len(landing)]
             return async_wait
+        if name == "nvgpu.mbarrier.create":
+            m = re.search(r"num_barriers = (\d+)", ty or "")
+            count = int(m.group(1)) if m else 1
+
+            def create(env, ctx):
+                # One group per block, whichever thread creates it first.
+                env[res] = ctx["mbarriers"].setdefault(
+                    id(op), [_MBarrier() for _ in range(count)])
+            return create
+        if name == "nvgpu.mbarrier.init":
+            if len(operands) != 3:
+                raise InterpreterError("nvgpu.mbarrier.init with a predicate")
+
+            def init(env, ctx):
+                group, count, at = (env[o] for o in operands)
+                group[at].init(count)
+            return init
+        if name == "nvgpu.mbarrier.arrive":
+            def arrive(env, ctx):
+                group, at = (env[o] for o in operands)
+                group[at].arrive()
+                env[res] = group[at].phase
+            return arrive
+        if name == "nvgpu.mbarrier.arrive.nocomplete":
+            def arrive_nocomplete(env, ctx):
+                group, at, count = (env[o] for o in operands)
+                group[at].arrive(count, complete=False)
+                env[res] = group[at].phase
+            return arrive_nocomplete
+        if name == "nvgpu.mbarrier.get":
+            def get(env, ctx):
+                group, at = (env[o] for o in operands)
+                table = ctx.setdefault("mbarrier_at", {})
+                key = (id(group), at)
+                if key not in table:
+                    table[key] = _MBARRIER_BASE + 8 * len(table)
+                    ctx.setdefault("mbarrier_of", {})[table[key]] = group[at]
+                env[res] = table[key]
+            return get
+        if name == "llvm.inttoptr":
+            return pure(lambda a: a)
+        if name == "nvvm.cp.async.mbarrier.arrive":
+            if "noinc = true" not in op.props:
+                raise InterpreterError("cp.async.mbarrier.arrive without "
+                                       ".noinc")
+
+            def copies_arrive(env, ctx):
+                # The arrival when the thread's earlier copies complete:
+                # they land now, then the thread arrives.
+                state = env["$copies"]
+                for copy in state["pending"]:
+                    copy.land()
+                for group in state["groups"]:
+                    for copy in group:
+                        copy.land()
+                barrier = ctx.get("mbarrier_of", {}).get(env[operands[0]])
+                if barrier is None:
+                    raise InterpreterError("cp.async.mbarrier.arrive on an "
+                                           "address that is no mbarrier")
+                barrier.arrive()
+            return copies_arrive
         if name in ("nvvm.wgmma.fence.aligned", "nvvm.fence.proxy"):
             # The interpreter's stores are visible at once (no proxies).
             return lambda env, ctx: None

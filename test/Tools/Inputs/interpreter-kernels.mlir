@@ -131,6 +131,74 @@ module attributes {gpu.container_module} {
       vector.store %z, %out[%tid, %c2, %c0] : memref<32x3x8xbf16>, vector<8xbf16>
       gpu.return
     }
+    gpu.func @mbarriers(%src: memref<32xi32>, %out: memref<32x3xi32>) workgroup(%data: memref<32xi32, #gpu.address_space<workgroup>>, %copied: memref<32xi32, #gpu.address_space<workgroup>>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %c32 = arith.constant 32 : index
+      %ticks = arith.constant 1000000 : index
+      %false = arith.constant false
+      %true = arith.constant true
+      %bars = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        nvgpu.mbarrier.init %bars[%c0], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+        nvgpu.mbarrier.init %bars[%c1], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+        nvgpu.mbarrier.init %bars[%c2], %c32 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+      }
+      gpu.barrier
+      %producer = arith.cmpi ult, %tid, %c32 : index
+      scf.if %producer {
+        %v = arith.index_cast %tid : index to i32
+        memref.store %v, %data[%tid] : memref<32xi32, #gpu.address_space<workgroup>>
+        %tok = nvgpu.mbarrier.arrive %bars[%c0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3> -> !nvgpu.mbarrier.token
+        %cp = nvgpu.device_async_copy %src[%tid], %copied[%tid], 1 : memref<32xi32> to memref<32xi32, #gpu.address_space<workgroup>>
+        %g = nvgpu.device_async_create_group %cp
+        %addr = nvgpu.mbarrier.get %bars[%c1] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3> -> i32
+        %ptr = llvm.inttoptr %addr : i32 to !llvm.ptr<3>
+        nvvm.cp.async.mbarrier.arrive %ptr {noinc = true} : !llvm.ptr<3>
+        nvgpu.mbarrier.try_wait.parity %bars[%c2], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+        %w = memref.load %data[%tid] : memref<32xi32, #gpu.address_space<workgroup>>
+        memref.store %w, %out[%tid, %c2] : memref<32x3xi32>
+      } else {
+        %j = arith.subi %tid, %c32 : index
+        nvgpu.mbarrier.try_wait.parity %bars[%c0], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+        %r = memref.load %data[%j] : memref<32xi32, #gpu.address_space<workgroup>>
+        memref.store %r, %out[%j, %c0] : memref<32x3xi32>
+        nvgpu.mbarrier.try_wait.parity %bars[%c1], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
+        %s = memref.load %copied[%j] : memref<32xi32, #gpu.address_space<workgroup>>
+        memref.store %s, %out[%j, %c1] : memref<32x3xi32>
+        %k = arith.muli %j, %c2 : index
+        %kv = arith.index_cast %k : index to i32
+        memref.store %kv, %data[%j] : memref<32xi32, #gpu.address_space<workgroup>>
+        %t2 = nvgpu.mbarrier.arrive %bars[%c2] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>, num_barriers = 3> -> !nvgpu.mbarrier.token
+      }
+      gpu.return
+    }
+    gpu.func @mbarrier_stuck(%out: memref<64xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
+      %tid = gpu.thread_id x
+      %c0 = arith.constant 0 : index
+      %c64 = arith.constant 64 : index
+      %ticks = arith.constant 1000000 : index
+      %false = arith.constant false
+      %bars = nvgpu.mbarrier.create -> !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+      %first = arith.cmpi eq, %tid, %c0 : index
+      scf.if %first {
+        nvgpu.mbarrier.init %bars[%c0], %c64 : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+      }
+      gpu.barrier
+      %tok = nvgpu.mbarrier.arrive %bars[%c0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>> -> !nvgpu.mbarrier.token
+      %one = arith.constant 1 : index
+      %t1 = arith.cmpi ult, %tid, %one : index
+      scf.if %t1 {
+        nvgpu.mbarrier.try_wait.parity %bars[%c0], %false, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+        %tok2 = nvgpu.mbarrier.arrive %bars[%c0] : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>> -> !nvgpu.mbarrier.token
+        %true = arith.constant true
+        nvgpu.mbarrier.try_wait.parity %bars[%c0], %true, %ticks : !nvgpu.mbarrier.group<memorySpace = #gpu.address_space<workgroup>>
+      }
+      gpu.return
+    }
     gpu.func @diverges(%out: memref<?xi32>) kernel attributes {known_block_size = array<i32: 64, 1, 1>} {
       %tid = gpu.thread_id x
       %c32 = arith.constant 32 : index
