@@ -664,6 +664,16 @@ class _Reads:
         self.checked = True
 
 
+def _retire_groups(groups, keep, retire):
+    """Every group of `groups` (oldest first) but the newest `keep` retired:
+    `retire` on each of its items, then the group dropped."""
+    done = groups[:len(groups) - keep] if keep else list(groups)
+    for group in done:
+        for item in group:
+            retire(item)
+    del groups[:len(done)]
+
+
 class _AsyncCopy:
     """An nvgpu.device_async_copy in flight: its source values, read at
     the copy, land in the destination at the wait that completes it (the
@@ -1608,12 +1618,7 @@ class Kernel:
                 "numGroups" in op.props else 0
 
             def async_wait(env, ctx):
-                groups = env["$copies"]["groups"]
-                landing = groups[:len(groups) - keep] if keep else groups
-                for group in landing:
-                    for copy in group:
-                        copy.land()
-                del groups[:len(landing)]
+                _retire_groups(env["$copies"]["groups"], keep, _AsyncCopy.land)
             return async_wait
         if name == "nvgpu.mbarrier.create":
             m = re.search(r"num_barriers = (\d+)", ty or "")
@@ -1667,9 +1672,7 @@ class Kernel:
                 state = env["$copies"]
                 for copy in state["pending"]:
                     copy.land()
-                for group in state["groups"]:
-                    for copy in group:
-                        copy.land()
+                _retire_groups(state["groups"], 0, _AsyncCopy.land)
                 barrier = ctx.get("mbarrier_of", {}).get(env[operands[0]])
                 if barrier is None:
                     raise InterpreterError("cp.async.mbarrier.arrive on an "
@@ -1689,12 +1692,7 @@ class Kernel:
             keep = int(_prop(op, "group").split(":")[0])
 
             def wgmma_wait(env, ctx):
-                groups = env["$wgmma"]["groups"]
-                done = groups[:len(groups) - keep] if keep else groups
-                for group in done:
-                    for reads in group:
-                        reads.check()
-                del groups[:len(done)]
+                _retire_groups(env["$wgmma"]["groups"], keep, _Reads.check)
             return wgmma_wait
         if name == "memref.extract_aligned_pointer_as_index":
             def address(env, ctx):
