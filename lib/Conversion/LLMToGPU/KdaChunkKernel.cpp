@@ -298,7 +298,6 @@ private:
   Value uge(Value x, Value y) {
     return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, x, y);
   }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value threads() { return idx(subgroups * subgroupSize); }
   /// A loop over [lo, hi) with step `step`, the body at the induction
   /// variable.

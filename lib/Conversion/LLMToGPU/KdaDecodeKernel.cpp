@@ -84,7 +84,6 @@ private:
   /// order through workgroup row `which`); one barrier.
   SmallVector<Value> blockSums(ArrayRef<Value> values, ArrayRef<int64_t> which);
 
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   /// KernelBuilder::store: rounded to the buffer's element type.
   void storeF32(Value v, Value m, ValueRange at) {
     Type elem = cast<MemRefType>(m.getType()).getElementType();

@@ -75,7 +75,6 @@ protected:
                                 Value t0, Value offset, Value srcSlot,
                                 Value fresh);
 
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
   Value loadIndex(Value m, Value at) {
     return toIndex(memref::LoadOp::create(b, loc, m, ValueRange{at}));
   }

@@ -40,6 +40,7 @@ protected:
     return arith::ConstantOp::create(b, loc, b.getI32IntegerAttr(v));
   }
   Value add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+  Value sub(Value a, Value c) { return arith::SubIOp::create(b, loc, a, c); }
   Value minu(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
   Value toIndex(Value v) {
     return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);

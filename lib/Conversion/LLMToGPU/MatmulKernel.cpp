@@ -2385,7 +2385,8 @@ SmallVector<Value> MatmulKernelBuilder::accumulateScaledRing(Value arena,
         Value aOffset = mul(slot, slotBytesA);
         Value bOffset = add(mul(slot, slotBytesB), ringABytes);
         // The block's scales are loaded before its products, which hide
-        // their latency (loaded after the wait, each block waited for them).
+        // their latency (loaded after the wait, every block would wait for
+        // them).
         BlockScales scales =
             loadBlockScales(mul(k, t.stageK), weights, scaleRows);
         // Without rows a warpgroup's stage adds zeros.

@@ -54,8 +54,6 @@ public:
   void build(gpu::GPUFuncOp func, const KernelArguments &roles);
 
 private:
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mulv(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
   Value divu(Value x, int64_t d) {
     return arith::DivUIOp::create(b, loc, x, idx(d));
   }
@@ -188,7 +186,7 @@ void MoeGroupBuilder::placeSlots(Value begin, Value end, Value rows) {
   Value none = ci32(-1);
   Value laneI32 = asI32(lane);
   loop(idx(0), rows, 1, [&](Value row) {
-    Value slot = add(add(begin, mulv(row, idx(lanes))), lane);
+    Value slot = add(add(begin, mul(row, lanes)), lane);
     Value valid = ult(slot, end);
     // Rows past the share's end read its last slot (never past T k: a row
     // is walked only when the share has slots).
@@ -244,7 +242,7 @@ void MoeGroupBuilder::build(gpu::GPUFuncOp func, const KernelArguments &roles) {
   Value rows = divu(
       add(divu(add(numSlots, subgroups - 1), subgroups), lanes - 1), lanes);
   Value share = mul(rows, lanes);
-  Value begin = minu(mulv(subgroup, share), numSlots);
+  Value begin = minu(arith::MulIOp::create(b, loc, subgroup, share), numSlots);
   Value end = minu(add(begin, share), numSlots);
   countShares(begin, end);
   prefixShares();

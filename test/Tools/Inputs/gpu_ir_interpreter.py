@@ -815,6 +815,27 @@ def _mfma(op, lanes):
             for lane in range(64)]
 
 
+def _met_collectives(waits, done, size, kinds, what, whole):
+    """(first thread, threads) of every group of `size` consecutive threads
+    of the block (the last one shorter unless `whole`) waiting at one
+    collective of `kinds`, every thread of the group at the same op; a group
+    that only partly waits there (others at another collective, or exited)
+    is an error."""
+    threads = len(waits)
+    for first in range(0, threads, size):
+        group = range(first, min(first + size, threads))
+        pending = [t for t in group if not done[t]]
+        if not pending or any(waits[t] is None or waits[t].kind not in kinds
+                              for t in pending):
+            continue
+        if (whole and len(group) != size) or len(pending) != len(group) or \
+                len({id(waits[t].op) for t in pending}) != 1:
+            raise InterpreterError(
+                f"{what} at thread {first}: threads at different "
+                f"collectives, or exited")
+        yield first, group
+
+
 class MemRef:
     """A numpy array standing for a memref (row-major, identity layout)."""
 
@@ -927,18 +948,9 @@ class Kernel:
                     done[t] = True
                 sends[t] = None
             progressed = False
-            for first in range(0, threads, lanes):
-                group = range(first, min(first + lanes, threads))
-                pending = [t for t in group if not done[t]]
-                if not pending or any(
-                        waits[t] is None or waits[t].kind not in
-                        ("shuffle", "matrix", "ldmatrix") for t in pending):
-                    continue
-                if len(pending) != len(group) or len(
-                        {id(waits[t].op) for t in pending}) != 1:
-                    raise InterpreterError(
-                        f"subgroup at lane {first}: lanes at different "
-                        f"shuffles or matrix instructions, or exited")
+            for first, group in _met_collectives(
+                    waits, done, lanes, ("shuffle", "matrix", "ldmatrix"),
+                    f"subgroup of {lanes} lanes", whole=False):
                 if waits[first].kind in ("matrix", "ldmatrix"):
                     compute = (_matrix_instruction if waits[first].kind ==
                                "matrix" else _ldmatrix)
@@ -970,19 +982,9 @@ class Kernel:
                         w.value[0].passed(w.value[1]):
                     waits[t] = None
                     progressed = True
-            for first in range(0, threads, _WARPGROUP_THREADS):
-                group = range(first, min(first + _WARPGROUP_THREADS, threads))
-                pending = [t for t in group if not done[t]]
-                if not pending or any(
-                        waits[t] is None or waits[t].kind != "warpgroup"
-                        for t in pending):
-                    continue
-                if len(group) != _WARPGROUP_THREADS or len(
-                        pending) != len(group) or len(
-                        {id(waits[t].op) for t in pending}) != 1:
-                    raise InterpreterError(
-                        f"warpgroup at thread {first}: threads at different "
-                        f"warpgroup instructions, or exited")
+            for first, group in _met_collectives(
+                    waits, done, _WARPGROUP_THREADS, ("warpgroup",),
+                    "warpgroup", whole=True):
                 smem = ctx["dynamic_shared"].array
                 results, at = _wgmma(waits[first].op,
                                      [waits[t].value for t in group], smem)
